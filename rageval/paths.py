@@ -1,0 +1,27 @@
+"""Where rageval keeps what it builds once and reuses: converted weights, indexes, the LLM-call cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"
+RUNS_DIR = DATA_DIR / "runs"
+
+
+def cache_dir() -> Path:
+    """The user cache directory: ``$RAGEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/rageval``, else ``~/.cache/rageval``."""
+    explicit = os.environ.get("RAGEVAL_CACHE_DIR")
+    if explicit:
+        path = Path(explicit)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        path = Path(base) / "rageval"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def shared_data_dir() -> Path:
+    """The team's shared data folder (``../shared/data`` beside the checkout), used only to refresh ``data/``."""
+    return Path(os.environ.get("RAGEVAL_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))

@@ -1,0 +1,274 @@
+"""The run store: one SQLite file per run, with a versioned schema.
+
+A run file holds everything one evaluation produced and what produced it: the settings (dataset, retriever,
+model, prompt, k, metric), the queries and passages it touched, each query's ranking, the per-document LLM
+outputs, every label method's labels (eRAG, contains-answer, gold: all stored as qrels-like rows), the
+end-to-end (E2E) outputs, and the per-query measure values.
+
+Files are written atomically (a temporary file in the same folder, then ``os.replace``), so a reader never sees
+half a run. A file with an unknown or newer schema fails with a message naming the file and both versions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rageval.errors import StoreError
+from rageval.types import Passage, Query, Ranking, ScoredPassage
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x52414745  # "RAGE": marks a SQLite file as a rageval run
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE queries (
+    query_id TEXT PRIMARY KEY, text TEXT NOT NULL, answers TEXT NOT NULL,
+    gold_passage_ids TEXT NOT NULL, dataset TEXT NOT NULL);
+CREATE TABLE passages (
+    passage_id TEXT PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE rankings (
+    query_id TEXT NOT NULL, rank INTEGER NOT NULL, passage_id TEXT NOT NULL, score REAL NOT NULL,
+    PRIMARY KEY (query_id, rank));
+CREATE TABLE doc_outputs (
+    query_id TEXT NOT NULL, passage_id TEXT NOT NULL, output TEXT NOT NULL,
+    PRIMARY KEY (query_id, passage_id));
+CREATE TABLE labels (
+    method TEXT NOT NULL, query_id TEXT NOT NULL, passage_id TEXT NOT NULL, value REAL NOT NULL,
+    PRIMARY KEY (method, query_id, passage_id));
+CREATE TABLE e2e_outputs (
+    query_id TEXT PRIMARY KEY, k INTEGER NOT NULL, output TEXT NOT NULL, score REAL NOT NULL);
+CREATE TABLE measure_values (
+    method TEXT NOT NULL, measure TEXT NOT NULL, query_id TEXT NOT NULL, value REAL NOT NULL,
+    PRIMARY KEY (method, measure, query_id));
+"""
+
+
+@dataclass(frozen=True)
+class DocOutput:
+    """The RAG LLM's output for one query given one passage alone: M(q, {d})."""
+
+    query_id: str
+    passage_id: str
+    output: str
+
+
+@dataclass(frozen=True)
+class Label:
+    """One relevance label: a qrels row produced by a label method (``erag:em``, ``contains_answer``, ``gold``)."""
+
+    method: str
+    query_id: str
+    passage_id: str
+    value: float
+
+
+@dataclass(frozen=True)
+class E2EOutput:
+    """The RAG LLM's output from the whole top-k list, and its downstream score against the gold answers."""
+
+    query_id: str
+    k: int
+    output: str
+    score: float
+
+
+@dataclass(frozen=True)
+class MeasureValue:
+    method: str
+    measure: str
+    query_id: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Run:
+    """Everything one run produced. ``settings`` is plain JSON-able data describing what produced it."""
+
+    settings: Mapping[str, Any]
+    queries: Sequence[Query]
+    passages: Sequence[Passage]
+    rankings: Sequence[Ranking]
+    doc_outputs: Sequence[DocOutput] = ()
+    labels: Sequence[Label] = ()
+    e2e_outputs: Sequence[E2EOutput] = ()
+    measure_values: Sequence[MeasureValue] = field(default=())
+
+
+def write_run(run: Run, path: str | os.PathLike) -> Path:
+    """Write ``run`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    try:
+        connection = sqlite3.connect(temp_name)
+        try:
+            _write_tables(connection, run)
+            connection.commit()
+        finally:
+            connection.close()
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _write_tables(connection: sqlite3.Connection, run: Run) -> None:
+    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    connection.executescript(_SCHEMA)
+    connection.executemany(
+        "INSERT INTO meta VALUES (?, ?)",
+        [("schema_version", str(SCHEMA_VERSION)), ("settings", json.dumps(dict(run.settings), sort_keys=True))],
+    )
+    connection.executemany(
+        "INSERT INTO queries VALUES (?, ?, ?, ?, ?)",
+        [(q.query_id, q.text, json.dumps(list(q.answers)), json.dumps(list(q.gold_passage_ids)), q.dataset)
+         for q in run.queries],
+    )
+    connection.executemany(
+        "INSERT INTO passages VALUES (?, ?, ?, ?)",
+        [(p.passage_id, p.title, p.text, p.source) for p in run.passages],
+    )
+    connection.executemany(
+        "INSERT INTO rankings VALUES (?, ?, ?, ?)",
+        [(r.query_id, rank, p.passage_id, float(p.score))
+         for r in run.rankings for rank, p in enumerate(r.passages, start=1)],
+    )
+    connection.executemany("INSERT INTO doc_outputs VALUES (?, ?, ?)",
+                           [(o.query_id, o.passage_id, o.output) for o in run.doc_outputs])
+    connection.executemany("INSERT INTO labels VALUES (?, ?, ?, ?)",
+                           [(x.method, x.query_id, x.passage_id, float(x.value)) for x in run.labels])
+    connection.executemany("INSERT INTO e2e_outputs VALUES (?, ?, ?, ?)",
+                           [(e.query_id, e.k, e.output, float(e.score)) for e in run.e2e_outputs])
+    connection.executemany("INSERT INTO measure_values VALUES (?, ?, ?, ?)",
+                           [(m.method, m.measure, m.query_id, float(m.value)) for m in run.measure_values])
+
+
+class RunReader:
+    """Read access to one run file, query by query (the dashboard never loads a whole run into memory).
+
+    Opens the file read-only and checks it is a rageval run with a schema this version understands.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: no such run file")
+        try:
+            self._connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            application_id = self._connection.execute("PRAGMA application_id").fetchone()[0]
+            version = self._connection.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"{self.path}: not a rageval run file (SQLite says: {error})") from error
+        if application_id != APPLICATION_ID:
+            raise StoreError(f"{self.path}: not a rageval run file (SQLite application_id {application_id:#x})")
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: run schema version {version} is newer than this rageval understands "
+                f"({SCHEMA_VERSION}); upgrade rageval to read it")
+        if version < 1:
+            raise StoreError(f"{self.path}: unknown run schema version {version}")
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> RunReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _frame(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        return pd.read_sql_query(sql, self._connection, params=list(params))
+
+    def settings(self) -> dict[str, Any]:
+        row = self._connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def counts(self) -> dict[str, int]:
+        """Row counts of the main tables (the run's sizes)."""
+        tables = ("queries", "passages", "rankings", "doc_outputs", "labels", "e2e_outputs")
+        return {t: self._connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables}
+
+    def query_table(self) -> pd.DataFrame:
+        """One row per query: id, text, dataset, E2E output and score (NaN when no E2E output was stored)."""
+        return self._frame(
+            "SELECT q.query_id, q.text, q.dataset, q.answers, e.output AS e2e_output, e.score AS e2e_score "
+            "FROM queries q LEFT JOIN e2e_outputs e USING (query_id) ORDER BY q.rowid")
+
+    def query(self, query_id: str) -> Query:
+        row = self._connection.execute(
+            "SELECT query_id, text, answers, gold_passage_ids, dataset FROM queries WHERE query_id = ?",
+            (query_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no query {query_id!r} in this run")
+        return Query(row[0], row[1], tuple(json.loads(row[2])), tuple(json.loads(row[3])), row[4])
+
+    def label_methods(self) -> list[str]:
+        return [r[0] for r in self._connection.execute("SELECT DISTINCT method FROM labels ORDER BY method")]
+
+    def ranking_table(self, query_id: str) -> pd.DataFrame:
+        """The query's ranked passages with their text, single-passage output and one column per label method."""
+        ranked = self._frame(
+            "SELECT r.rank, r.passage_id, r.score, p.title, p.text, o.output "
+            "FROM rankings r JOIN passages p USING (passage_id) "
+            "LEFT JOIN doc_outputs o ON o.query_id = r.query_id AND o.passage_id = r.passage_id "
+            "WHERE r.query_id = ? ORDER BY r.rank", (query_id,))
+        labels = self._frame("SELECT method, passage_id, value FROM labels WHERE query_id = ?", (query_id,))
+        if not labels.empty:
+            wide = labels.pivot(index="passage_id", columns="method", values="value").reset_index()
+            ranked = ranked.merge(wide, on="passage_id", how="left")
+        return ranked
+
+    def e2e_output(self, query_id: str) -> E2EOutput | None:
+        row = self._connection.execute(
+            "SELECT query_id, k, output, score FROM e2e_outputs WHERE query_id = ?", (query_id,)).fetchone()
+        return E2EOutput(*row) if row else None
+
+    def measure_table(self) -> pd.DataFrame:
+        """Per-query measure values: columns method, measure, query_id, value."""
+        return self._frame("SELECT method, measure, query_id, value FROM measure_values")
+
+    def labels(self, method: str | None = None) -> pd.DataFrame:
+        if method is None:
+            return self._frame("SELECT method, query_id, passage_id, value FROM labels")
+        return self._frame("SELECT method, query_id, passage_id, value FROM labels WHERE method = ?", (method,))
+
+    def rankings(self) -> dict[str, Ranking]:
+        grouped: dict[str, list[ScoredPassage]] = {}
+        for query_id, passage_id, score in self._connection.execute(
+                "SELECT query_id, passage_id, score FROM rankings ORDER BY query_id, rank"):
+            grouped.setdefault(query_id, []).append(ScoredPassage(passage_id, score))
+        return {q: Ranking(q, tuple(ps)) for q, ps in grouped.items()}
+
+
+def list_runs(folder: str | os.PathLike) -> list[Path]:
+    """Run files (``*.sqlite``) in ``folder``, newest first."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(folder.glob("*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def labels_as_qrels(labels: Iterable[Label] | pd.DataFrame, method: str) -> dict[str, dict[str, float]]:
+    """The labels of one method as a qrels mapping ``{query_id: {passage_id: value}}``."""
+    if isinstance(labels, pd.DataFrame):
+        rows = labels[labels["method"] == method].itertuples(index=False)
+        triples = ((r.query_id, r.passage_id, r.value) for r in rows)
+    else:
+        triples = ((x.query_id, x.passage_id, x.value) for x in labels if x.method == method)
+    qrels: dict[str, dict[str, float]] = {}
+    for query_id, passage_id, value in triples:
+        qrels.setdefault(query_id, {})[passage_id] = float(value)
+    return qrels
