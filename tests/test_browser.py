@@ -1,0 +1,151 @@
+"""End-to-end test in a real Chromium: start ``streamlit run app.py`` on the fixture run, read the summary,
+open the query inspector, pick a query, and check that passage text holding HTML/script is shown literally
+and never executed. Screenshots go to ``test-output/``.
+
+Needs Debian's Chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the ``playwright`` package
+(its own browser downloads are never used). Without Chromium the test is skipped, unless ``CI`` is set, in
+which case it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.run_fixtures import INJECTION, make_small_run
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = REPO / "test-output"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVER_START_S = 45
+WAIT_MS = 20_000
+
+
+def _require_browser() -> None:
+    missing = [] if CHROMIUM.exists() else [f"{CHROMIUM} (apt-get install -y chromium)"]
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("the playwright package (pip install -r requirements-dev.txt)")
+    if missing:
+        reason = "browser test needs " + " and ".join(missing)
+        if os.environ.get("CI"):
+            pytest.fail(reason + "; CI is set, so this is a failure, not a skip")
+        pytest.skip(reason)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_until_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
+    """Poll Streamlit's health endpoint until it answers ``ok`` (or the server dies / times out)."""
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"streamlit exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.2)  # polling interval of a readiness probe, not a wait for content
+    pytest.fail(f"streamlit did not answer within {SERVER_START_S} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory) -> Iterator[str]:
+    _require_browser()
+    runs = tmp_path_factory.mktemp("browser_runs")
+    make_small_run(runs / "fixture.sqlite")
+    SHOTS.mkdir(exist_ok=True)
+    log = SHOTS / "streamlit_server.log"
+    port = _free_port()
+    env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs)}
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+               "--server.address", "127.0.0.1", "--server.port", str(port),
+               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with log.open("w") as log_file:
+        server = subprocess.Popen(command, cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_healthy(url, server, log)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def test_summary_inspector_and_escaping_in_chromium(server_url):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page_errors: list[str] = []
+        page.on("pageerror", lambda error: page_errors.append(str(error)))
+        try:
+            # Home: the summary of the fixture run (6 queries; dataset named in the provenance caption).
+            page.goto(server_url)
+            expect(page.get_by_role("heading", name="rageval · retrieval evaluation for RAG")).to_be_visible(
+                timeout=WAIT_MS)
+            queries_metric = page.get_by_test_id("stMetric").filter(has_text="Queries")
+            expect(queries_metric).to_contain_text("6")
+            expect(page.get_by_text("dataset nq_open (first 6 oracle questions)").first).to_be_visible()
+            expect(page.get_by_test_id("stDataFrame").first).to_be_visible()
+            page.screenshot(path=str(SHOTS / "home.png"), full_page=True)
+
+            # The inspector, through the home page's link; it opens on the first query.
+            page.get_by_role("link", name="Inspect queries one by one").click()
+            expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_role("heading", name="who got the first nobel prize in physics")).to_be_visible()
+
+            # Pick another query by typing part of its question into the selectbox.
+            page.get_by_test_id("stSelectbox").filter(has_text="Question").click()
+            page.keyboard.type("reading football")
+            page.get_by_role("option", name="who is the owner of reading football club").click()
+            expect(page.get_by_role("heading", name="who is the owner of reading football club")).to_be_visible(
+                timeout=WAIT_MS)
+            expect(page).to_have_url(re.compile(r"[?&]query=nq(%3A|:)5\b"))
+            texts = page.get_by_test_id("stText")
+            expect(texts).to_have_count(5)  # K = 5 passages per query (tests/run_fixtures.py)
+            # nq:5's ranking misses its own gold passage and starts with nq:0's (tests/run_fixtures.py).
+            expect(texts.first).to_contain_text("The first Nobel Prize in Physics was awarded in 1901")
+            page.screenshot(path=str(SHOTS / "inspector_query.png"), full_page=True)
+
+            # The choice survives a trip to the home page and back through the sidebar navigation.
+            navigation = page.get_by_test_id("stSidebarNav")
+            navigation.get_by_role("link", name="app").click()
+            expect(page.get_by_role("heading", name="Aggregate measures")).to_be_visible(timeout=WAIT_MS)
+            navigation.get_by_role("link", name="Query inspector").click()
+            expect(page.get_by_role("heading", name="who is the owner of reading football club")).to_be_visible(
+                timeout=WAIT_MS)
+
+            # Open the injection passage's query (nq:0) by a shared link.
+            page.goto(f"{server_url}/Query_inspector?query=nq:0")
+            injected = page.get_by_test_id("stText").filter(has_text="<script>window.__pwned=1</script>")
+            expect(injected).to_be_visible(timeout=WAIT_MS)
+            expect(injected).to_contain_text(INJECTION)
+            expect(page.get_by_test_id("stMarkdown").filter(has_text="3. Escaping test <b>bold?</b>")).to_be_visible()
+            injected.scroll_into_view_if_needed()
+            page.screenshot(path=str(SHOTS / "inspector_escaping.png"), full_page=True)
+            assert page.evaluate("typeof window.__pwned") == "undefined"
+            assert not page_errors, page_errors
+        finally:
+            browser.close()
