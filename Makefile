@@ -1,0 +1,14 @@
+# The two commands of the README.
+.PHONY: dashboard test
+
+# Install everything (a virtual environment with the pinned requirements) and open the dashboard on the
+# shipped runs at http://127.0.0.1:8501.
+dashboard:
+	scripts/setup_env.sh
+	.venv/bin/streamlit run app.py --server.address 127.0.0.1 --server.port 8501 \
+		--browser.gatherUsageStats false
+
+# Install the test dependencies (Chromium from Debian for the browser tests) and run the whole suite.
+test:
+	scripts/setup_env.sh --dev
+	.venv/bin/python -m pytest -q

@@ -1,0 +1,7 @@
+"""``python -m rageval``: the command line."""
+
+import sys
+
+from rageval.cli import main
+
+sys.exit(main())

@@ -1,0 +1,135 @@
+"""eRAG: per-document utility labels from the RAG LLM itself (Salemi & Zamani, SIGIR 2024).
+
+For a query q with ranked list R_k, the RAG LLM M and the downstream metric E (exact match here), each
+document is given to M *alone* and the output is scored against the ground truth y:
+
+    G_q[d] = E(M(q, {d}), y)        for every d in R_k            (eRAG, Eq. 1)
+
+These labels are relevance judgments: any IR measure (P, R, AP, RR, nDCG, Hit) aggregates them into one score
+per ranked list. The end-to-end (E2E) score E(M(q, R_k), y) uses the whole list in one prompt (in-prompt
+augmentation); eRAG's claim is that its measures correlate with E2E better than the classic labels do.
+
+Labels depend only on (query, document, model, prompt, decoding, metric), so the LLM calls go through the
+content-addressed LLM-call cache: re-ranking or re-running a list whose documents were already judged costs
+no new LLM call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rageval.generation.base import DecodingSettings, Generator
+from rageval.measures import compute_measures
+from rageval.prompts import build_qa_prompt
+from rageval.store import DocOutput, E2EOutput, Label, MeasureValue
+from rageval.text_metrics import contains_answer, exact_match, token_f1
+from rageval.types import Passage, Query, Ranking
+
+#: Downstream metrics E(output, gold answers) -> [0, 1], by the name stored in run settings and label methods.
+DOWNSTREAM_METRICS: Mapping[str, Callable[[str, Sequence[str]], float]] = {
+    "em": exact_match,
+    "f1": token_f1,
+}
+
+#: The label methods a run stores, scored with the same measures: eRAG and the two classic baselines.
+GOLD = "gold"
+CONTAINS_ANSWER = "contains_answer"
+
+ProgressCallback = Callable[[int, int], None]  # (done, total)
+
+
+def erag_method(metric: str) -> str:
+    """The label-method name of eRAG labels made with ``metric``, e.g. ``"erag:em"``."""
+    return f"erag:{metric}"
+
+
+@dataclass(frozen=True)
+class EragSettings:
+    """What decides an eRAG run's LLM calls and labels (stored with the run)."""
+
+    k: int = 10
+    metric: str = "em"
+    decoding: DecodingSettings = field(default_factory=DecodingSettings)
+    batch_size: int = 8
+    cutoffs: tuple[int, ...] = (1, 5, 10)
+
+    def __post_init__(self):
+        if self.metric not in DOWNSTREAM_METRICS:
+            raise ValueError(f"unknown downstream metric {self.metric!r}; choose one of {sorted(DOWNSTREAM_METRICS)}")
+        if self.k < 1:
+            raise ValueError(f"k must be at least 1, got {self.k}")
+
+
+def generate_in_batches(generator: Generator, prompts: Sequence[str], decoding: DecodingSettings,
+                        batch_size: int, on_progress: ProgressCallback | None = None) -> list[str]:
+    """Outputs of ``generator`` for ``prompts`` in order, in batches, reporting progress after each batch."""
+    outputs: list[str] = []
+    for start in range(0, len(prompts), batch_size):
+        outputs.extend(generator.generate(prompts[start:start + batch_size], decoding))
+        if on_progress is not None:
+            on_progress(len(outputs), len(prompts))
+    return outputs
+
+
+def _top_k(ranking: Ranking, k: int) -> tuple[str, ...]:
+    return ranking.passage_ids[:k]
+
+
+def compute_erag_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking],
+                        passages: Mapping[str, Passage], generator: Generator, settings: EragSettings,
+                        on_progress: ProgressCallback | None = None) -> tuple[list[DocOutput], list[Label]]:
+    """eRAG labels G_q[d] = E(M(q, {d}), y) for the top-k of every query's ranking, with the outputs M(q, {d})."""
+    pairs = [(q, pid) for q in queries for pid in _top_k(rankings[q.query_id], settings.k)]
+    prompts = [build_qa_prompt(q.text, [passages[pid]]) for q, pid in pairs]
+    outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress)
+    metric = DOWNSTREAM_METRICS[settings.metric]
+    method = erag_method(settings.metric)
+    doc_outputs = [DocOutput(q.query_id, pid, out) for (q, pid), out in zip(pairs, outputs)]
+    labels = [Label(method, q.query_id, pid, metric(out, q.answers)) for (q, pid), out in zip(pairs, outputs)]
+    return doc_outputs, labels
+
+
+def compute_e2e(queries: Sequence[Query], rankings: Mapping[str, Ranking], passages: Mapping[str, Passage],
+                generator: Generator, settings: EragSettings,
+                on_progress: ProgressCallback | None = None) -> list[E2EOutput]:
+    """End-to-end outputs M(q, R_k) (the whole top-k in one prompt, best first) and their score E(., y)."""
+    prompts = [build_qa_prompt(q.text, [passages[pid] for pid in _top_k(rankings[q.query_id], settings.k)])
+               for q in queries]
+    outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress)
+    metric = DOWNSTREAM_METRICS[settings.metric]
+    return [E2EOutput(q.query_id, settings.k, out, metric(out, q.answers)) for q, out in zip(queries, outputs)]
+
+
+def compute_reference_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking],
+                             passages: Mapping[str, Passage], k: int) -> list[Label]:
+    """The classic baselines: *gold* (the dataset's gold passages, retrieved or not) and *contains_answer*
+    (a normalised gold answer occurs in the retrieved passage's text)."""
+    labels = [Label(GOLD, q.query_id, pid, 1.0) for q in queries for pid in q.gold_passage_ids]
+    for q in queries:
+        for pid in _top_k(rankings[q.query_id], k):
+            found = contains_answer(passages[pid].as_document(), q.answers)
+            labels.append(Label(CONTAINS_ANSWER, q.query_id, pid, float(found)))
+    return labels
+
+
+def measure_names(cutoffs: Sequence[int]) -> list[str]:
+    """The measures every run stores: P, R, AP, RR, nDCG and Hit at each cutoff, and R-precision."""
+    names = [f"{m}@{k}" for k in cutoffs for m in ("P", "R", "AP", "RR", "nDCG", "Hit")]
+    return names + ["Rprec"]
+
+
+def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranking],
+                           cutoffs: Sequence[int]) -> list[MeasureValue]:
+    """Per-query values of every stored measure, for every label method, on the same rankings."""
+    run = {query_id: list(r.passage_ids) for query_id, r in rankings.items()}
+    values: list[MeasureValue] = []
+    for method in sorted({x.method for x in labels}):
+        qrels: dict[str, dict[str, float]] = {}
+        for x in labels:
+            if x.method == method:
+                qrels.setdefault(x.query_id, {})[x.passage_id] = x.value
+        frame = compute_measures(measure_names(cutoffs), run, qrels)
+        values.extend(MeasureValue(method, r.measure, r.query_id, float(r.value))
+                      for r in frame.itertuples(index=False))
+    return values
