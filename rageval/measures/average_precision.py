@@ -1,0 +1,31 @@
+"""Average precision at k (``AP@k``; its mean over queries is MAP, so ``MAP@k`` is an alias).
+
+AP@k = (1/|relevant judged|) * sum_{i=1..k} rel_i * P@i (Buckley & Voorhees; trec_eval's
+``map_cut_k``, and ``map`` without a cutoff). The denominator counts every relevant judged passage,
+retrieved or not, and the query scores 0 when it has none. Binary labels only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide, top
+from rageval.measures.registry import register_measure
+
+
+def average_precision(labels: RankedLabels, cutoff: int | None) -> np.ndarray:
+    relevance = top(labels.relevance, cutoff)
+    ranks = np.arange(1, relevance.shape[1] + 1, dtype=np.float64)
+    precision_at_rank = np.cumsum(relevance, axis=1) / ranks
+    return safe_divide((relevance * precision_at_rank).sum(axis=1), labels.n_relevant)
+
+
+AP = register_measure(
+    MeasureDefinition(
+        name="AP",
+        kernel=average_precision,
+        summary="Average precision (its mean over queries is MAP; binary labels).",
+        accepts_graded=False,
+        aliases=("MAP",),
+    )
+)
