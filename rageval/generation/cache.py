@@ -1,0 +1,174 @@
+"""A disk cache of LLM calls (SQLite, WAL mode) and a Generator wrapper that consults it.
+
+An answer depends only on (model, prompt, decoding settings), so eRAG labels computed once are reused by
+every later run, retriever and page. The key is the sha256 of a canonical JSON of exactly those three, so a
+cached answer is never returned for a different model, prompt or setting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from rageval.errors import StoreError
+from rageval.generation.base import DecodingSettings, Generator
+
+SCHEMA_VERSION = 1
+_LOOKUP_CHUNK = 500  # stays under SQLite's bound-parameter limit (999 on old builds)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS llm_calls (
+    key      TEXT PRIMARY KEY,  -- sha256 hex of canonical JSON [model_id, prompt, settings]
+    model_id TEXT NOT NULL,
+    settings TEXT NOT NULL,     -- canonical JSON of the DecodingSettings
+    output   TEXT NOT NULL,
+    created  REAL NOT NULL      -- Unix time the answer was generated
+) WITHOUT ROWID;
+"""
+
+
+def _canonical_json(value) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def cache_key(model_id: str, prompt: str, settings: DecodingSettings) -> str:
+    """sha256 (hex) of the canonical JSON ``{"model_id": ..., "prompt": ..., "settings": {...}}``.
+
+    Canonical = sorted keys, no whitespace, UTF-8; every field of the settings takes part, so changing the
+    model, a single prompt character or any decoding setting changes the key.
+    """
+    payload = {"model_id": model_id, "prompt": prompt, "settings": settings.as_dict()}
+    return hashlib.sha256(_canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+def default_cache_path() -> Path:
+    from rageval.paths import cache_dir
+
+    return cache_dir() / "llm_cache.sqlite"
+
+
+class LLMCache:
+    """The SQLite store behind :class:`CachedGenerator`; safe to share between threads and processes.
+
+    WAL mode lets readers proceed while one process writes; a busy timeout makes a second writer wait for
+    the lock instead of failing. Rows are only ever inserted (``INSERT OR IGNORE``), never changed.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, timeout_s: float = 60.0):
+        self.path = Path(path) if path is not None else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=timeout_s, check_same_thread=False,
+                                         isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path}: LLM cache schema version {version} is newer than this "
+                                 f"rageval understands ({SCHEMA_VERSION})")
+            with self._transaction():
+                self._conn.execute(_SCHEMA)
+                self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except (sqlite3.DatabaseError, StoreError) as exc:
+            if hasattr(self, "_conn"):
+                self._conn.close()
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(f"{self.path}: not a usable LLM cache (SQLite said: {exc})") from exc
+
+    @contextmanager
+    def _transaction(self):
+        # BEGIN IMMEDIATE takes the write lock up front, so two writers queue instead of deadlocking
+        # on a read-to-write lock upgrade.
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, str]:
+        """The cached outputs of those ``keys`` that are present (missing keys are simply absent)."""
+        keys = list(dict.fromkeys(keys))
+        found: dict[str, str] = {}
+        with self._lock:
+            for i in range(0, len(keys), _LOOKUP_CHUNK):
+                chunk = keys[i:i + _LOOKUP_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(f"SELECT key, output FROM llm_calls WHERE key IN ({marks})", chunk)
+                found.update(rows.fetchall())
+        return found
+
+    def put_many(self, model_id: str, settings: DecodingSettings, outputs: Mapping[str, str]) -> None:
+        """Insert ``{key: output}`` computed with ``model_id`` and ``settings`` in one committed transaction."""
+        now = time.time()
+        settings_json = _canonical_json(settings.as_dict())
+        rows = [(key, model_id, settings_json, output, now) for key, output in outputs.items()]
+        with self._lock, self._transaction():
+            self._conn.executemany(
+                "INSERT OR IGNORE INTO llm_calls (key, model_id, settings, output, created) VALUES (?,?,?,?,?)",
+                rows,
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM llm_calls").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> LLMCache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class CachedGenerator:
+    """Wraps any :class:`Generator`: answers cached prompts from ``cache`` and generates only the misses.
+
+    Misses (deduplicated) go to the wrapped generator in chunks of ``chunk_size`` prompts (one call when there
+    are fewer), and each chunk is committed before the next starts, so a killed run keeps what it finished.
+    ``hits`` counts prompts answered from the cache, ``misses`` prompts sent to the wrapped generator;
+    a prompt repeated within one call is generated once and its repeats count as hits.
+    """
+
+    def __init__(self, generator: Generator, cache: LLMCache, *, chunk_size: int = 64):
+        if chunk_size < 1:
+            raise ValueError(f"CachedGenerator.chunk_size: expected >= 1, got {chunk_size}")
+        self.generator = generator
+        self.cache = cache
+        self.chunk_size = chunk_size
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.generator.model_id
+
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+        model_id = self.generator.model_id
+        keys = [cache_key(model_id, prompt, settings) for prompt in prompts]
+        answers = self.cache.get_many(keys)
+        todo = {key: prompt for key, prompt in zip(keys, prompts) if key not in answers}  # dedup, ordered
+        todo_items = list(todo.items())
+        for i in range(0, len(todo_items), self.chunk_size):
+            chunk = todo_items[i:i + self.chunk_size]
+            outputs = self.generator.generate([prompt for _, prompt in chunk], settings)
+            if len(outputs) != len(chunk):
+                raise RuntimeError(f"generator {model_id!r} returned {len(outputs)} answers for {len(chunk)} prompts")
+            new = {key: output for (key, _), output in zip(chunk, outputs)}
+            self.cache.put_many(model_id, settings, new)
+            answers.update(new)
+        self.misses += len(todo_items)
+        self.hits += len(prompts) - len(todo_items)
+        return [answers[key] for key in keys]

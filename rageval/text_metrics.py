@@ -1,0 +1,92 @@
+"""Downstream text metrics: SQuAD exact match and token F1, label accuracy, answer containment.
+
+Exact match and F1 follow the official SQuAD v1.1 evaluation script (Rajpurkar et al., EMNLP 2016):
+both strings are normalised (lower-cased, punctuation removed, the articles *a/an/the* removed, whitespace
+collapsed) and the score against several gold answers is the maximum over them. eRAG (Salemi & Zamani,
+SIGIR 2024) uses exact match of the LLM's answer as the per-passage relevance label.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD answer normalisation: lower-case, drop ASCII punctuation, drop articles, collapse whitespace.
+
+    The steps run in the SQuAD order (lower, punctuation, articles, whitespace), so ``"The  U.S.A."``
+    becomes ``"usa"``.
+    """
+    lowered = text.lower()
+    no_punct = "".join(ch for ch in lowered if ch not in _PUNCTUATION)
+    no_articles = _ARTICLES.sub(" ", no_punct)
+    return " ".join(no_articles.split())
+
+
+def exact_match(prediction: str, gold_answers: Sequence[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer, else 0.0 (0.0 with no answers).
+
+    EM(p, G) = max_{g in G} [normalize(p) == normalize(g)].
+    """
+    normalized = normalize_answer(prediction)
+    return float(any(normalized == normalize_answer(gold) for gold in gold_answers))
+
+
+def _token_f1_single(prediction_tokens: list[str], gold_tokens: list[str]) -> float:
+    """F1 of the token multiset overlap; 1.0 when both are empty, 0.0 when exactly one is (SQuAD v2 rule)."""
+    if not prediction_tokens or not gold_tokens:
+        return float(prediction_tokens == gold_tokens)
+    common = Counter(prediction_tokens) & Counter(gold_tokens)
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision = overlap / len(prediction_tokens)
+    recall = overlap / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def token_f1(prediction: str, gold_answers: Sequence[str]) -> float:
+    """SQuAD token F1, maximised over the gold answers (0.0 with no answers).
+
+    With P = |overlap| / |pred tokens| and R = |overlap| / |gold tokens| on normalised whitespace tokens
+    (overlap counted as a multiset intersection), F1 = 2PR / (P + R).
+    """
+    prediction_tokens = normalize_answer(prediction).split()
+    return max(
+        (_token_f1_single(prediction_tokens, normalize_answer(gold).split()) for gold in gold_answers),
+        default=0.0,
+    )
+
+
+def accuracy(predicted_labels: Sequence[str], gold_labels: Sequence[str]) -> float:
+    """Fraction of positions where the predicted label equals the gold label (exact string match).
+
+    Raises ValueError if the two sequences differ in length or are empty.
+    """
+    if len(predicted_labels) != len(gold_labels):
+        raise ValueError(
+            f"accuracy: {len(predicted_labels)} predicted labels but {len(gold_labels)} gold labels"
+        )
+    if not gold_labels:
+        raise ValueError("accuracy: no labels given")
+    return sum(p == g for p, g in zip(predicted_labels, gold_labels)) / len(gold_labels)
+
+
+def contains_answer(passage_text: str, gold_answers: Sequence[str]) -> bool:
+    """True if some normalised gold answer occurs in the normalised passage on whole-token boundaries.
+
+    ``"Paris"`` is contained in ``"... in Paris, France"`` but not in ``"Parisian"``. Answers that
+    normalise to the empty string (e.g. ``"the"``) never match.
+    """
+    passage = f" {normalize_answer(passage_text)} "
+    for gold in gold_answers:
+        answer = normalize_answer(gold)
+        if answer and f" {answer} " in passage:
+            return True
+    return False
