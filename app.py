@@ -13,9 +13,6 @@ from ui import data, render
 st.set_page_config(page_title="rageval", page_icon="🔎", layout="wide")
 
 path = render.select_run()
-if path is None:
-    render.render_empty_state()
-    st.stop()
 
 key = data.run_key(path)
 settings = data.load_settings(*key)

@@ -13,9 +13,6 @@ QUERY_STATE = "inspect.query_id"
 st.set_page_config(page_title="Query inspector · rageval", page_icon="🔍", layout="wide")
 
 path = render.select_run()
-if path is None:
-    render.render_empty_state()
-    st.stop()
 
 key = data.run_key(path)
 settings = data.load_settings(*key)

@@ -157,20 +157,21 @@ def select_synced(where: Any, label: str, options: Sequence[str], *, state_key: 
 
 # --- blocks ------------------------------------------------------------------------------------------
 
-def select_run() -> Path | None:
-    """The sidebar run selector (``?run=<file stem>``, default the newest run); ``None`` when the runs folder
-    holds no run. Stops the page with an error when the chosen file is not a readable run."""
+def select_run() -> Path:
+    """The sidebar run selector (``?run=<file stem>``, default the newest run). Stops the page with the empty
+    state when the runs folder holds no run, and with an error when the chosen file is not a readable run."""
     folder = data.runs_dir()
     runs = {path.stem: path for path in data.find_runs(folder)}
     if not runs:
-        return None
+        render_empty_state()
+        st.stop()
     stem = select_synced(st.sidebar, "Run", list(runs), state_key=RUN_STATE, param="run",
                          help="Run files (*.sqlite), newest first")
     st.sidebar.caption(escape_markdown(f"from {folder}"))
     try:
         data.load_settings(*data.run_key(runs[stem]))
     except (StoreError, OSError) as error:
-        st.error(str(error))
+        st.error(str(error))  # our own message (file name and reason), not corpus text
         st.stop()
     return runs[stem]
 
