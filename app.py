@@ -45,6 +45,17 @@ else:
 if len(e2e_scores):
     st.caption(f"E2E EM {e2e_mean:.3f}: " + render.provenance(settings, len(e2e_scores)))
 
+k = settings.get("k")
+if len(e2e_scores) >= 3 and isinstance(k, int) and not summary.empty:
+    st.subheader("Which labels predict the end-to-end answer?")
+    correlations = data.load_correlation_table(*key, cutoff=k)
+    tau_tab, rho_tab = st.tabs(["Kendall's tau-b", "Spearman's rho"])
+    tau_tab.dataframe(render.correlation_view(correlations, "tau"))
+    rho_tab.dataframe(render.correlation_view(correlations, "rho"))
+    st.caption(f"Correlation across queries between each per-query measure and the E2E EM, with 95% percentile "
+               f"bootstrap intervals (1,000 resamples over queries); eRAG's Table 1 on this run. "
+               + render.provenance(settings, int(correlations["n"].max())))
+
 st.subheader("What produced this run")
 st.dataframe(render.settings_frame(settings), hide_index=True)
 if settings.get("notes"):

@@ -96,7 +96,7 @@ def test_home_shows_sizes_settings_and_measures(runs_env):
     captions = " ".join(c.value for c in app.caption)
     assert escape_markdown("dataset nq_open (first 6 oracle questions)") in captions
     assert escape_markdown("fake-reader (tests/run_fixtures.py)") in captions and "6 queries" in captions
-    settings = app.dataframe[1].value.set_index("Setting")["Value"]
+    settings = settings_table(app).set_index("Setting")["Value"]
     assert settings["Dataset"] == "nq_open (first 6 oracle questions)"
     assert settings["Prompt"] == "none (000000000000)" and settings["Corpus"].endswith("(7 passages)")
     assert "fake reader" in app.info[0].value  # the run's notes
@@ -112,11 +112,11 @@ def test_home_defaults_to_newest_run_and_honours_run_param(run_path, tmp_path, m
 
     app = start(HOME)
     assert app.selectbox(key="app.run.widget").value == "newer"
-    assert app.dataframe[1].value.set_index("Setting")["Value"]["Dataset"] == "newer-dataset"
+    assert settings_table(app).set_index("Setting")["Value"]["Dataset"] == "newer-dataset"
     assert app.query_params["run"] == "newer"
 
     app = start(HOME, run="older")
-    assert app.dataframe[1].value.set_index("Setting")["Value"]["Dataset"] == "older-dataset"
+    assert settings_table(app).set_index("Setting")["Value"]["Dataset"] == "older-dataset"
 
 
 def test_empty_folder_explains_how_to_make_a_run(tmp_path, monkeypatch):
@@ -230,3 +230,20 @@ def test_no_page_renders_raw_html():
         code = source.read_text(encoding="utf-8")
         for unsafe in ("unsafe_allow_html", "st.html", "components.html"):
             assert unsafe not in code, f"{source.name} uses {unsafe}"
+
+
+def settings_table(app):
+    """The home page's "What produced this run" table (found by its columns, not its position)."""
+    return next(df.value for df in app.dataframe if "Setting" in df.value.columns)
+
+
+def test_home_shows_correlations_with_e2e(runs_env):
+    app = start(HOME)
+    assert "Which labels predict the end-to-end answer?" in [h.value for h in app.subheader]
+    tau, rho = [df.value for df in app.dataframe if df.value.index.name == "Measure"]
+    # Rows: the fixture's measures at K plus R-precision; columns: its three label methods.
+    assert sorted(tau.index) == sorted(m for m in MEASURES if m.endswith(f"@{K}") or m == "Rprec")
+    assert len(tau.columns) == len(LABEL_METHODS)
+    cell = tau.iloc[0, 0]
+    assert cell == "undefined (constant)" or re.fullmatch(r"-?\d\.\d{3} \[-?\d\.\d\d, -?\d\.\d\d\]", cell)
+    assert any("bootstrap" in c.value for c in app.caption)

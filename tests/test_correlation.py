@@ -116,3 +116,29 @@ def test_bootstrap_arguments_are_checked():
         bootstrap_ci([1, 2, 3], [1, 2, 3], spearman_rho, confidence=95)
     with pytest.raises(ValueError, match="n_resamples"):
         bootstrap_ci([1, 2, 3], [1, 2, 3], spearman_rho, n_resamples=0)
+
+
+def test_correlation_table_groups_and_matches_the_coefficients():
+    import pandas as pd
+
+    from rageval.stats import compute_correlation_table
+
+    rng = np.random.default_rng(7)
+    downstream = {f"q{i}": float(v) for i, v in enumerate(rng.integers(0, 2, size=60))}
+    rows = []
+    for method in ("erag:em", "gold"):
+        for measure in ("P@10", "nDCG@10"):
+            for i, q in enumerate(downstream):
+                rows.append({"method": method, "measure": measure, "query_id": q, "value": float(rng.random())})
+    rows.append({"method": "gold", "measure": "P@10", "query_id": "no-downstream", "value": 1.0})
+    table = compute_correlation_table(pd.DataFrame(rows), downstream, n_resamples=200, seed=1)
+    assert list(zip(table["method"], table["measure"])) == [
+        ("erag:em", "P@10"), ("erag:em", "nDCG@10"), ("gold", "P@10"), ("gold", "nDCG@10")]
+    assert table["n"].tolist() == [60] * 4  # the query without a downstream score is left out
+    frame = pd.DataFrame(rows)
+    group = frame[(frame.method == "gold") & (frame.measure == "P@10") & frame.query_id.isin(downstream.keys())]
+    y = [downstream[q] for q in group.query_id]
+    row = table.iloc[2]
+    assert row["tau"] == pytest.approx(scipy.stats.kendalltau(group.value, y, variant="b").statistic, abs=1e-12)
+    assert row["rho"] == pytest.approx(scipy.stats.spearmanr(group.value, y).statistic, abs=1e-12)
+    assert row["tau_low"] <= row["tau"] <= row["tau_high"]

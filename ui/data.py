@@ -112,3 +112,16 @@ def compute_measure_summary(measure_table: pd.DataFrame) -> pd.DataFrame:
     means.columns.name = None
     means["n"] = measure_table.groupby("method")["query_id"].nunique()
     return means
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Bootstrapping correlations…")
+def load_correlation_table(path: str, mtime_ns: int, cutoff: int, n_resamples: int = 1000) -> pd.DataFrame:
+    """Kendall's tau-b and Spearman's rho (bootstrap CIs) of every label method's measures at ``cutoff``
+    (and R-precision) against the per-query E2E score: eRAG's Table 1 on this run."""
+    from rageval.stats import compute_correlation_table
+
+    measures = _read(path, mtime_ns, RunReader.measure_table)
+    queries = _read(path, mtime_ns, RunReader.query_table).dropna(subset=["e2e_score"])
+    wanted = measures["measure"].str.endswith(f"@{cutoff}") | (measures["measure"] == "Rprec")
+    downstream = dict(zip(queries["query_id"], queries["e2e_score"]))
+    return compute_correlation_table(measures[wanted], downstream, n_resamples=n_resamples)

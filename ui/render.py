@@ -194,6 +194,21 @@ def render_measure_summary(summary: pd.DataFrame) -> None:
     st.dataframe(shown, column_config=config)
 
 
+def correlation_view(table: pd.DataFrame, statistic: str) -> pd.DataFrame:
+    """``value [low, high]`` of one statistic (``tau`` or ``rho``): one row per measure, one column per method."""
+    def cell(row) -> str:
+        if math.isnan(row[statistic]):
+            return "undefined (constant)"
+        return f"{row[statistic]:.3f} [{row[statistic + '_low']:.2f}, {row[statistic + '_high']:.2f}]"
+
+    shown = table.assign(cell=table.apply(cell, axis=1))
+    wide = shown.pivot(index="measure", columns="method", values="cell")
+    wide = wide[order_label_methods(list(wide.columns))].rename(columns=method_name)
+    wide.index.name = "Measure"
+    wide.columns.name = None
+    return wide
+
+
 def render_question(query: Query, e2e: E2EOutput | None) -> None:
     """The question, its gold answers and the end-to-end answer with its exact match."""
     st.subheader(escape_markdown(query.text))

@@ -11,10 +11,12 @@ per-query score (say every query got P@1 = 0) is a legitimate outcome to show, n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 
 Statistic = Callable[[np.ndarray, np.ndarray], float]
 
@@ -167,3 +169,27 @@ def bootstrap_ci(
     tail = (1.0 - confidence) / 2.0 * 100.0
     low, high = np.percentile(resampled, [tail, 100.0 - tail])
     return BootstrapResult(value, float(low), float(high), n, n_resamples, confidence)
+
+
+def compute_correlation_table(per_query: pd.DataFrame, downstream: Mapping[str, float], *,
+                              n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """Rank correlation across queries between each (label method, measure) and the downstream score.
+
+    This is eRAG's Table 1 (Salemi & Zamani, SIGIR 2024) on the caller's data: for every group of
+    ``per_query`` (columns ``method, measure, query_id, value``), Kendall's tau-b and Spearman's rho between the
+    per-query measure values and ``downstream[query_id]`` (e.g. the end-to-end exact match), each with a
+    percentile-bootstrap confidence interval over queries. Queries without a downstream score are left out.
+    Returns one row per (method, measure): ``n, tau, tau_low, tau_high, rho, rho_low, rho_high``.
+    """
+    rows = []
+    for (method, measure), group in per_query.groupby(["method", "measure"], sort=True):
+        group = group[group["query_id"].isin(downstream.keys())]
+        x = group["value"].to_numpy(dtype=float)
+        y = np.array([downstream[q] for q in group["query_id"]], dtype=float)
+        tau = bootstrap_ci(x, y, kendall_tau_b, n_resamples, confidence, seed)
+        rho = bootstrap_ci(x, y, spearman_rho, n_resamples, confidence, seed)
+        rows.append({"method": method, "measure": measure, "n": len(x),
+                     "tau": tau.value, "tau_low": tau.low, "tau_high": tau.high,
+                     "rho": rho.value, "rho_low": rho.low, "rho_high": rho.high})
+    columns = ["method", "measure", "n", "tau", "tau_low", "tau_high", "rho", "rho_low", "rho_high"]
+    return pd.DataFrame(rows, columns=columns)
