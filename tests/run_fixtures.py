@@ -1,7 +1,7 @@
 """A small but realistic run file for the dashboard tests, built from real NQ-open records.
 
 ``make_small_run(path)`` takes the first 6 questions of ``nq_open/nq_open_oracle_psgs_w100.jsonl.gz`` (the
-repo copy under ``data/``, else the team's shared copy) with their gold DPR passages, plus one passage whose
+repo copy under ``data/``) with their gold DPR passages, plus one passage whose
 text is an HTML/script injection (to check the dashboard renders passage text as text). Every query gets a
 ranking of ``K = 5`` passages drawn from that pool; the labels and measures are then computed honestly:
 
@@ -20,13 +20,11 @@ checks them against ``pytrec_eval``.
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
-from itertools import islice
 from pathlib import Path
 
-from rageval.paths import DATA_DIR, shared_data_dir
+from rageval.data.loaders import read_nq_open_oracle
+from rageval.paths import DATA_DIR
 from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run, write_run
 from rageval.text_metrics import contains_answer, exact_match
 from rageval.types import Passage, Query, Ranking, ScoredPassage
@@ -41,23 +39,14 @@ LABEL_METHODS = ("erag:em", "contains_answer", "gold")
 MEASURES = (f"P@{K}", f"R@{K}", f"AP@{K}", f"RR@{K}", f"nDCG@{K}", f"Hit@{K}", "Rprec")
 
 
-def oracle_path() -> Path:
-    """The repo copy of the NQ-open oracle file if present, else the shared one."""
-    local = DATA_DIR / NQ_ORACLE
-    return local if local.is_file() else shared_data_dir() / NQ_ORACLE
-
-
 def read_oracle_head(n: int = N_QUERIES) -> tuple[list[Query], list[Passage]]:
-    """The first ``n`` questions (ids ``nq:<line>``) and their gold passages (ids ``nq_oracle:<line>``)."""
+    """The first ``n`` questions (ids ``nq:<line - 1>``) and their gold passages (ids ``nq_oracle:<line - 1>``)."""
     queries, passages = [], []
-    with gzip.open(oracle_path(), "rt", encoding="utf-8") as handle:
-        for line, raw in enumerate(islice(handle, n)):
-            record = json.loads(raw)
-            gold = record["ctxs"][0]
-            passage = Passage(f"nq_oracle:{line}", gold["title"], gold["text"], "nq_oracle")
-            passages.append(passage)
-            queries.append(Query(f"nq:{line}", record["question"], tuple(record["answers"]),
-                                 (passage.passage_id,), "nq_open"))
+    for record in read_nq_open_oracle(DATA_DIR / NQ_ORACLE)[:n]:
+        index = record.line - 1
+        passage = Passage(f"nq_oracle:{index}", record.title, record.text, "nq_oracle")
+        passages.append(passage)
+        queries.append(Query(f"nq:{index}", record.question, record.answers, (passage.passage_id,), "nq_open"))
     return queries, passages
 
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from rageval.errors import RagevalError
-from rageval.paths import shared_data_dir
+from rageval.paths import DATA_DIR
 from rageval.retrieval.bm25 import (BM25Retriever, build_bm25_index, bm25_index_dir, is_complete_index,
                                     load_or_build_bm25_index, parse_indexer_counters)
 from rageval.retrieval.jvm import find_java_home, java_major_version
 from rageval.types import Passage, Query
 
-NQ_ORACLE = shared_data_dir() / "nq_open" / "nq_open_oracle_psgs_w100.jsonl.gz"
+NQ_ORACLE = DATA_DIR / "nq_open" / "nq_open_oracle_psgs_w100.jsonl.gz"
 SUBSET = 200
 
 
