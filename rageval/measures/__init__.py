@@ -7,6 +7,8 @@
 
 Each measure lives in its own module and registers itself in :mod:`rageval.measures.registry`;
 label semantics (binary, integer-graded and fractional eRAG labels) are in :mod:`rageval.measures.base`.
+Runs and qrels held as tables or TREC files take the columnar path of :mod:`rageval.measures.columnar`
+(``read_trec_run``, ``compute_measures_from_frames``), which fills the same label matrices.
 """
 
 from rageval.measures.base import Measure, MeasureDefinition, RankedLabels
@@ -31,11 +33,19 @@ from rageval.measures.compute import (
     rank_by_score,
     required_depths,
 )
+from rageval.measures.columnar import (
+    build_ranked_labels_from_frames,
+    compute_measures_from_frames,
+    read_trec_qrels,
+    read_trec_run,
+    write_trec_qrels,
+    write_trec_run,
+)
 
 __all__ = [
     "AP", "Hit", "Measure", "MeasureDefinition", "P", "R", "RR", "RankedLabels", "Rprec", "nDCG",
-    "aggregate_measures", "build_ranked_labels", "build_ranked_labels_from_run", "compute_measure_values",
-    "compute_measures", "compute_measures_from_run",
+    "aggregate_measures", "build_ranked_labels", "build_ranked_labels_from_frames", "build_ranked_labels_from_run",
+    "compute_measure_values", "compute_measures", "compute_measures_from_frames", "compute_measures_from_run",
     "get_definition", "parse_measure", "rank_by_score", "register_measure", "registered_measures",
-    "required_depths",
+    "read_trec_qrels", "read_trec_run", "required_depths", "write_trec_qrels", "write_trec_run",
 ]
