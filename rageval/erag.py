@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from rageval.generation.base import DecodingSettings, Generator
 from rageval.measures import compute_measures
 from rageval.prompts import build_qa_prompt
-from rageval.store import DocOutput, E2EOutput, Label, MeasureValue
+from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, labels_as_qrels
 from rageval.text_metrics import contains_answer, exact_match, token_f1
 from rageval.types import Passage, Query, Ranking
 
@@ -125,11 +125,7 @@ def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranki
     run = {query_id: list(r.passage_ids) for query_id, r in rankings.items()}
     values: list[MeasureValue] = []
     for method in sorted({x.method for x in labels}):
-        qrels: dict[str, dict[str, float]] = {}
-        for x in labels:
-            if x.method == method:
-                qrels.setdefault(x.query_id, {})[x.passage_id] = x.value
-        frame = compute_measures(measure_names(cutoffs), run, qrels)
+        frame = compute_measures(measure_names(cutoffs), run, labels_as_qrels(labels, method))
         values.extend(MeasureValue(method, r.measure, r.query_id, float(r.value))
                       for r in frame.itertuples(index=False))
     return values
