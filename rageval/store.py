@@ -109,6 +109,9 @@ def write_run(run: Run, path: str | os.PathLike) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(handle)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temp_name, 0o666 & ~umask)  # mkstemp makes the file private; a run file is an ordinary file
     try:
         connection = sqlite3.connect(temp_name)
         try:
