@@ -247,3 +247,15 @@ def test_home_shows_correlations_with_e2e(runs_env):
     cell = tau.iloc[0, 0]
     assert cell == "undefined (constant)" or re.fullmatch(r"-?\d\.\d{3} \[-?\d\.\d\d, -?\d\.\d\d\]", cell)
     assert any("bootstrap" in c.value for c in app.caption)
+
+
+def test_untitled_passage_gets_a_readable_header(tmp_path, monkeypatch):
+    """Some corpus passages (HAGRID quotes) have no title: the header must not show stray Markdown markers."""
+    run = build_small_run()
+    untitled = {p.passage_id: dataclasses.replace(p, title="") for p in run.passages}
+    run = dataclasses.replace(run, passages=list(untitled.values()))
+    write_run(run, tmp_path / "untitled.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(INSPECTOR)
+    headers = [m.value for m in app.markdown if "· score" in m.value]
+    assert headers and all(re.match(r"\*\*\d+\\\. \(untitled passage\)\*\* · score", h) for h in headers), headers

@@ -229,8 +229,8 @@ def render_passages(ranking: pd.DataFrame) -> None:
                                                           "Passage")]
     for passage_id, row in zip(ranking["passage_id"], view.to_dict("records")):
         with st.container(border=True):
-            st.markdown(f"**{row['Rank']}\\. {escape_markdown(row['Title'])}** · score {row['Score']:.2f} · "
-                        f"{escape_markdown(passage_id)}")
+            title = escape_markdown(row["Title"]) if row["Title"] else "(untitled passage)"
+            st.markdown(f"**{row['Rank']}\\. {title}** · score {row['Score']:.2f} · {escape_markdown(passage_id)}")
             labels = " · ".join(f"{escape_markdown(c)} {row[c]}" for c in label_columns)
             st.caption(f"{labels} · single-passage answer: {escape_markdown(row['Single-passage answer'])}")
             st.text(row["Passage"])
