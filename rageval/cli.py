@@ -4,6 +4,8 @@
     rageval build-index             build (once, cached) the BM25 Lucene index over that corpus
     rageval erag --num-queries 100  BM25 top-k -> RAG LLM per passage -> eRAG labels + E2E -> a run file
     rageval info RUN                what a run file holds and its aggregate measures
+    rageval eval-retrieval          BM25 / dense / hybrid / reranked retrieval vs gold passages
+    rageval train-reranker          train (once, cached) the MiniLM cross-encoder NQ reranker
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rageval.errors import RagevalError
 from rageval.paths import DATA_DIR, RUNS_DIR
 
 DEFAULT_MODEL = "gemma-3-270m"
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"  # vLLM's and our test server's default port
 
 CORPUS_NOTE = (
     "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, 2Wiki and "
@@ -78,8 +81,28 @@ def cmd_build_index(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_generator(model: str, batch_size: int):
-    """The RAG LLM named by ``model``: the packaged Gemma-3-270M by default, else any local HF model path/id."""
+def load_generator(model: str, batch_size: int, backend: str = "transformers", *,
+                   base_url: str = DEFAULT_BASE_URL, api_key_env: str | None = None, api: str = "completions"):
+    """The RAG LLM named by ``model``.
+
+    ``backend="transformers"``: the packaged Gemma-3-270M by default, else any local HF model path/id, run in
+    process. ``backend="openai"``: ``model`` is the name an OpenAI-compatible server at ``base_url`` serves
+    (vLLM, Ollama, ``python -m rageval.generation.server``), ``batch_size`` requests at a time, with the API
+    key read from the environment variable ``api_key_env`` when given.
+    """
+    if backend == "openai":
+        import os
+
+        from rageval.generation.openai_backend import OpenAIGenerator
+
+        api_key = None
+        if api_key_env:
+            api_key = os.environ.get(api_key_env)
+            if not api_key:
+                raise RagevalError(f"--api-key-env {api_key_env}: that environment variable is not set or empty")
+        return OpenAIGenerator(base_url, model, api=api, concurrency=batch_size, api_key=api_key)
+    if backend != "transformers":
+        raise RagevalError(f"backend {backend!r}: expected 'transformers' or 'openai'")
     if model == DEFAULT_MODEL:
         from rageval.generation.gemma import load_gemma_generator
 
@@ -111,7 +134,8 @@ def cmd_erag(args: argparse.Namespace) -> int:
                                  batch_size=args.batch_size,
                                  cutoffs=tuple(c for c in (1, 5, 10, 20) if c <= args.k))
     cache = LLMCache(args.cache) if args.cache else LLMCache()
-    generator = CachedGenerator(load_generator(args.model, args.batch_size), cache)
+    generator = CachedGenerator(load_generator(args.model, args.batch_size, args.backend, base_url=args.base_url,
+                                               api_key_env=args.api_key_env, api=args.api), cache)
 
     bar, update = _progress_bar("eRAG: one passage per prompt", len(queries) * args.k)
     with bar:
@@ -177,6 +201,113 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from rageval.corpus import corpus_fingerprint
+    from rageval.retrieval import evaluate as ev
+    from rageval.store import write_run
+
+    systems = ev.parse_systems(args.systems)
+    started = time.perf_counter()
+    corpus = _load_corpus(args.data_dir)
+    queries = ev.load_queries(args.dataset, corpus, args.num_queries, args.data_dir)
+    passages = {p.passage_id: p for p in corpus.passages}
+    fingerprint = corpus_fingerprint(corpus)
+    bm25 = dense = reranker = None
+    if ev.NEEDS_BM25.intersection(systems):
+        from rageval.retrieval.bm25 import BM25Retriever
+
+        bm25 = BM25Retriever(_bm25_index(corpus))
+    if ev.NEEDS_DENSE.intersection(systems):
+        from rageval.retrieval.dense import load_dense_retriever
+
+        dense = load_dense_retriever(corpus.passages, fingerprint, batch_size=args.batch_size)
+    if "bm25+rerank" in systems:
+        from rageval.retrieval.rerank import CrossEncoderReranker, load_or_train_nq_reranker
+
+        reranker = (CrossEncoderReranker.load(args.reranker) if args.reranker
+                    else load_or_train_nq_reranker(corpus=corpus, bm25=bm25))
+    bar = _progress_bar("bm25+rerank: queries reranked", len(queries))[0] if reranker else None
+    try:
+        results = ev.run_systems(systems, queries, args.k, bm25=bm25, dense=dense, reranker=reranker,
+                                 passages=passages, rerank_depth=args.rerank_depth,
+                                 progress=lambda message: print(message, file=sys.stderr),
+                                 on_reranked=bar.update if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    settings = {
+        "dataset_slice": f"the first {len(queries)} {args.dataset} queries (file order)", "k": args.k,
+        "corpus": {"passages": len(corpus.passages), "fingerprint": fingerprint[:16]}, "notes": CORPUS_NOTE,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "rageval_version": __version__, "command": "rageval " + " ".join(sys.argv[1:]),
+    }
+    per_query = {}
+    for system, result in results.items():
+        per_query[system] = ev.compute_retrieval_measures(result.rankings, queries)
+        run = ev.build_retrieval_run(args.dataset, result, queries, passages, per_query[system], settings,
+                                     stored_depth=args.stored_depth)
+        print(f"wrote {write_run(run, args.out_dir / ev.run_file_name(args.dataset, system))}")
+    print(f"{args.dataset}: {len(queries)} queries, {len(corpus.passages):,} passages, top {args.k} "
+          f"({time.perf_counter() - started:.0f} s)")
+    print(ev.summarize(per_query).round(3).to_string())
+    return 0
+
+
+def cmd_train_reranker(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from rageval.corpus import corpus_fingerprint
+    from rageval.measures import aggregate_measures, compute_measures
+    from rageval.retrieval import rerank
+    from rageval.retrieval.bm25 import BM25Retriever
+
+    corpus = _load_corpus(args.data_dir)
+    config = rerank.NqRerankerConfig(num_queries=args.num_queries, negatives_per_query=args.negatives,
+                                     epochs=args.epochs, lr=args.lr, batch_size=args.batch_size,
+                                     trainable_layers=None if args.trainable_layers < 0 else args.trainable_layers,
+                                     seed=args.seed)
+    bm25 = BM25Retriever(_bm25_index(corpus))
+    directory = rerank.nq_reranker_dir(config, corpus_fingerprint(corpus))
+    if (directory / rerank.CONFIG_NAME).is_file() and not args.retrain:
+        started = time.perf_counter()
+        reranker = rerank.CrossEncoderReranker.load(directory)
+        print(f"loaded {directory} ({time.perf_counter() - started:.1f} s)")
+    else:
+        with tqdm(desc="training steps", unit="step", file=sys.stderr, dynamic_ncols=True) as bar:
+            def update(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            reranker, log = rerank.train_nq_reranker(corpus, bm25, config, update)
+        reranker.save(directory)
+        size = sum(f.stat().st_size for f in directory.iterdir()) / 2**20
+        print(f"trained {reranker.model_id}: {log.examples} pairs, {log.steps} steps, {log.seconds:.0f} s; "
+              f"mean loss first 10 steps {sum(log.losses[:10]) / len(log.losses[:10]):.3f}, last 10 "
+              f"{sum(log.losses[-10:]) / len(log.losses[-10:]):.3f}; saved {directory} ({size:.0f} MiB)")
+    if args.eval_queries:
+        if args.eval_offset + args.eval_queries > rerank.EVAL_QUERIES:
+            raise RagevalError(f"evaluation queries must come from the first {rerank.EVAL_QUERIES} (held out)")
+        queries = list(corpus.nq_queries[args.eval_offset:args.eval_offset + args.eval_queries])
+        passages = {p.passage_id: p for p in corpus.passages}
+        qrels = {q.query_id: {pid: 1 for pid in q.gold_passage_ids} for q in queries}
+        systems = {"bm25": bm25.batch_search(queries, 10)}
+        started = time.perf_counter()
+        with tqdm(total=len(queries), desc="reranking", unit="query", file=sys.stderr, dynamic_ncols=True) as bar:
+            systems[f"bm25 top-{args.first_k} -> rerank"] = rerank.two_stage(
+                bm25, reranker, queries, passages, args.first_k, 10, lambda done, _: bar.update(done - bar.n))
+        seconds = time.perf_counter() - started
+        measures = ["R@1", "R@5", "R@10", "nDCG@10", "Hit@1", "Hit@10"]
+        rows = {name: aggregate_measures(compute_measures(measures, {q: list(r.passage_ids) for q, r in run.items()},
+                                                          qrels)).set_index("measure")["value"]
+                for name, run in systems.items()}
+        import pandas as pd
+
+        print(f"NQ-open queries {args.eval_offset}..{args.eval_offset + len(queries) - 1} (held out), "
+              f"reranking {seconds:.0f} s ({seconds / len(queries):.2f} s/query)")
+        print(pd.DataFrame(rows).T[measures].round(3).to_string())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rageval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -200,11 +331,50 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--metric", default="em", help="downstream metric E for labels and E2E: em or f1")
     run.add_argument("--model", default=DEFAULT_MODEL,
                      help=f"'{DEFAULT_MODEL}' (packaged GGUF) or a local Hugging Face model path")
-    run.add_argument("--batch-size", type=int, default=8)
+    run.add_argument("--batch-size", type=int, default=8,
+                     help="prompts per model batch (transformers) or concurrent requests (openai)")
+    run.add_argument("--backend", choices=("transformers", "openai"), default="transformers",
+                     help="run the model in process, or call an OpenAI-compatible server (vLLM, Ollama, "
+                          "python -m rageval.generation.server); then --model is the served model name")
+    run.add_argument("--base-url", default=DEFAULT_BASE_URL, help="the OpenAI-compatible server (--backend openai)")
+    run.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
+    run.add_argument("--api", choices=("completions", "chat"), default="completions",
+                     help="/v1/completions (raw prompt) or /v1/chat/completions (--backend openai)")
     run.add_argument("--max-new-tokens", type=int, default=16)
     run.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     run.add_argument("--out", type=Path, default=RUNS_DIR / "nq_open-bm25-gemma3_270m-erag.sqlite")
     run.set_defaults(handler=cmd_erag)
+
+    retrieval = sub.add_parser("eval-retrieval", help="Recall/nDCG/MRR of retrieval systems against gold "
+                                                      "passages; one run file per system")
+    retrieval.add_argument("--dataset", choices=("nq_open", "hotpotqa"), default="nq_open")
+    retrieval.add_argument("--systems", default="bm25,dense,hybrid,hybrid-combsum,bm25+rerank",
+                           help="comma-separated: bm25, dense, hybrid (RRF), hybrid-combsum, bm25+rerank")
+    retrieval.add_argument("--k", type=int, default=100, help="depth retrieved and evaluated")
+    retrieval.add_argument("--num-queries", type=int, help="the first N queries (default: all)")
+    retrieval.add_argument("--rerank-depth", type=int, default=20, help="BM25 passages re-scored by the reranker")
+    retrieval.add_argument("--reranker", type=Path, help="a saved cross-encoder folder (default: the NQ reranker)")
+    retrieval.add_argument("--batch-size", type=int, default=64, help="texts per embedding batch")
+    retrieval.add_argument("--stored-depth", type=int, default=20, help="ranks kept in the run files")
+    retrieval.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    retrieval.add_argument("--out-dir", type=Path, default=RUNS_DIR)
+    retrieval.set_defaults(handler=cmd_eval_retrieval)
+
+    reranker = sub.add_parser("train-reranker", help="train (once, cached) the MiniLM cross-encoder NQ reranker; "
+                                                     "optionally compare BM25 with BM25 -> rerank on held-out queries")
+    reranker.add_argument("--num-queries", type=int, default=400, help="training questions (from NQ query 1000 on)")
+    reranker.add_argument("--negatives", type=int, default=2, help="BM25 top-20 hard negatives per question")
+    reranker.add_argument("--epochs", type=int, default=1)
+    reranker.add_argument("--lr", type=float, default=1e-4)
+    reranker.add_argument("--batch-size", type=int, default=16)
+    reranker.add_argument("--trainable-layers", type=int, default=2, help="top encoder layers fine-tuned; -1: all")
+    reranker.add_argument("--seed", type=int, default=0)
+    reranker.add_argument("--retrain", action="store_true", help="train even if the model is cached")
+    reranker.add_argument("--eval-queries", type=int, default=0, help="held-out NQ queries to evaluate (0: none)")
+    reranker.add_argument("--eval-offset", type=int, default=0, help="first evaluation query (< 1000)")
+    reranker.add_argument("--first-k", type=int, default=50, help="BM25 candidates re-scored per query")
+    reranker.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    reranker.set_defaults(handler=cmd_train_reranker)
 
     info = sub.add_parser("info", help="print what a run file holds")
     info.add_argument("run", type=Path)

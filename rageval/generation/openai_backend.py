@@ -1,0 +1,255 @@
+"""A :class:`~rageval.generation.base.Generator` over any OpenAI-compatible HTTP server (vLLM, Ollama, ...).
+
+One HTTP request per prompt, to ``/v1/completions`` (the prompt as is, for base models and our few-shot QA
+prompt) or ``/v1/chat/completions`` (the prompt as one user message, rendered by the server's chat template),
+sent concurrently by a thread pool and returned in prompt order. Only ``httpx`` is used, no OpenAI SDK.
+
+Route conventions: vLLM (``vllm serve <model>``, base URL ``http://localhost:8000/v1``) and Ollama
+(``ollama serve``, base URL ``http://localhost:11434/v1``) both serve the OpenAI routes under ``/v1``; a base
+URL given without the ``/v1`` suffix gets it appended. ``python -m rageval.generation.server`` serves any
+rageval Generator the same way, for trying this backend without either.
+
+Decoding: ``max_new_tokens`` -> ``max_tokens``, ``temperature`` (0 = greedy on vLLM and Ollama), ``top_p``,
+``seed``, ``stop``. Stop strings are applied again client-side with :func:`apply_stop`, which ignores leading
+whitespace; a server cuts at the first match anywhere, so stop strings that *start* with whitespace (the
+default ``"\\n"``) are applied client-side only, else an answer opening with a newline would come back empty
+(the server then generates up to ``max_tokens``, a few extra tokens). At most 4 stop strings go to the server
+(OpenAI's limit); all of them are applied client-side.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from typing import Any
+
+from rageval.errors import RagevalError
+from rageval.generation.base import DecodingSettings, apply_stop
+
+APIS = ("completions", "chat")
+_ROUTES = {"completions": "completions", "chat": "chat/completions"}
+_MAX_SERVER_STOPS = 4  # OpenAI rejects more; vLLM and Ollama accept them, but the client-side cut is exact anyway
+_MAX_RETRY_AFTER_S = 60.0
+_UNREACHABLE_HINT = ("is vLLM/Ollama (or `python -m rageval.generation.server`) running there, "
+                     "and is the base URL right?")
+
+
+class MalformedResponse(RagevalError):
+    """A 200 answer whose JSON lacks a field we need; ``field`` is its path, e.g. ``choices[0].text``."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"field {field!r}: {message}")
+
+
+def normalize_base_url(base_url: str) -> str:
+    """``base_url`` without a trailing slash, ending in ``/v1`` (appended when missing).
+
+    ``http://localhost:8000``, ``http://localhost:8000/`` and ``http://localhost:8000/v1`` all give
+    ``http://localhost:8000/v1``.
+    """
+    url = base_url.strip().rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise RagevalError(f"OpenAI-compatible base URL {base_url!r}: expected http://host:port[/v1] "
+                           "(vLLM: http://localhost:8000/v1, Ollama: http://localhost:11434/v1)")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+def server_stop_strings(stop: Sequence[str]) -> list[str]:
+    """The stop strings safe to send to a server: those not starting with whitespace, at most 4.
+
+    A server cuts at the first occurrence anywhere, :func:`apply_stop` only after leading whitespace; for a
+    stop string starting with a non-space character the two cuts coincide, so the server may stop early.
+    """
+    return [s for s in stop if not s[0].isspace()][:_MAX_SERVER_STOPS]
+
+
+def build_request_body(model: str, prompt: str, settings: DecodingSettings, api: str = "completions") -> dict:
+    """The JSON body of one request: ``prompt`` (completions) or one user message (chat), plus the decoding."""
+    body: dict[str, Any] = {"model": model}
+    if api == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        body["prompt"] = prompt
+    body.update(max_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
+                seed=settings.seed, n=1, stream=False)
+    stops = server_stop_strings(settings.stop)
+    if stops:
+        body["stop"] = stops
+    return body
+
+
+def extract_text(body: Any, api: str = "completions") -> str:
+    """The generated text of a response body: ``choices[0].text`` or ``choices[0].message.content``.
+
+    Raises :class:`MalformedResponse` naming the first missing or mistyped field.
+    """
+    if not isinstance(body, dict):
+        raise MalformedResponse("(body)", f"expected a JSON object, got {type(body).__name__}")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise MalformedResponse("choices", "missing or not a non-empty list")
+    first = choices[0]
+    if not isinstance(first, dict):
+        raise MalformedResponse("choices[0]", "expected an object")
+    if api == "chat":
+        message = first.get("message")
+        if not isinstance(message, dict):
+            raise MalformedResponse("choices[0].message", "missing or not an object")
+        text, field = message.get("content"), "choices[0].message.content"
+    else:
+        text, field = first.get("text"), "choices[0].text"
+    if not isinstance(text, str):
+        raise MalformedResponse(field, "missing" if text is None else f"expected a string, got {type(text).__name__}")
+    return text
+
+
+def server_error_message(response) -> str:
+    """The error text of a non-2xx response, from the shapes servers use, else the start of the raw body.
+
+    OpenAI and our server: ``{"error": {"message": ...}}``; vLLM: ``{"message": ...}``; Ollama:
+    ``{"error": "..."}``; FastAPI: ``{"detail": ...}``.
+    """
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        for value in (error, body.get("message"), body.get("detail")):
+            if value:
+                return str(value)
+    text = response.text.strip()
+    return text[:300] if text else "(empty body)"
+
+
+def _retry_after_s(response) -> float | None:
+    value = response.headers.get("retry-after")
+    try:
+        return min(float(value), _MAX_RETRY_AFTER_S) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date; the exponential back-off applies
+
+
+class OpenAIGenerator:
+    """Answers through an OpenAI-compatible server, one request per prompt, ``concurrency`` at a time.
+
+    Connection errors, timeouts, HTTP 429 and 5xx are retried ``max_retries`` times, waiting
+    ``backoff_s * 2**(attempt - 1)`` seconds (or the server's numeric ``Retry-After``, at most 60 s); any other
+    4xx fails at once with the server's message. ``timeout_s`` bounds each request. ``api_key`` is sent as
+    ``Authorization: Bearer``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api: str = "completions",
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        concurrency: int = 4,
+        api_key: str | None = None,
+    ):
+        if api not in APIS:
+            raise ValueError(f"OpenAIGenerator.api: expected one of {APIS}, got {api!r}")
+        if concurrency < 1:
+            raise ValueError(f"OpenAIGenerator.concurrency: expected >= 1, got {concurrency}")
+        if max_retries < 0:
+            raise ValueError(f"OpenAIGenerator.max_retries: expected >= 0, got {max_retries}")
+        if timeout_s <= 0 or backoff_s < 0:
+            raise ValueError(f"OpenAIGenerator: expected timeout_s > 0 and backoff_s >= 0, "
+                             f"got {timeout_s} and {backoff_s}")
+        self.base_url = normalize_base_url(base_url)
+        self.model = model
+        self.api = api
+        self.url = f"{self.base_url}/{_ROUTES[api]}"
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.concurrency = concurrency
+        self._api_key = api_key
+
+    @property
+    def model_id(self) -> str:
+        """``openai-compatible:<model>@<base_url>``, plus ``#chat`` for the chat route.
+
+        The chat route wraps the prompt in the server's chat template, so its answers differ from the
+        completions route's and must not share cache entries.
+        """
+        suffix = "#chat" if self.api == "chat" else ""
+        return f"openai-compatible:{self.model}@{self.base_url}{suffix}"
+
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+        import httpx
+
+        if not prompts:
+            return []
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        with httpx.Client(timeout=self.timeout_s, headers=headers, limits=limits) as client:
+            if self.concurrency == 1 or len(prompts) == 1:
+                texts = [self._complete(client, prompt, settings) for prompt in prompts]
+            else:
+                texts = self._complete_concurrently(client, prompts, settings)
+        return [apply_stop(text, settings.stop) for text in texts]
+
+    def _complete_concurrently(self, client, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts)),
+                                  thread_name_prefix="rageval-openai")
+        futures = [pool.submit(self._complete, client, prompt, settings) for prompt in prompts]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in futures if f in done and f.exception() is not None]
+        # Stop queued prompts on the first failure; requests already in flight finish (bounded by the timeout).
+        pool.shutdown(wait=True, cancel_futures=bool(failed))
+        if failed:
+            raise failed[0].exception()
+        return [f.result() for f in futures]
+
+    def _complete(self, client, prompt: str, settings: DecodingSettings) -> str:
+        import httpx
+
+        body = build_request_body(self.model, prompt, settings, self.api)
+        attempts = self.max_retries + 1
+        last_failure, reachable, delay = "", False, 0.0
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(delay)
+            delay = self.backoff_s * 2 ** attempt  # the wait before the next attempt, should this one fail
+            try:
+                response = client.post(self.url, json=body)
+            except httpx.TimeoutException:
+                last_failure = f"no answer within timeout_s={self.timeout_s:g}"
+                continue
+            except httpx.TransportError as exc:
+                last_failure = f"{type(exc).__name__}: {exc}"
+                continue
+            reachable = True
+            status = response.status_code
+            if status == 429 or status >= 500:
+                last_failure = f"HTTP {status}: {server_error_message(response)}"
+                delay = max(delay, _retry_after_s(response) or 0.0)
+                continue
+            if status >= 400:
+                raise RagevalError(f"{self.url} rejected the request for model {self.model!r} with HTTP {status}: "
+                                   f"{server_error_message(response)}")
+            return self._parse(response)
+        if reachable:
+            raise RagevalError(f"{self.url} kept failing for model {self.model!r}: {last_failure} "
+                               f"(after {attempts} attempts)")
+        raise RagevalError(f"cannot reach the OpenAI-compatible server at {self.url} ({last_failure}; "
+                           f"{attempts} attempts): {_UNREACHABLE_HINT}")
+
+    def _parse(self, response) -> str:
+        try:
+            payload = response.json()
+        except ValueError:
+            start = response.text[:200]
+            raise RagevalError(f"{self.url}: the answer (HTTP {response.status_code}) is not JSON: {start!r}") from None
+        try:
+            return extract_text(payload, self.api)
+        except MalformedResponse as exc:
+            raise RagevalError(f"{self.url}: malformed answer (HTTP {response.status_code}), {exc}") from None
