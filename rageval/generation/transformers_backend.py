@@ -3,14 +3,24 @@
 Nothing is ever downloaded: models load with ``local_files_only=True`` (stricter than ``HF_HUB_OFFLINE``), from
 a local directory or from a model id already in the Hugging Face cache. torch and transformers are imported
 only when a model is loaded.
+
+Prompts that share a long token prefix (every eRAG prompt starts with the same few-shot examples) reuse that
+prefix's key/value cache, computed once per generator and prefix (see :mod:`rageval.generation.prefix`); greedy
+answers are the same as without reuse.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.generation.base import DecodingSettings, apply_stop
+from rageval.generation.prefix import PrefixCacheStore, choose_prefix, starts_with
+
+_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def resolve_device(device: str = "auto") -> tuple[str, str]:
@@ -32,6 +42,14 @@ def length_sorted_batches(lengths: Sequence[int], batch_size: int) -> list[list[
     """
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def sample_seed(seed: int, index: int) -> int:
+    """The seed of sample ``index`` drawn under base ``seed``: the first 8 bytes of sha256(``"seed:index"``), as a
+    non-negative int below 2**63. Hashing (rather than ``seed + index``) keeps the samples of base seeds 0 and 1
+    from overlapping."""
+    digest = hashlib.sha256(f"{seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def _make_stop_criterion(tokenizer, prompt_length: int, stop: Sequence[str]):
@@ -57,6 +75,17 @@ class TransformersGenerator:
     Greedy when ``settings.temperature == 0``; otherwise sampling with ``temperature`` and ``top_p`` from a
     torch RNG seeded with ``settings.seed`` at the start of each ``generate`` call (the global RNG is left
     untouched). Generation stops per row at ``eos`` or at a stop string, and the answer is cut there.
+
+    Prefix reuse (``prefix_reuse=True``): the prompts of a call that start with a shared token prefix of at
+    least ``min_prefix_tokens`` tokens (``prefix`` when given, else their longest common prefix cut at a line
+    end, or a prefix already cached) get that prefix's key/value cache, computed once and kept for later calls;
+    each prompt then runs only its suffix. Greedy suffixes are prefilled one by one (no padding) and decoded
+    ``batch_size`` at a time, finished rows leaving the batch; sampled ones run as padded ``generate`` batches.
+    A prompt whose tokenisation does not start with the prefix's tokens takes the plain path, so the model's
+    input tokens never change. ``prefix_caches`` holds the computed prefixes (``computed`` counts them).
+
+    ``dtype`` overrides the default (float32 on CPU, bfloat16 on CUDA); it is then part of ``model_id``, so
+    cached answers of different precisions never mix.
     """
 
     def __init__(
@@ -67,15 +96,26 @@ class TransformersGenerator:
         batch_size: int = 8,
         *,
         model_id: str | None = None,
+        dtype: str | None = None,
+        prefix_reuse: bool = True,
+        prefix: str | None = None,
+        min_prefix_tokens: int = 32,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if batch_size < 1:
             raise ValueError(f"TransformersGenerator.batch_size: expected >= 1, got {batch_size}")
+        if dtype is not None and dtype not in _DTYPES:
+            raise ValueError(f"TransformersGenerator.dtype: expected one of {_DTYPES} or None, got {dtype!r}")
+        if min_prefix_tokens < 1:
+            raise ValueError(f"TransformersGenerator.min_prefix_tokens: expected >= 1, got {min_prefix_tokens}")
         self.batch_size = batch_size
         self.device, dtype_name = resolve_device(device)
-        self._model_id = model_id or (f"{model_path_or_id}::{gguf_file}" if gguf_file else str(model_path_or_id))
+        dtype_name = dtype or dtype_name
+        self.dtype = dtype_name
+        base_id = model_id or (f"{model_path_or_id}::{gguf_file}" if gguf_file else str(model_path_or_id))
+        self._model_id = f"{base_id} [{dtype}]" if dtype else base_id
         source = str(model_path_or_id)
         extra = {"gguf_file": gguf_file} if gguf_file else {}
         self.tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True, **extra)
@@ -86,32 +126,262 @@ class TransformersGenerator:
             source, local_files_only=True, dtype=getattr(torch, dtype_name), **extra
         ).to(self.device)
         self.model.eval()
+        self.prefix_reuse = prefix_reuse
+        self.min_prefix_tokens = min_prefix_tokens
+        self.prefix = prefix
+        self.prefix_caches = PrefixCacheStore()
+        text_config = self.model.config.get_text_config()
+        self._sliding_window = getattr(text_config, "sliding_window", None) or float("inf")
 
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    @property
+    def prefix(self) -> str | None:
+        """The explicit shared prefix, or ``None`` to detect it from each call's prompts."""
+        return self._prefix
+
+    @prefix.setter
+    def prefix(self, text: str | None) -> None:
+        self._prefix = text or None
+        self._prefix_ids = tuple(self.tokenizer(text)["input_ids"]) if text else None
 
     def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
         import torch
 
         if not prompts:
             return []
-        lengths = [len(ids) for ids in self.tokenizer(list(prompts))["input_ids"]]
+        token_lists = self.tokenizer(list(prompts))["input_ids"]
+        prefix = self._choose_prefix(token_lists)
+        with_prefix = [i for i, ids in enumerate(token_lists) if prefix and starts_with(ids, prefix)]
+        reused = set(with_prefix)
+        plain = [i for i in range(len(prompts)) if i not in reused]
         answers: list[str | None] = [None] * len(prompts)
         devices = [torch.device(self.device)] if self.device.startswith("cuda") else []
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(settings.seed)
-            for batch in length_sorted_batches(lengths, self.batch_size):
-                texts = self._generate_batch([prompts[i] for i in batch], settings)
-                for i, text in zip(batch, texts):
+            cache = self.prefix_caches.get(prefix, self._compute_prefix_cache) if with_prefix else None
+            if cache is None:  # no shared prefix, or a model whose cache cannot be copied and merged row by row
+                with_prefix, plain = [], list(range(len(prompts)))
+            for batch in length_sorted_batches([len(token_lists[i]) for i in plain], self.batch_size):
+                rows = [plain[j] for j in batch]
+                texts = self._generate_batch([token_lists[i] for i in rows], settings)
+                for i, text in zip(rows, texts):
                     answers[i] = apply_stop(text, settings.stop)
+            if with_prefix:
+                for batch in length_sorted_batches([len(token_lists[i]) for i in with_prefix], self.batch_size):
+                    rows = [with_prefix[j] for j in batch]
+                    suffixes = [token_lists[i][len(prefix):] for i in rows]
+                    texts = self._generate_prefix_batch(prefix, cache, suffixes, settings)
+                    for i, text in zip(rows, texts):
+                        answers[i] = apply_stop(text, settings.stop)
         return answers  # type: ignore[return-value]
 
-    def _generate_batch(self, prompts: list[str], settings: DecodingSettings) -> list[str]:
+    def generate_samples(self, prompts: Sequence[str], settings: DecodingSettings, n: int) -> list[list[str]]:
+        """``n`` sampled answers per prompt (``result[i][j]``: sample ``j`` of prompt ``i``).
+
+        Sample ``j`` is ``generate(prompts, settings with seed=sample_seed(settings.seed, j))``, so every sample
+        is reproducible on its own and can be cached like any other call. Needs ``settings.temperature > 0``
+        (greedy decoding would give ``n`` copies of one answer).
+        """
+        if n < 1:
+            raise ValueError(f"generate_samples.n: expected >= 1, got {n}")
+        if settings.greedy:
+            raise ValueError("generate_samples.settings.temperature: expected > 0 (sampling), got 0 (greedy)")
+        per_seed = [
+            self.generate(prompts, dataclasses.replace(settings, seed=sample_seed(settings.seed, j))) for j in range(n)
+        ]
+        return [[answers[i] for answers in per_seed] for i in range(len(prompts))]
+
+    # ------------------------------------------------------------------ internals
+
+    def _choose_prefix(self, token_lists: Sequence[Sequence[int]]) -> tuple[int, ...] | None:
+        if not self.prefix_reuse:
+            return None
+        if self._prefix_ids is not None:
+            return self._prefix_ids if len(self._prefix_ids) >= self.min_prefix_tokens else None
+        return choose_prefix(token_lists, self.prefix_caches.prefixes(), self.min_prefix_tokens, self._ends_line)
+
+    def _ends_line(self, token_id: int) -> bool:
+        return self.tokenizer.decode([token_id]).endswith("\n")
+
+    def _compute_prefix_cache(self, prefix: tuple[int, ...]):
+        import torch
+
+        ids = torch.tensor([prefix], device=self.device)
+        cache = self.model(input_ids=ids, use_cache=True, logits_to_keep=1).past_key_values
+        return cache if self._is_dynamic(cache) else None
+
+    def _generate_batch(self, token_lists: Sequence[Sequence[int]], settings: DecodingSettings) -> list[str]:
+        """The plain path: whole prompts, left-padded to the longest."""
+        import torch
+
+        width = max(len(ids) for ids in token_lists)
+        pad = self.tokenizer.pad_token_id
+        input_ids = [[pad] * (width - len(ids)) + list(ids) for ids in token_lists]
+        mask = [[0] * (width - len(ids)) + [1] * len(ids) for ids in token_lists]
+        return self._run_generate(
+            torch.tensor(input_ids, device=self.device), torch.tensor(mask, device=self.device), settings
+        )
+
+    def _generate_prefix_batch(self, prefix: tuple[int, ...], prefix_cache, suffixes: Sequence[Sequence[int]],
+                               settings: DecodingSettings) -> list[str]:
+        """Suffixes after a cached prefix.
+
+        Greedy: :meth:`_greedy_prefix_batch`. Sampling: one ``generate`` call on rows ``prefix + left padding +
+        suffix``, the padding masked out; positions come from the attention mask (generate counts only unmasked
+        tokens), so every real token keeps the position it has in the plain path, and the random draws are those
+        of the plain path's batch. A sliding-window layer, though, measures its window in cache slots, padding
+        included: when a padded row could reach past the window, the longest rows (no padding) run on their own
+        and the shorter ones as a narrower batch.
+        """
+        import torch
+
+        width = max(len(s) for s in suffixes)
+        if settings.greedy:
+            return self._greedy_prefix_batch(prefix, prefix_cache, suffixes, settings)
+        if len(prefix) + width + settings.max_new_tokens > self._sliding_window and any(
+            len(s) != width for s in suffixes
+        ):
+            longest = [i for i, s in enumerate(suffixes) if len(s) == width]
+            shorter = [i for i, s in enumerate(suffixes) if len(s) != width]
+            texts: list[str | None] = [None] * len(suffixes)
+            for group in (longest, shorter):
+                for i, text in zip(group, self._generate_prefix_batch(
+                        prefix, prefix_cache, [suffixes[i] for i in group], settings)):
+                    texts[i] = text
+            return texts  # type: ignore[return-value]
+        pad = self.tokenizer.pad_token_id
+        input_ids = [list(prefix) + [pad] * (width - len(s)) + list(s) for s in suffixes]
+        mask = [[1] * len(prefix) + [0] * (width - len(s)) + [1] * len(s) for s in suffixes]
+        cache = copy.deepcopy(prefix_cache)  # generate extends the cache in place; the stored one must stay as is
+        if len(suffixes) > 1:
+            cache.batch_repeat_interleave(len(suffixes))
+        return self._run_generate(
+            torch.tensor(input_ids, device=self.device), torch.tensor(mask, device=self.device), settings,
+            past_key_values=cache,
+        )
+
+    @staticmethod
+    def _is_dynamic(cache) -> bool:
+        """Whether every layer of ``cache`` is a plain or sliding-window dynamic layer (the ones merged below)."""
+        from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
+
+        return type(cache) is DynamicCache and all(
+            type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in cache.layers
+        )
+
+    def _eos_ids(self) -> set[int]:
+        eos = self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id
+        return set(eos) if isinstance(eos, (list, tuple)) else {eos}
+
+    def _is_finished(self, tokens: list[int], stop: Sequence[str], eos: set[int]) -> bool:
+        """A row is done at an eos token or once its text (leading whitespace ignored) holds a stop string."""
+        if tokens[-1] in eos:
+            return True
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True).lstrip()
+        return any(s in text for s in stop)
+
+    def _greedy_prefix_batch(self, prefix: tuple[int, ...], prefix_cache, suffixes: Sequence[Sequence[int]],
+                             settings: DecodingSettings) -> list[str]:
+        """Greedy answers: each suffix prefilled alone on a copy of the prefix cache, then decoded together.
+
+        Prefilling row by row wastes nothing on padding (prefill is compute-bound, so batching it gains little);
+        decoding is where batching pays, so the rows' caches are then merged into one batch, each row's suffix
+        left-padded after the shared prefix and the padding masked out. Finished rows leave the batch (and the
+        cache) at once, instead of running until the last row stops as ``generate`` does. Every forward pass
+        gets what ``generate`` would give it (new tokens, positions counted over unmasked tokens,
+        ``logits_to_keep=1``) and the next token is the argmax, so the answers are those of the plain path.
+        A row that could reach past a sliding window (measured in cache slots, padding included) is decoded
+        alone on its own cache, as is a row left alone.
+        """
+        import torch
+
+        n_prefix = len(prefix)
+        eos = self._eos_ids()
+        generated: list[list[int]] = [[] for _ in suffixes]
+        caches, active = [], []
+        for row, suffix in enumerate(suffixes):
+            cache = copy.deepcopy(prefix_cache)  # decoding extends the cache in place; the stored one stays
+            positions = torch.arange(n_prefix, n_prefix + len(suffix), device=self.device)[None]
+            logits = self.model(
+                input_ids=torch.tensor([suffix], device=self.device), position_ids=positions,
+                past_key_values=cache, use_cache=True, logits_to_keep=1,
+            ).logits[:, -1, :]
+            generated[row].append(int(logits.float().argmax(-1)))
+            if settings.max_new_tokens > 1 and not self._is_finished(generated[row], settings.stop, eos):
+                caches.append(cache)
+                active.append(row)
+        if not active:
+            return self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+        fits = [n_prefix + len(suffixes[row]) + settings.max_new_tokens <= self._sliding_window for row in active]
+        merged = [j for j, ok in enumerate(fits) if ok] if sum(fits) > 1 else []
+        for j in sorted(set(range(len(active))) - set(merged)):
+            length = torch.tensor([n_prefix + len(suffixes[active[j]])], device=self.device)
+            self._greedy_steps(caches[j], None, length, [active[j]], generated, settings, eos)
+        if merged:
+            lengths = [len(suffixes[active[j]]) for j in merged]
+            cache, mask = self._merge_row_caches([caches[j] for j in merged], lengths, n_prefix, max(lengths))
+            positions = torch.tensor([n_prefix + length for length in lengths], device=self.device)
+            self._greedy_steps(cache, mask, positions, [active[j] for j in merged], generated, settings, eos)
+        return self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+
+    def _merge_row_caches(self, caches, suffix_lengths: Sequence[int], n_prefix: int, width: int):
+        """One batch cache from single-row caches: per row ``prefix | zeros | suffix`` (``width`` suffix slots),
+        and the 2-D attention mask marking the zeros as padding. Only called when nothing was cropped by a
+        sliding window, so every layer holds all ``n_prefix + length`` positions."""
+        import torch
+        from transformers.cache_utils import DynamicCache
+
+        layers = []
+        for index in range(len(caches[0].layers)):
+            merged = []
+            for name in ("keys", "values"):
+                rows = []
+                for cache, length in zip(caches, suffix_lengths):
+                    states = getattr(cache.layers[index], name)
+                    gap = states.new_zeros(states.shape[:2] + (width - length,) + states.shape[3:])
+                    rows.append(torch.cat([states[:, :, :n_prefix], gap, states[:, :, n_prefix:]], dim=2))
+                merged.append(torch.cat(rows, dim=0))
+            layers.append(tuple(merged))
+        mask = torch.tensor([[1] * n_prefix + [0] * (width - length) + [1] * length for length in suffix_lengths],
+                            device=self.device)
+        return DynamicCache(layers, config=self.model.config), mask
+
+    def _greedy_steps(self, cache, attention_mask, next_positions, rows: list[int], generated: list[list[int]],
+                      settings: DecodingSettings, eos: set[int]) -> None:
+        """Decode ``rows`` (their first token already in ``generated``) until each finishes; rows leave the
+        batch and the cache as they finish. ``attention_mask`` is ``None`` for one unpadded row, as in
+        ``generate``, which drops an all-ones mask."""
+        import torch
+
+        while rows:
+            step_ids = torch.tensor([[generated[row][-1]] for row in rows], device=self.device)
+            if attention_mask is not None:
+                attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(rows), 1))], dim=-1)
+            logits = self.model(
+                input_ids=step_ids, attention_mask=attention_mask, position_ids=next_positions[:, None],
+                past_key_values=cache, use_cache=True, logits_to_keep=1,
+            ).logits[:, -1, :]
+            keep = []
+            for j, (row, token) in enumerate(zip(rows, logits.float().argmax(-1).tolist())):
+                generated[row].append(token)
+                if len(generated[row]) < settings.max_new_tokens and not self._is_finished(
+                        generated[row], settings.stop, eos):
+                    keep.append(j)
+            if len(keep) < len(rows) and keep:
+                index = torch.tensor(keep, device=self.device)
+                cache.batch_select_indices(index)
+                next_positions = next_positions[index]
+                attention_mask = attention_mask[index] if attention_mask is not None else None
+            rows = [rows[j] for j in keep]
+            next_positions = next_positions + 1
+
+    def _run_generate(self, input_ids, attention_mask, settings: DecodingSettings, past_key_values=None) -> list[str]:
         from transformers import GenerationConfig, StoppingCriteriaList
 
-        enc = self.tokenizer(prompts, return_tensors="pt", padding=True).to(self.device)
-        prompt_length = enc["input_ids"].shape[1]
+        prompt_length = input_ids.shape[1]
         sampling = {} if settings.greedy else {
             "temperature": settings.temperature, "top_p": settings.top_p, "top_k": 0,
         }
@@ -126,5 +396,9 @@ class TransformersGenerator:
         stopping = StoppingCriteriaList(
             [_make_stop_criterion(self.tokenizer, prompt_length, settings.stop)] if settings.stop else []
         )
-        out = self.model.generate(**enc, generation_config=config, stopping_criteria=stopping)
+        extra = {"past_key_values": past_key_values} if past_key_values is not None else {}
+        out = self.model.generate(
+            input_ids=input_ids, attention_mask=attention_mask, generation_config=config,
+            stopping_criteria=stopping, **extra,
+        )
         return self.tokenizer.batch_decode(out[:, prompt_length:], skip_special_tokens=True)
