@@ -222,10 +222,9 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
         dense = load_dense_retriever(corpus.passages, fingerprint, batch_size=args.batch_size)
     if "bm25+rerank" in systems:
-        from rageval.retrieval.rerank import CrossEncoderReranker, load_or_train_nq_reranker
+        from rageval.retrieval.rerank import CrossEncoderReranker
 
-        reranker = (CrossEncoderReranker.load(args.reranker) if args.reranker
-                    else load_or_train_nq_reranker(corpus=corpus, bm25=bm25))
+        reranker = CrossEncoderReranker.load(args.reranker or ev.latest_nq_reranker_dir())
     bar = _progress_bar("bm25+rerank: queries reranked", len(queries))[0] if reranker else None
     try:
         results = ev.run_systems(systems, queries, args.k, bm25=bm25, dense=dense, reranker=reranker,
@@ -348,16 +347,18 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval = sub.add_parser("eval-retrieval", help="Recall/nDCG/MRR of retrieval systems against gold "
                                                       "passages; one run file per system")
     retrieval.add_argument("--dataset", choices=("nq_open", "hotpotqa"), default="nq_open")
-    retrieval.add_argument("--systems", default="bm25,dense,hybrid,hybrid-combsum,bm25+rerank",
-                           help="comma-separated: bm25, dense, hybrid (RRF), hybrid-combsum, bm25+rerank")
+    retrieval.add_argument("--systems", default="bm25,dense,hybrid,hybrid-rrf,bm25+rerank",
+                           help="comma-separated: bm25, dense, hybrid (CombSUM), hybrid-rrf, bm25+rerank")
     retrieval.add_argument("--k", type=int, default=100, help="depth retrieved and evaluated")
     retrieval.add_argument("--num-queries", type=int, help="the first N queries (default: all)")
     retrieval.add_argument("--rerank-depth", type=int, default=20, help="BM25 passages re-scored by the reranker")
-    retrieval.add_argument("--reranker", type=Path, help="a saved cross-encoder folder (default: the NQ reranker)")
+    retrieval.add_argument("--reranker", type=Path,
+                           help="a saved cross-encoder folder (default: the latest `rageval train-reranker` model)")
     retrieval.add_argument("--batch-size", type=int, default=64, help="texts per embedding batch")
-    retrieval.add_argument("--stored-depth", type=int, default=20, help="ranks kept in the run files")
+    retrieval.add_argument("--stored-depth", type=int, default=10, help="ranks kept in the run files")
     retrieval.add_argument("--data-dir", type=Path, default=DATA_DIR)
-    retrieval.add_argument("--out-dir", type=Path, default=RUNS_DIR)
+    retrieval.add_argument("--out-dir", type=Path, default=RUNS_DIR / "retrieval",
+                           help="folder of the run files, one per system (default: data/runs/retrieval)")
     retrieval.set_defaults(handler=cmd_eval_retrieval)
 
     reranker = sub.add_parser("train-reranker", help="train (once, cached) the MiniLM cross-encoder NQ reranker; "

@@ -257,11 +257,18 @@ class RunReader:
 
 
 def list_runs(folder: str | os.PathLike) -> list[Path]:
-    """Run files (``*.sqlite``) in ``folder``, newest first."""
+    """Run files (``*.sqlite``) in ``folder``, newest first, then those in its sub-folders (newest first).
+
+    Sub-folders hold supporting runs (e.g. ``retrieval/``, the retriever comparison), so the default run
+    (the first) is always a top-level one.
+    """
     folder = Path(folder)
     if not folder.is_dir():
         return []
-    return sorted(folder.glob("*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
+    top = sorted(folder.glob("*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
+    nested = sorted((p for p in folder.glob("*/**/*.sqlite") if not p.name.startswith(".")),
+                    key=lambda p: p.stat().st_mtime, reverse=True)
+    return top + nested
 
 
 def labels_as_qrels(labels: Iterable[Label] | pd.DataFrame, method: str) -> dict[str, dict[str, float]]:

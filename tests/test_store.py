@@ -91,4 +91,6 @@ def test_list_runs_newest_first(tmp_path):
     newer = write_run(small_run(), tmp_path / "newer.sqlite")
     os.utime(older, (1_000_000, 1_000_000))
     assert list_runs(tmp_path) == [newer, older]
+    nested = write_run(small_run(), tmp_path / "retrieval" / "nested.sqlite")
+    assert list_runs(tmp_path) == [newer, older, nested]  # sub-folder runs come after, even when newer
     assert list_runs(tmp_path / "absent") == []
