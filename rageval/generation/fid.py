@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.generation.base import DecodingSettings, apply_stop
-from rageval.generation.transformers_backend import _make_stop_criterion, resolve_device
+from rageval.generation.transformers_backend import _make_stop_criterion, generation_config, resolve_device
 from rageval.types import Passage
 
 
@@ -126,21 +126,12 @@ class FiDGenerator:
         return hidden_out, mask_out
 
     def _generate_batch(self, texts: Sequence[Sequence[str]], settings: DecodingSettings, truncate: bool) -> list[str]:
-        from transformers import GenerationConfig, StoppingCriteriaList
+        from transformers import StoppingCriteriaList
         from transformers.modeling_outputs import BaseModelOutput
 
         hidden, mask = self._encode_fused(texts, truncate)
-        sampling = {} if settings.greedy else {
-            "temperature": settings.temperature, "top_p": settings.top_p, "top_k": 0,
-        }
-        config = GenerationConfig(
-            max_new_tokens=settings.max_new_tokens,
-            do_sample=not settings.greedy,
-            pad_token_id=self.tokenizer.pad_token_id,
-            eos_token_id=self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id,
-            decoder_start_token_id=self.model.config.decoder_start_token_id,
-            **sampling,
-        )
+        config = generation_config(settings, self.model, self.tokenizer,
+                                   decoder_start_token_id=self.model.config.decoder_start_token_id)
         # The decoder's output starts with its start token: the answer begins at position 1.
         stopping = StoppingCriteriaList(
             [_make_stop_criterion(self.tokenizer, 1, settings.stop)] if settings.stop else []

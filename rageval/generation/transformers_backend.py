@@ -69,6 +69,22 @@ def _make_stop_criterion(tokenizer, prompt_length: int, stop: Sequence[str]):
     return _StopOnStrings()
 
 
+def generation_config(settings: DecodingSettings, model, tokenizer, **extra):
+    """A transformers ``GenerationConfig`` for ``settings``: greedy at temperature 0, else sampling with
+    ``temperature`` and ``top_p`` (no top-k cut); padding and end-of-sequence ids from the model/tokenizer."""
+    from transformers import GenerationConfig
+
+    sampling = {} if settings.greedy else {"temperature": settings.temperature, "top_p": settings.top_p, "top_k": 0}
+    return GenerationConfig(
+        max_new_tokens=settings.max_new_tokens,
+        do_sample=not settings.greedy,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=model.generation_config.eos_token_id or tokenizer.eos_token_id,
+        **extra,
+        **sampling,
+    )
+
+
 class TransformersGenerator:
     """Batched generation with a local causal LM (left padding, length-sorted batches).
 
@@ -379,20 +395,10 @@ class TransformersGenerator:
             next_positions = next_positions + 1
 
     def _run_generate(self, input_ids, attention_mask, settings: DecodingSettings, past_key_values=None) -> list[str]:
-        from transformers import GenerationConfig, StoppingCriteriaList
+        from transformers import StoppingCriteriaList
 
         prompt_length = input_ids.shape[1]
-        sampling = {} if settings.greedy else {
-            "temperature": settings.temperature, "top_p": settings.top_p, "top_k": 0,
-        }
-        config = GenerationConfig(
-            max_new_tokens=settings.max_new_tokens,
-            do_sample=not settings.greedy,
-            pad_token_id=self.tokenizer.pad_token_id,
-            eos_token_id=self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id,
-            bos_token_id=self.tokenizer.bos_token_id,
-            **sampling,
-        )
+        config = generation_config(settings, self.model, self.tokenizer, bos_token_id=self.tokenizer.bos_token_id)
         stopping = StoppingCriteriaList(
             [_make_stop_criterion(self.tokenizer, prompt_length, settings.stop)] if settings.stop else []
         )
