@@ -6,6 +6,7 @@
     rageval info RUN                what a run file holds and its aggregate measures
     rageval eval-retrieval          BM25 / dense / hybrid / reranked retrieval vs gold passages
     rageval train-reranker          train (once, cached) the MiniLM cross-encoder NQ reranker
+    rageval subquery-retrieval      LLM sub-queries -> BM25 each -> fused ranking, vs BM25 and MAX
 """
 
 from __future__ import annotations
@@ -107,9 +108,21 @@ def load_generator(model: str, batch_size: int, backend: str = "transformers", *
         from rageval.generation.gemma import load_gemma_generator
 
         return load_gemma_generator(batch_size=batch_size)
+    if _is_encoder_decoder(model):
+        from rageval.generation.fid import FiDGenerator
+
+        return FiDGenerator(model, batch_size=batch_size)  # eRAG and E2E then read passages with FiD
     from rageval.generation.transformers_backend import TransformersGenerator
 
     return TransformersGenerator(model, batch_size=batch_size)
+
+
+def _is_encoder_decoder(model: str) -> bool:
+    """Whether the local model folder ``model`` holds an encoder-decoder (T5-style) model."""
+    import json
+
+    config = Path(model) / "config.json"
+    return config.is_file() and bool(json.loads(config.read_text()).get("is_encoder_decoder"))
 
 
 def cmd_erag(args: argparse.Namespace) -> int:
@@ -307,6 +320,72 @@ def cmd_train_reranker(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
+    """Sub-query generation (the LLM) -> BM25 per sub-query -> fusion, vs BM25 on the question and MAX."""
+    import json
+
+    import pandas as pd
+
+    from rageval.generation.cache import CachedGenerator, LLMCache
+    from rageval.generation.base import DecodingSettings
+    from rageval.retrieval.bm25 import BM25Retriever
+    from rageval.retrieval.evaluate import compute_retrieval_measures
+    from rageval.retrieval.subqueries import (FUSION_METHODS, SUBQUERY_DECODING, fuse, generate_subqueries,
+                                              max_oracle, subquery_rankings)
+
+    methods = [m.strip() for m in args.fusion.split(",") if m.strip()]
+    if not methods or any(m not in FUSION_METHODS for m in methods) or len(set(methods)) != len(methods):
+        raise RagevalError(f"--fusion {args.fusion!r}: expected distinct names among {', '.join(FUSION_METHODS)}")
+    started = time.perf_counter()
+    corpus = _load_corpus(args.data_dir)
+    queries = list(corpus.nq_queries[:args.num_queries])
+    if not queries:
+        raise RagevalError(f"--num-queries {args.num_queries}: no NQ-open queries selected")
+    retriever = BM25Retriever(_bm25_index(corpus))
+    cache = LLMCache(args.cache) if args.cache else LLMCache()
+    generator = CachedGenerator(load_generator(args.model, args.batch_size), cache)
+    settings = DecodingSettings(max_new_tokens=args.max_new_tokens, stop=SUBQUERY_DECODING.stop)
+    gen_started = time.perf_counter()
+    subqueries = generate_subqueries(generator, [q.text for q in queries], settings)
+    gen_seconds = time.perf_counter() - gen_started
+
+    lists = {q.query_id: subquery_rankings(retriever, q.text, subs, args.k) for q, subs in zip(queries, subqueries)}
+    systems = {"bm25 (question)": {qid: rankings[0] for qid, rankings in lists.items()}}
+    for method in methods:
+        systems[method] = {qid: fuse(rankings, method, args.k, qid) for qid, rankings in lists.items()}
+    measures = ("R@10", "nDCG@10")
+    per_query = {name: compute_retrieval_measures(run, queries, measures) for name, run in systems.items()}
+
+    def by_measure(frame) -> dict[str, dict[str, float]]:
+        return {m: dict(zip(part["query_id"], part["value"])) for m, part in frame.groupby("measure")}
+
+    # The paper's MAX: every list (question and each sub-query) evaluated alone, the best per query and measure.
+    depth = max(len(rankings) for rankings in lists.values())
+    per_list = {f"list {t}": compute_retrieval_measures(
+        {qid: rankings[t] for qid, rankings in lists.items() if t < len(rankings)},
+        [q for q in queries if t < len(lists[q.query_id])], measures) for t in range(depth)}
+    rows = {name: {m: frame[frame["measure"] == m]["value"].mean() for m in measures}
+            for name, frame in per_query.items()}
+    for label, group in (("MAX (per list)", per_list), ("MAX (per method)", per_query)):
+        scores = {name: by_measure(frame) for name, frame in group.items()}
+        rows[label] = {m: sum(max_oracle({n: s[m] for n, s in scores.items()}).values()) / len(queries)
+                       for m in measures}
+    table = pd.DataFrame(rows).T[list(measures)]
+    mean_subs = sum(len(s) for s in subqueries) / len(subqueries)
+    print(f"NQ-open queries 0..{len(queries) - 1}, BM25 top-{args.k} per query, {mean_subs:.2f} sub-queries/question "
+          f"by {generator.model_id} ({gen_seconds:.1f} s; cache hits {generator.hits}, misses {generator.misses}); "
+          f"total {time.perf_counter() - started:.1f} s")
+    print(table.round(3).to_string())
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({
+            "num_queries": len(queries), "k": args.k, "model_id": generator.model_id,
+            "table": {name: {m: float(v) for m, v in row.items()} for name, row in table.iterrows()},
+            "subqueries": {q.query_id: subs for q, subs in zip(queries, subqueries)}}, indent=1))
+        print(f"wrote {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rageval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -376,6 +455,20 @@ def build_parser() -> argparse.ArgumentParser:
     reranker.add_argument("--first-k", type=int, default=50, help="BM25 candidates re-scored per query")
     reranker.add_argument("--data-dir", type=Path, default=DATA_DIR)
     reranker.set_defaults(handler=cmd_train_reranker)
+
+    subq = sub.add_parser("subquery-retrieval", help="LLM sub-queries -> BM25 per sub-query -> fusion; "
+                                                     "Recall@10/nDCG@10 vs BM25 and the MAX oracle")
+    subq.add_argument("--num-queries", type=int, default=20, help="the first N NQ-open questions")
+    subq.add_argument("--k", type=int, default=10, help="passages retrieved per (sub-)query and kept after fusion")
+    subq.add_argument("--fusion", default="combsum,combmnz,rrf,sort,pm2",
+                      help="comma-separated: combsum, combmnz, rrf, sort, pm2")
+    subq.add_argument("--model", default=DEFAULT_MODEL, help=f"'{DEFAULT_MODEL}' or a local Hugging Face model path")
+    subq.add_argument("--batch-size", type=int, default=8)
+    subq.add_argument("--max-new-tokens", type=int, default=48)
+    subq.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
+    subq.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    subq.add_argument("--out", type=Path, help="also write the table (and the sub-queries) as JSON")
+    subq.set_defaults(handler=cmd_subquery_retrieval)
 
     info = sub.add_parser("info", help="print what a run file holds")
     info.add_argument("run", type=Path)

@@ -76,12 +76,19 @@ def _top_k(ranking: Ranking, k: int) -> tuple[str, ...]:
     return ranking.passage_ids[:k]
 
 
+def prompt_builder(generator: Generator) -> Callable[[str, Sequence[Passage]], str]:
+    """How to ask ``generator`` a question with passages: its own ``build_prompt`` when it has one (a FiD
+    reader encodes each passage separately), else the few-shot in-prompt augmentation of ``rageval.prompts``."""
+    return getattr(generator, "build_prompt", None) or build_qa_prompt
+
+
 def compute_erag_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking],
                         passages: Mapping[str, Passage], generator: Generator, settings: EragSettings,
                         on_progress: ProgressCallback | None = None) -> tuple[list[DocOutput], list[Label]]:
     """eRAG labels G_q[d] = E(M(q, {d}), y) for the top-k of every query's ranking, with the outputs M(q, {d})."""
     pairs = [(q, pid) for q in queries for pid in _top_k(rankings[q.query_id], settings.k)]
-    prompts = [build_qa_prompt(q.text, [passages[pid]]) for q, pid in pairs]
+    build = prompt_builder(generator)
+    prompts = [build(q.text, [passages[pid]]) for q, pid in pairs]
     outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress)
     metric = DOWNSTREAM_METRICS[settings.metric]
     method = erag_method(settings.metric)
@@ -94,8 +101,8 @@ def compute_e2e(queries: Sequence[Query], rankings: Mapping[str, Ranking], passa
                 generator: Generator, settings: EragSettings,
                 on_progress: ProgressCallback | None = None) -> list[E2EOutput]:
     """End-to-end outputs M(q, R_k) (the whole top-k in one prompt, best first) and their score E(., y)."""
-    prompts = [build_qa_prompt(q.text, [passages[pid] for pid in _top_k(rankings[q.query_id], settings.k)])
-               for q in queries]
+    build = prompt_builder(generator)
+    prompts = [build(q.text, [passages[pid] for pid in _top_k(rankings[q.query_id], settings.k)]) for q in queries]
     outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress)
     metric = DOWNSTREAM_METRICS[settings.metric]
     return [E2EOutput(q.query_id, settings.k, out, metric(out, q.answers)) for q, out in zip(queries, outputs)]

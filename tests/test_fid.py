@@ -117,3 +117,43 @@ def test_fid_batches_questions_with_different_passage_counts(tiny_t5_dir):
 def test_fid_rejects_a_decoder_only_model(tiny_model_dir):
     with pytest.raises(ValueError):
         FiDGenerator(tiny_model_dir, device="cpu")
+
+
+# --- FiD through the Generator protocol, the LLM-call cache and the CLI ---------------------------------
+
+def test_fid_prompt_round_trip_and_generate_equals_generate_fid(tiny_t5_dir):
+    from rageval.generation.fid import build_fid_prompt, parse_fid_prompt
+
+    passages = [PARIS, Passage("2", "Berlin", "Berlin is the capital of Germany.")]
+    prompt = build_fid_prompt("what is the capital of france", passages)
+    assert parse_fid_prompt(prompt) == ("what is the capital of france", passages)
+    assert parse_fid_prompt("question: plain text") is None
+    reader = FiDGenerator(tiny_t5_dir, device="cpu", batch_size=2)
+    settings = DecodingSettings(max_new_tokens=5, stop=())
+    fused = reader.generate_fid(["what is the capital of france", "and germany"], [passages, passages[1:]], settings)
+    plain = reader.generate(["question: and germany"], settings)
+    # A mixed batch keeps its order: FiD prompts are answered by FiD, the plain prompt by the plain path.
+    mixed = reader.generate([prompt, "question: and germany", build_fid_prompt("and germany", passages[1:])],
+                            settings)
+    assert mixed == [fused[0], plain[0], fused[1]]
+
+
+def test_erag_cli_reads_passages_with_fid_for_an_encoder_decoder_model(tiny_t5_dir, tmp_path, monkeypatch, capsys):
+    from rageval.cli import main
+    from rageval.store import RunReader
+
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "fid.sqlite"
+    code = main(["erag", "--num-queries", "2", "--k", "3", "--model", str(tiny_t5_dir), "--max-new-tokens", "3",
+                 "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    with RunReader(out) as reader:
+        assert reader.counts()["doc_outputs"] == 6 and reader.counts()["e2e_outputs"] == 2
+        assert reader.settings()["llm_calls"] == {"cache_hits": 0, "cache_misses": 8}
+        # The stored E2E answer is FiD over the stored top-3 passages (recomputed here directly).
+        query_id = reader.query_table()["query_id"][0]
+        ranking = reader.ranking_table(query_id)
+        top = [Passage(r.passage_id, r.title, r.text) for r in ranking.head(3).itertuples()]
+        expected = FiDGenerator(tiny_t5_dir, device="cpu").generate_fid(
+            [reader.query(query_id).text], [top], DecodingSettings(max_new_tokens=3))
+        assert reader.e2e_output(query_id).output == expected[0]

@@ -155,6 +155,11 @@ class CachedGenerator:
     def model_id(self) -> str:
         return self.generator.model_id
 
+    @property
+    def build_prompt(self):
+        """The wrapped generator's own prompt builder (e.g. FiD's), or ``None`` for the default QA prompt."""
+        return getattr(self.generator, "build_prompt", None)
+
     def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
         model_id = self.generator.model_id
         keys = [cache_key(model_id, prompt, settings) for prompt in prompts]

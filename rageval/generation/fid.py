@@ -12,6 +12,7 @@ torch and transformers are imported only when a model is loaded; nothing is ever
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,6 +27,30 @@ def fid_passage_text(question: str, passage: Passage | None) -> str:
     if passage is None:
         return f"question: {q}"
     return f"question: {q} title: {' '.join(passage.title.split())} context: {' '.join(passage.text.split())}"
+
+
+def _fid_rows(question: str, passages: Sequence[Passage]) -> list[str]:
+    """The encoder rows of one FiD input: one per passage, or the question alone (closed book)."""
+    return [fid_passage_text(question, p) for p in passages] or [fid_passage_text(question, None)]
+
+
+FID_PROMPT_TAG = "rageval-fid-v1:"
+
+
+def build_fid_prompt(question: str, passages: Sequence[Passage]) -> str:
+    """A (question, passages) FiD input as one prompt string, so FiD calls go through the ``Generator``
+    protocol and the LLM-call cache like any prompt: ``FID_PROMPT_TAG`` + canonical JSON."""
+    body = {"question": question, "passages": [{"id": p.passage_id, "title": p.title, "text": p.text}
+                                               for p in passages]}
+    return FID_PROMPT_TAG + json.dumps(body, ensure_ascii=False, sort_keys=True)
+
+
+def parse_fid_prompt(prompt: str) -> tuple[str, list[Passage]] | None:
+    """The (question, passages) of a :func:`build_fid_prompt` string; ``None`` for any other prompt."""
+    if not prompt.startswith(FID_PROMPT_TAG):
+        return None
+    body = json.loads(prompt[len(FID_PROMPT_TAG):])
+    return body["question"], [Passage(p["id"], p["title"], p["text"]) for p in body["passages"]]
 
 
 class FiDGenerator:
@@ -71,9 +96,22 @@ class FiDGenerator:
     def model_id(self) -> str:
         return self._model_id
 
+    def build_prompt(self, question: str, passages: Sequence[Passage]) -> str:
+        """How eRAG and E2E ask this model: a FiD input (one encoder row per passage), see :func:`build_fid_prompt`."""
+        return build_fid_prompt(question, passages)
+
     def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
-        """The plain encoder-decoder path: each prompt encoded whole (the :class:`Generator` protocol)."""
-        return self._run([[p] for p in prompts], settings, truncate=False)
+        """The :class:`Generator` protocol: a :func:`build_fid_prompt` string is answered with FiD over its
+        passages; any other prompt is encoded whole (the plain encoder-decoder path). Order is kept."""
+        parsed = [parse_fid_prompt(p) for p in prompts]
+        texts = [[prompt] if item is None else _fid_rows(*item) for prompt, item in zip(prompts, parsed)]
+        answers: list[str] = [""] * len(prompts)
+        for truncate in (True, False):  # FiD rows are truncated per passage; plain prompts are not
+            chosen = [i for i, item in enumerate(parsed) if (item is not None) == truncate]
+            if chosen:
+                for i, answer in zip(chosen, self._run([texts[i] for i in chosen], settings, truncate=truncate)):
+                    answers[i] = answer
+        return answers
 
     def generate_fid(self, questions: Sequence[str], passage_lists: Sequence[Sequence[Passage]],
                      settings: DecodingSettings) -> list[str]:
@@ -83,8 +121,7 @@ class FiDGenerator:
         """
         if len(questions) != len(passage_lists):
             raise ValueError(f"generate_fid: {len(questions)} questions but {len(passage_lists)} passage lists")
-        texts = [[fid_passage_text(q, p) for p in passages] or [fid_passage_text(q, None)]
-                 for q, passages in zip(questions, passage_lists)]
+        texts = [_fid_rows(q, passages) for q, passages in zip(questions, passage_lists)]
         return self._run(texts, settings, truncate=True)
 
     def _run(self, texts: Sequence[Sequence[str]], settings: DecodingSettings, truncate: bool) -> list[str]:
