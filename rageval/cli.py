@@ -333,9 +333,10 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
     from rageval.retrieval.subqueries import (FUSION_METHODS, SUBQUERY_DECODING, fuse, generate_subqueries,
                                               max_oracle, subquery_rankings)
 
+    allowed = (*FUSION_METHODS, "rerank")
     methods = [m.strip() for m in args.fusion.split(",") if m.strip()]
-    if not methods or any(m not in FUSION_METHODS for m in methods) or len(set(methods)) != len(methods):
-        raise RagevalError(f"--fusion {args.fusion!r}: expected distinct names among {', '.join(FUSION_METHODS)}")
+    if not methods or any(m not in allowed for m in methods) or len(set(methods)) != len(methods):
+        raise RagevalError(f"--fusion {args.fusion!r}: expected distinct names among {', '.join(allowed)}")
     started = time.perf_counter()
     corpus = _load_corpus(args.data_dir)
     queries = list(corpus.nq_queries[:args.num_queries])
@@ -352,7 +353,17 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
     lists = {q.query_id: subquery_rankings(retriever, q.text, subs, args.k) for q, subs in zip(queries, subqueries)}
     systems = {"bm25 (question)": {qid: rankings[0] for qid, rankings in lists.items()}}
     for method in methods:
-        systems[method] = {qid: fuse(rankings, method, args.k, qid) for qid, rankings in lists.items()}
+        if method == "rerank":  # the paper's Rerank: the cross-encoder re-scores the union for the question
+            from rageval.retrieval.evaluate import latest_nq_reranker_dir
+            from rageval.retrieval.fusion import rerank_fusion
+            from rageval.retrieval.rerank import CrossEncoderReranker
+
+            reranker = CrossEncoderReranker.load(args.reranker or latest_nq_reranker_dir())
+            passages = {p.passage_id: p for p in corpus.passages}
+            systems[method] = {q.query_id: rerank_fusion(reranker, q, lists[q.query_id], passages, args.k)
+                               for q in queries}
+        else:
+            systems[method] = {qid: fuse(rankings, method, args.k, qid) for qid, rankings in lists.items()}
     measures = ("R@10", "nDCG@10")
     per_query = {name: compute_retrieval_measures(run, queries, measures) for name, run in systems.items()}
 
@@ -467,6 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
     subq.add_argument("--max-new-tokens", type=int, default=48)
     subq.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     subq.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    subq.add_argument("--reranker", type=Path,
+                      help="cross-encoder folder for --fusion rerank (default: the latest `rageval train-reranker` model)")
     subq.add_argument("--out", type=Path, help="also write the table (and the sub-queries) as JSON")
     subq.set_defaults(handler=cmd_subquery_retrieval)
 

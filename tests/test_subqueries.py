@@ -143,3 +143,31 @@ def test_cli_subquery_retrieval_end_to_end(tiny_model_dir, tmp_path, monkeypatch
     # MAX over methods is never below any method it maximises over (per query, hence on the mean).
     assert saved["table"]["MAX (per method)"]["R@10"] >= max(saved["table"][m]["R@10"] for m in FUSION_METHODS)
     assert len(saved["subqueries"]) == 2
+
+
+def test_cli_rerank_fusion_rescores_the_union_with_the_cross_encoder(tiny_model_dir, tmp_path, monkeypatch, capsys):
+    """``--fusion rerank``: a (tiny, random) cross-encoder re-scores the union of the question's and the
+    sub-queries' lists; the command loads it from ``--reranker`` and reports it beside the other methods."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from rageval.retrieval.rerank import CrossEncoderReranker, CrossEncoderSettings, minilm_path
+
+    encoder_dir = tmp_path / "tiny-bert"
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
+    tokenizer.save_pretrained(encoder_dir)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64)).save_pretrained(encoder_dir)
+    reranker_dir = tmp_path / "reranker"
+    CrossEncoderReranker.from_encoder(encoder_dir, CrossEncoderSettings(), model_id="tiny", seed=0,
+                                      device="cpu").save(reranker_dir)
+
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "table.json"
+    code = main(["subquery-retrieval", "--num-queries", "2", "--model", str(tiny_model_dir), "--max-new-tokens", "8",
+                 "--fusion", "combsum,rerank", "--reranker", str(reranker_dir), "--out", str(out)])
+    assert code == 0, capsys.readouterr().err
+    table = json.loads(out.read_text())["table"]
+    assert list(table) == ["bm25 (question)", "combsum", "rerank", "MAX (per list)", "MAX (per method)"]
+    assert all(0.0 <= table["rerank"][m] <= 1.0 for m in ("R@10", "nDCG@10"))
