@@ -27,6 +27,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from rageval.types import Passage
 
@@ -43,12 +44,16 @@ class FewShotExample:
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    """A named, versioned prompt: instruction plus few-shot examples. ``content_hash`` identifies it."""
+    """A named, versioned prompt: instruction plus few-shot examples. ``content_hash`` identifies it.
+
+    ``examples`` are frozen dataclasses of the task's own shape (:class:`FewShotExample` for QA; sub-query
+    generation has its own): the hash covers every field of every example.
+    """
 
     name: str
     version: str
     instruction: str
-    examples: tuple[FewShotExample, ...]
+    examples: tuple[Any, ...]
 
     @property
     def content_hash(self) -> str:

@@ -12,14 +12,13 @@ per line; :func:`parse_subqueries` turns its output into clean, distinct queries
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Protocol
 
 from rageval.generation.base import DecodingSettings, Generator
+from rageval.prompts import PromptTemplate
 from rageval.retrieval.fusion import comb_mnz, comb_sum, pm2, reciprocal_rank_fusion, sort_fusion
 from rageval.types import Ranking
 
@@ -44,28 +43,7 @@ class SubqueryExample:
     queries: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class SubqueryPrompt:
-    """A named, versioned few-shot prompt for sub-query generation; ``content_hash`` identifies its text."""
-
-    name: str
-    version: str
-    instruction: str
-    examples: tuple[SubqueryExample, ...]
-
-    @property
-    def content_hash(self) -> str:
-        """sha256 (hex, first 16 digits) of the canonical JSON of every field."""
-        canonical = json.dumps(asdict(self), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
-
-    @property
-    def identifier(self) -> str:
-        """``name@version#hash``, the string stored with results."""
-        return f"{self.name}@{self.version}#{self.content_hash}"
-
-
-SUBQUERY_FEW_SHOT = SubqueryPrompt(
+SUBQUERY_FEW_SHOT = PromptTemplate(
     name="subquery-fewshot",
     version="1",
     instruction="Write up to 3 short search engine queries that would find the answer to the question, "
@@ -85,7 +63,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def build_subquery_prompt(question: str, template: SubqueryPrompt = SUBQUERY_FEW_SHOT) -> str:
+def build_subquery_prompt(question: str, template: PromptTemplate = SUBQUERY_FEW_SHOT) -> str:
     """The instruction, then ``Question: ...\\nQueries:\\n<one per line>`` blocks separated by blank lines, the
     last one open after ``Queries:``."""
     blocks = [_one_line(template.instruction)]
@@ -127,7 +105,7 @@ def parse_subqueries(text: str, question: str, max_n: int = MAX_SUBQUERIES) -> l
 
 def generate_subqueries(generator: Generator, questions: Sequence[str],
                         settings: DecodingSettings = SUBQUERY_DECODING, max_n: int = MAX_SUBQUERIES,
-                        template: SubqueryPrompt = SUBQUERY_FEW_SHOT) -> list[list[str]]:
+                        template: PromptTemplate = SUBQUERY_FEW_SHOT) -> list[list[str]]:
     """Up to ``max_n`` sub-queries per question, in question order, from one batched ``generate`` call (a
     :class:`~rageval.generation.cache.CachedGenerator` answers repeated prompts from its cache)."""
     outputs = generator.generate([build_subquery_prompt(q, template) for q in questions], settings)
