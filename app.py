@@ -52,8 +52,8 @@ if len(e2e_scores) >= 3 and isinstance(k, int) and not summary.empty:
     tau_tab, rho_tab = st.tabs(["Kendall's tau-b", "Spearman's rho"])
     tau_tab.dataframe(render.correlation_view(correlations, "tau"))
     rho_tab.dataframe(render.correlation_view(correlations, "rho"))
-    st.caption(f"Correlation across queries between each per-query measure and the E2E EM, with 95% percentile "
-               f"bootstrap intervals (1,000 resamples over queries); eRAG's Table 1 on this run. "
+    st.caption("Correlation across queries between each per-query measure and the E2E EM, with 95% percentile "
+               "bootstrap intervals (1,000 resamples over queries); eRAG's Table 1 on this run. "
                + render.provenance(settings, int(correlations["n"].max())))
 
 st.subheader("What produced this run")

@@ -10,7 +10,6 @@ import re
 import sqlite3
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import pytrec_eval
 from streamlit.testing.v1 import AppTest

@@ -25,10 +25,10 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from rageval.retrieval.checks import check_k, check_unique_query_ids
 from rageval.errors import RagevalError
 from rageval.paths import cache_dir
 from rageval.retrieval.jvm import anserini_jar, ensure_jvm, find_java_home, java_env, jvm_options
@@ -170,7 +170,7 @@ class BM25Retriever:
 
     def search(self, query_text: str, k: int = 10, query_id: str = "") -> Ranking:
         """The top ``k`` passages for ``query_text``, best first (fewer if fewer passages share a query term)."""
-        _check_k(k)
+        check_k(k)
         if not query_text.strip():
             return Ranking(query_id, ())
         return _to_ranking(query_id, self._searcher.search(query_text, k=int(k)))
@@ -180,11 +180,9 @@ class BM25Retriever:
 
         Uses Anserini's multi-threaded batch search; results equal :meth:`search` query by query.
         """
-        _check_k(k)
+        check_k(k)
+        check_unique_query_ids(queries)
         ids = [query.query_id for query in queries]
-        if len(set(ids)) != len(ids):
-            repeated = sorted(qid for qid, n in Counter(ids).items() if n > 1)
-            raise ValueError(f"batch_search: query ids must be unique; repeated: {repeated[:5]}")
         searchable = [query for query in queries if query.text.strip()]
         hits = {}
         if searchable:
@@ -206,6 +204,3 @@ class BM25Retriever:
         return f"BM25Retriever({str(self.index_dir)!r}, k1={self.k1}, b={self.b})"
 
 
-def _check_k(k: int) -> None:
-    if int(k) < 1:
-        raise ValueError(f"k must be at least 1, got {k}")

@@ -28,7 +28,6 @@ import os
 import re
 import sys
 import tempfile
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Protocol
 
 import numpy as np
 
+from rageval.retrieval.checks import check_k, check_unique_query_ids
 from rageval.errors import RagevalError
 from rageval.paths import cache_dir
 from rageval.types import Passage, Query, Ranking, ScoredPassage
@@ -296,7 +296,7 @@ class DenseRetriever:
 
     def search_vectors(self, query_ids: Sequence[str], vectors: np.ndarray, k: int) -> dict[str, Ranking]:
         """Rankings for already encoded queries (row i of ``vectors`` is ``query_ids[i]``)."""
-        _check_k(k)
+        check_k(k)
         depth = min(int(k), self.num_passages)
         if len(query_ids) == 0 or depth == 0:
             return {qid: Ranking(qid, ()) for qid in query_ids}
@@ -309,11 +309,9 @@ class DenseRetriever:
 
         Blank queries get an empty ranking (as in :meth:`BM25Retriever.batch_search`).
         """
-        _check_k(k)
+        check_k(k)
+        check_unique_query_ids(queries)
         ids = [q.query_id for q in queries]
-        if len(set(ids)) != len(ids):
-            repeated = sorted(qid for qid, n in Counter(ids).items() if n > 1)
-            raise ValueError(f"batch_search: query ids must be unique; repeated: {repeated[:5]}")
         searchable = [q for q in queries if q.text.strip()]
         found: dict[str, Ranking] = {}
         if searchable:
@@ -340,6 +338,3 @@ def _to_ranking(query_id: str, ids: np.ndarray, scores: np.ndarray, rows: np.nda
     return Ranking(query_id, tuple(ScoredPassage(pid, -negated) for negated, pid in pairs))
 
 
-def _check_k(k: int) -> None:
-    if int(k) < 1:
-        raise ValueError(f"k must be at least 1, got {k}")

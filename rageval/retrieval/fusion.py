@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from rageval.retrieval.checks import check_k
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 RRF_K = 60
@@ -94,7 +95,7 @@ def ranking_from_scores(query_id: str, scores: Mapping[str, float], k: int | Non
     """Passages sorted by score (descending), ties by passage id (ascending), truncated to ``k``."""
     ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
     if k is not None:
-        ordered = ordered[:_check_k(k)]
+        ordered = ordered[:check_k(k)]
     return Ranking(query_id, tuple(ScoredPassage(pid, float(score)) for pid, score in ordered))
 
 
@@ -184,7 +185,7 @@ def pm2(rankings: Sequence[Ranking], k: int, weights: Sequence[float] | None = N
     the smallest passage id. The greedy choice is the ranking; its scores are ``1 / rank`` (the PM2 objective
     values of different seats are not comparable with each other).
     """
-    _check_k(k)
+    check_k(k)
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lam must be in [0, 1], got {lam}")
     weights = [1.0] * len(rankings) if weights is None else [float(w) for w in weights]
@@ -232,7 +233,7 @@ def rerank_fusion(reranker: Reranker, query: Query, rankings: Sequence[Ranking],
 
     The fused ranking carries ``query.query_id``; its scores are the reranker's.
     """
-    _check_k(k)
+    check_k(k)
     union = union_of(rankings, query_id=query.query_id)
     missing = [pid for pid in union.passage_ids if pid not in passages]
     if missing:
@@ -256,7 +257,3 @@ def _query_id(rankings: Sequence[Ranking], query_id: str | None) -> str:
     return rankings[0].query_id if rankings else ""
 
 
-def _check_k(k: int) -> int:
-    if int(k) < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    return int(k)
