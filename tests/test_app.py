@@ -14,7 +14,7 @@ import pytest
 import pytrec_eval
 from streamlit.testing.v1 import AppTest
 
-from rageval.store import RunReader, write_run
+from rageval.store import RunReader, list_runs, write_run
 from tests.run_fixtures import INJECTION, K, LABEL_METHODS, MEASURES, build_small_run, make_small_run
 from ui.render import escape_markdown
 
@@ -258,3 +258,21 @@ def test_untitled_passage_gets_a_readable_header(tmp_path, monkeypatch):
     app = start(INSPECTOR)
     headers = [m.value for m in app.markdown if "· score" in m.value]
     assert headers and all(re.match(r"\*\*\d+\\\. \(untitled passage\)\*\* · score", h) for h in headers), headers
+
+
+SHIPPED_RUNS = [path.stem for path in list_runs(REPO / "data" / "runs")]
+
+
+@pytest.mark.parametrize("run", SHIPPED_RUNS)
+@pytest.mark.parametrize("script", [HOME, INSPECTOR], ids=["home", "inspector"])
+def test_every_shipped_run_opens_on_every_page(run, script, monkeypatch):
+    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    app = start(script, run=run)
+    assert not app.error, [e.value for e in app.error]
+    assert app.query_params["run"] == run
+    if script == INSPECTOR:
+        assert "Ranked passages" in [h.value for h in app.subheader]
+
+
+def test_the_shipped_erag_run_is_the_default():
+    assert SHIPPED_RUNS[0] == "nq_open-bm25-gemma3_270m-erag"  # top-level runs come before data/runs/retrieval/
