@@ -145,7 +145,7 @@ def cmd_erag(args: argparse.Namespace) -> int:
     settings = erag.EragSettings(k=args.k, metric=args.metric,
                                  decoding=DecodingSettings(max_new_tokens=args.max_new_tokens),
                                  batch_size=args.batch_size,
-                                 cutoffs=tuple(c for c in (1, 5, 10, 20) if c <= args.k))
+                                 cutoffs=tuple(sorted({c for c in (1, 5, 10, 20) if c <= args.k} | {args.k})))
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     generator = CachedGenerator(load_generator(args.model, args.batch_size, args.backend, base_url=args.base_url,
                                                api_key_env=args.api_key_env, api=args.api), cache)

@@ -40,7 +40,7 @@ def test_erag_writes_a_run_and_a_rerun_costs_no_llm_call(cli_cache, tiny_model_d
         assert query.text == "who got the first nobel prize in physics"
         assert set(query.gold_passage_ids) & set(reader.ranking_table(query.query_id)["passage_id"])
         measures = set(reader.measure_table()["measure"])
-        assert {"P@1", "nDCG@1", "Rprec"} <= measures and not any(m.endswith("@5") for m in measures)  # k=3
+        assert {"P@1", "P@3", "nDCG@3", "Rprec"} <= measures and not any(m.endswith("@5") for m in measures)  # k=3
 
     code, out, err = run_cli([*args[:-1], tmp_path / "again.sqlite"], cli_cache, monkeypatch, capsys)
     assert code == 0, err
