@@ -21,20 +21,46 @@ from dataclasses import dataclass, field
 
 from rageval.generation.base import DecodingSettings, Generator
 from rageval.measures import compute_measures
-from rageval.prompts import build_qa_prompt
-from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, labels_as_qrels
-from rageval.text_metrics import contains_answer, exact_match, token_f1
+from rageval.prompts import RELEVANCE_FEW_SHOT, PromptTemplate, build_qa_prompt, build_relevance_prompt, parse_yes_no
+from rageval.store import DocOutput, E2EOutput, Label, LabelEvidence, MeasureValue, labels_as_qrels
+from rageval.text_metrics import answer_accuracy, contains_answer, exact_match, rouge_l, token_f1
 from rageval.types import Passage, Query, Ranking
 
 #: Downstream metrics E(output, gold answers) -> [0, 1], by the name stored in run settings and label methods.
+#: All are maxima over the gold answers; ``bertscore`` (MiniLM, :mod:`rageval.bertscore`) loads a model, so it
+#: is scored in bulk by :func:`score_outputs`.
 DOWNSTREAM_METRICS: Mapping[str, Callable[[str, Sequence[str]], float]] = {
     "em": exact_match,
     "f1": token_f1,
+    "accuracy": answer_accuracy,
+    "rougeL": rouge_l,
 }
+MODEL_METRICS = ("bertscore",)
+ALL_METRICS = tuple(DOWNSTREAM_METRICS) + MODEL_METRICS
+#: Metrics whose labels are 0/1 (so every measure accepts them); the others give graded labels in [0, 1].
+BINARY_METRICS = ("em", "accuracy")
 
-#: The label methods a run stores, scored with the same measures: eRAG and the two classic baselines.
+#: The label methods a run stores, scored with the same measures: eRAG and the classic baselines.
 GOLD = "gold"
 CONTAINS_ANSWER = "contains_answer"
+LLM_RELEVANCE = "llm_relevance"
+
+_BERT_SCORER = None
+
+
+def score_outputs(metric: str, outputs: Sequence[str], answers: Sequence[Sequence[str]]) -> list[float]:
+    """E(output_i, answers_i) for every i, with the downstream metric called ``metric`` (see :data:`ALL_METRICS`)."""
+    global _BERT_SCORER
+    if metric in DOWNSTREAM_METRICS:
+        function = DOWNSTREAM_METRICS[metric]
+        return [function(output, gold) for output, gold in zip(outputs, answers)]
+    if metric == "bertscore":
+        if _BERT_SCORER is None:
+            from rageval.bertscore import BertScorer
+
+            _BERT_SCORER = BertScorer()
+        return _BERT_SCORER.score_many(outputs, answers)
+    raise ValueError(f"unknown downstream metric {metric!r}; choose one of {', '.join(ALL_METRICS)}")
 
 ProgressCallback = Callable[[int, int], None]  # (done, total)
 
@@ -55,8 +81,8 @@ class EragSettings:
     cutoffs: tuple[int, ...] = (1, 5, 10)
 
     def __post_init__(self):
-        if self.metric not in DOWNSTREAM_METRICS:
-            raise ValueError(f"unknown downstream metric {self.metric!r}; choose one of {sorted(DOWNSTREAM_METRICS)}")
+        if self.metric not in ALL_METRICS:
+            raise ValueError(f"unknown downstream metric {self.metric!r}; choose one of {', '.join(ALL_METRICS)}")
         if self.k < 1:
             raise ValueError(f"k must be at least 1, got {self.k}")
 
@@ -90,22 +116,58 @@ def compute_erag_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking
     build = prompt_builder(generator)
     prompts = [build(q.text, [passages[pid]]) for q, pid in pairs]
     outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress)
-    metric = DOWNSTREAM_METRICS[settings.metric]
-    method = erag_method(settings.metric)
     doc_outputs = [DocOutput(q.query_id, pid, out) for (q, pid), out in zip(pairs, outputs)]
-    labels = [Label(method, q.query_id, pid, metric(out, q.answers)) for (q, pid), out in zip(pairs, outputs)]
-    return doc_outputs, labels
+    return doc_outputs, metric_labels(doc_outputs, {q.query_id: q for q in queries}, [settings.metric])
+
+
+def metric_labels(doc_outputs: Sequence[DocOutput], queries: Mapping[str, Query], metrics: Sequence[str]
+                  ) -> list[Label]:
+    """eRAG labels of the same single-passage outputs under each downstream metric (no new LLM call):
+    method ``erag:<metric>``, value E(M(q, {d}), y)."""
+    labels: list[Label] = []
+    answers = [queries[o.query_id].answers for o in doc_outputs]
+    for metric in metrics:
+        values = score_outputs(metric, [o.output for o in doc_outputs], answers)
+        labels.extend(Label(erag_method(metric), o.query_id, o.passage_id, float(v))
+                      for o, v in zip(doc_outputs, values))
+    return labels
 
 
 def compute_e2e(queries: Sequence[Query], rankings: Mapping[str, Ranking], passages: Mapping[str, Passage],
                 generator: Generator, settings: EragSettings,
-                on_progress: ProgressCallback | None = None) -> list[E2EOutput]:
-    """End-to-end outputs M(q, R_k) (the whole top-k in one prompt, best first) and their score E(., y)."""
+                on_progress: ProgressCallback | None = None, k: int | None = None) -> list[E2EOutput]:
+    """End-to-end outputs M(q, R_k) (the whole top-k in one prompt, best first) and their score E(., y), at
+    ``k`` (default ``settings.k``)."""
+    k = settings.k if k is None else k
     build = prompt_builder(generator)
-    prompts = [build(q.text, [passages[pid] for pid in _top_k(rankings[q.query_id], settings.k)]) for q in queries]
+    prompts = [build(q.text, [passages[pid] for pid in _top_k(rankings[q.query_id], k)]) for q in queries]
     outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress)
-    metric = DOWNSTREAM_METRICS[settings.metric]
-    return [E2EOutput(q.query_id, settings.k, out, metric(out, q.answers)) for q, out in zip(queries, outputs)]
+    scores = score_outputs(settings.metric, outputs, [q.answers for q in queries])
+    return [E2EOutput(q.query_id, k, out, float(score)) for q, out, score in zip(queries, outputs, scores)]
+
+
+def compute_llm_relevance_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking],
+                                 passages: Mapping[str, Passage], generator: Generator, k: int,
+                                 template: PromptTemplate = RELEVANCE_FEW_SHOT,
+                                 decoding: DecodingSettings = DecodingSettings(max_new_tokens=3),
+                                 batch_size: int = 64, on_progress: ProgressCallback | None = None
+                                 ) -> tuple[list[Label], list[LabelEvidence]]:
+    """Baseline (c) of eRAG: the LLM asked per passage "is this passage relevant?" (Thomas et al. 2023).
+
+    Label 1 when the reply starts with Yes, 0 otherwise; the raw reply is kept as the label's evidence (a reply
+    that is neither Yes nor No is marked as such and counted as not relevant).
+    """
+    pairs = [(q, pid) for q in queries for pid in _top_k(rankings[q.query_id], k)]
+    prompts = [build_relevance_prompt(q.text, passages[pid], template) for q, pid in pairs]
+    replies = generate_in_batches(generator, prompts, decoding, batch_size, on_progress)
+    labels, evidence = [], []
+    for (q, pid), reply in zip(pairs, replies):
+        parsed = parse_yes_no(reply)
+        labels.append(Label(LLM_RELEVANCE, q.query_id, pid, float(bool(parsed))))
+        note = f"{generator.model_id} replied '{reply.strip()}'"
+        evidence.append(LabelEvidence(LLM_RELEVANCE, q.query_id, pid,
+                                      note if parsed is not None else note + " (neither Yes nor No: counted as No)"))
+    return labels, evidence
 
 
 def compute_reference_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking],
@@ -120,10 +182,22 @@ def compute_reference_labels(queries: Sequence[Query], rankings: Mapping[str, Ra
     return labels
 
 
-def measure_names(cutoffs: Sequence[int]) -> list[str]:
-    """The measures every run stores: P, R, AP, RR, nDCG and Hit at each cutoff, and R-precision."""
-    names = [f"{m}@{k}" for k in cutoffs for m in ("P", "R", "AP", "RR", "nDCG", "Hit")]
-    return names + ["Rprec"]
+#: Measures that accept graded labels (P@k = mean label, Hit@k = max label, nDCG with graded gains); the others
+#: (R, AP, RR, R-precision) are only defined for 0/1 labels and are not computed for graded label methods.
+GRADED_MEASURES = ("P", "nDCG", "Hit")
+
+
+def measure_names(cutoffs: Sequence[int], graded: bool = False) -> list[str]:
+    """The measures every run stores: P, R, AP, RR, nDCG and Hit at each cutoff, and R-precision; for graded
+    labels only the measures of :data:`GRADED_MEASURES`."""
+    kinds = GRADED_MEASURES if graded else ("P", "R", "AP", "RR", "nDCG", "Hit")
+    names = [f"{m}@{k}" for k in cutoffs for m in kinds]
+    return names if graded else names + ["Rprec"]
+
+
+def is_graded_method(method: str) -> bool:
+    """Whether ``method`` makes labels other than 0/1 (eRAG with F1, ROUGE-L or BERTScore)."""
+    return method.startswith("erag:") and method.split(":", 1)[1] not in BINARY_METRICS
 
 
 def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranking],
@@ -132,7 +206,8 @@ def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranki
     run = {query_id: list(r.passage_ids) for query_id, r in rankings.items()}
     values: list[MeasureValue] = []
     for method in sorted({x.method for x in labels}):
-        frame = compute_measures(measure_names(cutoffs), run, labels_as_qrels(labels, method))
+        frame = compute_measures(measure_names(cutoffs, is_graded_method(method)), run,
+                                 labels_as_qrels(labels, method))
         values.extend(MeasureValue(method, r.measure, r.query_id, float(r.value))
                       for r in frame.itertuples(index=False))
     return values

@@ -121,3 +121,104 @@ def build_qa_prompt(question: str, passages: Sequence[Passage], template: Prompt
     final.append(f"Question: {_one_line(question)}\nAnswer:")
     blocks.append("\n".join(final))
     return "\n\n".join(blocks)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Relevance judgement by the LLM (eRAG's baseline (c): "is this passage relevant?", after Thomas et al. 2023)
+
+
+@dataclass(frozen=True)
+class RelevanceExample:
+    """One worked relevance judgement: a question, a passage and the verdict ``Yes`` or ``No``."""
+
+    question: str
+    title: str
+    passage: str
+    verdict: str
+
+
+RELEVANCE_FEW_SHOT = PromptTemplate(
+    name="relevance-yesno",
+    version="1",
+    instruction="Decide whether the passage is relevant to the question, that is whether it contains the "
+                "answer to the question. Reply Yes or No.",
+    examples=(
+        RelevanceExample(
+            question="who discovered penicillin",
+            title="Penicillin",
+            passage="Penicillin was discovered in 1928 by the Scottish physician Alexander Fleming at St Mary's "
+                    "Hospital in London.",
+            verdict="Yes",
+        ),
+        RelevanceExample(
+            question="what is the highest mountain in africa",
+            title="Mount Everest",
+            passage="Mount Everest, on the border of Nepal and China, is Earth's highest mountain above sea level.",
+            verdict="No",
+        ),
+    ),
+)
+
+
+def build_relevance_prompt(question: str, passage: Passage, template: PromptTemplate = RELEVANCE_FEW_SHOT) -> str:
+    """Ask whether ``passage`` is relevant to ``question``; the completion starts with ``Yes`` or ``No``."""
+    blocks = [_one_line(template.instruction)]
+    for ex in template.examples:
+        blocks.append(f"Question: {_one_line(ex.question)}\n{_passage_block(ex.title, ex.passage)}\n"
+                      f"Relevant: {ex.verdict}")
+    blocks.append(f"Question: {_one_line(question)}\n{_passage_block(passage.title, passage.text)}\nRelevant:")
+    return "\n\n".join(blocks)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Answer-equivalence judge (LLM-retEval's comparison step, in the spirit of GPT4-Eval, Kamalloo et al. 2023)
+
+
+@dataclass(frozen=True)
+class JudgeExample:
+    """One worked comparison: a question, the reference answers, a candidate answer and ``Yes``/``No``."""
+
+    question: str
+    references: tuple[str, ...]
+    candidate: str
+    verdict: str
+
+
+ANSWER_JUDGE_FEW_SHOT = PromptTemplate(
+    name="answer-judge",
+    version="1",
+    instruction="Here is a question, a set of reference answers separated by ' / ', and a candidate answer. "
+                "Is the candidate answer correct according to the question and the reference answers? "
+                "Reply Yes or No.",
+    examples=(
+        JudgeExample(question="who discovered penicillin", references=("Alexander Fleming", "Fleming"),
+                     candidate="Sir Alexander Fleming", verdict="Yes"),
+        JudgeExample(question="when did the first humans land on the moon", references=("20 July 1969",),
+                     candidate="1972", verdict="No"),
+        JudgeExample(question="what is the capital of australia", references=("Canberra",),
+                     candidate="the city of Canberra", verdict="Yes"),
+        JudgeExample(question="who wrote the novel frankenstein", references=("Mary Shelley",),
+                     candidate="Percy Bysshe Shelley", verdict="No"),
+    ),
+)
+
+
+def build_judge_prompt(question: str, references: Sequence[str], candidate: str,
+                       template: PromptTemplate = ANSWER_JUDGE_FEW_SHOT) -> str:
+    """Ask whether ``candidate`` answers ``question`` as ``references`` do; the completion starts Yes/No."""
+
+    def block(q: str, refs: Sequence[str], cand: str) -> str:
+        joined = " / ".join(_one_line(r) for r in refs) or "(none)"
+        return f"Question: {_one_line(q)}\nReference answers: {joined}\nCandidate answer: {_one_line(cand)}\nCorrect:"
+
+    blocks = [_one_line(template.instruction)]
+    blocks += [f"{block(ex.question, ex.references, ex.candidate)} {ex.verdict}" for ex in template.examples]
+    blocks.append(block(question, references, candidate))
+    return "\n\n".join(blocks)
+
+
+def parse_yes_no(completion: str) -> bool | None:
+    """``True``/``False`` when the completion's first word is yes/no (any case, punctuation ignored), else ``None``."""
+    words = completion.strip().split()
+    first = words[0].strip(".,:;!\"'").lower() if words else ""
+    return {"yes": True, "no": False}.get(first)

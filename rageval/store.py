@@ -1,9 +1,14 @@
 """The run store: one SQLite file per run, with a versioned schema.
 
 A run file holds everything one evaluation produced and what produced it: the settings (dataset, retriever,
-model, prompt, k, metric), the queries and passages it touched, each query's ranking, the per-document LLM
-outputs, every label method's labels (eRAG, contains-answer, gold: all stored as qrels-like rows), the
-end-to-end (E2E) outputs, and the per-query measure values.
+model, prompts, k, metric), the queries and passages it touched, each query's ranking, the per-document LLM
+outputs, every label method's labels (eRAG, contains-answer, gold, LLM relevance: all stored as qrels-like
+rows) with their evidence, the end-to-end (E2E) outputs at every k of the sweep, the per-query measure values,
+and the LLM-retEval facts: semi-gold answers, judge verdicts with evidence, failure cases with reasons.
+
+Schema history: v1 had one E2E output per query; v2 keys E2E outputs by (query, k) and adds the tables
+``label_evidence``, ``semi_gold_outputs``, ``verdicts`` and ``failure_cases``. v1 files are still read (the
+missing tables read as empty).
 
 Files are written atomically (a temporary file in the same folder, then ``os.replace``), so a reader never sees
 half a run. A file with an unknown or newer schema fails with a message naming the file and both versions.
@@ -25,7 +30,7 @@ import pandas as pd
 from rageval.errors import StoreError
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x52414745  # "RAGE": marks a SQLite file as a rageval run
 
 _SCHEMA = """
@@ -45,10 +50,22 @@ CREATE TABLE labels (
     method TEXT NOT NULL, query_id TEXT NOT NULL, passage_id TEXT NOT NULL, value REAL NOT NULL,
     PRIMARY KEY (method, query_id, passage_id));
 CREATE TABLE e2e_outputs (
-    query_id TEXT PRIMARY KEY, k INTEGER NOT NULL, output TEXT NOT NULL, score REAL NOT NULL);
+    query_id TEXT NOT NULL, k INTEGER NOT NULL, output TEXT NOT NULL, score REAL NOT NULL,
+    PRIMARY KEY (query_id, k));
 CREATE TABLE measure_values (
     method TEXT NOT NULL, measure TEXT NOT NULL, query_id TEXT NOT NULL, value REAL NOT NULL,
     PRIMARY KEY (method, measure, query_id));
+CREATE TABLE label_evidence (
+    method TEXT NOT NULL, query_id TEXT NOT NULL, passage_id TEXT NOT NULL, evidence TEXT NOT NULL,
+    PRIMARY KEY (method, query_id, passage_id));
+CREATE TABLE semi_gold_outputs (
+    query_id TEXT NOT NULL, sample INTEGER NOT NULL, output TEXT NOT NULL, PRIMARY KEY (query_id, sample));
+CREATE TABLE verdicts (
+    judge TEXT NOT NULL, reference TEXT NOT NULL, query_id TEXT NOT NULL, k INTEGER NOT NULL,
+    verdict INTEGER NOT NULL, evidence TEXT NOT NULL, PRIMARY KEY (judge, reference, query_id, k));
+CREATE TABLE failure_cases (
+    judge TEXT NOT NULL, query_id TEXT NOT NULL, k INTEGER NOT NULL, category TEXT NOT NULL,
+    reason TEXT NOT NULL, PRIMARY KEY (judge, query_id, k, category));
 """
 
 
@@ -82,6 +99,48 @@ class E2EOutput:
 
 
 @dataclass(frozen=True)
+class LabelEvidence:
+    """Why a label has its value, in words or raw model output (e.g. the LLM's reply to the relevance prompt)."""
+
+    method: str
+    query_id: str
+    passage_id: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class SemiGoldOutput:
+    """LLM-retEval: sample ``sample`` of the RAG LLM's answer from the gold passages alone."""
+
+    query_id: str
+    sample: int
+    output: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's Yes/No on the top-k answer against ``reference`` (``semi_gold`` answers or ``gold_answers``)."""
+
+    judge: str
+    reference: str
+    query_id: str
+    k: int
+    verdict: bool
+    evidence: str
+
+
+@dataclass(frozen=True)
+class FailureCase:
+    """One LLM-retEval failure category (A-F) that applies to a query at k under a judge, with the reason."""
+
+    judge: str
+    query_id: str
+    k: int
+    category: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class MeasureValue:
     method: str
     measure: str
@@ -101,6 +160,10 @@ class Run:
     labels: Sequence[Label] = ()
     e2e_outputs: Sequence[E2EOutput] = ()
     measure_values: Sequence[MeasureValue] = field(default=())
+    label_evidence: Sequence[LabelEvidence] = ()
+    semi_gold_outputs: Sequence[SemiGoldOutput] = ()
+    verdicts: Sequence[Verdict] = ()
+    failure_cases: Sequence[FailureCase] = ()
 
 
 def write_run(run: Run, path: str | os.PathLike) -> Path:
@@ -156,6 +219,14 @@ def _write_tables(connection: sqlite3.Connection, run: Run) -> None:
                            [(e.query_id, e.k, e.output, float(e.score)) for e in run.e2e_outputs])
     connection.executemany("INSERT INTO measure_values VALUES (?, ?, ?, ?)",
                            [(m.method, m.measure, m.query_id, float(m.value)) for m in run.measure_values])
+    connection.executemany("INSERT INTO label_evidence VALUES (?, ?, ?, ?)",
+                           [(e.method, e.query_id, e.passage_id, e.evidence) for e in run.label_evidence])
+    connection.executemany("INSERT INTO semi_gold_outputs VALUES (?, ?, ?)",
+                           [(o.query_id, o.sample, o.output) for o in run.semi_gold_outputs])
+    connection.executemany("INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?)",
+                           [(v.judge, v.reference, v.query_id, v.k, int(v.verdict), v.evidence) for v in run.verdicts])
+    connection.executemany("INSERT INTO failure_cases VALUES (?, ?, ?, ?, ?)",
+                           [(f.judge, f.query_id, f.k, f.category, f.reason) for f in run.failure_cases])
 
 
 class RunReader:
@@ -182,6 +253,8 @@ class RunReader:
                 f"({SCHEMA_VERSION}); upgrade rageval to read it")
         if version < 1:
             raise StoreError(f"{self.path}: unknown run schema version {version}")
+        self.schema_version = version
+        self._tables = {r[0] for r in self._connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
     def close(self) -> None:
         self._connection.close()
@@ -204,11 +277,55 @@ class RunReader:
         tables = ("queries", "passages", "rankings", "doc_outputs", "labels", "e2e_outputs")
         return {t: self._connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables}
 
-    def query_table(self) -> pd.DataFrame:
-        """One row per query: id, text, dataset, E2E output and score (NaN when no E2E output was stored)."""
+    def _optional_frame(self, table: str, sql: str, params: Sequence[Any] = (), columns: Sequence[str] = ()
+                        ) -> pd.DataFrame:
+        """``sql`` on a table that older schemas lack: an empty frame with ``columns`` when it is absent."""
+        if table not in self._tables:
+            return pd.DataFrame(columns=list(columns))
+        return self._frame(sql, params)
+
+    def e2e_ks(self) -> list[int]:
+        """The k values with stored E2E outputs, ascending (the run's k sweep)."""
+        return [r[0] for r in self._connection.execute("SELECT DISTINCT k FROM e2e_outputs ORDER BY k")]
+
+    def main_k(self) -> int | None:
+        """The k the run is about: its ``k`` setting when E2E outputs exist for it, else the largest stored k."""
+        ks = self.e2e_ks()
+        k = self.settings().get("k")
+        return k if k in ks else (ks[-1] if ks else None)
+
+    def query_table(self, k: int | None = None) -> pd.DataFrame:
+        """One row per query: id, text, dataset, answers and the E2E output and score at ``k`` (default: the
+        run's main k; NaN when no E2E output was stored)."""
+        k = self.main_k() if k is None else k
         return self._frame(
             "SELECT q.query_id, q.text, q.dataset, q.answers, e.output AS e2e_output, e.score AS e2e_score "
-            "FROM queries q LEFT JOIN e2e_outputs e USING (query_id) ORDER BY q.rowid")
+            "FROM queries q LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = ? ORDER BY q.rowid",
+            (k if k is not None else -1,))
+
+    def e2e_table(self) -> pd.DataFrame:
+        """Every E2E output: columns query_id, k, output, score."""
+        return self._frame("SELECT query_id, k, output, score FROM e2e_outputs ORDER BY query_id, k")
+
+    def label_evidence(self, query_id: str | None = None) -> pd.DataFrame:
+        columns = ("method", "query_id", "passage_id", "evidence")
+        if query_id is None:
+            return self._optional_frame("label_evidence", "SELECT * FROM label_evidence", (), columns)
+        return self._optional_frame("label_evidence", "SELECT * FROM label_evidence WHERE query_id = ?",
+                                    (query_id,), columns)
+
+    def semi_gold_outputs(self) -> pd.DataFrame:
+        return self._optional_frame("semi_gold_outputs",
+                                    "SELECT query_id, sample, output FROM semi_gold_outputs ORDER BY query_id, sample",
+                                    (), ("query_id", "sample", "output"))
+
+    def verdicts(self) -> pd.DataFrame:
+        return self._optional_frame("verdicts", "SELECT judge, reference, query_id, k, verdict, evidence FROM verdicts",
+                                    (), ("judge", "reference", "query_id", "k", "verdict", "evidence"))
+
+    def failure_cases(self) -> pd.DataFrame:
+        return self._optional_frame("failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases",
+                                    (), ("judge", "query_id", "k", "category", "reason"))
 
     def query(self, query_id: str) -> Query:
         row = self._connection.execute(
@@ -234,9 +351,11 @@ class RunReader:
             ranked = ranked.merge(wide, on="passage_id", how="left")
         return ranked
 
-    def e2e_output(self, query_id: str) -> E2EOutput | None:
+    def e2e_output(self, query_id: str, k: int | None = None) -> E2EOutput | None:
+        """The E2E output of ``query_id`` at ``k`` (default: the run's main k)."""
+        k = self.main_k() if k is None else k
         row = self._connection.execute(
-            "SELECT query_id, k, output, score FROM e2e_outputs WHERE query_id = ?", (query_id,)).fetchone()
+            "SELECT query_id, k, output, score FROM e2e_outputs WHERE query_id = ? AND k = ?", (query_id, k)).fetchone()
         return E2EOutput(*row) if row else None
 
     def measure_table(self) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Downstream text metrics: SQuAD exact match and token F1, label accuracy, answer containment.
+"""Downstream text metrics: SQuAD exact match and token F1, answer accuracy, ROUGE-L, answer containment.
 
 Exact match and F1 follow the official SQuAD v1.1 evaluation script (Rajpurkar et al., EMNLP 2016):
 both strings are normalised (lower-cased, punctuation removed, the articles *a/an/the* removed, whitespace
@@ -90,3 +90,29 @@ def contains_answer(passage_text: str, gold_answers: Sequence[str]) -> bool:
         if answer and f" {answer} " in passage:
             return True
     return False
+
+
+def answer_accuracy(prediction: str, gold_answers: Sequence[str]) -> float:
+    """1.0 if some normalised gold answer occurs in the normalised prediction on whole-token boundaries.
+
+    The lenient "accuracy" of open-domain QA with generative readers (e.g. Mallen et al., ACL 2023): a
+    verbose but correct answer counts, which exact match would reject.
+    """
+    return float(contains_answer(prediction, gold_answers))
+
+
+_ROUGE_SCORER = None
+
+
+def rouge_l(prediction: str, gold_answers: Sequence[str]) -> float:
+    """ROUGE-L F-measure (longest common subsequence; Lin, 2004), maximised over the gold answers.
+
+    Computed by Google's ``rouge-score`` package (its tokenizer: lower-case, non-alphanumerics as spaces;
+    Porter stemming on), 0.0 with no answers.
+    """
+    global _ROUGE_SCORER
+    if _ROUGE_SCORER is None:
+        from rouge_score.rouge_scorer import RougeScorer
+
+        _ROUGE_SCORER = RougeScorer(["rougeL"], use_stemmer=True)
+    return max((_ROUGE_SCORER.score(gold, prediction)["rougeL"].fmeasure for gold in gold_answers), default=0.0)

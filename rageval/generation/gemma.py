@@ -96,12 +96,14 @@ def convert_gemma(target: Path) -> Path:
     return target
 
 
-def load_gemma_generator(device: str = "auto", batch_size: int = 8, cache_root: Path | None = None
-                         ) -> TransformersGenerator:
-    """The Gemma 3 270M generator, converting the shipped GGUF on first use (see :func:`convert_gemma`)."""
+def load_gemma_generator(device: str = "auto", batch_size: int = 8, cache_root: Path | None = None,
+                         dtype: str | None = None) -> TransformersGenerator:
+    """The Gemma 3 270M generator, converting the shipped GGUF on first use (see :func:`convert_gemma`).
+
+    ``dtype`` (e.g. ``"bfloat16"``) overrides the device default and becomes part of the model id."""
     target = converted_model_dir(cache_root)
     if not _is_complete(target):
         if target.exists():  # left by an older, interrupted layout: not trusted
             shutil.rmtree(target)
         convert_gemma(target)
-    return TransformersGenerator(target, device=device, batch_size=batch_size, model_id=gemma_model_id())
+    return TransformersGenerator(target, device=device, batch_size=batch_size, model_id=gemma_model_id(), dtype=dtype)

@@ -112,6 +112,23 @@ class MiniLMEncoder:
                     progress(len(rows))
         return out
 
+    def token_vectors(self, texts: Sequence[str], batch_size: int = 64) -> list[np.ndarray]:
+        """Per text, the unit-length last-layer vectors of its word pieces (``[CLS]``/``[SEP]`` dropped): the
+        contextual embeddings BERTScore matches (see :mod:`rageval.bertscore`)."""
+        torch = self._torch
+        vectors: list[np.ndarray] = [np.empty((0, EMBEDDING_DIM), dtype=np.float32)] * len(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with torch.inference_mode():
+            for start in range(0, len(order), batch_size):
+                rows = order[start:start + batch_size]
+                batch = self._tokenizer([texts[i] for i in rows], padding=True, truncation=True,
+                                        max_length=self.max_length, return_tensors="pt").to(self.device)
+                hidden = torch.nn.functional.normalize(self._model(**batch).last_hidden_state, p=2, dim=-1)
+                lengths = batch["attention_mask"].sum(dim=1).tolist()
+                for row, i in enumerate(rows):
+                    vectors[i] = hidden[row, 1:lengths[row] - 1].float().cpu().numpy()
+        return vectors
+
     def __repr__(self) -> str:
         return f"MiniLMEncoder({str(self.model_dir)!r}, device={self.device!r})"
 
