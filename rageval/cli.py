@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rageval import __version__
 from rageval.errors import RagevalError
-from rageval.paths import DATA_DIR, RUNS_DIR
+from rageval.paths import DATA_DIR, REPO_ROOT, RUNS_DIR
 
 DEFAULT_MODEL = "gemma-3-270m"
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"  # vLLM's and our test server's default port
@@ -397,6 +397,67 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo_runs(args: argparse.Namespace) -> int:
+    from rageval.experiments import DEMO_PLANS, build_demo_runs
+
+    plans = DEMO_PLANS
+    if args.only:
+        wanted = args.only.split(",")
+        unknown = sorted(set(wanted) - {p.name for p in DEMO_PLANS})
+        if unknown:
+            raise RagevalError(f"--only: unknown run(s) {', '.join(unknown)}; known: "
+                               f"{', '.join(p.name for p in DEMO_PLANS)}")
+        plans = tuple(p for p in DEMO_PLANS if p.name in wanted)
+    started = time.perf_counter()
+    paths = build_demo_runs(args.out_dir, plans, scale=args.scale, dtype=args.dtype or None,
+                            command="rageval " + " ".join(sys.argv[1:]))
+    print(f"built {len(paths)} runs in {time.perf_counter() - started:.0f} s:")
+    for path in paths:
+        print(f"  {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+def cmd_cost_report(args: argparse.Namespace) -> int:
+    import json
+
+    import torch
+
+    from rageval.cost import CONFIGURATIONS, cost_prompts, measure_configuration
+    from rageval.generation.gemma import gemma_model_id
+
+    erag_prompts, e2e_prompts, described = cost_prompts(args.run, args.num_queries, args.k)
+    measurements = []
+    for configuration in CONFIGURATIONS:
+        result = measure_configuration(configuration, erag_prompts, e2e_prompts, dtype=args.dtype or None,
+                                       threads=args.threads)
+        print(result, file=sys.stderr)
+        measurements.append(result.__dict__)
+    report = described | {"model": f"{gemma_model_id()} [{args.dtype}]" if args.dtype else gemma_model_id(),
+                          "device": measurements[0]["device"], "threads": args.threads or torch.get_num_threads(),
+                          "measurements": measurements,
+                          "command": "rageval " + " ".join(sys.argv[1:])}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_results(args: argparse.Namespace) -> int:
+    from rageval.report import write_results
+
+    path = write_results(args.runs_dir, args.out, args.cost)
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from rageval.export import export_run
+
+    path = export_run(args.run, args.what, args.out, fmt=args.format, method=args.method)
+    print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rageval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -482,6 +543,39 @@ def build_parser() -> argparse.ArgumentParser:
                       help="cross-encoder folder for --fusion rerank (default: the latest `rageval train-reranker` model)")
     subq.add_argument("--out", type=Path, help="also write the table (and the sub-queries) as JSON")
     subq.set_defaults(handler=cmd_subquery_retrieval)
+
+    demo = sub.add_parser("demo-runs", help="build the shipped demo runs (eRAG with every label method and a k "
+                                            "sweep, LLM-retEval) into data/runs through the LLM-call cache")
+    demo.add_argument("--only", help="comma-separated run names (default: all of rageval.experiments.DEMO_PLANS)")
+    demo.add_argument("--scale", type=float, default=1.0, help="multiply every run's question count")
+    demo.add_argument("--dtype", default="bfloat16", help="RAG LLM precision ('' for the device default)")
+    demo.add_argument("--out-dir", type=Path, default=RUNS_DIR)
+    demo.set_defaults(handler=cmd_demo_runs)
+
+    cost = sub.add_parser("cost-report", help="eRAG vs E2E wall time and peak memory (fresh process each)")
+    cost.add_argument("--run", type=Path, default=RUNS_DIR / "nq_open-bm25-gemma3_270m.sqlite",
+                      help="run whose questions and lists are used")
+    cost.add_argument("--num-queries", type=int, default=10)
+    cost.add_argument("--k", type=int, default=10)
+    cost.add_argument("--dtype", default="bfloat16")
+    cost.add_argument("--threads", type=int, help="torch threads (default: torch's)")
+    cost.add_argument("--out", type=Path, default=RUNS_DIR / "cost" / "erag_vs_e2e.json")
+    cost.set_defaults(handler=cmd_cost_report)
+
+    results = sub.add_parser("results", help="regenerate docs/results.md from the demo runs")
+    results.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
+    results.add_argument("--cost", type=Path, default=RUNS_DIR / "cost" / "erag_vs_e2e.json")
+    results.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "results.md")
+    results.set_defaults(handler=cmd_results)
+
+    export = sub.add_parser("export", help="write a run's labels, verdicts or failure cases as CSV, or one label "
+                                           "method as TREC qrels")
+    export.add_argument("run", type=Path)
+    export.add_argument("--what", choices=("labels", "verdicts", "failures"), default="labels")
+    export.add_argument("--format", choices=("csv", "qrels"), default="csv")
+    export.add_argument("--method", help="label method (required for qrels), e.g. erag:em")
+    export.add_argument("--out", type=Path, required=True)
+    export.set_defaults(handler=cmd_export)
 
     info = sub.add_parser("info", help="print what a run file holds")
     info.add_argument("run", type=Path)

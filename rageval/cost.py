@@ -1,0 +1,157 @@
+"""eRAG versus end-to-end evaluation cost: wall time and peak memory above the loaded model (eRAG, Table 2).
+
+Each configuration runs in a fresh process (``multiprocessing`` spawn) that loads the model, runs one warm-up
+prompt, records its resident set size (RSS) as the baseline and then samples RSS every ``interval_s`` while it
+generates, uncached. "Peak memory above the loaded model" is max(RSS) - baseline: on CPU, RSS holds the
+activations and the key/value cache (on CUDA the same code reads ``torch.cuda.max_memory_allocated``).
+
+The configurations follow the paper (Salemi & Zamani, SIGIR 2024, §3.2):
+
+- ``e2e``: the whole top-k in one prompt per query, batch size 1;
+- ``erag-query``: eRAG's k single-passage prompts of a query as one batch (the paper's query-level setting);
+- ``erag-document``: eRAG one passage at a time, batch size 1 (the document-level setting).
+
+Same model, same queries, same passages, same decoding; a fresh process per configuration so that one's
+allocator state cannot flatter the next.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+CONFIGURATIONS = ("e2e", "erag-query", "erag-document")
+
+
+@dataclass(frozen=True)
+class CostMeasurement:
+    configuration: str
+    prompts: int
+    batch_size: int
+    wall_s: float
+    baseline_mb: float
+    peak_above_model_mb: float
+    device: str
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as handle:
+        resident_pages = int(handle.read().split()[1])
+    import os
+
+    return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class _PeakSampler:
+    """Samples RSS in a background thread; ``peak`` is the largest value seen."""
+
+    def __init__(self, interval_s: float):
+        self.interval_s = interval_s
+        self.peak = _rss_mb()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _rss_mb())
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, _rss_mb())
+
+
+def _measure_in_child(configuration: str, batches: list[list[str]], batch_size: int, dtype: str | None,
+                      threads: int | None, interval_s: float, queue) -> None:
+    try:
+        import torch
+
+        if threads:
+            torch.set_num_threads(threads)
+        from rageval.generation.base import DecodingSettings
+        from rageval.generation.gemma import load_gemma_generator
+
+        generator = load_gemma_generator(batch_size=batch_size, dtype=dtype)
+        decoding = DecodingSettings()
+        generator.generate([batches[0][0]], decoding)  # warm-up: lazy initialisation is not the workload
+        cuda = generator.device.startswith("cuda")
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            baseline = torch.cuda.memory_allocated() / 2**20
+        else:
+            baseline = _rss_mb()
+        started = time.perf_counter()
+        with _PeakSampler(interval_s) as sampler:
+            for batch in batches:
+                generator.generate(batch, decoding)
+        wall = time.perf_counter() - started
+        peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else sampler.peak
+        queue.put(asdict(CostMeasurement(configuration, sum(map(len, batches)), batch_size, round(wall, 2),
+                                         round(baseline, 1), round(peak - baseline, 1), generator.device)))
+    except BaseException as error:  # report, never hang the parent
+        queue.put({"error": f"{type(error).__name__}: {error}"})
+
+
+def measure_configuration(configuration: str, erag_prompts: Sequence[Sequence[str]], e2e_prompts: Sequence[str],
+                          *, dtype: str | None = None, threads: int | None = None, interval_s: float = 0.002
+                          ) -> CostMeasurement:
+    """Run ``configuration`` (one of :data:`CONFIGURATIONS`) in a fresh process and measure it.
+
+    ``erag_prompts[i]`` are query i's single-passage prompts, ``e2e_prompts[i]`` its top-k prompt.
+    """
+    if configuration == "e2e":
+        batches, batch_size = [[p] for p in e2e_prompts], 1
+    elif configuration == "erag-query":
+        batch_size = max(len(p) for p in erag_prompts)
+        batches = [list(p) for p in erag_prompts]
+    elif configuration == "erag-document":
+        batches, batch_size = [[p] for prompts in erag_prompts for p in prompts], 1
+    else:
+        raise ValueError(f"unknown configuration {configuration!r}; choose one of {CONFIGURATIONS}")
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_measure_in_child,
+                              args=(configuration, batches, batch_size, dtype, threads, interval_s, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    if "error" in result:
+        raise RuntimeError(f"cost measurement {configuration!r} failed in its child process: {result['error']}")
+    return CostMeasurement(**result)
+
+
+def cost_prompts(run_path, num_queries: int, k: int) -> tuple[list[list[str]], list[str], dict]:
+    """The eRAG and E2E prompts of the first ``num_queries`` queries of a run file, at ``k`` (its own lists)."""
+    from rageval.prompts import build_qa_prompt
+    from rageval.store import RunReader
+
+    with RunReader(run_path) as reader:
+        rankings = reader.rankings()
+        table = reader.query_table()
+        ids = table["query_id"].tolist()[:num_queries]
+        texts = dict(zip(table["query_id"], table["text"]))
+        passages = {}
+        for query_id in ids:
+            frame = reader.ranking_table(query_id)
+            for row in frame.itertuples(index=False):
+                passages[row.passage_id] = (row.title, row.text)
+        settings = reader.settings()
+    from rageval.types import Passage
+
+    erag_prompts, e2e_prompts = [], []
+    for query_id in ids:
+        top = [Passage(pid, *passages[pid]) for pid in rankings[query_id].passage_ids[:k]]
+        erag_prompts.append([build_qa_prompt(texts[query_id], [p]) for p in top])
+        e2e_prompts.append(build_qa_prompt(texts[query_id], top))
+    described = {"run": str(run_path), "dataset": settings.get("dataset"), "retriever": settings.get("retriever"),
+                 "num_queries": len(ids), "k": k}
+    return erag_prompts, e2e_prompts, described
