@@ -70,16 +70,21 @@ class _PeakSampler:
 
 
 def _measure_in_child(configuration: str, batches: list[list[str]], batch_size: int, dtype: str | None,
-                      threads: int | None, interval_s: float, queue) -> None:
+                      threads: int | None, interval_s: float, model: str | None, queue) -> None:
     try:
         import torch
 
         if threads:
             torch.set_num_threads(threads)
         from rageval.generation.base import DecodingSettings
-        from rageval.generation.gemma import load_gemma_generator
+        if model is None:
+            from rageval.generation.gemma import load_gemma_generator
 
-        generator = load_gemma_generator(batch_size=batch_size, dtype=dtype)
+            generator = load_gemma_generator(batch_size=batch_size, dtype=dtype)
+        else:
+            from rageval.generation.transformers_backend import TransformersGenerator
+
+            generator = TransformersGenerator(model, batch_size=batch_size, dtype=dtype)
         decoding = DecodingSettings()
         generator.generate([batches[0][0]], decoding)  # warm-up: lazy initialisation is not the workload
         cuda = generator.device.startswith("cuda")
@@ -102,9 +107,10 @@ def _measure_in_child(configuration: str, batches: list[list[str]], batch_size: 
 
 
 def measure_configuration(configuration: str, erag_prompts: Sequence[Sequence[str]], e2e_prompts: Sequence[str],
-                          *, dtype: str | None = None, threads: int | None = None, interval_s: float = 0.002
-                          ) -> CostMeasurement:
-    """Run ``configuration`` (one of :data:`CONFIGURATIONS`) in a fresh process and measure it.
+                          *, dtype: str | None = None, threads: int | None = None, interval_s: float = 0.002,
+                          model: str | None = None) -> CostMeasurement:
+    """Run ``configuration`` (one of :data:`CONFIGURATIONS`) in a fresh process and measure it, with the
+    packaged Gemma (``model=None``) or the local Hugging Face model folder ``model``.
 
     ``erag_prompts[i]`` are query i's single-passage prompts, ``e2e_prompts[i]`` its top-k prompt.
     """
@@ -120,7 +126,8 @@ def measure_configuration(configuration: str, erag_prompts: Sequence[Sequence[st
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     process = context.Process(target=_measure_in_child,
-                              args=(configuration, batches, batch_size, dtype, threads, interval_s, queue))
+                              args=(configuration, batches, batch_size, dtype, threads, interval_s,
+                                    None if model is None else str(model), queue))
     process.start()
     result = queue.get()
     process.join()

@@ -30,7 +30,7 @@ import numpy as np
 
 from rageval import __version__, erag
 from rageval import reteval as llm_reteval
-from rageval.generation.base import DecodingSettings, Generator
+from rageval.generation.base import DecodingSettings
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT
 from rageval.store import Run, write_run
 from rageval.types import Passage, Query, Ranking, ScoredPassage

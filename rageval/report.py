@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from rageval import reteval
+from rageval.errors import RagevalError
 from rageval.stats.correlation import compute_correlation_table
 from rageval.store import RunReader
 
@@ -268,7 +269,7 @@ def write_results(runs_dir: Path, out_path: Path, cost_path: Path | None = None)
     runs = {plan.name: Path(runs_dir) / plan.file_name for plan in DEMO_PLANS}
     present = {name: path for name, path in runs.items() if path.is_file()}
     if not present:
-        raise FileNotFoundError(f"{runs_dir}: none of the demo runs ({', '.join(runs)}) exists; "
+        raise RagevalError(f"{runs_dir}: none of the demo runs ({', '.join(runs)}) exists; "
                                 f"build them with `rageval demo-runs`")
     out: list[str] = [
         "# Results: eRAG and LLM-retEval on the shipped demo runs",
