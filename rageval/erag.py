@@ -42,6 +42,7 @@ BINARY_METRICS = ("em", "accuracy")
 
 #: The label methods a run stores, scored with the same measures: eRAG and the classic baselines.
 GOLD = "gold"
+GOLD_PAGE = "gold_page"
 CONTAINS_ANSWER = "contains_answer"
 LLM_RELEVANCE = "llm_relevance"
 
@@ -172,13 +173,24 @@ def compute_llm_relevance_labels(queries: Sequence[Query], rankings: Mapping[str
 
 def compute_reference_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking],
                              passages: Mapping[str, Passage], k: int) -> list[Label]:
-    """The classic baselines: *gold* (the dataset's gold passages, retrieved or not) and *contains_answer*
-    (a normalised gold answer occurs in the retrieved passage's text)."""
+    """The classic baselines:
+
+    - *gold*: the dataset's gold passages (NQ: the annotated passage; HotpotQA: the supporting paragraphs),
+      retrieved or not;
+    - *gold_page*: KILT-style page-level provenance: a passage is relevant when its title is the title of a
+      gold passage (case-insensitive), so another passage or version of the gold page counts;
+    - *contains_answer*: a normalised gold answer occurs in the retrieved passage's text.
+    """
     labels = [Label(GOLD, q.query_id, pid, 1.0) for q in queries for pid in q.gold_passage_ids]
     for q in queries:
+        gold_titles = {passages[pid].title.strip().lower() for pid in q.gold_passage_ids if pid in passages}
+        gold_titles.discard("")
+        page_labels = {pid: 1.0 for pid in q.gold_passage_ids}
         for pid in _top_k(rankings[q.query_id], k):
             found = contains_answer(passages[pid].as_document(), q.answers)
             labels.append(Label(CONTAINS_ANSWER, q.query_id, pid, float(found)))
+            page_labels.setdefault(pid, float(passages[pid].title.strip().lower() in gold_titles))
+        labels.extend(Label(GOLD_PAGE, q.query_id, pid, value) for pid, value in page_labels.items())
     return labels
 
 

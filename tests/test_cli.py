@@ -34,7 +34,7 @@ def test_erag_writes_a_run_and_a_rerun_costs_no_llm_call(cli_cache, tiny_model_d
         assert settings["num_queries"] == 2 and settings["k"] == 3
         assert settings["llm_calls"] == {"cache_hits": 0, "cache_misses": 8}  # 2 x 3 single-passage + 2 E2E
         assert reader.counts()["doc_outputs"] == 6 and reader.counts()["e2e_outputs"] == 2
-        assert set(reader.label_methods()) == {"erag:em", "contains_answer", "gold"}
+        assert set(reader.label_methods()) == {"erag:em", "contains_answer", "gold", "gold_page"}
         # The first NQ-open test question, retrieved by BM25 over the real corpus: its gold passage ranks high.
         query = reader.query(reader.query_table()["query_id"][0])
         assert query.text == "who got the first nobel prize in physics"

@@ -139,4 +139,4 @@ def test_run_round_trip_through_the_store(slice_, tmp_path):
         assert list(table["rank"]) == [1, 2, 3]
         assert list(table["erag:em"][:2]) == [0.0, 1.0] and table["erag:em"].isna().iloc[2]
         assert reader.e2e_output(queries[0].query_id).score == 1.0
-        assert set(reader.measure_table()["method"]) == {"erag:em", "gold", "contains_answer"}
+        assert set(reader.measure_table()["method"]) == {"erag:em", "gold", "gold_page", "contains_answer"}
