@@ -20,6 +20,9 @@ counts = data.load_counts(*key)
 queries = data.load_query_table(*key)
 summary = data.load_measure_summary(*key)
 
+main_k = data.load_main_k(*key)
+e2e_ks = data.load_e2e_ks(*key)
+
 st.title("rageval · retrieval evaluation for RAG")
 st.caption(render.escape_markdown(f"Run {path.name}"))
 
@@ -32,7 +35,8 @@ sizes[3].metric("LLM outputs", f"{counts['doc_outputs'] + counts['e2e_outputs']:
 e2e_scores = queries["e2e_score"].dropna()
 e2e_mean = e2e_scores.mean() if len(e2e_scores) else math.nan
 sizes[4].metric("E2E EM (mean)", "–" if math.isnan(e2e_mean) else f"{e2e_mean:.3f}",
-                help=f"exact match of the end-to-end answer, mean over {len(e2e_scores)} queries")
+                help=f"exact match of the end-to-end answer from the top-{main_k} passages, mean over "
+                     f"{len(e2e_scores)} queries" if main_k else "this run stores no end-to-end answers")
 
 st.subheader("Aggregate measures")
 if summary.empty:
@@ -43,18 +47,42 @@ else:
     st.caption("Mean over queries of each per-query measure, one row per relevance-label method. "
                + render.provenance(settings, n_queries))
 if len(e2e_scores):
-    st.caption(f"E2E EM {e2e_mean:.3f}: " + render.provenance(settings, len(e2e_scores)))
+    st.caption(f"E2E EM {e2e_mean:.3f}: " + render.provenance(settings, len(e2e_scores), k=main_k))
 
-k = settings.get("k")
-if len(e2e_scores) >= 3 and isinstance(k, int) and not summary.empty:
+if len(e2e_scores) >= 3 and e2e_ks and not summary.empty:
     st.subheader("Which labels predict the end-to-end answer?")
+    k = st.selectbox("k: measures at k against the E2E EM of the answer from the top-k passages", e2e_ks,
+                     index=e2e_ks.index(main_k), key="home.k",
+                     help="The run's E2E k sweep; the default is the run's own k.")
     correlations = data.load_correlation_table(*key, cutoff=k)
+    n_correlated = int(correlations["n"].max()) if len(correlations) else 0
     tau_tab, rho_tab = st.tabs(["Kendall's tau-b", "Spearman's rho"])
     tau_tab.dataframe(render.correlation_view(correlations, "tau"))
     rho_tab.dataframe(render.correlation_view(correlations, "rho"))
-    st.caption("Correlation across queries between each per-query measure and the E2E EM, with 95% percentile "
-               "bootstrap intervals (1,000 resamples over queries); eRAG's Table 1 on this run. "
-               + render.provenance(settings, int(correlations["n"].max())))
+    st.caption(f"Correlation across queries between each per-query measure at k={k} (and R-precision) and the "
+               f"E2E EM at k={k}, with 95% percentile bootstrap intervals (1,000 resamples over queries); "
+               "eRAG's Table 1 on this run. " + render.provenance(settings, n_correlated, k=k))
+    graded = [m for m in settings.get("graded_label_methods", []) if m in set(correlations["method"])]
+    if graded:
+        st.caption(render.escape_markdown(
+            f"Graded labels ({', '.join(render.method_name(m) for m in render.order_label_methods(graded))}) "
+            "have only P, nDCG and Hit (a label above 0 counts as relevant for Hit); their other cells show –."))
+
+    st.markdown(f"**Best measure per label method at k={k}**")
+    best = data.compute_best_measures(correlations, k)
+    st.dataframe(render.best_measures_view(best), hide_index=True)
+    st.caption(f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the E2E EM "
+               "(R-precision and undefined coefficients left out). " + render.provenance(settings, n_correlated, k=k))
+
+    if len(e2e_ks) > 1:
+        sweep = data.load_k_sweep(*key)
+        if not sweep.empty:
+            st.markdown("**How the agreement changes with k**")
+            st.plotly_chart(render.k_sweep_figure(sweep), key="home.k_sweep")
+            st.caption(render.escape_markdown(
+                f"Kendall's tau-b between each label method's best measure family (chosen at the run's k={main_k}) "
+                f"at k and the E2E EM at k, for every k of the sweep; point estimates, eRAG's Figure 1 on this "
+                f"run.") + " " + render.provenance(settings, int(sweep["n"].max()), k=", ".join(map(str, e2e_ks))))
 
 st.subheader("What produced this run")
 st.dataframe(render.settings_frame(settings), hide_index=True)
@@ -63,3 +91,6 @@ if settings.get("notes"):
 
 st.page_link("pages/1_Query_inspector.py", label="Inspect queries one by one", icon="🔍",
              query_params={"run": path.stem})
+if not data.load_verdicts(*key).empty:
+    st.page_link("pages/2_LLM_retEval.py", label="LLM-retEval: judged answers and failure cases", icon="⚖️",
+                 query_params={"run": path.stem})

@@ -1,5 +1,6 @@
-"""Query inspector: one question of a run with its gold answers, the end-to-end answer and every ranked
-passage with its labels and single-passage answer.
+"""Query inspector: one question of a run with its gold answers, its end-to-end answers at every k, every
+ranked passage with its labels, their evidence and its single-passage answer, and (when the run has them) the
+LLM-retEval facts: semi-gold answers, the judges' verdicts and the failure cases with their reasons.
 
 ``?run=<name>&query=<query id>`` selects the run and the query, so a view can be shared.
 """
@@ -39,10 +40,63 @@ query = data.load_query(*key, query_id)
 ranking = data.load_ranking_table(*key, query_id)
 render.render_question(query, data.load_e2e_output(*key, query_id))
 
+e2e_outputs = data.load_query_e2e_outputs(*key, query_id)
+if not e2e_outputs.empty:
+    st.dataframe(render.e2e_outputs_view(e2e_outputs), hide_index=True,
+                 column_config={"End-to-end answer": st.column_config.TextColumn(width="large")})
+    st.caption("The end-to-end answer from the top-k passages at every k of the run, with its exact match "
+               "against the gold answers. " + render.provenance(settings, k=", ".join(map(str, e2e_outputs["k"])))
+               + render.escape_markdown(f" · query {query_id}"))
+
 st.subheader("Ranked passages")
 st.dataframe(render.ranking_view(ranking), hide_index=True,
              column_config={"Score": st.column_config.NumberColumn(format="%.2f"),
                             "Passage": st.column_config.TextColumn(width="large")})
-st.caption("Labels: ✓ relevant, ✗ not, – no label. " + render.provenance(settings)
-           + render.escape_markdown(f" · query {query_id}"))
+st.caption("Labels: ✓ relevant, ✗ not, – no label (graded labels show their value). "
+           + render.provenance(settings) + render.escape_markdown(f" · query {query_id}"))
+
+evidence = data.load_label_evidence(*key, query_id)
+if not evidence.empty:
+    st.markdown("**Label evidence**")
+    st.dataframe(render.evidence_view(evidence, ranking), hide_index=True,
+                 column_config={"Evidence": st.column_config.TextColumn(width="large")})
+    st.caption("What each label was decided on, e.g. the LLM's reply to the relevance prompt (a reply that is "
+               "neither Yes nor No counts as not relevant). " + render.provenance(settings))
+
+if not data.load_verdicts(*key).empty:
+    st.subheader("LLM-retEval")
+    reteval_settings = settings.get("reteval") or {}
+    semi_gold = data.load_query_semi_gold(*key, query_id)
+    if semi_gold.empty:
+        st.info("No semi-gold answers for this query: it has no gold passage in this run, so LLM-retEval "
+                "did not judge it.")
+    else:
+        st.markdown("**Semi-gold answers** (the LLM's answers from the gold passages alone)")
+        st.dataframe(render.semi_gold_view(semi_gold), hide_index=True)
+        sampling = reteval_settings.get("semi_gold") or {}
+        st.caption(render.escape_markdown(
+            f"{len(semi_gold)} samples at temperature {sampling.get('temperature', '?')}.") + " "
+            + render.provenance(settings))
+
+        failures = data.load_query_failure_cases(*key, query_id)
+        st.markdown("**Failure cases**")
+        if failures.empty:
+            st.caption("No failure category applies to this query at any k under any judge.")
+        else:
+            st.dataframe(render.failure_cases_view(failures), hide_index=True, height="content",
+                         column_config={"Reason": st.column_config.TextColumn(width="large")})
+            st.caption("Categories A-C are failures of Recall@k, D-F failures of LLM-retEval; each is decided by "
+                       "an explicit rule over the stored facts (rageval.reteval.classify\\_failures). "
+                       + render.provenance(settings))
+
+        verdicts = data.load_query_verdicts(*key, query_id)
+        st.markdown("**Verdicts**")
+        st.dataframe(render.verdicts_view(verdicts), hide_index=True, height="content",
+                     column_config={"Evidence": st.column_config.TextColumn(width="large")})
+        st.caption("Each judge's Yes/No on the top-k answer against the semi-gold answers (LLM-retEval) and "
+                   "against the dataset's gold answers (QA accuracy). " + render.provenance(settings))
+    st.page_link("pages/2_LLM_retEval.py", label="LLM-retEval over the whole run", icon="⚖️",
+                 query_params={"run": path.stem})
+
+st.subheader("Passages")
 render.render_passages(ranking)

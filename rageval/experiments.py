@@ -183,6 +183,7 @@ def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: Decod
     """Compute everything :class:`RunPlan` asks for (see the module docstring). ``generator`` should be a
     :class:`~rageval.generation.cache.CachedGenerator`: its hit/miss counters are stored with the run."""
     timings: dict[str, float] = {}
+    hits_at_start, misses_at_start = generator.hits, generator.misses
 
     def stage(name: str):
         started = time.perf_counter()
@@ -254,7 +255,7 @@ def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: Decod
         "graded_measures": list(erag.GRADED_MEASURES),
         "reteval": plan.reteval_settings.as_dict() if plan.reteval else None,
         "corpus": {"passages": len(resources.corpus.passages)}, "notes": CORPUS_NOTE,
-        "llm_calls": {"cache_hits": hits_before, "cache_misses": misses_before},
+        "llm_calls": {"cache_hits": hits_before - hits_at_start, "cache_misses": misses_before - misses_at_start},
         "rerank_check": rerank_check, "timing_s": timings,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "rageval_version": __version__, "command": command,

@@ -313,7 +313,7 @@ def classify_failures(facts: QueryFacts, near_duplicate_overlap: float = NEAR_DU
     answer_matches = matched_gold_answers(facts.answer, facts.gold_answers)
     semi_matches = {g for s in facts.semi_gold for g in matched_gold_answers(s, facts.gold_answers)}
     a, s = bool(answer_matches), bool(semi_matches)
-    semi = _quoted(distinct_answers(facts.semi_gold))
+    semi = _quoted(list(dict.fromkeys(s.strip() for s in facts.semi_gold)))  # as said, even "The" or ""
     said = "Yes" if facts.verdict else "No"
     cases: list[tuple[str, str]] = []
 

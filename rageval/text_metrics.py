@@ -101,18 +101,26 @@ def answer_accuracy(prediction: str, gold_answers: Sequence[str]) -> float:
     return float(contains_answer(prediction, gold_answers))
 
 
+class _SquadTokenizer:
+    """Tokens for ROUGE: the SQuAD-normalised words (Unicode-aware, unlike rouge-score's default tokenizer,
+    which keeps only ``[a-z0-9]`` and so scores a Japanese or accented answer as empty or wrongly equal)."""
+
+    @staticmethod
+    def tokenize(text: str) -> list[str]:
+        return normalize_answer(text).split()
+
+
 _ROUGE_SCORER = None
 
 
 def rouge_l(prediction: str, gold_answers: Sequence[str]) -> float:
     """ROUGE-L F-measure (longest common subsequence; Lin, 2004), maximised over the gold answers.
 
-    Computed by Google's ``rouge-score`` package (its tokenizer: lower-case, non-alphanumerics as spaces;
-    Porter stemming on), 0.0 with no answers.
+    Computed by Google's ``rouge-score`` package on SQuAD-normalised words (no stemming), 0.0 with no answers.
     """
     global _ROUGE_SCORER
     if _ROUGE_SCORER is None:
         from rouge_score.rouge_scorer import RougeScorer
 
-        _ROUGE_SCORER = RougeScorer(["rougeL"], use_stemmer=True)
+        _ROUGE_SCORER = RougeScorer(["rougeL"], tokenizer=_SquadTokenizer())
     return max((_ROUGE_SCORER.score(gold, prediction)["rougeL"].fmeasure for gold in gold_answers), default=0.0)

@@ -139,3 +139,26 @@ def make_small_run(path: str | Path) -> Path:
     """Write the fixture run to ``path`` (a ``.sqlite`` file) and return the path."""
     return write_run(build_small_run(), path)
 
+
+class RecordingGenerator:
+    """A deterministic fake LLM (``rule(prompt)``, like :class:`~rageval.generation.base.FakeGenerator`) that
+    also records every ``generate`` call as ``(prompts, settings)``, so tests can check what was asked and
+    with which decoding settings (seeds, temperature, reply length)."""
+
+    def __init__(self, rule, model_id: str = "stub:recording/v1"):
+        from rageval.generation.base import FakeGenerator
+
+        self._fake = FakeGenerator(rule=rule, model_id=model_id)
+        self.requests: list[tuple[list[str], object]] = []
+
+    @property
+    def model_id(self) -> str:
+        return self._fake.model_id
+
+    def generate(self, prompts, settings):
+        self.requests.append((list(prompts), settings))
+        return self._fake.generate(prompts, settings)
+
+    @property
+    def prompts(self) -> list[str]:
+        return [p for prompts, _ in self.requests for p in prompts]

@@ -1,28 +1,41 @@
-"""AppTest tests of the dashboard pages on the fixture run (tests/run_fixtures.py), read through
-``$RAGEVAL_RUNS_DIR``. Expected values are read back from the run file itself or restated from the fixture's
-construction (cited where used)."""
+"""AppTest tests of the dashboard pages on the fixture run (tests/run_fixtures.py) and on a complete run built
+with the fake generator (:func:`reteval_run_file`: a k sweep, every label method, LLM-retEval), read through
+``$RAGEVAL_RUNS_DIR``. Expected values are read back from the run file itself and recomputed with the engine's
+own functions, or restated from the fixture's construction (cited where used)."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
 import os
 import re
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
+import numpy as np
 import pytest
 import pytrec_eval
 from streamlit.testing.v1 import AppTest
 
+from rageval import reteval
+from rageval.generation.base import FakeGenerator, first_capitalised_span
+from rageval.stats.correlation import kendall_tau_b
 from rageval.store import RunReader, list_runs, write_run
-from tests.run_fixtures import INJECTION, K, LABEL_METHODS, MEASURES, build_small_run, make_small_run
+from rageval.text_metrics import contains_answer
+from tests.run_fixtures import (INJECTION, K, LABEL_METHODS, MEASURES, READER_WINDOW, build_small_run,
+                                make_small_run)
+from ui import render
 from ui.render import escape_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 HOME = str(REPO / "app.py")
 INSPECTOR = str(REPO / "pages" / "1_Query_inspector.py")
+RETEVAL = str(REPO / "pages" / "2_LLM_retEval.py")
 QUERY_WIDGET = "inspect.query_id.widget"
-TIMEOUT_S = 60
+TIMEOUT_S = 120
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +50,19 @@ def runs_env(run_path, monkeypatch) -> Path:
 
 
 def start(script: str, **query_params: str) -> AppTest:
-    app = AppTest.from_file(script, default_timeout=TIMEOUT_S)
+    """Run ``script`` as the app runs it: ``app.py`` is the entry point (page links resolve against it)."""
+    app = AppTest.from_file(HOME, default_timeout=TIMEOUT_S)
     app.query_params.update(query_params)
+    if script != HOME:
+        app.switch_page(str(Path(script).relative_to(REPO)))
     app.run()
     assert not app.exception, [e.value for e in app.exception]
     return app
+
+
+def ranked_passages(app: AppTest):
+    """The inspector's ranked-passage table (found by its columns, not its position)."""
+    return next(df.value for df in app.dataframe if "Passage" in df.value.columns)
 
 
 def query_box(app: AppTest):
@@ -146,8 +167,8 @@ def test_a_bare_run_without_settings_labels_or_measures_still_renders(tmp_path, 
     assert "no measure values" in home.info[0].value
     inspector = start(INSPECTOR, query="nq:1")
     assert "not stored" in " ".join(m.value for m in inspector.markdown)
-    assert list(inspector.dataframe[0].value.columns) == ["Rank", "Title", "Score", "Single-passage answer",
-                                                          "Passage"]
+    assert list(ranked_passages(inspector).columns) == ["Rank", "Title", "Score", "Single-passage answer",
+                                                        "Passage"]
     assert len(inspector.text) == K
 
 
@@ -166,7 +187,7 @@ def test_inspector_shows_the_first_query_with_passages_answers_and_labels(runs_e
     assert any(a.startswith("**End-to-end answer**") and a.endswith("Wilhelm Conrad Röntgen") for a in answers)
     assert app.metric[0].value == "✓ 1"
 
-    table = app.dataframe[0].value
+    table = ranked_passages(app)
     assert list(table["Title"]) == list(ranking["title"]) and list(table["Rank"]) == [1, 2, 3, 4, 5]
     assert list(table.columns[3:6]) == ["eRAG EM", "contains-answer", "gold"]
     for method, name in zip(LABEL_METHODS, ["eRAG EM", "contains-answer", "gold"]):
@@ -260,19 +281,360 @@ def test_untitled_passage_gets_a_readable_header(tmp_path, monkeypatch):
     assert headers and all(re.match(r"\*\*\d+\\\. \(untitled passage\)\*\* · score", h) for h in headers), headers
 
 
-SHIPPED_RUNS = [path.stem for path in list_runs(REPO / "data" / "runs")]
+SHIPPED_PATHS = {path.stem: path for path in list_runs(REPO / "data" / "runs")}
+SHIPPED_RUNS = list(SHIPPED_PATHS)
 
 
 @pytest.mark.parametrize("run", SHIPPED_RUNS)
-@pytest.mark.parametrize("script", [HOME, INSPECTOR], ids=["home", "inspector"])
+@pytest.mark.parametrize("script", [HOME, INSPECTOR, RETEVAL], ids=["home", "inspector", "reteval"])
 def test_every_shipped_run_opens_on_every_page(run, script, monkeypatch):
     monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
     app = start(script, run=run)
     assert not app.error, [e.value for e in app.error]
     assert app.query_params["run"] == run
+    with RunReader(SHIPPED_PATHS[run]) as reader:
+        e2e_ks, has_verdicts = reader.e2e_ks(), not reader.verdicts().empty
     if script == INSPECTOR:
         assert "Ranked passages" in [h.value for h in app.subheader]
+    if script == HOME and e2e_ks:  # every shipped run with E2E outputs has measures: the correlation section shows
+        assert app.selectbox(key="home.k").options == [str(k) for k in e2e_ks]
+    if script == RETEVAL and not has_verdicts:
+        assert escape_markdown(f"Run {run} has no LLM-retEval verdicts.") in app.info[0].value
 
 
 def test_the_shipped_erag_run_is_the_default():
     assert SHIPPED_RUNS[0] == "nq_open-bm25-gemma3_270m-erag"  # top-level runs come before data/runs/retrieval/
+
+
+# --- a complete run: k sweep, every label method, LLM-retEval ------------------------------------------------
+
+RETEVAL_RUN = "reteval"
+#: NQ-open questions 0..39: the fake reader below gets 15-20 of them right end to end (so the correlations are
+#: defined) and every judge finds failure cases; ~15 s to build on 2 busy cores.
+RETEVAL_QUERIES = 40
+RUN_K = 5
+E2E_KS = (1, 3, 5)
+RETEVAL_KS = (1, 5)
+MARKUP = " <b>bold?</b>"
+
+
+def fake_reader_rule(queries) -> Callable[[str], str]:
+    """A :class:`FakeGenerator` rule that reads like ``tests/run_fixtures.fake_reader``, over all given passages:
+    the first gold answer of the prompt's question found within the first ``READER_WINDOW`` words of a passage
+    (passages in prompt order), else the first capitalised span of the first passage. So, as with a real reader,
+    the end-to-end answer depends on k (more passages, more chances), and prompts without passages (relevance
+    and judge prompts) get the plain first-span answer."""
+    answers = {" ".join(q.text.split()): q.answers for q in queries}
+
+    def rule(prompt: str) -> str:
+        lines = prompt.rsplit("\n\n", 1)[-1].splitlines()
+        question = next((line[len("Question:"):].strip() for line in lines if line.startswith("Question:")), "")
+        for line in lines:
+            if line.startswith("Passage:"):
+                window = " ".join(line[len("Passage:"):].split()[:READER_WINDOW])
+                found = [a for a in answers.get(question, ()) if contains_answer(window, (a,))]
+                if found:
+                    return found[0]
+        return first_capitalised_span(prompt)
+    return rule
+
+
+def reteval_run_file(tmp_path_factory) -> Path:
+    """The complete run, built once per test session (``tests/test_browser.py`` uses it too): BM25 over the
+    rageval corpus, k=5, E2E answers at k=1, 3, 5, every label method, LLM-retEval at k=1 and 5 with every judge;
+    every LLM call goes to a :class:`FakeGenerator` with :func:`fake_reader_rule`. After the build,
+    :data:`MARKUP` is appended to the question of the failure browser's first case (judge ``em``, k=1, first
+    category, run order) so that tests can check question text is shown literally."""
+    path = tmp_path_factory.getbasetemp() / "reteval_runs" / f"{RETEVAL_RUN}.sqlite"
+    if path.exists():
+        return path
+    from rageval.corpus import build_corpus
+    from rageval.experiments import Resources, RunPlan, build_run, plan_queries
+    from rageval.generation.cache import CachedGenerator, LLMCache
+
+    plan = RunPlan(RETEVAL_RUN, "nq_open", "bm25", RETEVAL_QUERIES, k=RUN_K, e2e_ks=E2E_KS, reteval=True,
+                   reteval_settings=reteval.RetEvalSettings(ks=RETEVAL_KS))
+    resources = Resources(build_corpus())
+    generator = FakeGenerator(fake_reader_rule(plan_queries(plan, resources)), model_id="fake:reader/test_app")
+    cache = LLMCache(tmp_path_factory.mktemp("reteval_llm_cache") / "calls.sqlite")
+    run = build_run(plan, resources, CachedGenerator(generator, cache), log=lambda _: None)
+    order = {q.query_id: i for i, q in enumerate(run.queries)}
+    first = min((c for c in run.failure_cases if c.judge == "em" and c.k == min(RETEVAL_KS)),
+                key=lambda c: (c.category, order[c.query_id]))
+    queries = [dataclasses.replace(q, text=q.text + MARKUP) if q.query_id == first.query_id else q
+               for q in run.queries]
+    return write_run(dataclasses.replace(run, queries=queries), path)
+
+
+@pytest.fixture(scope="session")
+def reteval_run(tmp_path_factory) -> Path:
+    return reteval_run_file(tmp_path_factory)
+
+
+@pytest.fixture
+def reteval_env(reteval_run, monkeypatch) -> Path:
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(reteval_run.parent))
+    return reteval_run
+
+
+def method_of(name: str) -> str:
+    """The label method a column or line is named after (unknown methods are shown as stored)."""
+    return {shown: method for method, shown in render.METHOD_NAMES.items()}.get(name, name)
+
+
+def tau_of(measures, e2e, method: str, measure: str, k: int) -> float:
+    """Kendall's tau-b across queries of ``method``'s ``measure`` against the E2E EM at ``k``."""
+    values = measures[(measures["method"] == method) & (measures["measure"] == measure)].set_index("query_id")
+    downstream = e2e[e2e["k"] == k].set_index("query_id")["score"]
+    return kendall_tau_b(values["value"].to_numpy(float), downstream.loc[values.index].to_numpy(float))
+
+
+def marked_query(reader: RunReader) -> str:
+    """The id of the query whose text :func:`reteval_run_file` marked with :data:`MARKUP`."""
+    queries = reader.query_table()
+    return queries[[MARKUP in text for text in queries["text"]]]["query_id"].item()
+
+
+def correlation_tables(app):
+    return [df.value for df in app.dataframe if df.value.index.name == "Measure"]
+
+
+def plotly_array(value) -> list:
+    """A plotly JSON array: a plain list, or the typed-array form ``{"dtype", "bdata"}`` plotly 6+ writes."""
+    if isinstance(value, dict):
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"])).tolist()
+    return list(value)
+
+
+def test_reteval_fixture_run_has_what_the_pages_show(reteval_run):
+    with RunReader(reteval_run) as reader:
+        assert reader.e2e_ks() == list(E2E_KS) and reader.main_k() == RUN_K
+        assert sorted(reader.verdicts()["k"].unique()) == list(RETEVAL_KS)
+        assert not reader.failure_cases().empty and not reader.label_evidence().empty
+        e2e = reader.e2e_table().pivot(index="query_id", columns="k", values="score")
+        assert e2e[RUN_K].sum() >= 1  # else every correlation is undefined
+        assert (e2e[1] != e2e[RUN_K]).any()  # else choosing k could not change the downstream score
+        assert sum(MARKUP in text for text in reader.query_table()["text"]) == 1
+
+
+def test_home_correlations_follow_the_chosen_k(reteval_env):
+    app = start(HOME)
+    with RunReader(reteval_env) as reader:
+        measures, e2e, settings = reader.measure_table(), reader.e2e_table(), reader.settings()
+    box = app.selectbox(key="home.k")
+    assert box.options == [str(k) for k in E2E_KS] and box.value == RUN_K
+
+    def check(k: int) -> None:
+        tau_table, rho_table = correlation_tables(app)
+        at_k = {m for m in measures["measure"] if m.endswith(f"@{k}")}
+        assert sorted(tau_table.index) == sorted(at_k | {"Rprec"})
+        for method in ("erag:em", "gold", "erag:f1"):
+            tau = tau_of(measures, e2e, method, f"P@{k}", k)
+            cell = tau_table.loc[f"P@{k}", render.method_name(method)]
+            assert cell == "undefined (constant)" if np.isnan(tau) else cell.startswith(f"{tau:.3f} ["), cell
+        for graded in settings["graded_label_methods"]:  # graded labels have only P, nDCG and Hit
+            assert tau_table.loc[f"R@{k}", render.method_name(graded)] == "–"
+        captions = " ".join(c.value for c in app.caption)
+        n_at_k = int((e2e["k"] == k).sum())
+        assert f"measure at k={k} (and R-precision) and the E2E EM at k={k}" in captions
+        assert escape_markdown(f"k={k} · {n_at_k} queries") in captions
+        assert "have only P, nDCG and Hit" in re.sub(r"\\(.)", r"\1", captions)
+
+        best = next(df.value for df in app.dataframe if "Best measure" in df.value.columns)
+        assert len(best) > 0
+        for _, row in best.iterrows():
+            method = method_of(row["Labels"])
+            taus = {m: tau_of(measures, e2e, method, m, k) for m in at_k
+                    if ((measures["method"] == method) & (measures["measure"] == m)).any()}
+            assert taus[row["Best measure"]] == pytest.approx(np.nanmax(list(taus.values())))
+            assert row["Kendall's tau-b"].startswith(f"{taus[row['Best measure']]:.3f}")
+
+    check(RUN_K)
+    box.select(1).run()
+    assert not app.exception
+    check(1)
+
+
+def test_home_k_sweep_chart_follows_each_methods_best_measure(reteval_env):
+    app = start(HOME)
+    with RunReader(reteval_env) as reader:
+        measures, e2e = reader.measure_table(), reader.e2e_table()
+    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    lines = {trace["name"]: (plotly_array(trace["x"]), plotly_array(trace["y"])) for trace in spec["data"]}
+    assert lines
+    for name, (ks, taus) in lines.items():
+        label, family = re.fullmatch(r"(.+) \((\w+)\)", name).groups()
+        method = method_of(label)
+        at_main = {m.partition("@")[0]: tau_of(measures, e2e, method, m, RUN_K)
+                   for m in set(measures[measures["method"] == method]["measure"]) if m.endswith(f"@{RUN_K}")}
+        assert at_main[family] == pytest.approx(np.nanmax(list(at_main.values())))  # best at the run's k
+        assert ks == list(E2E_KS)
+        assert taus == pytest.approx([tau_of(measures, e2e, method, f"{family}@{k}", k) for k in E2E_KS])
+    assert any("eRAG's Figure 1" in c.value.replace("\\", "") for c in app.caption)
+
+
+def test_inspector_shows_every_k_label_evidence_and_reteval_facts(reteval_env):
+    with RunReader(reteval_env) as reader:
+        query_id = marked_query(reader)
+        query, ranking = reader.query(query_id), reader.ranking_table(query_id)
+        e2e = reader.e2e_table().query("query_id == @query_id").sort_values("k")
+        evidence = reader.label_evidence(query_id)
+        semi_gold = reader.semi_gold_outputs().query("query_id == @query_id").sort_values("sample")
+        verdicts = reader.verdicts().query("query_id == @query_id")
+        cases = reader.failure_cases().query("query_id == @query_id")
+        methods = render.order_label_methods(reader.label_methods())
+    app = start(INSPECTOR, query=query_id)
+    assert app.subheader[0].value == escape_markdown(query.text)  # the <b> shows as text
+
+    answers = next(df.value for df in app.dataframe if "End-to-end answer" in df.value.columns)
+    assert list(answers["k"]) == list(E2E_KS) and list(answers["End-to-end answer"]) == list(e2e["output"])
+    assert list(answers["EM"]) == [f"{'✓' if s == 1 else '✗'} {s:g}" for s in e2e["score"]]
+
+    table = ranked_passages(app)
+    assert list(table.columns[3:3 + len(methods)]) == [render.method_name(m) for m in methods]
+
+    shown = next(df.value for df in app.dataframe if "Evidence" in df.value.columns and "Label" in df.value.columns)
+    assert sorted(shown["Evidence"]) == sorted(evidence["evidence"])
+    ranks = dict(zip(ranking["passage_id"], ranking["rank"]))
+    assert all(rank == ranks[pid] for rank, pid in zip(shown["Rank"], shown["Passage id"]))
+
+    samples = next(df.value for df in app.dataframe if "Answer from the gold passages" in df.value.columns)
+    assert list(samples["Answer from the gold passages"]) == list(semi_gold["output"])
+
+    failures = next(df.value for df in app.dataframe if "Meaning" in df.value.columns)
+    assert sorted(zip(failures["k"], failures["Category"], failures["Reason"])) == \
+        sorted(zip(cases["k"], cases["category"], cases["reason"]))
+    assert all(meaning == reteval.CATEGORY_NAMES[c] for c, meaning in zip(failures["Category"], failures["Meaning"]))
+
+    judged = next(df.value for df in app.dataframe if "Verdict" in df.value.columns)
+    assert sorted(zip(judged["k"], judged["Verdict"], judged["Evidence"])) == \
+        sorted(zip(verdicts["k"], ["Yes" if v else "No" for v in verdicts["verdict"]], verdicts["evidence"]))
+    assert "LLM_retEval" in [link.proto.page for link in app.get("page_link")]
+
+
+def reteval_frame(app):
+    return app.dataframe[0].value
+
+
+def test_reteval_page_reproduces_the_papers_table_with_the_engine(reteval_env):
+    app = start(RETEVAL)
+    assert app.query_params["judge"] == "em"  # the default judge when the run has it
+    with RunReader(reteval_env) as reader:
+        verdicts, cases, e2e = reader.verdicts(), reader.failure_cases(), reader.e2e_table()
+        rankings = {q: r.passage_ids for q, r in reader.rankings().items()}
+        gold = {q: reader.query(q).gold_passage_ids for q in rankings}
+        thresholds = reader.settings()["reteval"]
+    rows = dict(render.RETEVAL_ROWS)
+
+    def check(judge: str) -> None:
+        table = reteval_frame(app)
+        assert list(table.columns) == [f"k={k}" for k in RETEVAL_KS]
+        for k in RETEVAL_KS:
+            column = table[f"k={k}"]
+            judged = verdicts[(verdicts["judge"] == judge) & (verdicts["k"] == k)]
+            semi = judged[judged["reference"] == reteval.SEMI_GOLD].set_index("query_id")["verdict"]
+            against_gold = judged[judged["reference"] == reteval.GOLD_ANSWERS].set_index("query_id")["verdict"]
+            recall, precision, f1 = np.mean([reteval.recall_precision_f1(rankings[q], gold[q], k)
+                                             for q in semi.index], axis=0)
+            assert column[rows["recall"]] == f"{recall:.3f}"
+            assert column[rows["precision"]] == f"{precision:.3f}" and column[rows["f1"]] == f"{f1:.3f}"
+            assert column[rows["llm_reteval"]] == f"{semi.mean():.3f}"
+            assert column[rows["qa_accuracy"]] == f"{against_gold.loc[semi.index].mean():.3f}"
+            em = e2e[e2e["k"] == k].set_index("query_id")["score"]
+            assert column[rows["qa_em"]] == f"{em.loc[semi.index].mean():.3f}"
+            assert column[rows["n"]] == str(len(semi))
+            at_k = cases[(cases["judge"] == judge) & (cases["k"] == k)]
+            for category in "ABCDEF":
+                assert column[rows[category]] == str(int((at_k["category"] == category).sum()))
+            recall_failed = at_k[at_k["category"].isin(reteval.RECALL_FAILURES)]["query_id"].nunique()
+            assert column[rows["recall_failures"]] == str(recall_failed)
+
+    check("em")
+    app.selectbox(key="reteval.judge.widget").select("token_f1").run()
+    assert not app.exception and app.query_params["judge"] == "token_f1"
+    check("token_f1")
+    assert any(escape_markdown(f"judge token F1 (threshold {thresholds['f1_threshold']:g})") in c.value
+               for c in app.caption)
+
+
+def failure_browser(app):
+    return next(df.value for df in app.dataframe if "Reason" in df.value.columns)
+
+
+def test_failure_case_browser_filters_and_links_to_the_inspector(reteval_env):
+    app = start(RETEVAL)
+    with RunReader(reteval_env) as reader:
+        cases = reader.failure_cases().query("judge == 'em'")
+        texts = dict(zip(reader.query_table()["query_id"], reader.query_table()["text"]))
+        marked = marked_query(reader)
+
+    def expected(k, categories="ABCDEF"):
+        return cases[(cases["k"] == k) & cases["category"].isin(list(categories))]
+
+    shown, want = failure_browser(app), expected(1)
+    assert sorted(zip(shown["Category"], shown["Reason"])) == sorted(zip(want["category"], want["reason"]))
+    links = [parse_qs(urlsplit(url).query) for url in shown["Inspect"]]
+    assert all(urlsplit(url).path == "Query_inspector" for url in shown["Inspect"])
+    assert all(link["run"] == [RETEVAL_RUN] for link in links)
+    assert [texts[link["query"][0]] for link in links] == list(shown["Question"])
+    # The first case is the marked question's (reteval_run_file): its text and reason are shown as text.
+    assert shown["Question"].iloc[0] == texts[marked]
+    assert [t.value for t in app.text] == [texts[marked], shown["Reason"].iloc[0]]
+    assert MARKUP in app.text[0].value
+
+    app.selectbox(key="reteval.k").select(5).run()
+    app.multiselect(key="reteval.categories").set_value(["C"]).run()
+    shown, want = failure_browser(app), expected(5, "C")
+    assert len(want) and list(shown["Category"]) == ["C"] * len(want)
+    assert sorted(shown["Reason"]) == sorted(want["reason"])
+    assert escape_markdown(f"{len(want)} failure cases") in app.caption[1].value
+
+    case_box = app.selectbox(key="reteval.case")
+    assert len(case_box.options) == len(want)
+    case_box.select_index(len(want) - 1).run()
+    query_id, category = app.selectbox(key="reteval.case").value.rsplit(" ", 1)
+    reason = want[(want["query_id"] == query_id) & (want["category"] == category)]["reason"].item()
+    assert [t.value for t in app.text] == [texts[query_id], reason]
+    link = next(link.proto for link in app.get("page_link") if link.proto.page == "Query_inspector")
+    params = {key: value[0] for key, value in parse_qs(link.query_string).items()}
+    assert params == {"run": RETEVAL_RUN, "query": query_id}
+
+    # Following the link: the inspector opens on that query of that run.
+    app.query_params.clear()
+    app.query_params.update(params)
+    app.switch_page("pages/1_Query_inspector.py").run()
+    assert not app.exception
+    assert query_box(app).value == query_id and app.query_params["run"] == RETEVAL_RUN
+    assert app.subheader[0].value == escape_markdown(texts[query_id])
+
+    # No category chosen: an explanation instead of an empty table.
+    app.switch_page("pages/2_LLM_retEval.py").run()
+    app.multiselect(key="reteval.categories").set_value([]).run()
+    assert "No failure case" in app.info[0].value and not any("Reason" in df.value.columns for df in app.dataframe)
+
+
+def test_reteval_page_on_a_run_without_verdicts_says_so(runs_env):
+    app = start(RETEVAL)
+    assert app.title[0].value == "LLM-retEval"
+    assert app.info[0].value.startswith(escape_markdown("Run fixture has no LLM-retEval verdicts."))
+    assert not app.dataframe
+
+
+def test_the_chosen_run_survives_the_sidebar_navigation(reteval_run, tmp_path, monkeypatch):
+    """The run selector is a widget on every page, and Streamlit makes each page's widget a new one: the run
+    chosen on one page must still be the run on the next, not the folder's default (the newest run)."""
+    older = tmp_path / f"{RETEVAL_RUN}.sqlite"
+    older.write_bytes(reteval_run.read_bytes())
+    os.utime(older, (1_000_000, 1_000_000))
+    make_small_run(tmp_path / "fixture.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    with RunReader(older) as reader:
+        first_query = reader.query_table()["query_id"].iloc[0]
+
+    app = start(RETEVAL, run=RETEVAL_RUN)
+    assert app.selectbox(key="app.run.widget").value == RETEVAL_RUN
+    app.query_params.clear()  # the sidebar navigation drops the URL's query parameters
+    app.switch_page("pages/1_Query_inspector.py").run()
+    assert not app.exception
+    assert app.selectbox(key="app.run.widget").value == RETEVAL_RUN and app.query_params["run"] == RETEVAL_RUN
+    assert query_box(app).value == first_query

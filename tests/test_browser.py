@@ -1,6 +1,8 @@
-"""End-to-end test in a real Chromium: start ``streamlit run app.py`` on the fixture run, read the summary,
+"""End-to-end tests in a real Chromium: start ``streamlit run app.py`` on the fixture run, read the summary,
 open the query inspector, pick a query, and check that passage text holding HTML/script is shown literally
-and never executed. Screenshots go to ``test-output/``.
+and never executed; then open the LLM-retEval page on a complete run (``tests/test_app.py``'s
+:func:`reteval_run_file`), follow a failure case to the query inspector and switch the judge. Screenshots go
+to ``test-output/``.
 
 Needs Debian's Chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the ``playwright`` package
 (its own browser downloads are never used). Without Chromium the test is skipped, unless ``CI`` is set, in
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -21,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from rageval.store import RunReader
 from tests.run_fixtures import INJECTION, make_small_run
+from tests.test_app import MARKUP, RETEVAL_RUN, reteval_run_file
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
@@ -70,6 +75,8 @@ def _wait_until_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
 def server_url(tmp_path_factory) -> Iterator[str]:
     _require_browser()
     runs = tmp_path_factory.mktemp("browser_runs")
+    complete_run = shutil.copy(reteval_run_file(tmp_path_factory), runs / f"{RETEVAL_RUN}.sqlite")
+    os.utime(complete_run, (1_000_000, 1_000_000))  # older, so the fixture run stays the default run
     make_small_run(runs / "fixture.sqlite")
     SHOTS.mkdir(exist_ok=True)
     log = SHOTS / "streamlit_server.log"
@@ -145,6 +152,57 @@ def test_summary_inspector_and_escaping_in_chromium(server_url):
             expect(page.get_by_test_id("stMarkdown").filter(has_text="3. Escaping test <b>bold?</b>")).to_be_visible()
             injected.scroll_into_view_if_needed()
             page.screenshot(path=str(SHOTS / "inspector_escaping.png"), full_page=True)
+            assert page.evaluate("typeof window.__pwned") == "undefined"
+            assert not page_errors, page_errors
+        finally:
+            browser.close()
+
+
+def test_reteval_page_failure_case_to_inspector_in_chromium(server_url, tmp_path_factory):
+    from playwright.sync_api import expect, sync_playwright
+
+    with RunReader(reteval_run_file(tmp_path_factory)) as reader:
+        queries = reader.query_table()
+    marked = queries[[MARKUP in text for text in queries["text"]]].iloc[0]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page_errors: list[str] = []
+        page.on("pageerror", lambda error: page_errors.append(str(error)))
+        try:
+            # The page on the complete run: judge exact match by default, the paper's table, the failure cases.
+            page.goto(f"{server_url}/LLM_retEval?run={RETEVAL_RUN}")
+            expect(page.get_by_role("heading", name="LLM-retEval", exact=True)).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_role("heading", name="Retriever evaluation, judge: exact match")).to_be_visible(
+                timeout=WAIT_MS)
+            expect(page.get_by_role("heading", name="Failure cases")).to_be_visible()
+            expect(page.get_by_test_id("stDataFrame")).to_have_count(2)
+
+            # The first case is the marked question's (reteval_run_file): its text is shown literally.
+            case_texts = page.get_by_test_id("stText")
+            expect(case_texts.first).to_have_text(marked["text"], timeout=WAIT_MS)
+            expect(case_texts.first).to_contain_text("<b>bold?</b>")
+            assert page.locator("b", has_text="bold?").count() == 0
+            page.screenshot(path=str(SHOTS / "reteval.png"), full_page=True)
+
+            # Its link opens the query inspector on that query of that run.
+            page.get_by_role("link", name="Open this query in the query inspector").click()
+            expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
+            expect(page).to_have_url(re.compile(r"[?&]query=" + re.escape(marked["query_id"]).replace(":", "(%3A|:)")))
+            expect(page.get_by_role("heading", name=marked["text"])).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_role("heading", name="LLM-retEval", exact=True)).to_be_visible()
+            expect(page.get_by_text("Failure cases", exact=True)).to_be_visible()
+            page.screenshot(path=str(SHOTS / "inspector_reteval.png"), full_page=True)
+
+            # Back through the sidebar navigation, then another judge from the sidebar.
+            page.get_by_test_id("stSidebarNav").get_by_role("link", name="LLM retEval").click()
+            expect(page.get_by_role("heading", name="Retriever evaluation, judge: exact match")).to_be_visible(
+                timeout=WAIT_MS)
+            page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Judge").click()
+            page.get_by_role("option", name="token F1").click()
+            expect(page.get_by_role("heading", name="Retriever evaluation, judge: token F1 (threshold 0.5)")
+                   ).to_be_visible(timeout=WAIT_MS)
+            expect(page).to_have_url(re.compile(r"[?&]judge=token_f1\b"))
             assert page.evaluate("typeof window.__pwned") == "undefined"
             assert not page_errors, page_errors
         finally:

@@ -96,7 +96,7 @@ def load_e2e_output(path: str, mtime_ns: int, query_id: str) -> E2EOutput | None
     return _read(path, mtime_ns, lambda reader: reader.e2e_output(query_id))
 
 
-def _measure_sort_key(name: str) -> tuple[int, int, str]:
+def measure_sort_key(name: str) -> tuple[int, int, str]:
     family, _, cutoff = name.partition("@")
     rank = MEASURE_ORDER.index(family) if family in MEASURE_ORDER else len(MEASURE_ORDER)
     return rank, int(cutoff) if cutoff.isdigit() else 0, name
@@ -108,7 +108,7 @@ def compute_measure_summary(measure_table: pd.DataFrame) -> pd.DataFrame:
     if measure_table.empty:
         return pd.DataFrame(columns=["n"])
     means = measure_table.pivot_table(index="method", columns="measure", values="value", aggfunc="mean")
-    means = means[sorted(means.columns, key=_measure_sort_key)]
+    means = means[sorted(means.columns, key=measure_sort_key)]
     means.columns.name = None
     means["n"] = measure_table.groupby("method")["query_id"].nunique()
     return means
@@ -117,11 +117,170 @@ def compute_measure_summary(measure_table: pd.DataFrame) -> pd.DataFrame:
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Bootstrapping correlations…")
 def load_correlation_table(path: str, mtime_ns: int, cutoff: int, n_resamples: int = 1000) -> pd.DataFrame:
     """Kendall's tau-b and Spearman's rho (bootstrap CIs) of every label method's measures at ``cutoff``
-    (and R-precision) against the per-query E2E score: eRAG's Table 1 on this run."""
+    (and R-precision) against the per-query E2E score at the same k: eRAG's Table 1 on this run."""
     from rageval.stats import compute_correlation_table
 
     measures = _read(path, mtime_ns, RunReader.measure_table)
-    queries = _read(path, mtime_ns, RunReader.query_table).dropna(subset=["e2e_score"])
+    queries = _read(path, mtime_ns, lambda reader: reader.query_table(cutoff)).dropna(subset=["e2e_score"])
     wanted = measures["measure"].str.endswith(f"@{cutoff}") | (measures["measure"] == "Rprec")
     downstream = dict(zip(queries["query_id"], queries["e2e_score"]))
     return compute_correlation_table(measures[wanted], downstream, n_resamples=n_resamples)
+
+
+# --- the k sweep ---------------------------------------------------------------------------------------
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_e2e_ks(path: str, mtime_ns: int) -> list[int]:
+    return _read(path, mtime_ns, RunReader.e2e_ks)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_main_k(path: str, mtime_ns: int) -> int | None:
+    return _read(path, mtime_ns, RunReader.main_k)
+
+
+def measure_family(measure: str) -> str:
+    """``nDCG@5`` -> ``nDCG``; a measure without a cutoff is its own family."""
+    return measure.partition("@")[0]
+
+
+def _best_row(rows: pd.DataFrame) -> pd.Series:
+    """The row with the highest ``tau``; ties go to the measure first in :data:`MEASURE_ORDER`."""
+    return rows.loc[min(rows.index, key=lambda i: (-rows.at[i, "tau"], measure_sort_key(rows.at[i, "measure"])))]
+
+
+def compute_best_measures(correlations: pd.DataFrame, cutoff: int) -> pd.DataFrame:
+    """Per label method, the measure at ``cutoff`` with the highest Kendall's tau in ``correlations`` (a
+    :func:`load_correlation_table` result; ties go to the first in :data:`MEASURE_ORDER`). Measures without a
+    cutoff (R-precision) and undefined taus are left out, so a method whose every tau is undefined is absent."""
+    at_k = correlations[correlations["measure"].str.endswith(f"@{cutoff}")].dropna(subset=["tau"])
+    best = [_best_row(group) for _, group in at_k.groupby("method", sort=True)]
+    return pd.DataFrame(best, columns=correlations.columns).reset_index(drop=True)
+
+
+def compute_k_sweep(measures: pd.DataFrame, e2e: pd.DataFrame, main_k: int) -> pd.DataFrame:
+    """eRAG's Figure 1 on this run: for each label method, the measure family whose Kendall's tau with the
+    E2E score is highest at ``main_k`` (ties: first in :data:`MEASURE_ORDER`), then its tau at every k of
+    the sweep (``family@k`` against the E2E score at that k; point estimates, no bootstrap).
+
+    ``measures``: method, measure, query_id, value; ``e2e``: query_id, k, score. Returns one row per
+    (method, k): method, family, measure, k, tau, n.
+    """
+    from rageval.stats.correlation import kendall_tau_b
+
+    columns = ["method", "family", "measure", "k", "tau", "n"]
+    taus = []
+    for k in sorted(e2e["k"].unique()):
+        downstream = e2e[e2e["k"] == k].set_index("query_id")["score"]
+        at_k = measures[measures["measure"].str.endswith(f"@{k}") & measures["query_id"].isin(downstream.index)]
+        for (method, measure), group in at_k.groupby(["method", "measure"], sort=True):
+            tau = kendall_tau_b(group["value"].to_numpy(float), downstream.loc[group["query_id"]].to_numpy(float))
+            taus.append({"method": method, "family": measure_family(measure), "measure": measure, "k": int(k),
+                         "tau": tau, "n": len(group)})
+    taus = pd.DataFrame(taus, columns=columns)
+    at_main = taus[(taus["k"] == main_k)].dropna(subset=["tau"])
+    rows = []
+    for method, group in at_main.groupby("method", sort=True):
+        best = _best_row(group)
+        rows.append(taus[(taus["method"] == method) & (taus["family"] == best["family"])])
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the k sweep…")
+def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
+    """:func:`compute_k_sweep` on the run, best families chosen at its main k."""
+    measures = _read(path, mtime_ns, RunReader.measure_table)
+    e2e = _read(path, mtime_ns, RunReader.e2e_table)
+    main_k = _read(path, mtime_ns, RunReader.main_k)
+    return compute_k_sweep(measures, e2e, main_k)
+
+
+# --- one query's outputs and evidence -------------------------------------------------------------------
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_e2e_table(path: str, mtime_ns: int) -> pd.DataFrame:
+    return _read(path, mtime_ns, RunReader.e2e_table)
+
+
+def load_query_e2e_outputs(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
+    """The query's E2E outputs at every k: columns k, output, score (EM), ascending k."""
+    table = load_e2e_table(path, mtime_ns)
+    return table[table["query_id"] == query_id].drop(columns="query_id").sort_values("k").reset_index(drop=True)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
+def load_label_evidence(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
+    """The query's label evidence (e.g. the LLM's replies to the relevance prompt): method, passage_id, evidence."""
+    return _read(path, mtime_ns, lambda reader: reader.label_evidence(query_id)).drop(columns="query_id")
+
+
+# --- LLM-retEval ----------------------------------------------------------------------------------------
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_semi_gold_outputs(path: str, mtime_ns: int) -> pd.DataFrame:
+    return _read(path, mtime_ns, RunReader.semi_gold_outputs)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_verdicts(path: str, mtime_ns: int) -> pd.DataFrame:
+    return _read(path, mtime_ns, RunReader.verdicts)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_failure_cases(path: str, mtime_ns: int) -> pd.DataFrame:
+    return _read(path, mtime_ns, RunReader.failure_cases)
+
+
+def _rows_of(table: pd.DataFrame, query_id: str) -> pd.DataFrame:
+    return table[table["query_id"] == query_id].drop(columns="query_id").reset_index(drop=True)
+
+
+def load_query_semi_gold(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
+    """The query's semi-gold samples: sample, output."""
+    return _rows_of(load_semi_gold_outputs(path, mtime_ns), query_id).sort_values("sample")
+
+
+def load_query_verdicts(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
+    """The query's verdicts: judge, reference, k, verdict, evidence (by k, judge, reference)."""
+    return _rows_of(load_verdicts(path, mtime_ns), query_id).sort_values(["k", "judge", "reference"])
+
+
+def load_query_failure_cases(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
+    """The query's failure cases: judge, k, category, reason (by k, judge, category)."""
+    return _rows_of(load_failure_cases(path, mtime_ns), query_id).sort_values(["k", "judge", "category"])
+
+
+def read_gold_table(reader: RunReader) -> pd.DataFrame:
+    """Every query with its gold answers and gold passage ids (lists), in run order: the ``queries`` input
+    of :func:`rageval.reteval.reteval_table`."""
+    rows = []
+    for query_id in reader.query_table()["query_id"]:
+        query = reader.query(query_id)
+        rows.append({"query_id": query.query_id, "text": query.text, "answers": list(query.answers),
+                     "gold_passage_ids": list(query.gold_passage_ids)})
+    return pd.DataFrame(rows, columns=["query_id", "text", "answers", "gold_passage_ids"])
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_gold_table(path: str, mtime_ns: int) -> pd.DataFrame:
+    return _read(path, mtime_ns, read_gold_table)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the LLM-retEval table…")
+def load_reteval_table(path: str, mtime_ns: int, judge: str) -> pd.DataFrame:
+    """:func:`rageval.reteval.reteval_table` (the paper's Tables 1-2) of one judge on this run."""
+    from rageval.reteval import reteval_table
+
+    rankings = _read(path, mtime_ns, lambda reader: {q: list(r.passage_ids) for q, r in reader.rankings().items()})
+    return reteval_table(load_gold_table(path, mtime_ns), rankings, load_verdicts(path, mtime_ns),
+                         load_failure_cases(path, mtime_ns), load_e2e_table(path, mtime_ns), judge)
+
+
+def load_failure_case_table(path: str, mtime_ns: int, judge: str) -> pd.DataFrame:
+    """One judge's failure cases with the question text: query_id, text, k, category, reason (by k, category,
+    run order of the queries)."""
+    cases = load_failure_cases(path, mtime_ns)
+    cases = cases[cases["judge"] == judge].drop(columns="judge")
+    queries = load_gold_table(path, mtime_ns)[["query_id", "text"]].reset_index(names="_order")
+    table = cases.merge(queries, on="query_id", how="left").sort_values(["k", "category", "_order"])
+    return table[["query_id", "text", "k", "category", "reason"]].reset_index(drop=True)

@@ -18,11 +18,22 @@ import pandas as pd
 import streamlit as st
 
 from rageval.errors import StoreError
+from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
 from rageval.types import Query
 from ui import data
 
-METHOD_NAMES = {"erag:em": "eRAG EM", "erag:f1": "eRAG F1", "contains_answer": "contains-answer", "gold": "gold"}
+METHOD_NAMES = {
+    "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
+    "erag:bertscore": "eRAG BERTScore", "llm_relevance": "LLM relevance", "contains_answer": "contains-answer",
+    "gold": "gold", "gold_page": "gold page",
+}
+#: Display order of the label methods: eRAG (by downstream metric), the LLM's relevance judgement, then the
+#: reference baselines; any other method comes after, alphabetically.
+METHOD_ORDER = ("erag:em", "erag:f1", "erag:accuracy", "erag:rougeL", "erag:bertscore", "llm_relevance",
+                "contains_answer", "gold", "gold_page")
+JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
+REFERENCE_NAMES = {"semi_gold": "semi-gold answers", "gold_answers": "gold answers"}
 RANKING_BASE_COLUMNS = ("rank", "passage_id", "score", "title", "text", "output")
 SETTING_NAMES = {
     "dataset": "Dataset", "retriever": "Retriever", "model_id": "Model", "prompt": "Prompt",
@@ -50,12 +61,27 @@ def method_name(method: str) -> str:
 
 
 def order_label_methods(methods: Sequence[str]) -> list[str]:
-    """eRAG methods first, then contains-answer, gold, then any other method alphabetically."""
-    def key(method: str) -> tuple[int, str]:
-        if method.startswith("erag:"):
-            return 0, method
-        return {"contains_answer": 1, "gold": 2}.get(method, 3), method
+    """Methods in :data:`METHOD_ORDER` (eRAG first, then LLM relevance, contains-answer, gold), then any
+    other eRAG method, then the rest, each alphabetically."""
+    def key(method: str) -> tuple[int, int, str]:
+        if method in METHOD_ORDER:
+            return 0, METHOD_ORDER.index(method), method
+        return (1 if method.startswith("erag:") else 2), 0, method
     return sorted(methods, key=key)
+
+
+def judge_name(judge: str) -> str:
+    """Display name of an LLM-retEval judge (``token_f1`` -> ``token F1``); unknown judges as stored."""
+    return JUDGE_NAMES.get(judge, judge)
+
+
+def format_correlation(value: float, low: float, high: float) -> str:
+    """``0.412 [0.21, 0.60]``, or ``undefined (constant)`` when the coefficient is undefined."""
+    if math.isnan(value):
+        return "undefined (constant)"
+    if math.isnan(low):
+        return f"{value:.3f}"
+    return f"{value:.3f} [{low:.2f}, {high:.2f}]"
 
 
 def format_label(value: Any) -> str:
@@ -94,13 +120,15 @@ def settings_frame(settings: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Setting", "Value"])
 
 
-def provenance(settings: Mapping[str, Any], n_queries: int | None = None) -> str:
-    """Escaped Markdown caption saying what produced a table: model, dataset, retriever, k and, when
-    given, the number of queries behind it."""
+def provenance(settings: Mapping[str, Any], n_queries: int | None = None, k: int | str | None = None) -> str:
+    """Escaped Markdown caption saying what produced a table: model, dataset, retriever, k (``k`` when given,
+    else the run's ``k`` setting) and, when given, the number of queries behind it."""
     parts = [f"{label} {format_setting(key, settings[key])}"
              for key, label in (("model_id", "model"), ("dataset", "dataset"), ("retriever", "retriever"))
              if key in settings]
-    if "k" in settings:
+    if k is not None:
+        parts.append(f"k={k}")
+    elif "k" in settings:
         parts.append(f"top-{settings['k']}")
     if n_queries is not None:
         parts.append(f"{n_queries} {'query' if n_queries == 1 else 'queries'}")
@@ -151,6 +179,9 @@ def select_synced(where: Any, label: str, options: Sequence[str], *, state_key: 
     else:
         chosen = options[0]
     commit_choice(state_key, param, chosen)
+    # Streamlit puts the page in a widget's id, so the same key on another page is another widget, which a
+    # value kept in the session from the previous page does not set: seed it on every run, before it exists.
+    st.session_state[_widget_key(state_key)] = chosen
     return where.selectbox(label, options, key=_widget_key(state_key), format_func=format_func,
                            on_change=_on_select, args=(state_key, param), **selectbox_args)
 
@@ -195,18 +226,47 @@ def render_measure_summary(summary: pd.DataFrame) -> None:
 
 
 def correlation_view(table: pd.DataFrame, statistic: str) -> pd.DataFrame:
-    """``value [low, high]`` of one statistic (``tau`` or ``rho``): one row per measure, one column per method."""
+    """``value [low, high]`` of one statistic (``tau`` or ``rho``): one row per measure, one column per method;
+    ``–`` where a method has no such measure (graded labels have only P, nDCG and Hit)."""
     def cell(row) -> str:
-        if math.isnan(row[statistic]):
-            return "undefined (constant)"
-        return f"{row[statistic]:.3f} [{row[statistic + '_low']:.2f}, {row[statistic + '_high']:.2f}]"
+        return format_correlation(row[statistic], row[statistic + "_low"], row[statistic + "_high"])
 
-    shown = table.assign(cell=table.apply(cell, axis=1))
-    wide = shown.pivot(index="measure", columns="method", values="cell")
+    shown = table.assign(cell=[cell(row) for _, row in table.iterrows()])
+    wide = shown.pivot(index="measure", columns="method", values="cell").fillna("–")
     wide = wide[order_label_methods(list(wide.columns))].rename(columns=method_name)
+    wide = wide.loc[sorted(wide.index, key=data.measure_sort_key)]
     wide.index.name = "Measure"
     wide.columns.name = None
     return wide
+
+
+def best_measures_view(best: pd.DataFrame) -> pd.DataFrame:
+    """One row per label method: its best measure (by Kendall's tau) with tau and rho and their intervals."""
+    if best.empty:
+        return pd.DataFrame(columns=["Labels", "Best measure", "Kendall's tau-b", "Spearman's rho", "n"])
+    best = best.set_index("method").loc[order_label_methods(list(best["method"]))]
+    return pd.DataFrame({
+        "Labels": [method_name(m) for m in best.index],
+        "Best measure": best["measure"].to_list(),
+        "Kendall's tau-b": [format_correlation(r.tau, r.tau_low, r.tau_high) for r in best.itertuples()],
+        "Spearman's rho": [format_correlation(r.rho, r.rho_low, r.rho_high) for r in best.itertuples()],
+        "n": best["n"].astype(int).to_list(),
+    })
+
+
+def k_sweep_figure(sweep: pd.DataFrame):
+    """Line chart of Kendall's tau against k, one line per label method (its best measure family)."""
+    import plotly.express as px
+
+    ordered = order_label_methods(list(sweep["method"].unique()))
+    shown = sweep.iloc[sorted(range(len(sweep)), key=lambda i: (ordered.index(sweep["method"].iat[i]),
+                                                                  sweep["k"].iat[i]))]
+    shown = shown.assign(Labels=[f"{method_name(m)} ({f})" for m, f in zip(shown["method"], shown["family"])])
+    figure = px.line(shown, x="k", y="tau", color="Labels", markers=True,
+                     labels={"k": "k (passages given to the LLM)", "tau": "Kendall's tau-b with E2E EM"},
+                     hover_data={"measure": True, "n": True})
+    figure.update_xaxes(tickvals=sorted(sweep["k"].unique()))
+    return figure
 
 
 def render_question(query: Query, e2e: E2EOutput | None) -> None:
@@ -234,3 +294,105 @@ def render_passages(ranking: pd.DataFrame) -> None:
             labels = " · ".join(f"{escape_markdown(c)} {row[c]}" for c in label_columns)
             st.caption(f"{labels} · single-passage answer: {escape_markdown(row['Single-passage answer'])}")
             st.text(row["Passage"])
+
+
+# --- end-to-end outputs, evidence and LLM-retEval facts (tables: their text is never Markdown) ------------
+
+def e2e_outputs_view(outputs: pd.DataFrame) -> pd.DataFrame:
+    """One query's E2E answers, one row per k: k, the answer, its exact match (✓/✗ and value)."""
+    return pd.DataFrame({"k": outputs["k"].astype(int), "End-to-end answer": outputs["output"],
+                         "EM": [f"{format_label(s)} {s:g}" for s in outputs["score"]]})
+
+
+def evidence_view(evidence: pd.DataFrame, ranking: pd.DataFrame) -> pd.DataFrame:
+    """Label evidence of one query beside the ranked passage it is about: rank, title, method, label, evidence
+    (passages outside the ranking, e.g. unretrieved gold passages, come last without a rank)."""
+    ranked = ranking.set_index("passage_id")
+    rows = []
+    for row in evidence.itertuples():
+        retrieved = row.passage_id in ranked.index
+        label = ranked.at[row.passage_id, row.method] if retrieved and row.method in ranked.columns else None
+        rows.append({"Rank": ranked.at[row.passage_id, "rank"] if retrieved else None,
+                     "Title": ranked.at[row.passage_id, "title"] if retrieved else "",
+                     "Passage id": row.passage_id, "Labels": method_name(row.method),
+                     "Label": format_label(label), "Evidence": row.evidence})
+    view = pd.DataFrame(rows, columns=["Rank", "Title", "Passage id", "Labels", "Label", "Evidence"])
+    return view.sort_values(["Rank", "Labels"], na_position="last").reset_index(drop=True).astype({"Rank": "Int64"})
+
+
+def semi_gold_view(samples: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({"Sample": samples["sample"].astype(int), "Answer from the gold passages": samples["output"]})
+
+
+def verdicts_view(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """One query's verdicts: k, judge, what the top-k answer was compared with, Yes/No and the evidence."""
+    return pd.DataFrame({
+        "k": verdicts["k"].astype(int), "Judge": verdicts["judge"].map(judge_name),
+        "Compared with": verdicts["reference"].map(lambda r: REFERENCE_NAMES.get(r, r)),
+        "Verdict": ["Yes" if v else "No" for v in verdicts["verdict"]], "Evidence": verdicts["evidence"],
+    })
+
+
+def failure_cases_view(cases: pd.DataFrame, *, with_judge: bool = True) -> pd.DataFrame:
+    """Failure cases with the category's name (``rageval.reteval.CATEGORY_NAMES``) and the rule's reason;
+    ``cases`` has columns k, category, reason and, optionally, judge and text (the question)."""
+    view = pd.DataFrame({"k": cases["k"].astype(int)})
+    if with_judge and "judge" in cases.columns:
+        view["Judge"] = cases["judge"].map(judge_name)
+    if "text" in cases.columns:
+        view["Question"] = cases["text"]
+    view["Category"] = cases["category"]
+    view["What failed"] = ["recall" if c in RECALL_FAILURES else "LLM-retEval" for c in cases["category"]]
+    view["Meaning"] = cases["category"].map(lambda c: CATEGORY_NAMES.get(c, "unknown category"))
+    view["Reason"] = cases["reason"]
+    return view
+
+
+RETEVAL_ROWS = (
+    ("A", "A · not all correct passages annotated"),
+    ("B", "B · corpus/label mismatch"),
+    ("C", "C · distraction by retrieved passages"),
+    ("recall_failures", "Recall failures (queries with A, B or C)"),
+    ("D", "D · LLM cannot answer from the gold passages"),
+    ("E", "E · semi-gold answers cover only some answers"),
+    ("F", "F · judge compared wrongly"),
+    ("reteval_failures", "LLM-retEval failures (queries with D, E or F)"),
+    ("recall", "Recall@k"),
+    ("precision", "Precision@k"),
+    ("f1", "F1@k"),
+    ("llm_reteval", "LLM-retEval (share of Yes vs semi-gold)"),
+    ("qa_accuracy", "QA accuracy (judge vs gold answers)"),
+    ("qa_em", "QA exact match (E2E EM)"),
+    ("rho_all", "Spearman's rho, LLM-retEval vs Recall@k: ALL"),
+    ("n", "n (ALL)"),
+    ("rho_refined", "Spearman's rho, LLM-retEval vs Recall@k: Refined"),
+    ("n_refined", "n (Refined: no A-C failure)"),
+)
+_COUNT_ROWS = {"A", "B", "C", "D", "E", "F", "recall_failures", "reteval_failures", "n", "n_refined"}
+
+
+def format_reteval_cell(key: str, value: Any) -> str:
+    """A cell of :func:`reteval_view`: counts as integers, rates with 3 decimals; a rho is ``undefined`` when nan
+    (a constant input, or fewer than 2 queries)."""
+    if key in _COUNT_ROWS:
+        return str(int(value))
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "undefined" if key.startswith("rho") else "–"
+    return f"{float(value):.3f}"
+
+
+def reteval_view(table: pd.DataFrame) -> pd.DataFrame:
+    """The LLM-retEval paper's Tables 1-2 as it prints them: one row per quantity, one column per k."""
+    columns = {f"k={int(row['k'])}": [format_reteval_cell(key, row[key]) for key, _ in RETEVAL_ROWS]
+               for _, row in table.iterrows()}
+    view = pd.DataFrame(columns, index=[label for _, label in RETEVAL_ROWS])
+    view.index.name = "LLM-retEval"
+    return view
+
+
+def inspector_url(run: str, query_id: str) -> str:
+    """Relative link from a page to the query inspector on ``query_id`` of ``run`` (the ``?run=&query=``
+    parameters page 1 reads)."""
+    from urllib.parse import urlencode
+
+    return "Query_inspector?" + urlencode({"run": run, "query": query_id})

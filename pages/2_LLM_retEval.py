@@ -1,0 +1,88 @@
+"""LLM-retEval: how a run's retriever fares when judged by the answer its top-k yields against the answer the
+gold passages yield (Alinejad et al. 2024, Tables 1-2), and a browser of the failure cases A-F with their reasons.
+
+``?run=<name>&judge=<judge>`` selects the run and the judge; each failure case links to the query inspector
+(``?run=<name>&query=<query id>``).
+"""
+
+import streamlit as st
+
+from rageval.reteval import CATEGORY_NAMES
+from ui import data, render
+
+JUDGE_STATE = "reteval.judge"
+CASE_STATE = "reteval.case"
+
+st.set_page_config(page_title="LLM-retEval · rageval", page_icon="⚖️", layout="wide")
+
+path = render.select_run()
+
+key = data.run_key(path)
+settings = data.load_settings(*key)
+verdicts = data.load_verdicts(*key)
+st.title("LLM-retEval")
+if verdicts.empty:
+    st.info(render.escape_markdown(f"Run {path.stem} has no LLM-retEval verdicts.")
+            + " Runs built with LLM-retEval switched on (``RunPlan(reteval=True)``) store semi-gold answers, the "
+              "judges' verdicts and the failure cases this page shows.")
+    st.stop()
+
+judges = sorted(verdicts["judge"].unique(), key=lambda j: (j != "em", j))
+judge = render.select_synced(st.sidebar, "Judge", judges, state_key=JUDGE_STATE, param="judge",
+                             format_func=render.judge_name,
+                             help="Which judge compares the top-k answer with the semi-gold answers")
+reteval_settings = settings.get("reteval") or {}
+thresholds = {"token_f1": reteval_settings.get("f1_threshold"), "cosine": reteval_settings.get("cosine_threshold")}
+judge_note = render.judge_name(judge) + (f" (threshold {thresholds[judge]:g})" if thresholds.get(judge) else "")
+sampling = reteval_settings.get("semi_gold") or {}
+
+table = data.load_reteval_table(*key, judge)
+n_judged = int(table["n"].max()) if len(table) else 0
+st.subheader(render.escape_markdown(f"Retriever evaluation, judge: {judge_note}"))
+st.dataframe(render.reteval_view(table), height="content")
+st.caption(render.escape_markdown(
+    f"The LLM-retEval paper's Tables 1-2 on this run, judge {judge_note}. Failure rows count the queries "
+    f"in each category at k; Recall/Precision/F1@k are against the gold passages; LLM-retEval is the share of "
+    f"queries whose top-k answer the judge finds equal to the semi-gold answers "
+    f"({sampling.get('samples', '?')} samples at temperature {sampling.get('temperature', '?')}); QA accuracy "
+    f"is the same judge against the gold answers; Refined leaves out the queries with a recall failure (A-C) "
+    f"at that k.") + " " + render.provenance(settings, n_judged, k=", ".join(str(int(k)) for k in table["k"])))
+
+st.subheader("Failure cases")
+cases = data.load_failure_case_table(*key, judge)
+ks = sorted(int(k) for k in table["k"])
+filter_k, filter_category = st.columns([1, 4])
+k = filter_k.selectbox("k", ks, key="reteval.k")
+categories = filter_category.multiselect(
+    "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES), default=list(CATEGORY_NAMES),
+    key="reteval.categories", help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
+shown = cases[(cases["k"] == k) & cases["category"].isin(categories)].reset_index(drop=True)
+if shown.empty:
+    st.info(render.escape_markdown(f"No failure case of the chosen categories at k={k} under judge {judge_note}."))
+    st.stop()
+
+view = render.failure_cases_view(shown, with_judge=False).drop(columns="k")
+view.insert(view.columns.get_loc("Category") + 1, "Inspect",
+            [render.inspector_url(path.stem, q) for q in shown["query_id"]])
+st.dataframe(view, hide_index=True, column_config={
+    "Question": st.column_config.TextColumn(width="medium"),
+    "Reason": st.column_config.TextColumn(width="large"),
+    "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",
+                                           help="Open this query in the query inspector")})
+st.caption(render.escape_markdown(
+    f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) at k={k} under judge {judge_note}, "
+    f"categories {', '.join(sorted(set(shown['category'])))}.") + " " + render.provenance(settings, n_judged, k=k))
+
+case_ids = [f"{row.query_id} {row.category}" for row in shown.itertuples()]
+labels = {i: f"{row.category} · {row.text}  [{row.query_id}]" for i, row in zip(case_ids, shown.itertuples())}
+chosen = st.selectbox("Open a case", case_ids, format_func=labels.__getitem__, key=CASE_STATE,
+                      filter_mode="contains")
+case = shown.iloc[case_ids.index(chosen)]
+with st.container(border=True):
+    st.caption(render.escape_markdown(
+        f"{case['category']} · {CATEGORY_NAMES.get(case['category'], 'unknown category')} · k={k} · "
+        f"query {case['query_id']}"))
+    st.text(case["text"])
+    st.text(case["reason"])
+    st.page_link("pages/1_Query_inspector.py", label="Open this query in the query inspector", icon="🔍",
+                 query_params={"run": path.stem, "query": case["query_id"]})
