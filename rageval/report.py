@@ -16,7 +16,7 @@ import pandas as pd
 
 from rageval import reteval
 from rageval.errors import RagevalError
-from rageval.stats.correlation import compute_correlation_table
+from rageval.stats.correlation import compute_correlation_table, kendall_tau_b
 from rageval.store import RunReader
 
 #: Our measure names -> the names eRAG's Table 1 uses.
@@ -81,45 +81,85 @@ def paper_table1(dataset: str, retriever: str) -> dict | None:
     return None if table is None else table | {"gold_page": table["gold"]}
 
 
+#: The order measures are listed in, and the tie-break when two measures correlate equally well.
+MEASURE_ORDER = ("P", "R", "AP", "MAP", "RR", "MRR", "nDCG", "Hit", "Rprec")
+
+
+def measure_sort_key(name: str) -> tuple[int, int, str]:
+    family, _, cutoff = name.partition("@")
+    rank = MEASURE_ORDER.index(family) if family in MEASURE_ORDER else len(MEASURE_ORDER)
+    return rank, int(cutoff) if cutoff.isdigit() else 0, name
+
+
 def measure_family(measure: str) -> str:
-    return measure.split("@", 1)[0]
+    """``nDCG@5`` -> ``nDCG``; a measure without a cutoff is its own family."""
+    return measure.partition("@")[0]
 
 
-def correlation_at_k(reader: RunReader, k: int, n_resamples: int = 1000) -> pd.DataFrame:
-    """Kendall tau-b and Spearman rho (bootstrap CIs) between every (label method, measure@k) and E2E EM@k,
-    across the run's queries: eRAG's Table 1 at k."""
-    measures = reader.measure_table()
-    measures = measures[measures["measure"].str.endswith(f"@{k}")]
-    e2e = reader.e2e_table()
-    downstream = dict(zip(e2e.loc[e2e["k"] == k, "query_id"], e2e.loc[e2e["k"] == k, "score"]))
-    table = compute_correlation_table(measures, downstream, n_resamples=n_resamples)
+def correlation_table_at_k(measures: pd.DataFrame, e2e: pd.DataFrame, k: int, n_resamples: int = 1000,
+                           with_rprec: bool = False) -> pd.DataFrame:
+    """Kendall tau-b and Spearman rho (bootstrap CIs) between every (label method, measure@k) and E2E EM@k
+    across queries: eRAG's Table 1 at k. ``measures``: method, measure, query_id, value; ``e2e``: query_id, k,
+    score. ``with_rprec`` adds R-precision (no cutoff) against the same E2E score."""
+    at_k = e2e[e2e["k"] == k]
+    downstream = dict(zip(at_k["query_id"], at_k["score"]))
+    wanted = measures["measure"].str.endswith(f"@{k}")
+    if with_rprec:
+        wanted |= measures["measure"] == "Rprec"
+    table = compute_correlation_table(measures[wanted], downstream, n_resamples=n_resamples)
     table.insert(2, "family", table["measure"].map(measure_family))
     return table
 
 
-def best_measures(table: pd.DataFrame) -> pd.DataFrame:
-    """Per label method, the measure with the highest Kendall tau (undefined taus ignored)."""
-    defined = table.dropna(subset=["tau"])
-    if defined.empty:
-        return defined
-    best = defined.loc[defined.groupby("method")["tau"].idxmax()]
-    return best.sort_values("tau", ascending=False).reset_index(drop=True)
+def correlation_at_k(reader: RunReader, k: int, n_resamples: int = 1000) -> pd.DataFrame:
+    """:func:`correlation_table_at_k` of a run file."""
+    return correlation_table_at_k(reader.measure_table(), reader.e2e_table(), k, n_resamples)
 
 
-def k_sweep(reader: RunReader, n_resamples: int = 300) -> pd.DataFrame:
-    """eRAG Figure 1: per label method, the tau of its best measure family (chosen at the run's main k, as the
-    paper chooses it from Table 1) against E2E EM at every k of the run's sweep. Columns: k, method, measure,
-    n, tau, tau_low, tau_high."""
-    main_k = reader.main_k()
-    chosen = best_measures(correlation_at_k(reader, main_k, n_resamples)).set_index("method")["family"]
+def _best_row(rows: pd.DataFrame) -> pd.Series:
+    """The row with the highest ``tau``; ties go to the measure first in :data:`MEASURE_ORDER`."""
+    return rows.loc[min(rows.index, key=lambda i: (-rows.at[i, "tau"], measure_sort_key(rows.at[i, "measure"])))]
+
+
+def best_measures(correlations: pd.DataFrame, cutoff: int) -> pd.DataFrame:
+    """Per label method, the measure at ``cutoff`` with the highest Kendall's tau in ``correlations`` (ties go
+    to the first in :data:`MEASURE_ORDER`), best method first. Measures without a cutoff (R-precision) and
+    undefined taus are left out, so a method whose every tau is undefined is absent."""
+    at_k = correlations[correlations["measure"].str.endswith(f"@{cutoff}")].dropna(subset=["tau"])
+    best = [_best_row(group) for _, group in at_k.groupby("method", sort=True)]
+    frame = pd.DataFrame(best, columns=correlations.columns)
+    return frame.sort_values("tau", ascending=False, kind="stable").reset_index(drop=True)
+
+
+def k_sweep_from_frames(measures: pd.DataFrame, e2e: pd.DataFrame, main_k: int) -> pd.DataFrame:
+    """eRAG's Figure 1: for each label method, the measure family whose Kendall's tau with the E2E score is
+    highest at ``main_k`` (ties: first in :data:`MEASURE_ORDER`), then its tau at every k of the sweep
+    (``family@k`` against the E2E score at that k; point estimates, no bootstrap).
+
+    ``measures``: method, measure, query_id, value; ``e2e``: query_id, k, score. Returns one row per
+    (method, k): method, family, measure, k, tau, n.
+    """
+    columns = ["method", "family", "measure", "k", "tau", "n"]
+    taus = []
+    for k in sorted(e2e["k"].unique()):
+        downstream = e2e[e2e["k"] == k].set_index("query_id")["score"]
+        at_k = measures[measures["measure"].str.endswith(f"@{k}") & measures["query_id"].isin(downstream.index)]
+        for (method, measure), group in at_k.groupby(["method", "measure"], sort=True):
+            tau = kendall_tau_b(group["value"].to_numpy(float), downstream.loc[group["query_id"]].to_numpy(float))
+            taus.append({"method": method, "family": measure_family(measure), "measure": measure, "k": int(k),
+                         "tau": tau, "n": len(group)})
+    taus = pd.DataFrame(taus, columns=columns)
+    at_main = taus[(taus["k"] == main_k)].dropna(subset=["tau"])
     rows = []
-    for k in reader.e2e_ks():
-        table = correlation_at_k(reader, k, n_resamples)
-        for method, family in chosen.items():
-            row = table[(table["method"] == method) & (table["family"] == family)]
-            if not row.empty:
-                rows.append(row.iloc[0][["method", "measure", "n", "tau", "tau_low", "tau_high"]].to_dict() | {"k": k})
-    return pd.DataFrame(rows, columns=["k", "method", "measure", "n", "tau", "tau_low", "tau_high"])
+    for method, group in at_main.groupby("method", sort=True):
+        best = _best_row(group)
+        rows.append(taus[(taus["method"] == method) & (taus["family"] == best["family"])])
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
+
+
+def k_sweep(reader: RunReader) -> pd.DataFrame:
+    """:func:`k_sweep_from_frames` of a run file, best families chosen at its main k."""
+    return k_sweep_from_frames(reader.measure_table(), reader.e2e_table(), reader.main_k())
 
 
 def reteval_tables(reader: RunReader) -> dict[str, pd.DataFrame]:
@@ -170,8 +210,7 @@ def table1_markdown(reader: RunReader, k: int) -> str:
     paper = paper_table1(settings.get("dataset"), settings.get("retriever_name"))
     rows = []
     for row in sorted(table.to_dict("records"), key=lambda r: (_method_rank(r["method"]),
-                                                               list(PAPER_MEASURE_NAMES).index(r["family"])
-                                                               if r["family"] in PAPER_MEASURE_NAMES else 9)):
+                                                               measure_sort_key(r["measure"]))):
         published = (paper or {}).get(row["method"], {}).get(row["family"])
         rows.append([row["method"], PAPER_MEASURE_NAMES.get(row["family"], row["family"]) + f"@{k}",
                      _ci(row, "tau"), _ci(row, "rho"),
@@ -180,7 +219,7 @@ def table1_markdown(reader: RunReader, k: int) -> str:
 
 
 def best_markdown(reader: RunReader, k: int) -> str:
-    best = best_measures(correlation_at_k(reader, k))
+    best = best_measures(correlation_at_k(reader, k), k)
     rows = [[r["method"], r["measure"], _ci(r, "tau"), _ci(r, "rho")] for r in best.to_dict("records")]
     return _md_table(["label method (best first)", "best measure", "tau [95% CI]", "rho [95% CI]"], rows)
 

@@ -80,8 +80,8 @@ def test_correlation_at_k_matches_scipy(built_run):
 def test_best_measures_and_k_sweep(built_run):
     with RunReader(built_run) as reader:
         table = report.correlation_at_k(reader, 5, n_resamples=50)
-        best = report.best_measures(table)
-        sweep = report.k_sweep(reader, n_resamples=20)
+        best = report.best_measures(table, 5)
+        sweep = report.k_sweep(reader)
     for row in best.itertuples():
         assert row.tau == pytest.approx(table[table["method"] == row.method]["tau"].max())
     assert list(best["tau"]) == sorted(best["tau"], reverse=True)
@@ -121,7 +121,7 @@ def test_results_markdown_is_built_from_the_runs(built_run, tmp_path):
     assert code == 0
     text = out.read_text()
     with RunReader(built_run) as reader:
-        best = report.best_measures(report.correlation_at_k(reader, 5))
+        best = report.best_measures(report.correlation_at_k(reader, 5), 5)
     top = best.iloc[0]
     assert f"| {top['method']} | {top['measure']} | {top['tau']:.3f} [" in text
     assert "## LLM-retEval Tables 1 and 2" in text and "**Judge `em`** (the default)" in text

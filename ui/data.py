@@ -19,12 +19,14 @@ import pandas as pd
 import streamlit as st
 
 from rageval.paths import RUNS_DIR
+from rageval.report import MEASURE_ORDER, measure_family, measure_sort_key  # noqa: F401 (used by pages)
+from rageval.report import best_measures as compute_best_measures  # noqa: F401
+from rageval.report import k_sweep_from_frames as compute_k_sweep
 from rageval.store import E2EOutput, RunReader, list_runs
 from rageval.types import Query
 
 RUNS_DIR_ENV = "RAGEVAL_RUNS_DIR"
 _TTL_S = 3600
-MEASURE_ORDER = ("P", "R", "AP", "MAP", "RR", "MRR", "nDCG", "Hit", "Rprec")
 
 T = TypeVar("T")
 
@@ -96,12 +98,6 @@ def load_e2e_output(path: str, mtime_ns: int, query_id: str) -> E2EOutput | None
     return _read(path, mtime_ns, lambda reader: reader.e2e_output(query_id))
 
 
-def measure_sort_key(name: str) -> tuple[int, int, str]:
-    family, _, cutoff = name.partition("@")
-    rank = MEASURE_ORDER.index(family) if family in MEASURE_ORDER else len(MEASURE_ORDER)
-    return rank, int(cutoff) if cutoff.isdigit() else 0, name
-
-
 def compute_measure_summary(measure_table: pd.DataFrame) -> pd.DataFrame:
     """Mean of each (label method, measure) over queries: one row per method, one column per measure
     (in the order P, R, AP, RR, nDCG, Hit, Rprec, then any other), plus ``n``, the number of queries."""
@@ -118,13 +114,11 @@ def compute_measure_summary(measure_table: pd.DataFrame) -> pd.DataFrame:
 def load_correlation_table(path: str, mtime_ns: int, cutoff: int, n_resamples: int = 1000) -> pd.DataFrame:
     """Kendall's tau-b and Spearman's rho (bootstrap CIs) of every label method's measures at ``cutoff``
     (and R-precision) against the per-query E2E score at the same k: eRAG's Table 1 on this run."""
-    from rageval.stats import compute_correlation_table
+    from rageval.report import correlation_table_at_k
 
     measures = _read(path, mtime_ns, RunReader.measure_table)
-    queries = _read(path, mtime_ns, lambda reader: reader.query_table(cutoff)).dropna(subset=["e2e_score"])
-    wanted = measures["measure"].str.endswith(f"@{cutoff}") | (measures["measure"] == "Rprec")
-    downstream = dict(zip(queries["query_id"], queries["e2e_score"]))
-    return compute_correlation_table(measures[wanted], downstream, n_resamples=n_resamples)
+    e2e = _read(path, mtime_ns, RunReader.e2e_table)
+    return correlation_table_at_k(measures, e2e, cutoff, n_resamples, with_rprec=True).drop(columns="family")
 
 
 # --- the k sweep ---------------------------------------------------------------------------------------
@@ -137,53 +131,6 @@ def load_e2e_ks(path: str, mtime_ns: int) -> list[int]:
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_main_k(path: str, mtime_ns: int) -> int | None:
     return _read(path, mtime_ns, RunReader.main_k)
-
-
-def measure_family(measure: str) -> str:
-    """``nDCG@5`` -> ``nDCG``; a measure without a cutoff is its own family."""
-    return measure.partition("@")[0]
-
-
-def _best_row(rows: pd.DataFrame) -> pd.Series:
-    """The row with the highest ``tau``; ties go to the measure first in :data:`MEASURE_ORDER`."""
-    return rows.loc[min(rows.index, key=lambda i: (-rows.at[i, "tau"], measure_sort_key(rows.at[i, "measure"])))]
-
-
-def compute_best_measures(correlations: pd.DataFrame, cutoff: int) -> pd.DataFrame:
-    """Per label method, the measure at ``cutoff`` with the highest Kendall's tau in ``correlations`` (a
-    :func:`load_correlation_table` result; ties go to the first in :data:`MEASURE_ORDER`). Measures without a
-    cutoff (R-precision) and undefined taus are left out, so a method whose every tau is undefined is absent."""
-    at_k = correlations[correlations["measure"].str.endswith(f"@{cutoff}")].dropna(subset=["tau"])
-    best = [_best_row(group) for _, group in at_k.groupby("method", sort=True)]
-    return pd.DataFrame(best, columns=correlations.columns).reset_index(drop=True)
-
-
-def compute_k_sweep(measures: pd.DataFrame, e2e: pd.DataFrame, main_k: int) -> pd.DataFrame:
-    """eRAG's Figure 1 on this run: for each label method, the measure family whose Kendall's tau with the
-    E2E score is highest at ``main_k`` (ties: first in :data:`MEASURE_ORDER`), then its tau at every k of
-    the sweep (``family@k`` against the E2E score at that k; point estimates, no bootstrap).
-
-    ``measures``: method, measure, query_id, value; ``e2e``: query_id, k, score. Returns one row per
-    (method, k): method, family, measure, k, tau, n.
-    """
-    from rageval.stats.correlation import kendall_tau_b
-
-    columns = ["method", "family", "measure", "k", "tau", "n"]
-    taus = []
-    for k in sorted(e2e["k"].unique()):
-        downstream = e2e[e2e["k"] == k].set_index("query_id")["score"]
-        at_k = measures[measures["measure"].str.endswith(f"@{k}") & measures["query_id"].isin(downstream.index)]
-        for (method, measure), group in at_k.groupby(["method", "measure"], sort=True):
-            tau = kendall_tau_b(group["value"].to_numpy(float), downstream.loc[group["query_id"]].to_numpy(float))
-            taus.append({"method": method, "family": measure_family(measure), "measure": measure, "k": int(k),
-                         "tau": tau, "n": len(group)})
-    taus = pd.DataFrame(taus, columns=columns)
-    at_main = taus[(taus["k"] == main_k)].dropna(subset=["tau"])
-    rows = []
-    for method, group in at_main.groupby("method", sort=True):
-        best = _best_row(group)
-        rows.append(taus[(taus["method"] == method) & (taus["family"] == best["family"])])
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the k sweep…")
