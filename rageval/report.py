@@ -204,9 +204,8 @@ def provenance(settings: Mapping, n: int | None = None) -> str:
             f"RAG LLM: {settings.get('model_id')}; prompt {settings.get('prompt')}")
 
 
-def table1_markdown(reader: RunReader, k: int) -> str:
-    settings = reader.settings()
-    table = correlation_at_k(reader, k)
+def table1_markdown(settings: Mapping, table: pd.DataFrame, k: int) -> str:
+    """eRAG Table 1 at ``k`` (a :func:`correlation_table_at_k` result) next to the paper's numbers."""
     paper = paper_table1(settings.get("dataset"), settings.get("retriever_name"))
     rows = []
     for row in sorted(table.to_dict("records"), key=lambda r: (_method_rank(r["method"]),
@@ -218,8 +217,8 @@ def table1_markdown(reader: RunReader, k: int) -> str:
     return _md_table(["label method", "measure", "tau [95% CI]", "rho [95% CI]", "paper tau", "paper rho"], rows)
 
 
-def best_markdown(reader: RunReader, k: int) -> str:
-    best = best_measures(correlation_at_k(reader, k), k)
+def best_markdown(table: pd.DataFrame, k: int) -> str:
+    best = best_measures(table, k)
     rows = [[r["method"], r["measure"], _ci(r, "tau"), _ci(r, "rho")] for r in best.to_dict("records")]
     return _md_table(["label method (best first)", "best measure", "tau [95% CI]", "rho [95% CI]"], rows)
 
@@ -325,7 +324,8 @@ def write_results(runs_dir: Path, out_path: Path, cost_path: Path | None = None)
     for name, path in present.items():
         with RunReader(path) as reader:
             s = reader.settings()
-            rows.append([f"`{path.name}`", s.get("dataset"), s.get("retriever_name"), str(s.get("num_queries")),
+            rows.append([f"`{path.relative_to(Path(runs_dir))}`", s.get("dataset"), s.get("retriever_name"),
+                         str(s.get("num_queries")),
                          str(s.get("k")), ", ".join(map(str, s.get("e2e_ks", []))),
                          f"{path.stat().st_size / 1e6:.1f}",
                          f"{s['rerank_check']['cache_hits']} / {s['rerank_check']['cache_misses']}"])
@@ -357,9 +357,10 @@ def _erag_sections(present: Mapping[str, Path]) -> list[str]:
         with RunReader(path) as reader:
             s = reader.settings()
             k = reader.main_k()
+            table = correlation_at_k(reader, k)
             out += [f"### {name} (k = {k})", "", provenance(s) + ".", "", "Best measure per label method:", "",
-                    best_markdown(reader, k), ""]
-            out += ["<details><summary>Every measure, next to the paper</summary>", "", table1_markdown(reader, k),
+                    best_markdown(table, k), ""]
+            out += ["<details><summary>Every measure, next to the paper</summary>", "", table1_markdown(s, table, k),
                     "", "</details>", ""]
             out += ["eRAG Figure 1 (tau of each method's best measure at the main k, as k varies):", "",
                     sweep_markdown(reader), ""]

@@ -47,7 +47,7 @@ def built_run(tmp_path_factory):
     resources = Resources(build_corpus())
     plan = RunPlan("hotpotqa-candidates-gemma3_270m", "hotpotqa", "candidates", NUM_QUESTIONS, k=5,
                    e2e_ks=(1, 3, 5), label_metrics=("em", "f1"), reteval=True,
-                   reteval_settings=RetEvalSettings(ks=(1, 5), judges=("em", "token_f1", "llm")))
+                   reteval_settings=RetEvalSettings(ks=(1, 5), judges=("em", "token_f1", "llm")), folder="demo")
     from rageval.experiments import plan_queries
 
     questions = {q.text: q.answers for q in plan_queries(plan, resources)}
@@ -117,7 +117,7 @@ def test_results_markdown_is_built_from_the_runs(built_run, tmp_path):
                               "baseline_mb": 900, "peak_above_model_mb": 20.0, "device": "cpu"}]}
     (tmp_path / "cost.json").write_text(json.dumps(cost))
     out = tmp_path / "results.md"
-    code = main(["results", "--runs-dir", str(built_run.parent), "--out", str(out), "--cost", str(tmp_path / "cost.json")])
+    code = main(["results", "--runs-dir", str(built_run.parent.parent), "--out", str(out), "--cost", str(tmp_path / "cost.json")])
     assert code == 0
     text = out.read_text()
     with RunReader(built_run) as reader:
@@ -126,7 +126,7 @@ def test_results_markdown_is_built_from_the_runs(built_run, tmp_path):
     assert f"| {top['method']} | {top['measure']} | {top['tau']:.3f} [" in text
     assert "## LLM-retEval Tables 1 and 2" in text and "**Judge `em`** (the default)" in text
     assert "| erag-query | 10 | 5 | 2.0 | 2.00 | 20 | 4.0 |" in text  # ratios computed from the cost file
-    assert f"`{built_run.name}` | hotpotqa | candidates | {NUM_QUESTIONS} |" in text
+    assert f"`demo/{built_run.name}` | hotpotqa | candidates | {NUM_QUESTIONS} |" in text
 
 
 def test_results_without_demo_runs_names_the_folder(tmp_path, capsys):
