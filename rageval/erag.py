@@ -212,14 +212,39 @@ def is_graded_method(method: str) -> bool:
     return method.startswith("erag:") and method.split(":", 1)[1] not in BINARY_METRICS
 
 
+def is_list_bound_method(method: str) -> bool:
+    """Whether ``method`` labels only the retrieved passages (eRAG, contains-answer, LLM relevance, and the
+    retrieved part of page-level gold): at cutoff c its measures then see the labels of the top c only, as eRAG
+    defines G_q on R_c (so R@c = Hit@c for binary eRAG labels, as in the paper's Table 1)."""
+    return method.startswith("erag:") or method in (CONTAINS_ANSWER, LLM_RELEVANCE, GOLD_PAGE)
+
+
 def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranking],
                            cutoffs: Sequence[int]) -> list[MeasureValue]:
-    """Per-query values of every stored measure, for every label method, on the same rankings."""
+    """Per-query values of every stored measure, for every label method, on the same rankings; every query of
+    ``rankings`` gets a value (0 when it has no relevant passage). Dataset gold labels are global; list-bound
+    labels (:func:`is_list_bound_method`) are cut to the top c at cutoff c (page-level gold keeps the gold
+    passages themselves); R-precision uses all of a method's labels."""
     run = {query_id: list(r.passage_ids) for query_id, r in rankings.items()}
+    query_ids = list(run)
+    gold = labels_as_qrels(labels, GOLD)
     values: list[MeasureValue] = []
     for method in sorted({x.method for x in labels}):
-        frame = compute_measures(measure_names(cutoffs, is_graded_method(method)), run,
-                                 labels_as_qrels(labels, method))
-        values.extend(MeasureValue(method, r.measure, r.query_id, float(r.value))
-                      for r in frame.itertuples(index=False))
+        qrels = labels_as_qrels(labels, method)
+        graded = is_graded_method(method)
+        if not is_list_bound_method(method):
+            frames = [compute_measures(measure_names(cutoffs, graded), run, qrels, queries=query_ids)]
+        else:
+            frames = []
+            for cutoff in cutoffs:
+                kept = {q: {p: v for p, v in rels.items()
+                            if p in run.get(q, [])[:cutoff] or (method == GOLD_PAGE and p in gold.get(q, {}))}
+                        for q, rels in qrels.items()}
+                names = [name for name in measure_names([cutoff], graded) if name != "Rprec"]
+                frames.append(compute_measures(names, run, kept, queries=query_ids))
+            if not graded:
+                frames.append(compute_measures(["Rprec"], run, qrels, queries=query_ids))
+        for frame in frames:
+            values.extend(MeasureValue(method, r.measure, r.query_id, float(r.value))
+                          for r in frame.itertuples(index=False))
     return values

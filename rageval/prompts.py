@@ -139,9 +139,11 @@ class RelevanceExample:
 
 RELEVANCE_FEW_SHOT = PromptTemplate(
     name="relevance-yesno",
-    version="1",
-    instruction="Decide whether the passage is relevant to the question, that is whether it contains the "
-                "answer to the question. Reply Yes or No.",
+    version="2",
+    # Relevance to the query as a searcher would judge it (Thomas et al. 2023), not "contains the answer",
+    # which is baseline (a) already.
+    instruction="Judge whether the passage is relevant to the question, that is, useful to someone who wants "
+                "to answer it. Reply Yes or No.",
     examples=(
         RelevanceExample(
             question="who discovered penicillin",

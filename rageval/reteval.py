@@ -298,10 +298,11 @@ def classify_failures(facts: QueryFacts, near_duplicate_overlap: float = NEAR_DU
 
     - hit = a gold passage is in the top-k; a = the top-k answer passes the gold-answer check
       (:func:`matched_gold_answers`); s = some semi-gold answer passes it.
-    - **B**: not hit, and a retrieved passage has a gold passage's title (case-insensitive) and text overlap
-      >= ``near_duplicate_overlap`` with it.
+    - **B**: not hit, a, and a retrieved passage has a gold passage's title (case-insensitive) and text overlap
+      >= ``near_duplicate_overlap`` with it (recall says fail, yet another version of the gold passage answered).
     - **A**: not hit, a, and not B.
-    - **C**: hit, not a, and the judge says the answer differs from the semi-gold answers.
+    - **C**: hit, not a, s, and the judge says the answer differs from the semi-gold answers (the gold passages
+      do yield a correct answer, so the other retrieved passages misled the LLM).
     - **D**: not s (no semi-gold answer is correct).
     - **E**: a and s, the judge says No, and the gold answers the top-k answer matches are disjoint from those
       the semi-gold answers match (the samples covered other answers only).
@@ -318,7 +319,7 @@ def classify_failures(facts: QueryFacts, near_duplicate_overlap: float = NEAR_DU
     cases: list[tuple[str, str]] = []
 
     near_duplicate = None
-    if not hit:
+    if not hit and a:
         for rank, passage in enumerate(facts.retrieved, start=1):
             for gold in facts.gold_passages:
                 if passage.title.strip().lower() == gold.title.strip().lower() and passage.title.strip():
@@ -332,15 +333,15 @@ def classify_failures(facts: QueryFacts, near_duplicate_overlap: float = NEAR_DU
         rank, passage, gold, overlap = near_duplicate
         cases.append(("B", f"gold passage {gold.passage_id} is not in the top-{facts.k}, but rank {rank} "
                            f"({passage.passage_id}) has the same title '{gold.title}' and text overlap "
-                           f"{overlap:.2f} with it; the top-{facts.k} answer '{facts.answer}' is "
-                           f"{'correct' if a else 'wrong'}"))
+                           f"{overlap:.2f} with it, and the answer '{facts.answer}' matches gold answer "
+                           f"'{answer_matches[0]}'"))
     elif not hit and a:
         cases.append(("A", f"no gold passage ({', '.join(sorted(gold_ids))}) in the top-{facts.k}, yet the answer "
                            f"'{facts.answer}' matches gold answer '{answer_matches[0]}'"))
-    if hit and not a and not facts.verdict:
+    if hit and not a and s and not facts.verdict:
         cases.append(("C", f"a gold passage is in the top-{facts.k}, but the answer '{facts.answer}' matches no gold "
-                           f"answer of {_quoted(facts.gold_answers)} and the judge found it differs from the "
-                           f"semi-gold answers {semi}"))
+                           f"answer of {_quoted(facts.gold_answers)}, while the semi-gold answers {semi} from the "
+                           f"gold passages do, and the judge found the two differ"))
     if not s:
         cases.append(("D", f"no semi-gold answer {semi} from the gold passages matches a gold answer of "
                            f"{_quoted(facts.gold_answers)}"))
@@ -422,7 +423,9 @@ def reteval_table(queries: pd.DataFrame, rankings: Mapping[str, Sequence[str]], 
         gold = at_k[at_k["reference"] == GOLD_ANSWERS].set_index("query_id")["verdict"].astype(float)
         ids = [q for q in queries["query_id"] if q in semi.index]
         gold_ids = dict(zip(queries["query_id"], queries["gold_passage_ids"]))
-        rpf = np.array([recall_precision_f1(rankings[q], gold_ids[q], int(k)) for q in ids])
+        if not ids:
+            continue
+        rpf = np.array([recall_precision_f1(rankings.get(q, []), gold_ids[q], int(k)) for q in ids])
         k_cases = cases[cases["k"] == k]
         recall_failed = set(k_cases[k_cases["category"].isin(RECALL_FAILURES)]["query_id"])
         refined = [i for i, q in enumerate(ids) if q not in recall_failed]
