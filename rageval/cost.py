@@ -1,9 +1,12 @@
 """eRAG versus end-to-end evaluation cost: wall time and peak memory above the loaded model (eRAG, Table 2).
 
-Each configuration runs in a fresh process (``multiprocessing`` spawn) that loads the model, runs one warm-up
-prompt, records its resident set size (RSS) as the baseline and then samples RSS every ``interval_s`` while it
-generates, uncached. "Peak memory above the loaded model" is max(RSS) - baseline: on CPU, RSS holds the
-activations and the key/value cache (on CUDA the same code reads ``torch.cuda.max_memory_allocated``).
+Each configuration runs in a fresh process (``multiprocessing`` spawn) that loads the model, runs the same short
+warm-up prompt (the first single-passage prompt, whatever the configuration, so no configuration's working memory
+is already in the baseline), records its resident set size (RSS) as the baseline, resets the kernel's peak-RSS
+mark (``/proc/self/clear_refs``) and generates, uncached. "Peak memory above the loaded model" is peak RSS -
+baseline, the peak being the kernel's ``VmHWM`` (or, where it cannot be reset, RSS sampled every ``interval_s``):
+on CPU, RSS holds the activations and the key/value cache. On CUDA the same code reads
+``torch.cuda.max_memory_allocated`` instead.
 
 The configurations follow the paper (Salemi & Zamani, SIGIR 2024, §3.2):
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from queue import Empty
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -45,6 +49,24 @@ def _rss_mb() -> float:
     return resident_pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
+def _reset_peak_rss() -> bool:
+    """Reset the kernel's peak-RSS mark (VmHWM) to the current RSS; False where that is not allowed."""
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _kernel_peak_rss_mb() -> float:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 class _PeakSampler:
     """Samples RSS in a background thread; ``peak`` is the largest value seen."""
 
@@ -69,8 +91,8 @@ class _PeakSampler:
         self.peak = max(self.peak, _rss_mb())
 
 
-def _measure_in_child(configuration: str, batches: list[list[str]], batch_size: int, dtype: str | None,
-                      threads: int | None, interval_s: float, model: str | None, queue) -> None:
+def _measure_in_child(configuration: str, batches: list[list[str]], warm_up: str, batch_size: int,
+                      dtype: str | None, threads: int | None, interval_s: float, model: str | None, queue) -> None:
     try:
         import torch
 
@@ -86,7 +108,7 @@ def _measure_in_child(configuration: str, batches: list[list[str]], batch_size: 
 
             generator = TransformersGenerator(model, batch_size=batch_size, dtype=dtype)
         decoding = DecodingSettings()
-        generator.generate([batches[0][0]], decoding)  # warm-up: lazy initialisation is not the workload
+        generator.generate([warm_up], decoding)  # lazy initialisation is not the workload
         cuda = generator.device.startswith("cuda")
         if cuda:
             torch.cuda.synchronize()
@@ -94,12 +116,16 @@ def _measure_in_child(configuration: str, batches: list[list[str]], batch_size: 
             baseline = torch.cuda.memory_allocated() / 2**20
         else:
             baseline = _rss_mb()
+        kernel_peak = not cuda and _reset_peak_rss()
         started = time.perf_counter()
         with _PeakSampler(interval_s) as sampler:
             for batch in batches:
                 generator.generate(batch, decoding)
         wall = time.perf_counter() - started
-        peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else sampler.peak
+        if cuda:
+            peak = torch.cuda.max_memory_allocated() / 2**20
+        else:
+            peak = max(sampler.peak, _kernel_peak_rss_mb()) if kernel_peak else sampler.peak
         queue.put(asdict(CostMeasurement(configuration, sum(map(len, batches)), batch_size, round(wall, 2),
                                          round(baseline, 1), round(peak - baseline, 1), generator.device)))
     except BaseException as error:  # report, never hang the parent
@@ -126,10 +152,17 @@ def measure_configuration(configuration: str, erag_prompts: Sequence[Sequence[st
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     process = context.Process(target=_measure_in_child,
-                              args=(configuration, batches, batch_size, dtype, threads, interval_s,
-                                    None if model is None else str(model), queue))
+                              args=(configuration, batches, erag_prompts[0][0], batch_size, dtype, threads,
+                                    interval_s, None if model is None else str(model), queue))
     process.start()
-    result = queue.get()
+    result = None
+    while result is None:
+        try:
+            result = queue.get(timeout=5)
+        except Empty:
+            if not process.is_alive():  # killed (e.g. out of memory) before it could report
+                raise RuntimeError(f"cost measurement {configuration!r}: its process died with exit code "
+                                   f"{process.exitcode} before reporting") from None
     process.join()
     if "error" in result:
         raise RuntimeError(f"cost measurement {configuration!r} failed in its child process: {result['error']}")

@@ -123,9 +123,9 @@ def test_results_markdown_is_built_from_the_runs(built_run, tmp_path):
     with RunReader(built_run) as reader:
         best = report.best_measures(report.correlation_at_k(reader, 5), 5)
     top = best.iloc[0]
-    assert f"| {top['method']} | {top['measure']} | {top['tau']:.3f} [" in text
+    assert f"| {top['method']} | {top['measure']} | {top['n']} | {top['tau']:.3f} [" in text
     assert "## LLM-retEval Tables 1 and 2" in text and "**Judge `em`** (the default)" in text
-    assert "| erag-query | 10 | 5 | 2.0 | 2.00 | 20 | 4.0 |" in text  # ratios computed from the cost file
+    assert "| erag-query | 10 | 5 | 2.0 | 2.00 | 20 | 4.0 | 920 | 1.07 |" in text  # ratios computed from the cost file
     assert f"`demo/{built_run.name}` | hotpotqa | candidates | {NUM_QUESTIONS} |" in text
 
 
