@@ -60,7 +60,8 @@ if len(e2e_scores) >= 3 and e2e_ks and not summary.empty:
     tau_tab.dataframe(render.correlation_view(correlations, "tau"))
     rho_tab.dataframe(render.correlation_view(correlations, "rho"))
     st.caption(f"Correlation across queries between each per-query measure at k={k} (and R-precision) and the "
-               f"E2E EM at k={k}, with 95% percentile bootstrap intervals (1,000 resamples over queries); "
+               f"E2E EM at k={k}, with 95% percentile bootstrap intervals ({data.DASHBOARD_RESAMPLES:,} resamples "
+               "over queries); "
                "eRAG's Table 1 on this run. " + render.provenance(settings, n_correlated, k=k))
     graded = [m for m in settings.get("graded_label_methods", []) if m in set(correlations["method"])]
     if graded:

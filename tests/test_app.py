@@ -303,7 +303,7 @@ def test_every_shipped_run_opens_on_every_page(run, script, monkeypatch):
 
 
 def test_the_shipped_erag_run_is_the_default():
-    assert SHIPPED_RUNS[0] == "nq_open-bm25-gemma3_270m-erag"  # top-level runs come before data/runs/retrieval/
+    assert SHIPPED_RUNS[0] == "nq_open-bm25-gemma3_270m"  # the only top-level run: demo/ and retrieval/ follow
 
 
 # --- a complete run: k sweep, every label method, LLM-retEval ------------------------------------------------

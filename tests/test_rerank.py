@@ -23,7 +23,7 @@ from rageval.retrieval.rerank import (CONFIG_NAME, CrossEncoder, CrossEncoderRer
 from rageval.store import RunReader
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
-SHIPPED_RUN = RUNS_DIR / "nq_open-bm25-gemma3_270m-erag.sqlite"
+SHIPPED_RUN = RUNS_DIR / "nq_open-bm25-gemma3_270m.sqlite"
 NUM_QUESTIONS = 10
 NEGATIVES = 3
 IUM_TOKENS = ("[TID_nq]", "[MID_gemma-3-270m]")
