@@ -8,6 +8,7 @@ import math
 
 import streamlit as st
 
+from rageval.report import best_measures
 from ui import data, render
 
 st.set_page_config(page_title="rageval", page_icon="🔎", layout="wide")
@@ -70,7 +71,7 @@ if len(e2e_scores) >= 3 and e2e_ks and not summary.empty:
             "have only P, nDCG and Hit (a label above 0 counts as relevant for Hit); their other cells show –."))
 
     st.markdown(f"**Best measure per label method at k={k}**")
-    best = data.compute_best_measures(correlations, k)
+    best = best_measures(correlations, k)
     st.dataframe(render.best_measures_view(best), hide_index=True)
     st.caption(f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the E2E EM "
                "(R-precision and undefined coefficients left out). " + render.provenance(settings, n_correlated, k=k))

@@ -19,8 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from rageval.paths import RUNS_DIR
-from rageval.report import MEASURE_ORDER, measure_family, measure_sort_key  # noqa: F401 (used by pages)
-from rageval.report import best_measures as compute_best_measures  # noqa: F401
+from rageval.report import measure_sort_key
 from rageval.report import k_sweep_from_frames as compute_k_sweep
 from rageval.store import E2EOutput, RunReader, list_runs
 from rageval.types import Query
