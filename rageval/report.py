@@ -432,11 +432,14 @@ def _reteval_sections(present: Mapping[str, Path]) -> list[str]:
 
 
 def _differences(present: Mapping[str, Path]) -> list[str]:
-    runs, llm_yes = [], []
+    runs, llm_yes, gold_counts = [], [], {}
     for name, path in present.items():
         with RunReader(path) as reader:
             s = reader.settings()
             runs.append((name, s))
+            if s.get("dataset") == "nq_open" and "nq_open" not in gold_counts:
+                counts = [len(reader.query(q).gold_passage_ids) for q in reader.query_table()["query_id"]]
+                gold_counts["nq_open"] = (sum(c > 1 for c in counts), len(counts))
             verdicts = reader.verdicts()
             if not verdicts.empty and "llm" in set(verdicts["judge"]):
                 llm = verdicts[verdicts["judge"] == "llm"]
@@ -459,4 +462,8 @@ def _differences(present: Mapping[str, Path]) -> list[str]:
             f"are sized for a 2-core CPU: {sizes}.",
             "- **Judges.** The paper's judge is GPT-4; ours are exact match, token F1, MiniLM cosine and the same "
             "270M model with a few-shot prompt." + judge_note,
-            "- **Relevance LLM.** The paper asked Mistral-7B; we ask the same 270M model with a two-shot prompt.", ""]
+            "- **Relevance LLM.** The paper asked Mistral-7B; we ask the same 270M model with a two-shot prompt.",
+            *([f"- **Gold passages.** {gold_counts['nq_open'][0]} of {gold_counts['nq_open'][1]} NQ questions have two "
+               "gold passages (the DPR passage and the NQ long answer, which the corpus keeps as separate passages) "
+               "where the LLM-retEval paper has one chunk per question, so Recall@k can be below Precision@k."]
+              if gold_counts.get("nq_open", (0,))[0] else []), ""]
