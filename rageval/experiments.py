@@ -84,7 +84,7 @@ DEMO_PLANS: tuple[RunPlan, ...] = (
     RunPlan("nq_open-dense-gemma3_270m", "nq_open", "dense", 300, k=5, e2e_ks=(1, 5), llm_relevance=False,
             reteval=True, reteval_settings=llm_reteval.RetEvalSettings(ks=(1, 5), judges=("em", "token_f1", "cosine")),
             folder="demo"),
-    RunPlan("nq_open-bm25-gemma3_270m-k20", "nq_open", "bm25", 50, k=20, e2e_ks=(1, 3, 5, 10, 20),
+    RunPlan("nq_open-bm25-gemma3_270m-k20", "nq_open", "bm25", 30, k=20, e2e_ks=(1, 3, 5, 10, 20),
             llm_relevance=False, folder="demo"),
     RunPlan("hotpotqa-candidates-gemma3_270m", "hotpotqa", "candidates", 30, k=10, e2e_ks=(1, 3, 5, 10),
             folder="demo"),
