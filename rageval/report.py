@@ -243,7 +243,11 @@ def sweep_markdown(reader: RunReader) -> str:
         at_k = sweep[sweep["k"] == k].set_index("method")
         n = int(at_k["n"].max()) if len(at_k) else 0
         rows.append([str(k), str(n)] + [_f(at_k.loc[m, "tau"]) if m in at_k.index else "–" for m in methods])
-    return _md_table(["k", "n"] + [f"{m} ({PAPER_MEASURE_NAMES.get(family[m], family[m])})" for m in methods], rows)
+    table = _md_table(["k", "n"] + [f"{m} ({PAPER_MEASURE_NAMES.get(family[m], family[m])})" for m in methods], rows)
+    if 1 in set(sweep["k"]):
+        table += ("\n\nAt k = 1 the E2E prompt is the eRAG prompt of the top passage, so `erag:em` agrees with E2E "
+                  "exactly (tau = 1 by construction) and the other eRAG metrics nearly so.")
+    return table
 
 
 def reteval_markdown(reader: RunReader, judge: str, with_paper: bool = True) -> str:
