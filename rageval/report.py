@@ -235,6 +235,11 @@ def best_markdown(table: pd.DataFrame, k: int) -> str:
 def sweep_markdown(reader: RunReader) -> str:
     sweep = k_sweep(reader)
     if sweep.empty:
+        e2e, k = reader.e2e_table(), reader.main_k()
+        at_k = e2e[e2e["k"] == k]["score"]
+        if len(reader.e2e_ks()) > 1 and len(at_k) and at_k.nunique() == 1:
+            return (f"_(no k sweep: the E2E exact match at the main k = {k} is {at_k.iloc[0]:g} for all {len(at_k)} "
+                    "questions, so no correlation with it is defined)_")
         return "_(no k sweep in this run)_"
     methods = sorted(sweep["method"].unique(), key=_method_rank)
     family = {m: measure_family(sweep[sweep["method"] == m]["measure"].iloc[0]) for m in methods}
