@@ -426,6 +426,8 @@ def cmd_cost_report(args: argparse.Namespace) -> int:
     from rageval.generation.gemma import gemma_model_id
 
     erag_prompts, e2e_prompts, described = cost_prompts(args.run, args.num_queries, args.k)
+    if args.run.resolve().is_relative_to(REPO_ROOT):
+        described["run"] = str(args.run.resolve().relative_to(REPO_ROOT))
     measurements = []
     for configuration in CONFIGURATIONS:
         result = measure_configuration(configuration, erag_prompts, e2e_prompts, dtype=args.dtype or None,
@@ -564,7 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     results = sub.add_parser("results", help="regenerate docs/results.md from the demo runs")
     results.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
-    results.add_argument("--cost", type=Path, default=RUNS_DIR / "cost" / "erag_vs_e2e.json")
+    results.add_argument("--cost", type=Path, default=RUNS_DIR / "cost",
+                         help="a cost-report JSON file, or a folder of them (default: data/runs/cost)")
     results.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "results.md")
     results.set_defaults(handler=cmd_results)
 
