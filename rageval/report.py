@@ -255,8 +255,8 @@ def sweep_markdown(reader: RunReader) -> str:
     return table
 
 
-def reteval_markdown(reader: RunReader, judge: str, with_paper: bool = True) -> str:
-    table = reteval_tables(reader).get(judge)
+def reteval_markdown(table: pd.DataFrame | None, judge: str, with_paper: bool = True) -> str:
+    """One judge's :func:`reteval_tables` frame as the paper's Tables 1-2, next to the paper's numbers."""
     if table is None or table.empty:
         return "_(no LLM-retEval verdicts for this judge)_"
     names = [("n", "questions", 0), ("recall_failures", "Recall failures (A-C)", 0),
@@ -282,8 +282,7 @@ def reteval_markdown(reader: RunReader, judge: str, with_paper: bool = True) -> 
     return _md_table(header, rows)
 
 
-def failure_counts_markdown(reader: RunReader, judge: str) -> str:
-    table = reteval_tables(reader).get(judge)
+def failure_counts_markdown(table: pd.DataFrame | None) -> str:
     if table is None or table.empty:
         return ""
     rows = [[f"{c}: {reteval.CATEGORY_NAMES[c]}"] + [str(int(table.loc[table["k"] == k, c].iloc[0]))
@@ -442,8 +441,8 @@ def _reteval_sections(present: Mapping[str, Path]) -> list[str]:
                 if judge not in tables:
                     continue
                 out += [f"**Judge `{judge}`**" + (" (the default)" if judge == "em" else ""), "",
-                        reteval_markdown(reader, judge), "", "Failure cases per category:", "",
-                        failure_counts_markdown(reader, judge), ""]
+                        reteval_markdown(tables[judge], judge), "", "Failure cases per category:", "",
+                        failure_counts_markdown(tables[judge]), ""]
             out += ["One example per category (judge `em`, k = 5):", "", failure_examples_markdown(reader, "em", 5), ""]
     return out
 

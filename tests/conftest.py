@@ -7,6 +7,20 @@ import pytest
 from rageval.generation.base import FakeGenerator
 
 
+@pytest.fixture(scope="session")
+def corpus():
+    """The rageval corpus built from the shipped data (a module may define its own ``corpus`` instead)."""
+    from rageval.corpus import build_corpus
+
+    return build_corpus()
+
+
+@pytest.fixture(scope="session")
+def passages(corpus):
+    """The corpus' passages by id."""
+    return {p.passage_id: p for p in corpus.passages}
+
+
 @pytest.fixture
 def fake_generator() -> FakeGenerator:
     """Answers with the first capitalised span of the prompt's first passage; counts ``calls``/``prompts_seen``."""

@@ -20,6 +20,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -99,111 +100,113 @@ def server_url(tmp_path_factory) -> Iterator[str]:
             server.kill()
 
 
-def test_summary_inspector_and_escaping_in_chromium(server_url):
-    from playwright.sync_api import expect, sync_playwright
+@contextmanager
+def chromium_page(width: int = 1400, height: int = 1000):
+    """A page in headless Debian chromium, with the JavaScript errors it raises; the browser closes after."""
+    from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page_errors: list[str] = []
-        page.on("pageerror", lambda error: page_errors.append(str(error)))
         try:
-            # Home: the summary of the fixture run (6 queries; dataset named in the provenance caption).
-            page.goto(server_url)
-            expect(page.get_by_role("heading", name="rageval · retrieval evaluation for RAG")).to_be_visible(
-                timeout=WAIT_MS)
-            queries_metric = page.get_by_test_id("stMetric").filter(has_text="Queries")
-            expect(queries_metric).to_contain_text("6")
-            expect(page.get_by_text("dataset nq_open (first 6 oracle questions)").first).to_be_visible()
-            expect(page.get_by_test_id("stDataFrame").first).to_be_visible()
-            page.screenshot(path=str(SHOTS / "home.png"), full_page=True)
-
-            # The inspector, through the home page's link; it opens on the first query.
-            page.get_by_role("link", name="Inspect queries one by one").click()
-            expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
-            expect(page.get_by_role("heading", name="who got the first nobel prize in physics")).to_be_visible()
-
-            # Pick another query by typing part of its question into the selectbox.
-            page.get_by_test_id("stSelectbox").filter(has_text="Question").click()
-            page.keyboard.type("reading football")
-            page.get_by_role("option", name="who is the owner of reading football club").click()
-            expect(page.get_by_role("heading", name="who is the owner of reading football club")).to_be_visible(
-                timeout=WAIT_MS)
-            expect(page).to_have_url(re.compile(r"[?&]query=nq(%3A|:)5\b"))
-            texts = page.get_by_test_id("stText")
-            expect(texts).to_have_count(5)  # K = 5 passages per query (tests/run_fixtures.py)
-            # nq:5's ranking misses its own gold passage and starts with nq:0's (tests/run_fixtures.py).
-            expect(texts.first).to_contain_text("The first Nobel Prize in Physics was awarded in 1901")
-            page.screenshot(path=str(SHOTS / "inspector_query.png"), full_page=True)
-
-            # The choice survives a trip to the home page and back through the sidebar navigation.
-            navigation = page.get_by_test_id("stSidebarNav")
-            navigation.get_by_role("link", name="app").click()
-            expect(page.get_by_role("heading", name="Aggregate measures")).to_be_visible(timeout=WAIT_MS)
-            navigation.get_by_role("link", name="Query inspector").click()
-            expect(page.get_by_role("heading", name="who is the owner of reading football club")).to_be_visible(
-                timeout=WAIT_MS)
-
-            # Open the injection passage's query (nq:0) by a shared link.
-            page.goto(f"{server_url}/Query_inspector?query=nq:0")
-            injected = page.get_by_test_id("stText").filter(has_text="<script>window.__pwned=1</script>")
-            expect(injected).to_be_visible(timeout=WAIT_MS)
-            expect(injected).to_contain_text(INJECTION)
-            expect(page.get_by_test_id("stMarkdown").filter(has_text="3. Escaping test <b>bold?</b>")).to_be_visible()
-            injected.scroll_into_view_if_needed()
-            page.screenshot(path=str(SHOTS / "inspector_escaping.png"), full_page=True)
-            assert page.evaluate("typeof window.__pwned") == "undefined"
-            assert not page_errors, page_errors
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page_errors: list[str] = []
+            page.on("pageerror", lambda error: page_errors.append(str(error)))
+            yield page, page_errors
         finally:
             browser.close()
 
 
+def test_summary_inspector_and_escaping_in_chromium(server_url):
+    from playwright.sync_api import expect
+
+    with chromium_page() as (page, page_errors):
+        # Home: the summary of the fixture run (6 queries; dataset named in the provenance caption).
+        page.goto(server_url)
+        expect(page.get_by_role("heading", name="rageval · retrieval evaluation for RAG")).to_be_visible(
+            timeout=WAIT_MS)
+        queries_metric = page.get_by_test_id("stMetric").filter(has_text="Queries")
+        expect(queries_metric).to_contain_text("6")
+        expect(page.get_by_text("dataset nq_open (first 6 oracle questions)").first).to_be_visible()
+        expect(page.get_by_test_id("stDataFrame").first).to_be_visible()
+        page.screenshot(path=str(SHOTS / "home.png"), full_page=True)
+
+        # The inspector, through the home page's link; it opens on the first query.
+        page.get_by_role("link", name="Inspect queries one by one").click()
+        expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name="who got the first nobel prize in physics")).to_be_visible()
+
+        # Pick another query by typing part of its question into the selectbox.
+        page.get_by_test_id("stSelectbox").filter(has_text="Question").click()
+        page.keyboard.type("reading football")
+        page.get_by_role("option", name="who is the owner of reading football club").click()
+        expect(page.get_by_role("heading", name="who is the owner of reading football club")).to_be_visible(
+            timeout=WAIT_MS)
+        expect(page).to_have_url(re.compile(r"[?&]query=nq(%3A|:)5\b"))
+        texts = page.get_by_test_id("stText")
+        expect(texts).to_have_count(5)  # K = 5 passages per query (tests/run_fixtures.py)
+        # nq:5's ranking misses its own gold passage and starts with nq:0's (tests/run_fixtures.py).
+        expect(texts.first).to_contain_text("The first Nobel Prize in Physics was awarded in 1901")
+        page.screenshot(path=str(SHOTS / "inspector_query.png"), full_page=True)
+
+        # The choice survives a trip to the home page and back through the sidebar navigation.
+        navigation = page.get_by_test_id("stSidebarNav")
+        navigation.get_by_role("link", name="app").click()
+        expect(page.get_by_role("heading", name="Aggregate measures")).to_be_visible(timeout=WAIT_MS)
+        navigation.get_by_role("link", name="Query inspector").click()
+        expect(page.get_by_role("heading", name="who is the owner of reading football club")).to_be_visible(
+            timeout=WAIT_MS)
+
+        # Open the injection passage's query (nq:0) by a shared link.
+        page.goto(f"{server_url}/Query_inspector?query=nq:0")
+        injected = page.get_by_test_id("stText").filter(has_text="<script>window.__pwned=1</script>")
+        expect(injected).to_be_visible(timeout=WAIT_MS)
+        expect(injected).to_contain_text(INJECTION)
+        expect(page.get_by_test_id("stMarkdown").filter(has_text="3. Escaping test <b>bold?</b>")).to_be_visible()
+        injected.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "inspector_escaping.png"), full_page=True)
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert not page_errors, page_errors
+
+
 def test_reteval_page_failure_case_to_inspector_in_chromium(server_url, tmp_path_factory):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     with RunReader(reteval_run_file(tmp_path_factory)) as reader:
         queries = reader.query_table()
     marked = queries[[MARKUP in text for text in queries["text"]]].iloc[0]
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page_errors: list[str] = []
-        page.on("pageerror", lambda error: page_errors.append(str(error)))
-        try:
-            # The page on the complete run: judge exact match by default, the paper's table, the failure cases.
-            page.goto(f"{server_url}/LLM_retEval?run={RETEVAL_RUN}")
-            expect(page.get_by_role("heading", name="LLM-retEval", exact=True)).to_be_visible(timeout=WAIT_MS)
-            expect(page.get_by_role("heading", name="Retriever evaluation, judge: exact match")).to_be_visible(
-                timeout=WAIT_MS)
-            expect(page.get_by_role("heading", name="Failure cases")).to_be_visible()
-            expect(page.get_by_test_id("stDataFrame")).to_have_count(2)
+    with chromium_page() as (page, page_errors):
+        # The page on the complete run: judge exact match by default, the paper's table, the failure cases.
+        page.goto(f"{server_url}/LLM_retEval?run={RETEVAL_RUN}")
+        expect(page.get_by_role("heading", name="LLM-retEval", exact=True)).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name="Retriever evaluation, judge: exact match")).to_be_visible(
+            timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name="Failure cases")).to_be_visible()
+        expect(page.get_by_test_id("stDataFrame")).to_have_count(2)
 
-            # The first case is the marked question's (reteval_run_file): its text is shown literally.
-            case_texts = page.get_by_test_id("stText")
-            expect(case_texts.first).to_have_text(marked["text"], timeout=WAIT_MS)
-            expect(case_texts.first).to_contain_text("<b>bold?</b>")
-            assert page.locator("b", has_text="bold?").count() == 0
-            page.screenshot(path=str(SHOTS / "reteval.png"), full_page=True)
+        # The first case is the marked question's (reteval_run_file): its text is shown literally.
+        case_texts = page.get_by_test_id("stText")
+        expect(case_texts.first).to_have_text(marked["text"], timeout=WAIT_MS)
+        expect(case_texts.first).to_contain_text("<b>bold?</b>")
+        assert page.locator("b", has_text="bold?").count() == 0
+        page.screenshot(path=str(SHOTS / "reteval.png"), full_page=True)
 
-            # Its link opens the query inspector on that query of that run.
-            page.get_by_role("link", name="Open this query in the query inspector").click()
-            expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
-            expect(page).to_have_url(re.compile(r"[?&]query=" + re.escape(marked["query_id"]).replace(":", "(%3A|:)")))
-            expect(page.get_by_role("heading", name=marked["text"])).to_be_visible(timeout=WAIT_MS)
-            expect(page.get_by_role("heading", name="LLM-retEval", exact=True)).to_be_visible()
-            expect(page.get_by_text("Failure cases", exact=True)).to_be_visible()
-            page.screenshot(path=str(SHOTS / "inspector_reteval.png"), full_page=True)
+        # Its link opens the query inspector on that query of that run.
+        page.get_by_role("link", name="Open this query in the query inspector").click()
+        expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
+        expect(page).to_have_url(re.compile(r"[?&]query=" + re.escape(marked["query_id"]).replace(":", "(%3A|:)")))
+        expect(page.get_by_role("heading", name=marked["text"])).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name="LLM-retEval", exact=True)).to_be_visible()
+        expect(page.get_by_text("Failure cases", exact=True)).to_be_visible()
+        page.screenshot(path=str(SHOTS / "inspector_reteval.png"), full_page=True)
 
-            # Back through the sidebar navigation, then another judge from the sidebar.
-            page.get_by_test_id("stSidebarNav").get_by_role("link", name="LLM retEval").click()
-            expect(page.get_by_role("heading", name="Retriever evaluation, judge: exact match")).to_be_visible(
-                timeout=WAIT_MS)
-            page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Judge").click()
-            page.get_by_role("option", name="token F1").click()
-            expect(page.get_by_role("heading", name="Retriever evaluation, judge: token F1 (threshold 0.5)")
-                   ).to_be_visible(timeout=WAIT_MS)
-            expect(page).to_have_url(re.compile(r"[?&]judge=token_f1\b"))
-            assert page.evaluate("typeof window.__pwned") == "undefined"
-            assert not page_errors, page_errors
-        finally:
-            browser.close()
+        # Back through the sidebar navigation, then another judge from the sidebar.
+        page.get_by_test_id("stSidebarNav").get_by_role("link", name="LLM retEval").click()
+        expect(page.get_by_role("heading", name="Retriever evaluation, judge: exact match")).to_be_visible(
+            timeout=WAIT_MS)
+        page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Judge").click()
+        page.get_by_role("option", name="token F1").click()
+        expect(page.get_by_role("heading", name="Retriever evaluation, judge: token F1 (threshold 0.5)")
+               ).to_be_visible(timeout=WAIT_MS)
+        expect(page).to_have_url(re.compile(r"[?&]judge=token_f1\b"))
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert not page_errors, page_errors

@@ -10,7 +10,6 @@ import pytest
 
 from rageval import erag
 from rageval.bertscore import BertScorer, greedy_match_f1
-from rageval.corpus import build_corpus
 from rageval.store import DocOutput, Label
 from rageval.text_metrics import answer_accuracy, contains_answer, exact_match, rouge_l, token_f1
 from rageval.types import Ranking, ScoredPassage
@@ -19,16 +18,6 @@ from tests.run_fixtures import RecordingGenerator
 NOBEL = "who got the first nobel prize in physics"    # answer: Wilhelm Conrad Röntgen; gold passage nq-dpr:1
 READING = "who is the owner of reading football club"  # answers: Dai Xiuli / Xiu Li Dai / Dai Yongge / Yongge Dai
 BEAST = "who does the voice of the beast in the new movie"  # answer: Dan Stevens; gold passage nq-dpr:328
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return build_corpus()
-
-
-@pytest.fixture(scope="module")
-def passages(corpus):
-    return {p.passage_id: p for p in corpus.passages}
 
 
 @pytest.fixture(scope="module")

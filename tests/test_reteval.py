@@ -17,7 +17,6 @@ import pytest
 from scipy.stats import spearmanr
 
 from rageval import reteval
-from rageval.corpus import build_corpus
 from rageval.generation.base import DecodingSettings, FakeGenerator, first_capitalised_span
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.prompts import build_qa_prompt
@@ -38,16 +37,6 @@ SONG = "who sings got my mind set on you"                                       
 BEAST = "who does the voice of the beast in the new movie"                             # gold nq-dpr:328
 READING = "who is the owner of reading football club"                                  # four spellings of two owners
 DEADPOOL = "when is the next deadpool movie being released"
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return build_corpus()
-
-
-@pytest.fixture(scope="module")
-def passages(corpus):
-    return {p.passage_id: p for p in corpus.passages}
 
 
 @pytest.fixture(scope="module")

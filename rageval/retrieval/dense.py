@@ -92,41 +92,40 @@ class MiniLMEncoder:
         self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir, local_files_only=True)
         self._model = AutoModel.from_pretrained(self.model_dir, local_files_only=True).to(device).eval()
 
-    def encode(self, texts: Sequence[str], batch_size: int = 64,
-               progress: Callable[[int], None] | None = None) -> np.ndarray:
-        torch = self._torch
+    def _last_hidden_states(self, texts: Sequence[str], batch_size: int):
+        """Yield ``(rows, attention_mask, last_hidden_state)`` for batches of similar-length texts (``rows``:
+        indices into ``texts``), under ``torch.inference_mode``."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        out = np.empty((len(texts), EMBEDDING_DIM), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with torch.inference_mode():
+        with self._torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 rows = order[start:start + batch_size]
                 batch = self._tokenizer([texts[i] for i in rows], padding=True, truncation=True,
                                         max_length=self.max_length, return_tensors="pt").to(self.device)
-                hidden = self._model(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-                out[rows] = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
-                if progress is not None:
-                    progress(len(rows))
+                yield rows, batch["attention_mask"], self._model(**batch).last_hidden_state
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64,
+               progress: Callable[[int], None] | None = None) -> np.ndarray:
+        torch = self._torch
+        out = np.empty((len(texts), EMBEDDING_DIM), dtype=np.float32)
+        for rows, attention_mask, hidden in self._last_hidden_states(texts, batch_size):
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+            out[rows] = torch.nn.functional.normalize(pooled, p=2, dim=1).float().cpu().numpy()
+            if progress is not None:
+                progress(len(rows))
         return out
 
     def token_vectors(self, texts: Sequence[str], batch_size: int = 64) -> list[np.ndarray]:
         """Per text, the unit-length last-layer vectors of its word pieces (``[CLS]``/``[SEP]`` dropped): the
         contextual embeddings BERTScore matches (see :mod:`rageval.bertscore`)."""
-        torch = self._torch
         vectors: list[np.ndarray] = [np.empty((0, EMBEDDING_DIM), dtype=np.float32)] * len(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with torch.inference_mode():
-            for start in range(0, len(order), batch_size):
-                rows = order[start:start + batch_size]
-                batch = self._tokenizer([texts[i] for i in rows], padding=True, truncation=True,
-                                        max_length=self.max_length, return_tensors="pt").to(self.device)
-                hidden = torch.nn.functional.normalize(self._model(**batch).last_hidden_state, p=2, dim=-1)
-                lengths = batch["attention_mask"].sum(dim=1).tolist()
-                for row, i in enumerate(rows):
-                    vectors[i] = hidden[row, 1:lengths[row] - 1].float().cpu().numpy()
+        for rows, attention_mask, hidden in self._last_hidden_states(texts, batch_size):
+            hidden = self._torch.nn.functional.normalize(hidden, p=2, dim=-1)
+            lengths = attention_mask.sum(dim=1).tolist()
+            for row, i in enumerate(rows):
+                vectors[i] = hidden[row, 1:lengths[row] - 1].float().cpu().numpy()
         return vectors
 
     def __repr__(self) -> str:
