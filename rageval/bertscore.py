@@ -18,16 +18,21 @@ from collections.abc import Sequence
 import numpy as np
 
 
+def greedy_match(candidate: np.ndarray, reference: np.ndarray) -> tuple[float, float, float]:
+    """BERTScore (P, R, F) of two ``[tokens, dim]`` matrices of unit vectors (zeros when either is empty)."""
+    if len(candidate) == 0 or len(reference) == 0:
+        return 0.0, 0.0, 0.0
+    similarity = candidate @ reference.T
+    precision = min(1.0, float(similarity.max(axis=1).mean()))
+    recall = min(1.0, float(similarity.max(axis=0).mean()))
+    if precision + recall <= 0:
+        return precision, recall, 0.0
+    return precision, recall, min(1.0, 2 * precision * recall / (precision + recall))
+
+
 def greedy_match_f1(candidate: np.ndarray, reference: np.ndarray) -> float:
     """BERTScore F1 of two ``[tokens, dim]`` matrices of unit vectors (0.0 when either is empty)."""
-    if len(candidate) == 0 or len(reference) == 0:
-        return 0.0
-    similarity = candidate @ reference.T
-    precision = float(similarity.max(axis=1).mean())
-    recall = float(similarity.max(axis=0).mean())
-    if precision + recall <= 0:
-        return 0.0
-    return min(1.0, 2 * precision * recall / (precision + recall))
+    return greedy_match(candidate, reference)[2]
 
 
 class BertScorer:
@@ -60,6 +65,12 @@ class BertScorer:
         self._ensure([p.strip() for p in predictions] + [g.strip() for gs in gold_answers for g in gs])
         return [max((greedy_match_f1(self._vectors[p.strip()], self._vectors[g.strip()]) for g in gs), default=0.0)
                 for p, gs in zip(predictions, gold_answers)]
+
+    def precision_recall_f1(self, prediction: str, gold_answers: Sequence[str]) -> tuple[float, float, float]:
+        """(P, R, F), each maximised over ``gold_answers`` on its own (as the attribution paper reports them)."""
+        self._ensure([prediction.strip()] + [g.strip() for g in gold_answers])
+        scores = [greedy_match(self._vectors[prediction.strip()], self._vectors[g.strip()]) for g in gold_answers]
+        return tuple(max((s[i] for s in scores), default=0.0) for i in range(3))
 
     def __call__(self, prediction: str, gold_answers: Sequence[str]) -> float:
         return self.score_many([prediction], [gold_answers])[0]

@@ -7,6 +7,7 @@
     rageval eval-retrieval          BM25 / dense / hybrid / reranked retrieval vs gold passages
     rageval train-reranker          train (once, cached) the MiniLM cross-encoder NQ reranker
     rageval subquery-retrieval      LLM sub-queries -> BM25 each -> fused ranking, vs BM25 and MAX
+    rageval train-nli               train (once, cached) the MiniLM NLI model; accuracy on held-out test splits
 """
 
 from __future__ import annotations
@@ -579,6 +580,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--method", help="label method (required for qrels), e.g. erag:em")
     export.add_argument("--out", type=Path, required=True)
     export.set_defaults(handler=cmd_export)
+
+    from rageval.attribution.cli import add_parsers as add_attribution_parsers
+
+    add_attribution_parsers(sub)
 
     info = sub.add_parser("info", help="print what a run file holds")
     info.add_argument("run", type=Path)

@@ -224,3 +224,42 @@ def parse_yes_no(completion: str) -> bool | None:
     words = completion.strip().split()
     first = words[0].strip(".,:;!\"'").lower() if words else ""
     return {"yes": True, "no": False}.get(first)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Entailment by the LLM (the "llm" NLI backend of citation checking: does the passage support the claim?)
+
+
+@dataclass(frozen=True)
+class EntailmentExample:
+    """One worked entailment judgement: a premise passage, a claim and ``Yes`` (supported) or ``No``."""
+
+    premise: str
+    claim: str
+    verdict: str
+
+
+NLI_FEW_SHOT = PromptTemplate(
+    name="nli-yesno",
+    version="1",
+    instruction="Does the passage fully support the claim? Reply Yes only if everything the claim states can be "
+                "read in the passage; otherwise reply No.",
+    examples=(
+        EntailmentExample(
+            premise="Penicillin was discovered in 1928 by the Scottish physician Alexander Fleming at St Mary's "
+                    "Hospital in London.",
+            claim="Alexander Fleming discovered penicillin in 1928.", verdict="Yes"),
+        EntailmentExample(
+            premise="Mount Kilimanjaro is a dormant volcano in Tanzania.",
+            claim="Mount Kilimanjaro is the highest mountain in Africa.", verdict="No"),
+    ),
+)
+
+
+def build_nli_prompt(premise: str, claim: str, template: PromptTemplate = NLI_FEW_SHOT) -> str:
+    """Ask whether ``premise`` supports ``claim``; the completion starts with ``Yes`` or ``No``."""
+    blocks = [_one_line(template.instruction)]
+    blocks += [f"Passage: {_one_line(ex.premise)}\nClaim: {_one_line(ex.claim)}\nSupported: {ex.verdict}"
+               for ex in template.examples]
+    blocks.append(f"Passage: {_one_line(premise)}\nClaim: {_one_line(claim)}\nSupported:")
+    return "\n\n".join(blocks)

@@ -32,6 +32,7 @@ from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x52414745  # "RAGE": marks a SQLite file as a rageval run
+ATTRIBUTION_APPLICATION_ID = 0x52414741  # "RAGA": an attributed-answer run (rageval.attribution.store)
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -168,6 +169,14 @@ class Run:
 
 def write_run(run: Run, path: str | os.PathLike) -> Path:
     """Write ``run`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+    return write_sqlite_atomically(path, lambda connection: _write_tables(connection, run))
+
+
+def write_sqlite_atomically(path: str | os.PathLike, fill) -> Path:
+    """Create the SQLite file ``path`` with ``fill(connection)`` in a temporary sibling, commit, then rename.
+
+    A reader never sees half a file; a failure (or a kill) leaves any earlier file at ``path`` untouched.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -178,7 +187,7 @@ def write_run(run: Run, path: str | os.PathLike) -> Path:
     try:
         connection = sqlite3.connect(temp_name)
         try:
-            _write_tables(connection, run)
+            fill(connection)
             connection.commit()
         finally:
             connection.close()
@@ -187,6 +196,18 @@ def write_run(run: Run, path: str | os.PathLike) -> Path:
         Path(temp_name).unlink(missing_ok=True)
         raise
     return path
+
+
+def sqlite_application_id(path: str | os.PathLike) -> int | None:
+    """The ``application_id`` of a SQLite file (big-endian at byte 68 of its header), None if not SQLite."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(72)
+    except OSError:
+        return None
+    if len(header) < 72 or not header.startswith(b"SQLite format 3\x00"):
+        return None
+    return int.from_bytes(header[68:72], "big")
 
 
 def _write_tables(connection: sqlite3.Connection, run: Run) -> None:
@@ -379,7 +400,8 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
     """Run files (``*.sqlite``) in ``folder``, newest first, then those in its sub-folders (newest first).
 
     Sub-folders hold supporting runs (e.g. ``retrieval/``, the retriever comparison), so the default run
-    (the first) is always a top-level one.
+    (the first) is always a top-level one. Attributed-answer runs (:mod:`rageval.attribution.store`) are another
+    kind and are not listed.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -387,7 +409,7 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
     top = sorted(folder.glob("*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
     nested = sorted((p for p in folder.glob("*/**/*.sqlite") if not p.name.startswith(".")),
                     key=lambda p: p.stat().st_mtime, reverse=True)
-    return top + nested
+    return [p for p in top + nested if sqlite_application_id(p) != ATTRIBUTION_APPLICATION_ID]
 
 
 def labels_as_qrels(labels: Iterable[Label] | pd.DataFrame, method: str) -> dict[str, dict[str, float]]:

@@ -113,14 +113,24 @@ class _SquadTokenizer:
 _ROUGE_SCORER = None
 
 
-def rouge_l(prediction: str, gold_answers: Sequence[str]) -> float:
-    """ROUGE-L F-measure (longest common subsequence; Lin, 2004), maximised over the gold answers.
-
-    Computed by Google's ``rouge-score`` package on SQuAD-normalised words (no stemming), 0.0 with no answers.
-    """
+def _rouge_scorer():
     global _ROUGE_SCORER
     if _ROUGE_SCORER is None:
         from rouge_score.rouge_scorer import RougeScorer
 
         _ROUGE_SCORER = RougeScorer(["rougeL"], tokenizer=_SquadTokenizer())
-    return max((_ROUGE_SCORER.score(gold, prediction)["rougeL"].fmeasure for gold in gold_answers), default=0.0)
+    return _ROUGE_SCORER
+
+
+def rouge_l_scores(prediction: str, reference: str) -> tuple[float, float, float]:
+    """ROUGE-L (precision, recall, F-measure) of ``prediction`` against one ``reference`` (same tokens as rouge_l)."""
+    score = _rouge_scorer().score(reference, prediction)["rougeL"]
+    return score.precision, score.recall, score.fmeasure
+
+
+def rouge_l(prediction: str, gold_answers: Sequence[str]) -> float:
+    """ROUGE-L F-measure (longest common subsequence; Lin, 2004), maximised over the gold answers.
+
+    Computed by Google's ``rouge-score`` package on SQuAD-normalised words (no stemming), 0.0 with no answers.
+    """
+    return max((rouge_l_scores(prediction, gold)[2] for gold in gold_answers), default=0.0)

@@ -1,0 +1,124 @@
+"""``rageval train-nli`` and ``rageval attribution``: the entailment model and the HAGRID attributed-answer runs."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+from rageval.paths import DATA_DIR, RUNS_DIR
+
+NLI_REPORT = RUNS_DIR / "nli" / "nli_test_report.json"
+
+
+def _bar(description: str, unit: str):
+    from tqdm import tqdm
+
+    bar = tqdm(desc=description, unit=unit, file=sys.stderr, dynamic_ncols=True)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    return bar, update
+
+
+def cmd_train_nli(args: argparse.Namespace) -> int:
+    from rageval.attribution import nli
+
+    config = nli.NliTrainingConfig(max_pairs_per_source=args.max_pairs_per_source or None, epochs=args.epochs,
+                                   lr=args.lr, trainable_layers=None if args.trainable_layers < 0
+                                   else args.trainable_layers, seed=args.seed)
+    directory = nli.nli_model_dir(config)
+    started = time.perf_counter()
+    bar, update = _bar("training steps", "step")
+    with bar:
+        model = nli.load_or_train_nli(config, args.data_dir, update, retrain=args.retrain)
+    log_path = directory / "training_log.json"
+    training = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
+    print(f"{model.model_id}: {directory} ({time.perf_counter() - started:.0f} s; trained on "
+          f"{training.get('examples', '?')} pairs in {training.get('seconds', '?')} s)")
+    bar, update = _bar("test sources", "source")
+    started = time.perf_counter()
+    with bar:
+        report = nli.evaluate_nli(model, args.data_dir, max_pairs_per_source=args.eval_limit or None, progress=update)
+    seconds = time.perf_counter() - started
+    print(f"\nheld-out test splits (2-way, p(entail) >= {nli.ENTAILMENT_THRESHOLD}; {seconds:.0f} s):")
+    print(f"{'source':<15} {'pairs':>6} {'accuracy':>9} {'entail P':>9} {'entail R':>9} {'entail F1':>9}")
+    for source, scores in report.items():
+        print(f"{source:<15} {scores.n:>6} {scores.accuracy:>9.3f} {scores.precision:>9.3f} {scores.recall:>9.3f} "
+              f"{scores.f1:>9.3f}")
+    if args.report:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(json.dumps({
+            "model_id": model.model_id, "config": dataclasses.asdict(config), "training": training,
+            "threshold": nli.ENTAILMENT_THRESHOLD, "eval_limit": args.eval_limit or None,
+            "test": {source: dataclasses.asdict(scores) for source, scores in report.items()}}, indent=1),
+            encoding="utf-8")
+        print(f"wrote {args.report}")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    nli = sub.add_parser("train-nli", help="fine-tune (once, cached) the MiniLM NLI cross-encoder on data/nli "
+                                           "train/dev rows and report accuracy on every held-out test split")
+    nli.add_argument("--max-pairs-per-source", type=int, default=5000, help="0: every train/dev pair")
+    nli.add_argument("--epochs", type=int, default=1)
+    nli.add_argument("--lr", type=float, default=1e-4)
+    nli.add_argument("--trainable-layers", type=int, default=4, help="top encoder layers fine-tuned; -1: all")
+    nli.add_argument("--seed", type=int, default=0)
+    nli.add_argument("--retrain", action="store_true", help="train even if the model is cached")
+    nli.add_argument("--eval-limit", type=int, default=0, help="first N test pairs per source (0: all)")
+    nli.add_argument("--report", type=Path, default=NLI_REPORT, help="JSON report of the test accuracies")
+    nli.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    nli.set_defaults(handler=cmd_train_nli)
+    add_attribution_parser(sub)
+
+
+def cmd_attribution(args: argparse.Namespace) -> int:
+    from rageval.attribution.experiment import AttributionPlan, AttributionResources, build_attribution_run
+    from rageval.attribution.nli import load_nli
+    from rageval.bertscore import BertScorer
+    from rageval.corpus import build_corpus
+    from rageval.data import HAGRID_FILE, HAGRID_RUN_FILE, read_hagrid, read_hagrid_run
+    from rageval.generation.cache import CachedGenerator, LLMCache
+    from rageval.generation.gemma import load_gemma_generator
+    from rageval.retrieval.rerank import load_or_train_nq_reranker
+
+    plan = AttributionPlan(num_queries=args.num_queries, first_query=args.first_query, k=args.k, depth=args.depth,
+                           nli_backend=args.nli)
+    corpus = build_corpus(args.data_dir)
+    generator = CachedGenerator(load_gemma_generator(batch_size=args.batch_size, dtype=args.dtype or None),
+                                LLMCache(args.cache) if args.cache else LLMCache())
+    resources = AttributionResources(
+        corpus, generator, load_nli(args.nli, generator=generator), load_or_train_nq_reranker(corpus=corpus),
+        BertScorer(), read_hagrid(args.data_dir / HAGRID_FILE), read_hagrid_run(args.data_dir / HAGRID_RUN_FILE))
+    out = args.out or RUNS_DIR / "attribution" / plan.file_name
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    path = build_attribution_run(plan, resources, out, log=log, command="rageval " + " ".join(sys.argv[1:]))
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+def add_attribution_parser(sub) -> None:
+    run = sub.add_parser("attribution", help="HAGRID attributed answers: scenarios G / RTG-gold / RTG-vanilla / "
+                                             "RTG-monot5 / RTG-query-gen / GTR and the gold answers, NLI-scored, "
+                                             "into a run file")
+    run.add_argument("--num-queries", type=int, default=100, help="HAGRID dev queries with generated scenarios")
+    run.add_argument("--first-query", type=int, default=0)
+    run.add_argument("--k", type=int, default=2, help="retrieved passages given to the generator")
+    run.add_argument("--depth", type=int, default=10, help="passages retrieved per (sub-)query")
+    run.add_argument("--nli", default="trained",
+                     help="NLI backend: 'trained' (MiniLM, rageval train-nli), 'llm', or a Hugging Face id/path")
+    run.add_argument("--batch-size", type=int, default=8)
+    run.add_argument("--dtype", default="bfloat16", help="generator precision ('' for the device default)")
+    run.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
+    run.add_argument("--out", type=Path, help="run file (default: data/runs/attribution/<plan name>.sqlite)")
+    run.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    run.set_defaults(handler=cmd_attribution)

@@ -1,0 +1,332 @@
+"""Entailment (NLI) backends for citation checking: NLI(premise, hypothesis) in {0, 1} (SPEC §3, issue 5).
+
+AutoAIS and ALCE's citation recall/precision need a binary decision "does passage p entail statement s?"
+(Honovich et al., TRUE, 2022; Gao et al., ALCE, 2023). The backend is a setting (:func:`load_nli`):
+
+* ``trained`` (default): the MiniLM cross-encoder :func:`load_or_train_nli` fine-tunes once on the train/dev rows
+  of ``data/nli`` (2-way: entailment vs everything else; every ``split=test`` row is held out) and caches under
+  ``cache_dir()/models/nli-minilm-<digest>``. p(entail) = σ(s(statement, passage)).
+* a Hugging Face model id or local path: a sequence classifier whose ``id2label`` names an entailment class
+  (p = softmax over the classes, entailment's share), or a seq2seq model used as TRUE is (input
+  ``"premise: P hypothesis: H"``, p = P("1") / (P("1") + P("0")) for the first decoded token), e.g. the
+  T5-11B TRUE model the paper used.
+* ``llm``: a generator asked few-shot whether the passage supports the claim (p is 1 for Yes, 0 for No).
+
+Long premises (a passage, or ALCE's concatenation of cited passages) are handled by **windowing**, never by
+silent truncation: when statement + premise exceed the model's ``max_length`` word pieces, the premise is cut into
+windows of the remaining budget that overlap by half, every window is scored, and the pair's probability is the
+maximum over windows (a statement is entailed if some window entails it; as SummaC-ZS scores chunks). A statement
+that needs facts from two windows far apart is therefore missed; :attr:`NliResult.windows` records how many
+windows a pair needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from rageval.attribution.nli_data import EntailmentScores, entails, held_out_pairs, score_predictions, training_pairs
+from rageval.errors import RagevalError
+from rageval.paths import DATA_DIR
+
+ENTAILMENT_THRESHOLD = 0.5  # p(entail) >= 0.5 -> NLI = 1
+ProgressCallback = Callable[[int, int], None]
+PremiseHypothesis = tuple[str, str]
+
+
+@runtime_checkable
+class EntailmentModel(Protocol):
+    """Scores (premise, hypothesis) pairs: the probability that the premise entails the hypothesis."""
+
+    model_id: str
+
+    def entailment_probabilities(self, pairs: Sequence[PremiseHypothesis]) -> list[float]:
+        ...
+
+
+def entailment_decisions(model: EntailmentModel, pairs: Sequence[PremiseHypothesis],
+                         threshold: float = ENTAILMENT_THRESHOLD) -> list[int]:
+    """NLI(premise, hypothesis) ∈ {0, 1} for every pair: 1 when p(entail) >= ``threshold``."""
+    return [int(p >= threshold) for p in model.entailment_probabilities(pairs)]
+
+
+# ------------------------------------------------------------------------------------- windowed scoring
+
+
+def premise_windows(tokenizer, premise: str, budget: int) -> list[str]:
+    """``premise`` cut into windows of at most ``budget`` word pieces overlapping by half (one if it fits).
+
+    Windows are cut at word-piece boundaries by the tokenizer's character offsets, so their text is a substring
+    of the premise.
+    """
+    if budget < 8:
+        raise ValueError(f"premise budget {budget}: too small for a window (need at least 8 word pieces)")
+    offsets = tokenizer(premise, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    if len(offsets) <= budget:
+        return [premise]
+    stride = budget // 2
+    windows = []
+    for start in range(0, len(offsets), stride):
+        end = min(start + budget, len(offsets))
+        windows.append(premise[offsets[start][0]:offsets[end - 1][1]])
+        if end == len(offsets):
+            break
+    return windows
+
+
+def windowed_max(pairs: Sequence[PremiseHypothesis], tokenizer, max_length: int, hypothesis_budget: int,
+                 score_windows: Callable[[list[PremiseHypothesis]], list[float]]) -> tuple[list[float], list[int]]:
+    """Max over premise windows of ``score_windows`` for each pair, and the number of windows each needed.
+
+    The premise budget of a pair is ``max_length`` minus the hypothesis' word pieces (capped at
+    ``hypothesis_budget``) minus 3 special tokens.
+    """
+    flat: list[PremiseHypothesis] = []
+    owners: list[int] = []
+    counts: list[int] = []
+    for row, (premise, hypothesis) in enumerate(pairs):
+        hypothesis_tokens = min(len(tokenizer(hypothesis, add_special_tokens=False)["input_ids"]), hypothesis_budget)
+        windows = premise_windows(tokenizer, premise, max(8, max_length - hypothesis_tokens - 3))
+        counts.append(len(windows))
+        flat.extend((window, hypothesis) for window in windows)
+        owners.extend([row] * len(windows))
+    scores = score_windows(flat) if flat else []
+    best = [-math.inf] * len(pairs)
+    for owner, score in zip(owners, scores):
+        best[owner] = max(best[owner], score)
+    return best, counts
+
+
+class CrossEncoderNli:
+    """A :class:`rageval.retrieval.rerank.CrossEncoder` read as an NLI model: text_a = hypothesis, text_b = premise.
+
+    p(entail) = σ(s(hypothesis, premise)), maximised over premise windows (module docstring).
+    """
+
+    def __init__(self, cross_encoder):
+        self.cross_encoder = cross_encoder
+        self.model_id = cross_encoder.model_id
+        self.last_window_counts: list[int] = []
+
+    def entailment_probabilities(self, pairs: Sequence[PremiseHypothesis]) -> list[float]:
+        settings = self.cross_encoder.settings
+        logits, self.last_window_counts = windowed_max(
+            pairs, self.cross_encoder.tokenizer, settings.max_length, settings.max_a_tokens,
+            lambda flat: self.cross_encoder.score_pairs([(h, p) for p, h in flat]))
+        return [1.0 / (1.0 + math.exp(-logit)) for logit in logits]
+
+
+class HuggingFaceNli:
+    """Any Hugging Face NLI model (id or local path): a sequence classifier with an entailment label, or a TRUE-style
+    seq2seq model answering "1"/"0" to ``"premise: P hypothesis: H"``. Loading never downloads unless
+    ``local_files_only=False`` is passed."""
+
+    def __init__(self, name_or_path: str, device: str | None = None, batch_size: int = 16, max_length: int = 512,
+                 local_files_only: bool = True):
+        import torch
+        from transformers import AutoConfig, AutoTokenizer
+
+        try:
+            config = AutoConfig.from_pretrained(name_or_path, local_files_only=local_files_only)
+            self.tokenizer = AutoTokenizer.from_pretrained(name_or_path, local_files_only=local_files_only)
+        except OSError as error:
+            raise RagevalError(f"NLI model {name_or_path!r}: cannot load it ({error})") from None
+        self.model_id = f"hf:{name_or_path}"
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.batch_size = batch_size
+        self.max_length = min(max_length, getattr(self.tokenizer, "model_max_length", max_length) or max_length)
+        self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
+        if self.seq2seq:
+            from transformers import AutoModelForSeq2SeqLM
+
+            self.model = AutoModelForSeq2SeqLM.from_pretrained(name_or_path, local_files_only=local_files_only)
+            self.answer_ids = [self._single_token(text) for text in ("1", "0")]
+        else:
+            from transformers import AutoModelForSequenceClassification
+
+            self.model = AutoModelForSequenceClassification.from_pretrained(name_or_path,
+                                                                            local_files_only=local_files_only)
+            labels = {int(i): str(name).lower() for i, name in self.model.config.id2label.items()}
+            matches = [i for i, name in labels.items() if name.startswith("entail")]
+            if len(matches) != 1:
+                raise RagevalError(f"NLI model {name_or_path!r}: its id2label {labels} has no single entailment "
+                                   f"label (one whose name starts with 'entail')")
+            self.entailment_index = matches[0]
+        self.model.to(self.device).eval()
+        self.last_window_counts: list[int] = []
+
+    def _single_token(self, text: str) -> int:
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        if not ids:
+            raise RagevalError(f"{self.model_id}: the tokenizer has no token for {text!r}")
+        return ids[-1]
+
+    def entailment_probabilities(self, pairs: Sequence[PremiseHypothesis]) -> list[float]:
+        budget = self.max_length - 16 if self.seq2seq else self.max_length
+        probabilities, self.last_window_counts = windowed_max(pairs, self.tokenizer, budget, 128, self._score)
+        return probabilities
+
+    def _score(self, pairs: list[PremiseHypothesis]) -> list[float]:
+        import torch
+
+        scores: list[float] = []
+        with torch.inference_mode():
+            for start in range(0, len(pairs), self.batch_size):
+                batch = pairs[start:start + self.batch_size]
+                if self.seq2seq:
+                    inputs = self.tokenizer([f"premise: {p} hypothesis: {h}" for p, h in batch], padding=True,
+                                            truncation=True, max_length=self.max_length, return_tensors="pt")
+                    start_ids = torch.full((len(batch), 1), self.model.config.decoder_start_token_id or 0,
+                                           dtype=torch.long)
+                    logits = self.model(**inputs.to(self.device), decoder_input_ids=start_ids.to(self.device)).logits
+                    pair_logits = logits[:, 0, self.answer_ids].float().softmax(dim=-1)
+                    scores.extend(pair_logits[:, 0].cpu().tolist())
+                else:
+                    inputs = self.tokenizer([p for p, _ in batch], [h for _, h in batch], padding=True,
+                                            truncation="only_first", max_length=self.max_length, return_tensors="pt")
+                    probabilities = self.model(**inputs.to(self.device)).logits.float().softmax(dim=-1)
+                    scores.extend(probabilities[:, self.entailment_index].cpu().tolist())
+        return scores
+
+
+class LlmNli:
+    """An LLM asked few-shot whether a passage supports a claim; p(entail) is 1 for a Yes reply, 0 otherwise.
+
+    The raw replies of the last call are kept in :attr:`last_replies` (the verdict's evidence).
+    """
+
+    def __init__(self, generator):
+        from rageval.prompts import NLI_FEW_SHOT
+
+        self.generator = generator
+        self.template = NLI_FEW_SHOT
+        self.model_id = f"llm:{generator.model_id}:{NLI_FEW_SHOT.name}@{NLI_FEW_SHOT.version}"
+        self.last_replies: list[str] = []
+
+    def entailment_probabilities(self, pairs: Sequence[PremiseHypothesis]) -> list[float]:
+        from rageval.generation.base import DecodingSettings
+        from rageval.prompts import build_nli_prompt, parse_yes_no
+
+        prompts = [build_nli_prompt(premise, hypothesis) for premise, hypothesis in pairs]
+        self.last_replies = self.generator.generate(prompts, DecodingSettings(max_new_tokens=3)) if prompts else []
+        return [1.0 if parse_yes_no(reply) else 0.0 for reply in self.last_replies]
+
+
+# ------------------------------------------------------------------------------------- the trained model
+
+
+@dataclass(frozen=True)
+class NliTrainingConfig:
+    """Data and hyper-parameters of the default NLI cross-encoder; its hash names the cached model.
+
+    Trained from all-MiniLM-L6-v2 (a fresh linear head on mean-pooled states) on every ``train`` and ``dev`` pair of
+    ``sources`` (2-way labels), at most ``max_pairs_per_source`` per source (seeded sample; None = all), pointwise
+    BCE. Hypothesis first (up to ``max_hypothesis_tokens``), premise fills the rest of ``max_length``.
+    """
+
+    sources: tuple[str, ...] = ("snli", "fever", "climate_fever", "covidfact", "healthver", "glue_rte")
+    max_pairs_per_source: int | None = 5000  # ~23k pairs: one epoch in ~16 min on 2 CPU cores (measured)
+    epochs: int = 1
+    lr: float = 1e-4
+    batch_size: int = 32
+    warmup_ratio: float = 0.1
+    trainable_layers: int | None = 4  # top 4 of 6 layers; all 6 cost 1.6x the time per step (measured)
+    max_length: int = 256
+    max_hypothesis_tokens: int = 96
+    seed: int = 0
+    base_model: str = "all-MiniLM-L6-v2"
+
+    def digest(self) -> str:
+        payload = json.dumps(dataclasses.asdict(self), sort_keys=True)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:12]
+
+    @property
+    def model_id(self) -> str:
+        return f"nli-minilm-{self.digest()}"
+
+
+def nli_model_dir(config: NliTrainingConfig = NliTrainingConfig()) -> Path:
+    from rageval.paths import cache_dir
+
+    return cache_dir() / "models" / config.model_id
+
+
+def nli_training_examples(config: NliTrainingConfig, data_dir: Path = DATA_DIR) -> list[tuple[str, str, float]]:
+    """(hypothesis, premise, 2-way label) triples of the train/dev pairs, capped per source by a seeded sample."""
+    import random
+
+    rng = random.Random(config.seed)
+    examples = []
+    for source in config.sources:
+        pairs = training_pairs(data_dir, (source,))
+        if config.max_pairs_per_source is not None and len(pairs) > config.max_pairs_per_source:
+            pairs = rng.sample(pairs, config.max_pairs_per_source)
+        examples.extend((p.hypothesis, p.premise, float(entails(p))) for p in pairs)
+    return examples
+
+
+def train_nli(config: NliTrainingConfig = NliTrainingConfig(), data_dir: Path = DATA_DIR,
+              progress: ProgressCallback | None = None):
+    """Fine-tune the NLI cross-encoder of ``config``; returns (model, training log)."""
+    from rageval.retrieval.rerank import CrossEncoder, CrossEncoderSettings, minilm_path, train_cross_encoder
+
+    settings = CrossEncoderSettings(max_length=config.max_length, max_a_tokens=config.max_hypothesis_tokens,
+                                    pooling="mean")
+    model = CrossEncoder.from_encoder(minilm_path(), settings, model_id=config.model_id, seed=config.seed)
+    examples = nli_training_examples(config, data_dir)
+    return train_cross_encoder(model, examples, epochs=config.epochs, lr=config.lr, batch_size=config.batch_size,
+                               seed=config.seed, warmup_ratio=config.warmup_ratio,
+                               trainable_layers=config.trainable_layers, progress=progress)
+
+
+def load_or_train_nli(config: NliTrainingConfig = NliTrainingConfig(), data_dir: Path = DATA_DIR,
+                      progress: ProgressCallback | None = None, retrain: bool = False) -> CrossEncoderNli:
+    """The cached NLI model of ``config``; trained (≈15 min on a 2-core CPU) and cached first if missing."""
+    from rageval.retrieval.rerank import CONFIG_NAME, CrossEncoder
+
+    directory = nli_model_dir(config)
+    if (directory / CONFIG_NAME).is_file() and not retrain:
+        return CrossEncoderNli(CrossEncoder.load(directory))
+    model, log = train_nli(config, data_dir, progress)
+    model.save(directory)
+    (directory / "training_log.json").write_text(json.dumps(
+        {"examples": log.examples, "steps": log.steps, "seconds": round(log.seconds, 1),
+         "first_losses": list(log.losses[:10]), "last_losses": list(log.losses[-10:]),
+         "config": dataclasses.asdict(config)}, indent=1), encoding="utf-8")
+    return CrossEncoderNli(model)
+
+
+def evaluate_nli(model: EntailmentModel, data_dir: Path = DATA_DIR, sources: Sequence[str] | None = None,
+                 max_pairs_per_source: int | None = None,
+                 progress: ProgressCallback | None = None) -> dict[str, EntailmentScores]:
+    """2-way accuracy and entailment-class P/R/F1 of ``model`` on each source's held-out ``test`` split.
+
+    ``max_pairs_per_source`` evaluates the first N test pairs of each source (file order) for a quick check.
+    """
+    report = {}
+    held_out = held_out_pairs(data_dir, sources)
+    for number, (source, pairs) in enumerate(held_out.items(), start=1):
+        pairs = pairs[:max_pairs_per_source] if max_pairs_per_source else pairs
+        predicted = entailment_decisions(model, [(p.premise, p.hypothesis) for p in pairs])
+        report[source] = score_predictions([entails(p) for p in pairs], predicted)
+        if progress is not None:
+            progress(number, len(held_out))
+    return report
+
+
+def load_nli(backend: str = "trained", generator=None, device: str | None = None) -> EntailmentModel:
+    """The NLI backend named by ``backend``: ``"trained"`` (default), ``"llm"`` (needs ``generator``), or a Hugging
+    Face model id / local path."""
+    if backend == "trained":
+        return load_or_train_nli()
+    if backend == "llm":
+        if generator is None:
+            raise RagevalError("the llm NLI backend needs a generator (an LLM to ask)")
+        return LlmNli(generator)
+    return HuggingFaceNli(backend, device=device)

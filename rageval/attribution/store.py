@@ -1,0 +1,192 @@
+"""The attributed-answer run file: one SQLite file per HAGRID run (issue 5; read by the dashboard's citation views).
+
+Tables (``scenario`` is G, RTG-gold, ..., or ``gold-answer`` for HAGRID's own answers):
+
+* ``meta``: schema version and the run's settings (JSON: plan, models, prompts, NLI model and its test report).
+* ``queries``: query id, text, relevant (quote) passage ids.
+* ``input_passages``: per (scenario, query) the passages the generator saw, under the number answers cite.
+* ``answers`` / ``statements``: answer text and human labels; statements with their citations, the human
+  sentence label, AutoAIS_cit's per-statement verdict and ALCE's joint-premise verdict.
+* ``entailment``: the full statement × passage matrix p(passage ⊨ statement) of every answer.
+* ``answer_metrics``: every metric value of every answer (long format).
+* ``retrieval_rankings`` / ``retrieval_measures`` / ``subqueries``: the RTG retrieval systems (Table 3).
+* ``agreement``: Pearson / Spearman / accuracy of the automatic scores against HAGRID's human labels.
+
+Written atomically (:func:`rageval.store.write_sqlite_atomically`); the SQLite ``application_id`` marks the kind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rageval.errors import StoreError
+from rageval.store import ATTRIBUTION_APPLICATION_ID, write_sqlite_atomically
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE queries (query_id TEXT PRIMARY KEY, text TEXT NOT NULL, relevant_ids TEXT NOT NULL);
+CREATE TABLE input_passages (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, number INTEGER NOT NULL, passage_id TEXT NOT NULL,
+    title TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (scenario, query_id, number));
+CREATE TABLE answers (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, text TEXT NOT NULL,
+    human_attributable INTEGER, human_informative INTEGER, PRIMARY KEY (scenario, query_id, answer_id));
+CREATE TABLE statements (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, statement INTEGER NOT NULL,
+    text TEXT NOT NULL, raw TEXT NOT NULL, citations TEXT NOT NULL, human_attributable INTEGER,
+    supported INTEGER, alce_recall INTEGER, PRIMARY KEY (scenario, query_id, answer_id, statement));
+CREATE TABLE entailment (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, statement INTEGER NOT NULL,
+    number INTEGER NOT NULL, probability REAL NOT NULL,
+    PRIMARY KEY (scenario, query_id, answer_id, statement, number));
+CREATE TABLE answer_metrics (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, metric TEXT NOT NULL,
+    value REAL NOT NULL, PRIMARY KEY (scenario, query_id, answer_id, metric));
+CREATE TABLE retrieval_rankings (
+    system TEXT NOT NULL, query_id TEXT NOT NULL, rank INTEGER NOT NULL, passage_id TEXT NOT NULL,
+    score REAL NOT NULL, PRIMARY KEY (system, query_id, rank));
+CREATE TABLE retrieval_measures (
+    system TEXT NOT NULL, query_id TEXT NOT NULL, measure TEXT NOT NULL, value REAL NOT NULL,
+    PRIMARY KEY (system, query_id, measure));
+CREATE TABLE subqueries (query_id TEXT NOT NULL, position INTEGER NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (query_id, position));
+CREATE TABLE agreement (
+    level TEXT NOT NULL, score TEXT NOT NULL, n INTEGER NOT NULL, pearson REAL, spearman REAL, accuracy REAL,
+    human_positive_rate REAL, model_positive_rate REAL, PRIMARY KEY (level, score));
+"""
+
+
+@dataclass
+class AttributionRun:
+    """Everything an attributed-answer run stores (see the module docstring); ``scored`` holds ScoredAnswers."""
+
+    settings: Mapping[str, Any]
+    queries: Sequence[tuple[str, str, Sequence[str]]]  # (query id, text, relevant passage ids)
+    scored: Sequence[Any]  # rageval.attribution.scoring.ScoredAnswer
+    retrieval_rankings: Mapping[str, Mapping[str, Sequence[tuple[str, float]]]] = field(default_factory=dict)
+    retrieval_measures: pd.DataFrame | None = None  # system, query_id, measure, value
+    subqueries: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    agreement: Sequence[Any] = ()  # rageval.attribution.scoring.Agreement
+
+
+def _nullable(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN -> NULL
+
+
+def write_attribution_run(run: AttributionRun, path: str | os.PathLike) -> Path:
+    """Write ``run`` to ``path`` atomically."""
+    return write_sqlite_atomically(path, lambda connection: _fill(connection, run))
+
+
+def _fill(connection: sqlite3.Connection, run: AttributionRun) -> None:
+    connection.execute(f"PRAGMA application_id = {ATTRIBUTION_APPLICATION_ID}")
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    connection.executescript(_SCHEMA)
+    connection.executemany("INSERT INTO meta VALUES (?, ?)", [
+        ("schema_version", str(SCHEMA_VERSION)), ("settings", json.dumps(dict(run.settings), sort_keys=True))])
+    connection.executemany("INSERT INTO queries VALUES (?, ?, ?)",
+                           [(qid, text, json.dumps(list(relevant))) for qid, text, relevant in run.queries])
+    seen_inputs: set[tuple[str, str]] = set()
+    for scored in run.scored:
+        answer = scored.answer
+        key = (answer.scenario, answer.query_id, answer.answer_id)
+        if (answer.scenario, answer.query_id) not in seen_inputs:
+            seen_inputs.add((answer.scenario, answer.query_id))
+            connection.executemany("INSERT INTO input_passages VALUES (?, ?, ?, ?, ?, ?)", [
+                (answer.scenario, answer.query_id, p.number, p.passage_id, p.title, p.text)
+                for p in answer.passages.values()])
+        connection.execute("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                           (*key, answer.text, answer.human_attributable, answer.human_informative))
+        citations = scored.citations
+        connection.executemany("INSERT INTO statements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            (*key, index, s.text, s.raw, json.dumps(list(s.citations)), s.human_attributable,
+             citations.statement_supported[index] if citations else None,
+             citations.statement_recall[index] if citations else None)
+            for index, s in enumerate(answer.statements)])
+        numbers = sorted(answer.passages)
+        connection.executemany("INSERT INTO entailment VALUES (?, ?, ?, ?, ?, ?)", [
+            (*key, index, numbers[j], float(p)) for index, row in enumerate(scored.probabilities)
+            for j, p in enumerate(row)])
+        connection.executemany("INSERT INTO answer_metrics VALUES (?, ?, ?, ?, ?)",
+                               [(*key, metric, float(value)) for metric, value in scored.metrics.items()])
+    connection.executemany("INSERT INTO retrieval_rankings VALUES (?, ?, ?, ?, ?)", [
+        (system, qid, rank, pid, float(score)) for system, per_query in run.retrieval_rankings.items()
+        for qid, ranked in per_query.items() for rank, (pid, score) in enumerate(ranked, start=1)])
+    if run.retrieval_measures is not None:
+        connection.executemany("INSERT INTO retrieval_measures VALUES (?, ?, ?, ?)",
+                               run.retrieval_measures[["system", "query_id", "measure", "value"]]
+                               .itertuples(index=False, name=None))
+    connection.executemany("INSERT INTO subqueries VALUES (?, ?, ?)", [
+        (qid, position, text) for qid, texts in run.subqueries.items() for position, text in enumerate(texts)])
+    connection.executemany("INSERT INTO agreement VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+        (a.level, a.score, a.n, _nullable(a.pearson), _nullable(a.spearman), _nullable(a.accuracy),
+         _nullable(a.human_positive_rate), _nullable(a.model_positive_rate)) for a in run.agreement])
+
+
+class AttributionReader:
+    """Read-only access to an attributed-answer run file."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: no such attribution run file")
+        try:
+            self._connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            application_id = self._connection.execute("PRAGMA application_id").fetchone()[0]
+            version = self._connection.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"{self.path}: not an attribution run file (SQLite says: {error})") from error
+        if application_id != ATTRIBUTION_APPLICATION_ID:
+            raise StoreError(f"{self.path}: not an attribution run file (SQLite application_id {application_id:#x})")
+        if not 1 <= version <= SCHEMA_VERSION:
+            raise StoreError(f"{self.path}: attribution schema version {version}; this rageval reads 1 to "
+                             f"{SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> AttributionReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def frame(self, table: str, where: str = "", params: Sequence[Any] = ()) -> pd.DataFrame:
+        """Rows of one of the run's tables (``where``: an SQL condition with ``?`` parameters)."""
+        if table not in {"queries", "input_passages", "answers", "statements", "entailment", "answer_metrics",
+                         "retrieval_rankings", "retrieval_measures", "subqueries", "agreement"}:
+            raise ValueError(f"unknown table {table!r}")
+        sql = f"SELECT * FROM {table}" + (f" WHERE {where}" if where else "")
+        return pd.read_sql_query(sql, self._connection, params=list(params))
+
+    def settings(self) -> dict[str, Any]:
+        row = self._connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def scenarios(self) -> list[str]:
+        return [r[0] for r in self._connection.execute("SELECT DISTINCT scenario FROM answers ORDER BY rowid")]
+
+    def metric_means(self) -> pd.DataFrame:
+        """Mean of every metric per scenario over all its answers (empty answers count, with 0 citation scores)."""
+        return pd.read_sql_query("SELECT scenario, metric, AVG(value) AS value, COUNT(*) AS answers "
+                                 "FROM answer_metrics GROUP BY scenario, metric", self._connection)
+
+    def entailment_matrix(self, scenario: str, query_id: str, answer_id: str) -> pd.DataFrame:
+        """The statement × passage matrix of one answer (index: statement number, columns: passage number)."""
+        frame = self.frame("entailment", "scenario = ? AND query_id = ? AND answer_id = ?",
+                           (scenario, query_id, answer_id))
+        return frame.pivot(index="statement", columns="number", values="probability")
+
+
+def agreement_rows(agreements: Sequence[Any]) -> list[dict[str, Any]]:
+    return [asdict(a) for a in agreements]
