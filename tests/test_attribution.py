@@ -255,15 +255,15 @@ def cite_first_passage(prompt: str) -> str:
     return match.group(1).split(". ")[0].rstrip(".") + ". [1]"
 
 
-def test_hagrid_run_end_to_end(tmp_path, corpus, hagrid):
-    from rageval.attribution.experiment import (GENERATED_SCENARIOS, GOLD_SCENARIO, AttributionPlan,
-                                                AttributionResources, build_attribution_run)
-    from rageval.attribution.store import AttributionReader
+@pytest.fixture(scope="module")
+def hagrid_run(tmp_path_factory, corpus, hagrid):
+    """A 4-query HAGRID run with a fake generator, the containment NLI and BM25 over ~400 real passages."""
+    from rageval.attribution.experiment import AttributionPlan, AttributionResources, build_attribution_run
     from rageval.bertscore import BertScorer
     from rageval.generation.base import FakeGenerator
     from rageval.retrieval.bm25 import BM25Retriever, build_bm25_index
-    from rageval.store import list_runs
 
+    tmp_path = tmp_path_factory.mktemp("hagrid-run")
     records = hagrid[:4]
     wanted = {corpus.resolve(f"hagrid:{q.docid}") for r in records for q in r.quotes}
     subset = [p for p in corpus.passages if p.passage_id in wanted or p.source == "wiki18"][:400]
@@ -274,7 +274,16 @@ def test_hagrid_run_end_to_end(tmp_path, corpus, hagrid):
                                          hagrid, read_hagrid_run(DATA_DIR / HAGRID_RUN_FILE), bm25=bm25)
         path = build_attribution_run(AttributionPlan(num_queries=4), resources, tmp_path / "runs" / "a.sqlite",
                                      log=lambda message: None)
-    assert list_runs(tmp_path / "runs") == []  # not an eRAG run
+    return path, generator, records
+
+
+def test_hagrid_run_end_to_end(hagrid_run):
+    from rageval.attribution.experiment import GENERATED_SCENARIOS, GOLD_SCENARIO
+    from rageval.attribution.store import AttributionReader
+    from rageval.store import list_runs
+
+    path, generator, records = hagrid_run
+    assert list_runs(path.parent) == []  # not an eRAG run
     with AttributionReader(path) as reader:
         assert reader.scenarios() == [*GENERATED_SCENARIOS, GOLD_SCENARIO]
         answers = reader.frame("answers")
@@ -304,3 +313,22 @@ def test_hagrid_run_end_to_end(tmp_path, corpus, hagrid):
         assert settings["nli"] == "test:containment"
     # A second build asks the generator for the same prompts: a cached generator would make no new call.
     assert generator.prompts_seen == 4 * 6  # sub-queries, G, and 4 RTG scenarios
+
+
+def test_results_section_puts_our_tables_next_to_the_papers(hagrid_run, tmp_path):
+    import json
+
+    from rageval.attribution.report import attribution_sections
+
+    path, _, _ = hagrid_run
+    report = tmp_path / "nli.json"
+    report.write_text(json.dumps({"model_id": "nli-x", "config": {"max_length": 256, "epochs": 1},
+                                  "training": {"examples": 10, "seconds": 1.0}, "threshold": 0.5,
+                                  "test": {"snli": {"n": 10, "accuracy": 0.8, "precision": 0.7, "recall": 0.6,
+                                                    "f1": 0.65}}}))
+    text = "\n".join(attribution_sections(path, report))
+    for expected in ("| snli | 10 | 80.0 | 70.0 | 60.0 | 65.0 |", "| RTG-gold (n=4) |", "| gold-answer (n=1318) |",
+                     "| RTG-gold | 28.22 |", "query-gen: MAX", "| answer | autoais_cit |", "test:containment"):
+        assert expected in text, expected
+    missing = "\n".join(attribution_sections(tmp_path / "none.sqlite"))
+    assert "build it with `rageval attribution`" in missing

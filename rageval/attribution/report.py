@@ -1,0 +1,160 @@
+"""The attributed-answer section of ``docs/results.md``: NLI test accuracy, our Table 2 and Table 3 next to the
+paper's (Djeddal et al., CIKM 2024), citation usability and agreement with HAGRID's human labels."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+# Table 2 of the paper (Zephyr-3B, HAGRID dev, TRUE T5-11B NLI), in percent; None where the paper has "-".
+PAPER_TABLE2_COLUMNS = ("bleu", "rougeL_p", "rougeL_r", "rougeL_f", "bertscore_p", "bertscore_r", "bertscore_f",
+                        "overlap_p", "overlap_r", "autoais_cit", "autoais_pssg", "alce_precision", "alce_recall")
+PAPER_TABLE2 = {
+    "gold-answer": (None,) * 9 + (87.97, 89.21, 83.65, 79.80),
+    "G": (11.06, 30.41, 46.08, 31.58, 87.88, 90.02, 88.87) + (None,) * 6,
+    "RTG-gold": (28.22, 44.00, 63.81, 46.72, 90.02, 93.36, 91.69, 75.29, 68.89, 42.81, 80.67, 56.55, 42.31),
+    "RTG-vanilla": (18.44, 33.83, 56.40, 36.65, 87.94, 91.52, 89.63, 36.17, 32.69, 41.86, 78.95, 57.90, 41.63),
+    "RTG-query-gen": (18.33, 33.58, 56.13, 36.43, 87.89, 91.55, 89.62, 35.89, 32.46, 42.68, 80.10, 59.59, 42.48),
+    "GTR": (11.06, 30.41, 46.08, 31.58, 87.88, 90.02, 88.87, 45.53, 30.53, 26.69, 26.69, 26.65, 26.66),
+}
+TABLE2_HEADER = ("BLEU", "R-L P", "R-L R", "R-L F", "BS P", "BS R", "BS F", "Ovl P", "Ovl R", "AutoAIS cit",
+                 "AutoAIS pssg", "ALCE P", "ALCE R")
+# Table 3 of the paper (BM25 + MonoT5, MIRACL-en): P@1, R@1, P@10, R@10, nDCG@10. The Rerank and PM2 rows are
+# run together in the paper's text; this is our reading of them (PM2's R@10 is not legible: None).
+TABLE3_MEASURES = ("P@1", "R@1", "P@10", "R@10", "nDCG@10")
+PAPER_TABLE3 = {
+    "user query": (48.04, 23.29, 16.45, 63.31, 53.21),
+    "sort": (36.17, 17.87, 13.84, 57.03, 43.88),
+    "combsum": (47.07, 22.37, 16.17, 62.45, 51.39),
+    "combmnz": (45.39, 21.22, 16.28, 61.98, 50.49),
+    "rerank": (48.60, 23.16, 16.33, 63.43, 53.21),
+    "pm2": (46.79, 22.83, 16.33, None, 52.83),
+    "MAX": (66.34, 32.42, 18.66, 72.69, 63.58),
+}
+SCENARIO_ORDER = ("gold-answer", "G", "RTG-gold", "RTG-vanilla", "RTG-monot5", "RTG-query-gen", "GTR")
+SYSTEM_NAMES = {"bm25": "user query: BM25", "bm25+rerank": "user query: BM25 → MiniLM cross-encoder (our vanilla)",
+                "monot5-run": "user query: shipped BM25 + MonoT5 run (top 2 only)", "sort": "query-gen: Sort",
+                "combsum": "query-gen: CombSUM", "combmnz": "query-gen: CombMNZ", "pm2": "query-gen: PM2",
+                "rerank": "query-gen: Rerank (cross-encoder)", "MAX": "query-gen: MAX (oracle over single lists)"}
+PAPER_AGREEMENT = {"autoais_cit": 0.36, "alce_precision": 0.35, "alce_recall": 0.36}
+
+
+def _cell(value, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"{value:.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def nli_markdown(report: Mapping) -> list[str]:
+    training = report.get("training", {})
+    config = report.get("config", {})
+    out = [f"NLI model `{report['model_id']}`: all-MiniLM-L6-v2 cross-encoder (hypothesis first, premise windows of "
+           f"≤ {config.get('max_length')} word pieces, max over windows), fine-tuned for {config.get('epochs')} "
+           f"epoch on {training.get('examples', '?'):,} train/dev pairs (at most {config.get('max_pairs_per_source')} "
+           f"per source, top {config.get('trainable_layers')} of 6 layers, lr {config.get('lr')}, seed "
+           f"{config.get('seed')}) in {training.get('seconds', '?')} s on the 2-core CPU; entailment when "
+           f"p ≥ {report.get('threshold')}. Held-out `split=test` rows only (none is trained on); produced by "
+           "`rageval train-nli`.", ""]
+    rows = [[source, f"{s['n']:,}", _cell(100 * s["accuracy"]), _cell(100 * s["precision"]), _cell(100 * s["recall"]),
+             _cell(100 * s["f1"])] for source, s in report["test"].items()]
+    return out + _table(("test split", "pairs", "accuracy %", "entail P %", "entail R %", "entail F1 %"), rows) + [""]
+
+
+def table2_markdown(means: pd.DataFrame, settings: Mapping) -> list[str]:
+    values = means.set_index(["scenario", "metric"])["value"]
+    counts = means.groupby("scenario")["answers"].max()
+    percent = {"bleu": 1.0}
+    rows, paper_rows = [], []
+    for scenario in SCENARIO_ORDER:
+        if scenario not in counts.index:
+            continue
+        cells = []
+        for metric in PAPER_TABLE2_COLUMNS:
+            value = values.get((scenario, metric))
+            cells.append(_cell(None if value is None else value * percent.get(metric, 100.0)))
+        rows.append([f"{scenario} (n={counts[scenario]})", *cells])
+        if scenario in PAPER_TABLE2:
+            paper_rows.append([scenario, *(_cell(v, 2) for v in PAPER_TABLE2[scenario])])
+    return (_table(("ours", *TABLE2_HEADER), rows) + ["", "The paper's Table 2 (Zephyr-3B, TRUE T5-11B NLI, "
+                                                           "BM25 + MonoT5, all HAGRID dev queries):", ""]
+            + _table(("paper", *TABLE2_HEADER), paper_rows) + [""])
+
+
+def table3_markdown(retrieval: pd.DataFrame) -> list[str]:
+    means = retrieval.groupby(["system", "measure"])["value"].mean()
+    n = retrieval["query_id"].nunique()
+    rows = []
+    for system, label in SYSTEM_NAMES.items():
+        if system not in means.index.get_level_values(0):
+            continue
+        rows.append([label, *(_cell(100 * means.get((system, m), math.nan)) for m in TABLE3_MEASURES)])
+    paper = [[name, *(_cell(v, 2) for v in values)] for name, values in PAPER_TABLE3.items()]
+    return (_table((f"ours (n={n} queries)", *TABLE3_MEASURES), rows) + ["", "The paper's Table 3:", ""]
+            + _table(("paper", *TABLE3_MEASURES), paper) + [""])
+
+
+def usability_markdown(usability: Mapping[str, Mapping[str, int]]) -> list[str]:
+    rows = []
+    for scenario, u in usability.items():
+        if scenario == "G":
+            continue
+        answers, non_empty = u["answers"], u["non_empty_answers"]
+        rows.append([scenario, str(answers), str(non_empty),
+                     f"{u['answers_with_valid_citation']} ({_cell(100 * u['answers_with_valid_citation'] / max(1, answers), 0)}%)",
+                     f"{u['cited_statements']} / {u['statements']}", f"{u['invalid_citations']} / {u['citations']}"])
+    return _table(("scenario", "answers", "non-empty", "with a valid citation", "statements cited",
+                   "invalid citations"), rows) + [""]
+
+
+def agreement_markdown(agreement: pd.DataFrame) -> list[str]:
+    rows = []
+    for row in agreement.itertuples(index=False):
+        paper = PAPER_AGREEMENT.get(row.score) if row.level == "answer" else None
+        rows.append([row.level, row.score, str(row.n), _cell(row.pearson, 3), _cell(row.spearman, 3),
+                     _cell(None if row.accuracy is None else 100 * row.accuracy), _cell(100 * row.human_positive_rate),
+                     _cell(100 * row.model_positive_rate), _cell(paper, 2)])
+    return _table(("level", "automatic score", "n", "Pearson", "Spearman", "accuracy % (score ≥ 0.5)",
+                   "human yes %", "model yes %", "paper Pearson"), rows) + [""]
+
+
+def attribution_sections(run_path: Path, nli_report_path: Path | None = None) -> list[str]:
+    """The results.md section for one attributed-answer run (and the NLI test report, when present)."""
+    from rageval.attribution.store import AttributionReader
+
+    out = ["## Attributed answers on HAGRID (Djeddal et al., CIKM 2024)", ""]
+    if nli_report_path is not None and nli_report_path.is_file():
+        out += ["### The entailment model", ""] + nli_markdown(json.loads(nli_report_path.read_text("utf-8")))
+    if not run_path.is_file():
+        return out + [f"_No attribution run at `{run_path.name}`: build it with `rageval attribution`._", ""]
+    with AttributionReader(run_path) as reader:
+        settings = reader.settings()
+        plan = settings["plan"]
+        out += [f"Run `{run_path.name}` built by `{settings.get('command') or 'rageval attribution'}` in "
+                f"{settings.get('seconds')} s: the first {settings['queries']} HAGRID dev queries (file order) for the "
+                f"generated scenarios, all {settings['gold_answers']:,} gold answers for the gold row. Generator "
+                f"`{settings['generator']}` (prompts `{settings['prompts']['citation']}` and "
+                f"`{settings['prompts']['closed_book']}`, greedy, ≤ {settings['decoding']['max_new_tokens']} new "
+                f"tokens); k = {plan['k']} input passages for RTG-vanilla/-monot5/-query-gen; NLI `{settings['nli']}`; "
+                f"BERTScore `{settings['bertscore']}`; retrieval: {settings['retriever']}, depth {plan['depth']}. "
+                "Percent; means over all answers (an empty answer scores 0 on every citation metric).", "",
+                "### Table 2: correctness and citation quality", ""]
+        out += table2_markdown(reader.metric_means(), settings)
+        out += ["### How usable are the generator's citations?", ""]
+        out += usability_markdown(settings["usability"])
+        out += ["### Table 3: retrieval for RTG (relevant = the query's HAGRID quotes)", ""]
+        out += table3_markdown(reader.frame("retrieval_measures"))
+        out += ["### Agreement with HAGRID's human attributability labels (gold answers)", "",
+                "Answer level: each gold answer's automatic score against its human `attributable` label; sentence "
+                "level: each annotated sentence's NLI verdict (supported by one of its citations) and its best "
+                "cited p(entail) against the sentence's label. Sentences with no human label are left out.", ""]
+        out += agreement_markdown(reader.frame("agreement"))
+    return out
