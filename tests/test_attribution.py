@@ -332,3 +332,18 @@ def test_results_section_puts_our_tables_next_to_the_papers(hagrid_run, tmp_path
         assert expected in text, expected
     missing = "\n".join(attribution_sections(tmp_path / "none.sqlite"))
     assert "build it with `rageval attribution`" in missing
+
+
+def test_zero_based_quote_records_are_cited_from_one(hagrid):
+    from rageval.attribution.experiment import gold_answer_records, quote_numbers
+
+    zero_based = [r for r in hagrid if min(q.idx for q in r.quotes) == 0]
+    assert len(zero_based) == 91  # file lines 626-716 of the shipped HAGRID dev file
+    for record in zero_based:
+        assert sorted(quote_numbers(record)) == [q.idx + 1 for q in sorted(record.quotes, key=lambda q: q.idx)]
+    answers = [a for r in hagrid for a in gold_answer_records(r, {})]
+    invalid = [(a.query_id, n) for a in answers for s in a.statements for n in s.citations if n not in a.passages]
+    # After the offset only one real citation names a quote its query lacks (query 2629 cites [2] of one quote).
+    assert invalid == [("hagrid:2629", 2)]
+    one_based = next(r for r in hagrid if r.query_id == "3120")
+    assert sorted(quote_numbers(one_based)) == [1, 2]

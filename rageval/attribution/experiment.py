@@ -68,10 +68,23 @@ def quote_passage_id(docid: str) -> str:
     return f"hagrid:{docid}"
 
 
+def quote_numbers(record: HagridRecord) -> dict[int, str]:
+    """The citation number of each quote (-> its passage id): its ``idx``, or ``idx + 1`` for 0-based records.
+
+    91 of the 716 shipped records (file lines 626-716) number their quotes from 0 while their answers cite from 1:
+    no answer there cites ``[0]`` and 76 of their 236 citations name ``max idx + 1``. A record whose quotes start at
+    0 and whose answers never cite 0 is read as 1-based (``[n]`` = quote ``idx`` n - 1).
+    """
+    indices = [q.idx for q in record.quotes]
+    cited = {n for a in record.answers for n in parse_citations(a.text)[1]}
+    offset = 1 if indices and min(indices) == 0 and 0 not in cited else 0
+    return {q.idx + offset: quote_passage_id(q.docid) for q in record.quotes}
+
+
 def quote_inputs(record: HagridRecord, titles: Mapping[str, str]) -> dict[int, InputPassage]:
-    """The query's quotes as input passages under their HAGRID index (what gold answers cite)."""
-    return {q.idx: InputPassage(q.idx, quote_passage_id(q.docid), titles.get(quote_passage_id(q.docid), ""), q.text)
-            for q in record.quotes}
+    """The query's quotes as input passages under the number answers cite them by (:func:`quote_numbers`)."""
+    texts = {quote_passage_id(q.docid): q.text for q in record.quotes}
+    return {n: InputPassage(n, pid, titles.get(pid, ""), texts[pid]) for n, pid in quote_numbers(record).items()}
 
 
 def ranked_inputs(passage_ids: Sequence[str], passages: Mapping[str, Passage]) -> dict[int, InputPassage]:
@@ -82,7 +95,7 @@ def ranked_inputs(passage_ids: Sequence[str], passages: Mapping[str, Passage]) -
 
 def gold_citation_ids(record: HagridRecord) -> tuple[str, ...]:
     """The quote passage ids cited by any of the query's gold answers (C_gold of the overlap metric)."""
-    by_index = {q.idx: quote_passage_id(q.docid) for q in record.quotes}
+    by_index = quote_numbers(record)
     cited = [by_index[n] for a in record.answers for n in parse_citations(a.text)[1] if n in by_index]
     return tuple(dict.fromkeys(cited))
 
