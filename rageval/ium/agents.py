@@ -1,0 +1,107 @@
+"""RAG agents for Iterative Utility Maximization (Salemi & Zamani, ICTIR 2025, §3 and §5; SPEC §4; issue 6).
+
+An agent M_i is a dataset (its task), an LLM (its model), the number k of passages it reads and a utility
+function f. It gives the search engine two things:
+
+* **feedback** f_{M_i}(d, x) per retrieved passage d: the utility of the agent's answer to x when it reads d alone
+  (an eRAG label: Salemi & Zamani, SIGIR 2024), in [0, 1];
+* its **downstream score** on a query: the utility of its answer when it reads its top k passages in one prompt.
+
+Every LLM call goes through the given generator (use a cached one: labels are shared with the rest of rageval and a
+killed run resumes from the cache). Utilities: ``em`` (SQuAD exact match), ``contains`` (a gold answer occurs in the
+output: lenient, for a verbose chat model) and ``f1`` (SQuAD token F1, graded). Downstream outcomes are binarised for
+McNemar's test as ``score >= 0.5``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from rageval.generation.base import DecodingSettings
+from rageval.text_metrics import answer_accuracy, exact_match, token_f1
+from rageval.types import Passage, Query
+
+UTILITIES: dict[str, Callable[[str, Sequence[str]], float]] = {
+    "em": exact_match, "contains": answer_accuracy, "f1": token_f1}
+BASE_DECODING = DecodingSettings()  # eRAG's decoding: the labels of the eRAG runs are cache hits
+CHAT_DECODING = DecodingSettings(max_new_tokens=32, stop=("\n",))
+CHAT_INSTRUCTION = "Answer the question using the passages. Reply with the short answer only."
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """Who an agent is: ``task_id`` and ``model_id`` become tokens of the search engine's input."""
+
+    name: str
+    dataset: str  # "nq_open" or "hotpotqa"
+    task_id: str
+    model_id: str
+    k: int
+    utility: str
+
+    def __post_init__(self) -> None:
+        if self.utility not in UTILITIES:
+            raise ValueError(f"agent {self.name}: utility {self.utility!r} is not one of {sorted(UTILITIES)}")
+        if self.k < 1:
+            raise ValueError(f"agent {self.name}: k must be at least 1, got {self.k}")
+
+
+def chat_user_message(question: str, passages: Sequence[Passage]) -> str:
+    """The user turn of the chat prompt: instruction, the passages (title and text), the question."""
+    blocks = [CHAT_INSTRUCTION]
+    blocks += [f"Passage {n}: {' '.join(p.as_document().split())}" for n, p in enumerate(passages, start=1)]
+    blocks.append(f"Question: {' '.join(question.split())}")
+    return "\n\n".join(blocks)
+
+
+class Agent:
+    """An :class:`AgentSpec` with its LLM: ``prompt(question, passages)`` builds the prompt the model reads."""
+
+    def __init__(self, spec: AgentSpec, generator, prompt: Callable[[str, Sequence[Passage]], str],
+                 decoding: DecodingSettings):
+        self.spec = spec
+        self.generator = generator
+        self.prompt = prompt
+        self.decoding = decoding
+        self.utility = UTILITIES[spec.utility]
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def feedback(self, requests: Sequence[tuple[Query, Sequence[Passage]]]) -> list[list[tuple[str, float]]]:
+        """Per request, ``(passage id, f(d, x))`` for every passage: the utility of the answer from d alone.
+
+        All single-passage prompts of all requests go to the generator in one call.
+        """
+        prompts = [self.prompt(q.text, [p]) for q, passages in requests for p in passages]
+        outputs = iter(self.generator.generate(prompts, self.decoding) if prompts else [])
+        return [[(p.passage_id, float(self.utility(next(outputs), q.answers))) for p in passages]
+                for q, passages in requests]
+
+    def answer(self, requests: Sequence[tuple[Query, Sequence[Passage]]]) -> list[tuple[str, float]]:
+        """Per request, the agent's output from its passages in one prompt and that output's utility."""
+        outputs = self.generator.generate([self.prompt(q.text, passages) for q, passages in requests],
+                                          self.decoding) if requests else []
+        return [(output, float(self.utility(output, q.answers))) for output, (q, _) in zip(outputs, requests)]
+
+
+def build_agents(specs: Sequence[AgentSpec], generators: Mapping[str, object],
+                 chat_prompts: Mapping[str, Callable[[str], str]]) -> list[Agent]:
+    """Agents for ``specs``: a model with an entry in ``chat_prompts`` (user message -> full chat prompt) is driven
+    through its chat template, any other with the few-shot QA prompt of :mod:`rageval.prompts`."""
+    from rageval.prompts import build_qa_prompt
+
+    agents = []
+    for spec in specs:
+        if spec.model_id not in generators:
+            raise ValueError(f"agent {spec.name}: no generator for model {spec.model_id!r}")
+        generator = generators[spec.model_id]
+        if spec.model_id in chat_prompts:
+            wrap = chat_prompts[spec.model_id]
+            agents.append(Agent(spec, generator, lambda q, ps, wrap=wrap: wrap(chat_user_message(q, ps)),
+                                CHAT_DECODING))
+        else:
+            agents.append(Agent(spec, generator, build_qa_prompt, BASE_DECODING))
+    return agents

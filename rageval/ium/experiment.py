@@ -1,0 +1,269 @@
+"""One IUM run end to end: agents, offline IUM (personalised and not), online IUM per batch size, baselines, test
+outcomes, McNemar tests and personalisation, stored in one run file (issue 6; Salemi & Zamani, ICTIR 2025).
+
+Queries: NQ-open agents train on NQ queries from index ``nq_train_offset`` (the first 1,000 are evaluation queries
+elsewhere in rageval) and are tested on the first ``num_test``; HotpotQA agents train on dev questions from
+``hotpotqa_train_offset`` and are tested on the first ``num_test``. Agents of one dataset share their queries, so the
+lists they are served for the same query can be compared (personalisation).
+
+Methods evaluated on every agent's test queries (the agent reads its top k): BM25, dense (MiniLM), the three
+one-round rerankers, offline IUM after each iteration (personalised and not; t = 0 is BM25), and online IUM for each
+batch size b (starting from the last personalised offline checkpoint).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from rageval.ium.agents import Agent, AgentSpec
+from rageval.ium.learning import IumConfig, SearchEngine, offline_ium, online_ium, train_baselines
+from rageval.stats.paired import jaccard, mcnemar_exact, top_k_kendall_tau
+from rageval.types import Passage, Query
+
+Log = Callable[[str], None]
+
+DEFAULT_AGENTS = (
+    AgentSpec("nq/gemma/em", "nq_open", "nq", "gemma", k=3, utility="em"),
+    AgentSpec("nq/smollm2/contains", "nq_open", "nq", "smollm2", k=2, utility="contains"),
+    AgentSpec("hotpotqa/gemma/em", "hotpotqa", "hotpotqa", "gemma", k=3, utility="em"),
+    AgentSpec("hotpotqa/smollm2/f1", "hotpotqa", "hotpotqa", "smollm2", k=2, utility="f1"),
+)
+MAIN_METHODS = ("BM25", "dense", "reranker-individual", "reranker-dataset", "uRAG", "offline-IUM", "online-IUM")
+
+
+@dataclass(frozen=True)
+class IumPlan:
+    """Sizes of one IUM run; ``config`` holds the learning hyper-parameters."""
+
+    name: str = "ium-nq-hotpotqa"
+    agents: tuple[AgentSpec, ...] = DEFAULT_AGENTS
+    num_train: int = 50
+    num_test: int = 30
+    nq_train_offset: int = 1000
+    hotpotqa_train_offset: int = 100
+    config: IumConfig = IumConfig()
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.name}.sqlite"
+
+
+def plan_queries(plan: IumPlan, nq_queries: Sequence[Query], hotpotqa_queries: Sequence[Query]
+                 ) -> dict[str, tuple[list[Query], list[Query]]]:
+    """(train, test) queries per dataset; disjoint by construction (test from 0, train from the offset)."""
+    out = {}
+    for dataset, queries, offset in (("nq_open", nq_queries, plan.nq_train_offset),
+                                     ("hotpotqa", hotpotqa_queries, plan.hotpotqa_train_offset)):
+        if offset < plan.num_test:
+            raise ValueError(f"{dataset}: the train offset {offset} overlaps the {plan.num_test} test queries")
+        train, test = list(queries[offset:offset + plan.num_train]), list(queries[:plan.num_test])
+        if len(train) < plan.num_train or len(test) < plan.num_test:
+            raise ValueError(f"{dataset}: {len(queries)} queries cannot give {plan.num_train} train from {offset} "
+                             f"and {plan.num_test} test")
+        out[dataset] = (train, test)
+    return out
+
+
+@dataclass
+class IumResult:
+    """Everything a run stores (tables as DataFrames; see :mod:`rageval.ium.store`)."""
+
+    settings: dict
+    agents: pd.DataFrame
+    queries: pd.DataFrame
+    served: pd.DataFrame
+    outcomes: pd.DataFrame
+    feedback: pd.DataFrame
+    online_trained_on: pd.DataFrame
+    significance: pd.DataFrame = field(default_factory=pd.DataFrame)
+    personalisation: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[list[Query], list[Query]]],
+            passages: Mapping[str, Passage], bm25, dense=None, log: Log = print, command: str = "") -> IumResult:
+    """Train and evaluate every method of the module docstring; returns the tables to store."""
+    started = time.perf_counter()
+    config = plan.config
+    train = {a.name: split[a.spec.dataset][0] for a in agents}
+    test = {a.name: split[a.spec.dataset][1] for a in agents}
+    all_queries = list({q.query_id: q for qs in (*train.values(), *test.values()) for q in qs}.values())
+    candidates = {qid: r.passage_ids for qid, r in bm25.batch_search(all_queries, config.first_stage_depth).items()}
+    log(f"first stage: BM25 top {config.first_stage_depth} for {len(all_queries)} queries "
+        f"({time.perf_counter() - started:.0f} s)")
+
+    served: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {}  # method -> agent -> query -> list
+
+    def serve_all(method: str, engine_for: Callable[[Agent], SearchEngine]) -> None:
+        served[method] = {a.name: engine_for(a).serve(a.spec, test[a.name], a.spec.k) for a in agents}
+
+    serve_all("BM25", lambda a: SearchEngine(candidates, passages))
+    if dense is not None:
+        dense_lists = {q.query_id: r.passage_ids for q in all_queries
+                       for r in [dense.search(q.text, max(a.spec.k for a in agents), q.query_id)]}
+        served["dense"] = {a.name: {q.query_id: tuple(dense_lists[q.query_id][:a.spec.k]) for q in test[a.name]}
+                           for a in agents}
+
+    feedback_frames = []
+    iterations = offline_ium(agents, train, candidates, passages, config, personalised=True, log=log)
+    plain_iterations = offline_ium(agents, train, candidates, passages, config, personalised=False, log=log)
+    for label, runs, personalised in (("offline-IUM", iterations, True),
+                                      ("offline-IUM-nonpersonalised", plain_iterations, False)):
+        for iteration in runs:
+            method = f"{label}@t{iteration.number}"
+            serve_all(method, lambda a, m=iteration.model, p=personalised: SearchEngine(candidates, passages, m, p))
+            feedback_frames.append(_feedback_frame(iteration.feedback, f"{label}@t{iteration.number}"))
+        served[f"{label}@t0"] = served["BM25"]
+    served["offline-IUM"] = served[f"offline-IUM@t{config.iterations}"]
+    log(f"offline IUM: {config.iterations} iterations x 2 ({time.perf_counter() - started:.0f} s)")
+
+    # One round of feedback on BM25 lists: offline iteration 1's (served by the first stage for every agent).
+    baselines = train_baselines(agents, iterations[0].feedback, train, passages, config, log=log)
+    for method, per_agent in baselines.items():
+        serve_all(method, lambda a, pa=per_agent: SearchEngine(candidates, passages, pa[a.name][0], pa[a.name][1]))
+    log(f"baselines ({time.perf_counter() - started:.0f} s)")
+
+    trained_on_rows = []
+    for b in config.online_batch_sizes:
+        method = f"online-IUM@b{b}"
+        served[method] = {}
+        for agent in agents:
+            result = online_ium(agent, test[agent.name], iterations[-1].model, candidates, passages, b, config)
+            served[method][agent.name] = result.served
+            feedback_frames.append(_feedback_frame(result.feedback, method))
+            trained_on_rows += [(method, agent.name, qid, " ".join(seen)) for qid, seen in result.trained_on.items()]
+        log(f"{method} ({time.perf_counter() - started:.0f} s)")
+    served["online-IUM"] = served[f"online-IUM@b{config.online_batch_sizes[0]}"]
+
+    outcomes = _outcomes(agents, test, served, passages)
+    log(f"outcomes: {len(outcomes)} answers ({time.perf_counter() - started:.0f} s)")
+    settings = {
+        "kind": "ium", "plan": {**dataclasses.asdict(plan), "agents": [dataclasses.asdict(s) for s in plan.agents]},
+        "generators": {a.name: a.generator.model_id for a in agents}, "command": command,
+        "first_stage": f"BM25 (Lucene, k1=0.9, b=0.4) top {config.first_stage_depth} over the rageval corpus",
+        "dense": getattr(dense, "model_id", "all-MiniLM-L6-v2") if dense is not None else None,
+        "online_default_batch_size": config.online_batch_sizes[0],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    return IumResult(
+        settings=settings,
+        agents=pd.DataFrame([{**dataclasses.asdict(a.spec), "generator": a.generator.model_id} for a in agents]),
+        queries=pd.DataFrame([(a.name, part, q.query_id, q.text, " | ".join(q.answers)) for a in agents
+                              for part, qs in (("train", train[a.name]), ("test", test[a.name])) for q in qs],
+                             columns=["agent", "split", "query_id", "text", "answers"]),
+        served=pd.DataFrame([(m, a, qid, rank, pid) for m, per_agent in served.items() for a, lists in per_agent.items()
+                             for qid, pids in lists.items() for rank, pid in enumerate(pids, start=1)],
+                            columns=["method", "agent", "query_id", "rank", "passage_id"]),
+        outcomes=outcomes,
+        feedback=pd.concat(feedback_frames, ignore_index=True),
+        online_trained_on=pd.DataFrame(trained_on_rows, columns=["method", "agent", "query_id", "trained_on"]),
+        significance=significance_table(outcomes),
+        personalisation=personalisation_table(served, agents, test),
+    )
+
+
+def _feedback_frame(rows, phase: str) -> pd.DataFrame:
+    return pd.DataFrame([(phase, r.agent, r.query_id, r.passage_id, r.utility) for r in rows],
+                        columns=["phase", "agent", "query_id", "passage_id", "utility"])
+
+
+def _outcomes(agents: Sequence[Agent], test: Mapping[str, Sequence[Query]],
+              served: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]],
+              passages: Mapping[str, Passage]) -> pd.DataFrame:
+    """Every agent's answer and downstream score on its test queries under every method (one generator call per
+    agent; identical prompts across methods are answered once by the cache)."""
+    rows = []
+    for agent in agents:
+        keys = [(method, q) for method in served for q in test[agent.name]]
+        answers = agent.answer([(q, [passages[pid] for pid in served[method][agent.name][q.query_id]])
+                                for method, q in keys])
+        rows += [(method, agent.name, q.query_id, output, score) for (method, q), (output, score) in zip(keys, answers)]
+    return pd.DataFrame(rows, columns=["method", "agent", "query_id", "output", "score"])
+
+
+def summary_table(outcomes: pd.DataFrame, methods: Sequence[str] = MAIN_METHODS) -> pd.DataFrame:
+    """Mean downstream score per agent (rows) and method (columns), with the macro average over agents."""
+    table = outcomes[outcomes.method.isin(methods)].pivot_table(index="agent", columns="method", values="score",
+                                                                aggfunc="mean")
+    table = table[[m for m in methods if m in table.columns]]
+    table.loc["macro average"] = table.mean(axis=0)
+    return table
+
+
+def significance_table(outcomes: pd.DataFrame, methods: Sequence[str] = MAIN_METHODS) -> pd.DataFrame:
+    """Exact McNemar tests (outcome = score >= 0.5) between every pair of main methods, per agent and over all
+    agents' test queries pooled (the paper's 'average' comparison)."""
+    rows = []
+    present = [m for m in methods if m in set(outcomes.method)]
+    for agent, group in [*outcomes.groupby("agent"), ("all agents", outcomes)]:
+        wide = group[group.method.isin(present)].pivot_table(index=["agent", "query_id"], columns="method",
+                                                             values="score", aggfunc="first")
+        for i, a in enumerate(present):
+            for b in present[i + 1:]:
+                test = mcnemar_exact((wide[a] >= 0.5).tolist(), (wide[b] >= 0.5).tolist())
+                rows.append((agent, a, b, len(wide), test.only_a, test.only_b, test.p_value))
+    return pd.DataFrame(rows, columns=["agent", "method_a", "method_b", "n", "only_a", "only_b", "p_value"])
+
+
+def personalisation_table(served, agents: Sequence[Agent], test: Mapping[str, Sequence[Query]],
+                          methods: Sequence[str] = ("offline-IUM", "offline-IUM-nonpersonalised@t1", "uRAG")
+                          ) -> pd.DataFrame:
+    """Kendall's tau and Jaccard between the lists two agents of one dataset were served for the same test query
+    (top min(k_a, k_b) of each)."""
+    rows = []
+    for method in methods:
+        if method not in served:
+            continue
+        for i, a in enumerate(agents):
+            for b in agents[i + 1:]:
+                if a.spec.dataset != b.spec.dataset:
+                    continue
+                depth = min(a.spec.k, b.spec.k)
+                for q in test[a.name]:
+                    la, lb = served[method][a.name][q.query_id][:depth], served[method][b.name][q.query_id][:depth]
+                    rows.append((method, a.name, b.name, q.query_id, top_k_kendall_tau(la, lb), jaccard(la, lb)))
+    return pd.DataFrame(rows, columns=["method", "agent_a", "agent_b", "query_id", "kendall_tau", "jaccard"])
+
+
+def write_ium_run(result: IumResult, path: Path) -> Path:
+    """Store ``result`` as an IUM run file (SQLite kind "RAGI"; one table per :class:`IumResult` field)."""
+    import json
+
+    from rageval.store import IUM_APPLICATION_ID, write_sqlite_atomically
+
+    def fill(connection) -> None:
+        connection.execute(f"PRAGMA application_id = {IUM_APPLICATION_ID}")
+        connection.execute("PRAGMA user_version = 1")
+        connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        connection.execute("INSERT INTO meta VALUES ('settings', ?)", (json.dumps(result.settings, sort_keys=True),))
+        for name in ("agents", "queries", "served", "outcomes", "feedback", "online_trained_on", "significance",
+                     "personalisation"):
+            getattr(result, name).to_sql(name, connection, index=False)
+
+    return write_sqlite_atomically(path, fill)
+
+
+def read_ium_run(path: Path) -> tuple[dict, dict[str, pd.DataFrame]]:
+    """(settings, tables) of an IUM run file; raises StoreError for another kind of file."""
+    import json
+    import sqlite3
+
+    from rageval.errors import StoreError
+    from rageval.store import IUM_APPLICATION_ID, sqlite_application_id
+
+    if sqlite_application_id(path) != IUM_APPLICATION_ID:
+        raise StoreError(f"{path}: not an IUM run file")
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        settings = json.loads(connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
+        tables = {name: pd.read_sql_query(f"SELECT * FROM {name}", connection)
+                  for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                  if name != "meta"}
+    finally:
+        connection.close()
+    return settings, tables
