@@ -8,6 +8,8 @@
     rageval train-reranker          train (once, cached) the MiniLM cross-encoder NQ reranker
     rageval subquery-retrieval      LLM sub-queries -> BM25 each -> fused ranking, vs BM25 and MAX
     rageval train-nli               train (once, cached) the MiniLM NLI model; accuracy on held-out test splits
+    rageval attribution             HAGRID attributed answers (G / RTG / GTR, gold answers) NLI-scored -> a run file
+    rageval ium                     offline + online IUM with four agents and the baselines -> a run file
 """
 
 from __future__ import annotations
@@ -584,6 +586,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rageval.attribution.cli import add_parsers as add_attribution_parsers
 
     add_attribution_parsers(sub)
+    from rageval.ium.cli import add_parsers as add_ium_parsers
+
+    add_ium_parsers(sub)
 
     info = sub.add_parser("info", help="print what a run file holds")
     info.add_argument("run", type=Path)

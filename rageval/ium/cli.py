@@ -1,0 +1,68 @@
+"""``rageval ium``: offline and online IUM with four agents and the baselines, end to end, into a run file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from rageval.paths import DATA_DIR, RUNS_DIR
+
+
+def cmd_ium(args: argparse.Namespace) -> int:
+    from rageval.corpus import build_corpus
+    from rageval.experiments import Resources
+    from rageval.generation.cache import CachedGenerator, LLMCache
+    from rageval.generation.gemma import load_gemma_generator
+    from rageval.generation.smollm2 import chat_prompt, load_smollm2_generator
+    from rageval.ium.agents import build_agents
+    from rageval.ium.experiment import IumPlan, plan_queries, run_ium, summary_table, write_ium_run
+    from rageval.ium.learning import IumConfig
+    from rageval.retrieval.evaluate import hotpotqa_queries
+
+    config = IumConfig(first_stage_depth=args.depth, train_k=args.train_k, iterations=args.iterations,
+                       epochs=args.epochs, online_batch_sizes=tuple(int(b) for b in args.batch_sizes.split(",")),
+                       seed=args.seed)
+    plan = IumPlan(num_train=args.num_train, num_test=args.num_test, config=config)
+    corpus = build_corpus(args.data_dir)
+    resources = Resources(corpus)
+    cache = LLMCache(args.cache) if args.cache else LLMCache()
+    dtype = args.dtype or None
+    generators = {"gemma": CachedGenerator(load_gemma_generator(batch_size=8, dtype=dtype), cache),
+                  "smollm2": CachedGenerator(load_smollm2_generator(batch_size=8, dtype=dtype), cache)}
+    smollm2_tokenizer = generators["smollm2"].generator.tokenizer
+    agents = build_agents(plan.agents, generators,
+                          {"smollm2": lambda message: chat_prompt(smollm2_tokenizer, message)})
+    split = plan_queries(plan, corpus.nq_queries, hotpotqa_queries(corpus, args.data_dir))
+    started = time.perf_counter()
+
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
+
+    result = run_ium(plan, agents, split, resources.passages, resources.bm25, resources.dense if args.dense else None,
+                     log=log, command="rageval " + " ".join(sys.argv[1:]))
+    out = args.out or RUNS_DIR / "ium" / plan.file_name
+    write_ium_run(result, out)
+    print(summary_table(result.outcomes).round(3).to_string())
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    ium = sub.add_parser("ium", help="Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
+                                     "offline + online IUM and the baselines, into a run file")
+    ium.add_argument("--num-train", type=int, default=50, help="training queries per dataset (shared by its agents)")
+    ium.add_argument("--num-test", type=int, default=30, help="test queries per dataset")
+    ium.add_argument("--depth", type=int, default=30, help="BM25 candidates re-scored per query (paper: 100)")
+    ium.add_argument("--train-k", type=int, default=5, help="passages served per training query (paper: 32)")
+    ium.add_argument("--iterations", type=int, default=2, help="offline IUM iterations T (paper: 3)")
+    ium.add_argument("--epochs", type=int, default=2)
+    ium.add_argument("--batch-sizes", default="5,15", help="online IUM batch sizes b (the first is the default)")
+    ium.add_argument("--no-dense", dest="dense", action="store_false", help="skip the dense baseline")
+    ium.add_argument("--seed", type=int, default=0)
+    ium.add_argument("--dtype", default="bfloat16", help="LLM precision ('' for the device default)")
+    ium.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
+    ium.add_argument("--out", type=Path, help="run file (default: data/runs/ium/<plan name>.sqlite)")
+    ium.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    ium.set_defaults(handler=cmd_ium)
