@@ -328,7 +328,7 @@ def test_results_section_puts_our_tables_next_to_the_papers(hagrid_run, tmp_path
                                                     "f1": 0.65}}}))
     text = "\n".join(attribution_sections(path, report))
     for expected in ("| snli | 10 | 80.0 | 70.0 | 60.0 | 65.0 |", "| RTG-gold (n=4) |", "| gold-answer (n=1318) |",
-                     "| RTG-gold | 28.22 |", "query-gen: MAX", "| answer | autoais_cit |", "test:containment"):
+                     "| RTG-gold | 28.22 |", "query-gen: MAX", "| RTG-vanilla | `bm25+rerank` |", "| answer | autoais_cit |", "test:containment"):
         assert expected in text, expected
     missing = "\n".join(attribution_sections(tmp_path / "none.sqlite"))
     assert "build it with `rageval attribution`" in missing

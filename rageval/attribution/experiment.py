@@ -38,7 +38,7 @@ from rageval.types import Passage, Query, Ranking, ScoredPassage
 GENERATED_SCENARIOS = ("G", "RTG-gold", "RTG-vanilla", "RTG-monot5", "RTG-query-gen", "GTR")
 GOLD_SCENARIO = "gold-answer"
 TABLE3_FUSIONS = ("sort", "combsum", "combmnz", "pm2", "rerank")
-TABLE3_MEASURES = ("P@1", "R@1", "P@2", "R@2", "nDCG@2", "P@10", "R@10", "nDCG@10")
+TABLE3_MEASURES = ("P@1", "R@1", "P@10", "R@10", "nDCG@10")
 Log = Callable[[str], None]
 
 
@@ -256,8 +256,9 @@ def build_attribution_run(plan: AttributionPlan, resources: AttributionResources
         systems["monot5-run"][query.query_id] = Ranking(query.query_id, tuple(
             ScoredPassage(resources.canonical(quote_passage_id(r.docid)), r.score) for r in run_record.retrieved)
         ) if run_record else Ranking(query.query_id, ())
+    fed = (f"P@{plan.k}", f"R@{plan.k}", f"nDCG@{plan.k}")  # of the passages the generator reads
     measures = _retrieval_measures({**systems, **single_lists}, qrels, [q.query_id for q in queries],
-                                   compute_measures)
+                                   compute_measures, tuple(dict.fromkeys((*TABLE3_MEASURES, *fed))))
     log(f"retrieval: {len(systems)} systems ({time.perf_counter() - started:.0f} s)")
 
     # Generation: closed-book once (G and GTR share it), one citation prompt per RTG scenario.
@@ -334,13 +335,13 @@ def build_attribution_run(plan: AttributionPlan, resources: AttributionResources
 
 
 def _retrieval_measures(systems: Mapping[str, Mapping[str, Ranking]], qrels, query_ids: Sequence[str],
-                        compute_measures):
+                        compute_measures, measure_names: Sequence[str]):
     """Per-query Table 3 measures of every system, plus MAX: per query and measure the best single list."""
     import pandas as pd
 
     frames = []
     for name, rankings in systems.items():
-        frame = compute_measures(TABLE3_MEASURES, {qid: r.passage_ids for qid, r in rankings.items()},
+        frame = compute_measures(measure_names, {qid: r.passage_ids for qid, r in rankings.items()},
                                  {qid: qrels[qid] for qid in query_ids}, queries=query_ids)
         frames.append(frame.assign(system=name))
     table = pd.concat(frames, ignore_index=True)

@@ -102,6 +102,18 @@ def table3_markdown(retrieval: pd.DataFrame) -> list[str]:
             + _table(("paper", *TABLE3_MEASURES), paper) + [""])
 
 
+FED_SYSTEMS = {"bm25+rerank": "RTG-vanilla", "monot5-run": "RTG-monot5", "rerank": "RTG-query-gen"}
+
+
+def fed_passages_markdown(retrieval: pd.DataFrame, k: int) -> list[str]:
+    """P/R/nDCG at k of the passages each retrieval scenario gave the generator."""
+    means = retrieval.groupby(["system", "measure"])["value"].mean()
+    measures = (f"P@{k}", f"R@{k}", f"nDCG@{k}")
+    rows = [[scenario, f"`{system}`", *(_cell(100 * means.get((system, m), math.nan)) for m in measures)]
+            for system, scenario in FED_SYSTEMS.items() if system in means.index.get_level_values(0)]
+    return _table(("scenario", "system", *measures), rows) + [""]
+
+
 def usability_markdown(usability: Mapping[str, Mapping[str, int]]) -> list[str]:
     rows = []
     for scenario, u in usability.items():
@@ -151,7 +163,10 @@ def attribution_sections(run_path: Path, nli_report_path: Path | None = None) ->
         out += ["### How usable are the generator's citations?", ""]
         out += usability_markdown(settings["usability"])
         out += ["### Table 3: retrieval for RTG (relevant = the query's HAGRID quotes)", ""]
-        out += table3_markdown(reader.frame("retrieval_measures"))
+        retrieval = reader.frame("retrieval_measures")
+        out += table3_markdown(retrieval)
+        out += [f"The {plan['k']} passages each retrieval scenario gave the generator (percent):", ""]
+        out += fed_passages_markdown(retrieval, plan["k"])
         out += ["### Agreement with HAGRID's human attributability labels (gold answers)", "",
                 "Answer level: each gold answer's automatic score against its human `attributable` label; sentence "
                 "level: each annotated sentence's NLI verdict (supported by one of its citations) and its best "

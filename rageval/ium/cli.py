@@ -17,14 +17,17 @@ def cmd_ium(args: argparse.Namespace) -> int:
     from rageval.generation.gemma import load_gemma_generator
     from rageval.generation.smollm2 import chat_prompt, load_smollm2_generator
     from rageval.ium.agents import build_agents
-    from rageval.ium.experiment import IumPlan, plan_queries, run_ium, summary_table, write_ium_run
+    from rageval.ium.experiment import FULL_PLAN, IumPlan, plan_queries, run_ium, summary_table, write_ium_run
     from rageval.ium.learning import IumConfig
     from rageval.retrieval.evaluate import hotpotqa_queries
 
-    config = IumConfig(first_stage_depth=args.depth, train_k=args.train_k, iterations=args.iterations,
-                       epochs=args.epochs, online_batch_sizes=tuple(int(b) for b in args.batch_sizes.split(",")),
-                       seed=args.seed)
-    plan = IumPlan(num_train=args.num_train, num_test=args.num_test, config=config)
+    if args.preset == "full":
+        plan = FULL_PLAN
+    else:
+        config = IumConfig(first_stage_depth=args.depth, train_k=args.train_k, iterations=args.iterations,
+                           epochs=args.epochs, online_batch_sizes=tuple(int(b) for b in args.batch_sizes.split(",")),
+                           seed=args.seed)
+        plan = IumPlan(num_train=args.num_train, num_test=args.num_test, config=config)
     corpus = build_corpus(args.data_dir)
     resources = Resources(corpus)
     cache = LLMCache(args.cache) if args.cache else LLMCache()
@@ -52,6 +55,8 @@ def cmd_ium(args: argparse.Namespace) -> int:
 def add_parsers(sub) -> None:
     ium = sub.add_parser("ium", help="Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
                                      "offline + online IUM and the baselines, into a run file")
+    ium.add_argument("--preset", choices=("default", "full"), default="default",
+                     help="'full': the GPU configuration (rageval.ium.experiment.FULL_PLAN); the size flags are ignored")
     ium.add_argument("--num-train", type=int, default=50, help="training queries per dataset (shared by its agents)")
     ium.add_argument("--num-test", type=int, default=30, help="test queries per dataset")
     ium.add_argument("--depth", type=int, default=30, help="BM25 candidates re-scored per query (paper: 100)")

@@ -54,6 +54,14 @@ class IumPlan:
         return f"{self.name}.sqlite"
 
 
+# The GPU configuration: closer to the paper (first stage 100, k = 32 offline, T = 3, all layers trained), 300
+# training and 100 test queries per dataset (HotpotQA ships 400 dev questions: test 0..99, train 100..399).
+FULL_PLAN = IumPlan(name="ium-nq-hotpotqa-full", num_train=300, num_test=100, nq_train_offset=1000,
+                    hotpotqa_train_offset=100,
+                    config=IumConfig(first_stage_depth=100, train_k=32, iterations=3, epochs=2,
+                                     online_batch_sizes=(25, 50), batch_size=32, trainable_layers=None))
+
+
 def plan_queries(plan: IumPlan, nq_queries: Sequence[Query], hotpotqa_queries: Sequence[Query]
                  ) -> dict[str, tuple[list[Query], list[Query]]]:
     """(train, test) queries per dataset; disjoint by construction (test from 0, train from the offset)."""

@@ -1,0 +1,97 @@
+"""The IUM section of ``docs/results.md``: our Table 3 (per agent and macro average, McNemar), the offline
+iteration curve personalised vs not (Figure 2a), the online batch-size sweep (Figure 2b) and personalisation
+(Figure 5), next to the paper's numbers (Salemi & Zamani, ICTIR 2025)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from rageval.ium.experiment import MAIN_METHODS, read_ium_run, summary_table
+
+# The paper's Table 3 macro average over its 18 agents (KILT, BM25 top 100 + reranker), in percent.
+PAPER_MACRO = {"BM25": 55.38, "dense": 45.15, "reranker-individual": 59.86, "reranker-dataset": 60.43,
+               "uRAG": 60.85, "offline-IUM": 61.34, "online-IUM": 61.59}
+PAPER_NQ_HOTPOTQA = {  # its NQ (M1-M3) and HotPotQA (M7-M9) agents, EM
+    "NQ M1": (28.05, 22.55, 36.76, 37.39, 37.82, 38.42, 38.84),
+    "HotPotQA M7": (27.51, 18.80, 29.92, 30.91, 31.33, 31.41, 31.16),
+}
+HEADER = ("BM25", "dense", "reranker/agent", "reranker/dataset", "uRAG", "offline IUM", "online IUM")
+
+
+def _cell(value, digits: int = 1) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def _curve(outcomes: pd.DataFrame, prefix: str) -> pd.Series:
+    rows = outcomes[outcomes.method.str.startswith(prefix + "@t")]
+    means = rows.groupby(["method", "agent"]).score.mean().groupby("method").mean()
+    return means.rename(index=lambda m: int(m.rsplit("@t", 1)[1])).sort_index()
+
+
+def ium_sections(path: Path) -> list[str]:
+    """The results.md section of one IUM run file (or a note on how to build it)."""
+    out = ["## Iterative Utility Maximization (Salemi & Zamani, ICTIR 2025)", ""]
+    if not path.is_file():
+        return out + [f"_No IUM run at `{path}`: build it with `rageval ium`._", ""]
+    settings, tables = read_ium_run(path)
+    plan, config = settings["plan"], settings["plan"]["config"]
+    agents, outcomes = tables["agents"], tables["outcomes"]
+    out += [f"Run `{path.name}` built by `{settings.get('command') or 'rageval ium'}` in {settings['seconds']:.0f} s "
+            f"on the 2-core CPU. Agents (task, model, k, utility): " + "; ".join(
+                f"`{r.name}` ({r.dataset}, {r.generator}, k={r.k}, {r.utility})" for r in agents.itertuples()) + ". "
+            f"{plan['num_train']} training and {plan['num_test']} test queries per dataset (disjoint; the agents of a "
+            f"dataset share them). First stage {settings['first_stage']}; the engine is a MiniLM cross-encoder with "
+            f"task/model id tokens; offline IUM: T = {config['iterations']}, top {config['train_k']} served per "
+            f"training query, {config['epochs']} epochs, lr {config['lr']}, 10% unk; online IUM from the last offline "
+            f"checkpoint, b in {config['online_batch_sizes']} (the table uses b = "
+            f"{settings['online_default_batch_size']}). Paper scale: 18 agents, KILT training sets, BM25 top 100, "
+            "k = 32, T = 3, b = 256, T5/FiD agents fine-tuned per dataset.", "",
+            "### Table 3: downstream score on each agent's test queries", "",
+            "Mean utility of the agent's answer from its top k (EM, answer-contained or token F1), percent. McNemar "
+            "(exact, outcome = score ≥ 0.5) p-values of offline IUM against each baseline are in the last table.", ""]
+    table = summary_table(outcomes)
+    rows = [[agent, *(_cell(100 * table.loc[agent].get(m, math.nan)) for m in MAIN_METHODS)] for agent in table.index]
+    out += _table(("agent", *HEADER), rows) + ["", "The paper (percent):", ""]
+    out += _table(("paper", *HEADER), [["macro average (18 agents)", *(_cell(PAPER_MACRO[m], 2) for m in MAIN_METHODS)],
+                                       *([name, *(_cell(v, 2) for v in values)]
+                                         for name, values in PAPER_NQ_HOTPOTQA.items())]) + [""]
+    significance = tables["significance"]
+    wanted = significance[(significance.method_a.isin(["offline-IUM", "online-IUM"]))
+                          | (significance.method_b.isin(["offline-IUM", "online-IUM"]))]
+    rows = [[r.agent, f"{r.method_a} vs {r.method_b}", str(r.n), f"{r.only_a} / {r.only_b}", f"{r.p_value:.3f}"]
+            for r in wanted.itertuples() if r.agent == "all agents"]
+    out += ["McNemar over all agents' test queries pooled (only A right / only B right):", ""]
+    out += _table(("pool", "methods", "queries", "discordant", "p"), rows) + [""]
+    personalised, plain = _curve(outcomes, "offline-IUM"), _curve(outcomes, "offline-IUM-nonpersonalised")
+    out += ["### Offline iterations, personalised vs not (Figure 2a)", "",
+            "Macro-average downstream score (percent) after each iteration; t = 0 is BM25.", ""]
+    out += _table(("t", "personalised (task/model ids)", "non-personalised"),
+                  [[str(t), _cell(100 * personalised.get(t, math.nan)), _cell(100 * plain.get(t, math.nan))]
+                   for t in sorted(set(personalised.index) | set(plain.index))]) + [""]
+    online = outcomes[outcomes.method.str.match(r"online-IUM@b\d+$")]
+    sweep = online.groupby(["method", "agent"]).score.mean().groupby("method").mean()
+    out += ["### Online batch size (Figure 2b)", ""]
+    out += _table(("b", "macro average %"), [[re.sub(r"\D", "", m), _cell(100 * v)] for m, v in
+                                             sorted(sweep.items(), key=lambda item: int(re.sub(r"\D", "", item[0])))])
+    out += [""]
+    personalisation = tables["personalisation"]
+    if len(personalisation):
+        grouped = personalisation.groupby(["method", "agent_a", "agent_b"])[["kendall_tau", "jaccard"]].mean()
+        out += ["### Personalisation (Figure 5)", "",
+                "Between the lists two agents of one dataset are served for the same test query (top min(k) of "
+                "each): mean Kendall's tau (absent items tied last) and Jaccard. The paper: about 20% of the "
+                "documents differ between agents, with low tau.", ""]
+        out += _table(("engine", "agent A", "agent B", "Kendall tau", "Jaccard"),
+                      [[m, a, b, _cell(v.kendall_tau, 3), _cell(v.jaccard, 3)] for (m, a, b), v in grouped.iterrows()])
+        out += [""]
+    return out
