@@ -7,39 +7,15 @@ hand; the trained model is tested in tests/test_nli.py.
 from __future__ import annotations
 
 import math
-import re
 
 import pytest
 
 from rageval.attribution.metrics import (InputPassage, citation_overlap, citation_scores, correctness,
                                          format_passage, required_premises)
 from rageval.attribution.scoring import AnswerRecord, StatementRecord, agreement, human_agreement, score_answers
-from rageval.data import HAGRID_FILE, HAGRID_RUN_FILE, read_hagrid, read_hagrid_run
+from rageval.data import HAGRID_FILE, read_hagrid
 from rageval.paths import DATA_DIR
-
-WORD = re.compile(r"[a-z0-9]+")
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in WORD.findall(text.lower()) if len(w) > 3}
-
-
-class ContainmentNli:
-    """p(entail) = share of the hypothesis' content words found in the premise; entailed from 0.8 on."""
-
-    model_id = "test:containment"
-
-    def __init__(self):
-        self.pairs_seen = 0
-
-    def entailment_probabilities(self, pairs):
-        self.pairs_seen += len(pairs)
-        scores = []
-        for premise, hypothesis in pairs:
-            words = content_words(hypothesis)
-            share = len(words & content_words(premise)) / len(words) if words else 0.0
-            scores.append(1.0 if share >= 0.8 else share / 2)
-        return scores
+from tests.attribution_fixtures import ContainmentNli, build_hagrid_run
 
 
 @pytest.fixture(scope="module")
@@ -231,50 +207,10 @@ def test_citation_usability_counts():
 # ------------------------------------------------------------------------------------------ the whole run
 
 
-class OverlapReranker:
-    """Scores a passage by the query words it contains (a deterministic stand-in for the cross-encoder)."""
-
-    model_id = "test:overlap-reranker"
-
-    def score(self, query_text, passages):
-        words = content_words(query_text)
-        return [float(len(words & content_words(p.as_document()))) for p in passages]
-
-    def rerank(self, query, ranking, passages, k):
-        from rageval.retrieval.rerank import rerank_with
-
-        return rerank_with(self, query, ranking, passages, k)
-
-
-def cite_first_passage(prompt: str) -> str:
-    """A fake attributed answer: the last block's first passage sentence, cited [1]; closed-book: a fixed one."""
-    last = prompt.split("\n\n")[-1]
-    match = re.search(r"^\[1\] (?:Title: [^\n]*\n)?([^\n]*)", last, re.MULTILINE)
-    if not match:
-        return "It is a well known fact."
-    return match.group(1).split(". ")[0].rstrip(".") + ". [1]"
-
-
 @pytest.fixture(scope="module")
 def hagrid_run(tmp_path_factory, corpus, hagrid):
     """A 4-query HAGRID run with a fake generator, the containment NLI and BM25 over ~400 real passages."""
-    from rageval.attribution.experiment import AttributionPlan, AttributionResources, build_attribution_run
-    from rageval.bertscore import BertScorer
-    from rageval.generation.base import FakeGenerator
-    from rageval.retrieval.bm25 import BM25Retriever, build_bm25_index
-
-    tmp_path = tmp_path_factory.mktemp("hagrid-run")
-    records = hagrid[:4]
-    wanted = {corpus.resolve(f"hagrid:{q.docid}") for r in records for q in r.quotes}
-    subset = [p for p in corpus.passages if p.passage_id in wanted or p.source == "wiki18"][:400]
-    subset += [p for p in corpus.passages if p.passage_id in wanted and p not in subset]
-    generator = FakeGenerator(rule=cite_first_passage)
-    with BM25Retriever(build_bm25_index(subset, tmp_path / "bm25")) as bm25:
-        resources = AttributionResources(corpus, generator, ContainmentNli(), OverlapReranker(), BertScorer(),
-                                         hagrid, read_hagrid_run(DATA_DIR / HAGRID_RUN_FILE), bm25=bm25)
-        path = build_attribution_run(AttributionPlan(num_queries=4), resources, tmp_path / "runs" / "a.sqlite",
-                                     log=lambda message: None)
-    return path, generator, records
+    return build_hagrid_run(tmp_path_factory.mktemp("hagrid-run"), corpus, hagrid)
 
 
 def test_hagrid_run_end_to_end(hagrid_run):

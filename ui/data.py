@@ -8,6 +8,7 @@ Nothing here creates widgets.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -18,13 +19,18 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
+from rageval.attribution.store import AttributionReader
 from rageval.paths import RUNS_DIR
 from rageval.report import measure_sort_key
 from rageval.report import k_sweep_from_frames as compute_k_sweep
-from rageval.store import E2EOutput, RunReader, list_runs
+from rageval.store import (ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID, E2EOutput, RunReader, list_runs,
+                           sqlite_application_id)
 from rageval.types import Query
 
 RUNS_DIR_ENV = "RAGEVAL_RUNS_DIR"
+#: Sub-folders of :func:`runs_dir` holding the other kinds of run file (``rageval attribution``, ``rageval ium``).
+ATTRIBUTION_SUBDIR = "attribution"
+IUM_SUBDIR = "ium"
 _TTL_S = 3600
 #: Bootstrap resamples behind the dashboard's correlation intervals: 300 keeps a 300-query run's table under ~10 s
 #: on 2 CPU cores (docs/results.md uses 1,000).
@@ -234,3 +240,175 @@ def load_failure_case_table(path: str, mtime_ns: int, judge: str) -> pd.DataFram
     queries = load_gold_table(path, mtime_ns)[["query_id", "text"]].reset_index(names="_order")
     table = cases.merge(queries, on="query_id", how="left").sort_values(["k", "category", "_order"])
     return table[["query_id", "text", "k", "category", "reason"]].reset_index(drop=True)
+
+
+# --- other kinds of run file: attributed answers (rageval attribution) and IUM (rageval ium) -----------------
+
+def _runs_of_kind(folder: Path, application_id: int) -> list[Path]:
+    """The ``*.sqlite`` files of one kind (their SQLite ``application_id``) in ``folder``, newest first."""
+    if not folder.is_dir():
+        return []
+    paths = sorted(folder.glob("*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return [p for p in paths if sqlite_application_id(p) == application_id]
+
+
+def attribution_runs_dir() -> Path:
+    return runs_dir() / ATTRIBUTION_SUBDIR
+
+
+def find_attribution_runs() -> list[Path]:
+    """Attributed-answer run files (kind "RAGA") in :func:`attribution_runs_dir`, newest first (not cached)."""
+    return _runs_of_kind(attribution_runs_dir(), ATTRIBUTION_APPLICATION_ID)
+
+
+def ium_runs_dir() -> Path:
+    return runs_dir() / IUM_SUBDIR
+
+
+def find_ium_runs() -> list[Path]:
+    """IUM run files (kind "RAGI") in :func:`ium_runs_dir`, newest first (not cached)."""
+    return _runs_of_kind(ium_runs_dir(), IUM_APPLICATION_ID)
+
+
+@dataclass(frozen=True)
+class _OpenAttributionRun:
+    reader: AttributionReader
+    lock: threading.Lock
+
+
+@st.cache_resource(max_entries=4, show_spinner=False, on_release=lambda run: run.reader.close())
+def _open_attribution_run(path: str, mtime_ns: int) -> _OpenAttributionRun:
+    return _OpenAttributionRun(AttributionReader(path), threading.Lock())
+
+
+def _read_attribution(path: str, mtime_ns: int, read: Callable[[AttributionReader], T]) -> T:
+    run = _open_attribution_run(path, mtime_ns)
+    with run.lock:
+        return read(run.reader)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_attribution_settings(path: str, mtime_ns: int) -> dict[str, Any]:
+    return _read_attribution(path, mtime_ns, AttributionReader.settings)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_attribution_metric_table(path: str, mtime_ns: int) -> pd.DataFrame:
+    """:func:`rageval.attribution.report.scenario_metric_table` of the run (Table 2: fractions, BLEU 0-100)."""
+    from rageval.attribution.report import scenario_metric_table
+
+    return scenario_metric_table(_read_attribution(path, mtime_ns, AttributionReader.metric_means))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_attribution_answers(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every answer with its question: scenario, query_id, answer_id, text, human_attributable,
+    human_informative, question ("" for the gold answers of queries outside the run's sample), in run order."""
+    answers = _read_attribution(path, mtime_ns, lambda reader: reader.frame("answers"))
+    queries = _read_attribution(path, mtime_ns, lambda reader: reader.frame("queries"))
+    questions = dict(zip(queries["query_id"], queries["text"]))
+    return answers.assign(question=[questions.get(q, "") for q in answers["query_id"]])
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
+def load_attribution_statements(path: str, mtime_ns: int, scenario: str, query_id: str,
+                                answer_id: str) -> pd.DataFrame:
+    """One answer's statements in order: statement, text, raw, citations (a list of passage numbers),
+    human_attributable, supported (AutoAIS_cit's verdict), alce_recall (ALCE's joint-premise verdict)."""
+    frame = _read_attribution(path, mtime_ns, lambda reader: reader.frame(
+        "statements", "scenario = ? AND query_id = ? AND answer_id = ?", (scenario, query_id, answer_id)))
+    frame = frame.drop(columns=["scenario", "query_id", "answer_id"]).sort_values("statement")
+    return frame.assign(citations=[[int(n) for n in json.loads(c)] for c in frame["citations"]]).reset_index(drop=True)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
+def load_attribution_inputs(path: str, mtime_ns: int, scenario: str, query_id: str) -> pd.DataFrame:
+    """The passages the generator saw for (scenario, query), by citation number: number, passage_id, title, text."""
+    frame = _read_attribution(path, mtime_ns, lambda reader: reader.frame(
+        "input_passages", "scenario = ? AND query_id = ?", (scenario, query_id)))
+    return frame.drop(columns=["scenario", "query_id"]).sort_values("number").reset_index(drop=True)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
+def load_entailment_matrix(path: str, mtime_ns: int, scenario: str, query_id: str, answer_id: str) -> pd.DataFrame:
+    """p(passage ⊨ statement) of one answer: index statement number, columns passage number."""
+    return _read_attribution(path, mtime_ns, lambda reader: reader.entailment_matrix(scenario, query_id, answer_id))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
+def load_answer_metrics(path: str, mtime_ns: int, scenario: str, query_id: str, answer_id: str) -> dict[str, float]:
+    """Every metric value stored for one answer."""
+    frame = _read_attribution(path, mtime_ns, lambda reader: reader.frame(
+        "answer_metrics", "scenario = ? AND query_id = ? AND answer_id = ?", (scenario, query_id, answer_id)))
+    return dict(zip(frame["metric"], frame["value"].astype(float)))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_attribution_agreement(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Agreement of the automatic scores with HAGRID's human labels: level, score, n, pearson, spearman,
+    accuracy, human_positive_rate, model_positive_rate."""
+    return _read_attribution(path, mtime_ns, lambda reader: reader.frame("agreement"))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=4, show_spinner=False)
+def load_ium_run(path: str, mtime_ns: int) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+    """(settings, tables) of an IUM run file (:func:`rageval.ium.experiment.read_ium_run`)."""
+    from rageval.ium.experiment import read_ium_run
+
+    return read_ium_run(Path(path))
+
+
+def load_ium_settings(path: str, mtime_ns: int) -> dict[str, Any]:
+    return load_ium_run(path, mtime_ns)[0]
+
+
+def load_ium_table(path: str, mtime_ns: int, name: str) -> pd.DataFrame:
+    """One table of an IUM run (agents, queries, served, outcomes, feedback, online_trained_on, significance,
+    personalisation); empty when the run does not have it."""
+    return load_ium_run(path, mtime_ns)[1].get(name, pd.DataFrame())
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
+def load_ium_summary(path: str, mtime_ns: int) -> pd.DataFrame:
+    """:func:`rageval.ium.experiment.summary_table`: mean downstream score per agent (rows, then ``macro
+    average``, the mean over agents) and main method (columns)."""
+    from rageval.ium.experiment import summary_table
+
+    return summary_table(load_ium_table(path, mtime_ns, "outcomes"))
+
+
+def load_ium_test_counts(path: str, mtime_ns: int) -> dict[str, int]:
+    """The number of test queries each agent answered (what each agent's mean is over)."""
+    outcomes = load_ium_table(path, mtime_ns, "outcomes")
+    return {agent: int(n) for agent, n in outcomes.groupby("agent")["query_id"].nunique().items()}
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
+def load_ium_iteration_curves(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Macro-average downstream score after each offline iteration t (rows), personalised and not (columns;
+    :func:`rageval.ium.experiment.iteration_curve`)."""
+    from rageval.ium.experiment import iteration_curve
+
+    outcomes = load_ium_table(path, mtime_ns, "outcomes")
+    return pd.DataFrame({"personalised": iteration_curve(outcomes, "offline-IUM"),
+                         "non-personalised": iteration_curve(outcomes, "offline-IUM-nonpersonalised")})
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
+def load_ium_batch_curve(path: str, mtime_ns: int) -> pd.Series:
+    """Macro-average downstream score of online IUM per batch size b
+    (:func:`rageval.ium.experiment.batch_size_curve`)."""
+    from rageval.ium.experiment import batch_size_curve
+
+    return batch_size_curve(load_ium_table(path, mtime_ns, "outcomes"))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
+def load_ium_personalisation(path: str, mtime_ns: int) -> pd.DataFrame:
+    """:func:`rageval.ium.experiment.personalisation_summary` of the run (empty when it has no such table)."""
+    from rageval.ium.experiment import personalisation_summary
+
+    table = load_ium_table(path, mtime_ns, "personalisation")
+    if table.empty:
+        return pd.DataFrame(columns=["method", "agent_a", "agent_b", "kendall_tau", "jaccard", "n"])
+    return personalisation_summary(table)

@@ -9,6 +9,7 @@ before any Markdown element.
 from __future__ import annotations
 
 import math
+import sqlite3
 import string
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -205,6 +206,31 @@ def select_run() -> Path:
         st.error(str(error))  # our own message (file name and reason), not corpus text
         st.stop()
     return runs[stem]
+
+
+def select_kind_run(title: str, runs: Sequence[Path], folder: Path, *, state_key: str, command: str,
+                    read_settings: Callable[[str, int], Any]) -> Path:
+    """The sidebar selector of a run of another kind (attributed answers, IUM), ``?run=<file stem>``, default the
+    newest. Stops the page with an empty state naming ``command`` when ``folder`` holds no such run, and with an
+    error when the chosen file cannot be read (``read_settings(path, mtime_ns)`` is tried on it)."""
+    if not runs:
+        st.title(title)
+        st.info(escape_markdown(f"No {title} run files (*.sqlite) in {folder}.")
+                + " Build one with the command below (see its options; it writes into that folder by default), "
+                  f"or point the dashboard at another runs folder with the `{data.RUNS_DIR_ENV}` environment "
+                  "variable:")
+        st.code(command, language="bash")
+        st.stop()
+    by_stem = {path.stem: path for path in runs}
+    stem = select_synced(st.sidebar, f"{title} run", list(by_stem), state_key=state_key, param="run",
+                         help="Run files (*.sqlite) of this kind, newest first")
+    st.sidebar.caption(escape_markdown(f"from {folder}"))
+    try:
+        read_settings(*data.run_key(by_stem[stem]))
+    except (StoreError, OSError, sqlite3.DatabaseError) as error:
+        st.error(str(error))  # our own message (file name and reason), not corpus text
+        st.stop()
+    return by_stem[stem]
 
 
 def render_empty_state() -> None:

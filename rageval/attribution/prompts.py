@@ -17,7 +17,7 @@ Layout of the citation prompt (blank line between blocks)::
     Question: <question>
     Answer:
 
-The answer is decoded greedily until a blank line or a new ``Question:``. The closed-book prompt has the same
+The answer is decoded greedily until the end of its line (the examples' answers are one line each). The closed-book prompt has the same
 examples without passages or citations.
 """
 
@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from rageval.generation.base import DecodingSettings
 from rageval.prompts import PromptTemplate
 
-ANSWER_DECODING = DecodingSettings(max_new_tokens=96, stop=("\n\n", "\nQuestion:"))
+# One line: every example answer is one line, and after it the 270M model goes on inventing "[3] Title: ..." passages.
+ANSWER_DECODING = DecodingSettings(max_new_tokens=96, stop=("\n",))
 
 
 @dataclass(frozen=True)

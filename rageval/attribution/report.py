@@ -69,19 +69,34 @@ def nli_markdown(report: Mapping) -> list[str]:
     return out + _table(("test split", "pairs", "accuracy %", "entail P %", "entail R %", "entail F1 %"), rows) + [""]
 
 
-def table2_markdown(means: pd.DataFrame, settings: Mapping) -> list[str]:
-    values = means.set_index(["scenario", "metric"])["value"]
+def scenario_metric_table(means: pd.DataFrame, metrics: Sequence[str] = PAPER_TABLE2_COLUMNS) -> pd.DataFrame:
+    """Table 2 of a run: one row per scenario (:data:`SCENARIO_ORDER`, then any other in first-seen order), one
+    column per metric of ``metrics`` (NaN where a scenario has no such metric, e.g. G's citation metrics), and
+    ``n``, the answers averaged over. ``means`` is :meth:`AttributionReader.metric_means`; values stay as stored
+    (fractions in [0, 1]; BLEU on its 0-100 scale)."""
+    values = means.pivot_table(index="scenario", columns="metric", values="value", aggfunc="first")
     counts = means.groupby("scenario")["answers"].max()
-    percent = {"bleu": 1.0}
+    seen = list(dict.fromkeys(means["scenario"]))
+    order = [s for s in SCENARIO_ORDER if s in counts.index] + [s for s in seen if s not in SCENARIO_ORDER]
+    table = values.reindex(index=order, columns=list(metrics))
+    table["n"] = counts.reindex(order).astype(int)
+    table.index.name, table.columns.name = "scenario", None
+    return table
+
+
+def to_percent(table: pd.DataFrame) -> pd.DataFrame:
+    """The metric columns of :func:`scenario_metric_table` in percent (BLEU is already on a 0-100 scale)."""
+    return table.apply(lambda column: column if column.name in ("bleu", "n") else 100 * column)
+
+
+def table2_markdown(means: pd.DataFrame, settings: Mapping) -> list[str]:
+    table = to_percent(scenario_metric_table(means))
     rows, paper_rows = [], []
     for scenario in SCENARIO_ORDER:
-        if scenario not in counts.index:
+        if scenario not in table.index:
             continue
-        cells = []
-        for metric in PAPER_TABLE2_COLUMNS:
-            value = values.get((scenario, metric))
-            cells.append(_cell(None if value is None else value * percent.get(metric, 100.0)))
-        rows.append([f"{scenario} (n={counts[scenario]})", *cells])
+        cells = [_cell(table.at[scenario, metric]) for metric in PAPER_TABLE2_COLUMNS]
+        rows.append([f"{scenario} (n={table.at[scenario, 'n']})", *cells])
         if scenario in PAPER_TABLE2:
             paper_rows.append([scenario, *(_cell(v, 2) for v in PAPER_TABLE2[scenario])])
     return (_table(("ours", *TABLE2_HEADER), rows) + ["", "The paper's Table 2 (Zephyr-3B, TRUE T5-11B NLI, "

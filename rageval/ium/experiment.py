@@ -203,6 +203,22 @@ def summary_table(outcomes: pd.DataFrame, methods: Sequence[str] = MAIN_METHODS)
     return table
 
 
+def iteration_curve(outcomes: pd.DataFrame, prefix: str = "offline-IUM") -> pd.Series:
+    """Macro-average downstream score (mean over agents of each agent's mean over its test queries) after each
+    offline iteration t of the methods ``<prefix>@t<t>``, indexed by t (0 is BM25); the paper's Figure 2a."""
+    rows = outcomes[outcomes.method.str.startswith(prefix + "@t")]
+    means = rows.groupby(["method", "agent"]).score.mean().groupby("method").mean()
+    return means.rename(index=lambda m: int(m.rsplit("@t", 1)[1])).sort_index().rename_axis("t")
+
+
+def batch_size_curve(outcomes: pd.DataFrame) -> pd.Series:
+    """Macro-average downstream score of online IUM for each batch size b (methods ``online-IUM@b<b>``), indexed
+    by b; the paper's Figure 2b."""
+    rows = outcomes[outcomes.method.str.match(r"online-IUM@b\d+$")]
+    means = rows.groupby(["method", "agent"]).score.mean().groupby("method").mean()
+    return means.rename(index=lambda m: int(m.rsplit("@b", 1)[1])).sort_index().rename_axis("b")
+
+
 def significance_table(outcomes: pd.DataFrame, methods: Sequence[str] = MAIN_METHODS) -> pd.DataFrame:
     """Exact McNemar tests (outcome = score >= 0.5) between every pair of main methods, per agent and over all
     agents' test queries pooled (the paper's 'average' comparison)."""
@@ -236,6 +252,16 @@ def personalisation_table(served, agents: Sequence[Agent], test: Mapping[str, Se
                     la, lb = served[method][a.name][q.query_id][:depth], served[method][b.name][q.query_id][:depth]
                     rows.append((method, a.name, b.name, q.query_id, top_k_kendall_tau(la, lb), jaccard(la, lb)))
     return pd.DataFrame(rows, columns=["method", "agent_a", "agent_b", "query_id", "kendall_tau", "jaccard"])
+
+
+def personalisation_summary(personalisation: pd.DataFrame) -> pd.DataFrame:
+    """Mean Kendall's tau and Jaccard over the test queries of each (method, agent_a, agent_b) of
+    :func:`personalisation_table`, with ``n``, the queries averaged over (columns method, agent_a, agent_b,
+    kendall_tau, jaccard, n; the paper's Figure 5)."""
+    grouped = personalisation.groupby(["method", "agent_a", "agent_b"])
+    summary = grouped[["kendall_tau", "jaccard"]].mean()
+    summary["n"] = grouped.size()
+    return summary.reset_index()
 
 
 def write_ium_run(result: IumResult, path: Path) -> Path:

@@ -5,13 +5,11 @@ iteration curve personalised vs not (Figure 2a), the online batch-size sweep (Fi
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
-import pandas as pd
-
-from rageval.ium.experiment import MAIN_METHODS, read_ium_run, summary_table
+from rageval.ium.experiment import (MAIN_METHODS, batch_size_curve, iteration_curve, personalisation_summary,
+                                    read_ium_run, summary_table)
 
 # The paper's Table 3 macro average over its 18 agents (KILT, BM25 top 100 + reranker), in percent.
 PAPER_MACRO = {"BM25": 55.38, "dense": 45.15, "reranker-individual": 59.86, "reranker-dataset": 60.43,
@@ -30,12 +28,6 @@ def _cell(value, digits: int = 1) -> str:
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
             *("| " + " | ".join(row) + " |" for row in rows)]
-
-
-def _curve(outcomes: pd.DataFrame, prefix: str) -> pd.Series:
-    rows = outcomes[outcomes.method.str.startswith(prefix + "@t")]
-    means = rows.groupby(["method", "agent"]).score.mean().groupby("method").mean()
-    return means.rename(index=lambda m: int(m.rsplit("@t", 1)[1])).sort_index()
 
 
 def ium_sections(path: Path) -> list[str]:
@@ -72,26 +64,25 @@ def ium_sections(path: Path) -> list[str]:
             for r in wanted.itertuples() if r.agent == "all agents"]
     out += ["McNemar over all agents' test queries pooled (only A right / only B right):", ""]
     out += _table(("pool", "methods", "queries", "discordant", "p"), rows) + [""]
-    personalised, plain = _curve(outcomes, "offline-IUM"), _curve(outcomes, "offline-IUM-nonpersonalised")
+    personalised = iteration_curve(outcomes, "offline-IUM")
+    plain = iteration_curve(outcomes, "offline-IUM-nonpersonalised")
     out += ["### Offline iterations, personalised vs not (Figure 2a)", "",
             "Macro-average downstream score (percent) after each iteration; t = 0 is BM25.", ""]
     out += _table(("t", "personalised (task/model ids)", "non-personalised"),
                   [[str(t), _cell(100 * personalised.get(t, math.nan)), _cell(100 * plain.get(t, math.nan))]
                    for t in sorted(set(personalised.index) | set(plain.index))]) + [""]
-    online = outcomes[outcomes.method.str.match(r"online-IUM@b\d+$")]
-    sweep = online.groupby(["method", "agent"]).score.mean().groupby("method").mean()
     out += ["### Online batch size (Figure 2b)", ""]
-    out += _table(("b", "macro average %"), [[re.sub(r"\D", "", m), _cell(100 * v)] for m, v in
-                                             sorted(sweep.items(), key=lambda item: int(re.sub(r"\D", "", item[0])))])
+    out += _table(("b", "macro average %"), [[str(b), _cell(100 * v)] for b, v in batch_size_curve(outcomes).items()])
     out += [""]
     personalisation = tables["personalisation"]
     if len(personalisation):
-        grouped = personalisation.groupby(["method", "agent_a", "agent_b"])[["kendall_tau", "jaccard"]].mean()
+        grouped = personalisation_summary(personalisation)
         out += ["### Personalisation (Figure 5)", "",
                 "Between the lists two agents of one dataset are served for the same test query (top min(k) of "
                 "each): mean Kendall's tau (absent items tied last) and Jaccard. The paper: about 20% of the "
                 "documents differ between agents, with low tau.", ""]
         out += _table(("engine", "agent A", "agent B", "Kendall tau", "Jaccard"),
-                      [[m, a, b, _cell(v.kendall_tau, 3), _cell(v.jaccard, 3)] for (m, a, b), v in grouped.iterrows()])
+                      [[r.method, r.agent_a, r.agent_b, _cell(r.kendall_tau, 3), _cell(r.jaccard, 3)]
+                       for r in grouped.itertuples()])
         out += [""]
     return out

@@ -1,0 +1,131 @@
+"""Views of the citations page (``pages/3_Citations.py``): attributed-answer runs (``rageval attribution``).
+
+Pure functions from the data layer's tables to display tables and figures, plus the passage block. Answer,
+statement and passage text is shown through ``st.text`` / ``st.dataframe`` (never Markdown or HTML); the heatmap
+carries numbers and labels only, no corpus text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from rageval.attribution.report import to_percent
+from ui.render import escape_markdown, format_label
+
+METRIC_NAMES = {
+    "bleu": "BLEU", "rougeL_p": "ROUGE-L P", "rougeL_r": "ROUGE-L R", "rougeL_f": "ROUGE-L F",
+    "bertscore_p": "BERTScore P", "bertscore_r": "BERTScore R", "bertscore_f": "BERTScore F",
+    "overlap_p": "Overlap P", "overlap_r": "Overlap R", "autoais_cit": "AutoAIS cit", "autoais_pssg": "AutoAIS pssg",
+    "alce_precision": "ALCE P", "alce_recall": "ALCE R",
+}
+METRIC_ORDER = ("autoais_cit", "autoais_pssg", "alce_precision", "alce_recall", "overlap_p", "overlap_r", "bleu",
+                "rougeL_p", "rougeL_r", "rougeL_f", "bertscore_p", "bertscore_r", "bertscore_f")
+AGREEMENT_SCORES = {"nli_verdict_cited": "NLI verdict on the cited passages", "p_entail_cited": "best cited p(entail)"}
+
+
+def provenance(settings: Mapping[str, Any], n_answers: int | None = None) -> str:
+    """Escaped Markdown caption saying what produced a number: generator, NLI model, BERTScore model, dataset
+    and, when given, the number of answers behind it."""
+    parts = [f"{label} {settings[key]}" for key, label in (("generator", "generator"), ("nli", "NLI"),
+                                                           ("bertscore", "BERTScore"), ("dataset", "dataset"))
+             if settings.get(key)]
+    if n_answers is not None:
+        parts.append(f"{n_answers:,} {'answer' if n_answers == 1 else 'answers'}")
+    return escape_markdown(" · ".join(parts))
+
+
+def metric_table_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`rageval.attribution.report.scenario_metric_table` in percent, citation metrics first, named for
+    people; ``n`` (answers) last."""
+    shown = to_percent(table)[[m for m in METRIC_ORDER if m in table.columns]].rename(columns=METRIC_NAMES)
+    shown["n"] = table["n"].astype(int)
+    shown.index.name = "Scenario"
+    return shown
+
+
+def answer_metrics_view(metrics: Mapping[str, float]) -> pd.DataFrame:
+    """One answer's metric values (percent; BLEU as is) in the order of :func:`metric_table_view`, one row."""
+    return pd.DataFrame([{METRIC_NAMES[m]: metrics[m] * (1 if m == "bleu" else 100)
+                          for m in METRIC_ORDER if m in metrics}])
+
+
+def statements_view(statements: pd.DataFrame, *, with_human: bool) -> pd.DataFrame:
+    """One answer's statements: number, text, the passages it cites, the NLI verdicts (AutoAIS_cit: one cited
+    passage entails it; ALCE recall: its cited passages together entail it) and, ``with_human``, HAGRID's
+    annotators' label beside them (✓/✗, – when missing)."""
+    view = pd.DataFrame({
+        "#": statements["statement"].astype(int) + 1,
+        "Statement": statements["text"],
+        "Cites": [" ".join(f"[{n}]" for n in cited) or "none" for cited in statements["citations"]],
+        "NLI: a citation supports it (AutoAIS)": statements["supported"].map(format_label),
+        "NLI: citations jointly support it (ALCE)": statements["alce_recall"].map(format_label),
+    })
+    if with_human:
+        view["Human: attributable"] = statements["human_attributable"].map(format_label)
+    return view
+
+
+def cited_cells(matrix: pd.DataFrame, citations: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
+    """(statement, passage number) of every cell of ``matrix`` whose passage the statement cites (citations to a
+    number outside the matrix, i.e. invalid citations, are left out)."""
+    numbers = set(matrix.columns)
+    return [(statement, number) for statement, cited in zip(matrix.index, citations)
+            for number in dict.fromkeys(cited) if number in numbers]
+
+
+def entailment_figure(matrix: pd.DataFrame, citations: Sequence[Sequence[int]]):
+    """Heatmap of p(passage ⊨ statement): one row per statement (S1 on top), one column per input passage
+    (its citation number), colour 0..1; an open circle marks each cell the statement cites."""
+    import plotly.graph_objects as go
+
+    rows = [f"S{int(s) + 1}" for s in matrix.index]
+    columns = [f"[{int(n)}]" for n in matrix.columns]
+    figure = go.Figure(go.Heatmap(
+        z=matrix.to_numpy(dtype=float).tolist(), x=columns, y=rows, zmin=0.0, zmax=1.0, colorscale="Blues",
+        colorbar={"title": {"text": "p(entail)"}}, texttemplate="%{z:.2f}", name="p(entail)",
+        hovertemplate="statement %{y} · passage %{x}<br>p(passage entails statement) = %{z:.3f}<extra></extra>"))
+    cells = cited_cells(matrix, citations)
+    if cells:
+        figure.add_trace(go.Scatter(
+            x=[f"[{int(n)}]" for _, n in cells], y=[f"S{int(s) + 1}" for s, _ in cells], mode="markers",
+            name="cited", marker={"symbol": "circle-open", "size": 26, "color": "#d62728", "line": {"width": 3}},
+            hovertemplate="statement %{y} cites passage %{x}<extra></extra>"))
+    figure.update_layout(title={"text": "Entailment of each statement by each input passage"},
+                         xaxis_title="input passage (citation number)", yaxis_title="statement",
+                         height=260 + 48 * len(rows),
+                         legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.02, "yanchor": "bottom"})
+    figure.update_yaxes(autorange="reversed", type="category")
+    figure.update_xaxes(type="category")
+    return figure
+
+
+def agreement_view(agreement: pd.DataFrame) -> pd.DataFrame:
+    """Agreement of the automatic scores with HAGRID's human labels: level, score, n, Pearson, Spearman,
+    accuracy (percent), human and model positive rates (percent)."""
+    def percent(values: pd.Series) -> list[float]:
+        return [math.nan if v is None or v != v else 100 * float(v) for v in values]
+
+    return pd.DataFrame({
+        "Level": agreement["level"],
+        "Automatic score": agreement["score"].map(lambda s: METRIC_NAMES.get(s, AGREEMENT_SCORES.get(s, s))),
+        "n": agreement["n"].astype(int),
+        "Pearson": agreement["pearson"].astype(float),
+        "Spearman": agreement["spearman"].astype(float),
+        "Accuracy %": percent(agreement["accuracy"]),
+        "Human yes %": percent(agreement["human_positive_rate"]),
+        "Model yes %": percent(agreement["model_positive_rate"]),
+    })
+
+
+def render_input_passages(inputs: pd.DataFrame) -> None:
+    """One bordered block per input passage: ``[number] title · passage id``, then the text (as text)."""
+    for row in inputs.itertuples():
+        with st.container(border=True):
+            title = escape_markdown(row.title) if row.title else "(untitled passage)"
+            st.markdown(f"**\\[{int(row.number)}\\] {title}** · {escape_markdown(row.passage_id)}")
+            st.text(row.text)
