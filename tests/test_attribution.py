@@ -232,6 +232,12 @@ def test_hagrid_run_end_to_end(hagrid_run):
         assert ("G", "autoais_cit") not in means.index and means[("G", "rougeL_f")] >= 0
         inputs = reader.frame("input_passages", "scenario = ?", ("RTG-vanilla",))
         assert (inputs.groupby("query_id").size() == 2).all()
+        # RTG-vanilla reads BM25's top 2, RTG-query-gen CombSUM's (the plan's defaults), numbered in rank order.
+        rankings = reader.frame("retrieval_rankings", "rank <= 2")
+        for scenario, system in (("RTG-vanilla", "bm25"), ("RTG-query-gen", "combsum")):
+            fed = reader.frame("input_passages", "scenario = ?", (scenario,)).sort_values(["query_id", "number"])
+            top = rankings[rankings.system == system].sort_values(["query_id", "rank"])
+            assert fed.passage_id.tolist() == top.passage_id.tolist()
         # The stored matrix has one cell per statement and input passage.
         first = answers[answers.scenario == "RTG-gold"].iloc[0]
         matrix = reader.entailment_matrix("RTG-gold", first.query_id, first.answer_id)
@@ -264,7 +270,8 @@ def test_results_section_puts_our_tables_next_to_the_papers(hagrid_run, tmp_path
                                                     "f1": 0.65}}}))
     text = "\n".join(attribution_sections(path, report))
     for expected in ("| snli | 10 | 80.0 | 70.0 | 60.0 | 65.0 |", "| RTG-gold (n=4) |", "| gold-answer (n=1318) |",
-                     "| RTG-gold | 28.22 |", "query-gen: MAX", "| RTG-vanilla | `bm25+rerank` |", "| answer | autoais_cit |", "test:containment"):
+                     "| RTG-gold | 28.22 |", "query-gen: MAX", "| RTG-vanilla | `bm25` |",
+                     "| RTG-query-gen | `combsum` |", "| answer | autoais_cit |", "test:containment"):
         assert expected in text, expected
     missing = "\n".join(attribution_sections(tmp_path / "none.sqlite"))
     assert "build it with `rageval attribution`" in missing

@@ -67,7 +67,9 @@ def premise_windows(tokenizer, premise: str, budget: int) -> list[str]:
     """
     if budget < 8:
         raise ValueError(f"premise budget {budget}: too small for a window (need at least 8 word pieces)")
-    offsets = tokenizer(premise, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    # verbose=False: a premise longer than the model is expected here (that is what windows are for).
+    offsets = tokenizer(premise, add_special_tokens=False, return_offsets_mapping=True,
+                        verbose=False)["offset_mapping"]
     if len(offsets) <= budget:
         return [premise]
     stride = budget // 2

@@ -36,7 +36,7 @@ PAPER_TABLE3 = {
     "MAX": (66.34, 32.42, 18.66, 72.69, 63.58),
 }
 SCENARIO_ORDER = ("gold-answer", "G", "RTG-gold", "RTG-vanilla", "RTG-monot5", "RTG-query-gen", "GTR")
-SYSTEM_NAMES = {"bm25": "user query: BM25", "bm25+rerank": "user query: BM25 → MiniLM cross-encoder (our vanilla)",
+SYSTEM_NAMES = {"bm25": "user query: BM25", "bm25+rerank": "user query: BM25 → MiniLM cross-encoder",
                 "monot5-run": "user query: shipped BM25 + MonoT5 run (top 2 only)", "sort": "query-gen: Sort",
                 "combsum": "query-gen: CombSUM", "combmnz": "query-gen: CombMNZ", "pm2": "query-gen: PM2",
                 "rerank": "query-gen: Rerank (cross-encoder)", "MAX": "query-gen: MAX (oracle over single lists)"}
@@ -117,15 +117,19 @@ def table3_markdown(retrieval: pd.DataFrame) -> list[str]:
             + _table(("paper", *TABLE3_MEASURES), paper) + [""])
 
 
-FED_SYSTEMS = {"bm25+rerank": "RTG-vanilla", "monot5-run": "RTG-monot5", "rerank": "RTG-query-gen"}
+def fed_systems(plan: Mapping) -> dict[str, str]:
+    """Scenario -> the retrieval system whose top k it gave the generator (older runs: the then defaults)."""
+    return {"RTG-vanilla": plan.get("vanilla_system", "bm25+rerank"), "RTG-monot5": "monot5-run",
+            "RTG-query-gen": plan.get("generation_fusion", "rerank")}
 
 
-def fed_passages_markdown(retrieval: pd.DataFrame, k: int) -> list[str]:
+def fed_passages_markdown(retrieval: pd.DataFrame, plan: Mapping) -> list[str]:
     """P/R/nDCG at k of the passages each retrieval scenario gave the generator."""
+    k = plan["k"]
     means = retrieval.groupby(["system", "measure"])["value"].mean()
     measures = (f"P@{k}", f"R@{k}", f"nDCG@{k}")
     rows = [[scenario, f"`{system}`", *(_cell(100 * means.get((system, m), math.nan)) for m in measures)]
-            for system, scenario in FED_SYSTEMS.items() if system in means.index.get_level_values(0)]
+            for scenario, system in fed_systems(plan).items() if system in means.index.get_level_values(0)]
     return _table(("scenario", "system", *measures), rows) + [""]
 
 
@@ -181,7 +185,7 @@ def attribution_sections(run_path: Path, nli_report_path: Path | None = None) ->
         retrieval = reader.frame("retrieval_measures")
         out += table3_markdown(retrieval)
         out += [f"The {plan['k']} passages each retrieval scenario gave the generator (percent):", ""]
-        out += fed_passages_markdown(retrieval, plan["k"])
+        out += fed_passages_markdown(retrieval, plan)
         out += ["### Agreement with HAGRID's human attributability labels (gold answers)", "",
                 "Answer level: each gold answer's automatic score against its human `attributable` label; sentence "
                 "level: each annotated sentence's NLI verdict (supported by one of its citations) and its best "
