@@ -43,7 +43,7 @@ class IumPlan:
 
     name: str = "ium-nq-hotpotqa"
     agents: tuple[AgentSpec, ...] = DEFAULT_AGENTS
-    num_train: int = 50
+    num_train: int = 40
     num_test: int = 30
     nq_train_offset: int = 1000
     hotpotqa_train_offset: int = 100

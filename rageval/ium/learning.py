@@ -69,7 +69,7 @@ class IumConfig:
     batch_size: int = 16
     trainable_layers: int | None = 2
     max_length: int = 256
-    online_batch_sizes: tuple[int, ...] = (5, 15)
+    online_batch_sizes: tuple[int, ...] = (10, 20)
     seed: int = 0
 
 
