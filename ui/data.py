@@ -56,17 +56,21 @@ def run_key(path: Path) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class _OpenRun:
-    reader: RunReader
+    reader: Any  # RunReader or AttributionReader
     lock: threading.Lock
 
 
-@st.cache_resource(max_entries=8, show_spinner=False, on_release=lambda run: run.reader.close())
-def _open_run(path: str, mtime_ns: int) -> _OpenRun:
-    return _OpenRun(RunReader(path), threading.Lock())
+_READERS = {"erag": RunReader, "attribution": AttributionReader}
 
 
-def _read(path: str, mtime_ns: int, read: Callable[[RunReader], T]) -> T:
-    run = _open_run(path, mtime_ns)
+@st.cache_resource(max_entries=12, show_spinner=False, on_release=lambda run: run.reader.close())
+def _open_run(path: str, mtime_ns: int, kind: str = "erag") -> _OpenRun:
+    """One open reader per (file, version, kind), shared by all sessions; the lock serialises its connection."""
+    return _OpenRun(_READERS[kind](path), threading.Lock())
+
+
+def _read(path: str, mtime_ns: int, read: Callable[[Any], T], kind: str = "erag") -> T:
+    run = _open_run(path, mtime_ns, kind)
     with run.lock:
         return read(run.reader)
 
@@ -270,21 +274,8 @@ def find_ium_runs() -> list[Path]:
     return _runs_of_kind(ium_runs_dir(), IUM_APPLICATION_ID)
 
 
-@dataclass(frozen=True)
-class _OpenAttributionRun:
-    reader: AttributionReader
-    lock: threading.Lock
-
-
-@st.cache_resource(max_entries=4, show_spinner=False, on_release=lambda run: run.reader.close())
-def _open_attribution_run(path: str, mtime_ns: int) -> _OpenAttributionRun:
-    return _OpenAttributionRun(AttributionReader(path), threading.Lock())
-
-
 def _read_attribution(path: str, mtime_ns: int, read: Callable[[AttributionReader], T]) -> T:
-    run = _open_attribution_run(path, mtime_ns)
-    with run.lock:
-        return read(run.reader)
+    return _read(path, mtime_ns, read, "attribution")
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)

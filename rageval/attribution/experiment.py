@@ -173,8 +173,11 @@ class AttributionResources:
 
     def __init__(self, corpus, generator, nli, reranker, bert_scorer, hagrid: Sequence[HagridRecord],
                  hagrid_run: Sequence[HagridRunRecord], bm25=None, tokenizer=None):
+        from rageval.experiments import Resources
+
+        self.shared = Resources(corpus)  # corpus passages by id and the cached BM25 index, as the eRAG runs use them
         self.corpus = corpus
-        self.passages: dict[str, Passage] = {p.passage_id: p for p in corpus.passages}
+        self.passages: dict[str, Passage] = self.shared.passages
         self.generator = generator
         self.nli = nli
         self.reranker = reranker
@@ -186,19 +189,15 @@ class AttributionResources:
 
     @property
     def bm25(self):
-        if self._bm25 is None:
-            from rageval.corpus import corpus_fingerprint
-            from rageval.retrieval.bm25 import BM25Retriever, load_or_build_bm25_index
-
-            self._bm25 = BM25Retriever(load_or_build_bm25_index(self.corpus.passages, corpus_fingerprint(self.corpus)))
-        return self._bm25
+        """The given retriever, else BM25 over the corpus' cached index."""
+        return self._bm25 if self._bm25 is not None else self.shared.bm25
 
     @property
     def tokenizer(self):
         if self._tokenizer is None:
             from rageval.attribution.statements import sentence_tokenizer
 
-            self._tokenizer = sentence_tokenizer()
+            self._tokenizer = sentence_tokenizer(self.corpus)
         return self._tokenizer
 
     def canonical(self, passage_id: str) -> str:

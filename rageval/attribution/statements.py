@@ -84,13 +84,15 @@ def train_punkt(texts: Iterable[str]):
 
 
 @lru_cache(maxsize=1)
-def sentence_tokenizer():
-    """The Punkt tokenizer trained on the corpus' Wikipedia passages (see the module docstring)."""
+def sentence_tokenizer(corpus=None):
+    """The Punkt tokenizer trained on the corpus' Wikipedia passages (see the module docstring); ``corpus``
+    defaults to :func:`rageval.corpus.build_corpus` (pass one already built to skip rebuilding it)."""
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
-    from rageval.corpus import build_corpus
+    if corpus is None:
+        from rageval.corpus import build_corpus
 
-    corpus = build_corpus()
+        corpus = build_corpus()
     return PunktSentenceTokenizer(train_punkt(p.text for p in corpus.passages if p.source in TRAINING_SOURCES))
 
 
