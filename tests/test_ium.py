@@ -121,6 +121,33 @@ def test_offline_ium_em_loop(setup):
     assert any(r.utility == 1.0 for r in first) and any(r.utility == 0.0 for r in first)
 
 
+def test_offline_ium_resumes_from_checkpoints_without_retraining(setup, tmp_path, monkeypatch):
+    import rageval.retrieval.rerank as rerank
+
+    agents = setup["agents"][:1]
+    queries = setup["nq"][10:14]
+    train = {agents[0].name: queries}
+    config = IumConfig(first_stage_depth=6, train_k=2, iterations=2, epochs=1, batch_size=8, trainable_layers=1,
+                       max_length=96)
+    candidates = {qid: r.passage_ids for qid, r in setup["bm25"].batch_search(queries, 6).items()}
+    first = offline_ium(agents, train, candidates, setup["passages"], config, checkpoints=tmp_path)
+    assert len(list(tmp_path.glob("ium-*"))) == 2  # one saved model per iteration
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("retrained although a checkpoint exists")
+
+    monkeypatch.setattr(rerank, "train_cross_encoder", no_training)
+    again = offline_ium(agents, train, candidates, setup["passages"], config, checkpoints=tmp_path)
+    pairs = [("who wrote hamlet", setup["passages"][candidates[queries[0].query_id][0]].as_document())]
+    for a, b in zip(first, again):
+        assert [r.passage_id for r in a.feedback] == [r.passage_id for r in b.feedback]
+        assert a.model.score_pairs(pairs) == pytest.approx(b.model.score_pairs(pairs), abs=1e-5)
+    # Other training data is another key: it trains (and here hits the patched trainer).
+    with pytest.raises(AssertionError, match="retrained"):
+        offline_ium(agents, {agents[0].name: queries[:3]}, candidates, setup["passages"], config,
+                    checkpoints=tmp_path)
+
+
 def test_online_ium_never_serves_a_query_with_parameters_that_saw_its_feedback(setup):
     agent = setup["agents"][0]
     queries = setup["nq"][:7]

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from rageval.paths import DATA_DIR, RUNS_DIR
+from rageval.paths import DATA_DIR, RUNS_DIR, cache_dir
 
 
 def cmd_ium(args: argparse.Namespace) -> int:
@@ -44,7 +44,8 @@ def cmd_ium(args: argparse.Namespace) -> int:
         print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
 
     result = run_ium(plan, agents, split, resources.passages, resources.bm25, resources.dense if args.dense else None,
-                     log=log, command="rageval " + " ".join(sys.argv[1:]))
+                     log=log, command="rageval " + " ".join(sys.argv[1:]),
+                     checkpoints=None if args.no_checkpoints else cache_dir() / "models" / "ium-checkpoints")
     out = args.out or RUNS_DIR / "ium" / plan.file_name
     write_ium_run(result, out)
     print(summary_table(result.outcomes).round(3).to_string())
@@ -68,6 +69,9 @@ def add_parsers(sub) -> None:
     ium.add_argument("--seed", type=int, default=0)
     ium.add_argument("--dtype", default="bfloat16", help="LLM precision ('' for the device default)")
     ium.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
+    ium.add_argument("--no-checkpoints", action="store_true",
+                     help="do not keep the trained offline/baseline models in the user cache (a killed run then "
+                          "retrains them)")
     ium.add_argument("--out", type=Path, help="run file (default: data/runs/ium/<plan name>.sqlite)")
     ium.add_argument("--data-dir", type=Path, default=DATA_DIR)
     ium.set_defaults(handler=cmd_ium)

@@ -94,8 +94,11 @@ class IumResult:
 
 
 def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[list[Query], list[Query]]],
-            passages: Mapping[str, Passage], bm25, dense=None, log: Log = print, command: str = "") -> IumResult:
-    """Train and evaluate every method of the module docstring; returns the tables to store."""
+            passages: Mapping[str, Passage], bm25, dense=None, log: Log = print, command: str = "",
+            checkpoints: Path | None = None) -> IumResult:
+    """Train and evaluate every method of the module docstring; returns the tables to store. Offline and baseline
+    models are kept in ``checkpoints`` when given, so a killed run resumes without retraining them (the online
+    retrains are small and redone)."""
     started = time.perf_counter()
     config = plan.config
     train = {a.name: split[a.spec.dataset][0] for a in agents}
@@ -118,8 +121,10 @@ def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[li
                            for a in agents}
 
     feedback_frames = []
-    iterations = offline_ium(agents, train, candidates, passages, config, personalised=True, log=log)
-    plain_iterations = offline_ium(agents, train, candidates, passages, config, personalised=False, log=log)
+    iterations = offline_ium(agents, train, candidates, passages, config, personalised=True, log=log,
+                             checkpoints=checkpoints)
+    plain_iterations = offline_ium(agents, train, candidates, passages, config, personalised=False, log=log,
+                                   checkpoints=checkpoints)
     for label, runs, personalised in (("offline-IUM", iterations, True),
                                       ("offline-IUM-nonpersonalised", plain_iterations, False)):
         for iteration in runs:
@@ -131,7 +136,8 @@ def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[li
     log(f"offline IUM: {config.iterations} iterations x 2 ({time.perf_counter() - started:.0f} s)")
 
     # One round of feedback on BM25 lists: offline iteration 1's (served by the first stage for every agent).
-    baselines = train_baselines(agents, iterations[0].feedback, train, passages, config, log=log)
+    baselines = train_baselines(agents, iterations[0].feedback, train, passages, config, log=log,
+                                checkpoints=checkpoints)
     for method, per_agent in baselines.items():
         serve_all(method, lambda a, pa=per_agent: SearchEngine(candidates, passages, pa[a.name][0], pa[a.name][1]))
     log(f"baselines ({time.perf_counter() - started:.0f} s)")

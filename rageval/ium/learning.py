@@ -26,9 +26,12 @@ reranker for all agents, with their ids) each trained once on one round of feedb
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from rageval.ium.agents import Agent, AgentSpec
 from rageval.types import Passage, Query
@@ -136,17 +139,40 @@ def new_model(tokens: Sequence[str], config: IumConfig, model_id: str):
     from rageval.retrieval.rerank import CrossEncoder, CrossEncoderSettings, minilm_path
 
     settings = CrossEncoderSettings(max_length=config.max_length, pooling="mean", special_tokens=tuple(tokens))
-    return CrossEncoder.from_encoder(minilm_path(), settings, model_id=model_id, seed=config.seed)
-
-
-def fit(model, examples: Sequence[tuple[str, str, float]], config: IumConfig, seed: int):
-    """Train ``model`` in place on ``examples`` (pointwise BCE) and return it."""
-    from rageval.retrieval.rerank import train_cross_encoder
-
-    model, _ = train_cross_encoder(model, examples, epochs=config.epochs, lr=config.lr,
-                                   batch_size=config.batch_size, seed=seed,
-                                   trainable_layers=config.trainable_layers)
+    model = CrossEncoder.from_encoder(minilm_path(), settings, model_id=model_id, seed=config.seed)
+    model.lineage = _digest({"start": model_id, "tokens": list(tokens), "seed": config.seed,
+                             "max_length": config.max_length})
     return model
+
+
+def fit(model, examples: Sequence[tuple[str, str, float]], config: IumConfig, seed: int,
+        checkpoints: Path | None = None):
+    """Train ``model`` on ``examples`` (pointwise BCE) and return the trained model (``model`` itself, trained in
+    place, unless a checkpoint was loaded).
+
+    With ``checkpoints`` (a folder), the trained model is saved there under a key of everything that produced it
+    (the start model's lineage, the examples, the hyper-parameters, the seed) and loaded instead of retrained when
+    that key exists: a killed run resumes its training where it stopped.
+    """
+    from rageval.retrieval.rerank import CrossEncoder, train_cross_encoder
+
+    lineage = _digest({"parent": getattr(model, "lineage", None), "examples": [list(e) for e in examples],
+                       "config": asdict(config), "seed": seed})
+    saved = checkpoints / f"ium-{lineage[:16]}" if checkpoints is not None and hasattr(model, "lineage") else None
+    if saved is not None and saved.is_dir():
+        trained = CrossEncoder.load(saved, batch_size=model.batch_size, device=model.device)
+    else:
+        trained, _ = train_cross_encoder(model, examples, epochs=config.epochs, lr=config.lr,
+                                         batch_size=config.batch_size, seed=seed,
+                                         trainable_layers=config.trainable_layers)
+        if saved is not None:
+            trained.save(saved)
+    trained.lineage = lineage
+    return trained
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
 @dataclass
@@ -160,8 +186,10 @@ class Iteration:
 
 def offline_ium(agents: Sequence[Agent], train_queries: Mapping[str, Sequence[Query]],
                 candidates: Mapping[str, Sequence[str]], passages: Mapping[str, Passage], config: IumConfig,
-                personalised: bool = True, log: Log = lambda message: None) -> list[Iteration]:
-    """Algorithm 1: T iterations of serve → feedback from every agent → retrain (module docstring)."""
+                personalised: bool = True, log: Log = lambda message: None,
+                checkpoints: Path | None = None) -> list[Iteration]:
+    """Algorithm 1: T iterations of serve → feedback from every agent → retrain (module docstring); trained models
+    are kept in ``checkpoints`` (see :func:`fit`)."""
     specs = {a.name: a.spec for a in agents}
     queries = {q.query_id: q for qs in train_queries.values() for q in qs}
     tokens = special_tokens(list(specs.values())) if personalised else ()
@@ -177,7 +205,7 @@ def offline_ium(agents: Sequence[Agent], train_queries: Mapping[str, Sequence[Qu
             rows += collect_feedback(agent, train_queries[agent.name], lists, passages)
         examples = training_examples(rows, specs, queries, passages, personalised,
                                      config.unk_rate if personalised else 0.0, random.Random(config.seed + number))
-        model = fit(model, examples, config, config.seed + number)
+        model = fit(model, examples, config, config.seed + number, checkpoints)
         serving = copy.deepcopy(model)
         serving.model_id = f"ium-offline-{label}-t{number}"
         iterations.append(Iteration(number, rows, serving))
@@ -224,7 +252,8 @@ def online_ium(agent: Agent, test_queries: Sequence[Query], start_model, candida
 
 def train_baselines(agents: Sequence[Agent], rows: Sequence[FeedbackRow], train_queries: Mapping[str, Sequence[Query]],
                     passages: Mapping[str, Passage], config: IumConfig,
-                    log: Log = lambda message: None) -> dict[str, dict[str, tuple[object, bool]]]:
+                    log: Log = lambda message: None, checkpoints: Path | None = None
+                    ) -> dict[str, dict[str, tuple[object, bool]]]:
     """Rerankers from one round of feedback: per agent, per dataset (non-personalised), uRAG (all agents, with ids).
 
     Returns ``{method: {agent name: (model, personalised)}}``.
@@ -235,7 +264,7 @@ def train_baselines(agents: Sequence[Agent], rows: Sequence[FeedbackRow], train_
     def train(selected: Sequence[FeedbackRow], personalised: bool, model_id: str):
         tokens = special_tokens(list(specs.values())) if personalised else ()
         examples = training_examples(selected, specs, queries, passages, personalised, 0.0, random.Random(0))
-        model = fit(new_model(tokens, config, model_id), examples, config, config.seed)
+        model = fit(new_model(tokens, config, model_id), examples, config, config.seed, checkpoints)
         log(f"{model_id}: {len(examples)} examples")
         return model
 
