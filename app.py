@@ -9,6 +9,7 @@ import math
 import streamlit as st
 
 from rageval.report import best_measures
+from rageval.stats.intervals import mean_interval
 from ui import data, render
 
 st.set_page_config(page_title="rageval", page_icon="🔎", layout="wide")
@@ -35,20 +36,26 @@ sizes[3].metric("LLM outputs", f"{counts['doc_outputs'] + counts['e2e_outputs']:
                 help=f"{counts['doc_outputs']:,} single-passage + {counts['e2e_outputs']:,} end-to-end")
 e2e_scores = queries["e2e_score"].dropna()
 e2e_mean = e2e_scores.mean() if len(e2e_scores) else math.nan
+e2e_interval = mean_interval(e2e_scores)
 sizes[4].metric("E2E EM (mean)", "–" if math.isnan(e2e_mean) else f"{e2e_mean:.3f}",
                 help=f"exact match of the end-to-end answer from the top-{main_k} passages, mean over "
-                     f"{len(e2e_scores)} queries" if main_k else "this run stores no end-to-end answers")
+                     f"{len(e2e_scores)} queries, 95% interval [{e2e_interval.low:.3f}, {e2e_interval.high:.3f}]"
+                     if main_k else "this run stores no end-to-end answers")
 
 st.subheader("Aggregate measures")
 if summary.empty:
     st.info("This run stores no measure values.")
 else:
-    render.render_measure_summary(summary)
+    means_tab, intervals_tab = st.tabs(["Means", "Means with 95% confidence intervals"])
+    with means_tab:
+        render.render_measure_summary(summary)
+    intervals_tab.dataframe(render.measure_interval_view(data.load_measure_intervals(*key)))
     n_queries = int(summary["n"].max())
-    st.caption("Mean over queries of each per-query measure, one row per relevance-label method. "
-               + render.provenance(settings, n_queries))
+    st.caption("Mean over queries of each per-query measure, one row per relevance-label method; intervals are "
+               "Student-t over queries (rageval.stats.intervals). " + render.provenance(settings, n_queries))
 if len(e2e_scores):
-    st.caption(f"E2E EM {e2e_mean:.3f}: " + render.provenance(settings, len(e2e_scores), k=main_k))
+    st.caption(f"E2E EM {e2e_mean:.3f} (95% interval {e2e_interval.low:.3f}-{e2e_interval.high:.3f}): "
+               + render.provenance(settings, len(e2e_scores), k=main_k))
 
 if len(e2e_scores) >= 3 and e2e_ks and not summary.empty:
     st.subheader("Which labels predict the end-to-end answer?")

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 import pytest
 import pytrec_eval
+from scipy import stats as scipy_stats
 from streamlit.testing.v1 import AppTest
 
 from rageval import reteval
@@ -112,6 +113,14 @@ def test_home_shows_sizes_settings_and_measures(runs_env):
     for method, name in zip(LABEL_METHODS, summary.index):
         for measure in MEASURES:
             assert summary.loc[name, measure] == pytest.approx(expected.loc[method, measure])
+
+    # The second tab: each mean with its Student-t 95% interval, recomputed here with scipy.
+    intervals = app.dataframe[1].value
+    assert list(intervals.index) == list(summary.index) and list(intervals.columns) == list(MEASURES)
+    with RunReader(runs_env) as reader:
+        values = reader.measure_table().query("method == 'contains_answer' and measure == @MEASURES[0]")["value"]
+    low, high = scipy_stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=scipy_stats.sem(values))
+    assert intervals.loc["contains-answer", MEASURES[0]] == f"{values.mean():.3f} [{low:.2f}, {high:.2f}]"
 
     captions = " ".join(c.value for c in app.caption)
     assert escape_markdown("dataset nq_open (first 6 oracle questions)") in captions

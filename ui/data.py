@@ -95,6 +95,15 @@ def load_measure_summary(path: str, mtime_ns: int) -> pd.DataFrame:
     return compute_measure_summary(_read(path, mtime_ns, RunReader.measure_table))
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_measure_intervals(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Mean of every (label method, measure) over queries with its 95% Student-t interval
+    (:func:`rageval.stats.intervals.grouped_mean_intervals`)."""
+    from rageval.stats.intervals import grouped_mean_intervals
+
+    return grouped_mean_intervals(_read(path, mtime_ns, RunReader.measure_table), ["method", "measure"])
+
+
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_query(path: str, mtime_ns: int, query_id: str) -> Query:
     return _read(path, mtime_ns, lambda reader: reader.query(query_id))
@@ -403,3 +412,21 @@ def load_ium_personalisation(path: str, mtime_ns: int) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame(columns=["method", "agent_a", "agent_b", "kendall_tau", "jaccard", "n"])
     return personalisation_summary(table)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_measure_table(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every per-query measure value of the run: method, measure, query_id, value."""
+    return _read(path, mtime_ns, RunReader.measure_table)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_labels(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every label of the run (all methods): method, query_id, passage_id, value."""
+    return _read(path, mtime_ns, RunReader.labels)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
+def load_all_attribution_statements(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every statement of an attributed-answer run (its ``statements`` table, all scenarios and answers)."""
+    return _read_attribution(path, mtime_ns, lambda reader: reader.frame("statements"))

@@ -251,6 +251,22 @@ def render_measure_summary(summary: pd.DataFrame) -> None:
     st.dataframe(shown, column_config=config)
 
 
+def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
+    """``mean [low, high]`` of every measure (columns, in measure order) per label method (rows, display order),
+    from :func:`ui.data.load_measure_intervals`; ``–`` where a method lacks the measure."""
+    from rageval.report import measure_sort_key
+
+    if intervals.empty:
+        return pd.DataFrame()
+    cells = intervals.assign(cell=[format_correlation(m, lo, hi) for m, lo, hi in
+                                   zip(intervals["mean"], intervals["low"], intervals["high"])])
+    view = cells.pivot(index="method", columns="measure", values="cell")
+    view = view[sorted(view.columns, key=measure_sort_key)].fillna("–")
+    view = view.loc[order_label_methods(list(view.index))].rename(index=method_name)
+    view.index.name, view.columns.name = "Labels", None
+    return view
+
+
 def correlation_view(table: pd.DataFrame, statistic: str) -> pd.DataFrame:
     """``value [low, high]`` of one statistic (``tau`` or ``rho``): one row per measure, one column per method;
     ``–`` where a method has no such measure (graded labels have only P, nDCG and Hit)."""

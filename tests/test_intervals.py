@@ -1,0 +1,53 @@
+"""Mean confidence intervals (rageval.stats.intervals) against scipy's own t interval, on real per-query
+measure values of the shipped eRAG run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rageval.stats.intervals import grouped_mean_intervals, mean_interval
+from rageval.store import RunReader
+
+SHIPPED = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
+
+
+@pytest.fixture(scope="module")
+def measures():
+    with RunReader(SHIPPED) as reader:
+        return reader.measure_table()
+
+
+def test_mean_interval_equals_scipy_t_interval(measures):
+    values = measures[(measures.method == "erag:em") & (measures.measure == "P@5")]["value"].to_numpy()
+    got = mean_interval(values, 0.95)
+    low, high = stats.t.interval(0.95, len(values) - 1, loc=values.mean(), scale=stats.sem(values))
+    assert got.n == len(values) > 100
+    assert got.mean == pytest.approx(values.mean())
+    assert (got.low, got.high) == pytest.approx((low, high))
+    wider = mean_interval(values, 0.99)
+    assert wider.low < got.low and wider.high > got.high
+
+
+def test_grouped_intervals_equal_one_call_per_group(measures):
+    table = grouped_mean_intervals(measures, ["method", "measure"])
+    assert len(table) == measures.groupby(["method", "measure"]).ngroups
+    for row in table.sample(8, random_state=0).itertuples():
+        values = measures[(measures.method == row.method) & (measures.measure == row.measure)]["value"]
+        single = mean_interval(values)
+        assert (row.mean, row.low, row.high, row.n) == pytest.approx((single.mean, single.low, single.high, single.n))
+
+
+def test_degenerate_samples():
+    assert math.isnan(mean_interval([]).mean)
+    one = mean_interval([0.5])
+    assert one.mean == 0.5 and math.isnan(one.low) and one.n == 1
+    constant = mean_interval([1.0, 1.0, 1.0])
+    assert (constant.low, constant.high) == (1.0, 1.0)
+    assert mean_interval([1.0, np.nan, 0.0]).n == 2
+    with pytest.raises(ValueError, match="confidence"):
+        mean_interval([1.0, 2.0], confidence=1.0)
