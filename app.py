@@ -103,3 +103,7 @@ st.page_link("pages/1_Query_inspector.py", label="Inspect queries one by one", i
 if not data.load_verdicts(*key).empty:
     st.page_link("pages/2_LLM_retEval.py", label="LLM-retEval: judged answers and failure cases", icon="⚖️",
                  query_params={"run": path.stem})
+st.page_link("pages/5_Correlations.py", label="Correlations: labels against the end-to-end answer", icon="📈",
+             query_params={"run": path.stem})
+st.page_link("pages/6_Compare_runs.py", label="Compare this run with another", icon="🆚",
+             query_params={"run_a": path.stem})

@@ -10,6 +10,8 @@
     rageval train-nli               train (once, cached) the MiniLM NLI model; accuracy on held-out test splits
     rageval attribution             HAGRID attributed answers (G / RTG / GTR, gold answers) NLI-scored -> a run file
     rageval ium                     offline + online IUM with four agents and the baselines -> a run file
+    rageval upload --name NAME ...  your own run (TREC files or JSONL with answers) -> a run file
+    rageval rescore start RUN ...   label a run's passages again with another model (background job, resumable)
 """
 
 from __future__ import annotations
@@ -589,6 +591,12 @@ def build_parser() -> argparse.ArgumentParser:
     from rageval.ium.cli import add_parsers as add_ium_parsers
 
     add_ium_parsers(sub)
+    from rageval.upload import add_parsers as add_upload_parsers
+
+    add_upload_parsers(sub)
+    from rageval.jobs import add_parsers as add_rescore_parsers
+
+    add_rescore_parsers(sub)
 
     info = sub.add_parser("info", help="print what a run file holds")
     info.add_argument("run", type=Path)

@@ -34,6 +34,7 @@ SCHEMA_VERSION = 2
 APPLICATION_ID = 0x52414745  # "RAGE": marks a SQLite file as a rageval run
 ATTRIBUTION_APPLICATION_ID = 0x52414741  # "RAGA": an attributed-answer run (rageval.attribution.store)
 IUM_APPLICATION_ID = 0x52414749  # "RAGI": an IUM run (rageval.ium.experiment)
+ANNOTATION_APPLICATION_ID = 0x5241474E  # "RAGN": human labels (rageval.annotations), not a run
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -401,7 +402,8 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
     """Run files (``*.sqlite``) in ``folder``, newest first, then those in its sub-folders (newest first).
 
     Sub-folders hold supporting runs (e.g. ``retrieval/``, the retriever comparison), so the default run
-    (the first) is always a top-level one. Attributed-answer and IUM runs are other kinds and are not listed.
+    (the first) is always a top-level one. Attributed-answer and IUM runs are other kinds and are not listed,
+    nor is the annotation file (``annotations.sqlite``, :mod:`rageval.annotations`).
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -410,7 +412,8 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
     nested = sorted((p for p in folder.glob("*/**/*.sqlite") if not p.name.startswith(".")),
                     key=lambda p: p.stat().st_mtime, reverse=True)
     return [p for p in top + nested
-            if sqlite_application_id(p) not in (ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID)]
+            if sqlite_application_id(p) not in (ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID,
+                                                ANNOTATION_APPLICATION_ID)]
 
 
 def labels_as_qrels(labels: Iterable[Label] | pd.DataFrame, method: str) -> dict[str, dict[str, float]]:

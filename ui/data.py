@@ -255,6 +255,27 @@ def load_failure_case_table(path: str, mtime_ns: int, judge: str) -> pd.DataFram
     return table[["query_id", "text", "k", "category", "reason"]].reset_index(drop=True)
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner="Reading the failure cases of every run…")
+def load_failure_overview(run_keys: tuple[tuple[str, int], ...]) -> pd.DataFrame:
+    """The failure cases of every run in ``run_keys`` ((path, mtime_ns) pairs) that has any, with what produced
+    them: columns run, dataset, retriever, model, judge, query_id, text, k, category, reason. Runs without the
+    LLM-retEval tables contribute nothing."""
+    frames = []
+    for path, mtime_ns in run_keys:
+        cases = load_failure_cases(path, mtime_ns)
+        if cases.empty:
+            continue
+        settings = load_settings(path, mtime_ns)
+        texts = load_gold_table(path, mtime_ns)[["query_id", "text"]]
+        frames.append(cases.merge(texts, on="query_id", how="left").assign(
+            run=Path(path).stem, dataset=str(settings.get("dataset", "?")),
+            retriever=str(settings.get("retriever", "?")), model=str(settings.get("model_id", "?"))))
+    columns = ["run", "dataset", "retriever", "model", "judge", "query_id", "text", "k", "category", "reason"]
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
 # --- other kinds of run file: attributed answers (rageval attribution) and IUM (rageval ium) -----------------
 
 def _runs_of_kind(folder: Path, application_id: int) -> list[Path]:

@@ -187,6 +187,25 @@ def select_synced(where: Any, label: str, options: Sequence[str], *, state_key: 
                            on_change=_on_select, args=(state_key, param), **selectbox_args)
 
 
+def _on_multiselect(param: str, widget_key: str) -> None:
+    st.query_params[param] = [str(value) for value in st.session_state[widget_key]]
+
+
+def multiselect_synced(where: Any, label: str, options: Sequence[Any], *, key: str, param: str,
+                       **multiselect_args: Any) -> list[Any]:
+    """A multiselect whose choice comes from ``?param=a&param=b`` (the options named there, matched as text), else
+    the widget's last value, else every option; changes are written back to the URL. Options are shown as
+    text, so they must differ as text."""
+    by_text = {str(option): option for option in options}
+    if key not in st.session_state:
+        from_url = [by_text[t] for t in st.query_params.get_all(param) if t in by_text]
+        st.session_state[key] = from_url or list(options)
+    else:  # drop choices that are no longer options (another run, another judge)
+        st.session_state[key] = [v for v in st.session_state[key] if str(v) in by_text]
+    return where.multiselect(label, list(options), key=key, on_change=_on_multiselect, args=(param, key),
+                             **multiselect_args)
+
+
 # --- blocks ------------------------------------------------------------------------------------------
 
 def select_run() -> Path:

@@ -1,0 +1,92 @@
+"""Upload: your own run (a TREC run + qrels + queries/passages JSONL, or one JSONL with answers) is validated, with
+every problem listed by file and line, and saved into the runs folder as a run every view shows.
+
+``?format=trec`` or ``?format=jsonl`` selects the form. The engine is :mod:`rageval.upload`; the formats are
+documented in ``docs/upload_format.md``.
+"""
+
+import streamlit as st
+
+from rageval.upload import DEFAULT_LIMITS, UploadError, check_run_name, name_in_use, save_upload
+from ui import data, data_upload, render
+from ui import render_upload as ru
+
+FORMAT_STATE = "upload.format"
+CHECKED_STATE = "upload.checked"  # the upload_key the last Validate was pressed for
+SAVED_STATE = "upload.saved"  # the name of the run saved last
+
+st.set_page_config(page_title="Upload · rageval", page_icon="📤", layout="wide")
+st.title("Upload a run")
+st.markdown(
+    f"Bring your own retrieval run: it is checked (every problem with its file and line) and saved as a run file "
+    f"in the runs folder, where the overview, the query inspector and the other views show it. Formats, examples "
+    f"and which problems are errors or warnings: `{ru.FORMAT_DOC}`. Limits: "
+    f"{DEFAULT_LIMITS.max_file_bytes // 2**20} MiB per file, {DEFAULT_LIMITS.max_queries:,} queries, "
+    f"{DEFAULT_LIMITS.max_passages_per_query:,} passages per query, {DEFAULT_LIMITS.max_text_chars:,} characters "
+    "per text field; UTF-8 only.")
+
+form = render.select_synced(st, "What you upload", list(ru.SLOTS), state_key=FORMAT_STATE, param="format",
+                            format_func=ru.FORM_NAMES.get)
+columns = st.columns(len(ru.SLOTS[form]))
+chosen = {slot.key: column.file_uploader(slot.label, key=f"upload.file.{slot.key}", help=slot.help)
+          for column, slot in zip(columns, ru.SLOTS[form])}
+missing = ru.missing_files(form, chosen)
+if missing:
+    st.info(render.escape_markdown(f"Chosen: {ru.chosen_names(form, chosen)}. Still needed: {', '.join(missing)}."))
+    st.stop()
+
+with st.expander("What produced this run (shown with every number)", expanded=False):
+    left, middle, right = st.columns(3)
+    dataset = left.text_input("Dataset", value="uploaded", key="upload.dataset")
+    retriever = middle.text_input("Retriever", key="upload.retriever",
+                                  help="Empty: the TREC run tag (or 'not stated by the uploader')")
+    model = right.text_input("RAG LLM", key="upload.model", help="The model behind the answers, if any")
+options = (dataset.strip(), retriever.strip(), model.strip())
+key = ru.upload_key(form, chosen, options)
+
+if st.button("Validate", key="upload.validate", type="primary"):
+    st.session_state[CHECKED_STATE] = key
+    st.session_state.pop(SAVED_STATE, None)
+if st.session_state.get(CHECKED_STATE) != key:
+    st.caption(render.escape_markdown(f"Press Validate to check {ru.chosen_names(form, chosen)}."))
+    st.stop()
+
+result = data_upload.load_upload(form, ru.file_contents(chosen), *options)
+if result.problems:
+    st.dataframe(ru.problems_frame(result.problems), hide_index=True,
+                 column_config={"Message": st.column_config.TextColumn(width="large")})
+if not result.ok:
+    st.error(render.escape_markdown(ru.result_summary(result) + " Fix the errors above and upload the files again."))
+    st.stop()
+st.success(render.escape_markdown(ru.result_summary(result)))
+
+folder = data.runs_dir()
+main_file = next(f for f in chosen.values() if f is not None)
+name = st.text_input("Run name", value=ru.suggest_run_name(main_file.name), key="upload.name",
+                     help="The file <runs folder>/<name>.sqlite and the ?run= value of every page").strip()
+name_problem = check_run_name(name)
+existing = None if name_problem else name_in_use(folder, name)
+saved = st.session_state.get(SAVED_STATE) == name
+replace = False
+if existing is not None and existing.parent.resolve() != folder.resolve():
+    name_problem = f"the name {name} is used by the run {existing}; choose another name"
+if name_problem:
+    st.error(render.escape_markdown(name_problem))
+elif existing is not None and not saved:
+    st.warning(render.escape_markdown(f"A run named {name} exists ({existing}): replace it, or choose another name."))
+    replace = st.checkbox(render.escape_markdown(f"Replace the existing run {name}"), key="upload.replace")
+
+if st.button("Save", key="upload.save", disabled=bool(name_problem) or saved or (existing is not None and not replace)):
+    try:
+        save_upload(result.run, folder, name, overwrite=replace, command="dashboard upload page")
+    except UploadError as error:
+        st.error(render.escape_markdown(str(error)))
+    else:
+        st.session_state[SAVED_STATE] = name
+        st.rerun()  # show the saved state: links on, Save off
+
+if st.session_state.get(SAVED_STATE) == name:
+    st.success(render.escape_markdown(f"Saved run {name} into {folder}."))
+    st.page_link("app.py", label="Open its overview", icon="🔎", query_params={"run": name})
+    st.page_link("pages/1_Query_inspector.py", label="Inspect its queries", icon="🔍", query_params={"run": name})
+    st.caption("The new run: " + render.provenance(result.run.settings, len(result.run.queries)))

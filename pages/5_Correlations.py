@@ -1,0 +1,120 @@
+"""Correlations: does a label method's per-query measure predict the end-to-end (E2E) answer's score? The
+per-query scatter of any stored measure (eRAG, LLM relevance, contains-answer, gold) against the E2E score at k,
+with the queries behind it linked to the query inspector; Kendall's tau-b and Spearman's rho with bootstrap
+intervals for every method x measure (eRAG's Table 1, Salemi & Zamani 2024) and the k sweep (their Figure 1).
+
+``?run=<name>&method=<label method>&k=<k>&measure=<measure>`` selects the view, so it can be shared.
+"""
+
+import streamlit as st
+
+from ui import data, render
+from ui import data_correlations as loaders
+from ui import render_correlations as view
+
+METHOD_STATE = "correlations.method"
+K_STATE = "correlations.k"
+MEASURE_STATE = "correlations.measure"
+
+st.set_page_config(page_title="Correlations · rageval", page_icon="📈", layout="wide")
+
+path = render.select_run()
+key = data.run_key(path)
+settings = data.load_settings(*key)
+e2e_ks = data.load_e2e_ks(*key)
+measures = data.load_measure_table(*key)
+
+st.title("Correlations: labels against the end-to-end answer")
+st.caption(render.escape_markdown(f"Run {path.name}") + " · " + render.provenance(settings))
+if not e2e_ks or measures.empty:
+    missing = "end-to-end answers" if not e2e_ks else "per-query measure values"
+    st.info(render.escape_markdown(f"Run {path.stem} stores no {missing}, so there is nothing to correlate.")
+            + " This view needs both: the measures of each label method and the score of the answer the LLM gives "
+              "from the top-k passages. Retrieval-only runs (such as those in `retrieval/`) evaluate retrievers "
+              "against gold labels only; choose a run built by the eRAG command, which stores end-to-end answers "
+              "at every k of its sweep:")
+    st.code("rageval erag --help", language="bash")
+    st.stop()
+
+metric = view.e2e_metric_name(settings)
+main_k = data.load_main_k(*key)
+st.session_state.setdefault(K_STATE, str(main_k))  # the run's own k, unless the URL or the session says otherwise
+
+method_column, k_column, measure_column = st.columns(3)
+method = render.select_synced(method_column, "Label method", render.order_label_methods(measures["method"].unique()),
+                              state_key=METHOD_STATE, param="method", format_func=render.method_name,
+                              help="Which relevance labels the measure is computed from")
+k = int(render.select_synced(k_column, "k (passages given to the LLM)", [str(k) for k in e2e_ks],
+                             state_key=K_STATE, param="k", help="The E2E score is that of the answer from the top k"))
+measure = render.select_synced(measure_column, "Measure", view.measure_options(measures, method, k),
+                               state_key=MEASURE_STATE, param="measure",
+                               help="Measures at cutoff k (and R-precision) of the chosen labels")
+label = f"{render.method_name(method)} {measure}"
+
+points = loaders.load_scatter_points(*key, method, measure, k)
+if points.empty:
+    st.info(render.escape_markdown(f"No query of this run has both {label} and an {metric} at k={k}."))
+    st.stop()
+
+correlations = data.load_correlation_table(*key, cutoff=k)
+row = correlations[(correlations["method"] == method) & (correlations["measure"] == measure)]
+scatter_column, counts_column = st.columns([3, 2])
+event = scatter_column.plotly_chart(view.scatter_figure(points, method, measure, k, metric), key="correlations.scatter",
+                                    on_select="rerun", selection_mode=("points", "box", "lasso"))
+scatter_column.caption(render.escape_markdown(
+    f"One point per query: {label} against the {metric} of the answer from the top {k} passages. Both values are "
+    f"jittered so that equal values do not hide each other; hover for the exact values. Select points (box or "
+    f"lasso) to list those queries below.") + " " + render.provenance(settings, len(points), k=k))
+if len(row):
+    stats = row.iloc[0]
+    for name, statistic in (("Kendall's tau-b", "tau"), ("Spearman's rho", "rho")):
+        counts_column.metric(name, render.format_correlation(stats[statistic], stats[f"{statistic}_low"],
+                                                             stats[f"{statistic}_high"]))
+    counts_column.caption(render.escape_markdown(
+        f"Between {label} and {metric}@{k} across queries, with 95% percentile bootstrap intervals "
+        f"({data.DASHBOARD_RESAMPLES:,} resamples over queries).")
+        + " " + render.provenance(settings, int(stats["n"]), k=k))
+else:
+    counts_column.caption(render.escape_markdown(
+        f"{label} is not measured at cutoff {k}, so the table below (measures at cutoff {k}) has no row for it."))
+counts_column.dataframe(view.count_table(points, measure, f"{metric}@{k}"))
+counts_column.caption(render.escape_markdown(
+    f"Queries per value of {label} (rows) and of {metric}@{k} (columns): the exact counts behind the jittered "
+    f"points (many distinct values are grouped into {view.COUNT_BINS} equal-width bins).")
+    + " " + render.provenance(settings, len(points), k=k))
+
+selected = [i for i in view.selected_rows(event) if i < len(points)]
+shown = points.iloc[selected] if selected else points
+st.markdown(f"**{'Selected queries' if selected else 'The queries'}** ({len(shown)})")
+st.dataframe(view.points_view(shown, path.stem, measure, f"{metric}@{k}"), hide_index=True, column_config={
+    "Question": st.column_config.TextColumn(width="large"),
+    measure: st.column_config.NumberColumn(format="%.3f"),
+    f"{metric}@{k}": st.column_config.NumberColumn(format="%.3f"),
+    "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",
+                                           help="Open this query in the query inspector")})
+st.caption(render.escape_markdown(
+    f"Lowest {metric}@{k} first, then highest {label}: the top rows are the queries whose labels look good but "
+    f"whose answer is wrong.") + " " + render.provenance(settings, len(shown), k=k))
+
+st.subheader(render.escape_markdown(f"Every label method and measure at k={k}"))
+if correlations.empty:
+    st.info(render.escape_markdown(f"This run stores no measure at cutoff {k} to correlate with the {metric}@{k}."))
+else:
+    tau_tab, rho_tab = st.tabs(["Kendall's tau-b", "Spearman's rho"])
+    tau_tab.dataframe(render.correlation_view(correlations, "tau"))
+    rho_tab.dataframe(render.correlation_view(correlations, "rho"))
+    st.caption(render.escape_markdown(
+        f"Correlation across queries between each per-query measure at k={k} (and R-precision) and the {metric} at "
+        f"k={k}, with 95% percentile bootstrap intervals ({data.DASHBOARD_RESAMPLES:,} resamples over queries); "
+        f"eRAG's Table 1 on this run; – where a method has no such measure.") + " "
+        + render.provenance(settings, int(correlations["n"].max()), k=k))
+
+if len(e2e_ks) > 1:
+    sweep = data.load_k_sweep(*key)
+    if not sweep.empty:
+        st.subheader("How the agreement changes with k")
+        st.plotly_chart(view.k_sweep_figure(sweep, metric), key="correlations.k_sweep")
+        st.caption(render.escape_markdown(
+            f"Kendall's tau-b between each label method's best measure family (chosen at the run's k={main_k}) at k "
+            f"and the {metric} at k, for every k of the sweep; point estimates, eRAG's Figure 1 on this run.") + " "
+            + render.provenance(settings, int(sweep["n"].max()), k=", ".join(map(str, e2e_ks))))

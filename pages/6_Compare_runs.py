@@ -1,0 +1,140 @@
+"""Compare runs: two runs side by side (for example two retrievers over the same questions) on one per-query score,
+a label method's measure or the end-to-end score: their settings, per-query wins, ties and losses on the queries
+both hold, the mean difference with paired significance tests (:mod:`rageval.compare`), and the queries that
+changed most, each linked to the query inspector in both runs.
+
+``?run_a=<name>&run_b=<name>&method=<label method or e2e>&measure=<measure or E2E@k>`` selects the view.
+"""
+
+import streamlit as st
+
+from rageval.compare import DEFAULT_PERMUTATIONS, DEFAULT_SEED, E2E_METHOD, changed_most
+from rageval.errors import StoreError
+from ui import data, render
+from ui import data_compare as loaders
+from ui import render_compare as view
+
+RUN_A_STATE = "compare.run_a"
+RUN_B_STATE = "compare.run_b"
+METHOD_STATE = "compare.method"
+MEASURE_STATE = "compare.measure"
+CHANGED_ROWS = 25
+
+st.set_page_config(page_title="Compare runs · rageval", page_icon="🆚", layout="wide")
+
+folder = data.runs_dir()
+paths = {path.stem: path for path in data.find_runs(folder)}
+if not paths:
+    render.render_empty_state()
+    st.stop()
+
+
+def read_settings(stem: str) -> dict:
+    try:
+        return data.load_settings(*data.run_key(paths[stem]))
+    except (StoreError, OSError) as error:
+        st.error(str(error))  # our own message (file name and reason), not corpus text
+        st.stop()
+
+
+stems = list(paths)
+st.session_state.setdefault(RUN_A_STATE, st.session_state.get(render.RUN_STATE))  # the run other pages show
+run_a = render.select_synced(st.sidebar, "Run A", stems, state_key=RUN_A_STATE, param="run_a",
+                             help="Run files (*.sqlite), newest first")
+settings_a = read_settings(run_a)
+settings_by_run = {}
+for stem in stems:  # the default partner needs every run's dataset and retriever; unreadable files count as unknown
+    try:
+        settings_by_run[stem] = data.load_settings(*data.run_key(paths[stem]))
+    except (StoreError, OSError):
+        settings_by_run[stem] = {}
+st.session_state.setdefault(RUN_B_STATE, view.default_partner(run_a, stems, settings_by_run))
+run_b = render.select_synced(st.sidebar, "Run B", stems, state_key=RUN_B_STATE, param="run_b",
+                             help="The run compared with A (default: the same dataset, another retriever)")
+settings_b = read_settings(run_b)
+st.sidebar.caption(render.escape_markdown(f"from {folder}"))
+key_a, key_b = data.run_key(paths[run_a]), data.run_key(paths[run_b])
+
+st.title("Compare runs")
+st.caption(render.escape_markdown(f"A: {run_a} · B: {run_b}"))
+settings_columns = {"Run A": st.column_config.TextColumn(f"A: {run_a}", width="large"),
+                    "Run B": st.column_config.TextColumn(f"B: {run_b}", width="large")}
+differences = view.setting_differences(settings_a, settings_b)
+if differences.empty:
+    st.caption("Both runs were produced with the same settings (creation time and command aside).")
+else:
+    st.markdown("**How the runs differ**")
+    st.dataframe(differences, hide_index=True, column_config=settings_columns)
+with st.expander("Every setting of both runs"):
+    st.dataframe(view.settings_comparison(settings_a, settings_b), hide_index=True, column_config=settings_columns)
+
+options = view.common_options(loaders.load_score_options(*key_a), loaders.load_score_options(*key_b))
+if not options:
+    st.info(render.escape_markdown(f"Runs {run_a} and {run_b} have no score in common.")
+            + " Two runs can be compared on a label method's measure both store (for example gold nDCG@10) or on "
+              "the end-to-end score at a k both store. Choose another pair in the sidebar.")
+    st.stop()
+method_column, measure_column = st.columns(2)
+method = render.select_synced(method_column, "Score from", list(options), state_key=METHOD_STATE, param="method",
+                              format_func=view.method_label,
+                              help="A label method's measure, or the score of the end-to-end answer")
+st.session_state.setdefault(MEASURE_STATE, view.default_measure(options[method], settings_a.get("k")))
+measure = render.select_synced(measure_column, "Measure", options[method], state_key=MEASURE_STATE, param="measure",
+                               format_func=lambda m: view.score_name(method, m, settings_a) if method == E2E_METHOD
+                               else m, help="Measures (or E2E k) both runs store")
+score = view.score_name(method, measure, settings_a)
+
+comparison = loaders.load_comparison(*key_a, *key_b, method, measure, DEFAULT_PERMUTATIONS, DEFAULT_SEED)
+n = comparison.n_shared
+coverage = render.escape_markdown(
+    f"{n} queries are in both runs and compared; {len(comparison.only_a)} only in A and {len(comparison.only_b)} "
+    f"only in B are left out.")
+both = "A: " + render.provenance(settings_a, n) + " · B: " + render.provenance(settings_b, n)
+if n == 0:
+    st.info(coverage + " Choose two runs over the same questions.")
+    st.stop()
+
+st.subheader(render.escape_markdown(f"{score}: A against B"))
+columns = st.columns(7)
+columns[0].metric("Shared queries", f"{n:,}", help=f"{len(comparison.only_a)} only in A, "
+                                                    f"{len(comparison.only_b)} only in B")
+columns[1].metric("A better", comparison.a_better)
+columns[2].metric("Ties", comparison.ties)
+columns[3].metric("B better", comparison.b_better)
+columns[4].metric("Mean A", f"{comparison.mean_a:.4f}")
+columns[5].metric("Mean B", f"{comparison.mean_b:.4f}")
+columns[6].metric("Mean A - B", f"{comparison.mean_difference:+.4f}")
+st.caption(coverage + " " + both)
+st.dataframe(view.tests_view(comparison), hide_index=True, column_config={
+    "Counts": st.column_config.TextColumn(width="large"),
+    "p-value (two-sided)": st.column_config.NumberColumn(format="%.4g")})
+st.caption(render.escape_markdown(
+    "Two-sided tests of no difference over the shared queries (rageval.compare). Randomization: each query's "
+    "A - B keeps its size and takes either sign; p = share of sign assignments whose mean is at least as far from "
+    "0 as the observed mean (Monte Carlo: (1 + hits) / (1 + draws)). Sign test: the A-better count against "
+    "Binomial(m, 1/2) over the m non-tied queries. McNemar: the exact test on the queries only one run gets "
+    "right, when both scores are 0/1.") + " " + both)
+
+scatter_column, histogram_column = st.columns(2)
+texts = loaders.load_question_texts(*key_a)
+scatter_column.plotly_chart(view.paired_scatter_figure(comparison.pairs, texts, run_a, run_b, score),
+                            key="compare.scatter")
+histogram_column.plotly_chart(view.difference_figure(comparison.pairs, score), key="compare.differences")
+st.caption(render.escape_markdown(
+    f"Left: {score} of each shared query in A (x) and B (y), jittered so equal values stay visible (hover for the "
+    f"exact values); right: the distribution of A - B. Green: A better, grey: tie, red: B better.") + " " + both)
+
+st.subheader("Queries that changed most")
+changed = changed_most(comparison.pairs, CHANGED_ROWS)
+if changed.empty:
+    st.info(render.escape_markdown(f"No query changed: every shared query has the same {score} in both runs."))
+    st.stop()
+st.dataframe(view.changed_view(changed, texts, run_a, run_b), hide_index=True, column_config={
+    "Question": st.column_config.TextColumn(width="large"),
+    **{c: st.column_config.NumberColumn(format="%.3f") for c in ("A", "B")},
+    "A - B": st.column_config.NumberColumn(format="%+.3f"),
+    "Inspect in A": st.column_config.LinkColumn(display_text="open in A ↗", help="This query in run A's inspector"),
+    "Inspect in B": st.column_config.LinkColumn(display_text="open in B ↗", help="This query in run B's inspector")})
+st.caption(render.escape_markdown(
+    f"The {len(changed)} shared queries with the largest |A - B| of {score} (ties left out), largest first.")
+    + " " + both)

@@ -1,0 +1,67 @@
+"""Failure cases across runs: how many queries fall in each LLM-retEval failure category A-F at each k, for every
+run that has LLM-retEval verdicts, filtered by judge, category, k, dataset and retriever, with the cases listed and
+linked to the query inspector (Alinejad et al. 2024, §4).
+
+``?judge=<judge>&category=A&category=C&k=5&dataset=...&retriever=...`` preset the filters, so a view can be shared.
+"""
+
+import streamlit as st
+
+from rageval.reteval import CATEGORY_NAMES
+from ui import data, render
+from ui.render_failures import count_figure, count_table, example_view, filter_cases
+
+st.set_page_config(page_title="Failure cases · rageval", page_icon="🧯", layout="wide")
+st.title("Failure cases")
+
+runs = data.find_runs(data.runs_dir())
+cases = data.load_failure_overview(tuple(data.run_key(path) for path in runs))
+if cases.empty:
+    st.info(render.escape_markdown(f"No run in {data.runs_dir()} has LLM-retEval failure cases.")
+            + " Build a run with LLM-retEval switched on (it stores semi-gold answers, verdicts and the failure "
+              "cases), e.g.:")
+    st.code("rageval demo-runs   # builds the shipped runs; the NQ BM25 and dense ones use LLM-retEval",
+            language="bash")
+    st.stop()
+
+judges = sorted(cases["judge"].unique(), key=lambda j: (j != "em", j))
+judge = render.select_synced(st.sidebar, "Judge", judges, state_key="failures.judge", param="judge",
+                             format_func=render.judge_name,
+                             help="Which judge compared the top-k answer with the semi-gold answers")
+categories = render.multiselect_synced(
+    st.sidebar, "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES),
+    key="failures.categories", param="category",
+    help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
+ks = render.multiselect_synced(st.sidebar, "k", sorted(int(k) for k in cases["k"].unique()), key="failures.k",
+                               param="k")
+datasets = render.multiselect_synced(st.sidebar, "Dataset", sorted(cases["dataset"].unique()),
+                                     key="failures.datasets", param="dataset")
+retrievers = render.multiselect_synced(st.sidebar, "Retriever", sorted(cases["retriever"].unique()),
+                                       key="failures.retrievers", param="retriever")
+
+shown = filter_cases(cases, judge=judge, categories=categories, ks=ks, datasets=datasets, retrievers=retrievers)
+judge_label = render.judge_name(judge)
+if shown.empty:
+    st.info("No failure case passes these filters: widen the categories, k, datasets or retrievers in the sidebar.")
+    st.stop()
+
+provenance = "; ".join(
+    f"{run}: " + render.provenance({"model_id": model, "dataset": dataset, "retriever": retriever},
+                                   int(group["query_id"].nunique()))
+    for (run, model, dataset, retriever), group in shown.groupby(["run", "model", "dataset", "retriever"]))
+st.plotly_chart(count_figure(shown, judge_label), key="failures.counts")
+st.dataframe(count_table(shown), hide_index=True)
+st.caption(render.escape_markdown(
+    f"Queries per failure category at each k under judge {judge_label}; a query can fall in several categories. "
+    "Each category is decided by an explicit rule over the stored facts (rageval.reteval.classify_failures).")
+    + " Queries with a case, per run: " + provenance)
+
+st.subheader("Cases")
+st.dataframe(example_view(shown), hide_index=True, column_config={
+    "Question": st.column_config.TextColumn(width="medium"),
+    "Reason": st.column_config.TextColumn(width="large"),
+    "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",
+                                           help="Open this query of this run in the query inspector")})
+st.caption(render.escape_markdown(
+    f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) in {shown['run'].nunique()} runs, judge "
+    f"{judge_label}."))

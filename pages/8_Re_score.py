@@ -1,0 +1,90 @@
+"""Re-score: label a run's retrieved passages again with another model (eRAG utility or the LLM's relevance
+judgement), on the CPU or a GPU, or through an OpenAI-compatible server. Each job runs in its own background
+process (:mod:`rageval.jobs`), so it survives reruns and closed browsers; every batch of labels is saved into the
+run file as it is produced, a job can be cancelled and resumed, and its labels show in every other view.
+
+``?run=<name>`` selects the run.
+"""
+
+import math
+
+import streamlit as st
+
+from rageval import jobs
+from rageval.errors import RagevalError
+from ui import data, render
+from ui import data_jobs as loaders
+from ui import render_jobs as view
+
+REFRESH_S = 2.0
+ACTIVE_STATE = "rescore.active"
+
+st.set_page_config(page_title="Re-score · rageval", page_icon="🔁", layout="wide")
+
+path = render.select_run()
+key = data.run_key(path)
+settings = data.load_settings(*key)
+counts = data.load_counts(*key)
+queries = data.load_query_table(*key)
+st.sidebar.caption(render.escape_markdown(f"Jobs are kept in {loaders.jobs_db()}"))
+
+st.title("Re-score")
+st.caption("Label the top-k passages of this run again with another model. The job runs in a background process; "
+           "each batch of labels is saved into the run file as it is produced (method "
+           "`erag:<metric>@<model>` or `llm_relevance@<model>`), so a closed browser, a cancel or a killed worker "
+           "loses nothing, and Resume skips what is already labelled. When it is done, the new method's "
+           "per-query measures are added and every page shows them.")
+if queries.empty:
+    st.info("This run has no queries to re-score.")
+    st.stop()
+
+max_k = max(int(settings.get("k") or 0), math.ceil(counts["rankings"] / max(counts["queries"], 1)), 1)
+try:
+    spec = view.job_form(path, settings, queries, max_k)
+    if spec is not None:
+        job = loaders.start_rescore(spec)
+        st.success(render.escape_markdown(f"Job {job.job_id} started: {job.method}, {job.total} passages of "
+                                          f"{path.stem}."))
+except RagevalError as error:
+    st.error(render.escape_markdown(str(error)))  # our own message, naming the file, query or model at fault
+
+st.subheader("Jobs")
+job_list = loaders.load_folder_jobs()
+active = any(jobs.job_progress(job).status in jobs.ACTIVE for job in job_list)
+
+
+@st.fragment(run_every=REFRESH_S if active else None)
+def show_jobs() -> None:
+    """The job list; while a job is active it reloads itself every REFRESH_S seconds (only this fragment)."""
+    current = loaders.load_folder_jobs()
+    if not current:
+        st.info("No re-scoring job on this runs folder yet: choose a model above and start one.")
+        return
+    for job in current:
+        action = view.render_job(job)
+        try:
+            if action == "cancel":
+                loaders.cancel_rescore(job.job_id)
+            elif action == "stop":
+                loaders.cancel_rescore(job.job_id, terminate=True)
+            elif action == "resume":
+                loaders.resume_rescore(job.job_id)
+        except RagevalError as error:
+            st.error(render.escape_markdown(str(error)))
+        else:
+            if action:
+                st.rerun()  # the whole page, so polling starts or stops with the job
+    still_active = any(jobs.job_progress(job).status in jobs.ACTIVE for job in current)
+    if st.session_state.get(ACTIVE_STATE) and not still_active:
+        st.session_state[ACTIVE_STATE] = False
+        st.rerun()  # the whole page: stop polling, and show the finished labels everywhere
+    st.session_state[ACTIVE_STATE] = still_active
+
+
+show_jobs()
+with st.expander("All jobs as a table"):
+    st.dataframe(view.jobs_summary(job_list), hide_index=True)
+    st.caption(render.escape_markdown(
+        f"Every job on run files in {data.runs_dir()}, newest first; status, counts and times from the jobs "
+        f"database {loaders.jobs_db()} (a worker beats its heartbeat every {jobs.HEARTBEAT_S:g} s; one silent for "
+        f"{jobs.STALE_AFTER_S:g} s, or whose process is gone, is shown as interrupted)."))

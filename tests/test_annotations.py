@@ -1,0 +1,353 @@
+"""The annotation store and its agreement statistics (rageval/annotations.py), on the fixture run
+(tests/run_fixtures.make_small_run: 6 real NQ questions x 5 passages, labels gold / contains_answer / erag:em) and on
+a small attributed-answer run of 4 real HAGRID queries (:func:`make_small_attribution_run`). Cohen's kappa is
+checked against scikit-learn, qrels against pytrec_eval's parser, disagreements against a set built here."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import sqlite3
+import subprocess
+import sys
+import warnings
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import pytrec_eval
+from sklearn.metrics import cohen_kappa_score, confusion_matrix
+
+from rageval.annotations import (ANNOTATIONS_FILE, LABEL_COLUMNS, STATEMENT_METHODS, AnnotationStore, PassageItem,
+                                 StatementItem, agreement_between_annotators, agreement_with_methods,
+                                 annotations_path, cohen_kappa, disagreements, labels_csv, latest_labels, qrels_frame,
+                                 qrels_text, statement_method_labels)
+from rageval.errors import StoreError
+from rageval.store import ANNOTATION_APPLICATION_ID, RunReader, list_runs, sqlite_application_id
+from tests.run_fixtures import LABEL_METHODS, N_QUERIES, K, make_small_run
+
+REPO = Path(__file__).resolve().parent.parent
+RUN = "fixture"
+
+
+def make_small_attribution_run(path: Path) -> Path:
+    """An attributed-answer run file of HAGRID's own answers to its first 4 dev queries (their annotated sentences
+    as statements, with HAGRID's human labels), scored by the word-containment NLI of tests/attribution_fixtures.py
+    (no model, no retrieval)."""
+    from rageval.attribution.experiment import gold_answer_records, hagrid_query_id
+    from rageval.attribution.scoring import score_answers
+    from rageval.attribution.store import AttributionRun, write_attribution_run
+    from rageval.data import HAGRID_FILE, read_hagrid
+    from rageval.paths import DATA_DIR
+    from tests.attribution_fixtures import ContainmentNli
+
+    records = read_hagrid(DATA_DIR / HAGRID_FILE)[:4]
+    scored = score_answers([a for r in records for a in gold_answer_records(r, {})], ContainmentNli())
+    settings = {"dataset": "hagrid-dev (first 4 queries)", "nli": ContainmentNli.model_id}
+    queries = [(hagrid_query_id(r), r.query, ()) for r in records]
+    return write_attribution_run(AttributionRun(settings, queries, scored), path)
+
+
+@pytest.fixture(scope="module")
+def run_path(tmp_path_factory) -> Path:
+    return make_small_run(tmp_path_factory.mktemp("runs") / f"{RUN}.sqlite")
+
+
+@pytest.fixture(scope="module")
+def run_labels(run_path) -> pd.DataFrame:
+    with RunReader(run_path) as reader:
+        return reader.labels()
+
+
+@pytest.fixture(scope="module")
+def retrieved(run_path) -> list[tuple[str, str]]:
+    """Every (query id, passage id) of the fixture's rankings, in rank order (30 items)."""
+    with RunReader(run_path) as reader:
+        return [(q, pid) for q, ranking in reader.rankings().items() for pid in ranking.passage_ids]
+
+
+def method_values(run_labels: pd.DataFrame, method: str) -> dict[tuple[str, str], float]:
+    rows = run_labels[run_labels["method"] == method]
+    return {(q, p): float(v) for q, p, v in zip(rows["query_id"], rows["passage_id"], rows["value"])}
+
+
+def simulated_person(run_labels, retrieved) -> dict[tuple[str, str], int]:
+    """A person who mostly agrees with contains-answer: its label on every retrieved passage, flipped on every
+    fourth one (so no method agrees perfectly and kappa is informative)."""
+    contains = method_values(run_labels, "contains_answer")
+    return {item: int(contains[item]) ^ (index % 4 == 3) for index, item in enumerate(retrieved)}
+
+
+def saved_store(tmp_path: Path, person: dict[tuple[str, str], int], annotator: str = "Ada") -> AnnotationStore:
+    store = AnnotationStore(annotations_path(tmp_path))
+    for (query_id, passage_id), label in person.items():
+        store.save_label(RUN, PassageItem(query_id, passage_id), label, annotator)
+    return store
+
+
+def sklearn_kappa(first, second) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # sklearn warns (and returns NaN) when kappa is undefined
+        return float(cohen_kappa_score(list(first), list(second)))
+
+
+# --- Cohen's kappa ----------------------------------------------------------------------------------------------
+
+def test_kappa_and_confusion_counts_match_sklearn_on_the_fixture_methods(run_labels, retrieved):
+    informative = 0
+    for first, second in itertools.combinations(LABEL_METHODS, 2):
+        x = [int(method_values(run_labels, first)[item]) for item in retrieved]
+        y = [int(method_values(run_labels, second)[item]) for item in retrieved]
+        ours = cohen_kappa(x, y)
+        assert ours.n == len(retrieved) == N_QUERIES * K
+        assert ours.kappa == pytest.approx(sklearn_kappa(x, y), abs=1e-12), (first, second)
+        assert [[ours.both_yes, ours.first_only], [ours.second_only, ours.both_no]] == \
+            confusion_matrix(x, y, labels=[1, 0]).tolist()
+        assert ours.observed == pytest.approx(np.mean(np.array(x) == np.array(y)))
+        informative += 0 < ours.kappa < 1
+    assert informative >= 2  # the fixture's methods disagree on some passages, so the check is not vacuous
+
+
+def test_kappa_undefined_cases_are_nan_with_a_reason():
+    both_useful = cohen_kappa([1, 1, 1], [1, 1, 1])
+    assert np.isnan(both_useful.kappa) and np.isnan(sklearn_kappa([1, 1, 1], [1, 1, 1]))
+    assert both_useful.n == 3 and both_useful.both_yes == 3 and both_useful.observed == 1.0
+    assert "all 3 items the label 1" in both_useful.reason
+    assert "label 0" in cohen_kappa([0, 0], [0, 0]).reason
+    empty = cohen_kappa([], [])
+    assert empty.n == 0 and np.isnan(empty.kappa) and empty.reason == "no item labelled by both"
+    # One constant rater and one that varies: defined, and 0 (agreement no better than chance), as sklearn says.
+    one_constant = cohen_kappa([1, 1, 1, 1], [1, 0, 1, 0])
+    assert one_constant.reason == "" and one_constant.kappa == pytest.approx(sklearn_kappa([1, 1, 1, 1], [1, 0, 1, 0]))
+    assert one_constant.kappa == 0.0
+    with pytest.raises(ValueError, match="0 or 1"):
+        cohen_kappa([2], [1])
+
+
+def test_agreement_with_each_method_matches_sklearn(tmp_path, run_labels, retrieved):
+    person = simulated_person(run_labels, retrieved)
+    mine = latest_labels(saved_store(tmp_path, person).labels(RUN, "passage"), "passage", "Ada")
+    table = agreement_with_methods(mine, run_labels).set_index("method")
+    assert sorted(table.index) == sorted(LABEL_METHODS)
+    for method in LABEL_METHODS:
+        values = method_values(run_labels, method)
+        x = [person[item] for item in retrieved]
+        y = [int(values[item] >= 0.5) for item in retrieved]
+        # gold also labels query 5's unretrieved gold passage; nobody labelled it, so it is not counted.
+        assert table.at[method, "n"] == len(retrieved)
+        assert table.at[method, "kappa"] == pytest.approx(sklearn_kappa(x, y), abs=1e-12), method
+        assert table.at[method, "both_useful"] == sum(a == b == 1 for a, b in zip(x, y))
+        assert table.at[method, "person_only"] == sum(a == 1 and b == 0 for a, b in zip(x, y))
+        assert table.at[method, "reason"] == ""
+
+
+def test_disagreements_are_exactly_the_differing_items(tmp_path, run_labels, retrieved):
+    person = simulated_person(run_labels, retrieved)
+    mine = latest_labels(saved_store(tmp_path, person).labels(RUN, "passage"), "passage", "Ada")
+    found = disagreements(mine, run_labels)
+    expected = {(q, p, method) for method in LABEL_METHODS
+                for (q, p), value in method_values(run_labels, method).items()
+                if (q, p) in person and person[q, p] != int(value >= 0.5)}
+    got = list(zip(found["query_id"], found["passage_id"], found["method"]))
+    assert len(got) == len(set(got)) and set(got) == expected and expected
+    for row in found.itertuples():
+        assert row.label == person[row.query_id, row.passage_id] != row.method_label
+
+
+def test_graded_method_labels_count_as_useful_from_one_half():
+    mine = pd.DataFrame({"query_id": ["q", "q", "q"], "passage_id": ["a", "b", "c"], "label": [1, 1, 0]})
+    graded = pd.DataFrame({"method": "erag:f1", "query_id": "q", "passage_id": ["a", "b", "c"],
+                           "value": [0.5, 0.4, 0.0]})
+    row = agreement_with_methods(mine, graded).iloc[0]
+    assert (row["both_useful"], row["person_only"], row["both_not"]) == (1, 1, 1)
+    assert list(disagreements(mine, graded)["passage_id"]) == ["b"]
+
+
+def test_all_one_class_agreement_reports_nan_and_does_not_crash():
+    mine = pd.DataFrame({"query_id": ["q", "q"], "passage_id": ["a", "b"], "label": [1, 1]})
+    method = pd.DataFrame({"method": ["gold", "gold", "other"], "query_id": ["q", "q", "q9"],
+                           "passage_id": ["a", "b", "zzz"], "value": [1.0, 1.0, 1.0]})
+    table = agreement_with_methods(mine, method).set_index("method")
+    assert np.isnan(table.at["gold", "kappa"]) and "chance agreement is 1" in table.at["gold", "reason"]
+    assert table.at["other", "n"] == 0 and table.at["other", "reason"] == "no item labelled by both"
+
+
+def test_agreement_between_annotators_matches_sklearn(tmp_path, run_labels, retrieved):
+    ada = simulated_person(run_labels, retrieved)
+    gold = method_values(run_labels, "gold")
+    bob = {item: int(gold[item]) for item in retrieved[:20]}  # Bob labels the first 20 passages, like gold
+    store = saved_store(tmp_path, ada)
+    saved_store(tmp_path, bob, annotator="Bob")
+    table = agreement_between_annotators(latest_labels(store.labels(RUN), "passage"))
+    assert list(zip(table["annotator_a"], table["annotator_b"])) == [("Ada", "Bob")]
+    shared = retrieved[:20]
+    assert table.at[0, "n"] == 20
+    assert table.at[0, "kappa"] == pytest.approx(sklearn_kappa([ada[i] for i in shared], [bob[i] for i in shared]))
+
+
+# --- the store ------------------------------------------------------------------------------------------------
+
+def test_store_survives_a_reopen_latest_label_wins_and_history_is_kept(tmp_path, retrieved):
+    path = tmp_path / ANNOTATIONS_FILE
+    first, second = (PassageItem(*item) for item in retrieved[:2])
+    store = AnnotationStore(path)
+    assert not path.exists() and store.labels().empty and store.revision() == 0  # created on the first save
+    ids = [store.save_label(RUN, first, 1, "  Ada   Lovelace "), store.save_label(RUN, second, 0, "Ada Lovelace"),
+           store.save_label(RUN, first, 0, "Ada Lovelace", note="on second thought"),
+           store.save_label(RUN, first, 1, "Bob")]
+    assert ids == sorted(ids) and AnnotationStore(path).revision() == ids[-1]
+
+    reopened = AnnotationStore(path).labels(RUN, "passage")
+    assert list(reopened.columns) == list(LABEL_COLUMNS)
+    assert list(reopened["id"]) == ids and list(reopened["label"]) == [1, 0, 0, 1]
+    assert set(reopened["annotator"]) == {"Ada Lovelace", "Bob"}  # blanks normalised
+    for stamp in reopened["labelled_at"]:
+        assert datetime.fromisoformat(stamp).utcoffset() == timedelta(0)
+    with sqlite3.connect(path) as connection:  # the rows are in the file itself
+        assert connection.execute("SELECT COUNT(*) FROM labels").fetchone()[0] == 4
+        assert connection.execute("PRAGMA application_id").fetchone()[0] == ANNOTATION_APPLICATION_ID
+
+    ada = latest_labels(reopened, "passage", "Ada Lovelace").set_index("passage_id")
+    assert ada.at[first.passage_id, "label"] == 0 and ada.at[first.passage_id, "note"] == "on second thought"
+    assert ada.at[first.passage_id, "times_labelled"] == 2 and ada.at[second.passage_id, "times_labelled"] == 1
+    assert len(latest_labels(reopened, "passage")) == 3  # Ada's two passages and Bob's one
+
+
+def test_a_saved_label_survives_killing_the_process(tmp_path):
+    path = tmp_path / ANNOTATIONS_FILE
+    code = ("import os, signal, sys; from rageval.annotations import AnnotationStore, PassageItem; "
+            "AnnotationStore(sys.argv[1]).save_label('fixture', PassageItem('nq:0', 'nq_oracle:0'), 1, 'Ada'); "
+            "os.kill(os.getpid(), signal.SIGKILL)")
+    result = subprocess.run([sys.executable, "-c", code, str(path)], check=False, cwd=REPO, capture_output=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert result.returncode == -9, result.stderr.decode()
+    saved = AnnotationStore(path).labels()
+    assert list(zip(saved["query_id"], saved["passage_id"], saved["label"], saved["annotator"])) == [
+        ("nq:0", "nq_oracle:0", 1, "Ada")]
+
+
+def test_bad_labels_and_foreign_files_are_refused(tmp_path, run_path):
+    store = AnnotationStore(tmp_path / ANNOTATIONS_FILE)
+    with pytest.raises(ValueError, match="annotator name is required"):
+        store.save_label(RUN, PassageItem("q", "p"), 1, "   ")
+    with pytest.raises(ValueError, match="label must be 1"):
+        store.save_label(RUN, PassageItem("q", "p"), 2, "Ada")
+    with pytest.raises(StoreError, match=r"fixture\.sqlite: not a rageval annotation file"):
+        AnnotationStore(run_path)
+    store.save_label(RUN, PassageItem("q", "p"), 1, "Ada")
+    with pytest.raises(StoreError, match="not a rageval run file"):
+        RunReader(store.path)
+    (tmp_path / "empty.sqlite").touch()
+    with pytest.raises(StoreError, match=r"empty\.sqlite: empty file"):
+        AnnotationStore(tmp_path / "empty.sqlite")
+
+
+def test_the_annotation_file_is_not_listed_as_a_run(tmp_path, monkeypatch):
+    from ui import data
+
+    run = make_small_run(tmp_path / f"{RUN}.sqlite")
+    store = AnnotationStore(annotations_path(tmp_path))
+    store.save_label(RUN, PassageItem("nq:0", "nq_oracle:0"), 1, "Ada")
+    os.utime(store.path, (2_000_000_000, 2_000_000_000))  # the newest file: it would be the default run if listed
+    assert sqlite_application_id(store.path) == ANNOTATION_APPLICATION_ID
+    assert list_runs(tmp_path) == [run]
+    assert data.find_runs(tmp_path) == [run]
+    monkeypatch.setenv(data.RUNS_DIR_ENV, str(tmp_path))
+    assert data.find_attribution_runs() == [] and data.find_ium_runs() == []
+
+
+# --- export ---------------------------------------------------------------------------------------------------
+
+def test_csv_export_parses_back_to_every_saved_row(tmp_path, retrieved):
+    store = AnnotationStore(tmp_path / ANNOTATIONS_FILE)
+    store.save_label(RUN, PassageItem(*retrieved[0]), 1, "Ada", note='first, "quoted"\nsecond line')
+    store.save_label(RUN, PassageItem(*retrieved[0]), 0, "Ada")
+    store.save_label(RUN, PassageItem(*retrieved[1]), 1, "Bob")
+    store.save_label("hagrid", StatementItem("gold-answer", "hagrid:3120", "0", 2), 0, "Ada")
+    history = store.labels()
+
+    parsed = pd.read_csv(io.StringIO(labels_csv(history)), dtype=str, keep_default_na=False)
+    assert list(parsed.columns) == [*LABEL_COLUMNS, "current"]
+    expected = history.astype(object).where(history.notna(), "").astype(str)
+    pd.testing.assert_frame_equal(parsed[list(LABEL_COLUMNS)], expected)
+    assert list(parsed["current"]) == ["0", "1", "1", "1"]  # Ada's first label was replaced
+    assert parsed.at[0, "note"] == 'first, "quoted"\nsecond line'
+
+
+def test_qrels_export_parses_back_with_pytrec_eval(tmp_path, run_labels, retrieved):
+    person = simulated_person(run_labels, retrieved)
+    store = saved_store(tmp_path, person)
+    latest = latest_labels(store.labels(RUN, "passage"), "passage")
+    qrels_file = tmp_path / "ada.qrels"
+    qrels_file.write_text(qrels_text(qrels_frame(latest, "Ada")))
+    with qrels_file.open() as handle:
+        parsed = pytrec_eval.parse_qrel(handle)
+    expected: dict[str, dict[str, int]] = {}
+    for (query_id, passage_id), label in person.items():
+        expected.setdefault(query_id, {})[passage_id] = label
+    assert parsed == expected
+    assert all(len(line.split()) == 4 and line.split()[1] == "0" for line in qrels_file.read_text().splitlines())
+
+
+def test_majority_qrels_across_annotators(tmp_path):
+    store = AnnotationStore(tmp_path / ANNOTATIONS_FILE)
+    votes = {"a": {"Ada": 1, "Bob": 1, "Cy": 0}, "b": {"Ada": 1, "Bob": 0}, "c": {"Cy": 1}, "d": {"Ada": 0, "Bob": 0}}
+    for passage_id, by_annotator in votes.items():
+        for annotator, label in by_annotator.items():
+            store.save_label(RUN, PassageItem("q1", passage_id), 1 - label, annotator)  # replaced below
+            store.save_label(RUN, PassageItem("q1", passage_id), label, annotator)
+    majority = qrels_frame(latest_labels(store.labels(RUN), "passage"))
+    # a: 2 of 3 say useful -> 1; b: a tie -> 0 (documented); c: its one vote; d: none says useful.
+    assert dict(zip(majority["passage_id"], majority["label"])) == {"a": 1, "b": 0, "c": 1, "d": 0}
+    assert qrels_text(majority).splitlines()[0] == "q1 0 a 1"
+    with pytest.raises(ValueError, match="no whitespace"):
+        qrels_text(pd.DataFrame({"query_id": ["q 1"], "passage_id": ["p"], "label": [1]}))
+
+
+# --- statements of an attributed-answer run --------------------------------------------------------------------
+
+def test_statement_labels_against_the_nli_verdicts(tmp_path):
+    from rageval.attribution.store import AttributionReader
+
+    with AttributionReader(make_small_attribution_run(tmp_path / "hagrid.sqlite")) as reader:
+        statements = reader.frame("statements")
+    long = statement_method_labels(statements)
+    for column, method in STATEMENT_METHODS.items():
+        assert (long["method"] == method).sum() == statements[column].notna().sum()
+    assert statements["supported"].nunique() == 2  # the containment NLI says yes to some statements, no to others
+
+    # A person who labels like HAGRID's annotators where they gave a label, else "supported".
+    store = AnnotationStore(tmp_path / ANNOTATIONS_FILE)
+    person = {}
+    for row in statements.itertuples():
+        label = 1 if pd.isna(row.human_attributable) else int(row.human_attributable)
+        person[(row.scenario, row.query_id, row.answer_id, int(row.statement))] = label
+        store.save_label("hagrid", StatementItem(row.scenario, row.query_id, row.answer_id, int(row.statement)), label,
+                         "Ada")
+    mine = latest_labels(store.labels("hagrid", "statement"), "statement", "Ada")
+    table = agreement_with_methods(mine, long, "statement").set_index("method")
+    for column, method in STATEMENT_METHODS.items():
+        judged = statements[statements[column].notna()]
+        keys = list(zip(judged["scenario"], judged["query_id"], judged["answer_id"], judged["statement"].astype(int)))
+        x, y = [person[key] for key in keys], judged[column].astype(int).tolist()
+        assert table.at[method, "n"] == len(keys)
+        if np.isnan(table.at[method, "kappa"]):
+            assert np.isnan(sklearn_kappa(x, y))
+        else:
+            assert table.at[method, "kappa"] == pytest.approx(sklearn_kappa(x, y))
+    assert table.at["hagrid:human", "kappa"] == 1.0 or np.isnan(table.at["hagrid:human", "kappa"])
+    assert not np.isnan(table.at["nli:autoais", "kappa"])
+
+
+def test_a_passage_a_method_left_unlabelled_in_a_judged_query_counts_as_not_useful():
+    """Like a run's ``gold`` rows (only its positive passages): qrels semantics, as trec_eval reads them."""
+    mine = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "passage_id": ["a", "b", "c"], "label": [1, 1, 0]})
+    gold = pd.DataFrame({"method": ["gold"], "query_id": ["q1"], "passage_id": ["a"], "value": [1.0]})
+    row = agreement_with_methods(mine, gold).iloc[0]
+    # q1/b is unlabelled in judged q1 -> 0; q2 was never judged by gold -> not counted.
+    assert (row["n"], row["both_useful"], row["person_only"]) == (2, 1, 1)
+    found = disagreements(mine, gold)
+    assert list(zip(found["passage_id"], found["value"])) == [("b", 0.0)]

@@ -1,0 +1,368 @@
+"""AppTest tests of the correlations page and the compare-runs page, on the fixture runs (``tests/run_fixtures.py``,
+the reversed-ranking pair of ``tests/test_compare.py``, the complete fake-reader run of ``tests/test_app.py``) and
+on the shipped runs in ``data/runs``. Expected values are read back from the run files and recomputed with the
+engine or scipy, or restated from the fixtures' construction (cited where used).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from rageval.report import correlation_table_at_k
+from rageval.stats.correlation import kendall_tau_b
+from rageval.store import RunReader, write_run
+from tests.run_fixtures import K, MEASURES, build_small_run, make_small_run
+from tests.test_app import MARKUP, SHIPPED_PATHS, marked_query, plotly_array, reteval_run_file, start
+from tests.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
+from ui import data, render, render_correlations, theme
+from ui.render import escape_markdown, format_correlation
+
+REPO = Path(__file__).resolve().parent.parent
+CORRELATIONS = str(REPO / "pages" / "5_Correlations.py")
+COMPARE = str(REPO / "pages" / "6_Compare_runs.py")
+SCATTER_TITLE_END = "one point per query"
+
+
+def chart_specs(app) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+
+
+def captions(app) -> str:
+    return " ".join(c.value for c in app.caption)
+
+
+def frame_with(app, column: str) -> pd.DataFrame:
+    """The first table of the page with ``column`` (found by its columns, not its position)."""
+    return next(df.value for df in app.dataframe if column in df.value.columns)
+
+
+def metrics(app) -> dict[str, str]:
+    return {m.label: m.value for m in app.metric}
+
+
+# --- correlations -------------------------------------------------------------------------------------------
+
+def scatter(app) -> pd.DataFrame:
+    """The correlation scatter's points: query_id, question (as hovered), value, e2e (exact) and x, y (drawn)."""
+    spec = next(s for s in chart_specs(app) if s["layout"]["title"]["text"].endswith(SCATTER_TITLE_END))
+    trace = spec["data"][0]
+    points = pd.DataFrame(trace["customdata"], columns=["query_id", "question", "value", "e2e"])
+    return points.assign(x=plotly_array(trace["x"]), y=plotly_array(trace["y"]))
+
+
+def stored_points(path: Path, method: str, measure: str, k: int) -> pd.DataFrame:
+    """(value, e2e) per query, read from the run file without the dashboard: queries with both, by id."""
+    with RunReader(path) as reader:
+        measures, e2e = reader.measure_table(), reader.e2e_table()
+    values = measures[(measures["method"] == method) & (measures["measure"] == measure)].set_index("query_id")
+    downstream = e2e[e2e["k"] == k].set_index("query_id")["score"]
+    shared = sorted(set(values.index) & set(downstream.index))
+    return pd.DataFrame({"value": values.loc[shared, "value"].to_numpy(float),
+                         "e2e": downstream.loc[shared].to_numpy(float)}, index=pd.Index(shared, name="query_id"))
+
+
+def check_scatter(app, path: Path, method: str, measure: str, k: int) -> pd.DataFrame:
+    """The scatter has one point per query with both scores, holding exactly the stored values, drawn within the
+    jitter (a quarter of the smallest gap between distinct values, at most a tenth of their range)."""
+    points = scatter(app).set_index("query_id").sort_index()
+    expected = stored_points(path, method, measure, k)
+    assert list(points.index) == list(expected.index)
+    np.testing.assert_allclose(points["value"], expected["value"])
+    np.testing.assert_allclose(points["e2e"], expected["e2e"])
+    for drawn, exact in (("x", "value"), ("y", "e2e")):
+        levels = np.unique(expected[exact])
+        bound = min(np.diff(levels).min() / 4, (levels[-1] - levels[0]) / 10) if len(levels) > 1 else 0.1
+        assert (np.abs(points[drawn] - points[exact]) <= bound + 1e-12).all(), drawn
+    return points
+
+
+@pytest.fixture(scope="module")
+def fixture_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("correlation_runs")
+    make_small_run(folder / "fixture.sqlite")
+    return folder
+
+
+@pytest.fixture
+def fixture_env(fixture_dir, monkeypatch) -> Path:
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(fixture_dir))
+    return fixture_dir / "fixture.sqlite"
+
+
+def test_correlations_default_view_shows_the_runs_per_query_values(fixture_env):
+    app = start(CORRELATIONS)
+    # Defaults: the first label method in display order, the run's k, the first measure at k.
+    assert dict(app.query_params) == {"run": "fixture", "method": "erag:em", "k": str(K), "measure": f"P@{K}"}
+    points = check_scatter(app, fixture_env, "erag:em", f"P@{K}", K)
+    assert len(points) == 6  # tests/run_fixtures.py: 6 questions, each with an E2E answer at K
+    with RunReader(fixture_env) as reader:
+        texts = dict(zip(reader.query_table()["query_id"], reader.query_table()["text"]))
+    assert points["question"].to_dict() == texts  # plain questions: nothing to escape
+
+    counts = frame_with(app, "all")  # the exact counts behind the jittered points
+    assert counts.loc["all", "all"] == 6
+    expected = pd.crosstab(points["value"].round(3), points["e2e"].round(3))
+    assert counts.drop(index="all", columns="all").to_numpy().tolist() == expected.to_numpy().tolist()
+
+    queries = frame_with(app, "Inspect")
+    assert queries["Inspect"].tolist() == [render.inspector_url("fixture", q) for q in queries["Query"]]
+    assert queries["E2E EM@5"].is_monotonic_increasing  # wrong answers first
+    assert escape_markdown("6 queries") in captions(app) and escape_markdown("k=5") in captions(app)
+
+
+@pytest.mark.parametrize("method, measure", [("gold", f"RR@{K}"), ("contains_answer", f"nDCG@{K}"),
+                                             ("erag:em", "Rprec")])
+def test_correlations_url_parameters_select_method_and_measure(fixture_env, method, measure):
+    app = start(CORRELATIONS, run="fixture", method=method, measure=measure, k=str(K))
+    assert app.selectbox(key="correlations.method.widget").value == method
+    assert app.selectbox(key="correlations.measure.widget").value == measure
+    check_scatter(app, fixture_env, method, measure, K)
+    points = stored_points(fixture_env, method, measure, K)
+    tau = kendall_tau_b(points["value"].to_numpy(), points["e2e"].to_numpy())
+    shown = metrics(app)["Kendall's tau-b"]
+    if np.isnan(tau):
+        assert shown == "undefined (constant)"
+    else:
+        assert shown.startswith(f"{tau:.3f} [")
+
+
+def test_correlations_bad_url_parameters_fall_back(fixture_env):
+    app = start(CORRELATIONS, run="fixture", method="no-such-method", measure="P@99", k="7")
+    assert dict(app.query_params) == {"run": "fixture", "method": "erag:em", "k": str(K), "measure": f"P@{K}"}
+
+
+def test_correlations_on_a_run_without_e2e_answers_explains_why(tmp_path, monkeypatch):
+    write_run(dataclasses.replace(build_small_run(), e2e_outputs=[]), tmp_path / "no-e2e.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(CORRELATIONS)
+    assert not app.get("plotly_chart")
+    assert app.info[0].value.startswith(escape_markdown("Run no-e2e stores no end-to-end answers"))
+    assert [c.value for c in app.code] == ["rageval erag --help"]
+
+
+def test_correlations_with_no_measure_at_the_e2e_k_offer_every_cutoff(tmp_path, monkeypatch):
+    """A run whose E2E answers are at k=3 while its measures are at cutoff 5: the measures at 5 stay selectable."""
+    run = build_small_run()
+    write_run(dataclasses.replace(run, e2e_outputs=[dataclasses.replace(o, k=3) for o in run.e2e_outputs]),
+              tmp_path / "k3.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(CORRELATIONS, method="gold", measure=f"nDCG@{K}")
+    assert app.selectbox(key="correlations.measure.widget").options == list(MEASURES)
+    check_scatter(app, tmp_path / "k3.sqlite", "gold", f"nDCG@{K}", 3)
+    assert "Kendall's tau-b" not in metrics(app)
+    assert escape_markdown(f"gold nDCG@{K} is not measured at cutoff 3") in captions(app)
+
+
+def test_selected_points_are_read_from_the_plotly_event():
+    event = {"selection": {"points": [{"point_index": 3, "x": 0.1}, {"point_index": 1}, {"point_index": 3}],
+                           "box": [], "lasso": []}}
+    assert render_correlations.selected_rows(event) == [1, 3]
+    assert render_correlations.selected_rows(None) == [] and render_correlations.selected_rows({}) == []
+
+
+@pytest.fixture(scope="module")
+def reteval_env_path(tmp_path_factory) -> Path:
+    return reteval_run_file(tmp_path_factory)
+
+
+def test_correlations_follow_k_on_a_run_with_a_k_sweep(reteval_env_path, monkeypatch):
+    """The complete fake-reader run (E2E at k = 1, 3, 5): the scatter, tau and the table follow ?k=."""
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(reteval_env_path.parent))
+    run = reteval_env_path.stem
+    app = start(CORRELATIONS, run=run, method="contains_answer", measure="nDCG@1", k="1")
+    assert app.selectbox(key="correlations.k.widget").value == "1"
+    points = check_scatter(app, reteval_env_path, "contains_answer", "nDCG@1", 1)
+    with RunReader(reteval_env_path) as reader:
+        table = correlation_table_at_k(reader.measure_table(), reader.e2e_table(), 1, data.DASHBOARD_RESAMPLES,
+                                       with_rprec=True).set_index(["method", "measure"])
+        marked = marked_query(reader)
+    row = table.loc[("contains_answer", "nDCG@1")]
+    assert metrics(app)["Kendall's tau-b"] == format_correlation(row["tau"], row["tau_low"], row["tau_high"])
+    assert metrics(app)["Spearman's rho"] == format_correlation(row["rho"], row["rho_low"], row["rho_high"])
+    tau_table = next(df.value for df in app.dataframe if df.value.index.name == "Measure")
+    assert set(tau_table.index) == {m for m in table.index.get_level_values("measure")}
+    # Question text goes into the plotly hover HTML-escaped: the marked question's tags show, they do not render.
+    hovered = points.loc[marked, "question"]
+    assert "&lt;b&gt;bold?&lt;/b&gt;" in hovered and MARKUP.strip() not in hovered
+
+    sweep = next(s for s in chart_specs(app) if "at each k" in s["layout"]["title"]["text"])
+    names = {render.method_name(m): m for m in render.METHOD_NAMES}
+    for trace in sweep["data"]:
+        method = names[trace["name"].rsplit(" (", 1)[0]]
+        assert trace["line"]["color"] == theme.METHOD_COLOURS[method]
+        assert plotly_array(trace["x"]) == [1, 3, 5]
+
+    app = start(CORRELATIONS, run=run, method="contains_answer", measure="nDCG@3", k="3")
+    check_scatter(app, reteval_env_path, "contains_answer", "nDCG@3", 3)
+
+
+@pytest.mark.parametrize("run", list(SHIPPED_PATHS))
+def test_correlations_on_every_shipped_run(run, monkeypatch):
+    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    app = start(CORRELATIONS, run=run)
+    assert not app.error, [e.value for e in app.error]
+    with RunReader(SHIPPED_PATHS[run]) as reader:
+        has_e2e = bool(reader.e2e_ks())
+    if not has_e2e:
+        assert app.info[0].value.startswith(escape_markdown(f"Run {run} stores no end-to-end answers"))
+        return
+    params = dict(app.query_params)
+    points = check_scatter(app, SHIPPED_PATHS[run], params["method"], params["measure"], int(params["k"]))
+    assert escape_markdown(f"{len(points)} queries") in captions(app)
+
+
+# --- compare runs ------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pair_dir(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("compare_pair")
+    write_fixture_pair(folder)
+    return folder
+
+
+@pytest.fixture
+def pair_env(pair_dir, monkeypatch) -> Path:
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(pair_dir))
+    return pair_dir
+
+
+def paired_tests_table(app) -> pd.DataFrame:
+    return frame_with(app, "p-value (two-sided)").set_index("Test")["p-value (two-sided)"]
+
+
+def outcome_traces(app) -> dict[str, dict]:
+    spec = next(s for s in chart_specs(app) if s["layout"]["title"]["text"].endswith("run A against run B"))
+    return {t["name"].split(" (")[0]: t for t in spec["data"] if t.get("mode") == "markers"}
+
+
+def test_compare_fixture_runs_wins_ties_losses_and_tests(pair_env):
+    app = start(COMPARE, run_a=RUN_A, run_b=RUN_B, method="gold", measure=f"RR@{K}")
+    shown = metrics(app)
+    # tests/test_compare.py: gold RR@5 on the shared nq:1..nq:4 is 1/2 vs 1/4, 1/3 vs 1/3, 1/4 vs 1/2, 1/5 vs 1.
+    assert (shown["Shared queries"], shown["A better"], shown["Ties"], shown["B better"]) == ("4", "1", "1", "2")
+    a, b = read_scores(pair_env / f"{RUN_A}.sqlite", "gold", f"RR@{K}"), read_scores(
+        pair_env / f"{RUN_B}.sqlite", "gold", f"RR@{K}")
+    shared = [q for q in a.index if q in b.index]
+    assert shown["Mean A - B"] == f"{(a[shared] - b[shared]).mean():+.4f}"
+    assert escape_markdown("4 queries are in both runs and compared; 1 only in A and 1 only in B are left out.") \
+        in captions(app)
+
+    p_values = paired_tests_table(app)
+    assert len(p_values) == 2  # no McNemar: RR is not binary
+    assert p_values["Sign test (exact binomial)"] == pytest.approx(stats.binomtest(1, 3, 0.5).pvalue)
+    assert p_values["Paired randomization test (mean difference)"] == pytest.approx(
+        brute_force_p(a[shared] - b[shared]))
+
+    traces = outcome_traces(app)
+    assert {o: len(t["customdata"]) for o, t in traces.items()} == {"A better": 1, "tie": 1, "B better": 2}
+    assert {o: t["marker"]["color"] for o, t in traces.items()} == theme.OUTCOME_COLOURS
+    assert traces["B better"]["customdata"][0][0] == "nq:3" and traces["A better"]["customdata"][0][0] == "nq:1"
+
+    changed = frame_with(app, "Inspect in B")
+    # Largest |A - B| first (nq:4: 0.8), equal sizes in A's order (nq:1, nq:3: 0.25); the tie nq:2 is left out.
+    assert changed["Query"].tolist() == ["nq:4", "nq:1", "nq:3"]
+    assert changed["A"].tolist() == pytest.approx([a[q] for q in changed["Query"]])
+    assert changed["B"].tolist() == pytest.approx([b[q] for q in changed["Query"]])
+    assert changed["Inspect in A"].tolist() == [render.inspector_url(RUN_A, q) for q in changed["Query"]]
+    assert changed["Inspect in B"].tolist() == [render.inspector_url(RUN_B, q) for q in changed["Query"]]
+
+    settings = frame_with(app, "Same").set_index("Setting")
+    assert settings.loc["Retriever", "Run B"] == "fixture ranking, reversed"
+    assert settings.loc["Retriever", "Same"] == "✗" and settings.loc["Dataset", "Same"] == "✓"
+    differences = next(df.value for df in app.dataframe
+                       if "Setting" in df.value.columns and "Same" not in df.value.columns)
+    assert differences["Setting"].tolist() == ["Retriever"]  # B's settings are A's with another retriever
+
+
+def test_compare_on_the_binary_e2e_score_adds_mcnemar(pair_env):
+    app = start(COMPARE, run_a=RUN_A, run_b=RUN_B, method="e2e", measure=f"E2E@{K}")
+    shown = metrics(app)
+    # tests/test_compare.py: B alone answers nq:4 right (its gold passage moves to rank 1).
+    assert (shown["A better"], shown["Ties"], shown["B better"]) == ("0", "3", "1")
+    p_values = paired_tests_table(app)
+    assert p_values["McNemar's test (exact, binary scores)"] == pytest.approx(stats.binomtest(0, 1, 0.5).pvalue)
+    assert app.selectbox(key="compare.measure.widget").format_func(f"E2E@{K}") == f"E2E EM@{K}"
+
+
+def test_comparing_a_run_with_itself_gives_all_ties_and_p_one(pair_env):
+    for method, measure in (("e2e", f"E2E@{K}"), ("gold", f"nDCG@{K}")):
+        app = start(COMPARE, run_a=RUN_A, run_b=RUN_A, method=method, measure=measure)
+        shown = metrics(app)
+        # Run A holds 5 queries (tests/test_compare.py: the 6 fixture questions without nq:5).
+        assert (shown["Shared queries"], shown["A better"], shown["Ties"], shown["B better"]) == ("5", "0", "5", "0")
+        assert shown["Mean A - B"] == "+0.0000"
+        assert (paired_tests_table(app) == 1.0).all()
+        assert escape_markdown("0 only in A and 0 only in B") in captions(app)
+        assert app.info[0].value.startswith(escape_markdown("No query changed"))
+
+
+def test_compare_defaults_and_bad_url_parameters_fall_back(pair_env):
+    app = start(COMPARE, run_a=RUN_A, method="no-such-method", measure="nDCG@99")
+    # Run B defaults to the other run on the same dataset with another retriever; the score to the first label
+    # method in display order, measure nDCG at run A's k.
+    assert dict(app.query_params) == {"run_a": RUN_A, "run_b": RUN_B, "method": "erag:em",
+                                          "measure": f"nDCG@{K}"}
+    assert not app.error
+
+
+def test_compare_runs_without_a_common_score_say_so(tmp_path, monkeypatch):
+    run = build_small_run()
+    write_run(dataclasses.replace(run, measure_values=[]), tmp_path / "only-e2e.sqlite")
+    write_run(dataclasses.replace(run, e2e_outputs=[]), tmp_path / "only-measures.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(COMPARE, run_a="only-e2e", run_b="only-measures")
+    assert app.info[0].value.startswith(escape_markdown("Runs only-e2e and only-measures have no score in common."))
+    assert not app.metric
+
+
+def shipped_comparison(run_a: str, run_b: str, method: str, measure: str) -> tuple[pd.Series, pd.Series, list[str]]:
+    a = read_scores(SHIPPED_PATHS[run_a], method, measure)
+    b = read_scores(SHIPPED_PATHS[run_b], method, measure)
+    return a, b, [q for q in a.index if q in b.index]
+
+
+@pytest.mark.parametrize("run_a, run_b, method, measure", [
+    ("nq_open-bm25-gemma3_270m", "nq_open-dense-gemma3_270m", "e2e", "E2E@5"),
+    ("retrieval-nq_open-bm25", "retrieval-nq_open-dense", "gold", "nDCG@10"),
+    ("retrieval-nq_open-bm25", "nq_open-bm25-gemma3_270m", "gold", "nDCG@10"),  # 500 vs 300 questions
+])
+def test_compare_shipped_runs(run_a, run_b, method, measure, monkeypatch):
+    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    app = start(COMPARE, run_a=run_a, run_b=run_b, method=method, measure=measure)
+    assert not app.error, [e.value for e in app.error]
+    assert dict(app.query_params) == {"run_a": run_a, "run_b": run_b, "method": method, "measure": measure}
+    a, b, shared = shipped_comparison(run_a, run_b, method, measure)
+    difference = a[shared] - b[shared]
+    shown = metrics(app)
+    assert shown["Shared queries"] == f"{len(shared):,}"
+    assert (shown["A better"], shown["Ties"], shown["B better"]) == tuple(
+        str(int(n)) for n in ((difference > 0).sum(), (difference == 0).sum(), (difference < 0).sum()))
+    assert escape_markdown(f"{len(a) - len(shared)} only in A and {len(b) - len(shared)} only in B") in captions(app)
+    p_values = paired_tests_table(app)
+    wins, losses = int((difference > 0).sum()), int((difference < 0).sum())
+    expected_sign = stats.binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
+    assert p_values["Sign test (exact binomial)"] == pytest.approx(expected_sign)
+    assert ("McNemar's test (exact, binary scores)" in p_values.index) == (method == "e2e")
+
+
+def test_compare_shipped_runs_over_different_questions_explains(monkeypatch):
+    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    app = start(COMPARE, run_a="retrieval-hotpotqa-bm25", run_b="retrieval-nq_open-bm25")
+    assert app.info[0].value.startswith(escape_markdown("0 queries are in both runs and compared; 400 only in A"))
+
+
+def test_compare_default_partner_on_the_shipped_runs(monkeypatch):
+    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    app = start(COMPARE)
+    with RunReader(SHIPPED_PATHS[app.query_params["run_a"]]) as reader_a, \
+            RunReader(SHIPPED_PATHS[app.query_params["run_b"]]) as reader_b:
+        a, b = reader_a.settings(), reader_b.settings()
+    assert a["dataset"] == b["dataset"] and a["retriever"] != b["retriever"]
+    assert not app.error

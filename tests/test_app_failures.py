@@ -1,0 +1,113 @@
+"""AppTest tests of the cross-run failure-case browser (pages/7_Failure_cases.py) on two complete runs built with
+the fake reader (tests/test_app.py's ``reteval_run_file``; the second a copy relabelled as another retriever) and
+on the shipped runs. Expected counts are recomputed from the run files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from rageval.store import RunReader
+from tests.run_fixtures import make_small_run
+from tests.test_app import RETEVAL_RUN, plotly_array, reteval_run_file, start
+
+REPO = Path(__file__).resolve().parent.parent
+FAILURES = str(REPO / "pages" / "7_Failure_cases.py")
+COPY = "reteval-copy-as-dense"
+
+
+@pytest.fixture(scope="module")
+def runs_folder(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("failure_runs")
+    original = shutil.copy(reteval_run_file(tmp_path_factory), folder / f"{RETEVAL_RUN}.sqlite")
+    copy = shutil.copy(original, folder / f"{COPY}.sqlite")
+    with sqlite3.connect(copy) as connection:  # the same cases, presented as another retriever's run
+        settings = json.loads(connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
+        connection.execute("UPDATE meta SET value = ? WHERE key = 'settings'",
+                           (json.dumps({**settings, "retriever": "dense-copy"}),))
+    make_small_run(folder / "no-verdicts.sqlite")  # a run without LLM-retEval contributes nothing
+    return folder
+
+
+def retriever_of(path: Path) -> str:
+    with RunReader(path) as reader:
+        return reader.settings()["retriever"]
+
+
+def cases_of(path: Path) -> "pd.DataFrame":  # noqa: F821
+    with RunReader(path) as reader:
+        return reader.failure_cases()
+
+
+def counts(app):
+    return next(df.value for df in app.dataframe if "A" in df.value.columns)
+
+
+def cases_table(app):
+    return next(df.value for df in app.dataframe if "Inspect" in df.value.columns)
+
+
+def test_counts_per_run_and_k_and_links_to_the_inspector(runs_folder, monkeypatch):
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs_folder))
+    app = start(FAILURES)
+    expected = cases_of(runs_folder / f"{RETEVAL_RUN}.sqlite").query("judge == 'em'")
+    table = counts(app)
+    assert set(table["Run"]) == {RETEVAL_RUN, COPY}
+    mine = table[table["Run"] == RETEVAL_RUN].set_index("k")
+    for (k, category), group in expected.groupby(["k", "category"]):
+        assert mine.loc[k, category] == group["query_id"].nunique()
+    assert list(table.columns) == ["Run", "k", "A", "B", "C", "D", "E", "F"]
+
+    shown = cases_table(app)
+    assert len(shown) == 2 * len(expected)  # the copy repeats every case
+    links = [urlsplit(url) for url in shown["Inspect"]]
+    assert {link.path for link in links} == {"Query_inspector"}
+    pairs = {(parse_qs(link.query)["run"][0], parse_qs(link.query)["query"][0]) for link in links}
+    assert pairs == {(run, q) for run in (RETEVAL_RUN, COPY) for q in expected["query_id"]}
+    figure = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert figure["layout"]["title"]["text"].startswith("LLM-retEval failure cases per k")
+    assert sum(sum(plotly_array(trace["y"])) for trace in figure["data"]) == table[list("ABCDEF")].to_numpy().sum()
+
+
+def test_url_presets_the_filters_and_the_retriever_filter_drops_a_run(runs_folder, monkeypatch):
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs_folder))
+    expected = cases_of(runs_folder / f"{RETEVAL_RUN}.sqlite").query("judge == 'em'")
+    (k, category), _ = max(expected.groupby(["k", "category"]), key=lambda item: len(item[1]))
+    app = start(FAILURES, category=category, k=str(k), retriever="dense-copy")
+    shown = cases_table(app)
+    assert set(shown["Run"]) == {COPY} and set(shown["Category"]) == {category} and set(shown["k"]) == {k}
+    want = expected[(expected["k"] == k) & (expected["category"] == category)]
+    assert sorted(shown["Reason"]) == sorted(want["reason"])
+
+    original = retriever_of(runs_folder / f"{RETEVAL_RUN}.sqlite")
+    app.multiselect(key="failures.retrievers").set_value([original, "dense-copy"]).run()
+    assert not app.exception and app.query_params["retriever"] == [original, "dense-copy"]
+    assert set(cases_table(app)["Run"]) == {RETEVAL_RUN, COPY}
+
+    app.multiselect(key="failures.categories").set_value([]).run()
+    assert not app.exception and "No failure case passes these filters" in app.info[0].value
+
+
+def test_another_judge_shows_its_own_cases(runs_folder, monkeypatch):
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs_folder))
+    app = start(FAILURES, judge="token_f1", retriever=retriever_of(runs_folder / f"{RETEVAL_RUN}.sqlite"))
+    expected = cases_of(runs_folder / f"{RETEVAL_RUN}.sqlite").query("judge == 'token_f1'")
+    assert sorted(cases_table(app)["Reason"]) == sorted(expected["reason"])
+
+
+def test_without_any_failure_case_the_page_says_how_to_get_some(tmp_path, monkeypatch):
+    make_small_run(tmp_path / "fixture.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(FAILURES)
+    assert "Build a run with LLM-retEval switched on" in app.info[0].value and not app.dataframe
+
+
+def test_shipped_runs_with_llm_reteval_are_all_shown(monkeypatch):
+    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    app = start(FAILURES)
+    assert set(counts(app)["Run"]) == {"nq_open-bm25-gemma3_270m", "nq_open-dense-gemma3_270m"}

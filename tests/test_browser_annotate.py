@@ -1,0 +1,106 @@
+"""The annotation journey in a real Chromium: ``streamlit run app.py`` on the fixture run, open the Annotate page,
+enter a name, label two passages, see Cohen's kappa, download the CSV export and check its rows against what was
+clicked; the passage holding HTML/script is shown literally and runs nothing. Screenshot: ``test-output/annotate.png``.
+
+Uses the browser helpers of tests/test_browser.py (Debian's Chromium, skipped without it unless ``CI`` is set).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from rageval.annotations import ANNOTATIONS_FILE
+from rageval.store import RunReader
+from tests.run_fixtures import INJECTION, make_small_run
+from tests.test_browser import SHOTS, WAIT_MS, _free_port, _require_browser, _wait_until_healthy, chromium_page
+
+REPO = Path(__file__).resolve().parent.parent
+NAME = "Ada Lovelace"
+
+
+@pytest.fixture(scope="module")
+def annotate_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
+    """(URL, runs folder) of a dashboard serving a runs folder with only the fixture run."""
+    _require_browser()
+    runs = tmp_path_factory.mktemp("annotate_runs")
+    make_small_run(runs / "fixture.sqlite")
+    SHOTS.mkdir(exist_ok=True)
+    log = SHOTS / "streamlit_server_annotate.log"
+    port = _free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+               "--server.address", "127.0.0.1", "--server.port", str(port),
+               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with log.open("w") as log_file:
+        server = subprocess.Popen(command, cwd=REPO, env={**os.environ, "RAGEVAL_RUNS_DIR": str(runs)},
+                                  stdout=log_file, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_healthy(url, server, log)
+        yield url, runs
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, tmp_path):
+    from playwright.sync_api import expect
+
+    url, runs = annotate_server
+    with RunReader(runs / "fixture.sqlite") as reader:
+        first, second = reader.rankings()["nq:0"].passage_ids[:2]
+    with chromium_page(height=3200) as (page, page_errors):  # tall: the screenshot shows the kappa table too
+        page.goto(f"{url}/Annotate")
+        expect(page.get_by_role("heading", name="Annotate", exact=True)).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_text("Enter your name to start labelling")).to_be_visible()
+
+        name = page.get_by_role("textbox", name="Your name (annotator)")
+        name.fill(NAME)
+        name.press("Enter")
+        expect(page).to_have_url(re.compile(r"[?&]annotator=Ada(\+|%20)Lovelace\b"), timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name="who got the first nobel prize in physics")).to_be_visible(
+            timeout=WAIT_MS)
+        expect(page.get_by_test_id("stText")).to_have_count(5)  # K = 5 passages (tests/run_fixtures.py)
+        injected = page.get_by_test_id("stText").filter(has_text="<script>window.__pwned=1</script>")
+        expect(injected).to_contain_text(INJECTION)
+
+        page.get_by_role("button", name="✓ Useful").first.click()
+        expect(page.get_by_text("Your label: useful (")).to_have_count(1, timeout=WAIT_MS)
+        page.get_by_role("button", name="✗ Not useful").nth(1).click()
+        expect(page.get_by_text("Your label: not useful (")).to_have_count(1, timeout=WAIT_MS)
+        expect(page.get_by_text("2 of 30 retrieved passages of this run labelled by Ada Lovelace")).to_be_visible()
+
+        expect(page.get_by_role("heading", name="Agreement with the automatic labels")).to_be_visible(
+            timeout=WAIT_MS)
+        expect(page.get_by_text("Cohen's kappa (Cohen 1960)")).to_be_visible()
+        expect(page.get_by_test_id("stPlotlyChart")).to_be_visible()
+        page.screenshot(path=str(SHOTS / "annotate.png"), full_page=True)
+
+        with page.expect_download(timeout=WAIT_MS) as download_info:
+            page.get_by_role("button", name="Download CSV (every label)").click()
+        download = download_info.value
+        assert download.suggested_filename == "fixture-passage-annotations.csv"
+        saved = tmp_path / download.suggested_filename
+        download.save_as(saved)
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert not page_errors, page_errors
+
+    exported = pd.read_csv(saved, dtype=str, keep_default_na=False)
+    assert list(zip(exported["query_id"], exported["passage_id"], exported["label"], exported["annotator"],
+                    exported["current"])) == [("nq:0", first, "1", NAME, "1"), ("nq:0", second, "0", NAME, "1")]
+    with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
+        in_file = connection.execute("SELECT id, query_id, passage_id, label, annotator FROM labels ORDER BY id"
+                                     ).fetchall()
+    assert [tuple(map(str, row)) for row in in_file] == list(zip(
+        exported["id"], exported["query_id"], exported["passage_id"], exported["label"], exported["annotator"]))

@@ -1,0 +1,96 @@
+"""The re-scoring journey in a real Chromium: open the Re-score page on the fixture run, start a job with a tiny
+random Gemma built from a config (tests/conftest.py ``tiny_model_dir``, its folder typed into the model field),
+watch the progress bar reach done (the page refreshes itself while the background worker runs), then follow the
+link to the query inspector and find the new label column there. Screenshot: ``test-output/rescore.png``.
+
+Uses the Streamlit server and Chromium helpers of tests/test_browser.py (skipped without Chromium, unless ``CI``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from rageval.jobs import model_short_name
+from tests.run_fixtures import make_small_run
+from tests.test_browser import (REPO, SHOTS, WAIT_MS, _free_port, _require_browser, _wait_until_healthy,
+                                chromium_page)
+
+JOB_WAIT_MS = 120_000  # a worker process starts, imports torch, loads the tiny model and labels 4 passages
+
+
+@pytest.fixture(scope="module")
+def rescore_server(tmp_path_factory) -> Iterator[str]:
+    _require_browser()
+    runs = tmp_path_factory.mktemp("rescore_runs")
+    make_small_run(runs / "fixture.sqlite")
+    SHOTS.mkdir(exist_ok=True)
+    log = SHOTS / "streamlit_server_rescore.log"
+    port = _free_port()
+    env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs), "RAGEVAL_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+               "--server.address", "127.0.0.1", "--server.port", str(port),
+               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with log.open("w") as log_file:
+        server = subprocess.Popen(command, cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_healthy(url, server, log)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def test_start_a_rescore_job_watch_it_finish_and_see_the_labels(rescore_server, tiny_model_dir):
+    from playwright.sync_api import expect
+
+    method = f"erag:em@{model_short_name(str(tiny_model_dir))}"
+    with chromium_page() as (page, page_errors):
+        page.goto(f"{rescore_server}/Re_score")
+        expect(page.get_by_role("heading", name="Re-score")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_text("No re-scoring job on this runs folder yet")).to_be_visible(timeout=WAIT_MS)
+
+        # The tiny model, the first 2 questions, their top 2 passages.
+        model = page.get_by_label("Model", exact=True)
+        model.fill(str(tiny_model_dir))
+        model.press("Tab")
+        page.get_by_text("the first N", exact=True).click()
+        first = page.get_by_label("N (the first N queries)")
+        first.fill("2")
+        first.press("Tab")
+        k = page.get_by_label("Passages per query: the top k of the run's ranking")
+        k.fill("2")
+        k.press("Tab")
+        page.get_by_role("button", name="Start re-scoring").click()
+        expect(page.get_by_text(f"Job 1 · {method} · ")).to_be_visible(timeout=WAIT_MS)
+
+        # The job list refreshes itself until the worker is done.
+        progress = page.get_by_test_id("stProgress")
+        expect(progress).to_have_count(1, timeout=WAIT_MS)
+        expect(page.get_by_text(f"Job 1 · {method} · ✓ done")).to_be_visible(timeout=JOB_WAIT_MS)
+        expect(progress).to_contain_text("4/4 passages labelled", timeout=WAIT_MS)
+        # The page's last rerun has settled (until then the previous run's elements may still show).
+        expect(page.get_by_text("All jobs as a table")).to_have_count(1, timeout=WAIT_MS)
+        progress.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "rescore.png"))
+
+        # The new labels in the query inspector, on the job's first question.
+        page.get_by_role("link", name="See the labels in the query inspector").click()
+        expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name="who got the first nobel prize in physics")).to_be_visible(
+            timeout=WAIT_MS)
+        labelled = page.get_by_text(re.compile(re.escape(method) + " [✓✗] · single-passage answer"))
+        expect(labelled.first).to_be_visible(timeout=WAIT_MS)
+        expect(labelled).to_have_count(2)  # the top 2 passages carry the new label...
+        expect(page.get_by_text(f"{method} – · single-passage answer")).to_have_count(3)  # ...ranks 3-5 have none
+        page.screenshot(path=str(SHOTS / "rescore_inspector.png"), full_page=True)
+        assert not page_errors, page_errors

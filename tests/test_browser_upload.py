@@ -1,0 +1,103 @@
+"""The upload journey in a real Chromium: open the Upload page of ``streamlit run app.py``, upload the four TREC files
+made from the fixture run (tests/run_fixtures.py, real NQ-open records) with ``set_input_files``, validate, name and
+save the run, follow the link to its overview on the home page and open its queries; the injection passage's markup
+is shown as text and never runs. Screenshot: ``test-output/upload.png``.
+
+Reuses the server and browser helpers of tests/test_browser.py (Debian's Chromium, skipped without it unless
+``CI`` is set).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from rageval.store import RunReader
+from tests.run_fixtures import INJECTION, build_small_run, make_small_run
+from tests.test_browser import REPO, SHOTS, WAIT_MS, _free_port, _require_browser, _wait_until_healthy, chromium_page
+from tests.test_upload import trec_files
+from ui.render_upload import SLOTS
+
+RUN_NAME = "browser-upload"
+
+
+@pytest.fixture(scope="module")
+def upload_server(tmp_path_factory) -> Iterator[tuple[str, object]]:
+    """``streamlit run app.py`` on a runs folder holding only the fixture run; yields (url, runs folder)."""
+    _require_browser()
+    runs = tmp_path_factory.mktemp("upload_runs")
+    make_small_run(runs / "fixture.sqlite")
+    SHOTS.mkdir(exist_ok=True)
+    log = SHOTS / "streamlit_upload_server.log"
+    port = _free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+               "--server.address", "127.0.0.1", "--server.port", str(port),
+               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    with log.open("w") as log_file:
+        server = subprocess.Popen(command, cwd=REPO, env={**os.environ, "RAGEVAL_RUNS_DIR": str(runs)},
+                                  stdout=log_file, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_healthy(url, server, log)
+        yield url, runs
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def test_upload_trec_files_then_open_the_new_run_in_chromium(upload_server):
+    from playwright.sync_api import expect
+
+    url, runs = upload_server
+    files = trec_files(build_small_run())
+    with chromium_page(height=1400) as (page, page_errors):
+        page.goto(f"{url}/Upload")
+        expect(page.get_by_role("heading", name="Upload a run")).to_be_visible(timeout=WAIT_MS)
+        inputs = page.locator("input[type=file]")
+        expect(inputs).to_have_count(len(SLOTS["trec"]), timeout=WAIT_MS)
+        chosen = []
+        for index, slot in enumerate(SLOTS["trec"]):  # the uploaders are in slot order
+            file = files[slot.key]
+            inputs.nth(index).set_input_files({"name": file.name, "mimeType": "text/plain", "buffer": file.data})
+            chosen.append(file.name)
+            # The page lists the files its last run saw: wait for it before the next upload (one made while the
+            # script reruns can be lost).
+            expect(page.get_by_text(re.compile(rf"(Chosen: |Press Validate to check ){re.escape(', '.join(chosen))}\.")
+                                    )).to_be_visible(timeout=WAIT_MS)
+
+        page.get_by_role("button", name="Validate").click()
+        expect(page.get_by_text("Valid: 6 queries; 7 passages; 30 ranking rows")).to_be_visible(timeout=WAIT_MS)
+        name = page.get_by_role("textbox", name="Run name")
+        name.fill(RUN_NAME)
+        name.press("Enter")
+        save = page.get_by_role("button", name="Save")
+        expect(save).to_be_enabled(timeout=WAIT_MS)
+        save.click()
+        expect(page.get_by_text(f"Saved run {RUN_NAME} into")).to_be_visible(timeout=WAIT_MS)
+        page.screenshot(path=str(SHOTS / "upload.png"), full_page=True)
+        with RunReader(runs / f"{RUN_NAME}.sqlite") as reader:
+            assert reader.settings()["uploaded_files"]["run"] == "run.trec"
+
+        page.get_by_role("link", name="Open its overview").click()
+        expect(page.get_by_role("heading", name="rageval · retrieval evaluation for RAG")).to_be_visible(
+            timeout=WAIT_MS)
+        expect(page).to_have_url(f"{url}/?run={RUN_NAME}", timeout=WAIT_MS)
+        expect(page.get_by_test_id("stMetric").filter(has_text="Queries")).to_contain_text("6")
+        expect(page.get_by_text(f"Run {RUN_NAME}.sqlite")).to_be_visible()
+
+        page.get_by_role("link", name="Inspect queries one by one").click()
+        expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
+        expect(page).to_have_url(f"{url}/Query_inspector?run={RUN_NAME}&query=nq%3A0", timeout=WAIT_MS)
+        injected = page.get_by_test_id("stText").filter(has_text="<script>window.__pwned=1</script>")
+        expect(injected).to_be_visible(timeout=WAIT_MS)  # nq:0, the first query, ranks it third: shown as text
+        expect(injected).to_contain_text(INJECTION)
+        assert page.evaluate("typeof window.__pwned") == "undefined"  # ... and never run
+        assert not page_errors, page_errors

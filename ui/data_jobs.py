@@ -1,0 +1,70 @@
+"""The re-scoring page's data layer: the jobs database (:mod:`rageval.jobs`) and the actions on it.
+
+The job list is live state: a worker commits a batch every few seconds. It is cached keyed by the database's
+revision, the modification times and sizes of the SQLite file and its write-ahead log (every commit changes
+the log), so a poll that finds nothing new costs one ``stat``. Liveness (is the worker process still there?)
+is not stored and is derived at render time (:func:`rageval.jobs.job_progress`), outside the cache.
+The run files themselves stay keyed by ``(path, mtime_ns)`` in :mod:`ui.data`: a worker's commit changes the
+run file's mtime, so every other page shows the new labels on its next rerun. Nothing here creates widgets.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from rageval import jobs
+from ui import data
+
+_TTL_S = 3600
+
+
+def jobs_db() -> Path:
+    """The jobs database the dashboard and ``rageval rescore`` share (:func:`rageval.jobs.default_jobs_db`)."""
+    return jobs.default_jobs_db()
+
+
+def jobs_revision(path: Path) -> tuple[int, ...]:
+    """(mtime_ns, size) of the database file and of its ``-wal`` file (zeros when absent)."""
+    stamps: list[int] = []
+    for name in (path, Path(f"{path}-wal")):
+        try:
+            stat = os.stat(name)
+            stamps += [stat.st_mtime_ns, stat.st_size]
+        except FileNotFoundError:
+            stamps += [0, 0]
+    return tuple(stamps)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
+def load_jobs(path: str, revision: tuple[int, ...]) -> list[jobs.Job]:
+    """Every job of the database, newest first."""
+    with jobs.JobStore(path) as store:
+        return store.list()
+
+
+def load_folder_jobs(folder: Path | None = None) -> list[jobs.Job]:
+    """The jobs on run files in the dashboard's runs folder (or ``folder``), newest first."""
+    path = jobs_db()
+    folder = (folder or data.runs_dir()).resolve()
+    return [job for job in load_jobs(str(path), jobs_revision(path)) if Path(job.run_path).is_relative_to(folder)]
+
+
+def start_rescore(spec: jobs.JobSpec) -> jobs.Job:
+    """Create the job and start its worker process (raises :class:`rageval.jobs.JobError` on bad input)."""
+    with jobs.JobStore(jobs_db()) as store:
+        return jobs.start_job(spec, store)
+
+
+def cancel_rescore(job_id: int, terminate: bool = False) -> jobs.Job:
+    """Ask job ``job_id`` to stop after its batch; ``terminate`` also sends its worker SIGTERM."""
+    with jobs.JobStore(jobs_db()) as store:
+        return jobs.cancel_job(job_id, store, terminate=terminate)
+
+
+def resume_rescore(job_id: int) -> jobs.Job:
+    """Start a stopped job again in a new worker; its labels already saved are skipped."""
+    with jobs.JobStore(jobs_db()) as store:
+        return jobs.resume_job(job_id, store)

@@ -1,0 +1,19 @@
+"""Cached loader of the Upload page (``pages/10_Upload.py``): an upload converted once per content.
+
+Uploaded files have no path or modification time, so the key is their content: ``(slot, file name, bytes)``
+plus the run options. Validate and Save, and every rerun in between, then parse the files once. No widgets.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rageval.upload import UploadFile, UploadResult, convert_upload
+
+
+@st.cache_data(ttl=600, max_entries=2, show_spinner="Validating the upload…")
+def load_upload(form: str, files: tuple[tuple[str, str, bytes], ...], dataset: str, retriever: str,
+                model: str) -> UploadResult:
+    """:func:`rageval.upload.convert_upload` of uploaded files given as ``(slot key, file name, bytes)``."""
+    return convert_upload(form, {key: UploadFile(name, content) for key, name, content in files},
+                          dataset=dataset, retriever=retriever, model=model)

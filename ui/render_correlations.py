@@ -1,0 +1,139 @@
+"""Views of the correlations page (``pages/5_Correlations.py``): how well a label method's per-query measure
+predicts the downstream (end-to-end) score, query by query.
+
+Pure functions from the data layer's tables to display tables and plotly figures, plus :func:`plotly_text`, the
+one way data text (questions) goes into a plotly hover label: HTML-escaped, so plotly shows it literally.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rageval.report import measure_sort_key
+from ui import render, theme
+
+#: Downstream metric names (the run's ``label_metric`` setting scores the E2E answers too; ``rageval.erag``).
+METRIC_NAMES = {"em": "EM", "f1": "token F1", "accuracy": "accuracy", "rougeL": "ROUGE-L", "bertscore": "BERTScore"}
+JITTER_SEED = 0
+#: Crosstab rows/columns: a value of its own up to this many distinct values, else equal-width bins.
+MAX_COUNT_LEVELS = 12
+COUNT_BINS = 5
+HOVER_CHARS = 120
+
+
+def plotly_text(text: Any, limit: int = HOVER_CHARS) -> str:
+    """Data text for a plotly label: whitespace collapsed, cut to ``limit`` characters, HTML-escaped (plotly
+    renders a subset of HTML in labels; escaped, ``<b>`` shows as ``<b>``)."""
+    flat = " ".join(str(text).split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return html.escape(flat, quote=False)
+
+
+def e2e_metric_name(settings: Mapping[str, Any]) -> str:
+    """The name of the E2E score: ``E2E EM`` for a run whose label metric is ``em``."""
+    metric = str(settings.get("label_metric", "score"))
+    return f"E2E {METRIC_NAMES.get(metric, metric)}"
+
+
+def measure_options(measure_table: pd.DataFrame, method: str, k: int) -> list[str]:
+    """The measures of ``method`` to plot against the E2E score at ``k``: those at cutoff k (those at every cutoff
+    when none is at k) and those without a cutoff (R-precision), in measure order."""
+    measures = set(measure_table.loc[measure_table["method"] == method, "measure"])
+    with_cutoff = [m for m in measures if "@" in m]
+    at_k = [m for m in with_cutoff if m.endswith(f"@{k}")] or with_cutoff
+    return sorted([*at_k, *(m for m in measures if "@" not in m)], key=measure_sort_key)
+
+
+def jitter(values: Sequence[float], seed: int = JITTER_SEED) -> np.ndarray:
+    """``values`` plus uniform noise in [-a, a], a = a quarter of the smallest gap between distinct values (at most
+    a tenth of their range, or 0.1 when there is one value): points on the same discrete value spread out but never
+    reach the next value. Deterministic for a given seed."""
+    x = np.asarray(values, dtype=float)
+    levels = np.unique(x[np.isfinite(x)])
+    if len(levels) > 1:
+        amplitude = min(np.diff(levels).min() / 4, (levels[-1] - levels[0]) / 10)
+    else:
+        amplitude = 0.1
+    return x + np.random.default_rng(seed).uniform(-amplitude, amplitude, size=len(x))
+
+
+def scatter_figure(points: pd.DataFrame, method: str, measure: str, k: int, metric: str):
+    """Per-query scatter: ``method``'s ``measure`` (x) against the E2E score at ``k`` (y), both jittered, in the
+    method's colour; hover shows the query id, its question and the exact values. ``points``: query_id,
+    question, value, e2e (:func:`ui.data_correlations.load_scatter_points`)."""
+    import plotly.graph_objects as go
+
+    label = render.method_name(method)
+    colour = theme.method_colours([method])[method]
+    figure = go.Figure(go.Scatter(
+        x=jitter(points["value"], JITTER_SEED).tolist(), y=jitter(points["e2e"], JITTER_SEED + 1).tolist(),
+        mode="markers", name=label, marker={"color": colour, "size": 8, "opacity": 0.6},
+        customdata=[[str(q), plotly_text(text), float(v), float(e)] for q, text, v, e in
+                    zip(points["query_id"], points["question"], points["value"], points["e2e"])],
+        hovertemplate=("query %{customdata[0]}<br>%{customdata[1]}<br>" + f"{label} {measure}"
+                       + " = %{customdata[2]:.3f}<br>" + f"{metric}@{k}" + " = %{customdata[3]:.3f}<extra></extra>")))
+    figure.update_layout(title={"text": f"{label} {measure} against the {metric} of the answer from the top {k}, "
+                                        "one point per query"},
+                         xaxis_title=f"{label} {measure} (jittered)", yaxis_title=f"{metric}@{k} (jittered)",
+                         showlegend=False, height=460, dragmode="select")
+    return figure
+
+
+def _levels(values: pd.Series) -> pd.Series:
+    """Values as crosstab levels: themselves (3 decimals) when few, else :data:`COUNT_BINS` equal-width bins."""
+    rounded = values.astype(float).round(3)
+    if rounded.nunique() <= MAX_COUNT_LEVELS:
+        return rounded
+    bins = pd.cut(values.astype(float), COUNT_BINS, include_lowest=True)
+    return bins.map(lambda b: f"{b.left:.2f}–{b.right:.2f}").astype(str)
+
+
+def count_table(points: pd.DataFrame, measure: str, e2e_name: str) -> pd.DataFrame:
+    """How many queries have each (measure value, E2E score): the exact counts behind the jittered scatter, one
+    row per measure value (or bin), one column per E2E value (or bin), with totals."""
+    table = pd.crosstab(_levels(points["value"]).rename(measure), _levels(points["e2e"]).rename(e2e_name),
+                        margins=True, margins_name="all")
+    table.index = table.index.astype(str)
+    table.columns = [f"{e2e_name} = {c}" if c != "all" else "all" for c in table.columns.astype(str)]
+    return table
+
+
+def points_view(points: pd.DataFrame, run: str, measure: str, e2e_name: str) -> pd.DataFrame:
+    """The scatter's queries as a table, surprising ones first (lowest E2E score, then highest measure): query id,
+    question, measure value, E2E score and a link to the query inspector."""
+    ordered = points.assign(_order=range(len(points))).sort_values(["e2e", "value", "_order"],
+                                                                   ascending=[True, False, True])
+    return pd.DataFrame({"Query": ordered["query_id"], "Question": ordered["question"],
+                         measure: ordered["value"].astype(float), e2e_name: ordered["e2e"].astype(float),
+                         "Inspect": [render.inspector_url(run, q) for q in ordered["query_id"]]})
+
+
+def selected_rows(selection: Any) -> list[int]:
+    """Point indices of a plotly selection (``st.plotly_chart(on_select="rerun")``'s event), [] when none."""
+    try:
+        points = selection["selection"]["points"]
+    except (KeyError, TypeError):
+        return []
+    return sorted({int(p["point_index"]) for p in points if "point_index" in p})
+
+
+def k_sweep_figure(sweep: pd.DataFrame, metric: str):
+    """:func:`ui.render.k_sweep_figure` with a title, the E2E metric's name and each method's colour from
+    :mod:`ui.theme` (line names are ``<method name> (<family>)``)."""
+    figure = render.k_sweep_figure(sweep)
+    names = {render.method_name(m): m for m in sweep["method"].unique()}
+    colours = theme.method_colours(list(names.values()))
+    for trace in figure.data:
+        method = names.get(str(trace.name).rsplit(" (", 1)[0])
+        if method is not None:
+            trace.update(line={"color": colours[method]}, marker={"color": colours[method]})
+    figure.update_layout(title={"text": f"Kendall's tau-b with the {metric} at each k (best measure family per "
+                                        "label method)"},
+                         yaxis_title=f"Kendall's tau-b with {metric}@k")
+    return figure

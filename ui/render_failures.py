@@ -1,0 +1,56 @@
+"""Pure table and figure builders of the cross-run failure-case browser (pages/7_Failure_cases.py): counts of the
+LLM-retEval failure categories A-F per run and k, and the example list with links to the query inspector."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from rageval.reteval import CATEGORY_NAMES
+from ui.render import failure_cases_view, inspector_url
+from ui.theme import CATEGORY_COLOURS
+
+
+def filter_cases(cases: pd.DataFrame, *, judge: str, categories: Sequence[str], ks: Sequence[int],
+                 datasets: Sequence[str], retrievers: Sequence[str]) -> pd.DataFrame:
+    """The rows of :func:`ui.data.load_failure_overview` that pass every filter."""
+    keep = ((cases["judge"] == judge) & cases["category"].isin(categories) & cases["k"].isin(ks)
+            & cases["dataset"].isin(datasets) & cases["retriever"].isin(retrievers))
+    return cases[keep].reset_index(drop=True)
+
+
+def count_table(cases: pd.DataFrame) -> pd.DataFrame:
+    """Number of queries in each category (columns A-F, all six even when zero) per run and k (rows)."""
+    counts = cases.groupby(["run", "k", "category"]).query_id.nunique().unstack("category", fill_value=0)
+    counts = counts.reindex(columns=list(CATEGORY_NAMES), fill_value=0)
+    counts.columns.name = None
+    return counts.reset_index().rename(columns={"run": "Run"})
+
+
+def count_figure(cases: pd.DataFrame, judge_label: str):
+    """Stacked bars: queries per category at each k, one panel per run; category colours from ui.theme."""
+    import plotly.express as px
+
+    counts = cases.groupby(["run", "k", "category"]).query_id.nunique().rename("queries").reset_index()
+    counts["meaning"] = counts["category"].map(CATEGORY_NAMES)
+    counts["k"] = counts["k"].astype(int).astype(str)
+    figure = px.bar(counts, x="k", y="queries", color="category", facet_col="run", facet_col_wrap=2,
+                    color_discrete_map=CATEGORY_COLOURS, category_orders={"category": list(CATEGORY_NAMES)},
+                    hover_data={"meaning": True, "run": True},
+                    labels={"k": "k (passages the reader saw)", "queries": "queries", "category": "category"},
+                    title=f"LLM-retEval failure cases per k (judge: {judge_label})")
+    figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
+    figure.update_layout(legend_title_text="category", bargap=0.25)
+    return figure
+
+
+def example_view(cases: pd.DataFrame) -> pd.DataFrame:
+    """The failure cases as a table: run, dataset, retriever, then the per-case columns of
+    :func:`ui.render.failure_cases_view`, and a link that opens the case in the query inspector."""
+    view = failure_cases_view(cases, with_judge=False)
+    view.insert(0, "Run", cases["run"].to_numpy())
+    view.insert(1, "Dataset", cases["dataset"].to_numpy())
+    view.insert(2, "Retriever", cases["retriever"].to_numpy())
+    view["Inspect"] = [inspector_url(run, qid) for run, qid in zip(cases["run"], cases["query_id"])]
+    return view

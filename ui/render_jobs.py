@@ -1,0 +1,171 @@
+"""The re-scoring page's blocks: the job form, and one block per job (progress bar, ETA, buttons).
+
+Formatting helpers are pure; the blocks create widgets. Model names, errors and query text are shown through
+``st.text`` / escaped Markdown only.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from rageval import erag, jobs
+from rageval.cli import DEFAULT_BASE_URL, DEFAULT_MODEL
+from ui import render
+
+LABEL_KIND_NAMES = {"erag": "eRAG utility: the model answers from each passage alone, scored against the gold answers",
+                    "llm_relevance": "LLM relevance: the model is asked whether each passage is relevant (yes/no)"}
+METRIC_NAMES = {"em": "exact match", "f1": "token F1", "accuracy": "answer accuracy (gold answer contained)",
+                "rougeL": "ROUGE-L", "bertscore": "BERTScore (MiniLM)"}
+BACKEND_NAMES = {"transformers": "Local model (transformers; a GPU when present, else the CPU)",
+                 "openai": "OpenAI-compatible server (vLLM, Ollama, python -m rageval.generation.server)"}
+DTYPE_CHOICES = ("device default", *jobs.DTYPES)
+QUERY_CHOICES = ("all", "first", "chosen")
+STATUS_NAMES = {jobs.QUEUED: "… queued", jobs.RUNNING: "▶ running", jobs.DONE: "✓ done", jobs.FAILED: "✗ failed",
+                jobs.CANCELLED: "■ cancelled", jobs.INTERRUPTED: "⚠ interrupted (worker gone)"}
+INSPECTOR = "pages/1_Query_inspector.py"
+
+
+# --- formatting (pure) ---------------------------------------------------------------------------------
+
+def format_duration(seconds: float | None) -> str:
+    """``42 s``, ``3.5 min``, ``1.2 h``; ``–`` when unknown."""
+    if seconds is None or math.isnan(seconds):
+        return "–"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def format_time(timestamp: float | None) -> str:
+    """A Unix time as ``YYYY-MM-DD HH:MM:SS UTC``; ``–`` when unset."""
+    if timestamp is None:
+        return "–"
+    return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def progress_text(job: jobs.Job, progress: jobs.Progress) -> str:
+    """``12/30 passages labelled · 0.80 per s · ETA 23 s`` (rate and ETA only once known)."""
+    parts = [f"{job.done}/{job.total} passages labelled"]
+    if progress.rate_per_s is not None:
+        parts.append(f"{progress.rate_per_s:.2f} per s")
+    if progress.eta_s is not None:
+        parts.append(f"ETA {format_duration(progress.eta_s)}")
+    return " · ".join(parts)
+
+
+def job_description(job: jobs.Job) -> str:
+    """What the job labels and with what, in one line (plain text)."""
+    spec = job.spec
+    kind = f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else "LLM relevance"
+    queries = "all queries" if spec.query_ids is None else f"{len(spec.query_ids)} chosen queries"
+    k = f"top-{spec.k}" if spec.k else "the run's top-k"
+    model = job.model_id or spec.model
+    where = f" on {job.device}" if job.device else ""
+    server = f" at {spec.base_url}" if spec.backend == "openai" else ""
+    return f"{kind} labels from {model}{server}{where}, {k} of {queries} of run {Path(job.run_path).stem}"
+
+
+def jobs_summary(job_list: Sequence[jobs.Job], now: float | None = None) -> pd.DataFrame:
+    """One row per job: id, run, method, status, done, total, ETA, started, last heartbeat."""
+    rows = []
+    for job in job_list:
+        progress = jobs.job_progress(job, now)
+        rows.append({"Job": job.job_id, "Run": Path(job.run_path).stem, "Labels": job.method,
+                     "Status": STATUS_NAMES.get(progress.status, progress.status), "Done": job.done,
+                     "Total": job.total, "ETA": format_duration(progress.eta_s), "Started": format_time(job.started),
+                     "Heartbeat": format_time(job.heartbeat)})
+    return pd.DataFrame(rows, columns=["Job", "Run", "Labels", "Status", "Done", "Total", "ETA", "Started",
+                                       "Heartbeat"])
+
+
+def default_dtype(settings: Mapping[str, Any]) -> str:
+    """The precision the run's own model ran in when its id names one (``... [bfloat16]``), so re-scoring with
+    that model reuses its cached answers; else the device default."""
+    model_id = str(settings.get("model_id", ""))
+    return next((d for d in jobs.DTYPES if model_id.endswith(f"[{d}]")), DTYPE_CHOICES[0])
+
+
+# --- blocks ---------------------------------------------------------------------------------------------
+
+def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max_k: int) -> jobs.JobSpec | None:
+    """The form that starts a job; returns its spec on submit (None otherwise)."""
+    texts = dict(zip(queries["query_id"], queries["text"]))
+    ids = list(texts)
+    with st.form("rescore.form"):
+        left, right = st.columns(2)
+        kind = left.radio("Labels", list(LABEL_KIND_NAMES), format_func=LABEL_KIND_NAMES.get, key="rescore.kind")
+        metrics = list(erag.ALL_METRICS)
+        metric = left.selectbox("Label metric (eRAG)", metrics, format_func=lambda m: f"{m}: {METRIC_NAMES.get(m, m)}",
+                                index=metrics.index(settings.get("label_metric", "em"))
+                                if settings.get("label_metric", "em") in metrics else 0, key="rescore.metric")
+        k = left.number_input("Passages per query: the top k of the run's ranking", 1, max_k, max_k,
+                              key="rescore.k")
+        how = left.radio("Queries", QUERY_CHOICES, key="rescore.queries", horizontal=True,
+                         format_func={"all": f"all {len(ids)}", "first": "the first N", "chosen": "chosen"}.get)
+        first = left.number_input("N (the first N queries)", 1, max(len(ids), 1), min(10, max(len(ids), 1)),
+                                  key="rescore.first")
+        chosen = left.multiselect("Chosen queries", ids, format_func=lambda q: f"{texts[q]}  [{q}]",
+                                  key="rescore.chosen", placeholder="type to search the questions")
+        model = right.text_input("Model", DEFAULT_MODEL, key="rescore.model",
+                                 help=f"'{DEFAULT_MODEL}' (packaged), a local Hugging Face model folder, a model id "
+                                      "already in the local Hugging Face cache, or the name a server serves")
+        backend = right.radio("Backend", list(BACKEND_NAMES), format_func=BACKEND_NAMES.get, key="rescore.backend")
+        base_url = right.text_input("Server base URL (OpenAI-compatible backend)", DEFAULT_BASE_URL,
+                                    key="rescore.base_url")
+        dtype = right.selectbox("Precision (local model)", DTYPE_CHOICES, index=DTYPE_CHOICES.index(
+            default_dtype(settings)), key="rescore.dtype",
+            help="device default: float32 on the CPU, bfloat16 on a GPU; the precision is part of the model's id")
+        submitted = st.form_submit_button("Start re-scoring", type="primary")
+    if not submitted:
+        return None
+    query_ids = {"all": None, "first": tuple(ids[:int(first)]), "chosen": tuple(chosen)}[how]
+    if how == "chosen" and not chosen:
+        raise jobs.JobError("choose at least one query, or pick 'all' or 'the first N'")
+    return jobs.JobSpec(str(path), model=model.strip(), backend=backend, label_kind=kind, metric=metric, k=int(k),
+                        query_ids=query_ids, base_url=base_url.strip(),
+                        dtype=None if dtype == DTYPE_CHOICES[0] else dtype)
+
+
+def render_job(job: jobs.Job, now: float | None = None) -> str | None:
+    """One job: title, progress bar with done/total and ETA, what produced it, its error, a link to the query
+    inspector, and the buttons that apply; returns the action clicked (``cancel``, ``stop``, ``resume``) or None."""
+    progress = jobs.job_progress(job, now)
+    action = None
+    with st.container(border=True):
+        head, buttons = st.columns([5, 2], vertical_alignment="center")
+        head.markdown(f"**Job {job.job_id}** · {render.escape_markdown(job.method)} · "
+                      f"{render.escape_markdown(STATUS_NAMES.get(progress.status, progress.status))}")
+        head.progress(progress.fraction, text=progress_text(job, progress))
+        head.caption(render.escape_markdown(
+            f"{job_description(job)} · attempt {job.attempts} · started {format_time(job.started)}"
+            + (f" · finished {format_time(job.finished)}" if job.finished and progress.status not in jobs.ACTIVE
+               else f" · last heartbeat {format_time(job.heartbeat)}")))
+        if job.error:
+            head.error(render.escape_markdown(job.error))
+        if progress.status in jobs.ACTIVE:
+            if buttons.button("Cancel", key=f"rescore.cancel.{job.job_id}", width="stretch",
+                              help="stop after the batch in progress; every label saved so far is kept"):
+                action = "cancel"
+            if job.pid and buttons.button("Stop now", key=f"rescore.stop.{job.job_id}", width="stretch",
+                                          help="send the worker process SIGTERM; saved labels are kept"):
+                action = "stop"
+        elif progress.status != jobs.DONE or job.done < job.total:
+            if buttons.button("Resume", key=f"rescore.resume.{job.job_id}", width="stretch",
+                              help="start the job again; the passages it already labelled are skipped"):
+                action = "resume"
+        if job.done:
+            params = {"run": Path(job.run_path).stem}
+            if job.spec.query_ids:
+                params["query"] = job.spec.query_ids[0]
+            buttons.page_link(INSPECTOR, label="See the labels in the query inspector", icon=":material/search:",
+                              query_params=params)
+    return action
