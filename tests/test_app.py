@@ -251,6 +251,8 @@ def test_escape_markdown_backslashes_every_punctuation_character():
     escaped = escape_markdown(text)
     assert re.sub(r"\\(.)", r"\1", escaped) == text.replace("\n", " ")
     assert not re.search(r"(?<!\\)[<>*\[\]()$:]", escaped)
+    # Pieces are joined into captions: a leading or trailing space survives (as one space).
+    assert escape_markdown("  · query  nq:5 ") == " · query nq\\:5 "
 
 
 def test_no_page_renders_raw_html():

@@ -9,6 +9,7 @@ before any Markdown element.
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 import string
 from collections.abc import Callable, Mapping, Sequence
@@ -44,6 +45,7 @@ SETTING_NAMES = {
 }
 RUN_STATE = "app.run"  # shared by every page, so it carries the page name "app"
 _MARKDOWN_SPECIALS = frozenset(string.punctuation)
+_WHITESPACE_RUN = re.compile(r"\s+")
 EMPTY_STATE_COMMAND = "rageval erag --help"
 
 
@@ -53,7 +55,8 @@ def escape_markdown(text: Any) -> str:
     """``text`` as Markdown that displays literally: every ASCII punctuation character is backslash-escaped
     (CommonMark allows it for all of them), which also disarms HTML tags, links, ``:emoji:`` codes and
     ``$math$``; line breaks become spaces so the text stays one paragraph."""
-    return "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIALS else ch for ch in " ".join(str(text).split()))
+    one_line = _WHITESPACE_RUN.sub(" ", str(text))  # a leading/trailing space stays, so pieces can be joined
+    return "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIALS else ch for ch in one_line)
 
 
 def method_name(method: str) -> str:
