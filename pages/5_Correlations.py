@@ -8,6 +8,7 @@ intervals for every method x measure (eRAG's Table 1, Salemi & Zamani 2024) and 
 
 import streamlit as st
 
+from rageval.report import best_measures
 from ui import data, render
 from ui import data_correlations as loaders
 from ui import render_correlations as view
@@ -108,6 +109,16 @@ else:
         f"k={k}, with 95% percentile bootstrap intervals ({data.DASHBOARD_RESAMPLES:,} resamples over queries); "
         f"eRAG's Table 1 on this run; – where a method has no such measure.") + " "
         + render.provenance(settings, int(correlations["n"].max()), k=k))
+    graded = [m for m in settings.get("graded_label_methods", []) if m in set(correlations["method"])]
+    if graded:
+        st.caption(render.escape_markdown(
+            f"Graded labels ({', '.join(render.method_name(m) for m in render.order_label_methods(graded))}) "
+            "have only P, nDCG and Hit (a label above 0 counts as relevant for Hit); their other cells show –."))
+    st.markdown(f"**Best measure per label method at k={k}**")
+    st.dataframe(render.best_measures_view(best_measures(correlations, k)), hide_index=True)
+    st.caption(render.escape_markdown(
+        f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the {metric} (R-precision "
+        "and undefined coefficients left out).") + " " + render.provenance(settings, int(correlations["n"].max()), k=k))
 
 if len(e2e_ks) > 1:
     sweep = data.load_k_sweep(*key)

@@ -39,14 +39,18 @@ if queries.empty:
     st.stop()
 
 max_k = max(int(settings.get("k") or 0), math.ceil(counts["rankings"] / max(counts["queries"], 1)), 1)
+notice = None
 try:
     spec = view.job_form(path, settings, queries, max_k)
     if spec is not None:
         job = loaders.start_rescore(spec)
-        st.success(render.escape_markdown(f"Job {job.job_id} started: {job.method}, {job.total} passages of "
-                                          f"{path.stem}."))
+        notice = ("success", f"Job {job.job_id} started: {job.method}, {job.total} passages of {path.stem}.")
 except RagevalError as error:
-    st.error(render.escape_markdown(str(error)))  # our own message, naming the file, query or model at fault
+    notice = ("error", str(error))  # our own message, naming the file, query or model at fault
+# Always one element here, so the job list keeps its place between reruns (no stale copy while a rerun runs).
+slot = st.empty()
+if notice:
+    getattr(slot, notice[0])(render.escape_markdown(notice[1]))
 
 st.subheader("Jobs")
 job_list = loaders.load_folder_jobs()

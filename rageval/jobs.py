@@ -49,6 +49,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import pandas as pd
 
@@ -63,7 +64,8 @@ LABEL_KINDS = ("erag", "llm_relevance")
 BACKENDS = ("transformers", "openai")
 DTYPES = ("float32", "bfloat16", "float16")
 #: Statuses stored in the jobs database; :func:`job_status` adds ``interrupted`` (active, but its worker is gone).
-QUEUED, RUNNING, DONE, FAILED, CANCELLED, INTERRUPTED = "queued", "running", "done", "failed", "cancelled", "interrupted"
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+INTERRUPTED = "interrupted"
 ACTIVE = (QUEUED, RUNNING)
 HEARTBEAT_S = 2.0
 #: A worker whose heartbeat is older than this is taken for dead even if its process id is in use (pid reuse).
@@ -138,8 +140,11 @@ class JobSpec:
             object.__setattr__(self, "query_ids", tuple(str(q) for q in self.query_ids))
         checks = [
             (self.backend in BACKENDS, f"backend {self.backend!r}: expected one of {', '.join(BACKENDS)}"),
-            (self.label_kind in LABEL_KINDS, f"label kind {self.label_kind!r}: expected one of {', '.join(LABEL_KINDS)}"),
-            (self.metric in erag.ALL_METRICS, f"label metric {self.metric!r}: expected one of {', '.join(erag.ALL_METRICS)}"),
+            (self.label_kind in LABEL_KINDS,
+             f"label kind {self.label_kind!r}: expected one of {', '.join(LABEL_KINDS)}"),
+            (self.metric in erag.ALL_METRICS,
+             f"label metric {self.metric!r}: expected one of {', '.join(erag.ALL_METRICS)}"),
+            (self.api in ("completions", "chat"), f"api {self.api!r}: expected completions or chat"),
             (self.k is None or self.k >= 1, f"k: expected at least 1, got {self.k}"),
             (self.batch_size >= 1, f"batch size: expected at least 1, got {self.batch_size}"),
             (self.max_new_tokens is None or self.max_new_tokens >= 1,
@@ -296,9 +301,10 @@ class JobStore:
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: jobs database schema version {version} is newer than this rageval "
                                  f"understands ({SCHEMA_VERSION})")
-            with self._transaction():
-                self._conn.execute(_SCHEMA)
-                self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            if version < SCHEMA_VERSION:  # only a new file is written to on opening (readers change nothing)
+                with self._transaction():
+                    self._conn.execute(_SCHEMA)
+                    self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as error:
             raise StoreError(f"{self.path}: not a usable jobs database (SQLite said: {error})") from error
 
@@ -306,7 +312,7 @@ class JobStore:
         with self._lock:
             self._conn.close()
 
-    def __enter__(self) -> JobStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -458,6 +464,8 @@ class JobInputs:
 def read_job_inputs(spec: JobSpec) -> JobInputs:
     """The queries, rankings and passages a job needs, and its items: the top-k of each chosen query's ranking.
     Errors name the run file and, for unknown queries, the ids."""
+    if Path(spec.run_path).is_file():
+        recover_run_file(spec.run_path)
     try:
         reader = RunReader(spec.run_path)
     except StoreError as error:
@@ -471,9 +479,11 @@ def read_job_inputs(spec: JobSpec) -> JobInputs:
             known = set(order)
             unknown = [q for q in spec.query_ids if q not in known]
             if unknown:
-                shown = ", ".join(repr(q) for q in unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-                raise JobError(f"{spec.run_path}: no query {shown} in this run ({len(order)} queries, e.g. {order[0]!r})"
-                               if order else f"{spec.run_path}: this run has no queries")
+                shown = ", ".join(repr(q) for q in unknown[:5])
+                shown += f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+                raise JobError(f"{spec.run_path}: no query {shown} in this run "
+                               f"({len(order)} queries, e.g. {order[0]!r})" if order
+                               else f"{spec.run_path}: this run has no queries")
             wanted = set(spec.query_ids)
             chosen = [q for q in order if q in wanted]
         if not chosen:
@@ -503,7 +513,7 @@ def _read_passages(path: str, passage_ids: set[str]) -> dict[str, Passage]:
         connection.close()
     missing = passage_ids - set(found)
     if missing:
-        raise JobError(f"{path}: ranked passage {sorted(missing)[0]!r} is not in the run's passages table")
+        raise JobError(f"{path}: ranked passage {min(missing)!r} is not in the run's passages table")
     return found
 
 
@@ -528,6 +538,21 @@ def _run_transaction(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
         connection.execute("COMMIT")
     finally:
         connection.close()
+
+
+def recover_run_file(path: str | os.PathLike) -> bool:
+    """Roll back a write that a killed worker left half done. A worker killed inside a commit leaves a "hot"
+    rollback journal beside the run file, and read-only readers (the dashboard's) cannot open the file until a
+    read-write connection has rolled it back; opening one and reading does that. Returns whether a journal was
+    there."""
+    if not Path(f"{path}-journal").exists():
+        return False
+    connection = sqlite3.connect(path, timeout=RUN_WRITE_TIMEOUT_S)
+    try:
+        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    finally:
+        connection.close()
+    return True
 
 
 def write_labels(path: str | os.PathLike, labels: Sequence[Label], evidence: Sequence[LabelEvidence]) -> None:
@@ -571,11 +596,9 @@ def record_provenance(path: str | os.PathLike, method: str, entry: Mapping) -> N
 
 def labelled_depth(ranking: Ranking, labelled: set[str]) -> float:
     """How many of the ranking's top passages all carry a label (infinite when the whole ranking does)."""
-    depth = 0
-    for passage_id in ranking.passage_ids:
+    for depth, passage_id in enumerate(ranking.passage_ids):
         if passage_id not in labelled:
             return depth
-        depth += 1
     return float("inf")
 
 
@@ -650,11 +673,12 @@ def check_model(spec: JobSpec) -> None:
         return
     if folder.exists():
         raise JobError(f"model {spec.model!r}: expected a model folder, got a file")
-    try:
-        from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
 
+    try:
         cached = try_to_load_from_cache(spec.model, "config.json")
-    except Exception:  # an id the hub library rejects (e.g. a path-like string): not cached either
+    except HFValidationError:  # not a valid hub id (e.g. a path that does not exist): not cached either
         cached = None
     if not isinstance(cached, str):
         raise JobError(f"model {spec.model!r}: no such local folder and not in the local Hugging Face cache "
@@ -807,6 +831,8 @@ def cancel_job(job_id: int, store: JobStore, *, terminate: bool = False) -> Job:
         return job
     store.request_cancel(job_id)
     if not worker_alive(job):
+        if Path(job.run_path).is_file():
+            recover_run_file(job.run_path)
         return store.finish(job_id, CANCELLED)
     if terminate:
         with contextlib.suppress(ProcessLookupError):
@@ -866,7 +892,7 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
             labelled = {q for q, _ in labelled_items(spec.run_path, method)}
             record_provenance(spec.run_path, method, {
                 "num_queries": len(labelled), "measures": sorted({v.measure for v in values}),
-                "updated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
+                "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
             log(f"job {job_id}: done; {len(values)} measure values for {method}")
             return store.finish(job_id, DONE)
         except (JobCancelled, KeyboardInterrupt):
@@ -897,8 +923,8 @@ def _run_here(job_id: int, store: JobStore, *, exit_when_stopped: bool = False) 
     print(f"job {job_id}: {job.status} ({job.done}/{job.total} items, method {job.method}, run {job.run_path})",
           flush=True)
     if job.status == CANCELLED and exit_when_stopped:
-        # A background worker exits now: request threads still waiting on a model server would otherwise hold the interpreter's exit
-        # until their requests time out. Everything that matters is committed.
+        # A background worker exits now: request threads still waiting on a model server would otherwise hold
+        # the interpreter's exit until their requests time out. Everything that matters is committed.
         sys.stderr.flush()
         os._exit(1)
     return 0 if job.status == DONE else 1

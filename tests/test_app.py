@@ -35,6 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 HOME = str(REPO / "app.py")
 INSPECTOR = str(REPO / "pages" / "1_Query_inspector.py")
 RETEVAL = str(REPO / "pages" / "2_LLM_retEval.py")
+CORRELATIONS = str(REPO / "pages" / "5_Correlations.py")
 QUERY_WIDGET = "inspect.query_id.widget"
 TIMEOUT_S = 120
 
@@ -268,9 +269,11 @@ def settings_table(app):
     return next(df.value for df in app.dataframe if "Setting" in df.value.columns)
 
 
-def test_home_shows_correlations_with_e2e(runs_env):
-    app = start(HOME)
-    assert "Which labels predict the end-to-end answer?" in [h.value for h in app.subheader]
+def test_home_links_to_the_correlations_which_show_every_method_and_measure(runs_env):
+    home = start(HOME)
+    links = [link.proto for link in home.get("page_link")]
+    assert any(link.page == "Correlations" and "predict the end-to-end answer" in link.label for link in links)
+    app = start(CORRELATIONS)
     tau, rho = [df.value for df in app.dataframe if df.value.index.name == "Measure"]
     # Rows: the fixture's measures at K plus R-precision; columns: its three label methods.
     assert sorted(tau.index) == sorted(m for m in MEASURES if m.endswith(f"@{K}") or m == "Rprec")
@@ -307,8 +310,8 @@ def test_every_shipped_run_opens_on_every_page(run, script, monkeypatch):
         e2e_ks, has_verdicts = reader.e2e_ks(), not reader.verdicts().empty
     if script == INSPECTOR:
         assert "Ranked passages" in [h.value for h in app.subheader]
-    if script == HOME and e2e_ks:  # every shipped run with E2E outputs has measures: the correlation section shows
-        assert app.selectbox(key="home.k").options == [str(k) for k in e2e_ks]
+    if script == HOME and e2e_ks:  # every shipped run with E2E outputs has measures: the correlations link shows
+        assert any(link.proto.page == "Correlations" for link in app.get("page_link"))
     if script == RETEVAL and not has_verdicts:
         assert escape_markdown(f"Run {run} has no LLM-retEval verdicts.") in app.info[0].value
 
@@ -428,12 +431,12 @@ def test_reteval_fixture_run_has_what_the_pages_show(reteval_run):
         assert sum(MARKUP in text for text in reader.query_table()["text"]) == 1
 
 
-def test_home_correlations_follow_the_chosen_k(reteval_env):
-    app = start(HOME)
+def test_correlation_tables_follow_the_chosen_k(reteval_env):
+    app = start(CORRELATIONS)
     with RunReader(reteval_env) as reader:
         measures, e2e, settings = reader.measure_table(), reader.e2e_table(), reader.settings()
-    box = app.selectbox(key="home.k")
-    assert box.options == [str(k) for k in E2E_KS] and box.value == RUN_K
+    box = app.selectbox(key="correlations.k.widget")
+    assert box.options == [str(k) for k in E2E_KS] and box.value == str(RUN_K)
 
     def check(k: int) -> None:
         tau_table, rho_table = correlation_tables(app)
@@ -447,7 +450,7 @@ def test_home_correlations_follow_the_chosen_k(reteval_env):
             assert tau_table.loc[f"R@{k}", render.method_name(graded)] == "–"
         captions = " ".join(c.value for c in app.caption)
         n_at_k = int((e2e["k"] == k).sum())
-        assert f"measure at k={k} (and R-precision) and the E2E EM at k={k}" in captions
+        assert f"measure at k={k} (and R-precision) and the E2E EM at k={k}" in re.sub(r"\\(.)", r"\1", captions)
         assert escape_markdown(f"k={k} · {n_at_k} queries") in captions
         assert "have only P, nDCG and Hit" in re.sub(r"\\(.)", r"\1", captions)
 
@@ -461,16 +464,16 @@ def test_home_correlations_follow_the_chosen_k(reteval_env):
             assert row["Kendall's tau-b"].startswith(f"{taus[row['Best measure']]:.3f}")
 
     check(RUN_K)
-    box.select(1).run()
+    box.select("1").run()
     assert not app.exception
     check(1)
 
 
-def test_home_k_sweep_chart_follows_each_methods_best_measure(reteval_env):
-    app = start(HOME)
+def test_k_sweep_chart_follows_each_methods_best_measure(reteval_env):
+    app = start(CORRELATIONS)
     with RunReader(reteval_env) as reader:
         measures, e2e = reader.measure_table(), reader.e2e_table()
-    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    spec = json.loads(app.get("plotly_chart")[-1].proto.spec)  # the last chart: the k sweep
     lines = {trace["name"]: (plotly_array(trace["x"]), plotly_array(trace["y"])) for trace in spec["data"]}
     assert lines
     for name, (ks, taus) in lines.items():

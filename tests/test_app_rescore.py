@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from rageval import jobs
 from rageval.cli import DEFAULT_MODEL
 from rageval.generation.base import FakeGenerator
-from tests.run_fixtures import K, N_QUERIES, make_small_run
+from tests.run_fixtures import N_QUERIES, K, make_small_run
 from tests.test_jobs import METHOD, MODEL, TOTAL, reader_rule
 from ui.render import escape_markdown
 
@@ -93,7 +93,8 @@ def test_starting_a_job_creates_it_and_lists_it_queued(run_path, launches, tmp_p
     assert launches == [job.job_id]
     assert (job.method, job.total, job.status) == ("erag:em@some-model", 2 * 3, jobs.QUEUED)
     assert (job.spec.query_ids, job.spec.k, job.spec.run_path) == (("nq:0", "nq:1"), 3, str(run_path.resolve()))
-    assert escape_markdown(f"Job {job.job_id} started: erag:em@some-model, 6 passages of fixture.") == app.success[0].value
+    started = f"Job {job.job_id} started: erag:em@some-model, 6 passages of fixture."
+    assert app.success[0].value == escape_markdown(started)
     assert progress_bars(app) == [(0, "0/6 passages labelled")]
     assert escape_markdown("erag:em@some-model") in markdown(app) and "queued" in markdown(app)
 

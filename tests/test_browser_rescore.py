@@ -18,8 +18,7 @@ import pytest
 
 from rageval.jobs import model_short_name
 from tests.run_fixtures import make_small_run
-from tests.test_browser import (REPO, SHOTS, WAIT_MS, _free_port, _require_browser, _wait_until_healthy,
-                                chromium_page)
+from tests.test_browser import REPO, SHOTS, WAIT_MS, _free_port, _require_browser, _wait_until_healthy, chromium_page
 
 JOB_WAIT_MS = 120_000  # a worker process starts, imports torch, loads the tiny model and labels 4 passages
 
@@ -76,7 +75,7 @@ def test_start_a_rescore_job_watch_it_finish_and_see_the_labels(rescore_server, 
         # The job list refreshes itself until the worker is done.
         progress = page.get_by_test_id("stProgress")
         expect(progress).to_have_count(1, timeout=WAIT_MS)
-        expect(page.get_by_text(f"Job 1 · {method} · ✓ done")).to_be_visible(timeout=JOB_WAIT_MS)
+        expect(page.get_by_text(f"Job 1 · {method} · ✓ done")).to_have_count(1, timeout=JOB_WAIT_MS)
         expect(progress).to_contain_text("4/4 passages labelled", timeout=WAIT_MS)
         # The page's last rerun has settled (until then the previous run's elements may still show).
         expect(page.get_by_text("All jobs as a table")).to_have_count(1, timeout=WAIT_MS)

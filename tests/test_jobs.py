@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -26,13 +28,13 @@ import pytrec_eval
 
 from rageval import jobs
 from rageval.cli import main
-from rageval.errors import RagevalError
+from rageval.errors import RagevalError, StoreError
 from rageval.generation.base import DecodingSettings, FakeGenerator
 from rageval.generation.server import serve
 from rageval.prompts import build_qa_prompt
 from rageval.store import RunReader
 from rageval.text_metrics import contains_answer, exact_match
-from tests.run_fixtures import K, N_QUERIES, build_small_run, make_small_run
+from tests.run_fixtures import N_QUERIES, K, build_small_run, make_small_run
 
 MODEL = "fake-reader"
 METHOD = f"erag:em@{MODEL}"
@@ -226,7 +228,8 @@ def test_a_partial_job_measures_its_queries_at_its_depth(tmp_path, store, reader
         rankings = {q: list(r.passage_ids) for q, r in reader.rankings().items()}
     ours = measures[measures["method"] == METHOD]
     assert set(ours["query_id"]) == set(chosen)
-    assert set(ours["measure"]) == {"P@3", "R@3", "AP@3", "RR@3", "nDCG@3", "Hit@3", "Rprec"}  # no P@5: ranks 4-5 unlabelled
+    # Cutoff 3 only: the run's cutoff 5 would count the unlabelled ranks 4-5 as not relevant.
+    assert set(ours["measure"]) == {"P@3", "R@3", "AP@3", "RR@3", "nDCG@3", "Hit@3", "Rprec"}
     for query_id in chosen:  # P@3 = labels among the top 3 / 3, from the fixture's contains-answer labels
         contains = fixture_labels(run, "contains_answer")
         expected = sum(contains[query_id, p] for p in rankings[query_id][:3]) / 3
@@ -319,6 +322,27 @@ def test_a_tiny_transformers_model_in_a_background_worker(tmp_path, store, tiny_
         assert f"answered '{output}' from this passage alone" in text
 
 
+def test_a_write_killed_inside_its_transaction_is_rolled_back_before_the_run_is_read(tmp_path, store):
+    run = make_small_run(tmp_path / "run.sqlite")
+    # A writer that spills a large uncommitted insert into the file (tiny page cache), then is killed.
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(run)!r}, isolation_level=None)\n"
+        "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN IMMEDIATE')\n"
+        "c.executemany(\"INSERT INTO labels VALUES ('half', 'q', ?, 1.0)\", [(str(i) * 20,) for i in range(20000)])\n"
+        "print('written', flush=True); time.sleep(600)\n")], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "written"
+    writer.kill()
+    writer.wait()
+    with pytest.raises(StoreError, match="readonly"):  # the hot journal blocks every read-only reader
+        RunReader(run)
+
+    job = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai"), store)  # rolls it back first
+    assert job.total == TOTAL and not Path(f"{run}-journal").exists()
+    with RunReader(run) as reader:
+        assert "half" not in reader.label_methods() and reader.counts()["labels"] == len(build_small_run().labels)
+
+
 # --- bad input ---------------------------------------------------------------------------------------------
 
 def test_bad_inputs_fail_with_clear_errors(tmp_path, store):
@@ -368,7 +392,8 @@ def test_cli_start_list_and_resume(tmp_path, reader_server, capsys):
     run = make_small_run(tmp_path / "run.sqlite")
     db = tmp_path / "cli-jobs.sqlite"
     code = main(["rescore", "start", str(run), "--backend", "openai", "--base-url", server.base_url, "--model",
-                 MODEL, "--num-queries", "2", "--k", "2", "--jobs-db", str(db), "--cache", str(tmp_path / "llm.sqlite")])
+                 MODEL, "--num-queries", "2", "--k", "2", "--jobs-db", str(db),
+                 "--cache", str(tmp_path / "llm.sqlite")])
     out = capsys.readouterr().out
     assert code == 0 and f"job 1: {METHOD}, 4 items on {run}" in out and "job 1: done (4/4 items" in out
     assert set(method_rows(run)[0]["query_id"]) == {"nq:0", "nq:1"}

@@ -46,10 +46,17 @@ def load_jobs(path: str, revision: tuple[int, ...]) -> list[jobs.Job]:
 
 
 def load_folder_jobs(folder: Path | None = None) -> list[jobs.Job]:
-    """The jobs on run files in the dashboard's runs folder (or ``folder``), newest first."""
+    """The jobs on run files in the dashboard's runs folder (or ``folder``), newest first. The run file of a job
+    whose worker died is repaired on the way (:func:`rageval.jobs.recover_run_file`), so every page can read it."""
     path = jobs_db()
+    if not path.exists():  # no job was ever started: looking must not create the database
+        return []
     folder = (folder or data.runs_dir()).resolve()
-    return [job for job in load_jobs(str(path), jobs_revision(path)) if Path(job.run_path).is_relative_to(folder)]
+    found = [job for job in load_jobs(str(path), jobs_revision(path)) if Path(job.run_path).is_relative_to(folder)]
+    for job in found:
+        if jobs.job_status(job) == jobs.INTERRUPTED and Path(job.run_path).is_file():
+            jobs.recover_run_file(job.run_path)
+    return found
 
 
 def start_rescore(spec: jobs.JobSpec) -> jobs.Job:

@@ -49,7 +49,7 @@ def format_time(timestamp: float | None) -> str:
     """A Unix time as ``YYYY-MM-DD HH:MM:SS UTC``; ``–`` when unset."""
     if timestamp is None:
         return "–"
-    return dt.datetime.fromtimestamp(timestamp, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def progress_text(job: jobs.Job, progress: jobs.Progress) -> str:
@@ -158,10 +158,10 @@ def render_job(job: jobs.Job, now: float | None = None) -> str | None:
             if job.pid and buttons.button("Stop now", key=f"rescore.stop.{job.job_id}", width="stretch",
                                           help="send the worker process SIGTERM; saved labels are kept"):
                 action = "stop"
-        elif progress.status != jobs.DONE or job.done < job.total:
-            if buttons.button("Resume", key=f"rescore.resume.{job.job_id}", width="stretch",
-                              help="start the job again; the passages it already labelled are skipped"):
-                action = "resume"
+        elif (progress.status != jobs.DONE or job.done < job.total) and buttons.button(
+                "Resume", key=f"rescore.resume.{job.job_id}", width="stretch",
+                help="start the job again; the passages it already labelled are skipped"):
+            action = "resume"
         if job.done:
             params = {"run": Path(job.run_path).stem}
             if job.spec.query_ids:
