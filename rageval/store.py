@@ -385,6 +385,12 @@ class RunReader:
         """Per-query measure values: columns method, measure, query_id, value."""
         return self._frame("SELECT method, measure, query_id, value FROM measure_values")
 
+    def measure_moments(self) -> pd.DataFrame:
+        """Per (method, measure): n, mean and sum of squares of the per-query values, aggregated by SQLite
+        (what the run overview needs, without loading every value): columns method, measure, n, mean, sum_sq."""
+        return self._frame("SELECT method, measure, COUNT(value) AS n, AVG(value) AS mean, "
+                           "SUM(value * value) AS sum_sq FROM measure_values GROUP BY method, measure")
+
     def labels(self, method: str | None = None) -> pd.DataFrame:
         if method is None:
             return self._frame("SELECT method, query_id, passage_id, value FROM labels")

@@ -51,3 +51,15 @@ def test_degenerate_samples():
     assert mean_interval([1.0, np.nan, 0.0]).n == 2
     with pytest.raises(ValueError, match="confidence"):
         mean_interval([1.0, 2.0], confidence=1.0)
+
+
+def test_intervals_from_sqlite_moments_equal_those_from_every_value(measures):
+    from rageval.stats.intervals import intervals_from_moments
+
+    with RunReader(SHIPPED) as reader:
+        moments = reader.measure_moments()
+    from_sql = intervals_from_moments(moments).set_index(["method", "measure"]).sort_index()
+    from_values = grouped_mean_intervals(measures, ["method", "measure"]).set_index(["method", "measure"]).sort_index()
+    assert list(from_sql.index) == list(from_values.index)
+    for column in ("mean", "low", "high", "n"):
+        assert from_sql[column].to_numpy() == pytest.approx(from_values[column].to_numpy(), abs=1e-9, nan_ok=True)

@@ -91,17 +91,21 @@ def load_query_table(path: str, mtime_ns: int) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_measure_moments(path: str, mtime_ns: int) -> pd.DataFrame:
+    return _read(path, mtime_ns, RunReader.measure_moments)
+
+
 def load_measure_summary(path: str, mtime_ns: int) -> pd.DataFrame:
-    return compute_measure_summary(_read(path, mtime_ns, RunReader.measure_table))
+    return compute_measure_summary(load_measure_moments(path, mtime_ns))
 
 
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_measure_intervals(path: str, mtime_ns: int) -> pd.DataFrame:
     """Mean of every (label method, measure) over queries with its 95% Student-t interval
-    (:func:`rageval.stats.intervals.grouped_mean_intervals`)."""
-    from rageval.stats.intervals import grouped_mean_intervals
+    (:func:`rageval.stats.intervals.intervals_from_moments`): columns method, measure, mean, low, high, n."""
+    from rageval.stats.intervals import intervals_from_moments
 
-    return grouped_mean_intervals(_read(path, mtime_ns, RunReader.measure_table), ["method", "measure"])
+    return intervals_from_moments(load_measure_moments(path, mtime_ns))[
+        ["method", "measure", "mean", "low", "high", "n"]]
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
@@ -119,15 +123,16 @@ def load_e2e_output(path: str, mtime_ns: int, query_id: str) -> E2EOutput | None
     return _read(path, mtime_ns, lambda reader: reader.e2e_output(query_id))
 
 
-def compute_measure_summary(measure_table: pd.DataFrame) -> pd.DataFrame:
-    """Mean of each (label method, measure) over queries: one row per method, one column per measure
-    (in the order P, R, AP, RR, nDCG, Hit, Rprec, then any other), plus ``n``, the number of queries."""
-    if measure_table.empty:
+def compute_measure_summary(moments: pd.DataFrame) -> pd.DataFrame:
+    """Mean of each (label method, measure) over queries, from :meth:`RunReader.measure_moments`: one row per
+    method, one column per measure (in the order P, R, AP, RR, nDCG, Hit, Rprec, then any other), plus ``n``,
+    the number of queries (every measure of a method has one value per query)."""
+    if moments.empty:
         return pd.DataFrame(columns=["n"])
-    means = measure_table.pivot_table(index="method", columns="measure", values="value", aggfunc="mean")
+    means = moments.pivot(index="method", columns="measure", values="mean")
     means = means[sorted(means.columns, key=measure_sort_key)]
     means.columns.name = None
-    means["n"] = measure_table.groupby("method")["query_id"].nunique()
+    means["n"] = moments.groupby("method")["n"].max()
     return means
 
 
