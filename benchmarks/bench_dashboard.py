@@ -7,9 +7,10 @@ process, through Streamlit's AppTest (the page scripts as the server runs them, 
 
 The synthetic run has what a real run stores: three label methods (eRAG EM, contains-answer, gold) on every
 retrieved passage, their per-query measures (computed by the engine), a single-passage output per passage and
-end-to-end answers at k = 1, 5, 20. It is written once to a temporary folder (not timed). Each page is timed
-cold (caches cleared: the first visit after the server starts) and warm (the same page again), and the inspector
-also on a switch to another query (the common interaction). Figures are seconds of wall time, one timing each.
+end-to-end answers at k = 1, 5, 20. It is written once to a temporary folder (not timed). A first pass over the
+peer warms the imports (not reported). Each page is then timed cold (Streamlit's caches cleared: the first visit
+to a run after the server started) and warm (the same page again), and the inspector also on a switch to another
+query (the common interaction). Figures are seconds of wall time, one timing each.
 """
 
 from __future__ import annotations
@@ -71,6 +72,21 @@ def middle_query_ids(run_file: Path) -> tuple[str, str]:
     return ids[len(ids) // 2], ids[len(ids) // 2 + 1]
 
 
+def harness_seconds(folder: Path) -> float:
+    """AppTest's own cost per run (it rescans the installed packages for components on every run, which a real
+    server does once at start-up): the fastest of three runs of a one-line page."""
+    from streamlit.testing.v1 import AppTest
+
+    script = folder / "one_line_page.py"
+    script.write_text("import streamlit as st\nst.title('harness')\n", encoding="utf-8")
+    timings = []
+    for _ in range(3):
+        started = time.perf_counter()
+        AppTest.from_file(str(script), default_timeout=600).run()
+        timings.append(time.perf_counter() - started)
+    return min(timings)
+
+
 def time_pages(run_file: Path, query_ids: tuple[str, str]) -> dict[str, float]:
     """Seconds to run the overview and the inspector on ``run_file`` (cold, warm, another query)."""
     import streamlit as st
@@ -120,16 +136,23 @@ def main() -> int:
         print(f"synthetic run: {args.queries:,} queries x {args.docs} passages, "
               f"{big.stat().st_size / 1e6:.0f} MB, built in {time.perf_counter() - started:.0f} s (not timed below)")
         peer = shutil.copy(SHIPPED, (work / "peer").mkdir() or work / "peer" / SHIPPED.name)
-        results = {"synthetic": time_pages(big, middle_query_ids(big)), "peer": time_pages(Path(peer), middle_query_ids(peer))}
+        time_pages(Path(peer), middle_query_ids(peer))  # warm-up, not reported: module imports are paid once here
+        harness = harness_seconds(work)
+        results = {"synthetic": time_pages(big, middle_query_ids(big)),
+                   "peer": time_pages(Path(peer), middle_query_ids(peer))}
 
-    print(f"\n{'page':<26}{'synthetic (s)':>14}{'peer (s)':>10}{'ratio':>8}   goal")
-    for label, seconds in results["synthetic"].items():
+    print(f"\nAppTest harness per run: {harness:.2f} s (subtracted below; a server pays it once at start-up)")
+    print(f"{'page':<26}{'synthetic (s)':>14}{'peer (s)':>10}{'ratio':>8}   goal   (raw AppTest s)")
+    for label, raw in results["synthetic"].items():
         goal = OVERVIEW_GOAL_S if label.startswith("overview") else INSPECTOR_GOAL_S
-        peer_s = results["peer"][label]
+        seconds = raw - harness if label != "inspector, another query" else raw  # a rerun does not rescan
+        peer_raw = results["peer"][label]
+        peer_s = peer_raw - harness if label != "inspector, another query" else peer_raw
         verdict = "ok" if seconds < goal else "MISSED"
-        print(f"{label:<26}{seconds:>14.2f}{peer_s:>10.2f}{seconds / peer_s:>8.1f}   < {goal:g} s {verdict}")
-    print(f"\npeer: the shipped run {SHIPPED.name} (300 queries x 10). AppTest wall time, one timing each; the "
-          "browser's own rendering is not included.")
+        print(f"{label:<26}{seconds:>14.2f}{peer_s:>10.2f}{seconds / peer_s:>8.1f}   < {goal:g} s {verdict}"
+              f"   ({raw:.2f} / {peer_raw:.2f})")
+    print(f"\npeer: the shipped run {SHIPPED.name} (300 queries x 10). Page script time = AppTest wall time minus "
+          "the harness, one timing each; the browser's own rendering is not included.")
     return 0
 
 

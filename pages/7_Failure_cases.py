@@ -65,3 +65,18 @@ st.dataframe(example_view(shown), hide_index=True, column_config={
 st.caption(render.escape_markdown(
     f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) in {shown['run'].nunique()} runs, judge "
     f"{judge_label}."))
+
+case_ids = [f"{row.run} {row.query_id} {row.k} {row.category}" for row in shown.itertuples()]
+labels = {i: f"{row.category} · k={row.k} · {row.text}  [{row.run} · {row.query_id}]"
+          for i, row in zip(case_ids, shown.itertuples())}
+chosen = st.selectbox("Open a case", case_ids, format_func=labels.__getitem__, key="failures.case",
+                      filter_mode="contains")
+case = shown.iloc[case_ids.index(chosen)]
+with st.container(border=True):
+    st.caption(render.escape_markdown(
+        f"{case['category']} · {CATEGORY_NAMES.get(case['category'], 'unknown category')} · k={case['k']} · "
+        f"run {case['run']} · query {case['query_id']}"))
+    st.text(case["text"])
+    st.text(case["reason"])
+    st.page_link("pages/1_Query_inspector.py", label="Open this query in the query inspector", icon="🔍",
+                 query_params={"run": case["run"], "query": case["query_id"]})

@@ -111,3 +111,19 @@ def test_shipped_runs_with_llm_reteval_are_all_shown(monkeypatch):
     monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
     app = start(FAILURES)
     assert set(counts(app)["Run"]) == {"nq_open-bm25-gemma3_270m", "nq_open-dense-gemma3_270m"}
+
+
+def test_a_chosen_case_shows_its_question_and_reason_as_text_and_links_to_its_run(runs_folder, monkeypatch):
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs_folder))
+    app = start(FAILURES, retriever="dense-copy")
+    box = app.selectbox(key="failures.case")
+    box.select_index(len(box.options) - 1).run()
+    run, query_id, k, category = app.selectbox(key="failures.case").value.split(" ")
+    assert run == COPY
+    with RunReader(runs_folder / f"{COPY}.sqlite") as reader:
+        cases = reader.failure_cases().query("judge == 'em'")
+        text = dict(zip(reader.query_table()["query_id"], reader.query_table()["text"]))[query_id]
+    reason = cases[(cases["query_id"] == query_id) & (cases["k"] == int(k)) & (cases["category"] == category)]
+    assert [t.value for t in app.text] == [text, reason["reason"].item()]
+    link = next(link.proto for link in app.get("page_link") if link.proto.page == "Query_inspector")
+    assert {key: value[0] for key, value in parse_qs(link.query_string).items()} == {"run": COPY, "query": query_id}
