@@ -72,17 +72,15 @@ def _wait_until_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
     pytest.fail(f"streamlit did not answer within {SERVER_START_S} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture(scope="module")
-def server_url(tmp_path_factory) -> Iterator[str]:
+@contextmanager
+def streamlit_server(runs: Path, log_name: str, **extra_env: str) -> Iterator[str]:
+    """``streamlit run app.py`` on ``runs`` (``$RAGEVAL_RUNS_DIR``, plus ``extra_env``), bound to 127.0.0.1 on a
+    free port, its log in ``test-output/<log_name>``; yields its URL once healthy and stops it afterwards."""
     _require_browser()
-    runs = tmp_path_factory.mktemp("browser_runs")
-    complete_run = shutil.copy(reteval_run_file(tmp_path_factory), runs / f"{RETEVAL_RUN}.sqlite")
-    os.utime(complete_run, (1_000_000, 1_000_000))  # older, so the fixture run stays the default run
-    make_small_run(runs / "fixture.sqlite")
     SHOTS.mkdir(exist_ok=True)
-    log = SHOTS / "streamlit_server.log"
+    log = SHOTS / log_name
     port = _free_port()
-    env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs)}
+    env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs), **extra_env}
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port),
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
@@ -98,6 +96,17 @@ def server_url(tmp_path_factory) -> Iterator[str]:
             server.wait(timeout=10)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+@pytest.fixture(scope="module")
+def server_url(tmp_path_factory) -> Iterator[str]:
+    _require_browser()
+    runs = tmp_path_factory.mktemp("browser_runs")
+    complete_run = shutil.copy(reteval_run_file(tmp_path_factory), runs / f"{RETEVAL_RUN}.sqlite")
+    os.utime(complete_run, (1_000_000, 1_000_000))  # older, so the fixture run stays the default run
+    make_small_run(runs / "fixture.sqlite")
+    with streamlit_server(runs, "streamlit_server.log") as url:
+        yield url
 
 
 @contextmanager
@@ -196,7 +205,7 @@ def test_reteval_page_failure_case_to_inspector_in_chromium(server_url, tmp_path
         expect(page).to_have_url(re.compile(r"[?&]query=" + re.escape(marked["query_id"]).replace(":", "(%3A|:)")))
         expect(page.get_by_role("heading", name=marked["text"])).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_role("heading", name="LLM-retEval", exact=True)).to_be_visible()
-        expect(page.get_by_text("Failure cases", exact=True)).to_be_visible()
+        expect(page.get_by_test_id("stMainBlockContainer").get_by_text("Failure cases", exact=True)).to_be_visible()
         page.screenshot(path=str(SHOTS / "inspector_reteval.png"), full_page=True)
 
         # Back through the sidebar navigation, then another judge from the sidebar.

@@ -7,11 +7,8 @@ Uses the browser helpers of tests/test_browser.py (Debian's Chromium, skipped wi
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +18,7 @@ import pytest
 from rageval.annotations import ANNOTATIONS_FILE
 from rageval.store import RunReader
 from tests.run_fixtures import INJECTION, make_small_run
-from tests.test_browser import SHOTS, WAIT_MS, _free_port, _require_browser, _wait_until_healthy, chromium_page
+from tests.test_browser import SHOTS, WAIT_MS, _require_browser, chromium_page, streamlit_server
 
 REPO = Path(__file__).resolve().parent.parent
 NAME = "Ada Lovelace"
@@ -33,25 +30,8 @@ def annotate_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     _require_browser()
     runs = tmp_path_factory.mktemp("annotate_runs")
     make_small_run(runs / "fixture.sqlite")
-    SHOTS.mkdir(exist_ok=True)
-    log = SHOTS / "streamlit_server_annotate.log"
-    port = _free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-               "--server.address", "127.0.0.1", "--server.port", str(port),
-               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    with log.open("w") as log_file:
-        server = subprocess.Popen(command, cwd=REPO, env={**os.environ, "RAGEVAL_RUNS_DIR": str(runs)},
-                                  stdout=log_file, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_healthy(url, server, log)
+    with streamlit_server(runs, "streamlit_server_annotate.log") as url:
         yield url, runs
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, tmp_path):

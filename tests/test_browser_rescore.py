@@ -8,17 +8,14 @@ Uses the Streamlit server and Chromium helpers of tests/test_browser.py (skipped
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from rageval.jobs import model_short_name
 from tests.run_fixtures import make_small_run
-from tests.test_browser import REPO, SHOTS, WAIT_MS, _free_port, _require_browser, _wait_until_healthy, chromium_page
+from tests.test_browser import SHOTS, WAIT_MS, _require_browser, chromium_page, streamlit_server
 
 JOB_WAIT_MS = 120_000  # a worker process starts, imports torch, loads the tiny model and labels 4 passages
 
@@ -28,25 +25,9 @@ def rescore_server(tmp_path_factory) -> Iterator[str]:
     _require_browser()
     runs = tmp_path_factory.mktemp("rescore_runs")
     make_small_run(runs / "fixture.sqlite")
-    SHOTS.mkdir(exist_ok=True)
-    log = SHOTS / "streamlit_server_rescore.log"
-    port = _free_port()
-    env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs), "RAGEVAL_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-               "--server.address", "127.0.0.1", "--server.port", str(port),
-               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    with log.open("w") as log_file:
-        server = subprocess.Popen(command, cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_healthy(url, server, log)
+    cache = str(tmp_path_factory.mktemp("cache"))
+    with streamlit_server(runs, "streamlit_server_rescore.log", RAGEVAL_CACHE_DIR=cache) as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def test_start_a_rescore_job_watch_it_finish_and_see_the_labels(rescore_server, tiny_model_dir):

@@ -9,17 +9,14 @@ Reuses the server and browser helpers of tests/test_browser.py (Debian's Chromiu
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
 
 from rageval.store import RunReader
 from tests.run_fixtures import INJECTION, build_small_run, make_small_run
-from tests.test_browser import REPO, SHOTS, WAIT_MS, _free_port, _require_browser, _wait_until_healthy, chromium_page
+from tests.test_browser import SHOTS, WAIT_MS, _require_browser, chromium_page, streamlit_server
 from tests.test_upload import trec_files
 from ui.render_upload import SLOTS
 
@@ -32,25 +29,8 @@ def upload_server(tmp_path_factory) -> Iterator[tuple[str, object]]:
     _require_browser()
     runs = tmp_path_factory.mktemp("upload_runs")
     make_small_run(runs / "fixture.sqlite")
-    SHOTS.mkdir(exist_ok=True)
-    log = SHOTS / "streamlit_upload_server.log"
-    port = _free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-               "--server.address", "127.0.0.1", "--server.port", str(port),
-               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    with log.open("w") as log_file:
-        server = subprocess.Popen(command, cwd=REPO, env={**os.environ, "RAGEVAL_RUNS_DIR": str(runs)},
-                                  stdout=log_file, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_healthy(url, server, log)
+    with streamlit_server(runs, "streamlit_upload_server.log") as url:
         yield url, runs
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
 
 
 def test_upload_trec_files_then_open_the_new_run_in_chromium(upload_server):

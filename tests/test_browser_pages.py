@@ -1,0 +1,87 @@
+"""Real-Chromium journeys over the shipped runs (``data/runs``): browse the failure cases of every run with
+LLM-retEval and open one in the query inspector; then every other view (overview, correlations, compare runs,
+citations, agents) renders its content with no JavaScript error. Screenshots of each page go to ``test-output/``.
+
+Needs Debian's Chromium and the playwright package, as ``tests/test_browser.py`` (skipped without them, failed when
+``CI`` is set)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rageval.store import RunReader
+from tests.test_browser import SHOTS, WAIT_MS, chromium_page, streamlit_server
+
+REPO = Path(__file__).resolve().parent.parent
+SHIPPED_RUNS = REPO / "data" / "runs"
+BM25_RUN = "nq_open-bm25-gemma3_270m"
+#: The correlations page bootstraps tau and rho for every method x measure of a 300-query run on first visit.
+SLOW_WAIT_MS = 180_000
+
+
+@pytest.fixture(scope="module")
+def shipped_url(tmp_path_factory) -> Iterator[str]:
+    with streamlit_server(SHIPPED_RUNS, "streamlit_server_shipped.log",
+                          RAGEVAL_CACHE_DIR=str(tmp_path_factory.mktemp("cache"))) as url:
+        yield url
+
+
+def first_case(category: str, k: int) -> tuple[str, str]:
+    """(query id, question) of the failure browser's first case under judge ``em`` for ``category`` at ``k``: the
+    BM25 run is listed first (the newest top-level run), its cases in stored order."""
+    with RunReader(SHIPPED_RUNS / f"{BM25_RUN}.sqlite") as reader:
+        cases = reader.failure_cases()
+        texts = dict(zip(reader.query_table()["query_id"], reader.query_table()["text"]))
+    chosen = cases[(cases["judge"] == "em") & (cases["category"] == category) & (cases["k"] == k)].iloc[0]
+    return chosen["query_id"], texts[chosen["query_id"]]
+
+
+def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url):
+    from playwright.sync_api import expect
+
+    query_id, question = first_case("C", 5)
+    with chromium_page(height=1400) as (page, page_errors):
+        page.goto(f"{shipped_url}/Failure_cases?category=C&k=5")
+        expect(page.get_by_role("heading", name="Failure cases", exact=True)).to_be_visible(timeout=WAIT_MS)
+        chart = page.get_by_test_id("stPlotlyChart").first
+        expect(chart).to_contain_text("LLM-retEval failure cases per k", timeout=WAIT_MS)
+        case = page.get_by_test_id("stText").first
+        expect(case).to_have_text(question, timeout=WAIT_MS)
+        page.screenshot(path=str(SHOTS / "failure_cases.png"), full_page=True)
+
+        page.get_by_role("link", name="Open this query in the query inspector").click()
+        expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
+        expect(page).to_have_url(re.compile(r"[?&]query=" + re.escape(query_id).replace(":", "(%3A|:)")))
+        expect(page.get_by_role("heading", name=question)).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_test_id("stMainBlockContainer").get_by_text("Failure cases", exact=True)).to_be_visible(
+            timeout=WAIT_MS)
+        page.screenshot(path=str(SHOTS / "failure_case_inspector.png"), full_page=True)
+        assert not page_errors, page_errors
+
+
+@pytest.mark.parametrize("path, ready, shot", [
+    ("", "Aggregate measures", "overview.png"),
+    (f"Correlations?run={BM25_RUN}", "How the agreement changes with k", "correlations.png"),
+    (f"Compare_runs?run_a={BM25_RUN}", "Queries that changed most", "compare_runs.png"),
+    ("Citations", "One answer", "citations.png"),
+    ("Agents_IUM", "Downstream score per agent and method", "agents_ium.png"),
+], ids=["overview", "correlations", "compare", "citations", "agents"])
+def test_every_view_renders_on_the_shipped_runs(shipped_url, path, ready, shot):
+    from playwright.sync_api import expect
+
+    if path == "Agents_IUM" and not list((SHIPPED_RUNS / "ium").glob("*.sqlite")):
+        pytest.fail("no shipped IUM run in data/runs/ium (rageval ium writes it)")
+    with chromium_page(height=1400) as (page, page_errors):
+        page.goto(f"{shipped_url}/{path}")
+        expect(page.get_by_role("heading", name=ready)).to_be_visible(timeout=SLOW_WAIT_MS)
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+        if page.get_by_test_id("stPlotlyChart").count():
+            expect(page.get_by_test_id("stPlotlyChart").first.locator(".main-svg").first).to_be_visible(
+                timeout=WAIT_MS)
+        page.screenshot(path=str(SHOTS / shot), full_page=True)
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert not page_errors, page_errors
