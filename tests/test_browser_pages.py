@@ -30,6 +30,21 @@ def shipped_url(tmp_path_factory) -> Iterator[str]:
         yield url
 
 
+def wait_until_rendered(page) -> None:
+    """Wait until the script run is over (Streamlit's running indicator is gone) and every table shown has drawn."""
+    from playwright.sync_api import expect
+
+    expect(page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]')).to_have_count(
+        1, timeout=SLOW_WAIT_MS)
+    for table in page.get_by_test_id("stDataFrame").all():
+        if table.is_visible():  # one in a tab not shown is not drawn
+            expect(table.locator("canvas").first).to_be_visible(timeout=WAIT_MS)
+    for chart in page.get_by_test_id("stPlotlyChart").all():  # charts draw once scrolled into view
+        chart.scroll_into_view_if_needed()
+        expect(chart.locator(".main-svg").first).to_be_visible(timeout=WAIT_MS)
+    page.get_by_role("heading").first.scroll_into_view_if_needed()  # back to the top for the screenshot
+
+
 def first_case(category: str, k: int) -> tuple[str, str]:
     """(query id, question) of the failure browser's first case under judge ``em`` for ``category`` at ``k``: the
     BM25 run is listed first (the newest top-level run), its cases in stored order."""
@@ -51,6 +66,7 @@ def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url):
         expect(chart).to_contain_text("LLM-retEval failure cases per k", timeout=WAIT_MS)
         case = page.get_by_test_id("stText").first
         expect(case).to_have_text(question, timeout=WAIT_MS)
+        wait_until_rendered(page)
         page.screenshot(path=str(SHOTS / "failure_cases.png"), full_page=True)
 
         page.get_by_role("link", name="Open this query in the query inspector").click()
@@ -59,15 +75,16 @@ def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url):
         expect(page.get_by_role("heading", name=question)).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_test_id("stMainBlockContainer").get_by_text("Failure cases", exact=True)).to_be_visible(
             timeout=WAIT_MS)
+        wait_until_rendered(page)
         page.screenshot(path=str(SHOTS / "failure_case_inspector.png"), full_page=True)
         assert not page_errors, page_errors
 
 
 @pytest.mark.parametrize("path, ready, shot", [
-    ("", "Aggregate measures", "overview.png"),
+    ("", "What produced this run", "overview.png"),
     (f"Correlations?run={BM25_RUN}", "How the agreement changes with k", "correlations.png"),
     (f"Compare_runs?run_a={BM25_RUN}", "Queries that changed most", "compare_runs.png"),
-    ("Citations", "One answer", "citations.png"),
+    ("Citations", "Agreement with HAGRID's human labels", "citations.png"),
     ("Agents_IUM", "Downstream score per agent and method", "agents_ium.png"),
 ], ids=["overview", "correlations", "compare", "citations", "agents"])
 def test_every_view_renders_on_the_shipped_runs(shipped_url, path, ready, shot):
@@ -75,13 +92,12 @@ def test_every_view_renders_on_the_shipped_runs(shipped_url, path, ready, shot):
 
     if path == "Agents_IUM" and not list((SHIPPED_RUNS / "ium").glob("*.sqlite")):
         pytest.fail("no shipped IUM run in data/runs/ium (rageval ium writes it)")
-    with chromium_page(height=1400) as (page, page_errors):
+    # Streamlit scrolls an inner container, so a full-page screenshot is the viewport: make it tall.
+    with chromium_page(height=3200) as (page, page_errors):
         page.goto(f"{shipped_url}/{path}")
         expect(page.get_by_role("heading", name=ready)).to_be_visible(timeout=SLOW_WAIT_MS)
+        wait_until_rendered(page)
         expect(page.get_by_test_id("stException")).to_have_count(0)
-        if page.get_by_test_id("stPlotlyChart").count():
-            expect(page.get_by_test_id("stPlotlyChart").first.locator(".main-svg").first).to_be_visible(
-                timeout=WAIT_MS)
         page.screenshot(path=str(SHOTS / shot), full_page=True)
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert not page_errors, page_errors

@@ -42,6 +42,7 @@ def count_figure(cases: pd.DataFrame, judge_label: str):
                     title=f"LLM-retEval failure cases per k (judge: {judge_label})")
     figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     figure.update_layout(legend_title_text="category", bargap=0.25)
+    figure.update_xaxes(type="category")  # k values are labels, not a continuous axis
     return figure
 
 
