@@ -225,3 +225,6 @@ def test_ium_run_end_to_end(setup, tmp_path):
     for expected in ("| macro average |", "| macro average (18 agents) | 55.38", "| 0 |", "| 2 |",
                      "Personalisation (Figure 5)", "| 3 |"):
         assert expected in text, expected
+    first = result.feedback[result.feedback.phase == "offline-IUM@t1"]
+    assert (f"of the {len(first):,} feedback rows of offline iteration 1" in text
+            and f"{(first.utility > 0).mean():.1%} are positive" in text)
