@@ -101,8 +101,8 @@ def time_pages(run_file: Path, query_ids: tuple[str, str]) -> dict[str, float]:
         started = time.perf_counter()
         app = action()
         timings[label] = time.perf_counter() - started
-        if app.exception:
-            raise RuntimeError(f"{label}: {[e.value for e in app.exception]}")
+        if app.exception or app.error:
+            raise RuntimeError(f"{label}: {[e.value for e in [*app.exception, *app.error]]}")
         return app
 
     def page(script: str | None, **params: str):
@@ -114,13 +114,25 @@ def time_pages(run_file: Path, query_ids: tuple[str, str]) -> dict[str, float]:
             return app.run()
         return open_page
 
-    timed("overview, cold", page(None))
+    overview = timed("overview, cold", page(None))
     timed("overview, warm", page(None))
     inspector = "pages/1_Query_inspector.py"
     timed("inspector, cold", page(inspector, query=query_ids[0]))
     app = timed("inspector, warm", page(inspector, query=query_ids[0]))
     timed("inspector, another query", lambda: app.selectbox(key="inspect.query_id.widget").select(query_ids[1]).run())
+    # What was timed rendered the run: its query count, and the second query's ranked passages.
+    shown = {metric.label: metric.value for metric in overview.metric}["Queries"]
+    if shown.replace(",", "") != str(len(data_layer_queries(run_file))) or "Ranked passages" not in [
+            h.value for h in app.subheader] or app.query_params["query"] != query_ids[1]:
+        raise RuntimeError(f"{run_file.name}: the pages did not render the run (Queries shown: {shown})")
     return timings
+
+
+def data_layer_queries(run_file: Path) -> list[str]:
+    from rageval.store import RunReader
+
+    with RunReader(run_file) as reader:
+        return reader.query_table()["query_id"].tolist()
 
 
 def main() -> int:
