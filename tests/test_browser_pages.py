@@ -27,8 +27,9 @@ DRAWN_TRACE = ".main-svg g.trace, .main-svg g.hm"
 
 @pytest.fixture(scope="module")
 def shipped_url(tmp_path_factory) -> Iterator[str]:
-    with streamlit_server(SHIPPED_RUNS, "streamlit_server_shipped.log",
-                          RAGEVAL_CACHE_DIR=str(tmp_path_factory.mktemp("cache"))) as url:
+    scratch = tmp_path_factory.mktemp("shipped_scratch")  # nothing is written next to the shipped runs
+    with streamlit_server(SHIPPED_RUNS, "streamlit_server_shipped.log", RAGEVAL_CACHE_DIR=str(scratch / "cache"),
+                          RAGEVAL_ANNOTATIONS=str(scratch / "annotations.sqlite")) as url:
         yield url
 
 
@@ -96,7 +97,10 @@ def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url):
     (f"Compare_runs?run_a={BM25_RUN}", "Queries that changed most", "compare_runs.png"),
     ("Citations", "Agreement with HAGRID's human labels", "citations.png"),
     ("Agents_IUM", "Downstream score per agent and method", "agents_ium.png"),
-], ids=["overview", "correlations", "compare", "citations", "agents"])
+    (f"Annotate?run={BM25_RUN}", "Annotate", "annotate_shipped.png"),
+    (f"Re_score?run={BM25_RUN}", "Re-score", "rescore_shipped.png"),
+    ("Upload", "Upload a run", "upload_form.png"),
+], ids=["overview", "correlations", "compare", "citations", "agents", "annotate", "rescore", "upload"])
 def test_every_view_renders_on_the_shipped_runs(shipped_url, path, ready, shot):
     from playwright.sync_api import expect
 

@@ -60,6 +60,10 @@ def test_start_a_rescore_job_watch_it_finish_and_see_the_labels(rescore_server, 
         expect(progress).to_contain_text("4/4 passages labelled", timeout=WAIT_MS)
         # The page's last rerun has settled (until then the previous run's elements may still show).
         expect(page.get_by_text("All jobs as a table")).to_have_count(1, timeout=WAIT_MS)
+        # A finished job offers the inspector link and no longer Cancel / Stop now.
+        expect(page.get_by_role("link", name="See the labels in the query inspector")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_role("button", name="Cancel")).to_have_count(0, timeout=WAIT_MS)
+        expect(page.get_by_role("button", name="Stop now")).to_have_count(0)
         progress.scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / "rescore.png"))
 
