@@ -16,7 +16,7 @@ no new LLM call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rageval.generation.base import DecodingSettings, Generator
@@ -220,18 +220,19 @@ def is_list_bound_method(method: str) -> bool:
 
 
 def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranking],
-                           cutoffs: Sequence[int]) -> list[MeasureValue]:
+                           cutoffs: Sequence[int], graded_methods: Collection[str] = ()) -> list[MeasureValue]:
     """Per-query values of every stored measure, for every label method, on the same rankings; every query of
     ``rankings`` gets a value (0 when it has no relevant passage). Dataset gold labels are global; list-bound
     labels (:func:`is_list_bound_method`) are cut to the top c at cutoff c (page-level gold keeps the gold
-    passages themselves); R-precision uses all of a method's labels."""
+    passages themselves); R-precision uses all of a method's labels. Methods :func:`is_graded_method` names, and
+    those in ``graded_methods`` (e.g. an uploaded method with fractional labels), get the graded measures only."""
     run = {query_id: list(r.passage_ids) for query_id, r in rankings.items()}
     query_ids = list(run)
     gold = labels_as_qrels(labels, GOLD)
     values: list[MeasureValue] = []
     for method in sorted({x.method for x in labels}):
         qrels = labels_as_qrels(labels, method)
-        graded = is_graded_method(method)
+        graded = is_graded_method(method) or method in graded_methods
         if not is_list_bound_method(method):
             frames = [compute_measures(measure_names(cutoffs, graded), run, qrels, queries=query_ids)]
         else:

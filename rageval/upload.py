@@ -35,7 +35,7 @@ from typing import Any
 
 from rageval import __version__
 from rageval.errors import RagevalError
-from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run, labels_as_qrels, list_runs, write_run
+from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run, list_runs, write_run
 from rageval.text_metrics import exact_match
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
@@ -341,33 +341,13 @@ def compute_upload_measures(labels: Sequence[Label], rankings: Mapping[str, Rank
     see only the labels of the top c at cutoff c, as eRAG defines its labels on R_c; the others (``qrels``,
     ``gold`` and any other name) are global judgments, so unretrieved relevant passages count for recall.
     """
-    from rageval.erag import GOLD, GOLD_PAGE, is_list_bound_method, measure_names
-    from rageval.measures import compute_measures
+    from rageval.erag import compute_measure_values
 
-    run = {query_id: list(r.passage_ids) for query_id, r in rankings.items()}
-    query_ids = list(run)
-    gold = labels_as_qrels(labels, GOLD)
-    values: list[MeasureValue] = []
-    for method in sorted({x.method for x in labels}):
-        qrels = labels_as_qrels(labels, method)
-        graded = is_graded(method, (v for rels in qrels.values() for v in rels.values()))
-        if not is_list_bound_method(method):
-            frames = [compute_measures(measure_names(cutoffs, graded), run, qrels, queries=query_ids)]
-        else:
-            frames = []
-            for cutoff in cutoffs:
-                top = {q: set(ids[:cutoff]) for q, ids in run.items()}
-                kept = {q: {p: v for p, v in rels.items()
-                            if p in top.get(q, ()) or (method == GOLD_PAGE and p in gold.get(q, {}))}
-                        for q, rels in qrels.items()}
-                names = [name for name in measure_names([cutoff], graded) if name != "Rprec"]
-                frames.append(compute_measures(names, run, kept, queries=query_ids))
-            if not graded:
-                frames.append(compute_measures(["Rprec"], run, qrels, queries=query_ids))
-        for frame in frames:
-            values.extend(MeasureValue(method, row.measure, row.query_id, float(row.value))
-                          for row in frame.itertuples(index=False))
-    return values
+    values_by_method: dict[str, list[float]] = {}
+    for label in labels:
+        values_by_method.setdefault(label.method, []).append(label.value)
+    graded = {method for method, values in values_by_method.items() if is_graded(method, values)}
+    return compute_measure_values(labels, rankings, cutoffs, graded_methods=graded)
 
 
 # --- building the run ----------------------------------------------------------------------------------
