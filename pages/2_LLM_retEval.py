@@ -78,11 +78,4 @@ labels = {i: f"{row.category} · {row.text}  [{row.query_id}]" for i, row in zip
 chosen = st.selectbox("Open a case", case_ids, format_func=labels.__getitem__, key=CASE_STATE,
                       filter_mode="contains")
 case = shown.iloc[case_ids.index(chosen)]
-with st.container(border=True):
-    st.caption(render.escape_markdown(
-        f"{case['category']} · {CATEGORY_NAMES.get(case['category'], 'unknown category')} · k={k} · "
-        f"query {case['query_id']}"))
-    st.text(case["text"])
-    st.text(case["reason"])
-    st.page_link("pages/1_Query_inspector.py", label="Open this query in the query inspector", icon="🔍",
-                 query_params={"run": path.stem, "query": case["query_id"]})
+render.render_failure_case(case, path.stem, k)

@@ -72,11 +72,4 @@ labels = {i: f"{row.category} · k={row.k} · {row.text}  [{row.run} · {row.que
 chosen = st.selectbox("Open a case", case_ids, format_func=labels.__getitem__, key="failures.case",
                       filter_mode="contains")
 case = shown.iloc[case_ids.index(chosen)]
-with st.container(border=True):
-    st.caption(render.escape_markdown(
-        f"{case['category']} · {CATEGORY_NAMES.get(case['category'], 'unknown category')} · k={case['k']} · "
-        f"run {case['run']} · query {case['query_id']}"))
-    st.text(case["text"])
-    st.text(case["reason"])
-    st.page_link("pages/1_Query_inspector.py", label="Open this query in the query inspector", icon="🔍",
-                 query_params={"run": case["run"], "query": case["query_id"]})
+render.render_failure_case(case, case["run"], int(case["k"]))

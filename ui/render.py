@@ -412,6 +412,19 @@ def failure_cases_view(cases: pd.DataFrame, *, with_judge: bool = True) -> pd.Da
     return view
 
 
+def render_failure_case(case: Mapping[str, Any], run: str, k: int) -> None:
+    """One failure case in a box: category, its meaning, k, run and query; the question and the rule's reason as
+    text; a link to the query in the inspector. ``case`` has query_id, text, category and reason."""
+    with st.container(border=True):
+        st.caption(escape_markdown(
+            f"{case['category']} · {CATEGORY_NAMES.get(case['category'], 'unknown category')} · k={k} · "
+            f"run {run} · query {case['query_id']}"))
+        st.text(case["text"])
+        st.text(case["reason"])
+        st.page_link("pages/1_Query_inspector.py", label="Open this query in the query inspector", icon="🔍",
+                     query_params={"run": run, "query": case["query_id"]})
+
+
 RETEVAL_ROWS = (
     ("A", "A · not all correct passages annotated"),
     ("B", "B · corpus/label mismatch"),
