@@ -23,18 +23,7 @@ if queries.empty:
     st.info("This run has no queries.")
     st.stop()
 
-ids = queries["query_id"].tolist()
-texts = dict(zip(ids, queries["text"]))
-
-previous_column, select_column, next_column = st.columns([1.2, 7.6, 1.2], vertical_alignment="bottom")
-query_id = render.select_synced(
-    select_column, f"Question ({len(ids)} in this run; type to search)", ids, state_key=QUERY_STATE,
-    param="query", format_func=lambda qid: f"{texts[qid]}  [{qid}]", filter_mode="contains")
-position = ids.index(query_id)
-previous_column.button("◀ Prev", disabled=position == 0, on_click=render.commit_choice,
-                       args=(QUERY_STATE, "query", ids[max(position - 1, 0)]), width="stretch")
-next_column.button("Next ▶", disabled=position == len(ids) - 1, on_click=render.commit_choice,
-                   args=(QUERY_STATE, "query", ids[min(position + 1, len(ids) - 1)]), width="stretch")
+query_id = render.select_query(dict(zip(queries["query_id"], queries["text"])), state_key=QUERY_STATE)
 
 query = data.load_query(*key, query_id)
 ranking = data.load_ranking_table(*key, query_id)

@@ -60,17 +60,8 @@ if kind == "passage":
         st.info("This run has no queries.")
         st.stop()
     questions = dict(zip(queries["query_id"], queries["text"]))
-    ids = list(questions)
     view.render_progress(len(mine), data.load_counts(*key)["rankings"], annotator, "retrieved passages of this run")
-    previous_column, select_column, next_column = st.columns([1.2, 7.6, 1.2], vertical_alignment="bottom")
-    query_id = render.select_synced(
-        select_column, f"Question ({len(ids)} in this run; type to search)", ids, state_key=QUERY_STATE,
-        param="query", format_func=lambda q: f"{questions[q]}  [{q}]", filter_mode="contains")
-    position = ids.index(query_id)
-    previous_column.button("◀ Prev", disabled=position == 0, on_click=render.commit_choice,
-                           args=(QUERY_STATE, "query", ids[max(position - 1, 0)]), width="stretch")
-    next_column.button("Next ▶", disabled=position == len(ids) - 1, on_click=render.commit_choice,
-                       args=(QUERY_STATE, "query", ids[min(position + 1, len(ids) - 1)]), width="stretch")
+    query_id = render.select_query(questions, state_key=QUERY_STATE)
 
     query = data.load_query(*key, query_id)
     st.subheader(render.escape_markdown(query.text))

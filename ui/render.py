@@ -211,6 +211,23 @@ def multiselect_synced(where: Any, label: str, options: Sequence[Any], *, key: s
 
 # --- blocks ------------------------------------------------------------------------------------------
 
+def select_query(questions: Mapping[str, str], *, state_key: str) -> str:
+    """The question selector of a run (``?query=<id>``, type to search) between ◀ Prev and Next ▶ buttons;
+    ``questions`` maps query id to question in run order. Returns the chosen query id."""
+    ids = list(questions)
+    previous_column, select_column, next_column = st.columns([1.2, 7.6, 1.2], vertical_alignment="bottom")
+    query_id = select_synced(
+        select_column, f"Question ({len(ids)} in this run; type to search)", ids, state_key=state_key,
+        param="query", format_func=lambda qid: f"{questions[qid]}  [{qid}]", filter_mode="contains")
+    position = ids.index(query_id)
+    previous_column.button("◀ Prev", disabled=position == 0, on_click=commit_choice,
+                           args=(state_key, "query", ids[max(position - 1, 0)]), width="stretch")
+    next_column.button("Next ▶", disabled=position == len(ids) - 1, on_click=commit_choice,
+                       args=(state_key, "query", ids[min(position + 1, len(ids) - 1)]), width="stretch")
+    return query_id
+
+
+
 def select_run() -> Path:
     """The sidebar run selector (``?run=<file stem>``, default the newest run). Stops the page with the empty
     state when the runs folder holds no run, and with an error when the chosen file is not a readable run."""
