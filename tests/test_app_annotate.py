@@ -9,12 +9,12 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from rageval.annotations import ANNOTATIONS_FILE
 from rageval.store import RunReader
+from tests.app_helpers import captions, frame_with
 from tests.run_fixtures import INJECTION, LABEL_METHODS, N_QUERIES, K, make_small_run
 from tests.test_annotations import make_small_attribution_run
 from tests.test_app import start
@@ -42,14 +42,6 @@ def saved_rows(runs: Path) -> list[tuple]:
     with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
         return connection.execute("SELECT run, kind, query_id, passage_id, label, annotator FROM labels ORDER BY id"
                                   ).fetchall()
-
-
-def frame_with(app, column: str) -> pd.DataFrame:
-    return next(df.value for df in app.dataframe if column in df.value.columns)
-
-
-def captions(app) -> str:
-    return " ".join(c.value for c in app.caption)
 
 
 def ranking(runs: Path, query_id: str) -> list[str]:

@@ -27,6 +27,7 @@ from rageval.ium.experiment import (MAIN_METHODS, IumPlan, IumResult, read_ium_r
 from rageval.ium.report import ium_sections
 from rageval.stats.paired import jaccard, top_k_kendall_tau
 from rageval.store import list_runs
+from tests.app_helpers import chart_specs, captions, frame_with
 from tests.test_app import HOME, plotly_array, start
 from ui.render import escape_markdown, format_label
 
@@ -36,19 +37,6 @@ AGENTS = str(REPO / "pages" / "4_Agents_IUM.py")
 SCRIPT = "<script>alert(1)</script>"
 ATTRIBUTION_RUN = "hagrid-test"
 IUM_RUN = "ium-test"
-
-
-def chart_specs(app) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
-
-
-def captions(app) -> str:
-    return " ".join(c.value for c in app.caption)
-
-
-def frame_with(app, column: str) -> pd.DataFrame:
-    """The first table of the page with ``column`` (found by its columns, not its position)."""
-    return next(df.value for df in app.dataframe if column in df.value.columns)
 
 
 # --- the attribution run ----------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ engine or scipy, or restated from the fixtures' construction (cited where used).
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from scipy import stats
 from rageval.report import correlation_table_at_k
 from rageval.stats.correlation import kendall_tau_b
 from rageval.store import RunReader, write_run
+from tests.app_helpers import chart_specs, captions, frame_with
 from tests.run_fixtures import K, MEASURES, build_small_run, make_small_run
 from tests.test_app import MARKUP, SHIPPED_PATHS, marked_query, plotly_array, reteval_run_file, start
 from tests.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
@@ -28,19 +28,6 @@ REPO = Path(__file__).resolve().parent.parent
 CORRELATIONS = str(REPO / "pages" / "5_Correlations.py")
 COMPARE = str(REPO / "pages" / "6_Compare_runs.py")
 SCATTER_TITLE_END = "one point per query"
-
-
-def chart_specs(app) -> list[dict]:
-    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
-
-
-def captions(app) -> str:
-    return " ".join(c.value for c in app.caption)
-
-
-def frame_with(app, column: str) -> pd.DataFrame:
-    """The first table of the page with ``column`` (found by its columns, not its position)."""
-    return next(df.value for df in app.dataframe if column in df.value.columns)
 
 
 def metrics(app) -> dict[str, str]:
