@@ -1,0 +1,22 @@
+"""Readers of what an AppTest page rendered, shared by the page tests: chart specs, captions, a table by column."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+
+def chart_specs(app) -> list[dict]:
+    """The plotly figure specs of the page, in page order."""
+    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
+
+
+def captions(app) -> str:
+    """Every caption of the page, joined by spaces."""
+    return " ".join(c.value for c in app.caption)
+
+
+def frame_with(app, column: str) -> pd.DataFrame:
+    """The first table of the page with ``column`` (found by its columns, not its position)."""
+    return next(df.value for df in app.dataframe if column in df.value.columns)
