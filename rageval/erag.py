@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from rageval.generation.base import DecodingSettings, Generator
 from rageval.measures import compute_measures
-from rageval.prompts import RELEVANCE_FEW_SHOT, PromptTemplate, build_qa_prompt, build_relevance_prompt, parse_yes_no
+from rageval.prompts import QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate, build_qa_prompt, build_relevance_prompt, parse_yes_no
 from rageval.store import DocOutput, E2EOutput, Label, LabelEvidence, MeasureValue, labels_as_qrels
 from rageval.text_metrics import answer_accuracy, contains_answer, exact_match, rouge_l, token_f1
 from rageval.types import Passage, Query, Ranking
@@ -80,6 +80,11 @@ class EragSettings:
     decoding: DecodingSettings = field(default_factory=DecodingSettings)
     batch_size: int = 8
     cutoffs: tuple[int, ...] = (1, 5, 10)
+    prompt: PromptTemplate = QA_FEW_SHOT
+
+    def prompt_builder(self, generator: Generator) -> Callable[[str, Sequence[Passage]], str]:
+        """:func:`prompt_builder` with this run's QA prompt template."""
+        return prompt_builder(generator, self.prompt)
 
     def __post_init__(self):
         if self.metric not in ALL_METRICS:
@@ -103,10 +108,17 @@ def _top_k(ranking: Ranking, k: int) -> tuple[str, ...]:
     return ranking.passage_ids[:k]
 
 
-def prompt_builder(generator: Generator) -> Callable[[str, Sequence[Passage]], str]:
+def prompt_builder(generator: Generator, template: PromptTemplate = QA_FEW_SHOT
+                   ) -> Callable[[str, Sequence[Passage]], str]:
     """How to ask ``generator`` a question with passages: its own ``build_prompt`` when it has one (a FiD
-    reader encodes each passage separately), else the few-shot in-prompt augmentation of ``rageval.prompts``."""
-    return getattr(generator, "build_prompt", None) or build_qa_prompt
+    reader encodes each passage separately), else the few-shot in-prompt augmentation of ``rageval.prompts``
+    with ``template``."""
+    own = getattr(generator, "build_prompt", None)
+    if own:
+        return own
+    if template is QA_FEW_SHOT:
+        return build_qa_prompt
+    return lambda question, passages: build_qa_prompt(question, passages, template)
 
 
 def compute_erag_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking],
@@ -114,7 +126,7 @@ def compute_erag_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking
                         on_progress: ProgressCallback | None = None) -> tuple[list[DocOutput], list[Label]]:
     """eRAG labels G_q[d] = E(M(q, {d}), y) for the top-k of every query's ranking, with the outputs M(q, {d})."""
     pairs = [(q, pid) for q in queries for pid in _top_k(rankings[q.query_id], settings.k)]
-    build = prompt_builder(generator)
+    build = settings.prompt_builder(generator)
     prompts = [build(q.text, [passages[pid]]) for q, pid in pairs]
     outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress)
     doc_outputs = [DocOutput(q.query_id, pid, out) for (q, pid), out in zip(pairs, outputs)]
@@ -140,7 +152,7 @@ def compute_e2e(queries: Sequence[Query], rankings: Mapping[str, Ranking], passa
     """End-to-end outputs M(q, R_k) (the whole top-k in one prompt, best first) and their score E(., y), at
     ``k`` (default ``settings.k``)."""
     k = settings.k if k is None else k
-    build = prompt_builder(generator)
+    build = settings.prompt_builder(generator)
     prompts = [build(q.text, [passages[pid] for pid in _top_k(rankings[q.query_id], k)]) for q in queries]
     outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress)
     scores = score_outputs(settings.metric, outputs, [q.answers for q in queries])

@@ -19,21 +19,19 @@ a killed build loses nothing and a rebuild costs no LLM call):
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
-from rageval import __version__, erag
+from rageval import erag
 from rageval import reteval as llm_reteval
 from rageval.generation.base import DecodingSettings
-from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT
 from rageval.store import Run, write_run
-from rageval.types import Passage, Query, Ranking, ScoredPassage
+from rageval.types import Query, Ranking, ScoredPassage
 
 RETRIEVER_DESCRIPTIONS = {
     "bm25": "bm25 (pyserini Lucene, k1=0.9, b=0.4) over the rageval corpus",
@@ -60,6 +58,8 @@ class RunPlan:
     reteval_settings: llm_reteval.RetEvalSettings = field(default_factory=llm_reteval.RetEvalSettings)
     offset: int = 0
     folder: str = ""                 # sub-folder of the runs folder ("" = top level, listed first)
+    metric: str = "em"               # the answer metric of the E2E scores
+    max_new_tokens: int = 16
 
     def __post_init__(self):
         if self.retriever not in RETRIEVER_DESCRIPTIONS:
@@ -184,114 +184,47 @@ def _stderr(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: DecodingSettings = DecodingSettings(),
-              batch_size: int = 8, log: Log = _stderr, command: str = "") -> Run:
-    """Compute everything :class:`RunPlan` asks for (see the module docstring). ``generator`` should be a
+def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: DecodingSettings | None = None,
+              batch_size: int = 8, log: Log = _stderr, command: str = "", progress=None) -> Run:
+    """Compute everything :class:`RunPlan` asks for with the one pipeline (:func:`rageval.pipeline.evaluate.
+    evaluate_run`), then the re-ranking check (see the module docstring). ``generator`` should be a
     :class:`~rageval.generation.cache.CachedGenerator`: its hit/miss counters are stored with the run."""
-    timings: dict[str, float] = {}
-    hits_at_start, misses_at_start = generator.hits, generator.misses
+    from rageval.pipeline.evaluate import EvaluationOptions, evaluate_run
 
-    def stage(name: str):
-        started = time.perf_counter()
-
-        def done():
-            timings[name] = round(time.perf_counter() - started, 1)
-            log(f"[{plan.name}] {name}: {timings[name]} s (LLM calls so far: "
-                f"{getattr(generator, 'hits', '?')} cached, {getattr(generator, 'misses', '?')} new)")
-        return done
-
-    done = stage("rankings")
+    decoding = decoding or DecodingSettings(max_new_tokens=plan.max_new_tokens)
+    started = time.perf_counter()
     queries = plan_queries(plan, resources)
     rankings = plan_rankings(plan, queries, resources)
     passages = resources.passages
-    done()
-
-    settings = erag.EragSettings(k=plan.k, metric="em", decoding=decoding, batch_size=batch_size,
-                                 cutoffs=tuple(sorted(set(plan.e2e_ks))))
-    done = stage("erag")
-    doc_outputs, _ = erag.compute_erag_labels(queries, rankings, passages, generator, settings)
-    labels = erag.metric_labels(doc_outputs, {q.query_id: q for q in queries}, plan.label_metrics)
-    done()
-
-    done = stage("e2e")
-    e2e_outputs = [o for k in sorted(set(plan.e2e_ks))
-                   for o in erag.compute_e2e(queries, rankings, passages, generator, settings, k=k)]
-    done()
-
-    labels += erag.compute_reference_labels(queries, rankings, passages, plan.k)
-    evidence = []
-    if plan.llm_relevance:
-        done = stage("llm_relevance")
-        relevance, evidence = erag.compute_llm_relevance_labels(queries, rankings, passages, generator, plan.k)
-        labels += relevance
-        done()
-
-    semi_gold, verdicts, failures = [], [], []
-    if plan.reteval:
-        done = stage("reteval")
-        semi_gold, verdicts, failures = run_reteval(plan, queries, rankings, passages, e2e_outputs, generator,
-                                                    resources)
-        done()
-
-    done = stage("measures")
-    measure_values = erag.compute_measure_values(labels, rankings, settings.cutoffs)
-    done()
-
-    hits_before, misses_before = generator.hits, generator.misses
-    erag.compute_erag_labels(queries, _reversed(rankings, plan.k), passages, generator, settings)
-    rerank_check = {"reranking": f"each top-{plan.k} reversed, eRAG labels recomputed",
-                    "cache_hits": generator.hits - hits_before, "cache_misses": generator.misses - misses_before}
-    log(f"[{plan.name}] re-ranking check: {rerank_check}")
-
-    used_ids = {pid for r in rankings.values() for pid in r.passage_ids[:plan.k]}
-    used_ids |= {pid for q in queries for pid in q.gold_passage_ids}
-    run_settings = {
+    rankings_s = round(time.perf_counter() - started, 1)
+    log(f"[{plan.name}] rankings: {rankings_s} s")
+    used_ids = dict.fromkeys([pid for q in queries for pid in rankings[q.query_id].passage_ids[:plan.k]]
+                             + [pid for q in queries for pid in q.gold_passage_ids])
+    base = Run(settings={
         "name": plan.name, "dataset": plan.dataset,
         "dataset_slice": f"questions {plan.offset}..{plan.offset + len(queries) - 1} of the shipped "
                          f"{'NQ-open test' if plan.dataset == 'nq_open' else 'HotpotQA dev (distractor)'} file, in file order",
-        "num_queries": len(queries), "retriever": RETRIEVER_DESCRIPTIONS[plan.retriever], "retriever_name": plan.retriever,
-        "k": plan.k, "e2e_ks": sorted(set(plan.e2e_ks)), "model_id": generator.model_id,
-        "prompt": QA_FEW_SHOT.identifier,
-        "prompts": {t.identifier: asdict(t) for t in (QA_FEW_SHOT, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)},
-        "decoding": {"max_new_tokens": decoding.max_new_tokens, "temperature": decoding.temperature,
-                     "stop": list(decoding.stop)},
-        "label_metric": "em", "label_metrics": list(plan.label_metrics),
-        "label_methods": sorted({x.method for x in labels}),
-        "graded_label_methods": sorted({x.method for x in labels if erag.is_graded_method(x.method)}),
-        "graded_measures": list(erag.GRADED_MEASURES),
-        "reteval": plan.reteval_settings.as_dict() if plan.reteval else None,
-        "corpus": {"passages": len(resources.corpus.passages)}, "notes": CORPUS_NOTE,
-        "llm_calls": {"cache_hits": hits_before - hits_at_start, "cache_misses": misses_before - misses_at_start},
-        "rerank_check": rerank_check, "timing_s": timings,
-        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "rageval_version": __version__, "command": command,
-    }
-    return Run(settings=run_settings, queries=queries,
-               passages=[passages[pid] for pid in sorted(used_ids) if pid in passages],
-               rankings=[Ranking(q.query_id, rankings[q.query_id].passages[:plan.k]) for q in queries],
-               doc_outputs=doc_outputs, labels=labels, e2e_outputs=e2e_outputs, measure_values=measure_values,
-               label_evidence=evidence, semi_gold_outputs=semi_gold, verdicts=verdicts, failure_cases=failures)
+        "retriever": RETRIEVER_DESCRIPTIONS[plan.retriever], "retriever_name": plan.retriever,
+        "corpus": {"passages": len(resources.corpus.passages)}, "notes": CORPUS_NOTE, "command": command},
+        queries=queries, passages=[passages[pid] for pid in used_ids if pid in passages],
+        rankings=[Ranking(q.query_id, rankings[q.query_id].passages[:plan.k]) for q in queries])
+    options = EvaluationOptions(
+        methods=("erag", "e2e", "baselines") + (("reteval",) if plan.reteval else ()), ks=tuple(sorted(set(plan.e2e_ks))),
+        label_metrics=plan.label_metrics, metric=plan.metric, llm_relevance=plan.llm_relevance,
+        reteval=plan.reteval_settings, decoding=decoding, batch_size=batch_size)
+    run = evaluate_run(base, generator, options, log=lambda message: log(f"[{plan.name}] {message}"),
+                       progress=progress, encoder=resources.encoder if plan.reteval else None)
+    run.settings["timing_s"] = {"rankings": rankings_s, **run.settings["timing_s"]}
 
-
-def run_reteval(plan: RunPlan, queries: Sequence[Query], rankings: Mapping[str, Ranking],
-                passages: Mapping[str, Passage], e2e_outputs, generator, resources: Resources):
-    """Semi-gold samples, every judge's verdicts at every LLM-retEval k, and the failure cases of each judge."""
-    options = plan.reteval_settings
-    gold_passages = {q.query_id: [passages[p] for p in q.gold_passage_ids if p in passages] for q in queries}
-    semi_gold = llm_reteval.sample_semi_gold(queries, gold_passages, generator, erag.prompt_builder(generator),
-                                         options.semi_gold)
-    semi_by_query: dict[str, list[str]] = {}
-    for output in semi_gold:
-        semi_by_query.setdefault(output.query_id, []).append(output.output)
-    answers_at_k = {k: {o.query_id: o.output for o in e2e_outputs if o.k == k} for k in options.ks}
-    verdicts = []
-    for name in options.judges:
-        judge = llm_reteval.make_judge(name, generator=generator, encoder=resources.encoder,
-                                   f1_threshold=options.f1_threshold, cosine_threshold=options.cosine_threshold)
-        verdicts += llm_reteval.judge_answers(judge, queries, answers_at_k, semi_by_query)
-    retrieved = {q.query_id: [passages[p] for p in rankings[q.query_id].passage_ids] for q in queries}
-    failures = llm_reteval.find_failure_cases(queries, retrieved, gold_passages, answers_at_k, semi_by_query, verdicts)
-    return semi_gold, verdicts, failures
+    settings = erag.EragSettings(k=plan.k, metric=plan.metric, decoding=decoding, batch_size=batch_size,
+                                 cutoffs=options.ks)
+    hits_before, misses_before = generator.hits, generator.misses
+    erag.compute_erag_labels(queries, _reversed(rankings, plan.k), passages, generator, settings)
+    run.settings["rerank_check"] = {"reranking": f"each top-{plan.k} reversed, eRAG labels recomputed",
+                                    "cache_hits": generator.hits - hits_before,
+                                    "cache_misses": generator.misses - misses_before}
+    log(f"[{plan.name}] re-ranking check: {run.settings['rerank_check']}")
+    return run
 
 
 def build_demo_runs(out_dir: Path, plans: Sequence[RunPlan] = DEMO_PLANS, *, scale: float = 1.0,

@@ -54,15 +54,16 @@ from typing import Self
 import pandas as pd
 
 from rageval import erag
-from rageval.cli import DEFAULT_BASE_URL, DEFAULT_MODEL
 from rageval.errors import RagevalError, StoreError
+from rageval.generation import factory
 from rageval.generation.base import DecodingSettings, Generator
+from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 from rageval.store import APPLICATION_ID, Label, LabelEvidence, MeasureValue, RunReader
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 LABEL_KINDS = ("erag", "llm_relevance")
 BACKENDS = ("transformers", "openai")
-DTYPES = ("float32", "bfloat16", "float16")
+DTYPES = factory.DTYPES
 #: Statuses stored in the jobs database; :func:`job_status` adds ``interrupted`` (active, but its worker is gone).
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 INTERRUPTED = "interrupted"
@@ -655,66 +656,29 @@ def write_method_measures(path: str | os.PathLike, method: str, base_method: str
 
 # --- the model -------------------------------------------------------------------------------------------
 
+def model_settings(spec: JobSpec) -> factory.ModelSettings:
+    """The job's model as the one generator factory describes it."""
+    return factory.ModelSettings(model=spec.model, backend=spec.backend, base_url=spec.base_url, api=spec.api,
+                                 api_key_env=spec.api_key_env, device=spec.device, dtype=spec.dtype,
+                                 batch_size=spec.batch_size)
+
+
 def check_model(spec: JobSpec) -> None:
-    """Fail early, without loading anything, when the model cannot be found: a local model must be the packaged
-    default, a folder with a ``config.json``, or a Hugging Face id already in the local cache (nothing is ever
-    downloaded); a server needs an http(s) base URL."""
-    if spec.backend == "openai":
-        from rageval.generation.openai_backend import normalize_base_url
-
-        normalize_base_url(spec.base_url)
-        return
-    if spec.model == DEFAULT_MODEL:
-        return
-    folder = Path(spec.model).expanduser()
-    if folder.is_dir():
-        if not (folder / "config.json").is_file():
-            raise JobError(f"model {spec.model!r}: that folder has no config.json, so it is not a Hugging Face model")
-        return
-    if folder.exists():
-        raise JobError(f"model {spec.model!r}: expected a model folder, got a file")
-    from huggingface_hub import try_to_load_from_cache
-    from huggingface_hub.errors import HFValidationError
-
+    """Fail early, without loading anything, when the job's model cannot be found
+    (:func:`rageval.generation.factory.check_model`)."""
     try:
-        cached = try_to_load_from_cache(spec.model, "config.json")
-    except HFValidationError:  # not a valid hub id (e.g. a path that does not exist): not cached either
-        cached = None
-    if not isinstance(cached, str):
-        raise JobError(f"model {spec.model!r}: no such local folder and not in the local Hugging Face cache "
-                       f"(nothing is downloaded); give '{DEFAULT_MODEL}', a model folder with config.json, or use "
-                       "an OpenAI-compatible server")
+        factory.check_model(model_settings(spec))
+    except factory.ModelError as error:
+        raise JobError(str(error)) from error
 
 
 def load_job_generator(spec: JobSpec) -> Generator:
-    """The job's model: the packaged Gemma, a local causal LM (or T5-style reader) via transformers on
-    ``spec.device`` (auto: CUDA when present), or an OpenAI-compatible server. Loading errors become a
+    """The job's model from :func:`rageval.generation.factory.load_generator`; loading errors become a
     :class:`JobError` naming the model."""
-    check_model(spec)
     try:
-        if spec.backend == "openai":
-            from rageval.cli import load_generator
-
-            return load_generator(spec.model, spec.batch_size, "openai", base_url=spec.base_url,
-                                  api_key_env=spec.api_key_env, api=spec.api)
-        if spec.model == DEFAULT_MODEL:
-            from rageval.generation.gemma import load_gemma_generator
-
-            return load_gemma_generator(device=spec.device, batch_size=spec.batch_size, dtype=spec.dtype)
-        config = json.loads((Path(spec.model).expanduser() / "config.json").read_text()) \
-            if Path(spec.model).expanduser().is_dir() else {}
-        if config.get("is_encoder_decoder"):
-            from rageval.generation.fid import FiDGenerator
-
-            return FiDGenerator(spec.model, device=spec.device, batch_size=spec.batch_size)
-        from rageval.generation.transformers_backend import TransformersGenerator
-
-        return TransformersGenerator(spec.model, device=spec.device, batch_size=spec.batch_size, dtype=spec.dtype)
-    except RagevalError:
-        raise
-    except Exception as error:
-        raise JobError(f"model {spec.model!r} ({spec.backend}) could not be loaded: "
-                       f"{type(error).__name__}: {error}") from error
+        return factory.load_generator(model_settings(spec))
+    except factory.ModelError as error:
+        raise JobError(str(error)) from error
 
 
 def _device_of(generator) -> str:

@@ -25,3 +25,13 @@ def cache_dir() -> Path:
 def shared_data_dir() -> Path:
     """The team's shared data folder (``../shared/data`` beside the checkout), used only to refresh ``data/``."""
     return Path(os.environ.get("RAGEVAL_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+def user_runs_dir() -> Path:
+    """Where the user's own runs go: ``$RAGEVAL_RUNS_DIR``, else ``$XDG_DATA_HOME/rageval/runs``, else
+    ``~/.local/share/rageval/runs``. Never inside the checkout: the shipped demo runs (``data/runs``) are read-only."""
+    explicit = os.environ.get("RAGEVAL_RUNS_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "rageval" / "runs"

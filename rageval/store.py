@@ -404,6 +404,36 @@ class RunReader:
         return {q: Ranking(q, tuple(ps)) for q, ps in grouped.items()}
 
 
+def read_run(path: str | os.PathLike) -> Run:
+    """The whole run file as a :class:`Run` (what a job that completes a run starts from and rewrites)."""
+    with RunReader(path) as reader:
+        conn = reader._connection
+
+        def rows(table: str, sql: str) -> list[tuple]:
+            return list(conn.execute(sql)) if table in reader._tables else []
+
+        queries = [Query(q, t, tuple(json.loads(a)), tuple(json.loads(g)), d) for q, t, a, g, d in rows(
+            "queries", "SELECT query_id, text, answers, gold_passage_ids, dataset FROM queries ORDER BY rowid")]
+        rankings = reader.rankings()
+        return Run(
+            settings=reader.settings(), queries=queries,
+            passages=[Passage(*r) for r in rows("passages", "SELECT passage_id, title, text, source FROM passages")],
+            rankings=[rankings[q.query_id] for q in queries if q.query_id in rankings],
+            doc_outputs=[DocOutput(*r) for r in rows("doc_outputs", "SELECT query_id, passage_id, output FROM doc_outputs")],
+            labels=[Label(*r) for r in rows("labels", "SELECT method, query_id, passage_id, value FROM labels")],
+            e2e_outputs=[E2EOutput(*r) for r in rows("e2e_outputs", "SELECT query_id, k, output, score FROM e2e_outputs")],
+            measure_values=[MeasureValue(*r) for r in rows(
+                "measure_values", "SELECT method, measure, query_id, value FROM measure_values")],
+            label_evidence=[LabelEvidence(*r) for r in rows(
+                "label_evidence", "SELECT method, query_id, passage_id, evidence FROM label_evidence")],
+            semi_gold_outputs=[SemiGoldOutput(*r) for r in rows(
+                "semi_gold_outputs", "SELECT query_id, sample, output FROM semi_gold_outputs")],
+            verdicts=[Verdict(j, ref, q, k, bool(v), e) for j, ref, q, k, v, e in rows(
+                "verdicts", "SELECT judge, reference, query_id, k, verdict, evidence FROM verdicts")],
+            failure_cases=[FailureCase(*r) for r in rows(
+                "failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases")])
+
+
 def list_runs(folder: str | os.PathLike) -> list[Path]:
     """Run files (``*.sqlite``) in ``folder``, newest first, then those in its sub-folders (newest first).
 

@@ -399,7 +399,7 @@ def _finish(problems: _Problems, form: str, files: Mapping[str, str], *, dataset
 
 # --- form (a): TREC run + qrels + queries + passages ---------------------------------------------------
 
-_QUERY_FIELDS = ("query_id", "text", "answers")
+_QUERY_FIELDS = ("query_id", "text", "answers", "gold_passage_ids")
 _PASSAGE_FIELDS = ("passage_id", "title", "text")
 
 
@@ -410,6 +410,7 @@ def _read_queries(file: UploadFile, problems: _Problems, limits: UploadLimits) -
         fields = _Fields(record, file.name, number, problems, limits)
         fields.warn_unknown(_QUERY_FIELDS, seen)
         query_id, text, answers = fields.identifier("query_id"), fields.text("text"), fields.string_list("answers")
+        gold = fields.string_list("gold_passage_ids", "passage id")
         if not fields.ok:
             continue
         if query_id in queries:
@@ -420,7 +421,7 @@ def _read_queries(file: UploadFile, problems: _Problems, limits: UploadLimits) -
             problems.error(file.name, number, f"more than {limits.max_queries:,} queries; the limit is "
                                               f"{limits.max_queries:,} per run")
             break
-        queries[query_id] = (number, Query(query_id, text, tuple(answers)))
+        queries[query_id] = (number, Query(query_id, text, tuple(answers), tuple(dict.fromkeys(gold))))
     return queries
 
 
@@ -596,8 +597,10 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
         return UploadResult(None, problems.result())
 
     stored = [query for query_id, (_, query) in queries.items() if query_id in ranked]
+    # The qrels' positive passages are a judged query's gold passages; otherwise the queries file's own.
     stored = [dataclasses.replace(q, dataset=dataset, gold_passage_ids=tuple(
-        p for p, v in qrels.get(q.query_id, (0, {}))[1].items() if v > 0)) for q in stored]
+        p for p, v in qrels[q.query_id][1].items() if v > 0) if q.query_id in qrels else q.gold_passage_ids)
+        for q in stored]
     rankings = [Ranking(q.query_id, tuple(ScoredPassage(x.passage_id, x.score)
                                           for x in ordered[q.query_id])) for q in stored]
     labels = [Label(QRELS_METHOD, q.query_id, p, v) for q in stored
@@ -606,6 +609,33 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
     kept_passages = [passages[p][1] for p in used if p in passages]
     return _finish(problems, "trec", files, dataset=dataset, retriever=retriever or ", ".join(tags), model=model,
                    queries=stored, passages=kept_passages, rankings=rankings, labels=labels)
+
+
+def _raise_first_error(problems: _Problems) -> None:
+    errors = [p for p in problems.result() if p.severity == ERROR]
+    if errors:
+        more = f" ({len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        first = errors[0]
+        where = first.file if first.line is None else f"{first.file}, line {first.line}"
+        raise UploadError(f"{where}: {first.message}{more}")
+
+
+def read_queries_file(file: UploadFile, limits: UploadLimits = DEFAULT_LIMITS) -> dict[str, tuple[int, Query]]:
+    """The queries of a queries JSONL (``query_id``, ``text``, optional ``answers`` and ``gold_passage_ids``) with
+    their line numbers, in file order; the first error (file, line, field) raises :class:`UploadError`."""
+    problems = _Problems(limits.max_problems_per_file)
+    queries = _read_queries(file, problems, limits)
+    _raise_first_error(problems)
+    return queries
+
+
+def read_passages_file(file: UploadFile, limits: UploadLimits = DEFAULT_LIMITS) -> dict[str, Passage]:
+    """The passages of a passages (corpus) JSONL (``passage_id``, optional ``title``, ``text``), in file order; the
+    first error (file, line, field) raises :class:`UploadError`."""
+    problems = _Problems(limits.max_problems_per_file)
+    passages = _read_passages(file, problems, limits)
+    _raise_first_error(problems)
+    return {passage_id: passage for passage_id, (_, passage) in passages.items()}
 
 
 # --- form (b): one JSONL with answers --------------------------------------------------------------------

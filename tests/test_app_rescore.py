@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval import jobs
-from rageval.cli import DEFAULT_MODEL
+from rageval.generation.factory import DEFAULT_MODEL
 from rageval.generation.base import FakeGenerator
 from tests.run_fixtures import N_QUERIES, K, make_small_run
 from tests.test_jobs import METHOD, MODEL, TOTAL, reader_rule

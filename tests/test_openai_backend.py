@@ -304,18 +304,20 @@ def test_base_url_and_model_id():
         OpenAIGenerator("http://h:1", "qwen", concurrency=0)
 
 
-def test_cli_loads_the_openai_backend_with_the_key_from_the_environment(monkeypatch):
-    from rageval.cli import load_generator
+def test_factory_loads_the_openai_backend_with_the_key_from_the_environment(monkeypatch):
+    from rageval.generation.factory import ModelSettings, expected_model_id, load_generator
 
     monkeypatch.setenv("RAGEVAL_TEST_KEY", "sk-local")
     with Scripted([(200, completion("Paris"))]) as scripted:
-        generator = load_generator("qwen", 3, "openai", base_url=scripted.url, api_key_env="RAGEVAL_TEST_KEY")
+        settings = ModelSettings("qwen", "openai", base_url=scripted.url, api_key_env="RAGEVAL_TEST_KEY", batch_size=3)
+        generator = load_generator(settings)
         assert generator.model_id == f"openai-compatible:qwen@{scripted.url}/v1" and generator.concurrency == 3
+        assert expected_model_id(settings) == generator.model_id  # what --dry-run looks the cache up with
         assert generator.generate(["q"], GREEDY) == ["Paris"]
     assert scripted.authorizations == ["Bearer sk-local"] and scripted.bodies[0]["model"] == "qwen"
     monkeypatch.delenv("RAGEVAL_TEST_KEY")
     with pytest.raises(RagevalError, match="RAGEVAL_TEST_KEY"):
-        load_generator("qwen", 3, "openai", base_url=scripted.url, api_key_env="RAGEVAL_TEST_KEY")
+        load_generator(settings)
 
 
 def test_an_unknown_model_is_a_404_naming_the_served_one(server):

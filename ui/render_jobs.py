@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from rageval import erag, jobs
-from rageval.cli import DEFAULT_BASE_URL, DEFAULT_MODEL
+from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 from ui import render
 
 LABEL_KIND_NAMES = {"erag": "eRAG utility: the model answers from each passage alone, scored against the gold answers",

@@ -336,7 +336,7 @@ def serve(generator: Generator, host: str = "127.0.0.1", port: int = 0, *, model
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rageval.cli import DEFAULT_MODEL, load_generator
+    from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator
 
     parser = argparse.ArgumentParser(prog="python -m rageval.generation.server", description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=DEFAULT_MODEL,
@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8)
     args = parser.parse_args(argv)
 
-    generator = load_generator(args.model, args.batch_size)
+    generator = load_generator(ModelSettings(model=args.model, batch_size=args.batch_size))
     httpd = make_server(generator, args.host, args.port, model_name=args.served_model_name or args.model,
                         verbose=True)
     host, port = httpd.server_address[:2]

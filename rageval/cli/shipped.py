@@ -1,17 +1,7 @@
-"""The ``rageval`` command line (also ``python -m rageval``).
+"""``rageval`` commands on the shipped data: the corpus, its BM25 index, ``erag`` on an NQ-open slice, the
+retriever comparison, the rerankers, sub-query retrieval, the demo runs, the cost report and docs/results.md.
 
-    rageval build-corpus            build the deduplicated passage corpus from data/ and print its sizes
-    rageval build-index             build (once, cached) the BM25 Lucene index over that corpus
-    rageval erag --num-queries 100  BM25 top-k -> RAG LLM per passage -> eRAG labels + E2E -> a run file
-    rageval info RUN                what a run file holds and its aggregate measures
-    rageval eval-retrieval          BM25 / dense / hybrid / reranked retrieval vs gold passages
-    rageval train-reranker          train (once, cached) the MiniLM cross-encoder NQ reranker
-    rageval subquery-retrieval      LLM sub-queries -> BM25 each -> fused ranking, vs BM25 and MAX
-    rageval train-nli               train (once, cached) the MiniLM NLI model; accuracy on held-out test splits
-    rageval attribution             HAGRID attributed answers (G / RTG / GTR, gold answers) NLI-scored -> a run file
-    rageval ium                     offline + online IUM with four agents and the baselines -> a run file
-    rageval upload --name NAME ...  your own run (TREC files or JSONL with answers) -> a run file
-    rageval rescore start RUN ...   label a run's passages again with another model (background job, resumable)
+Your own data goes through ``rageval evaluate`` (:mod:`rageval.cli.evaluate`) instead.
 """
 
 from __future__ import annotations
@@ -23,48 +13,36 @@ import time
 from pathlib import Path
 
 from rageval import __version__
+from rageval.cli.common import CORPUS_NOTE, stage_progress
+from rageval.cli.common import bm25_index as _bm25_index
+from rageval.cli.common import load_corpus as _load_corpus
+from rageval.cli.common import progress_bar as _progress_bar
 from rageval.errors import RagevalError
-from rageval.paths import DATA_DIR, REPO_ROOT, RUNS_DIR
-
-DEFAULT_MODEL = "gemma-3-270m"
-DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"  # vLLM's and our test server's default port
-
-CORPUS_NOTE = (
-    "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, 2Wiki and "
-    "wiki-18 samples). Only the NQ gold passages are on-topic for NQ, so retrieval here is easier than over "
-    "full Wikipedia.")
+from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings, load_generator
+from rageval.paths import DATA_DIR, REPO_ROOT, RUNS_DIR, user_runs_dir
 
 
-def _progress_bar(description: str, total: int):
-    """A tqdm bar (with rate and ETA) on stderr, and the (done, total) callback that advances it."""
-    from tqdm import tqdm
+def cmd_erag(args: argparse.Namespace) -> int:
+    """eRAG labels + E2E answers for an NQ-open slice: the pipeline on the shipped NQ configuration."""
+    from rageval.experiments import Resources, RunPlan, build_run
+    from rageval.generation.cache import CachedGenerator, LLMCache
+    from rageval.store import write_run
 
-    bar = tqdm(total=total, desc=description, unit="prompt", file=sys.stderr, dynamic_ncols=True)
+    cutoffs = tuple(sorted({c for c in (1, 5, 10, 20) if c <= args.k} | {args.k}))
+    plan = RunPlan(Path(args.out).stem, "nq_open", "bm25", args.num_queries, k=args.k, e2e_ks=cutoffs,
+                   metric=args.metric, llm_relevance=False, offset=args.offset, max_new_tokens=args.max_new_tokens)
+    cache = LLMCache(args.cache) if args.cache else LLMCache()
+    generator = CachedGenerator(load_generator(ModelSettings(
+        model=args.model, backend=args.backend, base_url=args.base_url, api=args.api, api_key_env=args.api_key_env,
+        batch_size=args.batch_size)), cache)
+    run = build_run(plan, Resources(_load_corpus(args.data_dir)), generator, batch_size=args.batch_size,
+                    command="rageval " + " ".join(sys.argv[1:]), progress=stage_progress())
+    path = write_run(run, args.out)
+    print(f"wrote {path}")
+    from rageval.cli.runs import print_summary
 
-    def update(done: int, _total: int) -> None:
-        bar.update(done - bar.n)
-
-    return bar, update
-
-
-def _load_corpus(data_dir: Path):
-    from rageval.corpus import build_corpus
-
-    started = time.perf_counter()
-    corpus = build_corpus(data_dir)
-    print(f"corpus: {len(corpus.passages):,} passages, {len(corpus.nq_queries):,} NQ-open queries "
-          f"({time.perf_counter() - started:.1f} s)", file=sys.stderr)
-    return corpus
-
-
-def _bm25_index(corpus):
-    from rageval.corpus import corpus_fingerprint
-    from rageval.retrieval.bm25 import load_or_build_bm25_index
-
-    started = time.perf_counter()
-    index_dir = load_or_build_bm25_index(corpus.passages, corpus_fingerprint(corpus))
-    print(f"BM25 index: {index_dir} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
-    return index_dir
+    print_summary(path)
+    return 0
 
 
 def cmd_build_corpus(args: argparse.Namespace) -> int:
@@ -84,138 +62,6 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
 
 def cmd_build_index(args: argparse.Namespace) -> int:
     _bm25_index(_load_corpus(args.data_dir))
-    return 0
-
-
-def load_generator(model: str, batch_size: int, backend: str = "transformers", *,
-                   base_url: str = DEFAULT_BASE_URL, api_key_env: str | None = None, api: str = "completions"):
-    """The RAG LLM named by ``model``.
-
-    ``backend="transformers"``: the packaged Gemma-3-270M by default, else any local HF model path/id, run in
-    process. ``backend="openai"``: ``model`` is the name an OpenAI-compatible server at ``base_url`` serves
-    (vLLM, Ollama, ``python -m rageval.generation.server``), ``batch_size`` requests at a time, with the API
-    key read from the environment variable ``api_key_env`` when given.
-    """
-    if backend == "openai":
-        import os
-
-        from rageval.generation.openai_backend import OpenAIGenerator
-
-        api_key = None
-        if api_key_env:
-            api_key = os.environ.get(api_key_env)
-            if not api_key:
-                raise RagevalError(f"--api-key-env {api_key_env}: that environment variable is not set or empty")
-        return OpenAIGenerator(base_url, model, api=api, concurrency=batch_size, api_key=api_key)
-    if backend != "transformers":
-        raise RagevalError(f"backend {backend!r}: expected 'transformers' or 'openai'")
-    if model == DEFAULT_MODEL:
-        from rageval.generation.gemma import load_gemma_generator
-
-        return load_gemma_generator(batch_size=batch_size)
-    if _is_encoder_decoder(model):
-        from rageval.generation.fid import FiDGenerator
-
-        return FiDGenerator(model, batch_size=batch_size)  # eRAG and E2E then read passages with FiD
-    from rageval.generation.transformers_backend import TransformersGenerator
-
-    return TransformersGenerator(model, batch_size=batch_size)
-
-
-def _is_encoder_decoder(model: str) -> bool:
-    """Whether the local model folder ``model`` holds an encoder-decoder (T5-style) model."""
-    import json
-
-    config = Path(model) / "config.json"
-    return config.is_file() and bool(json.loads(config.read_text()).get("is_encoder_decoder"))
-
-
-def cmd_erag(args: argparse.Namespace) -> int:
-    from rageval import erag
-    from rageval.generation.base import DecodingSettings
-    from rageval.generation.cache import CachedGenerator, LLMCache
-    from rageval.prompts import QA_FEW_SHOT
-    from rageval.retrieval.bm25 import BM25Retriever
-    from rageval.store import Run, write_run
-
-    started = time.perf_counter()
-    corpus = _load_corpus(args.data_dir)
-    queries = list(corpus.nq_queries[args.offset:args.offset + args.num_queries])
-    if not queries:
-        raise RagevalError(f"no NQ-open queries in the slice offset={args.offset}, n={args.num_queries}")
-    retriever = BM25Retriever(_bm25_index(corpus))
-    rankings = retriever.batch_search(queries, args.k)
-    passages = {p.passage_id: p for p in corpus.passages}
-
-    settings = erag.EragSettings(k=args.k, metric=args.metric,
-                                 decoding=DecodingSettings(max_new_tokens=args.max_new_tokens),
-                                 batch_size=args.batch_size,
-                                 cutoffs=tuple(sorted({c for c in (1, 5, 10, 20) if c <= args.k} | {args.k})))
-    cache = LLMCache(args.cache) if args.cache else LLMCache()
-    generator = CachedGenerator(load_generator(args.model, args.batch_size, args.backend, base_url=args.base_url,
-                                               api_key_env=args.api_key_env, api=args.api), cache)
-
-    bar, update = _progress_bar("eRAG: one passage per prompt", len(queries) * args.k)
-    with bar:
-        erag_started = time.perf_counter()
-        doc_outputs, erag_labels = erag.compute_erag_labels(queries, rankings, passages, generator, settings, update)
-        erag_seconds = time.perf_counter() - erag_started
-    bar, update = _progress_bar(f"E2E: top-{args.k} in one prompt", len(queries))
-    with bar:
-        e2e_started = time.perf_counter()
-        e2e_outputs = erag.compute_e2e(queries, rankings, passages, generator, settings, update)
-        e2e_seconds = time.perf_counter() - e2e_started
-
-    labels = erag_labels + erag.compute_reference_labels(queries, rankings, passages, args.k)
-    measure_values = erag.compute_measure_values(labels, rankings, settings.cutoffs)
-    used_ids = {pid for r in rankings.values() for pid in r.passage_ids} | {
-        pid for q in queries for pid in q.gold_passage_ids}
-    run_settings = {
-        "dataset": "nq_open", "dataset_slice": f"queries {args.offset}..{args.offset + len(queries) - 1} "
-                                               "of the NQ-open test questions (file order)",
-        "num_queries": len(queries), "retriever": "bm25 (pyserini Lucene, k1=0.9, b=0.4)", "k": args.k,
-        "model_id": generator.model_id, "prompt": QA_FEW_SHOT.identifier,
-        "decoding": {"max_new_tokens": settings.decoding.max_new_tokens, "temperature": settings.decoding.temperature,
-                     "stop": list(settings.decoding.stop)},
-        "label_metric": args.metric, "label_methods": sorted({x.method for x in labels}),
-        "corpus": {"passages": len(corpus.passages)}, "notes": CORPUS_NOTE,
-        "llm_calls": {"cache_hits": generator.hits, "cache_misses": generator.misses},
-        "timing_s": {"erag": round(erag_seconds, 1), "e2e": round(e2e_seconds, 1),
-                     "total": round(time.perf_counter() - started, 1)},
-        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "rageval_version": __version__, "command": "rageval " + " ".join(sys.argv[1:]),
-    }
-    run = Run(settings=run_settings, queries=queries,
-              passages=[passages[pid] for pid in sorted(used_ids) if pid in passages],
-              rankings=[rankings[q.query_id] for q in queries], doc_outputs=doc_outputs, labels=labels,
-              e2e_outputs=e2e_outputs, measure_values=measure_values)
-    path = write_run(run, args.out)
-    print(f"wrote {path}")
-    _print_summary(path)
-    return 0
-
-
-def _print_summary(path: Path) -> None:
-    from rageval.store import RunReader
-
-    with RunReader(path) as reader:
-        settings = reader.settings()
-        print(f"{settings.get('dataset')} | {settings.get('retriever')} | k={settings.get('k')} | "
-              f"{settings.get('model_id')} | {settings.get('num_queries')} queries")
-        labels = reader.labels()
-        for method, group in labels.groupby("method"):
-            print(f"  share of labels = 1 ({method}): {group['value'].mean():.3f} over {len(group)} labels")
-        queries = reader.query_table()
-        print(f"  E2E {settings.get('label_metric')}: {queries['e2e_score'].mean():.3f} over "
-              f"{queries['e2e_score'].notna().sum()} queries")
-        table = reader.measure_table()
-        if not table.empty:
-            wide = table.groupby(["method", "measure"])["value"].mean().unstack("measure")
-            print(wide.round(3).to_string())
-
-
-def cmd_info(args: argparse.Namespace) -> int:
-    _print_summary(args.run)
     return 0
 
 
@@ -349,7 +195,7 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
         raise RagevalError(f"--num-queries {args.num_queries}: no NQ-open queries selected")
     retriever = BM25Retriever(_bm25_index(corpus))
     cache = LLMCache(args.cache) if args.cache else LLMCache()
-    generator = CachedGenerator(load_generator(args.model, args.batch_size), cache)
+    generator = CachedGenerator(load_generator(ModelSettings(model=args.model, batch_size=args.batch_size)), cache)
     settings = DecodingSettings(max_new_tokens=args.max_new_tokens, stop=SUBQUERY_DECODING.stop)
     gen_started = time.perf_counter()
     subqueries = generate_subqueries(generator, [q.text for q in queries], settings)
@@ -457,20 +303,7 @@ def cmd_results(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    from rageval.export import export_run
-
-    path = export_run(args.run, args.what, args.out, fmt=args.format, method=args.method)
-    print(f"wrote {path}")
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rageval", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"rageval {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def add_parsers(sub) -> None:
     corpus = sub.add_parser("build-corpus", help="build the deduplicated corpus and print its sizes")
     corpus.add_argument("--data-dir", type=Path, default=DATA_DIR)
     corpus.add_argument("--out", type=Path, help="also write the corpus as gzip JSON lines")
@@ -499,7 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="/v1/completions (raw prompt) or /v1/chat/completions (--backend openai)")
     run.add_argument("--max-new-tokens", type=int, default=16)
     run.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
-    run.add_argument("--out", type=Path, default=RUNS_DIR / "nq_open-bm25-gemma3_270m-erag.sqlite")
+    run.add_argument("--out", type=Path, default=user_runs_dir() / "nq_open-bm25-gemma3_270m-erag.sqlite",
+                     help="the run file (default: in the user runs folder, $RAGEVAL_RUNS_DIR)")
     run.set_defaults(handler=cmd_erag)
 
     retrieval = sub.add_parser("eval-retrieval", help="Recall/nDCG/MRR of retrieval systems against gold "
@@ -575,43 +409,3 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a cost-report JSON file, or a folder of them (default: data/runs/cost)")
     results.add_argument("--out", type=Path, default=REPO_ROOT / "docs" / "results.md")
     results.set_defaults(handler=cmd_results)
-
-    export = sub.add_parser("export", help="write a run's labels, verdicts or failure cases as CSV, or one label "
-                                           "method as TREC qrels")
-    export.add_argument("run", type=Path)
-    export.add_argument("--what", choices=("labels", "verdicts", "failures"), default="labels")
-    export.add_argument("--format", choices=("csv", "qrels"), default="csv")
-    export.add_argument("--method", help="label method (required for qrels), e.g. erag:em")
-    export.add_argument("--out", type=Path, required=True)
-    export.set_defaults(handler=cmd_export)
-
-    from rageval.attribution.cli import add_parsers as add_attribution_parsers
-
-    add_attribution_parsers(sub)
-    from rageval.ium.cli import add_parsers as add_ium_parsers
-
-    add_ium_parsers(sub)
-    from rageval.upload import add_parsers as add_upload_parsers
-
-    add_upload_parsers(sub)
-    from rageval.jobs import add_parsers as add_rescore_parsers
-
-    add_rescore_parsers(sub)
-
-    info = sub.add_parser("info", help="print what a run file holds")
-    info.add_argument("run", type=Path)
-    info.set_defaults(handler=cmd_info)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.handler(args)
-    except RagevalError as error:
-        print(f"rageval: error: {error}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

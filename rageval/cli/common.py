@@ -1,0 +1,89 @@
+"""What several command groups share: progress bars on stderr, the shipped corpus and its BM25 index, and the
+model flags (one set, read into :class:`~rageval.generation.factory.ModelSettings`)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from rageval.generation.factory import BACKENDS, DEFAULT_BASE_URL, DEFAULT_MODEL, DTYPES, SMOLLM2_MODEL
+
+CORPUS_NOTE = (
+    "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, 2Wiki and "
+    "wiki-18 samples). Only the NQ gold passages are on-topic for NQ, so retrieval here is easier than over "
+    "full Wikipedia.")
+
+
+def progress_bar(description: str, total: int):
+    """A tqdm bar (with rate and ETA) on stderr, and the (done, total) callback that advances it."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=description, unit="prompt", file=sys.stderr, dynamic_ncols=True)
+
+    def update(done: int, _total: int) -> None:
+        bar.update(done - bar.n)
+
+    return bar, update
+
+
+def stage_progress():
+    """A ``(stage, done, total)`` callback drawing one tqdm bar per pipeline stage (rate and ETA), on stderr."""
+    from tqdm import tqdm
+
+    bars: dict[str, object] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage)
+        if bar is None:
+            for other in bars.values():
+                other.close()
+            bar = bars[stage] = tqdm(total=total, desc=f"{stage:<14}", unit="call", file=sys.stderr,
+                                     dynamic_ncols=True)
+        bar.total = max(total, done)
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.refresh()
+
+    return update
+
+
+def load_corpus(data_dir: Path):
+    from rageval.corpus import build_corpus
+
+    started = time.perf_counter()
+    corpus = build_corpus(data_dir)
+    print(f"corpus: {len(corpus.passages):,} passages, {len(corpus.nq_queries):,} NQ-open queries "
+          f"({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+    return corpus
+
+
+def bm25_index(corpus):
+    from rageval.corpus import corpus_fingerprint
+    from rageval.retrieval.bm25 import load_or_build_bm25_index
+
+    started = time.perf_counter()
+    index_dir = load_or_build_bm25_index(corpus.passages, corpus_fingerprint(corpus))
+    print(f"BM25 index: {index_dir} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
+    return index_dir
+
+
+def add_model_arguments(parser, *, defaults: bool = True) -> None:
+    """The model flags. ``defaults=False`` leaves every default None (so a config file's value can stand)."""
+    def default(value):
+        return value if defaults else None
+
+    parser.add_argument("--model", default=default(DEFAULT_MODEL),
+                        help=f"'{DEFAULT_MODEL}' (packaged, the default), '{SMOLLM2_MODEL}' (packaged), a local "
+                             "Hugging Face model folder or cached id, or with --backend openai the served model name")
+    parser.add_argument("--backend", choices=BACKENDS, default=default("local"),
+                        help="run the model in process (local), or call an OpenAI-compatible server (vLLM, Ollama, "
+                             "python -m rageval.generation.server)")
+    parser.add_argument("--base-url", default=default(DEFAULT_BASE_URL), help="the server (--backend openai)")
+    parser.add_argument("--api", choices=("completions", "chat"), default=default("completions"),
+                        help="/v1/completions (raw prompt) or /v1/chat/completions (--backend openai)")
+    parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
+    parser.add_argument("--dtype", choices=DTYPES, help="precision (default: float32 on CPU, bfloat16 on CUDA)")
+    parser.add_argument("--device", default=default("auto"), help="auto (CUDA when present), cpu or cuda")
+    parser.add_argument("--batch-size", type=int, default=default(8),
+                        help="prompts per model batch (local) or concurrent requests (openai)")

@@ -1,0 +1,186 @@
+"""``rageval evaluate``'s settings: one :class:`EvaluateConfig`, from flags and/or a TOML file, stored in the run.
+
+A config file holds the same names as the flags (``--base-url`` is ``base_url``); flags given on the command line
+win over the file. The resolved config is written into the run file (settings ``config``), and
+``rageval info RUN --config`` prints it back as TOML, so a run can be rerun exactly::
+
+    queries = "data/questions.jsonl"
+    corpus = "data/corpus.jsonl"
+    retriever = "bm25"           # or: run = "runs/bm25.trec"
+    k = [1, 5, 10]
+    methods = "all"
+    model = "gemma-3-270m"       # a Hugging Face folder or id, or a served model with backend = "openai"
+    prompt_template = "qa.toml"  # optional: the QA prompt as a file (name, version, instruction, [[examples]])
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from rageval import erag
+from rageval.errors import DataError, RagevalError
+from rageval.generation.base import DecodingSettings
+from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings
+from rageval.pipeline.evaluate import METHODS, EvaluationOptions, parse_ks, parse_methods
+from rageval.pipeline.sources import RETRIEVERS, SourcePaths
+from rageval.prompts import QA_FEW_SHOT, FewShotExample, PromptTemplate
+from rageval.reteval import JUDGE_NAMES, RetEvalSettings, SemiGoldSettings
+
+PATH_FIELDS = ("queries", "corpus", "run", "qrels", "prompt_template", "out", "cache")
+
+
+@dataclass(frozen=True)
+class EvaluateConfig:
+    """Everything ``rageval evaluate`` needs; see the module docstring and ``rageval evaluate --help``."""
+
+    queries: str | None = None
+    corpus: str | None = None
+    run: str | None = None
+    retriever: str | None = None
+    qrels: str | None = None
+    answers_field: str | None = None
+    dataset: str | None = None
+    k: str = "1,5,10"
+    methods: str = "all"
+    metric: str = "em"
+    label_metrics: str = ",".join(erag.ALL_METRICS)
+    llm_relevance: bool = True
+    judges: str = ",".join(JUDGE_NAMES)
+    semi_gold_samples: int = 3
+    model: str = DEFAULT_MODEL
+    backend: str = "local"
+    base_url: str = DEFAULT_BASE_URL
+    api: str = "completions"
+    api_key_env: str | None = None
+    device: str = "auto"
+    dtype: str | None = None
+    batch_size: int = 8
+    max_new_tokens: int = 16
+    prompt_template: str | None = None
+    cache: str | None = None
+    out: str | None = None
+
+    def __post_init__(self):
+        if self.retriever is not None and self.retriever not in RETRIEVERS:
+            raise RagevalError(f"retriever {self.retriever!r}: expected one of {', '.join(RETRIEVERS)}")
+        parse_ks(self.k)
+        parse_methods(self.methods)
+        if self.semi_gold_samples < 1 or self.max_new_tokens < 1:
+            raise RagevalError("semi_gold_samples and max_new_tokens: expected at least 1")
+
+    # ---- what the pipeline takes
+
+    def sources(self) -> SourcePaths:
+        def path(value):
+            return Path(value).expanduser() if value else None
+
+        return SourcePaths(queries=path(self.queries), corpus=path(self.corpus), run=path(self.run),
+                           qrels=path(self.qrels), retriever=self.retriever, answers_field=self.answers_field)
+
+    def model_settings(self) -> ModelSettings:
+        return ModelSettings(model=self.model, backend=self.backend, base_url=self.base_url, api=self.api,
+                             api_key_env=self.api_key_env, device=self.device, dtype=self.dtype,
+                             batch_size=self.batch_size)
+
+    def options(self) -> EvaluationOptions:
+        ks = parse_ks(self.k)
+        judges = tuple(x.strip() for x in self.judges.split(",") if x.strip())
+        unknown = [j for j in judges if j not in JUDGE_NAMES]
+        if unknown:
+            raise RagevalError(f"judges: unknown {', '.join(unknown)}; expected some of {', '.join(JUDGE_NAMES)}")
+        return EvaluationOptions(
+            methods=parse_methods(self.methods), ks=ks,
+            label_metrics=tuple(x.strip() for x in self.label_metrics.split(",") if x.strip()),
+            metric=self.metric, llm_relevance=self.llm_relevance,
+            reteval=RetEvalSettings(ks=ks, judges=judges,
+                                    semi_gold=SemiGoldSettings(samples=self.semi_gold_samples,
+                                                               max_new_tokens=self.max_new_tokens)),
+            decoding=DecodingSettings(max_new_tokens=self.max_new_tokens), batch_size=self.batch_size,
+            prompt=load_prompt_template(Path(self.prompt_template)) if self.prompt_template else QA_FEW_SHOT)
+
+    # ---- reading and writing
+
+    def as_dict(self) -> dict[str, Any]:
+        """The config with relative paths made absolute (so a stored config reruns from anywhere)."""
+        values = asdict(self)
+        for name in PATH_FIELDS:
+            if values[name]:
+                values[name] = str(Path(values[name]).expanduser().resolve())
+        return values
+
+    def to_toml(self) -> str:
+        lines = []
+        for name, value in self.as_dict().items():
+            if value is None:
+                continue
+            lines.append(f"{name} = {json.dumps(value)}" if not isinstance(value, bool)
+                         else f"{name} = {'true' if value else 'false'}")
+        return "\n".join(lines) + "\n"
+
+
+FIELD_NAMES = tuple(f.name for f in fields(EvaluateConfig))
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """A TOML config file's values (names as :class:`EvaluateConfig`'s; ``k`` may be a list). Relative paths are
+    relative to the file's folder."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "no such config file")
+    try:
+        values = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise DataError(path, f"not a valid TOML file: {error}") from error
+    unknown = sorted(set(values) - set(FIELD_NAMES))
+    if unknown:
+        raise DataError(path, f"unknown setting {unknown[0]!r}; known: {', '.join(FIELD_NAMES)}", field=unknown[0])
+    if isinstance(values.get("k"), list):
+        values["k"] = ",".join(str(x) for x in values["k"])
+    for name in ("methods", "label_metrics", "judges"):
+        if isinstance(values.get(name), list):
+            values[name] = ",".join(values[name])
+    for name in PATH_FIELDS:
+        if isinstance(values.get(name), str) and not Path(values[name]).expanduser().is_absolute():
+            values[name] = str(path.parent / values[name])
+    return values
+
+
+def build_config(file_values: dict[str, Any], flag_values: dict[str, Any]) -> EvaluateConfig:
+    """Defaults, then the config file, then the flags given (``None`` = not given)."""
+    merged = {**file_values, **{k: v for k, v in flag_values.items() if v is not None and k in FIELD_NAMES}}
+    try:
+        return EvaluateConfig(**merged)
+    except TypeError as error:
+        raise RagevalError(f"config: {error}") from error
+
+
+def load_prompt_template(path: Path) -> PromptTemplate:
+    """A QA prompt template from a TOML or JSON file: ``name``, ``version``, ``instruction`` and ``examples``
+    (a list of ``{title, passage, question, answer}``; may be empty for zero-shot)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "no such prompt template file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        values = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as error:
+        raise DataError(path, f"not a valid {'JSON' if path.suffix == '.json' else 'TOML'} file: {error}") from error
+    for name in ("name", "instruction"):
+        if not isinstance(values.get(name), str) or not values[name].strip():
+            raise DataError(path, "expected a non-empty string", field=name)
+    examples = []
+    for number, example in enumerate(values.get("examples", [])):
+        try:
+            examples.append(FewShotExample(**{k: str(example[k]) for k in ("title", "passage", "question", "answer")}))
+        except (KeyError, TypeError):
+            raise DataError(path, "expected title, passage, question and answer", field=f"examples[{number}]") \
+                from None
+    return PromptTemplate(name=values["name"], version=str(values.get("version", "1")),
+                          instruction=values["instruction"], examples=tuple(examples))
+
+
+__all__ = ["EvaluateConfig", "METHODS", "build_config", "load_prompt_template", "read_config_file"]

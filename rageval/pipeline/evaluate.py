@@ -1,0 +1,360 @@
+"""One evaluation pipeline over any questions, candidates and RAG LLM: eRAG, E2E, baselines, LLM-retEval.
+
+:func:`evaluate_run` takes a starting :class:`~rageval.store.Run` (queries with answers, the passages, each
+query's ranked candidates, any labels already given) and computes what :class:`EvaluationOptions` asks for, in
+this order (every LLM call goes through the generator, normally the LLM-call cache, so a killed run loses
+nothing and a rerun costs no call already made):
+
+1. ``erag`` (Salemi & Zamani, SIGIR 2024): each of the top ``max(ks)`` passages read alone,
+   G_q[d] = E(M(q, {d}), y), labelled under every answer metric (EM, token F1, accuracy, ROUGE-L, BERTScore);
+2. ``e2e``: the top-k in one prompt, M(q, R_k), scored by E at every k of the sweep;
+3. ``baselines``: gold passages (the questions' own or the qrels' positives), page-level gold, contains-answer
+   and the LLM's yes/no relevance;
+4. ``reteval`` (Alinejad et al. 2024): semi-gold answers from the gold passages, the judges (LLM prompt, EM, token
+   F1, embedding cosine) and failure cases A-F (needs gold passages; E2E is computed at its ks);
+5. the per-query IR measures of every label method at every k.
+
+The same function builds the shipped demo runs (:mod:`rageval.experiments`), ``rageval evaluate`` on the user's
+files, and the dashboard's "compute what this run lacks" job (:func:`complete_run_file`).
+
+:class:`StageMeter` wraps the generator, counts each stage's calls (cached / new) and reports progress;
+with :class:`DryRunGenerator` in place of the model the same code path counts, without loading any model, the LLM
+calls a run will make and how many are already cached (``--dry-run``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+from rageval import __version__, erag
+from rageval import reteval as llm_reteval
+from rageval.errors import RagevalError
+from rageval.generation.base import DecodingSettings
+from rageval.generation.cache import LLMCache, cache_key
+from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate
+from rageval.store import Run
+from rageval.types import Passage, Query, Ranking
+
+METHODS = ("erag", "e2e", "baselines", "reteval")
+#: Stages that call the LLM, in pipeline order (the names of progress bars and call counts).
+LLM_STAGES = ("erag", "e2e", "llm_relevance", "semi_gold", "llm_judge")
+Log = Callable[[str], None]
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+def _quiet(message: str) -> None:
+    pass
+
+
+def parse_methods(text: str) -> tuple[str, ...]:
+    """``all`` or a comma list of :data:`METHODS`, in pipeline order."""
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if names == ["all"]:
+        return METHODS
+    unknown = [x for x in names if x not in METHODS]
+    if not names or unknown:
+        raise RagevalError(f"--methods {text!r}: expected 'all' or a comma list of {', '.join(METHODS)}")
+    return tuple(m for m in METHODS if m in names)
+
+
+def parse_ks(text: str | Sequence[int]) -> tuple[int, ...]:
+    """``1,5,10`` -> (1, 5, 10): distinct positive cutoffs, sorted."""
+    try:
+        values = [int(x) for x in (text.split(",") if isinstance(text, str) else text) if str(x).strip()]
+    except ValueError:
+        raise RagevalError(f"--k {text!r}: expected a comma list of positive integers, e.g. 1,5,10") from None
+    if not values or min(values) < 1:
+        raise RagevalError(f"--k {text!r}: expected a comma list of positive integers, e.g. 1,5,10")
+    return tuple(sorted(set(values)))
+
+
+@dataclass(frozen=True)
+class EvaluationOptions:
+    """What :func:`evaluate_run` computes. ``ks``: the E2E sweep; its maximum is the eRAG depth. ``metric``: the
+    answer metric E2E answers are scored with. LLM-retEval runs at ``reteval.ks`` that are in ``ks`` (all of
+    ``ks`` when none are)."""
+
+    methods: tuple[str, ...] = METHODS
+    ks: tuple[int, ...] = (1, 5, 10)
+    label_metrics: tuple[str, ...] = erag.ALL_METRICS
+    metric: str = "em"
+    llm_relevance: bool = True
+    reteval: llm_reteval.RetEvalSettings = field(default_factory=llm_reteval.RetEvalSettings)
+    decoding: DecodingSettings = field(default_factory=DecodingSettings)
+    batch_size: int = 8
+    prompt: PromptTemplate = QA_FEW_SHOT
+
+    def __post_init__(self):
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise RagevalError(f"methods: unknown {', '.join(unknown)}; expected some of {', '.join(METHODS)}")
+        if not self.ks or min(self.ks) < 1:
+            raise RagevalError(f"ks: expected positive cutoffs, got {self.ks}")
+        bad = [m for m in (*self.label_metrics, self.metric) if m not in erag.ALL_METRICS]
+        if bad:
+            raise RagevalError(f"answer metric {bad[0]!r}: expected one of {', '.join(erag.ALL_METRICS)}")
+
+    @property
+    def depth(self) -> int:
+        return max(self.ks)
+
+    @property
+    def reteval_ks(self) -> tuple[int, ...]:
+        wanted = tuple(k for k in self.reteval.ks if k in self.ks)
+        return wanted or self.ks
+
+    @property
+    def e2e_ks(self) -> tuple[int, ...]:
+        """The ks E2E answers are needed at: the sweep when ``e2e`` is asked for, else LLM-retEval's."""
+        if "e2e" in self.methods:
+            return self.ks
+        return self.reteval_ks if "reteval" in self.methods else ()
+
+    def as_dict(self) -> dict:
+        described = asdict(self)
+        described["prompt"] = self.prompt.identifier
+        return described
+
+
+# --------------------------------------------------------------------------------------------- generators
+
+class DryRunGenerator:
+    """Answers from the LLM-call cache only and never loads a model: a prompt not in the cache is counted as a
+    new call (once per distinct prompt, as the cache would make its repeats hits) and answered with a placeholder
+    unique to that prompt (so later stages, e.g. the LLM judge, see distinct inputs, as a real run would)."""
+
+    def __init__(self, model_id: str, cache: LLMCache):
+        self._model_id = model_id
+        self.cache = cache
+        self.pending: set[str] = set()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+        keys = [cache_key(self._model_id, prompt, settings) for prompt in prompts]
+        found = self.cache.get_many(keys)
+        answers = []
+        for key in keys:
+            if key in found or key in self.pending:
+                self.hits += 1
+            else:
+                self.pending.add(key)
+                self.misses += 1
+            answers.append(found.get(key, f"(not generated yet {key[:12]})"))
+        return answers
+
+
+class StageMeter:
+    """Wraps a generator with ``hits``/``misses`` counters (the cache or a dry run): counts every stage's calls,
+    cached and new, and reports ``(stage, done, total)`` after each call for progress bars with an ETA."""
+
+    def __init__(self, generator, progress: Progress | None = None):
+        self.generator = generator
+        self.progress = progress
+        self.stage = ""
+        self.total = 0
+        self.done = 0
+        self.calls: dict[str, dict[str, int]] = {}
+
+    @property
+    def model_id(self) -> str:
+        return self.generator.model_id
+
+    @property
+    def build_prompt(self):
+        return getattr(self.generator, "build_prompt", None)
+
+    @property
+    def hits(self) -> int:
+        return getattr(self.generator, "hits", 0)
+
+    @property
+    def misses(self) -> int:
+        return getattr(self.generator, "misses", 0)
+
+    def begin(self, stage: str, total: int) -> None:
+        self.stage, self.total, self.done = stage, total, 0
+        self.calls.setdefault(stage, {"calls": 0, "cached": 0, "new": 0})
+        if self.progress is not None:
+            self.progress(stage, 0, total)
+
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+        hits, misses = self.hits, self.misses
+        outputs = self.generator.generate(prompts, settings)
+        counts = self.calls.setdefault(self.stage, {"calls": 0, "cached": 0, "new": 0})
+        counts["calls"] += len(prompts)
+        counts["cached"] += self.hits - hits
+        counts["new"] += self.misses - misses
+        self.done += len(prompts)
+        if self.progress is not None:
+            self.progress(self.stage, self.done, max(self.total, self.done))
+        return outputs
+
+
+# --------------------------------------------------------------------------------------------- the pipeline
+
+def _graded_given_methods(labels) -> set[str]:
+    from rageval.upload import is_graded
+
+    values: dict[str, list[float]] = {}
+    for label in labels:
+        values.setdefault(label.method, []).append(label.value)
+    return {m for m, v in values.items() if is_graded(m, v)}
+
+
+def gold_passages_of(queries: Sequence[Query], passages: Mapping[str, Passage]) -> dict[str, list[Passage]]:
+    return {q.query_id: [passages[p] for p in q.gold_passage_ids if p in passages] for q in queries}
+
+
+def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log = _quiet,
+                 progress: Progress | None = None, encoder=None, dry_run: bool = False) -> Run:
+    """``base`` with every piece ``options`` asks for computed (see the module docstring). ``generator`` must
+    count ``hits``/``misses`` (a :class:`~rageval.generation.cache.CachedGenerator` or :class:`DryRunGenerator`).
+    ``encoder``: the MiniLM encoder of the cosine judge (loaded on first use). ``dry_run``: skip the scoring that
+    loads models (BERTScore, cosine) and the measures; only the LLM calls are counted."""
+    meter = StageMeter(generator, progress)
+    queries = list(base.queries)
+    by_id = {q.query_id: q for q in queries}
+    rankings = {r.query_id: r for r in base.rankings}
+    passages = {p.passage_id: p for p in base.passages}
+    methods = set(options.methods)
+    metrics = tuple(m for m in options.label_metrics if not (dry_run and m in erag.MODEL_METRICS))
+    settings = erag.EragSettings(k=options.depth, metric=options.metric, decoding=options.decoding,
+                                 batch_size=options.batch_size, cutoffs=options.ks, prompt=options.prompt)
+    timings: dict[str, float] = {}
+    notes: list[str] = []
+
+    def timed(name: str, started: float) -> None:
+        timings[name] = round(time.perf_counter() - started, 1)
+        counts = meter.calls.get(name, {})
+        log(f"{name}: {timings[name]} s" + (f" ({counts['cached']} cached, {counts['new']} new LLM calls)"
+                                            if counts else ""))
+
+    pairs = sum(min(len(rankings[q.query_id].passages), options.depth) for q in queries)
+    doc_outputs, labels = list(base.doc_outputs), list(base.labels)
+    if "erag" in methods:
+        started = time.perf_counter()
+        meter.begin("erag", pairs)
+        doc_outputs, _ = erag.compute_erag_labels(queries, rankings, passages, meter, settings)
+        labels = [x for x in labels if not x.method.startswith("erag:")]
+        labels += erag.metric_labels(doc_outputs, by_id, metrics)
+        timed("erag", started)
+
+    e2e_outputs = [o for o in base.e2e_outputs if o.k not in options.e2e_ks]
+    if options.e2e_ks:
+        started = time.perf_counter()
+        meter.begin("e2e", len(queries) * len(options.e2e_ks))
+        for k in options.e2e_ks:
+            e2e_outputs += erag.compute_e2e(queries, rankings, passages, meter, settings, k=k)
+        timed("e2e", started)
+
+    evidence = list(base.label_evidence)
+    if "baselines" in methods:
+        reference = erag.compute_reference_labels(queries, rankings, passages, options.depth)
+        if not any(q.gold_passage_ids for q in queries):
+            reference = [x for x in reference if x.method not in (erag.GOLD, erag.GOLD_PAGE)]
+            notes.append("no gold passages (neither in the questions nor in qrels): no gold / gold_page baselines")
+        replaced = {x.method for x in reference} | ({erag.LLM_RELEVANCE} if options.llm_relevance else set())
+        labels = [x for x in labels if x.method not in replaced]
+        labels += reference
+        if options.llm_relevance:
+            started = time.perf_counter()
+            meter.begin("llm_relevance", pairs)
+            relevance, new_evidence = erag.compute_llm_relevance_labels(queries, rankings, passages, meter,
+                                                                        options.depth)
+            labels += relevance
+            evidence = [x for x in evidence if x.method != erag.LLM_RELEVANCE] + new_evidence
+            timed("llm_relevance", started)
+
+    semi_gold, verdicts, failures = list(base.semi_gold_outputs), list(base.verdicts), list(base.failure_cases)
+    reteval_settings = None
+    if "reteval" in methods:
+        gold = gold_passages_of(queries, passages)
+        if not any(gold.values()):
+            notes.append("LLM-retEval needs gold passages (gold_passage_ids in the questions, or qrels): skipped")
+            log("LLM-retEval skipped: no query has gold passages in the corpus")
+        else:
+            started = time.perf_counter()
+            reteval_settings = replace(options.reteval, ks=options.reteval_ks,
+                                       judges=tuple(j for j in options.reteval.judges
+                                                    if not (dry_run and j == "cosine")))
+            semi_gold, verdicts, failures = run_reteval(queries, rankings, passages, e2e_outputs, meter,
+                                                        reteval_settings, encoder, build_prompt=settings.prompt_builder(meter))
+            timings["reteval"] = round(time.perf_counter() - started, 1)
+            log(f"reteval: {timings['reteval']} s")
+
+    measure_values = []
+    if not dry_run:
+        started = time.perf_counter()
+        measure_values = erag.compute_measure_values(labels, rankings, options.ks,
+                                                     graded_methods=_graded_given_methods(labels))
+        timed("measures", started)
+
+    used = dict.fromkeys([p for r in rankings.values() for p in r.passage_ids[:options.depth]]
+                         + [p for q in queries for p in q.gold_passage_ids] + [x.passage_id for x in labels])
+    method_names = sorted({x.method for x in labels})
+    graded = sorted({m for m in method_names if erag.is_graded_method(m)} | _graded_given_methods(labels))
+    run_settings = dict(base.settings) | {
+        "num_queries": len(queries), "k": options.depth, "e2e_ks": sorted({o.k for o in e2e_outputs}),
+        "cutoffs": list(options.ks), "model_id": generator.model_id,
+        "prompt": options.prompt.identifier,
+        "prompts": {t.identifier: asdict(t) for t in (options.prompt, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)},
+        "decoding": {"max_new_tokens": options.decoding.max_new_tokens, "temperature": options.decoding.temperature,
+                     "stop": list(options.decoding.stop)},
+        "label_metric": options.metric, "e2e_metric": options.metric, "label_metrics": list(metrics),
+        "label_methods": method_names, "graded_label_methods": graded,
+        "graded_measures": list(erag.GRADED_MEASURES), "methods": list(options.methods),
+        "reteval": reteval_settings.as_dict() if reteval_settings else None,
+        "llm_calls": {"cache_hits": meter.hits, "cache_misses": meter.misses, "by_stage": meter.calls},
+        "timing_s": timings, "pipeline_notes": notes,
+        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "rageval_version": __version__,
+    }
+    return Run(settings=run_settings, queries=queries,
+               passages=[passages[p] for p in used if p in passages],
+               rankings=[Ranking(q.query_id, rankings[q.query_id].passages[:max(options.depth, _given_depth(base))])
+                         for q in queries],
+               doc_outputs=doc_outputs, labels=labels, e2e_outputs=sorted(e2e_outputs, key=lambda o: (o.query_id, o.k)),
+               measure_values=measure_values, label_evidence=evidence, semi_gold_outputs=semi_gold,
+               verdicts=verdicts, failure_cases=failures)
+
+
+def _given_depth(base: Run) -> int:
+    return max((len(r.passages) for r in base.rankings), default=0)
+
+
+def run_reteval(queries: Sequence[Query], rankings: Mapping[str, Ranking], passages: Mapping[str, Passage],
+                e2e_outputs, meter: StageMeter, options: llm_reteval.RetEvalSettings, encoder=None, *,
+                build_prompt=None):
+    """Semi-gold samples, every judge's verdicts at every LLM-retEval k, and the failure cases of each judge."""
+    gold = gold_passages_of(queries, passages)
+    answerable = [q for q in queries if gold[q.query_id]]
+    meter.begin("semi_gold", len(answerable) * options.semi_gold.samples)
+    semi_gold = llm_reteval.sample_semi_gold(queries, gold, meter, build_prompt or erag.prompt_builder(meter),
+                                             options.semi_gold)
+    semi_by_query: dict[str, list[str]] = {}
+    for output in semi_gold:
+        semi_by_query.setdefault(output.query_id, []).append(output.output)
+    answers_at_k = {k: {o.query_id: o.output for o in e2e_outputs if o.k == k} for k in options.ks}
+    verdicts = []
+    for name in options.judges:
+        if name == "llm":
+            meter.begin("llm_judge", 2 * sum(len([q for q in answerable if q.query_id in answers_at_k[k]])
+                                             for k in options.ks))
+        if name == "cosine" and encoder is None:
+            from rageval.retrieval.dense import MiniLMEncoder
+
+            encoder = MiniLMEncoder()
+        judge = llm_reteval.make_judge(name, generator=meter, encoder=encoder, f1_threshold=options.f1_threshold,
+                                       cosine_threshold=options.cosine_threshold)
+        verdicts += llm_reteval.judge_answers(judge, queries, answers_at_k, semi_by_query)
+    retrieved = {q.query_id: [passages[p] for p in rankings[q.query_id].passage_ids] for q in queries}
+    failures = llm_reteval.find_failure_cases(queries, retrieved, gold, answers_at_k, semi_by_query, verdicts)
+    return semi_gold, verdicts, failures

@@ -1,0 +1,126 @@
+"""``rageval evaluate`` end to end: config -> the user's sources -> the generator -> :func:`evaluate_run` -> one
+run file; and ``--dry-run``, the same path with :class:`DryRunGenerator`, which loads no model."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rageval.errors import RagevalError
+from rageval.generation.cache import CachedGenerator, LLMCache
+from rageval.generation.factory import check_model, expected_model_id, load_generator
+from rageval.paths import REPO_ROOT, user_runs_dir
+from rageval.pipeline.config import EvaluateConfig
+from rageval.pipeline.evaluate import (LLM_STAGES, DryRunGenerator, EvaluationOptions, Log, Progress,
+                                       evaluate_run)
+from rageval.pipeline.sources import LoadedInputs, load_inputs
+from rageval.store import Run, write_run
+
+ANSWERS_NEEDED = "eRAG, E2E, the contains-answer baseline and LLM-retEval score answers against them"
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def default_out_path(config: EvaluateConfig, inputs: LoadedInputs) -> Path:
+    """``<user runs folder>/<dataset>-<retriever or run>-<model>.sqlite``."""
+    candidates = config.retriever or Path(config.run).stem
+    model = Path(config.model.rstrip("/")).name
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{inputs.run.settings.get('dataset', 'run')}-{candidates}-{model}")
+    return user_runs_dir() / f"{name.strip('-.')[:100]}.sqlite"
+
+
+def check_out_path(path: Path) -> Path:
+    """User runs never go into the checkout (the shipped runs in data/runs are read-only)."""
+    resolved = Path(path).expanduser().resolve()
+    if resolved.is_relative_to(REPO_ROOT / "data"):
+        raise RagevalError(f"--out {path}: the shipped data folder is read-only; write user runs elsewhere (default: "
+                           f"{user_runs_dir()}, or $RAGEVAL_RUNS_DIR)")
+    if resolved.is_dir():
+        raise RagevalError(f"--out {path}: is a folder; expected a .sqlite file name")
+    return resolved
+
+
+def prepare(config: EvaluateConfig, log: Log = _stderr) -> tuple[LoadedInputs, EvaluationOptions]:
+    """Read and validate every input (raises a one-line :class:`~rageval.errors.DataError` before any model
+    loads or any file is written)."""
+    options = config.options()
+    inputs = load_inputs(config.sources(), options.depth, dataset=config.dataset or "", log=log)
+    if {"erag", "e2e", "reteval"} & set(options.methods) or "baselines" in options.methods:
+        inputs.require_answers(ANSWERS_NEEDED)
+    check_model(config.model_settings())
+    return inputs, options
+
+
+def _settings_of(config: EvaluateConfig, inputs: LoadedInputs, command: str) -> dict:
+    return {**inputs.run.settings, **inputs.description, "source": "rageval evaluate",
+            "corpus": {"passages": inputs.corpus_size, "file": config.corpus},
+            "config": config.as_dict(), "command": command}
+
+
+def evaluate(config: EvaluateConfig, *, generator=None, log: Log = _stderr, progress: Progress | None = None,
+             command: str = "") -> Path:
+    """Run ``config`` end to end and write one run file (atomically; nothing is written on an input error).
+    ``generator``: a ready model (tests); else loaded with :func:`rageval.generation.factory.load_generator`.
+    Every LLM call goes through the LLM-call cache, so a killed run resumes at no LLM cost."""
+    started = time.perf_counter()
+    inputs, options = prepare(config, log)
+    out = check_out_path(Path(config.out) if config.out else default_out_path(config, inputs))
+    cache = LLMCache(config.cache) if config.cache else LLMCache()
+    model = generator if generator is not None else load_generator(config.model_settings())
+    cached = CachedGenerator(model, cache)
+    base = replace(inputs.run, settings=_settings_of(config, inputs, command))
+    run = evaluate_run(base, cached, options, log=log, progress=progress)
+    run.settings["timing_s"]["total"] = round(time.perf_counter() - started, 1)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return write_run(run, out)
+
+
+@dataclass(frozen=True)
+class DryRunReport:
+    """What a run will compute: sizes, and per LLM stage the calls it makes, how many are cached and how many new."""
+
+    queries: int
+    passages_labelled: int
+    corpus_size: int
+    model_id: str
+    options: EvaluationOptions
+    calls: dict[str, dict[str, int]]
+    out: Path
+
+    @property
+    def new_calls(self) -> int:
+        return sum(c["new"] for c in self.calls.values())
+
+    def lines(self) -> list[str]:
+        o = self.options
+        described = [f"queries: {self.queries:,}; corpus: {self.corpus_size:,} passages; eRAG depth {o.depth}, "
+                     f"k = {', '.join(map(str, o.ks))}; methods: {', '.join(o.methods)}",
+                     f"model: {self.model_id} (not loaded)", f"run file: {self.out}",
+                     f"{'stage':<15} {'LLM calls':>10} {'cached':>8} {'new':>8}"]
+        for stage in LLM_STAGES:
+            if stage in self.calls:
+                c = self.calls[stage]
+                bound = "  (at most: depends on answers not generated yet)" if stage == "llm_judge" else ""
+                described.append(f"{stage:<15} {c['calls']:>10,} {c['cached']:>8,} {c['new']:>8,}{bound}")
+        total = {k: sum(c[k] for c in self.calls.values()) for k in ("calls", "cached", "new")}
+        described.append(f"{'total':<15} {total['calls']:>10,} {total['cached']:>8,} {total['new']:>8,}")
+        return described
+
+
+def dry_run(config: EvaluateConfig, *, log: Log = _stderr) -> DryRunReport:
+    """What :func:`evaluate` would do, and how many LLM calls it would make (and how many are already in the
+    cache), without loading any model: the pipeline runs with a :class:`DryRunGenerator` that only reads the
+    cache. Scoring that loads a model (BERTScore, the cosine judge) and the measures are skipped."""
+    inputs, options = prepare(config, log)
+    out = check_out_path(Path(config.out) if config.out else default_out_path(config, inputs))
+    cache = LLMCache(config.cache) if config.cache else LLMCache()
+    generator = DryRunGenerator(expected_model_id(config.model_settings()), cache)
+    run = evaluate_run(inputs.run, generator, options, dry_run=True)
+    calls = run.settings["llm_calls"]["by_stage"]
+    pairs = sum(min(len(r.passages), options.depth) for r in inputs.run.rankings)
+    return DryRunReport(len(inputs.run.queries), pairs, inputs.corpus_size, generator.model_id, options, calls, out)

@@ -1,0 +1,345 @@
+"""The user's data, in the formats they already have, as a validated starting :class:`~rageval.store.Run`.
+
+Three sources, each read once:
+
+- **questions**: rageval's queries JSONL (``query_id``, ``text``, ``answers``, optional ``gold_passage_ids``) or
+  BEIR's ``queries.jsonl`` as it is (``_id``, ``text``, answers in ``metadata.answers`` or in the field named by
+  ``answers_field``, looked up on the record first, then in ``metadata``);
+- **passages**: rageval's passages JSONL (``passage_id``, ``title``, ``text``) or BEIR's ``corpus.jsonl``
+  (``_id``, ``title``, ``text``);
+- **candidates**: the user's own lists (a TREC run file, or the one-JSONL upload form) or retrieval over the
+  corpus (BM25 with pyserini/Lucene, dense MiniLM + faiss, or hybrid CombSUM of the two); optional qrels (TREC
+  ``qid 0 pid rel`` or BEIR's ``qrels/<split>.tsv`` with its header).
+
+BEIR files are recognised by their fields (``_id``) and header, and rewritten line for line into rageval's form
+before validation, so every error still names the user's file, line and field. Validation is the upload code's
+(:mod:`rageval.upload`): one reader of each format in the code base.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rageval.errors import DataError, RagevalError
+from rageval.store import Label, Run
+from rageval.types import Passage, Query, Ranking
+from rageval.upload import (UploadError, UploadFile, UploadLimits, convert_jsonl_upload, convert_trec_upload,
+                            read_passages_file, read_queries_file)
+
+#: No practical size limit for files named on the command line (the dashboard's upload keeps its own limits).
+PIPELINE_LIMITS = UploadLimits(max_file_bytes=64 * 2**30, max_queries=10_000_000, max_passages_per_query=100_000,
+                               max_text_chars=10_000_000)
+RETRIEVERS = ("bm25", "dense", "hybrid")
+RETRIEVER_DESCRIPTIONS = {
+    "bm25": "bm25 (pyserini Lucene, k1=0.9, b=0.4) over {corpus}",
+    "dense": "dense (all-MiniLM-L6-v2, exact inner product, faiss) over {corpus}",
+    "hybrid": "hybrid: CombSUM of min-max normalised BM25 and dense (MiniLM) top-k over {corpus}",
+}
+
+
+@dataclass(frozen=True)
+class SourcePaths:
+    """Where the user's data is. ``run`` (given candidate lists) and ``retriever`` exclude each other."""
+
+    queries: Path | None = None
+    corpus: Path | None = None
+    run: Path | None = None
+    qrels: Path | None = None
+    retriever: str | None = None
+    answers_field: str | None = None
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    path = Path(path)
+    if not path.exists():
+        raise DataError(path, f"no such file (the {what})")
+    if path.is_dir():
+        raise DataError(path, f"is a folder; expected the {what} file")
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as error:
+            raise DataError(path, f"not a readable gzip file: {error}") from error
+    return data
+
+
+def _first_record(data: bytes) -> dict | None:
+    for line in data.splitlines():
+        if line.strip():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                return None
+            return record if isinstance(record, dict) else None
+    return None
+
+
+def _rewrite_jsonl(data: bytes, convert) -> bytes:
+    """Each non-blank JSON line through ``convert`` (a line that is not a JSON object is kept as it is, so the
+    validator reports it on the same line number)."""
+    lines = []
+    for line in data.splitlines():
+        try:
+            record = json.loads(line) if line.strip() else None
+        except ValueError:
+            record = None
+        lines.append(json.dumps(convert(record), ensure_ascii=False).encode() if isinstance(record, dict) else line)
+    return b"\n".join(lines)
+
+
+def is_beir_record(record: Mapping | None) -> bool:
+    return isinstance(record, Mapping) and "_id" in record
+
+
+def _beir_question(record: dict, answers_field: str | None) -> dict:
+    metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    field = answers_field or "answers"
+    answers = record.get(field, metadata.get(field))
+    if isinstance(answers, str):
+        answers = [answers]
+    native = {"query_id": record["_id"], "text": record.get("text")}
+    if answers is not None:
+        native["answers"] = answers
+    gold = record.get("gold_passage_ids", metadata.get("gold_passage_ids"))
+    if gold is not None:
+        native["gold_passage_ids"] = gold
+    return native
+
+
+def _named_answers(record: dict, answers_field: str) -> dict:
+    if answers_field in record:
+        record = dict(record)
+        value = record.pop(answers_field)
+        record["answers"] = [value] if isinstance(value, str) else value
+    return record
+
+
+def read_questions(path: Path, answers_field: str | None = None,
+                   limits: UploadLimits = PIPELINE_LIMITS) -> dict[str, tuple[int, Query]]:
+    """The questions of ``path`` (rageval or BEIR form, see the module docstring) with their line numbers, by id
+    in file order."""
+    data = _read_bytes(path, "questions")
+    if is_beir_record(_first_record(data)):
+        data = _rewrite_jsonl(data, lambda r: _beir_question(r, answers_field))
+    elif answers_field and answers_field != "answers":
+        data = _rewrite_jsonl(data, lambda r: _named_answers(r, answers_field))
+    try:
+        return read_queries_file(UploadFile(str(path), data), limits)
+    except UploadError as error:
+        raise _data_error(path, error) from error
+
+
+def _beir_passage(record: dict) -> dict:
+    return {"passage_id": record["_id"], "title": record.get("title") or "", "text": record.get("text")}
+
+
+def _corpus_bytes(path: Path) -> bytes:
+    data = _read_bytes(path, "corpus")
+    if is_beir_record(_first_record(data)):
+        data = _rewrite_jsonl(data, _beir_passage)
+    return data
+
+
+def read_corpus(path: Path, limits: UploadLimits = PIPELINE_LIMITS) -> dict[str, Passage]:
+    """The passages of ``path`` (rageval or BEIR form), by id in file order."""
+    try:
+        return read_passages_file(UploadFile(str(path), _corpus_bytes(path)), limits)
+    except UploadError as error:
+        raise _data_error(path, error) from error
+
+
+def _qrels_bytes(path: Path) -> bytes:
+    """TREC qrels as they are; BEIR's TSV (``query-id corpus-id score``, with a header line) rewritten line for
+    line into TREC's four fields (the header becomes a blank line)."""
+    data = _read_bytes(path, "qrels")
+    lines = data.splitlines()
+    first = next((line for line in lines if line.strip()), b"")
+    fields = first.split()
+    if len(fields) == 3 or (fields and fields[0].lower() in (b"query-id", b"query_id", b"qid")):
+        rewritten = []
+        for number, line in enumerate(lines):
+            parts = line.split()
+            if not parts or (number == lines.index(first) and not _is_number(parts[-1])):
+                rewritten.append(b"")
+            elif len(parts) == 3:
+                rewritten.append(b" ".join([parts[0], b"0", parts[1], parts[2]]))
+            else:
+                rewritten.append(line)
+        data = b"\n".join(rewritten)
+    return data
+
+
+def _is_number(text: bytes) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _data_error(path: Path, error: UploadError) -> DataError:
+    message = str(error)
+    prefix = f"{path}: "
+    return DataError(path, message[len(prefix):] if message.startswith(prefix) else message)
+
+
+def corpus_fingerprint(passages: Mapping[str, Passage]) -> str:
+    """SHA-256 of the passages (id, title, text) in order: the key of the corpus' BM25 index and embeddings."""
+    digest = hashlib.sha256()
+    for passage in passages.values():
+        digest.update(json.dumps([passage.passage_id, passage.title, passage.text], ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def retrieve(retriever: str, queries: Sequence[Query], passages: Mapping[str, Passage], k: int,
+             log=lambda message: None) -> dict[str, Ranking]:
+    """Each query's top ``k`` from ``passages`` with ``retriever`` (bm25, dense or hybrid); indexes and embeddings
+    are built once per corpus (keyed by :func:`corpus_fingerprint`) and cached in the user cache."""
+    if retriever not in RETRIEVERS:
+        raise RagevalError(f"retriever {retriever!r}: expected one of {', '.join(RETRIEVERS)}")
+    fingerprint = corpus_fingerprint(passages)
+    corpus = list(passages.values())
+    results: dict[str, dict[str, Ranking]] = {}
+    if retriever in ("bm25", "hybrid"):
+        from rageval.retrieval.bm25 import BM25Retriever, load_or_build_bm25_index
+
+        log(f"BM25 index over {len(corpus):,} passages (built once, cached)")
+        results["bm25"] = BM25Retriever(load_or_build_bm25_index(corpus, fingerprint)).batch_search(queries, k)
+    if retriever in ("dense", "hybrid"):
+        from rageval.retrieval.dense import load_dense_retriever
+
+        log(f"dense embeddings of {len(corpus):,} passages (computed once, cached)")
+        results["dense"] = load_dense_retriever(corpus, fingerprint).batch_search(queries, k)
+    if retriever != "hybrid":
+        return results[retriever]
+    from rageval.retrieval.fusion import comb_sum
+
+    return {q.query_id: comb_sum([results["bm25"][q.query_id], results["dense"][q.query_id]], k=k)
+            for q in queries}
+
+
+@dataclass(frozen=True)
+class LoadedInputs:
+    """The starting run (queries, the passages it touches, rankings, qrels labels) and the corpus size."""
+
+    run: Run
+    corpus_size: int
+    description: dict
+    questions_file: Path | None = None
+    question_lines: Mapping[str, int] | None = None
+
+    def require_answers(self, why: str) -> None:
+        """A :class:`DataError` naming the questions file, line and field for the first query without answers."""
+        for query in self.run.queries:
+            if not query.answers:
+                line = (self.question_lines or {}).get(query.query_id)
+                raise DataError(self.questions_file or "the run file", f"query {query.query_id!r} has no answers; "
+                                f"{why}", line=line, field="answers")
+
+
+def load_inputs(paths: SourcePaths, k: int, *, dataset: str = "", log=lambda message: None) -> LoadedInputs:
+    """Read and validate the user's files and produce the candidate lists (given or retrieved) as a
+    :class:`Run` with no LLM output yet. Raises :class:`DataError` naming the file, line and field."""
+    if (paths.run is None) == (paths.retriever is None):
+        raise RagevalError("give the candidate lists (--run R.trec or R.jsonl) or a retriever "
+                           f"(--retriever {'|'.join(RETRIEVERS)}), not both and not neither")
+    dataset = dataset or (Path(paths.queries).stem if paths.queries else Path(paths.run).stem)
+    if paths.run is not None and _first_record(_read_bytes(paths.run, "run")) is not None:
+        return _from_jsonl_run(paths, dataset)
+    if paths.queries is None or paths.corpus is None:
+        raise RagevalError("--queries and --corpus are required (the corpus gives the passage texts), unless --run "
+                           "is the one-JSONL form whose records carry their passages")
+    lines = read_questions(paths.queries, paths.answers_field)
+    queries = {qid: query for qid, (_, query) in lines.items()}
+    question_lines = {qid: number for qid, (number, _) in lines.items()}
+    if paths.retriever is None:
+        files = {"run": UploadFile(str(paths.run), _read_bytes(paths.run, "run")),
+                 "queries": UploadFile(str(paths.queries), b"\n".join(
+                     json.dumps({"query_id": q.query_id, "text": q.text, "answers": list(q.answers),
+                                 "gold_passage_ids": list(q.gold_passage_ids)}).encode() for q in queries.values())),
+                 "passages": UploadFile(str(paths.corpus), _corpus_bytes(paths.corpus)),
+                 "qrels": UploadFile(str(paths.qrels), _qrels_bytes(paths.qrels)) if paths.qrels else None}
+        result = convert_trec_upload(files["run"], files["queries"], files["passages"], files["qrels"],
+                                     dataset=dataset, limits=PIPELINE_LIMITS)
+        _raise_errors(result)
+        run = result.run
+        corpus_size = len(read_passages_file(files["passages"], PIPELINE_LIMITS))
+        description = {"retriever": run.settings["retriever"] or f"given lists ({Path(paths.run).name})",
+                       "candidates": f"the user's run file {paths.run}"}
+        return LoadedInputs(_only_inputs(run), corpus_size, description, Path(paths.queries), question_lines)
+
+    passages = read_corpus(paths.corpus)
+    qrels = _read_qrels(paths.qrels, queries) if paths.qrels else {}
+    queries = {qid: replace(q, dataset=dataset, gold_passage_ids=tuple(p for p, v in qrels[qid].items() if v > 0))
+               if qid in qrels else replace(q, dataset=dataset) for qid, q in queries.items()}
+    _check_gold_ids(queries, passages, paths.queries)
+    rankings = retrieve(paths.retriever, list(queries.values()), passages, k, log)
+    labels = [Label("qrels", qid, pid, float(v)) for qid, judged in qrels.items() if qid in queries
+              for pid, v in judged.items()]
+    used = dict.fromkeys([p for r in rankings.values() for p in r.passage_ids]
+                         + [p for q in queries.values() for p in q.gold_passage_ids] + [x.passage_id for x in labels])
+    run = Run(settings={"dataset": dataset}, queries=list(queries.values()),
+              passages=[passages[p] for p in used if p in passages],
+              rankings=[rankings[qid] for qid in queries], labels=labels)
+    description = {"retriever": RETRIEVER_DESCRIPTIONS[paths.retriever].format(
+        corpus=f"{Path(paths.corpus).name} ({len(passages):,} passages)"), "retriever_name": paths.retriever,
+        "candidates": f"retrieved by {paths.retriever} from {paths.corpus}"}
+    return LoadedInputs(run, len(passages), description, Path(paths.queries), question_lines)
+
+
+def _read_qrels(path: Path, queries: Mapping[str, Query]) -> dict[str, dict[str, float]]:
+    """The qrels judgments ``{query: {passage: relevance}}``, validated by the upload's TREC qrels reader."""
+    from rageval.upload import DEFAULT_LIMITS, _Problems, _raise_first_error, _read_trec_qrels
+
+    problems = _Problems(DEFAULT_LIMITS.max_problems_per_file)
+    judged = _read_trec_qrels(UploadFile(str(path), _qrels_bytes(path)), problems, PIPELINE_LIMITS)
+    try:
+        _raise_first_error(problems)
+    except UploadError as error:
+        raise _data_error(path, error) from error
+    return {qid: values for qid, (_, values) in judged.items()}
+
+
+def _check_gold_ids(queries: Mapping[str, Query], passages: Mapping[str, Passage], path: Path) -> None:
+    for query in queries.values():
+        missing = [p for p in query.gold_passage_ids if p not in passages]
+        if missing:
+            raise DataError(path, f"gold passage {missing[0]!r} is not in the corpus", record=query.query_id,
+                            field="gold_passage_ids")
+
+
+def _raise_errors(result) -> None:
+    if result.errors:
+        first = result.errors[0]
+        more = f" ({len(result.errors) - 1} more problems)" if len(result.errors) > 1 else ""
+        raise DataError(first.file, first.message + more, line=first.line)
+
+
+def _only_inputs(run: Run) -> Run:
+    """The inputs of a converted upload: queries, passages, rankings and given labels (no measures yet)."""
+    return Run(settings={"dataset": run.settings.get("dataset", "")}, queries=run.queries, passages=run.passages,
+               rankings=run.rankings, labels=run.labels, doc_outputs=run.doc_outputs, e2e_outputs=run.e2e_outputs)
+
+
+def _from_jsonl_run(paths: SourcePaths, dataset: str) -> LoadedInputs:
+    """The one-JSONL upload form as candidates: each record carries its question, answers and ranked passages."""
+    result = convert_jsonl_upload(UploadFile(str(paths.run), _read_bytes(paths.run, "run")), dataset=dataset,
+                                  limits=PIPELINE_LIMITS)
+    _raise_errors(result)
+    run = result.run
+    if paths.queries is not None:  # the questions file's answers and gold ids win over the records'
+        queries = {qid: query for qid, (_, query) in read_questions(paths.queries, paths.answers_field).items()}
+        missing = [q.query_id for q in run.queries if q.query_id not in queries]
+        if missing:
+            raise DataError(paths.run, f"query {missing[0]!r} is not in {paths.queries}", record=missing[0])
+        run = replace(run, queries=[replace(queries[q.query_id], dataset=dataset) for q in run.queries])
+    description = {"retriever": run.settings.get("retriever") or "given lists",
+                   "candidates": f"the user's run file {paths.run} (one-JSONL form)"}
+    return LoadedInputs(_only_inputs(run), len(run.passages), description, Path(paths.queries or paths.run))

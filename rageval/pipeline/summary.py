@@ -1,0 +1,84 @@
+"""What a run file holds, as one JSON-able object: ``rageval info RUN --json`` and the dashboard's "what this run
+lacks" read the same :func:`run_summary`.
+
+Top-level keys (a missing piece is an empty object, never an absent key): ``queries`` (count); ``labels`` (label
+method -> labelled (query, passage) pairs); ``e2e`` (k -> answer metric -> mean); ``reteval`` (k -> judge ->
+{"yes": n, "no": n}, against the semi-gold answers); ``failures`` (k -> category A-F -> count, over judges);
+``attribution`` (statements, pairs, answers, metric means) for an attributed-answer run.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from rageval.errors import StoreError
+from rageval.store import ATTRIBUTION_APPLICATION_ID, RunReader, sqlite_application_id
+
+#: The pieces a complete eRAG run holds, in the order the dashboard lists them.
+PIECES = ("erag", "e2e", "baselines", "reteval")
+BASELINE_METHODS = ("contains_answer", "llm_relevance")
+
+
+def _empty() -> dict[str, Any]:
+    return {"queries": 0, "labels": {}, "e2e": {}, "reteval": {}, "failures": {}, "attribution": {}}
+
+
+def run_summary(path: str | os.PathLike) -> dict[str, Any]:
+    """See the module docstring. Raises :class:`~rageval.errors.StoreError` for a file that is no rageval run."""
+    path = Path(path)
+    if path.is_file() and sqlite_application_id(path) == ATTRIBUTION_APPLICATION_ID:
+        from rageval.attribution.store import attribution_summary
+
+        summary = _empty()
+        summary["attribution"] = attribution_summary(path)
+        summary["queries"] = summary["attribution"].get("queries", summary["attribution"].get("answers", 0))
+        return summary
+    summary = _empty()
+    try:
+        with RunReader(path) as reader:
+            conn = reader._connection
+            summary["queries"] = conn.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+            summary["labels"] = {m: n for m, n in conn.execute(
+                "SELECT method, COUNT(*) FROM labels GROUP BY method ORDER BY method")}
+            settings = reader.settings()
+            metric = settings.get("e2e_metric") or settings.get("label_metric") or "em"
+            for k, mean, n in conn.execute("SELECT k, AVG(score), COUNT(*) FROM e2e_outputs GROUP BY k ORDER BY k"):
+                summary["e2e"][str(k)] = {metric: mean, "n": n}
+            if "verdicts" in reader._tables:
+                for k, judge, yes, total in conn.execute(
+                        "SELECT k, judge, SUM(verdict), COUNT(*) FROM verdicts WHERE reference = 'semi_gold' "
+                        "GROUP BY k, judge ORDER BY k, judge"):
+                    summary["reteval"].setdefault(str(k), {})[judge] = {"yes": int(yes), "no": int(total - yes)}
+            if "failure_cases" in reader._tables:
+                for k, category, count in conn.execute(
+                        "SELECT k, category, COUNT(*) FROM failure_cases GROUP BY k, category ORDER BY k, category"):
+                    summary["failures"].setdefault(str(k), {})[category] = count
+    except sqlite3.DatabaseError as error:
+        raise StoreError(f"{path}: the run file is damaged (SQLite says: {error})") from error
+    return summary
+
+
+def missing_pieces(summary: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[str, str]:
+    """Piece -> what is missing, in words ("missing", "k=5 only"), for the pieces of :data:`PIECES` a run lacks.
+    A piece that is complete is absent from the result."""
+    settings = settings or {}
+    lacking: dict[str, str] = {}
+    labels = summary["labels"]
+    if not any(m.startswith("erag:") for m in labels):
+        lacking["erag"] = "missing"
+    wanted_ks = sorted({int(k) for k in settings.get("cutoffs", [])} | {1, 5, 10})
+    depth = settings.get("k") or max(wanted_ks)
+    wanted_ks = [k for k in wanted_ks if k <= depth] or [depth]
+    have_ks = sorted(int(k) for k in summary["e2e"])
+    if not have_ks:
+        lacking["e2e"] = "missing"
+    elif set(wanted_ks) - set(have_ks):
+        lacking["e2e"] = f"k={', '.join(map(str, have_ks))} only"
+    if not any(m in labels for m in BASELINE_METHODS):
+        lacking["baselines"] = "missing"
+    if not summary["reteval"]:
+        lacking["reteval"] = "missing"
+    return lacking
