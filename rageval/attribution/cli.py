@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -133,8 +134,11 @@ def cmd_evaluate_citations(args: argparse.Namespace) -> int:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    # Rebuilt from the parsed arguments (not sys.argv: main() may be called with its own argv).
+    command = shlex.join(["rageval", "evaluate-citations", str(args.answers), "--out", str(args.out), "--nli",
+                          args.nli, "--scenario", args.scenario, *(["--no-bertscore"] if args.no_bertscore else [])])
     path = evaluate_citations(args.answers, args.out, args.nli, bertscore=not args.no_bertscore,
-                              scenario=args.scenario, command="rageval " + " ".join(sys.argv[1:]), log=log)
+                              scenario=args.scenario, command=command, log=log)
     summary = attribution_summary(path)
     print(f"wrote {path}: {summary['answers']} answers, {summary['statements']} statements, {summary['pairs']} "
           f"statement x passage pairs, {summary['invalid_citations']} invalid citations")
