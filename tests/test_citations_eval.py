@@ -358,9 +358,29 @@ def test_cli_scores_with_a_local_nli_classifier(tmp_path, answers_case, always_e
         probabilities = reader.frame("entailment")["probability"]
     assert settings["nli"] == f"hf:{always_entails_dir}" and "evaluate-citations" in settings["command"]
     assert (probabilities > 0.5).all()
-    # Every pair is entailed, so a statement is supported iff it has a valid citation (Eq. 1), every statement is
-    # entailed by some passage (Eq. 2), ALCE recall is 1 iff all its citations are valid and there is one, and
-    # every valid citation is precise (none can be removed: the others would have to entail *and* it not).
+    assert_everything_entailed(stored, lines, built)
+
+
+def test_the_llm_judge_checks_citations_too(tmp_path, answers_case, tokenizer):
+    """``--nli llm``'s backend with a fake LLM that always answers Yes: the same values as an always-entailing model."""
+    from rageval.attribution.nli import LlmNli
+    from rageval.generation.base import FakeGenerator
+
+    lines, built, _ = answers_case
+    judge = LlmNli(FakeGenerator(rule=lambda prompt: "Yes", model_id="fake:yes"))
+    out = evaluate_citations(write_jsonl(tmp_path / "answers.jsonl", lines), tmp_path / "run.sqlite", judge,
+                             tokenizer=tokenizer, bertscore=False, log=lambda message: None)
+    with AttributionReader(out) as reader:
+        assert reader.settings()["nli"] == judge.model_id
+        stored = reader.frame("answer_metrics").set_index(["query_id", "answer_id", "metric"])["value"]
+    assert judge.last_replies and set(judge.last_replies) == {"Yes"}
+    assert_everything_entailed(stored, lines, built)
+
+
+def assert_everything_entailed(stored, lines, built) -> None:
+    """Every pair is entailed, so a statement is supported iff it has a valid citation (Eq. 1), every statement is
+    entailed by some passage (Eq. 2), ALCE recall is 1 iff all its citations are valid and there is one, and every
+    citation of such a statement is precise (none can be removed: the others would have to entail *and* it not)."""
     for key, plan in built.items():
         if not plan:
             continue
@@ -404,3 +424,10 @@ def test_citations_page_opens_on_a_user_run(scored_run, tmp_path, monkeypatch):
                for w in app.warning)
     assert "this run has none" in captions(app)
     assert not any("Spearman" in df.value.columns for df in app.dataframe)
+
+    # The empty answer: no statements and no heatmap, still no error.
+    with AttributionReader(path) as reader:
+        [query_id] = reader.frame("answers", "answer_id = 'empty'")["query_id"]
+    app = start(str(repo / "pages" / "3_Citations.py"), scenario=USER_SCENARIO, query=query_id, answer="empty")
+    assert app.selectbox(key="citations.answer_id.widget").value == "empty"
+    assert "(empty answer)" in [t.value for t in app.text] and not app.get("plotly_chart")
