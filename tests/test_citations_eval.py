@@ -431,3 +431,12 @@ def test_citations_page_opens_on_a_user_run(scored_run, tmp_path, monkeypatch):
     app = start(str(repo / "pages" / "3_Citations.py"), scenario=USER_SCENARIO, query=query_id, answer="empty")
     assert app.selectbox(key="citations.answer_id.widget").value == "empty"
     assert "(empty answer)" in [t.value for t in app.text] and not app.get("plotly_chart")
+
+
+def test_the_earliest_error_is_reported_with_a_count_of_the_rest(tmp_path):
+    """Lines are parsed as JSON before fields are checked; the error reported is still the earliest line's."""
+    answers = write_jsonl(tmp_path / "a.jsonl", [GOOD, GOOD, '{"query_id": '])
+    with pytest.raises(DataError) as raised:
+        read_user_answers(answers)
+    assert (raised.value.line, raised.value.field) == (2, "query_id")
+    assert str(raised.value).endswith("(1 more error(s) after it)")

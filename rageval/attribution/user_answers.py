@@ -108,7 +108,7 @@ def read_user_answers(path: str | Path, warn: Log | None = None) -> list[UserAns
         for problem in found:
             if problem.severity != ERROR:
                 warn(str(problem))
-    errors = [p for p in found if p.severity == ERROR]
+    errors = sorted((p for p in found if p.severity == ERROR), key=lambda p: p.line or 0)  # the earliest line
     if errors:
         first = errors[0]
         named = _FIELD_PREFIX.match(first.message)
