@@ -17,6 +17,10 @@ NLI_REPORT = RUNS_DIR / "nli" / "nli_test_report.json"
 NLI_HELP = "NLI backend: 'trained' (MiniLM, rageval train-nli), 'llm', or a Hugging Face id/path"
 
 
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
 def _bar(description: str, unit: str):
     from tqdm import tqdm
 
@@ -101,11 +105,7 @@ def cmd_attribution(args: argparse.Namespace) -> int:
         corpus, generator, load_nli(args.nli, generator=generator), load_or_train_nq_reranker(corpus=corpus),
         BertScorer(), read_hagrid(args.data_dir / HAGRID_FILE), read_hagrid_run(args.data_dir / HAGRID_RUN_FILE))
     out = args.out or RUNS_DIR / "attribution" / plan.file_name
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    path = build_attribution_run(plan, resources, out, log=log, command="rageval " + " ".join(sys.argv[1:]))
+    path = build_attribution_run(plan, resources, out, log=_log, command="rageval " + " ".join(sys.argv[1:]))
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
 
@@ -131,14 +131,11 @@ def cmd_evaluate_citations(args: argparse.Namespace) -> int:
     from rageval.attribution.store import attribution_summary
     from rageval.attribution.user_answers import evaluate_citations
 
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
     # Rebuilt from the parsed arguments (not sys.argv: main() may be called with its own argv).
     command = shlex.join(["rageval", "evaluate-citations", str(args.answers), "--out", str(args.out), "--nli",
                           args.nli, "--scenario", args.scenario, *(["--no-bertscore"] if args.no_bertscore else [])])
     path = evaluate_citations(args.answers, args.out, args.nli, bertscore=not args.no_bertscore,
-                              scenario=args.scenario, command=command, log=log)
+                              scenario=args.scenario, command=command, log=_log)
     summary = attribution_summary(path)
     print(f"wrote {path}: {summary['answers']} answers, {summary['statements']} statements, {summary['pairs']} "
           f"statement x passage pairs, {summary['invalid_citations']} invalid citations")
