@@ -1,9 +1,10 @@
-"""Citations: attributed answers on HAGRID (Djeddal et al., CIKM 2024). Per scenario, the correctness and citation
-metrics; per answer, its statements with their citations, the NLI verdicts beside HAGRID's human labels, the
-statement × passage entailment heatmap and the passages the generator saw; and the agreement of the automatic
-scores with the human labels.
+"""Citations: attributed answers (Djeddal et al., CIKM 2024). Per scenario, the correctness and citation metrics;
+per answer, its statements with their citations, the NLI verdicts (beside HAGRID's human labels where the run has
+them), the statement × passage entailment heatmap and the passages the generator saw; and, for HAGRID runs, the
+agreement of the automatic scores with the human labels.
 
-Runs come from ``data/runs/attribution`` (``rageval attribution``). ``?run=<name>&scenario=<scenario>&query=<query
+Runs come from ``data/runs/attribution``: ``rageval attribution`` (HAGRID) or ``rageval evaluate-citations`` (a
+user's own answers; no human labels). ``?run=<name>&scenario=<scenario>&query=<query
 id>&answer=<answer id>`` selects the run and the answer, so a view can be shared.
 """
 
@@ -28,8 +29,12 @@ settings = data.load_attribution_settings(*key)
 table = data.load_attribution_metric_table(*key)
 answers = data.load_attribution_answers(*key)
 
-st.title("Citations · attributed answers on HAGRID")
+user_run = view.is_user_run(settings)
+st.title(view.page_title(settings))
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + view.provenance(settings))
+invalid = view.invalid_citations_note(settings)
+if invalid:
+    st.warning(invalid)
 
 st.subheader("Correctness and citation quality per scenario")
 if table.empty:
@@ -39,9 +44,13 @@ else:
         **{name: st.column_config.NumberColumn(name, format="%.1f") for name in view.METRIC_NAMES.values()},
         "n": st.column_config.NumberColumn("n", help="answers averaged over", format="%d")})
     st.caption("Mean over each scenario's answers, percent (BLEU on its own 0-100 scale); an empty answer scores 0 "
-               "on every citation metric, and a scenario without citations (G) has none. AutoAIS and ALCE are "
-               "decided by the NLI model, overlap against the query's HAGRID quotes, BLEU/ROUGE-L/BERTScore against "
-               "the gold answers (the paper's Table 2). " + view.provenance(settings, int(table["n"].sum())))
+               "on every citation metric" + (
+                   ", and a citation naming no given passage supports nothing. AutoAIS and ALCE are decided by the "
+                   "NLI model, BLEU/ROUGE-L/BERTScore (when the answers came with gold answers) against the gold "
+                   "answers. " if user_run else
+                   ", and a scenario without citations (G) has none. AutoAIS and ALCE are decided by the NLI model, "
+                   "overlap against the query's HAGRID quotes, BLEU/ROUGE-L/BERTScore against the gold answers (the "
+                   "paper's Table 2). ") + view.provenance(settings, int(table["n"].sum())))
 if answers.empty:
     st.info("This run stores no answers.")
     st.stop()
@@ -59,7 +68,8 @@ query_id = render.select_synced(
     filter_mode="contains")
 of_query = in_scenario[in_scenario["query_id"] == query_id]
 answer_id = render.select_synced(answer_column, "Answer", list(of_query["answer_id"]), state_key=ANSWER_STATE,
-                                 param="answer", help="HAGRID has up to two gold answers per question")
+                                 param="answer", help="the answer ids of this question" if user_run else
+                                 "HAGRID has up to two gold answers per question")
 answer = of_query[of_query["answer_id"] == answer_id].iloc[0]
 where = render.escape_markdown(f"{scenario} · query {query_id} · answer {answer_id}")
 
@@ -102,13 +112,16 @@ if inputs.empty:
     st.caption("None: this scenario answers closed-book." if scenario == "G" else "No input passages stored.")
 else:
     shown_to = ("HAGRID's annotators (the query's quotes), numbered as the gold answer cites them"
-                if scenario == GOLD_SCENARIO else
-                f"the generator {settings.get('generator', '?')}, numbered as its citations")
+                if scenario == GOLD_SCENARIO else "the system that wrote the answer, numbered as its citations"
+                if user_run else f"the generator {settings.get('generator', '?')}, numbered as its citations")
     st.caption(render.escape_markdown(f"The input passages shown to {shown_to} ({len(inputs)}).") + " · " + where)
     view.render_input_passages(inputs)
 
 agreement = data.load_attribution_agreement(*key)
-if not agreement.empty:
+if agreement.empty:
+    st.caption("No agreement with human labels: this run has none (only HAGRID's gold answers, in a "
+               "`rageval attribution` run, carry annotators' labels).")
+else:
     st.subheader("Agreement with HAGRID's human labels")
     st.dataframe(view.agreement_view(agreement), hide_index=True, column_config={
         **{c: st.column_config.NumberColumn(c, format="%.3f") for c in ("Pearson", "Spearman")},

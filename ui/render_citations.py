@@ -1,4 +1,5 @@
-"""Views of the citations page (``pages/3_Citations.py``): attributed-answer runs (``rageval attribution``).
+"""Views of the citations page (``pages/3_Citations.py``): attributed-answer runs (``rageval attribution``,
+``rageval evaluate-citations``).
 
 Pure functions from the data layer's tables to display tables and figures, plus the passage block. Answer,
 statement and passage text is shown through ``st.text`` / ``st.dataframe`` (never Markdown or HTML); the heatmap
@@ -15,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from rageval.attribution.report import to_percent
+from rageval.attribution.user_answers import SOURCE as USER_SOURCE
 from ui.render import escape_markdown, format_label
 
 METRIC_NAMES = {
@@ -39,10 +41,40 @@ def provenance(settings: Mapping[str, Any], n_answers: int | None = None) -> str
     return escape_markdown(" · ".join(parts))
 
 
+def is_user_run(settings: Mapping[str, Any]) -> bool:
+    """Whether the run scored a user's own answers (``rageval evaluate-citations``) rather than HAGRID scenarios."""
+    return settings.get("source") == USER_SOURCE
+
+
+def page_title(settings: Mapping[str, Any]) -> str:
+    """The page title: the answers file of a user run, else the dataset (HAGRID for ``rageval attribution``)."""
+    if is_user_run(settings):
+        return f"Citations · attributed answers from {settings.get('dataset') or 'your system'}"
+    dataset = str(settings.get("dataset", ""))
+    return "Citations · attributed answers on " + ("HAGRID" if dataset.startswith("hagrid") or not dataset
+                                                   else dataset)
+
+
+def invalid_citations_note(settings: Mapping[str, Any]) -> str:
+    """Escaped Markdown warning about citations that named no passage of their answer ('' when there were none)."""
+    invalid = settings.get("invalid_citations") or {}
+    count = int(invalid.get("citations", 0) or 0)
+    if not count:
+        return ""
+    listed = [str(w["line"]) for w in invalid.get("first", [])]
+    more = ", ..." if invalid.get("answers", 0) > len(listed) else ""
+    where = f" (input line{'s' if len(listed) > 1 or more else ''} {', '.join(listed)}{more})" if listed else ""
+    return escape_markdown(
+        f"{count:,} citation(s) in {invalid.get('answers', '?')} answer(s) name no passage of the answer's list "
+        f"(numbered from 1): they support nothing and count as unsupported{where}.")
+
+
 def metric_table_view(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`rageval.attribution.report.scenario_metric_table` in percent, citation metrics first, named for
-    people; ``n`` (answers) last."""
-    shown = to_percent(table)[[m for m in METRIC_ORDER if m in table.columns]].rename(columns=METRIC_NAMES)
+    people; ``n`` (answers) last. A metric no scenario has (e.g. overlap in a run without gold citations) is left
+    out."""
+    present = [m for m in METRIC_ORDER if m in table.columns and table[m].notna().any()]
+    shown = to_percent(table)[present].rename(columns=METRIC_NAMES)
     shown["n"] = table["n"].astype(int)
     shown.index.name = "Scenario"
     return shown

@@ -1,10 +1,12 @@
-"""``rageval train-nli`` and ``rageval attribution``: the entailment model and the HAGRID attributed-answer runs."""
+"""``rageval train-nli``, ``rageval attribution`` and ``rageval evaluate-citations``: the entailment model, the HAGRID
+attributed-answer runs, and the citation metrics of a user's own attributed answers."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -12,6 +14,11 @@ from pathlib import Path
 from rageval.paths import DATA_DIR, RUNS_DIR
 
 NLI_REPORT = RUNS_DIR / "nli" / "nli_test_report.json"
+NLI_HELP = "NLI backend: 'trained' (MiniLM, rageval train-nli), 'llm', or a Hugging Face id/path"
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def _bar(description: str, unit: str):
@@ -76,6 +83,7 @@ def add_parsers(sub) -> None:
     nli.add_argument("--data-dir", type=Path, default=DATA_DIR)
     nli.set_defaults(handler=cmd_train_nli)
     add_attribution_parser(sub)
+    add_evaluate_citations_parser(sub)
 
 
 def cmd_attribution(args: argparse.Namespace) -> int:
@@ -97,11 +105,7 @@ def cmd_attribution(args: argparse.Namespace) -> int:
         corpus, generator, load_nli(args.nli, generator=generator), load_or_train_nq_reranker(corpus=corpus),
         BertScorer(), read_hagrid(args.data_dir / HAGRID_FILE), read_hagrid_run(args.data_dir / HAGRID_RUN_FILE))
     out = args.out or RUNS_DIR / "attribution" / plan.file_name
-
-    def log(message: str) -> None:
-        print(message, file=sys.stderr, flush=True)
-
-    path = build_attribution_run(plan, resources, out, log=log, command="rageval " + " ".join(sys.argv[1:]))
+    path = build_attribution_run(plan, resources, out, log=_log, command="rageval " + " ".join(sys.argv[1:]))
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
 
@@ -114,11 +118,40 @@ def add_attribution_parser(sub) -> None:
     run.add_argument("--first-query", type=int, default=0)
     run.add_argument("--k", type=int, default=2, help="retrieved passages given to the generator")
     run.add_argument("--depth", type=int, default=10, help="passages retrieved per (sub-)query")
-    run.add_argument("--nli", default="trained",
-                     help="NLI backend: 'trained' (MiniLM, rageval train-nli), 'llm', or a Hugging Face id/path")
+    run.add_argument("--nli", default="trained", help=NLI_HELP)
     run.add_argument("--batch-size", type=int, default=8)
     run.add_argument("--dtype", default="bfloat16", help="generator precision ('' for the device default)")
     run.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     run.add_argument("--out", type=Path, help="run file (default: data/runs/attribution/<plan name>.sqlite)")
     run.add_argument("--data-dir", type=Path, default=DATA_DIR)
     run.set_defaults(handler=cmd_attribution)
+
+
+def cmd_evaluate_citations(args: argparse.Namespace) -> int:
+    from rageval.attribution.store import attribution_summary
+    from rageval.attribution.user_answers import evaluate_citations
+
+    # Rebuilt from the parsed arguments (not sys.argv: main() may be called with its own argv).
+    command = shlex.join(["rageval", "evaluate-citations", str(args.answers), "--out", str(args.out), "--nli",
+                          args.nli, "--scenario", args.scenario, *(["--no-bertscore"] if args.no_bertscore else [])])
+    path = evaluate_citations(args.answers, args.out, args.nli, bertscore=not args.no_bertscore,
+                              scenario=args.scenario, command=command, log=_log)
+    summary = attribution_summary(path)
+    print(f"wrote {path}: {summary['answers']} answers, {summary['statements']} statements, {summary['pairs']} "
+          f"statement x passage pairs, {summary['invalid_citations']} invalid citations")
+    for metric, value in summary["metrics"].items():
+        print(f"  {metric:<20} {value:.4f}")
+    return 0
+
+
+def add_evaluate_citations_parser(sub) -> None:
+    run = sub.add_parser("evaluate-citations", help="AutoAIS and ALCE citation metrics (and ROUGE-L/BLEU against "
+                                                    "gold answers) of your own attributed answers (JSONL, "
+                                                    "docs/citations_format.md), into an attribution run file")
+    run.add_argument("answers", type=Path, help="JSONL: query_id, question, answer with [n] citations, passages")
+    run.add_argument("--out", type=Path, required=True,
+                     help="run file to write (the dashboard lists <runs folder>/attribution/*.sqlite)")
+    run.add_argument("--nli", default="trained", help=NLI_HELP)
+    run.add_argument("--scenario", default="user", help="the name the run stores these answers under")
+    run.add_argument("--no-bertscore", action="store_true", help="skip BERTScore against the gold answers")
+    run.set_defaults(handler=cmd_evaluate_citations)

@@ -176,8 +176,12 @@ def rouge_l_prf(candidate: str, references: Sequence[str]) -> tuple[float, float
     return tuple(max((s[i] for s in scores), default=0.0) for i in range(3))
 
 
-def correctness(candidate: str, references: Sequence[str], bert_scorer) -> dict[str, float]:
-    """BLEU, ROUGE-L P/R/F and BERTScore P/R/F of ``candidate`` (markers removed) against the gold answers."""
+def correctness(candidate: str, references: Sequence[str], bert_scorer=None) -> dict[str, float]:
+    """BLEU, ROUGE-L P/R/F and BERTScore P/R/F of ``candidate`` (markers removed) against the gold answers; without
+    a ``bert_scorer`` the BERTScore values are left out (not set to 0)."""
     rouge = rouge_l_prf(candidate, references)
-    bert = bert_scorer.precision_recall_f1(candidate, references) if candidate.strip() else (0.0, 0.0, 0.0)
-    return dict(zip(CORRECTNESS_METRICS, (bleu(candidate, references), *rouge, *bert)))
+    values = dict(zip(CORRECTNESS_METRICS, (bleu(candidate, references), *rouge)))
+    if bert_scorer is not None:
+        bert = bert_scorer.precision_recall_f1(candidate, references) if candidate.strip() else (0.0, 0.0, 0.0)
+        values.update(zip(CORRECTNESS_METRICS[4:], bert))
+    return values

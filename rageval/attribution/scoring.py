@@ -90,7 +90,8 @@ def joint_decisions(answers: Sequence[AnswerRecord], model: EntailmentModel,
 
 def score_answers(answers: Sequence[AnswerRecord], model: EntailmentModel, bert_scorer=None,
                   threshold: float = ENTAILMENT_THRESHOLD) -> list[ScoredAnswer]:
-    """Matrix, citation metrics, overlap and (when ``references`` and a ``bert_scorer`` are given) correctness."""
+    """Matrix, citation metrics, overlap and, for answers with ``references``, correctness (BLEU and ROUGE-L; also
+    BERTScore when a ``bert_scorer`` is given)."""
     matrices = entailment_matrices(answers, model)
     joints = joint_decisions(answers, model, threshold)
     scored = []
@@ -105,7 +106,7 @@ def score_answers(answers: Sequence[AnswerRecord], model: EntailmentModel, bert_
             if answer.gold_citations:
                 metrics["overlap_p"], metrics["overlap_r"] = citation_overlap(answer.cited_passage_ids(),
                                                                               answer.gold_citations)
-        if answer.references and bert_scorer is not None:
+        if answer.references:
             plain = " ".join(s.text for s in answer.statements)
             metrics.update(correctness(plain, answer.references, bert_scorer))
         scored.append(ScoredAnswer(answer, matrix, citations, metrics))

@@ -190,3 +190,31 @@ class AttributionReader:
 
 def agreement_rows(agreements: Sequence[Any]) -> list[dict[str, Any]]:
     return [asdict(a) for a in agreements]
+
+
+def attribution_summary(path: str | os.PathLike) -> dict[str, Any]:
+    """What an attribution run file holds: ``{"statements": n, "pairs": n, "answers": n, "metrics": {name: mean}}``.
+
+    ``pairs`` counts the statement × passage cells of the entailment matrix (each statement times its answer's
+    input passages); ``metrics`` averages every stored metric over all answers of all scenarios that have it (per
+    scenario under ``"scenarios"``); ``invalid_citations`` sums the citations that named no input passage. Raises
+    :class:`StoreError` for anything that is not a readable attribution run file.
+    """
+    with AttributionReader(path) as reader:
+        try:
+            connection = reader._connection
+            statements, pairs, answers = (connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                                          for table in ("statements", "entailment", "answers"))
+            metrics = {metric: float(value) for metric, value in connection.execute(
+                "SELECT metric, AVG(value) FROM answer_metrics GROUP BY metric ORDER BY metric")}
+            scenarios: dict[str, dict[str, float]] = {}
+            for scenario, metric, value in connection.execute(
+                    "SELECT scenario, metric, AVG(value) FROM answer_metrics GROUP BY scenario, metric "
+                    "ORDER BY scenario, metric"):
+                scenarios.setdefault(scenario, {})[metric] = float(value)
+            invalid = connection.execute("SELECT COALESCE(SUM(value), 0) FROM answer_metrics "
+                                         "WHERE metric = 'invalid_citations'").fetchone()[0]
+        except (sqlite3.Error, TypeError, ValueError) as error:
+            raise StoreError(f"{reader.path}: not a complete attribution run file ({error})") from error
+    return {"statements": int(statements), "pairs": int(pairs), "answers": int(answers), "metrics": metrics,
+            "scenarios": scenarios, "invalid_citations": int(invalid)}
