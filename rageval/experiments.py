@@ -29,6 +29,7 @@ import numpy as np
 
 from rageval import erag
 from rageval import reteval as llm_reteval
+from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.store import Run, write_run
 from rageval.types import Query, Ranking, ScoredPassage
@@ -60,6 +61,7 @@ class RunPlan:
     folder: str = ""                 # sub-folder of the runs folder ("" = top level, listed first)
     metric: str = "em"               # the answer metric of the E2E scores
     max_new_tokens: int = 16
+    measure_cutoffs: tuple[int, ...] = ()  # IR measure cutoffs beyond e2e_ks (up to k)
 
     def __post_init__(self):
         if self.retriever not in RETRIEVER_DESCRIPTIONS:
@@ -194,6 +196,9 @@ def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: Decod
     decoding = decoding or DecodingSettings(max_new_tokens=plan.max_new_tokens)
     started = time.perf_counter()
     queries = plan_queries(plan, resources)
+    if not queries:
+        name = {"nq_open": "NQ-open", "hotpotqa": "HotpotQA"}.get(plan.dataset, plan.dataset)
+        raise RagevalError(f"no {name} queries in the slice offset={plan.offset}, n={plan.num_queries}")
     rankings = plan_rankings(plan, queries, resources)
     passages = resources.passages
     rankings_s = round(time.perf_counter() - started, 1)
@@ -211,13 +216,13 @@ def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: Decod
     options = EvaluationOptions(
         methods=("erag", "e2e", "baselines") + (("reteval",) if plan.reteval else ()), ks=tuple(sorted(set(plan.e2e_ks))),
         label_metrics=plan.label_metrics, metric=plan.metric, llm_relevance=plan.llm_relevance,
-        reteval=plan.reteval_settings, decoding=decoding, batch_size=batch_size)
+        reteval=plan.reteval_settings, decoding=decoding, batch_size=batch_size, measure_cutoffs=plan.measure_cutoffs)
     run = evaluate_run(base, generator, options, log=lambda message: log(f"[{plan.name}] {message}"),
                        progress=progress, encoder=resources.encoder if plan.reteval else None)
     run.settings["timing_s"] = {"rankings": rankings_s, **run.settings["timing_s"]}
 
     settings = erag.EragSettings(k=plan.k, metric=plan.metric, decoding=decoding, batch_size=batch_size,
-                                 cutoffs=options.ks)
+                                 cutoffs=options.cutoffs)
     hits_before, misses_before = generator.hits, generator.misses
     erag.compute_erag_labels(queries, _reversed(rankings, plan.k), passages, generator, settings)
     run.settings["rerank_check"] = {"reranking": f"each top-{plan.k} reversed, eRAG labels recomputed",

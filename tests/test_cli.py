@@ -26,13 +26,15 @@ def test_erag_writes_a_run_and_a_rerun_costs_no_llm_call(cli_cache, tiny_model_d
             "--out", tmp_path / "run.sqlite"]
     code, out, err = run_cli(args, cli_cache, monkeypatch, capsys)
     assert code == 0, err
-    assert "eRAG: one passage per prompt" in err and "6/6" in err  # the progress bar reached its total
+    assert "erag" in err and "6/6" in err and "e2e" in err and "2/2" in err  # each stage's bar reached its total
     assert f"wrote {tmp_path / 'run.sqlite'}" in out
     with RunReader(tmp_path / "run.sqlite") as reader:
         settings = reader.settings()
         assert settings["model_id"] == str(tiny_model_dir)
         assert settings["num_queries"] == 2 and settings["k"] == 3
-        assert settings["llm_calls"] == {"cache_hits": 0, "cache_misses": 8}  # 2 x 3 single-passage + 2 E2E
+        calls = settings["llm_calls"]  # 2 x 3 single-passage + 2 E2E
+        assert (calls["cache_hits"], calls["cache_misses"]) == (0, 8)
+        assert calls["by_stage"] == {"erag": {"calls": 6, "cached": 0, "new": 6}, "e2e": {"calls": 2, "cached": 0, "new": 2}}
         assert reader.counts()["doc_outputs"] == 6 and reader.counts()["e2e_outputs"] == 2
         assert set(reader.label_methods()) == {"erag:em", "contains_answer", "gold", "gold_page"}
         # The first NQ-open test question, retrieved by BM25 over the real corpus: its gold passage ranks high.
@@ -45,7 +47,8 @@ def test_erag_writes_a_run_and_a_rerun_costs_no_llm_call(cli_cache, tiny_model_d
     code, out, err = run_cli([*args[:-1], tmp_path / "again.sqlite"], cli_cache, monkeypatch, capsys)
     assert code == 0, err
     with RunReader(tmp_path / "again.sqlite") as reader:
-        assert reader.settings()["llm_calls"] == {"cache_hits": 8, "cache_misses": 0}
+        calls = reader.settings()["llm_calls"]
+        assert (calls["cache_hits"], calls["cache_misses"]) == (8, 0)
 
     code, out, _ = run_cli(["info", tmp_path / "run.sqlite"], cli_cache, monkeypatch, capsys)
     assert code == 0 and "share of labels = 1 (erag:em)" in out and "E2E em" in out

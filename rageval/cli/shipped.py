@@ -29,7 +29,8 @@ def cmd_erag(args: argparse.Namespace) -> int:
     from rageval.store import write_run
 
     cutoffs = tuple(sorted({c for c in (1, 5, 10, 20) if c <= args.k} | {args.k}))
-    plan = RunPlan(Path(args.out).stem, "nq_open", "bm25", args.num_queries, k=args.k, e2e_ks=cutoffs,
+    plan = RunPlan(Path(args.out).stem, "nq_open", "bm25", args.num_queries, k=args.k, e2e_ks=(args.k,),
+                   measure_cutoffs=cutoffs, label_metrics=(args.metric,),
                    metric=args.metric, llm_relevance=False, offset=args.offset, max_new_tokens=args.max_new_tokens)
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     generator = CachedGenerator(load_generator(ModelSettings(

@@ -86,6 +86,7 @@ class EvaluationOptions:
     decoding: DecodingSettings = field(default_factory=DecodingSettings)
     batch_size: int = 8
     prompt: PromptTemplate = QA_FEW_SHOT
+    measure_cutoffs: tuple[int, ...] = ()  # more cutoffs of the IR measures than the E2E sweep's
 
     def __post_init__(self):
         unknown = [m for m in self.methods if m not in METHODS]
@@ -100,6 +101,11 @@ class EvaluationOptions:
     @property
     def depth(self) -> int:
         return max(self.ks)
+
+    @property
+    def cutoffs(self) -> tuple[int, ...]:
+        """The IR measures' cutoffs: the sweep and ``measure_cutoffs`` up to the eRAG depth."""
+        return tuple(sorted({k for k in (*self.ks, *self.measure_cutoffs) if k <= self.depth}))
 
     @property
     def reteval_ks(self) -> tuple[int, ...]:
@@ -220,6 +226,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     ``encoder``: the MiniLM encoder of the cosine judge (loaded on first use). ``dry_run``: skip the scoring that
     loads models (BERTScore, cosine) and the measures; only the LLM calls are counted."""
     meter = StageMeter(generator, progress)
+    hits_at_start, misses_at_start = meter.hits, meter.misses
     queries = list(base.queries)
     by_id = {q.query_id: q for q in queries}
     rankings = {r.query_id: r for r in base.rankings}
@@ -227,7 +234,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     methods = set(options.methods)
     metrics = tuple(m for m in options.label_metrics if not (dry_run and m in erag.MODEL_METRICS))
     settings = erag.EragSettings(k=options.depth, metric=options.metric, decoding=options.decoding,
-                                 batch_size=options.batch_size, cutoffs=options.ks, prompt=options.prompt)
+                                 batch_size=options.batch_size, cutoffs=options.cutoffs, prompt=options.prompt)
     timings: dict[str, float] = {}
     notes: list[str] = []
 
@@ -247,12 +254,16 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         labels += erag.metric_labels(doc_outputs, by_id, metrics)
         timed("erag", started)
 
-    e2e_outputs = [o for o in base.e2e_outputs if o.k not in options.e2e_ks]
-    if options.e2e_ks:
+    # E2E answers already in the starting run (an upload's own) are kept: only missing (query, k) are computed.
+    e2e_outputs = list(base.e2e_outputs)
+    given = {(o.query_id, o.k) for o in e2e_outputs}
+    todo = {k: [q for q in queries if (q.query_id, k) not in given] for k in options.e2e_ks}
+    if any(todo.values()):
         started = time.perf_counter()
-        meter.begin("e2e", len(queries) * len(options.e2e_ks))
-        for k in options.e2e_ks:
-            e2e_outputs += erag.compute_e2e(queries, rankings, passages, meter, settings, k=k)
+        meter.begin("e2e", sum(len(qs) for qs in todo.values()))
+        for k, missing in todo.items():
+            if missing:
+                e2e_outputs += erag.compute_e2e(missing, rankings, passages, meter, settings, k=k)
         timed("e2e", started)
 
     evidence = list(base.label_evidence)
@@ -293,7 +304,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     measure_values = []
     if not dry_run:
         started = time.perf_counter()
-        measure_values = erag.compute_measure_values(labels, rankings, options.ks,
+        measure_values = erag.compute_measure_values(labels, rankings, options.cutoffs,
                                                      graded_methods=_graded_given_methods(labels))
         timed("measures", started)
 
@@ -303,7 +314,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     graded = sorted({m for m in method_names if erag.is_graded_method(m)} | _graded_given_methods(labels))
     run_settings = dict(base.settings) | {
         "num_queries": len(queries), "k": options.depth, "e2e_ks": sorted({o.k for o in e2e_outputs}),
-        "cutoffs": list(options.ks), "model_id": generator.model_id,
+        "cutoffs": list(options.cutoffs), "model_id": generator.model_id,
         "prompt": options.prompt.identifier,
         "prompts": {t.identifier: asdict(t) for t in (options.prompt, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)},
         "decoding": {"max_new_tokens": options.decoding.max_new_tokens, "temperature": options.decoding.temperature,
@@ -312,7 +323,8 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         "label_methods": method_names, "graded_label_methods": graded,
         "graded_measures": list(erag.GRADED_MEASURES), "methods": list(options.methods),
         "reteval": reteval_settings.as_dict() if reteval_settings else None,
-        "llm_calls": {"cache_hits": meter.hits, "cache_misses": meter.misses, "by_stage": meter.calls},
+        "llm_calls": {"cache_hits": meter.hits - hits_at_start, "cache_misses": meter.misses - misses_at_start,
+                      "by_stage": meter.calls},
         "timing_s": timings, "pipeline_notes": notes,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "rageval_version": __version__,

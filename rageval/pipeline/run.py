@@ -124,3 +124,45 @@ def dry_run(config: EvaluateConfig, *, log: Log = _stderr) -> DryRunReport:
     calls = run.settings["llm_calls"]["by_stage"]
     pairs = sum(min(len(r.passages), options.depth) for r in inputs.run.rankings)
     return DryRunReport(len(inputs.run.queries), pairs, inputs.corpus_size, generator.model_id, options, calls, out)
+
+
+def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None = None, *, generator=None,
+                      cache: LLMCache | None = None, log: Log = _stderr, progress: Progress | None = None) -> Path:
+    """Compute what the run file at ``path`` lacks (:func:`rageval.pipeline.summary.missing_pieces`, or
+    ``pieces``) with the model ``model_settings`` describe, and rewrite the file atomically with them. Given
+    labels and answers (an upload's) are kept; pieces already present are not recomputed. Every LLM call goes
+    through the LLM-call cache, so a killed completion resumes at no LLM cost. The dashboard's "compute what
+    this run lacks" job runs this."""
+    from rageval.pipeline.summary import missing_pieces, run_summary
+    from rageval.store import read_run
+
+    path = Path(path)
+    run = read_run(path)
+    lacking = missing_pieces(run_summary(path), dict(run.settings))
+    wanted = tuple(p for p in (pieces or tuple(lacking)) if p in lacking or p == "reteval")
+    if not wanted:
+        log(f"{path.name}: nothing to compute")
+        return path
+    missing_answers = [q.query_id for q in run.queries if not q.answers]
+    if missing_answers:
+        raise RagevalError(f"{path}: query {missing_answers[0]!r} has no gold answers; {ANSWERS_NEEDED}")
+    depth = max((len(r.passages) for r in run.rankings), default=0)
+    if depth == 0:
+        raise RagevalError(f"{path}: the run ranks no passages")
+    have_ks = sorted({o.k for o in run.e2e_outputs})
+    ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
+    methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
+    options = EvaluationOptions(methods=methods, ks=ks)
+    model = generator if generator is not None else load_generator(model_settings)
+    cached = CachedGenerator(model, cache or LLMCache())
+    final = evaluate_run(replace(run, measure_values=()), cached, options, log=log, progress=progress)
+    settings = dict(final.settings)
+    history = list(run.settings.get("completed", []))
+    history.append({"pieces": list(methods), "model_id": cached.model_id, "model": model_settings.as_dict()
+                    if hasattr(model_settings, "as_dict") else str(model_settings),
+                    "at": settings.get("created_at"), "llm_calls": settings.get("llm_calls")})
+    settings["completed"] = history
+    for key in ("source", "format", "uploaded_files", "uploaded_at", "retriever", "dataset", "name", "notes"):
+        if key in run.settings:
+            settings[key] = run.settings[key]
+    return write_run(replace(final, settings=settings), path)
