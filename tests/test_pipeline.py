@@ -301,3 +301,23 @@ def test_prompt_template_is_a_file(dataset, tmp_path):
     path = pipeline.evaluate(config, generator=Recording(), log=lambda _: None)
     assert seen and all(p.startswith("Reply with a name only.") and "where is paris" in p for p in seen)
     assert RunReader(path).settings()["prompt"].startswith("terse@2#")
+
+
+def test_eval_retrieval_on_own_beir_data(beir, tmp_path, capsys, monkeypatch):
+    """``rageval eval-retrieval --queries --corpus --qrels``: retrievers scored on the user's own files; R@5 and
+    nDCG@10 cross-checked with pytrec_eval on the stored rankings."""
+    import pytrec_eval
+
+    code, stdout, err = run_cli(["eval-retrieval", "--queries", beir / "queries.jsonl", "--corpus",
+                                 beir / "corpus.jsonl", "--qrels", beir / "qrels" / "test.tsv", "--systems", "bm25",
+                                 "--k", 10, "--out-dir", tmp_path / "retrieval"], capsys, monkeypatch, tmp_path / "c")
+    assert code == 0, err
+    path = tmp_path / "retrieval" / "retrieval-queries-bm25.sqlite"
+    run = read_run(path)
+    qrels = {q: {p: 1 for p in gold} for q, _, _, gold, _ in QUESTIONS}
+    trec = {r.query_id: {p.passage_id: p.score for p in r.passages} for r in run.rankings}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"recall.5", "ndcg_cut.10"}).evaluate(trec)
+    stored = {(m.measure, m.query_id): m.value for m in run.measure_values}
+    for query_id, values in expected.items():
+        assert stored["R@5", query_id] == pytest.approx(values["recall_5"])
+        assert stored["nDCG@10", query_id] == pytest.approx(values["ndcg_cut_10"])

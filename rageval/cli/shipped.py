@@ -67,25 +67,39 @@ def cmd_build_index(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
-    from rageval.corpus import corpus_fingerprint
     from rageval.retrieval import evaluate as ev
     from rageval.store import write_run
 
     systems = ev.parse_systems(args.systems)
     started = time.perf_counter()
-    corpus = _load_corpus(args.data_dir)
-    queries = ev.load_queries(args.dataset, corpus, args.num_queries, args.data_dir)
-    passages = {p.passage_id: p for p in corpus.passages}
-    fingerprint = corpus_fingerprint(corpus)
+    if args.queries or args.corpus:  # your own questions, corpus and qrels
+        from rageval.pipeline.sources import load_retrieval_inputs
+
+        dataset, queries, passages, fingerprint = load_retrieval_inputs(args.queries, args.corpus, args.qrels,
+                                                                        args.num_queries)
+        slice_note, notes = f"the first {len(queries)} queries of {args.queries}", f"Corpus: {args.corpus}"
+        out_dir = args.out_dir or user_runs_dir() / "retrieval"
+    else:
+        from rageval.corpus import corpus_fingerprint
+
+        corpus = _load_corpus(args.data_dir)
+        dataset = args.dataset
+        queries = ev.load_queries(args.dataset, corpus, args.num_queries, args.data_dir)
+        passages = {p.passage_id: p for p in corpus.passages}
+        fingerprint = corpus_fingerprint(corpus)
+        slice_note, notes = f"the first {len(queries)} {args.dataset} queries (file order)", CORPUS_NOTE
+        out_dir = args.out_dir or RUNS_DIR / "retrieval"
     bm25 = dense = reranker = None
     if ev.NEEDS_BM25.intersection(systems):
         from rageval.retrieval.bm25 import BM25Retriever
 
-        bm25 = BM25Retriever(_bm25_index(corpus))
+        from rageval.retrieval.bm25 import load_or_build_bm25_index
+
+        bm25 = BM25Retriever(load_or_build_bm25_index(list(passages.values()), fingerprint))
     if ev.NEEDS_DENSE.intersection(systems):
         from rageval.retrieval.dense import load_dense_retriever
 
-        dense = load_dense_retriever(corpus.passages, fingerprint, batch_size=args.batch_size)
+        dense = load_dense_retriever(list(passages.values()), fingerprint, batch_size=args.batch_size)
     if "bm25+rerank" in systems:
         from rageval.retrieval.rerank import CrossEncoderReranker
 
@@ -100,18 +114,18 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     settings = {
-        "dataset_slice": f"the first {len(queries)} {args.dataset} queries (file order)", "k": args.k,
-        "corpus": {"passages": len(corpus.passages), "fingerprint": fingerprint[:16]}, "notes": CORPUS_NOTE,
+        "dataset_slice": slice_note, "k": args.k,
+        "corpus": {"passages": len(passages), "fingerprint": fingerprint[:16]}, "notes": notes,
         "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "rageval_version": __version__, "command": "rageval " + " ".join(sys.argv[1:]),
     }
     per_query = {}
     for system, result in results.items():
         per_query[system] = ev.compute_retrieval_measures(result.rankings, queries)
-        run = ev.build_retrieval_run(args.dataset, result, queries, passages, per_query[system], settings,
+        run = ev.build_retrieval_run(dataset, result, queries, passages, per_query[system], settings,
                                      stored_depth=args.stored_depth)
-        print(f"wrote {write_run(run, args.out_dir / ev.run_file_name(args.dataset, system))}")
-    print(f"{args.dataset}: {len(queries)} queries, {len(corpus.passages):,} passages, top {args.k} "
+        print(f"wrote {write_run(run, out_dir / ev.run_file_name(dataset, system))}")
+    print(f"{dataset}: {len(queries)} queries, {len(passages):,} passages, top {args.k} "
           f"({time.perf_counter() - started:.0f} s)")
     print(ev.summarize(per_query).round(3).to_string())
     return 0
@@ -350,8 +364,13 @@ def add_parsers(sub) -> None:
     retrieval.add_argument("--batch-size", type=int, default=64, help="texts per embedding batch")
     retrieval.add_argument("--stored-depth", type=int, default=10, help="ranks kept in the run files")
     retrieval.add_argument("--data-dir", type=Path, default=DATA_DIR)
-    retrieval.add_argument("--out-dir", type=Path, default=RUNS_DIR / "retrieval",
-                           help="folder of the run files, one per system (default: data/runs/retrieval)")
+    retrieval.add_argument("--queries", type=Path, help="your questions (JSONL or BEIR queries.jsonl) instead of "
+                                                        "--dataset; gold passages from gold_passage_ids or --qrels")
+    retrieval.add_argument("--corpus", type=Path, help="your passages (JSONL or BEIR corpus.jsonl), with --queries")
+    retrieval.add_argument("--qrels", type=Path, help="TREC qrels or BEIR qrels TSV (positives = gold passages)")
+    retrieval.add_argument("--out-dir", type=Path,
+                           help="folder of the run files, one per system (default: data/runs/retrieval for the "
+                                "shipped datasets, <user runs folder>/retrieval for yours)")
     retrieval.set_defaults(handler=cmd_eval_retrieval)
 
     reranker = sub.add_parser("train-reranker", help="train (once, cached) the MiniLM cross-encoder NQ reranker; "

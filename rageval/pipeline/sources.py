@@ -294,6 +294,23 @@ def load_inputs(paths: SourcePaths, k: int, *, dataset: str = "", log=lambda mes
     return LoadedInputs(run, len(passages), description, Path(paths.queries), question_lines)
 
 
+def load_retrieval_inputs(queries_path: Path | None, corpus_path: Path | None, qrels_path: Path | None = None,
+                          num_queries: int | None = None) -> tuple[str, list[Query], dict[str, Passage], str]:
+    """Questions (with gold passages from the questions or the qrels), the corpus and its fingerprint, for
+    evaluating retrievers on the user's own data (``rageval eval-retrieval --queries Q --corpus C``)."""
+    if queries_path is None or corpus_path is None:
+        raise RagevalError("--queries and --corpus go together (your questions and the passages to retrieve from)")
+    queries = {qid: q for qid, (_, q) in read_questions(queries_path).items()}
+    passages = read_corpus(corpus_path)
+    qrels = _read_qrels(qrels_path, queries) if qrels_path else {}
+    dataset = Path(queries_path).stem
+    queries = {qid: replace(q, dataset=dataset, gold_passage_ids=tuple(p for p, v in qrels[qid].items() if v > 0))
+               if qid in qrels else replace(q, dataset=dataset) for qid, q in queries.items()}
+    _check_gold_ids(queries, passages, queries_path)
+    chosen = list(queries.values())[:num_queries] if num_queries else list(queries.values())
+    return dataset, chosen, passages, corpus_fingerprint(passages)
+
+
 def _read_qrels(path: Path, queries: Mapping[str, Query]) -> dict[str, dict[str, float]]:
     """The qrels judgments ``{query: {passage: relevance}}``, validated by the upload's TREC qrels reader."""
     from rageval.upload import DEFAULT_LIMITS, _Problems, _raise_first_error, _read_trec_qrels
