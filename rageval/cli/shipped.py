@@ -190,75 +190,48 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
     """Sub-query generation (the LLM) -> BM25 per sub-query -> fusion, vs BM25 on the question and MAX."""
     import json
 
-    import pandas as pd
-
     from rageval.generation.cache import CachedGenerator, LLMCache
-    from rageval.generation.base import DecodingSettings
-    from rageval.retrieval.bm25 import BM25Retriever
-    from rageval.retrieval.evaluate import compute_retrieval_measures
-    from rageval.retrieval.subqueries import (FUSION_METHODS, SUBQUERY_DECODING, fuse, generate_subqueries,
-                                              max_oracle, subquery_rankings)
+    from rageval.retrieval.bm25 import BM25Retriever, load_or_build_bm25_index
+    from rageval.retrieval.subqueries import evaluate_subquery_retrieval, parse_fusion_methods
 
-    allowed = (*FUSION_METHODS, "rerank")
-    methods = [m.strip() for m in args.fusion.split(",") if m.strip()]
-    if not methods or any(m not in allowed for m in methods) or len(set(methods)) != len(methods):
-        raise RagevalError(f"--fusion {args.fusion!r}: expected distinct names among {', '.join(allowed)}")
+    methods = parse_fusion_methods(args.fusion)
     started = time.perf_counter()
-    corpus = _load_corpus(args.data_dir)
-    queries = list(corpus.nq_queries[:args.num_queries])
+    if args.queries or args.corpus:
+        from rageval.pipeline.sources import load_retrieval_inputs
+
+        described, queries, passages, fingerprint = load_retrieval_inputs(args.queries, args.corpus, args.qrels,
+                                                                          args.num_queries)
+        described = f"{described}: first {len(queries)} queries"
+    else:
+        from rageval.corpus import corpus_fingerprint
+
+        corpus = _load_corpus(args.data_dir)
+        queries = list(corpus.nq_queries[:args.num_queries])
+        passages, fingerprint = {p.passage_id: p for p in corpus.passages}, corpus_fingerprint(corpus)
+        described = f"NQ-open queries 0..{len(queries) - 1}"
     if not queries:
-        raise RagevalError(f"--num-queries {args.num_queries}: no NQ-open queries selected")
-    retriever = BM25Retriever(_bm25_index(corpus))
+        raise RagevalError(f"--num-queries {args.num_queries}: no queries selected")
+    retriever = BM25Retriever(load_or_build_bm25_index(list(passages.values()), fingerprint))
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     generator = CachedGenerator(load_generator(ModelSettings(model=args.model, batch_size=args.batch_size)), cache)
-    settings = DecodingSettings(max_new_tokens=args.max_new_tokens, stop=SUBQUERY_DECODING.stop)
-    gen_started = time.perf_counter()
-    subqueries = generate_subqueries(generator, [q.text for q in queries], settings)
-    gen_seconds = time.perf_counter() - gen_started
+    reranker = None
+    if "rerank" in methods:
+        from rageval.retrieval.evaluate import latest_nq_reranker_dir
+        from rageval.retrieval.rerank import CrossEncoderReranker
 
-    lists = {q.query_id: subquery_rankings(retriever, q.text, subs, args.k) for q, subs in zip(queries, subqueries)}
-    systems = {"bm25 (question)": {qid: rankings[0] for qid, rankings in lists.items()}}
-    for method in methods:
-        if method == "rerank":  # the paper's Rerank: the cross-encoder re-scores the union for the question
-            from rageval.retrieval.evaluate import latest_nq_reranker_dir
-            from rageval.retrieval.fusion import rerank_fusion
-            from rageval.retrieval.rerank import CrossEncoderReranker
-
-            reranker = CrossEncoderReranker.load(args.reranker or latest_nq_reranker_dir())
-            passages = {p.passage_id: p for p in corpus.passages}
-            systems[method] = {q.query_id: rerank_fusion(reranker, q, lists[q.query_id], passages, args.k)
-                               for q in queries}
-        else:
-            systems[method] = {qid: fuse(rankings, method, args.k, qid) for qid, rankings in lists.items()}
-    measures = ("R@10", "nDCG@10")
-    per_query = {name: compute_retrieval_measures(run, queries, measures) for name, run in systems.items()}
-
-    def by_measure(frame) -> dict[str, dict[str, float]]:
-        return {m: dict(zip(part["query_id"], part["value"])) for m, part in frame.groupby("measure")}
-
-    # The paper's MAX: every list (question and each sub-query) evaluated alone, the best per query and measure.
-    depth = max(len(rankings) for rankings in lists.values())
-    per_list = {f"list {t}": compute_retrieval_measures(
-        {qid: rankings[t] for qid, rankings in lists.items() if t < len(rankings)},
-        [q for q in queries if t < len(lists[q.query_id])], measures) for t in range(depth)}
-    rows = {name: {m: frame[frame["measure"] == m]["value"].mean() for m in measures}
-            for name, frame in per_query.items()}
-    for label, group in (("MAX (per list)", per_list), ("MAX (per method)", per_query)):
-        scores = {name: by_measure(frame) for name, frame in group.items()}
-        rows[label] = {m: sum(max_oracle({n: s[m] for n, s in scores.items()}).values()) / len(queries)
-                       for m in measures}
-    table = pd.DataFrame(rows).T[list(measures)]
-    mean_subs = sum(len(s) for s in subqueries) / len(subqueries)
-    print(f"NQ-open queries 0..{len(queries) - 1}, BM25 top-{args.k} per query, {mean_subs:.2f} sub-queries/question "
-          f"by {generator.model_id} ({gen_seconds:.1f} s; cache hits {generator.hits}, misses {generator.misses}); "
-          f"total {time.perf_counter() - started:.1f} s")
-    print(table.round(3).to_string())
+        reranker = CrossEncoderReranker.load(args.reranker or latest_nq_reranker_dir())
+    result = evaluate_subquery_retrieval(queries, retriever, generator, methods, args.k, passages=passages,
+                                         reranker=reranker, max_new_tokens=args.max_new_tokens)
+    print(f"{described}, BM25 top-{args.k} per query, {result.mean_subqueries:.2f} sub-queries/question "
+          f"by {generator.model_id} ({result.generation_s:.1f} s; cache hits {generator.hits}, misses "
+          f"{generator.misses}); total {time.perf_counter() - started:.1f} s")
+    print(result.table.round(3).to_string())
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({
             "num_queries": len(queries), "k": args.k, "model_id": generator.model_id,
-            "table": {name: {m: float(v) for m, v in row.items()} for name, row in table.iterrows()},
-            "subqueries": {q.query_id: subs for q, subs in zip(queries, subqueries)}}, indent=1))
+            "table": {name: {m: float(v) for m, v in row.items()} for name, row in result.table.iterrows()},
+            "subqueries": {q.query_id: subs for q, subs in zip(queries, result.subqueries)}}, indent=1))
         print(f"wrote {args.out}")
     return 0
 
@@ -391,7 +364,11 @@ def add_parsers(sub) -> None:
 
     subq = sub.add_parser("subquery-retrieval", help="LLM sub-queries -> BM25 per sub-query -> fusion; "
                                                      "Recall@10/nDCG@10 vs BM25 and the MAX oracle")
-    subq.add_argument("--num-queries", type=int, default=20, help="the first N NQ-open questions")
+    subq.add_argument("--num-queries", type=int, default=20, help="the first N questions")
+    subq.add_argument("--queries", type=Path, help="your questions (JSONL or BEIR) instead of NQ-open; gold passages "
+                                                   "from gold_passage_ids or --qrels")
+    subq.add_argument("--corpus", type=Path, help="your passages (JSONL or BEIR corpus.jsonl), with --queries")
+    subq.add_argument("--qrels", type=Path, help="TREC qrels or BEIR qrels TSV (positives = gold passages)")
     subq.add_argument("--k", type=int, default=10, help="passages retrieved per (sub-)query and kept after fusion")
     subq.add_argument("--fusion", default="combsum,combmnz,rrf,sort,pm2",
                       help="comma-separated: combsum, combmnz, rrf, sort, pm2")

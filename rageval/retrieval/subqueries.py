@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from rageval.generation.base import DecodingSettings, Generator
 from rageval.prompts import PromptTemplate
@@ -162,3 +162,70 @@ def max_oracle(per_system_scores: Mapping[str, Mapping[str, float]]) -> dict[str
             if qid not in best or value > best[qid]:
                 best[qid] = float(value)
     return best
+
+
+def parse_fusion_methods(text: str) -> list[str]:
+    """Distinct names among :data:`FUSION_METHODS` and ``rerank`` (the cross-encoder over the union)."""
+    from rageval.errors import RagevalError
+
+    allowed = (*FUSION_METHODS, "rerank")
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    if not methods or any(m not in allowed for m in methods) or len(set(methods)) != len(methods):
+        raise RagevalError(f"--fusion {text!r}: expected distinct names among {', '.join(allowed)}")
+    return methods
+
+
+@dataclass(frozen=True)
+class SubqueryResult:
+    """Mean R@10 / nDCG@10 per system (BM25 on the question, each fusion method, the two MAX oracles), the
+    sub-queries of each question, and the generation time."""
+
+    table: Any  # pandas.DataFrame: rows = systems, columns = measures
+    subqueries: list[list[str]]
+    generation_s: float
+
+    @property
+    def mean_subqueries(self) -> float:
+        return sum(len(s) for s in self.subqueries) / max(len(self.subqueries), 1)
+
+
+def evaluate_subquery_retrieval(queries, retriever, generator, methods, k: int, *, passages=None, reranker=None,
+                                max_new_tokens: int = 48, measures=("R@10", "nDCG@10")) -> SubqueryResult:
+    """Sub-queries from ``generator`` -> ``retriever`` per (sub-)query -> each fusion method, against the gold
+    passages; MAX (per list): each list alone, the best per query and measure; MAX (per method): the best
+    system per query and measure (the paper's oracle)."""
+    import time
+
+    import pandas as pd
+
+    from rageval.generation.base import DecodingSettings
+    from rageval.retrieval.evaluate import compute_retrieval_measures
+    from rageval.retrieval.fusion import rerank_fusion
+
+    settings = DecodingSettings(max_new_tokens=max_new_tokens, stop=SUBQUERY_DECODING.stop)
+    started = time.perf_counter()
+    subqueries = generate_subqueries(generator, [q.text for q in queries], settings)
+    generation_s = time.perf_counter() - started
+    lists = {q.query_id: subquery_rankings(retriever, q.text, subs, k) for q, subs in zip(queries, subqueries)}
+    systems = {"bm25 (question)": {qid: rankings[0] for qid, rankings in lists.items()}}
+    for method in methods:
+        if method == "rerank":  # the paper's Rerank: the cross-encoder re-scores the union for the question
+            systems[method] = {q.query_id: rerank_fusion(reranker, q, lists[q.query_id], passages, k) for q in queries}
+        else:
+            systems[method] = {qid: fuse(rankings, method, k, qid) for qid, rankings in lists.items()}
+    per_query = {name: compute_retrieval_measures(run, queries, measures) for name, run in systems.items()}
+
+    def by_measure(frame) -> dict[str, dict[str, float]]:
+        return {m: dict(zip(part["query_id"], part["value"])) for m, part in frame.groupby("measure")}
+
+    depth = max(len(rankings) for rankings in lists.values())
+    per_list = {f"list {t}": compute_retrieval_measures(
+        {qid: rankings[t] for qid, rankings in lists.items() if t < len(rankings)},
+        [q for q in queries if t < len(lists[q.query_id])], measures) for t in range(depth)}
+    rows = {name: {m: frame[frame["measure"] == m]["value"].mean() for m in measures}
+            for name, frame in per_query.items()}
+    for label, group in (("MAX (per list)", per_list), ("MAX (per method)", per_query)):
+        scores = {name: by_measure(frame) for name, frame in group.items()}
+        rows[label] = {m: sum(max_oracle({n: s[m] for n, s in scores.items()}).values()) / len(queries)
+                       for m in measures}
+    return SubqueryResult(pd.DataFrame(rows).T[list(measures)], subqueries, generation_s)
