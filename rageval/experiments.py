@@ -31,6 +31,7 @@ from rageval import erag
 from rageval import reteval as llm_reteval
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
+from rageval.paths import DATA_DIR
 from rageval.store import Run, write_run
 from rageval.types import Query, Ranking, ScoredPassage
 
@@ -79,20 +80,49 @@ class RunPlan:
         return f"{self.folder}/{self.name}.sqlite" if self.folder else f"{self.name}.sqlite"
 
 
+#: The file of the shipped demo runs' configurations (one ``[[run]]`` table per :class:`RunPlan`).
+DEMO_PLANS_FILE = DATA_DIR / "configs" / "demo_runs.toml"
+_PLAN_FIELDS = {"name", "dataset", "retriever", "num_queries", "k", "e2e_ks", "llm_relevance", "reteval",
+                "reteval_ks", "reteval_judges", "offset", "folder", "metric", "max_new_tokens", "label_metrics"}
+
+
+def load_run_plans(path: Path = None) -> tuple[RunPlan, ...]:
+    """The :class:`RunPlan` s of a TOML file of ``[[run]]`` tables (default: :data:`DEMO_PLANS_FILE`); an unknown
+    field or a bad value is a :class:`~rageval.errors.DataError` naming the file and the run."""
+    import tomllib
+
+    from rageval.errors import DataError
+
+    path = Path(path or DEMO_PLANS_FILE)
+    try:
+        tables = tomllib.loads(path.read_text(encoding="utf-8")).get("run", [])
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise DataError(path, f"not a readable TOML file of [[run]] tables: {error}") from error
+    plans = []
+    for number, table in enumerate(tables, start=1):
+        unknown = sorted(set(table) - _PLAN_FIELDS)
+        if unknown:
+            raise DataError(path, f"unknown field; known: {', '.join(sorted(_PLAN_FIELDS))}",
+                            record=table.get("name", f"run {number}"), field=unknown[0])
+        values = dict(table)
+        reteval = {}
+        if "reteval_ks" in values:
+            reteval["ks"] = tuple(values.pop("reteval_ks"))
+        if "reteval_judges" in values:
+            reteval["judges"] = tuple(values.pop("reteval_judges"))
+        for name in ("e2e_ks", "label_metrics"):
+            if name in values:
+                values[name] = tuple(values[name])
+        try:
+            plans.append(RunPlan(**values, reteval_settings=llm_reteval.RetEvalSettings(**reteval)))
+        except (TypeError, ValueError) as error:
+            raise DataError(path, str(error), record=table.get("name", f"run {number}")) from error
+    return tuple(plans)
+
+
 #: The shipped demo runs (CPU-sized: see docs/results.md for what a GPU would add). The NQ BM25 run is the only
 #: top-level one, so the dashboard opens on it; the others live in ``data/runs/demo/``.
-DEMO_PLANS: tuple[RunPlan, ...] = (
-    RunPlan("nq_open-bm25-gemma3_270m", "nq_open", "bm25", 300, k=10, e2e_ks=(1, 5, 10), reteval=True),
-    RunPlan("nq_open-dense-gemma3_270m", "nq_open", "dense", 300, k=5, e2e_ks=(1, 5), llm_relevance=False,
-            reteval=True, reteval_settings=llm_reteval.RetEvalSettings(ks=(1, 5), judges=("em", "token_f1", "cosine")),
-            folder="demo"),
-    RunPlan("nq_open-bm25-gemma3_270m-k20", "nq_open", "bm25", 30, k=20, e2e_ks=(1, 3, 5, 10, 20),
-            llm_relevance=False, folder="demo"),
-    RunPlan("hotpotqa-candidates-gemma3_270m", "hotpotqa", "candidates", 30, k=10, e2e_ks=(1, 3, 5, 10),
-            folder="demo"),
-    RunPlan("hotpotqa-bm25-gemma3_270m", "hotpotqa", "bm25", 30, k=10, e2e_ks=(1, 3, 5, 10), llm_relevance=False,
-            folder="demo"),
-)
+DEMO_PLANS: tuple[RunPlan, ...] = load_run_plans()
 #: The RAG LLM of the demo runs: Gemma-3-270M in bfloat16 (twice as fast on CPU as float32; about 1 in 10
 #: greedy answers differ from float32, so the precision is part of the model id and of every cache key).
 DEMO_DTYPE = "bfloat16"

@@ -352,3 +352,35 @@ def test_a_schema_v1_file_reads_with_empty_new_tables(resources, tmp_path):
                                (old.label_evidence(), ["method", "query_id", "passage_id", "evidence"]),
                                (old.label_evidence(query.query_id), ["method", "query_id", "passage_id", "evidence"])):
             assert frame.empty and list(frame.columns) == columns
+
+
+def test_demo_plans_file_describes_the_shipped_runs():
+    """data/configs/demo_runs.toml is what the shipped run files were built from: each plan's sizes and
+    retriever equal the settings stored in its run file."""
+    from rageval.experiments import DEMO_PLANS
+    from rageval.paths import RUNS_DIR
+
+    assert len(DEMO_PLANS) == 5
+    for plan in DEMO_PLANS:
+        with RunReader(RUNS_DIR / plan.file_name) as reader:
+            settings = reader.settings()
+        assert (settings["num_queries"], settings["k"], settings["retriever_name"]) == \
+            (plan.num_queries, plan.k, plan.retriever), plan.name
+        assert tuple(settings["e2e_ks"]) == plan.e2e_ks
+        assert (settings["reteval"] is not None) == plan.reteval
+        if plan.reteval:
+            assert tuple(settings["reteval"]["ks"]) == plan.reteval_settings.ks
+            assert tuple(settings["reteval"]["judges"]) == plan.reteval_settings.judges
+
+
+def test_run_plans_file_errors_name_the_file_and_run(tmp_path):
+    from rageval.errors import DataError
+    from rageval.experiments import load_run_plans
+
+    path = tmp_path / "plans.toml"
+    path.write_text('[[run]]\nname = "x"\ndataset = "nq_open"\nretriever = "bm25"\nnum_queries = 3\nkk = 2\n')
+    with pytest.raises(DataError, match=r"plans\.toml, record 'x', field 'kk': unknown field"):
+        load_run_plans(path)
+    path.write_text('[[run]]\nname = "x"\ndataset = "nq_open"\nretriever = "magic"\nnum_queries = 3\n')
+    with pytest.raises(DataError, match=r"plans\.toml, record 'x': RunPlan\.retriever"):
+        load_run_plans(path)

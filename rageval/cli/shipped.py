@@ -237,8 +237,9 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
 
 
 def cmd_demo_runs(args: argparse.Namespace) -> int:
-    from rageval.experiments import DEMO_PLANS, build_demo_runs
+    from rageval.experiments import build_demo_runs, load_run_plans
 
+    DEMO_PLANS = load_run_plans(args.plans)
     plans = DEMO_PLANS
     if args.only:
         wanted = args.only.split(",")
@@ -384,7 +385,9 @@ def add_parsers(sub) -> None:
 
     demo = sub.add_parser("demo-runs", help="build the shipped demo runs (eRAG with every label method and a k "
                                             "sweep, LLM-retEval) into data/runs through the LLM-call cache")
-    demo.add_argument("--only", help="comma-separated run names (default: all of rageval.experiments.DEMO_PLANS)")
+    demo.add_argument("--only", help="comma-separated run names (default: every [[run]] of the plans file)")
+    demo.add_argument("--plans", type=Path, help="a TOML file of [[run]] tables (default: data/configs/demo_runs.toml, "
+                                                 "the shipped demo runs)")
     demo.add_argument("--scale", type=float, default=1.0, help="multiply every run's question count")
     demo.add_argument("--dtype", default="bfloat16", help="RAG LLM precision ('' for the device default)")
     demo.add_argument("--out-dir", type=Path, default=RUNS_DIR)
