@@ -757,14 +757,29 @@ def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[
         outputs, labels = erag.compute_erag_labels([query], ranking, passages, generator, settings)
         values = {x.passage_id: x.value for x in labels}
         evidence = [LabelEvidence(method, o.query_id, o.passage_id,
-                                  f"{generator.model_id} answered '{o.output}' from this passage alone "
-                                  f"({spec.metric} against the gold answers: {values[o.passage_id]:g})")
+                                  erag_evidence(generator.model_id, o.output, spec.metric, values[o.passage_id]))
                     for o in outputs]
     else:
         labels, evidence = erag.compute_llm_relevance_labels([query], ranking, passages, generator, len(passage_ids),
                                                              decoding=decoding, batch_size=spec.batch_size)
         evidence = [dataclasses.replace(e, method=method) for e in evidence]
     return [dataclasses.replace(x, method=method) for x in labels], evidence
+
+
+_EVIDENCE_ANSWER = re.compile(r" answered '(?P<answer>.*)' from this passage alone \(", re.DOTALL)
+
+
+def erag_evidence(model_id: str, output: str, metric: str, value: float) -> str:
+    """The label evidence of an eRAG label a job writes: the model's answer from the passage alone and its score."""
+    return (f"{model_id} answered '{output}' from this passage alone ({metric} against the gold answers: "
+            f"{value:g})")
+
+
+def answer_from_evidence(evidence: str) -> str | None:
+    """The answer an :func:`erag_evidence` text holds (None for other evidence): what the inspector shows as the
+    re-scored model's single-passage answer."""
+    match = _EVIDENCE_ANSWER.search(evidence)
+    return match.group("answer") if match else None
 
 
 def _batches(items: Sequence[tuple[str, str]], size: int) -> Iterator[tuple[str, list[str]]]:

@@ -270,6 +270,21 @@ def load_label_evidence(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame
     return _read(path, mtime_ns, lambda reader: reader.label_evidence(query_id)).drop(columns="query_id")
 
 
+def load_rescored_answers(path: str, mtime_ns: int, query_id: str) -> dict[str, dict[str, str]]:
+    """The answers re-score jobs' models gave from each of the query's passages alone (stored as the label
+    evidence of their ``erag:<metric>@<model>`` methods, :func:`rageval.jobs.answer_from_evidence`):
+    method -> passage id -> answer."""
+    from rageval.jobs import answer_from_evidence
+
+    answers: dict[str, dict[str, str]] = {}
+    evidence = load_label_evidence(path, mtime_ns, query_id)
+    for method, passage_id, text in zip(evidence["method"], evidence["passage_id"], evidence["evidence"]):
+        answer = answer_from_evidence(text) if method.startswith("erag:") and "@" in method else None
+        if answer is not None:
+            answers.setdefault(method, {})[passage_id] = answer
+    return answers
+
+
 # --- LLM-retEval ----------------------------------------------------------------------------------------
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)

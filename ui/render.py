@@ -140,14 +140,22 @@ def provenance(settings: Mapping[str, Any], n_queries: int | None = None, k: int
     return escape_markdown(" · ".join(parts))
 
 
-def ranking_view(ranking: pd.DataFrame) -> pd.DataFrame:
+def rescored_answer_column(method: str) -> str:
+    """The inspector's column of the single-passage answers a re-score job's model gave (``Answer (erag:em@m)``)."""
+    return f"Answer ({method})"
+
+
+def ranking_view(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
     """The ranked passages as displayed: rank, title, score, one ✓/✗ column per label method, the
-    single-passage answer and the passage text."""
+    single-passage answer (the run's own model), one column per re-scored method with the answer its model gave
+    from the passage alone (``rescored``: method -> passage id -> answer), and the passage text."""
     methods = order_label_methods([c for c in ranking.columns if c not in RANKING_BASE_COLUMNS])
     view = pd.DataFrame({"Rank": ranking["rank"], "Title": ranking["title"], "Score": ranking["score"]})
     for method in methods:
         view[method_name(method)] = ranking[method].map(format_label)
     view["Single-passage answer"] = ranking["output"].fillna("")
+    for method, answers in (rescored or {}).items():
+        view[rescored_answer_column(method)] = [answers.get(p, "") for p in ranking["passage_id"]]
     view["Passage"] = ranking["text"]
     return view
 
@@ -411,17 +419,20 @@ def render_question(query: Query, e2e: E2EOutput | None) -> None:
     right.metric("E2E exact match", f"{format_label(e2e.score)} {e2e.score:g}")
 
 
-def render_passages(ranking: pd.DataFrame) -> None:
-    """One bordered block per ranked passage: header, labels, single-passage answer, then the text."""
-    view = ranking_view(ranking)
+def render_passages(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    """One bordered block per ranked passage: header, labels, single-passage answer (and the re-scored models'
+    answers), then the text."""
+    view = ranking_view(ranking, rescored)
+    answer_columns = [rescored_answer_column(m) for m in (rescored or {})]
     label_columns = [c for c in view.columns if c not in ("Rank", "Title", "Score", "Single-passage answer",
-                                                          "Passage")]
+                                                          "Passage", *answer_columns)]
     for passage_id, row in zip(ranking["passage_id"], view.to_dict("records")):
         with st.container(border=True):
             title = escape_markdown(row["Title"]) if row["Title"] else "(untitled passage)"
             st.markdown(f"**{row['Rank']}\\. {title}** · score {row['Score']:.2f} · {escape_markdown(passage_id)}")
             labels = " · ".join(f"{escape_markdown(c)} {row[c]}" for c in label_columns)
-            st.caption(f"{labels} · single-passage answer: {escape_markdown(row['Single-passage answer'])}")
+            others = "".join(f" · {escape_markdown(c)}: {escape_markdown(row[c])}" for c in answer_columns if row[c])
+            st.caption(f"{labels} · single-passage answer: {escape_markdown(row['Single-passage answer'])}{others}")
             st.text(row["Passage"])
 
 
