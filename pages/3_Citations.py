@@ -3,9 +3,10 @@ per answer, its statements with their citations, the NLI verdicts (beside HAGRID
 them), the statement × passage entailment heatmap and the passages the generator saw; and, for HAGRID runs, the
 agreement of the automatic scores with the human labels.
 
-Runs come from your runs folder (and its ``attribution/``) and the shipped ``data/runs/attribution``: ``rageval attribution`` (HAGRID) or ``rageval evaluate-citations`` (a
-user's own answers; no human labels). ``?run=<name>&scenario=<scenario>&query=<query
-id>&answer=<answer id>`` selects the run and the answer, so a view can be shared.
+Runs come from your runs folder (and its ``attribution/``) and the shipped ``data/runs/attribution``:
+``rageval attribution`` (HAGRID) or ``rageval evaluate-citations`` (a user's own answers; no human labels).
+``?run=<name>&scenario=<scenario>&query=<query id>&answer=<answer id>`` selects the run and the answer, so a view
+can be shared.
 """
 
 import streamlit as st

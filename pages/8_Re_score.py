@@ -72,12 +72,7 @@ def show_jobs() -> None:
     for job in current:
         action = view.render_job(job)
         try:
-            if action == "cancel":
-                loaders.cancel_rescore(job.job_id)
-            elif action == "stop":
-                loaders.cancel_rescore(job.job_id, terminate=True)
-            elif action == "resume":
-                loaders.resume_rescore(job.job_id)
+            loaders.apply_action(job.job_id, action)
         except RagevalError as error:
             st.error(render.escape_markdown(str(error)))
         else:

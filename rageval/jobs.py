@@ -496,6 +496,24 @@ def _heartbeat(store_path: Path, job_id: int, interval_s: float = HEARTBEAT_S) -
         thread.join()
 
 
+@contextmanager
+def _attempt(store: JobStore, job_id: int, log: Callable[[str], None], stopped: str
+             ) -> Iterator[contextlib.ExitStack]:
+    """One attempt of a worker: the heartbeat while it runs, resources closed at its end (the yielded stack), and
+    its outcome stored: a cancel (SIGTERM, Ctrl-C) is logged with ``stopped`` and recorded, then swallowed (the
+    caller returns the stored job); any other error is recorded with its message and raised."""
+    with _heartbeat(store.path, job_id), contextlib.ExitStack() as resources:
+        try:
+            yield resources
+        except (JobCancelled, KeyboardInterrupt):
+            log(f"job {job_id}: {stopped}")
+            store.finish(job_id, CANCELLED)
+        except Exception as error:
+            store.finish(job_id, FAILED, error=str(error) if isinstance(error, RagevalError)
+                         else f"{type(error).__name__}: {error}")
+            raise
+
+
 # --- reading the run and writing into it ------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -935,56 +953,45 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
     if job.spec.is_complete:
         return run_complete_job(job, store, generator=generator, log=log)
     spec, method = job.spec, job.method
-    cache = None
-    with _heartbeat(store.path, job_id):
-        try:
-            inputs = read_job_inputs(spec)
-            done = labelled_items(spec.run_path, method) & set(inputs.items)
-            pending = [item for item in inputs.items if item not in done]
-            store.begin_items(job_id, len(inputs.items), len(done))
-            log(f"job {job_id}: {method} on {spec.run_path}: {len(done)} of {len(inputs.items)} items already "
-                f"labelled, {len(pending)} to go")
-            if pending:
-                cache = LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache()
-                model = CachedGenerator(generator or load_job_generator(spec), cache)
-                store.set_model(job_id, model.model_id, _device_of(model))
-                decoding = _decoding(spec, inputs.settings)
-                prompt = QA_FEW_SHOT if spec.label_kind == "erag" else RELEVANCE_FEW_SHOT
-                record_provenance(spec.run_path, method, {
-                    "identity": _model_identity(spec), "label_kind": spec.label_kind,
-                    "metric": spec.metric if spec.label_kind == "erag" else None, "model": spec.model,
-                    "model_id": model.model_id, "backend": spec.backend, "device": _device_of(model),
-                    "base_url": spec.base_url if spec.backend == "openai" else None, "prompt": prompt.identifier,
-                    "decoding": decoding.as_dict(), "k": spec.k or inputs.settings.get("k"), "job_id": job_id,
-                    "command": f"rageval rescore run {job_id} --jobs-db {store.path}"})
-                finished = len(done)
-                for query_id, passage_ids in _batches(pending, spec.batch_size):
-                    if store.cancel_requested(job_id):
-                        log(f"job {job_id}: cancelled after {finished} of {len(inputs.items)} items")
-                        return store.finish(job_id, CANCELLED)
-                    labels, evidence = label_items(spec, method, inputs.queries[query_id], passage_ids,
-                                                   inputs.passages, model, decoding)
-                    write_labels(spec.run_path, labels, evidence)
-                    store.add_done(job_id, len(passage_ids))
-                    finished += len(passage_ids)
-                    log(f"job {job_id}: {finished}/{len(inputs.items)} items")
-            values = write_method_measures(spec.run_path, method, spec.base_method)
-            labelled = {q for q, _ in labelled_items(spec.run_path, method)}
+    with _attempt(store, job_id, log, "stopped") as resources:
+        inputs = read_job_inputs(spec)
+        done = labelled_items(spec.run_path, method) & set(inputs.items)
+        pending = [item for item in inputs.items if item not in done]
+        store.begin_items(job_id, len(inputs.items), len(done))
+        log(f"job {job_id}: {method} on {spec.run_path}: {len(done)} of {len(inputs.items)} items already "
+            f"labelled, {len(pending)} to go")
+        if pending:
+            cache = resources.enter_context(LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache())
+            model = CachedGenerator(generator or load_job_generator(spec), cache)
+            store.set_model(job_id, model.model_id, _device_of(model))
+            decoding = _decoding(spec, inputs.settings)
+            prompt = QA_FEW_SHOT if spec.label_kind == "erag" else RELEVANCE_FEW_SHOT
             record_provenance(spec.run_path, method, {
-                "num_queries": len(labelled), "measures": sorted({v.measure for v in values}),
-                "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
-            log(f"job {job_id}: done; {len(values)} measure values for {method}")
-            return store.finish(job_id, DONE)
-        except (JobCancelled, KeyboardInterrupt):
-            log(f"job {job_id}: stopped")
-            return store.finish(job_id, CANCELLED)
-        except Exception as error:
-            store.finish(job_id, FAILED, error=str(error) if isinstance(error, RagevalError)
-                         else f"{type(error).__name__}: {error}")
-            raise
-        finally:
-            if cache is not None:
-                cache.close()
+                "identity": _model_identity(spec), "label_kind": spec.label_kind,
+                "metric": spec.metric if spec.label_kind == "erag" else None, "model": spec.model,
+                "model_id": model.model_id, "backend": spec.backend, "device": _device_of(model),
+                "base_url": spec.base_url if spec.backend == "openai" else None, "prompt": prompt.identifier,
+                "decoding": decoding.as_dict(), "k": spec.k or inputs.settings.get("k"), "job_id": job_id,
+                "command": f"rageval rescore run {job_id} --jobs-db {store.path}"})
+            finished = len(done)
+            for query_id, passage_ids in _batches(pending, spec.batch_size):
+                if store.cancel_requested(job_id):
+                    log(f"job {job_id}: cancelled after {finished} of {len(inputs.items)} items")
+                    return store.finish(job_id, CANCELLED)
+                labels, evidence = label_items(spec, method, inputs.queries[query_id], passage_ids,
+                                               inputs.passages, model, decoding)
+                write_labels(spec.run_path, labels, evidence)
+                store.add_done(job_id, len(passage_ids))
+                finished += len(passage_ids)
+                log(f"job {job_id}: {finished}/{len(inputs.items)} items")
+        values = write_method_measures(spec.run_path, method, spec.base_method)
+        labelled = {q for q, _ in labelled_items(spec.run_path, method)}
+        record_provenance(spec.run_path, method, {
+            "num_queries": len(labelled), "measures": sorted({v.measure for v in values}),
+            "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+        log(f"job {job_id}: done; {len(values)} measure values for {method}")
+        return store.finish(job_id, DONE)
+    return store.get(job_id)  # stopped: recorded by _attempt
 
 
 class _StageReporter:
@@ -1014,33 +1021,23 @@ def run_complete_job(job: Job, store: JobStore, *, generator: Generator | None =
     from rageval.pipeline.run import complete_run_file
 
     spec, job_id = job.spec, job.job_id
-    cache = None
-    with _heartbeat(store.path, job_id):
-        try:
-            lacking = lacking_pieces(spec)
-            if not lacking:  # an earlier attempt finished the file and was stopped before it could say so
-                log(f"job {job_id}: {spec.run_path} lacks nothing; done")
-                return store.finish(job_id, DONE)
-            log(f"job {job_id}: computing {', '.join(f'{p} ({w})' for p, w in lacking.items())} of {spec.run_path}")
-            store.begin_items(job_id, 0, 0)
-            cache = LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache()
-            model = generator or load_job_generator(spec)
-            store.set_model(job_id, model.model_id, _device_of(model))
-            complete_run_file(Path(spec.run_path), model_settings(spec), tuple(lacking), generator=model,
-                              cache=cache, log=lambda message: log(f"job {job_id}: {message}"),
-                              progress=_StageReporter(store, job_id))
-            log(f"job {job_id}: done; {spec.run_path} now has {', '.join(lacking)}")
+    stopped = "stopped; the run file is unchanged, the LLM calls made are cached for a resume"
+    with _attempt(store, job_id, log, stopped) as resources:
+        lacking = lacking_pieces(spec)
+        if not lacking:  # an earlier attempt finished the file and was stopped before it could say so
+            log(f"job {job_id}: {spec.run_path} lacks nothing; done")
             return store.finish(job_id, DONE)
-        except (JobCancelled, KeyboardInterrupt):
-            log(f"job {job_id}: stopped; the run file is unchanged, the LLM calls made are cached for a resume")
-            return store.finish(job_id, CANCELLED)
-        except Exception as error:
-            store.finish(job_id, FAILED, error=str(error) if isinstance(error, RagevalError)
-                         else f"{type(error).__name__}: {error}")
-            raise
-        finally:
-            if cache is not None:
-                cache.close()
+        log(f"job {job_id}: computing {', '.join(f'{p} ({w})' for p, w in lacking.items())} of {spec.run_path}")
+        store.begin_items(job_id, 0, 0)
+        cache = resources.enter_context(LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache())
+        model = generator or load_job_generator(spec)
+        store.set_model(job_id, model.model_id, _device_of(model))
+        complete_run_file(Path(spec.run_path), model_settings(spec), tuple(lacking), generator=model,
+                          cache=cache, log=lambda message: log(f"job {job_id}: {message}"),
+                          progress=_StageReporter(store, job_id))
+        log(f"job {job_id}: done; {spec.run_path} now has {', '.join(lacking)}")
+        return store.finish(job_id, DONE)
+    return store.get(job_id)  # stopped: recorded by _attempt
 
 
 # --- the command line: rageval rescore ... -----------------------------------------------------------------

@@ -12,51 +12,27 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
 
 from rageval import jobs
 from rageval.cli import main
-from rageval.generation.base import FakeGenerator
+from rageval.generation.base import first_capitalised_span
 from rageval.generation.server import serve
 from rageval.pipeline.summary import PIECES, missing_pieces, run_summary
 from rageval.store import RunReader
-from tests.test_jobs import WAIT_S, wait_for
+from tests.test_jobs import GatedReader, wait_for
 from tests.user_run_fixtures import QUESTIONS, build_uploaded_run
 
 MODEL = "fake-span"
-
-
-class Gated(FakeGenerator):
-    """The fake generator behind a gate: once closed, ``allowance`` more prompts are answered and the next call
-    waits until the gate opens."""
-
-    def __init__(self):
-        super().__init__(model_id=MODEL)
-        self.gate = threading.Event()
-        self.gate.set()
-        self.allowance = 0
-
-    def close_after(self, prompts: int) -> None:
-        self.allowance = prompts
-        self.gate.clear()
-
-    def generate(self, prompts, settings):
-        if not self.gate.is_set():
-            if self.allowance >= len(prompts):
-                self.allowance -= len(prompts)
-            else:
-                self.gate.wait(timeout=WAIT_S)
-        return super().generate(prompts, settings)
 
 
 @pytest.fixture
 def served(tmp_path, monkeypatch):
     """A fresh server per test (its generator's counters are the test's), the cache under tmp_path."""
     monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    generator = Gated()
+    generator = GatedReader(rule=first_capitalised_span, model_id=MODEL)  # the gate of tests/test_jobs.py
     with serve(generator, model_name=MODEL) as running:
         yield running, generator
     generator.gate.set()

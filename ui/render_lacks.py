@@ -58,12 +58,7 @@ def model_form(path: Path) -> jobs.JobSpec | None:
 
 def _act(job: jobs.Job, action: str | None) -> None:
     try:
-        if action == "cancel":
-            data_jobs.cancel_rescore(job.job_id)
-        elif action == "stop":
-            data_jobs.cancel_rescore(job.job_id, terminate=True)
-        elif action == "resume":
-            data_jobs.resume_rescore(job.job_id)
+        data_jobs.apply_action(job.job_id, action)
     except RagevalError as error:
         st.error(render.escape_markdown(str(error)))
     else:
