@@ -1,7 +1,9 @@
 """rageval dashboard, home page: pick a run, see what produced it and its aggregate measures.
 
-Run with ``streamlit run app.py``. Runs are read from ``data/runs`` (or ``$RAGEVAL_RUNS_DIR``); ``?run=<name>``
-selects one by file name without ``.sqlite``.
+Run with ``streamlit run app.py``. Runs are read from your runs folder (``$RAGEVAL_RUNS_DIR``, else
+``~/.local/share/rageval/runs``) and, read-only, from the shipped ``data/runs``; ``?run=<name>`` selects one by file
+name without ``.sqlite``. A run that lacks pieces (an upload: no eRAG labels, no E2E answers, no LLM-retEval) says so,
+with a button that computes them in the background.
 """
 
 import math
@@ -10,6 +12,7 @@ import streamlit as st
 
 from rageval.stats.intervals import mean_interval
 from ui import data, render
+from ui.render_lacks import render_lacks_panel
 
 st.set_page_config(page_title="rageval", page_icon="🔎", layout="wide")
 
@@ -25,7 +28,9 @@ main_k = data.load_main_k(*key)
 e2e_ks = data.load_e2e_ks(*key)
 
 st.title("rageval · retrieval evaluation for RAG")
-st.caption(render.escape_markdown(f"Run {path.name}"))
+st.caption(render.escape_markdown(f"Run {path.name}" + (f" · {render.SHIPPED_MARK}" if data.is_shipped(path)
+                                                          else "")))
+render_lacks_panel(path)
 
 sizes = st.columns(5)
 sizes[0].metric("Queries", f"{counts['queries']:,}")
@@ -47,11 +52,12 @@ if summary.empty:
 else:
     means_tab, intervals_tab = st.tabs(["Means", "Means with 95% confidence intervals"])
     with means_tab:
-        render.render_measure_summary(summary)
+        render.render_measure_summary(summary, counts["queries"])
     intervals_tab.dataframe(render.measure_interval_view(data.load_measure_intervals(*key)))
-    n_queries = int(summary["n"].max())
-    st.caption("Mean over queries of each per-query measure, one row per relevance-label method; intervals are "
-               "Student-t over queries (rageval.stats.intervals). " + render.provenance(settings, n_queries))
+    st.caption("Mean over the labelled queries of each per-query measure, one row per relevance-label method; "
+               "intervals are Student-t over those queries (rageval.stats.intervals). "
+               + render.provenance(settings, counts["queries"])
+               + render.escape_markdown(render.partial_methods_note(summary, counts["queries"])))
 if len(e2e_scores):
     st.caption(f"E2E EM {e2e_mean:.3f} (95% interval {e2e_interval.low:.3f}-{e2e_interval.high:.3f}): "
                + render.provenance(settings, len(e2e_scores), k=main_k))

@@ -38,10 +38,12 @@ if not e2e_outputs.empty:
                + render.escape_markdown(f" · query {query_id}"))
 
 st.subheader("Ranked passages")
-st.dataframe(render.ranking_view(ranking), hide_index=True,
+rescored = data.load_rescored_answers(*key, query_id)
+st.dataframe(render.ranking_view(ranking, rescored), hide_index=True,
              column_config={"Score": st.column_config.NumberColumn(format="%.2f"),
                             "Passage": st.column_config.TextColumn(width="large")})
 st.caption("Labels: ✓ relevant, ✗ not, – no label (graded labels show their value). "
+           + ("Answer (method): the answer the re-scoring model gave from that passage alone. " if rescored else "")
            + render.provenance(settings) + render.escape_markdown(f" · query {query_id}"))
 
 evidence = data.load_label_evidence(*key, query_id)
@@ -88,4 +90,4 @@ if not data.load_verdicts(*key).empty:
                  query_params={"run": path.stem})
 
 st.subheader("Passages")
-render.render_passages(ranking)
+render.render_passages(ranking, rescored)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from ui import data, render
+from ui.render_lacks import complete_command, render_lacks_panel
 
 JUDGE_STATE = "reteval.judge"
 CASE_STATE = "reteval.case"
@@ -21,10 +22,16 @@ key = data.run_key(path)
 settings = data.load_settings(*key)
 verdicts = data.load_verdicts(*key)
 st.title("LLM-retEval")
+render_lacks_panel(path)
 if verdicts.empty:
     st.info(render.escape_markdown(f"Run {path.stem} has no LLM-retEval verdicts.")
-            + " Runs built with LLM-retEval switched on (``RunPlan(reteval=True)``) store semi-gold answers, the "
-              "judges' verdicts and the failure cases this page shows.")
+            + " LLM-retEval answers each question from its gold passages (semi-gold answers), then judges the "
+              "answer from the top-k against them and sorts the failures into cases A-F; it needs the questions' "
+              "gold passages (gold_passage_ids, or qrels). "
+            + ("This is a shipped run: choose one of yours." if data.is_shipped(path) else
+               "Compute it with the button above, or from a terminal:"))
+    if not data.is_shipped(path):
+        st.code(complete_command(path) + " --pieces reteval", language="bash")
     st.stop()
 
 judges = sorted(verdicts["judge"].unique(), key=lambda j: (j != "em", j))

@@ -3,9 +3,10 @@ per answer, its statements with their citations, the NLI verdicts (beside HAGRID
 them), the statement × passage entailment heatmap and the passages the generator saw; and, for HAGRID runs, the
 agreement of the automatic scores with the human labels.
 
-Runs come from ``data/runs/attribution``: ``rageval attribution`` (HAGRID) or ``rageval evaluate-citations`` (a
-user's own answers; no human labels). ``?run=<name>&scenario=<scenario>&query=<query
-id>&answer=<answer id>`` selects the run and the answer, so a view can be shared.
+Runs come from your runs folder (and its ``attribution/``) and the shipped ``data/runs/attribution``:
+``rageval attribution`` (HAGRID) or ``rageval evaluate-citations`` (a user's own answers; no human labels).
+``?run=<name>&scenario=<scenario>&query=<query id>&answer=<answer id>`` selects the run and the answer, so a view
+can be shared.
 """
 
 import streamlit as st
@@ -22,7 +23,7 @@ ANSWER_STATE = "citations.answer_id"
 st.set_page_config(page_title="Citations · rageval", page_icon="📑", layout="wide")
 
 path = render.select_kind_run("attribution", data.find_attribution_runs(), data.attribution_runs_dir(),
-                              state_key=RUN_STATE, command="rageval attribution --help",
+                              state_key=RUN_STATE, command=render.citations_command(),
                               read_settings=data.load_attribution_settings)
 key = data.run_key(path)
 settings = data.load_attribution_settings(*key)

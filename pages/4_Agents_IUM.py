@@ -3,8 +3,8 @@ Utility Maximization (Salemi & Zamani, ICTIR 2025). Downstream score per agent a
 (the paper's Table 3) and McNemar tests, the offline iteration curve personalised vs not (Fig. 2a), the online
 batch-size curve (Fig. 2b), personalisation between agents (Fig. 5), and the lists each method served.
 
-Runs come from ``data/runs/ium`` (``rageval ium``). ``?run=<name>&agent=<agent>&query=<query id>`` selects the
-run and the served lists shown, so a view can be shared.
+Runs come from your runs folder (and its ``ium/``) and the shipped ``data/runs/ium`` (``rageval ium``).
+``?run=<name>&agent=<agent>&query=<query id>`` selects the run and the served lists shown, so a view can be shared.
 """
 
 import streamlit as st

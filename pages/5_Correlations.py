@@ -12,6 +12,7 @@ from rageval.report import best_measures
 from ui import data, render
 from ui import data_correlations as loaders
 from ui import render_correlations as view
+from ui.render_lacks import complete_command, render_lacks_panel
 
 METHOD_STATE = "correlations.method"
 K_STATE = "correlations.k"
@@ -27,14 +28,18 @@ measures = data.load_measure_table(*key)
 
 st.title("Correlations: labels against the end-to-end answer")
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + render.provenance(settings))
+render_lacks_panel(path)
 if not e2e_ks or measures.empty:
     missing = "end-to-end answers" if not e2e_ks else "per-query measure values"
     st.info(render.escape_markdown(f"Run {path.stem} stores no {missing}, so there is nothing to correlate.")
-            + " This view needs both: the measures of each label method and the score of the answer the LLM gives "
-              "from the top-k passages. Retrieval-only runs (such as those in `retrieval/`) evaluate retrievers "
-              "against gold labels only; choose a run built by the eRAG command, which stores end-to-end answers "
-              "at every k of its sweep:")
-    st.code("rageval erag --help", language="bash")
+            + " This view needs both: the measures of each label method (eRAG labels, the baselines) and the score "
+              "of the answer the LLM gives from the top-k passages. "
+            + ("It is a shipped run: choose one of yours, or copy it into your runs folder and compute what it "
+               "lacks there." if data.is_shipped(path) else
+               "Compute what this run lacks with the button above (any model: the packaged Gemma, a local model "
+               "folder or a server), or from a terminal:"))
+    if not data.is_shipped(path):
+        st.code(complete_command(path), language="bash")
     st.stop()
 
 metric = view.e2e_metric_name(settings)

@@ -22,8 +22,8 @@ CHANGED_ROWS = 25
 
 st.set_page_config(page_title="Compare runs · rageval", page_icon="🆚", layout="wide")
 
-folder = data.runs_dir()
-paths = {path.stem: path for path in data.find_runs(folder)}
+listing = data.find_all_runs()  # your runs, then the shipped ones
+paths = listing.runs
 if not paths:
     render.render_empty_state()
     st.stop()
@@ -52,7 +52,7 @@ st.session_state.setdefault(RUN_B_STATE, view.default_partner(run_a, stems, sett
 run_b = render.select_synced(st.sidebar, "Run B", stems, state_key=RUN_B_STATE, param="run_b",
                              help="The run compared with A (default: the same dataset, another retriever)")
 settings_b = read_settings(run_b)
-st.sidebar.caption(render.escape_markdown(f"from {folder}"))
+render.render_run_folders(listing)
 key_a, key_b = data.run_key(paths[run_a]), data.run_key(paths[run_b])
 
 st.title("Compare runs")

@@ -9,19 +9,33 @@ import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from ui import data, render
+from ui.render_lacks import render_lacks_panel
 from ui.render_failures import count_figure, count_table, example_view, filter_cases
 
 st.set_page_config(page_title="Failure cases · rageval", page_icon="🧯", layout="wide")
 st.title("Failure cases")
 
-runs = data.find_runs(data.runs_dir())
-cases = data.load_failure_overview(tuple(data.run_key(path) for path in runs))
+listing = data.find_all_runs()
+run_keys = data.safe_run_keys(list(listing.runs.values()))
+cases = data.load_failure_overview(run_keys)
+unreadable = [*listing.problems, *data.load_unreadable_runs(run_keys)]
+if unreadable:
+    st.warning(render.escape_markdown(f"{len(unreadable)} run file(s) could not be read and are left out: "
+                                      + "; ".join(unreadable)))
+without = [name for name in listing.runs if name not in set(cases["run"])]
+with st.expander(f"Runs without failure cases ({len(without)})", expanded=cases.empty):
+    if without:
+        chosen_run = st.selectbox("Run", without, key="failures.lacking_run",
+                                  help="A run of yours without LLM-retEval: see what it lacks and compute it")
+        render_lacks_panel(listing.runs[chosen_run])
+    else:
+        st.caption("Every run has LLM-retEval failure cases.")
 if cases.empty:
-    st.info(render.escape_markdown(f"No run in {data.runs_dir()} has LLM-retEval failure cases.")
-            + " Build a run with LLM-retEval switched on (it stores semi-gold answers, verdicts and the failure "
-              "cases), e.g.:")
-    st.code("rageval demo-runs   # builds the shipped runs; the NQ BM25 and dense ones use LLM-retEval",
-            language="bash")
+    st.info(render.escape_markdown(f"No run in {data.runs_dir()} (or among the shipped runs) has LLM-retEval "
+                                   "failure cases.")
+            + " LLM-retEval stores semi-gold answers, the judges' verdicts and the failure cases A-F: compute it "
+              "for a run of yours above, or evaluate your own data with it, e.g.:")
+    st.code("rageval evaluate --queries Q.jsonl --corpus C.jsonl --run R.trec --methods all", language="bash")
     st.stop()
 
 judges = sorted(cases["judge"].unique(), key=lambda j: (j != "em", j))

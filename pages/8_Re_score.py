@@ -34,6 +34,11 @@ st.caption("Label the top-k passages of this run again with another model. The j
            "`erag:<metric>@<model>` or `llm_relevance@<model>`), so a closed browser, a cancel or a killed worker "
            "loses nothing, and Resume skips what is already labelled. When it is done, the new method's "
            "per-query measures are added and every page shows them.")
+if data.is_shipped(path):
+    st.info(render.escape_markdown(
+        f"Run {path.stem} is a shipped demo run ({render.SHIPPED_MARK}): no job writes into it. Choose one of your "
+        f"runs, or copy this file into your runs folder ({data.runs_dir()}) and re-score the copy."))
+    st.stop()
 if queries.empty:
     st.info("This run has no queries to re-score.")
     st.stop()
@@ -67,12 +72,7 @@ def show_jobs() -> None:
     for job in current:
         action = view.render_job(job)
         try:
-            if action == "cancel":
-                loaders.cancel_rescore(job.job_id)
-            elif action == "stop":
-                loaders.cancel_rescore(job.job_id, terminate=True)
-            elif action == "resume":
-                loaders.resume_rescore(job.job_id)
+            loaders.apply_action(job.job_id, action)
         except RagevalError as error:
             st.error(render.escape_markdown(str(error)))
         else:

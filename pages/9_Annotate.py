@@ -30,7 +30,7 @@ if kind == "passage":
     path = render.select_run()
 else:
     path = render.select_kind_run("attribution", data.find_attribution_runs(), data.attribution_runs_dir(),
-                                  state_key=ATTRIBUTION_RUN_STATE, command="rageval attribution --help",
+                                  state_key=ATTRIBUTION_RUN_STATE, command=render.citations_command(),
                                   read_settings=data.load_attribution_settings)
 key = data.run_key(path)
 store_path = annotations.annotation_file()

@@ -9,6 +9,13 @@ or some of its queries. Two label kinds exist, both per passage:
 - ``llm_relevance``: the model is asked whether the passage is relevant (eRAG's baseline (c), after Thomas et al.
   2023); method ``llm_relevance@<model>``.
 
+A third kind, ``complete``, is not per passage: it computes what the run file lacks (eRAG labels, E2E answers at
+the usual ks, the baselines, LLM-retEval; :func:`rageval.pipeline.summary.missing_pieces`) with
+:func:`rageval.pipeline.run.complete_run_file`, which rewrites the file atomically once everything is computed.
+Its progress is per stage (``erag 30/120``, stored in the jobs database as ``stage``, ``done``, ``total``); a
+cancel or a kill leaves the run file as it was, and since every LLM call is in the LLM-call cache, resuming it
+costs no call already made. Its method is ``complete@<model>``.
+
 The worker runs as its own OS process (``rageval rescore run JOB``, started detached by :func:`launch_worker`),
 so it outlives the dashboard's reruns and a closed browser. Its state lives in a small SQLite database, the
 jobs database (:func:`default_jobs_db`: ``jobs.sqlite`` in the user cache, beside the LLM-call cache), which the
@@ -62,6 +69,10 @@ from rageval.store import APPLICATION_ID, Label, LabelEvidence, MeasureValue, Ru
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 LABEL_KINDS = ("erag", "llm_relevance")
+COMPLETE = "complete"
+JOB_KINDS = (*LABEL_KINDS, COMPLETE)
+#: What a complete job can compute (:data:`rageval.pipeline.summary.PIECES`), in pipeline order.
+PIECES = ("erag", "e2e", "baselines", "reteval")
 BACKENDS = ("transformers", "openai")
 DTYPES = factory.DTYPES
 #: Statuses stored in the jobs database; :func:`job_status` adds ``interrupted`` (active, but its worker is gone).
@@ -73,7 +84,7 @@ HEARTBEAT_S = 2.0
 STALE_AFTER_S = 60.0
 #: How long a worker waits for a dashboard reader to release the run file before a write fails.
 RUN_WRITE_TIMEOUT_S = 60.0
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -97,9 +108,12 @@ CREATE TABLE IF NOT EXISTS jobs (
     device           TEXT,
     log_path         TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
-    error            TEXT
+    error            TEXT,
+    stage            TEXT               -- complete jobs: the pipeline stage that done/total count
 );
 """
+#: Schema 1 -> 2: the stage column of complete jobs.
+_MIGRATIONS = {1: "ALTER TABLE jobs ADD COLUMN stage TEXT"}
 
 
 class JobError(RagevalError):
@@ -117,7 +131,9 @@ class JobCancelled(BaseException):
 class JobSpec:
     """What one re-scoring job labels and with what. ``k=None``: the run's own k; ``query_ids=None``: every query;
     ``max_new_tokens=None``: the run's decoding (eRAG) or 3 tokens (yes/no relevance); ``llm_cache=None``: the
-    user's LLM-call cache. ``device="auto"`` runs on CUDA when present, else on the CPU."""
+    user's LLM-call cache. ``device="auto"`` runs on CUDA when present, else on the CPU.
+    ``label_kind="complete"``: compute the run's missing pieces (``pieces``, None: all it lacks); ``metric``,
+    ``k``, ``query_ids`` and ``max_new_tokens`` do not apply to it."""
 
     run_path: str
     model: str = DEFAULT_MODEL
@@ -134,15 +150,21 @@ class JobSpec:
     batch_size: int = 8
     max_new_tokens: int | None = None
     llm_cache: str | None = None
+    pieces: tuple[str, ...] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "run_path", str(Path(self.run_path).expanduser().resolve()))
         if self.query_ids is not None:
             object.__setattr__(self, "query_ids", tuple(str(q) for q in self.query_ids))
+        if self.pieces is not None:
+            unknown = [p for p in self.pieces if p not in PIECES]
+            if unknown:
+                raise JobError(f"pieces {', '.join(map(str, unknown))}: expected some of {', '.join(PIECES)}")
+            object.__setattr__(self, "pieces", tuple(p for p in PIECES if p in self.pieces))
         checks = [
             (self.backend in BACKENDS, f"backend {self.backend!r}: expected one of {', '.join(BACKENDS)}"),
-            (self.label_kind in LABEL_KINDS,
-             f"label kind {self.label_kind!r}: expected one of {', '.join(LABEL_KINDS)}"),
+            (self.label_kind in JOB_KINDS,
+             f"label kind {self.label_kind!r}: expected one of {', '.join(JOB_KINDS)}"),
             (self.metric in erag.ALL_METRICS,
              f"label metric {self.metric!r}: expected one of {', '.join(erag.ALL_METRICS)}"),
             (self.api in ("completions", "chat"), f"api {self.api!r}: expected completions or chat"),
@@ -153,6 +175,8 @@ class JobSpec:
             (self.dtype is None or self.dtype in DTYPES, f"dtype {self.dtype!r}: expected one of {', '.join(DTYPES)}"),
             (bool(self.model.strip()), "model: expected a model name, folder or served model, got nothing"),
             (self.query_ids is None or len(self.query_ids) > 0, "queries: expected at least one query id"),
+            (self.pieces is None or len(self.pieces) > 0,
+             f"pieces: expected at least one of {', '.join(PIECES)}"),
         ]
         for ok, message in checks:
             if not ok:
@@ -170,9 +194,15 @@ class JobSpec:
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
         fields = json.loads(text)
-        if fields.get("query_ids") is not None:
-            fields["query_ids"] = tuple(fields["query_ids"])
+        for name in ("query_ids", "pieces"):
+            if fields.get(name) is not None:
+                fields[name] = tuple(fields[name])
         return cls(**fields)
+
+    @property
+    def is_complete(self) -> bool:
+        """Whether this is a "compute what the run lacks" job rather than a per-passage labelling job."""
+        return self.label_kind == COMPLETE
 
 
 def model_short_name(model: str, dtype: str | None = None) -> str:
@@ -184,7 +214,10 @@ def model_short_name(model: str, dtype: str | None = None) -> str:
 
 
 def method_name(spec: JobSpec) -> str:
-    """The label method a job writes: ``erag:<metric>@<model>`` or ``llm_relevance@<model>``."""
+    """The label method a job writes: ``erag:<metric>@<model>`` or ``llm_relevance@<model>``; a complete job's
+    name is ``complete@<model>`` (it writes the run's standard methods)."""
+    if spec.is_complete:
+        return f"{COMPLETE}@{model_short_name(spec.model, spec.dtype)}"
     return f"{spec.base_method}@{model_short_name(spec.model, spec.dtype)}"
 
 
@@ -218,6 +251,7 @@ class Job:
     log_path: str | None
     cancel_requested: bool
     error: str | None
+    stage: str | None = None
 
 
 @dataclass(frozen=True)
@@ -302,9 +336,13 @@ class JobStore:
             if version > SCHEMA_VERSION:
                 raise StoreError(f"{self.path}: jobs database schema version {version} is newer than this rageval "
                                  f"understands ({SCHEMA_VERSION})")
-            if version < SCHEMA_VERSION:  # only a new file is written to on opening (readers change nothing)
+            if version < SCHEMA_VERSION:  # only a new or older file is written to on opening
                 with self._transaction():
-                    self._conn.execute(_SCHEMA)
+                    if version == 0:
+                        self._conn.execute(_SCHEMA)
+                    else:
+                        for step in range(version, SCHEMA_VERSION):
+                            self._conn.execute(_MIGRATIONS[step])
                     self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as error:
             raise StoreError(f"{self.path}: not a usable jobs database (SQLite said: {error})") from error
@@ -407,6 +445,15 @@ class JobStore:
             conn.execute("UPDATE jobs SET done = done + ?, updated = ?, heartbeat = ? WHERE job_id = ?",
                          (count, now, now, job_id))
 
+    def set_stage(self, job_id: int, stage: str, done: int, total: int, *, new_stage: bool = False) -> None:
+        """A complete job's progress: ``done`` of ``total`` LLM calls of pipeline stage ``stage``. A new stage
+        restarts the rate's clock (``items_started``), so the ETA is that of the stage in progress."""
+        now = time.time()
+        values = {"stage": stage, "done": done, "total": total, "updated": now, "heartbeat": now}
+        if new_stage:
+            values.update(items_started=now, done_at_start=done)
+        self._update(job_id, **values)
+
     def beat(self, job_id: int) -> None:
         self._update(job_id, heartbeat=time.time())
 
@@ -447,6 +494,24 @@ def _heartbeat(store_path: Path, job_id: int, interval_s: float = HEARTBEAT_S) -
     finally:
         stop.set()
         thread.join()
+
+
+@contextmanager
+def _attempt(store: JobStore, job_id: int, log: Callable[[str], None], stopped: str
+             ) -> Iterator[contextlib.ExitStack]:
+    """One attempt of a worker: the heartbeat while it runs, resources closed at its end (the yielded stack), and
+    its outcome stored: a cancel (SIGTERM, Ctrl-C) is logged with ``stopped`` and recorded, then swallowed (the
+    caller returns the stored job); any other error is recorded with its message and raised."""
+    with _heartbeat(store.path, job_id), contextlib.ExitStack() as resources:
+        try:
+            yield resources
+        except (JobCancelled, KeyboardInterrupt):
+            log(f"job {job_id}: {stopped}")
+            store.finish(job_id, CANCELLED)
+        except Exception as error:
+            store.finish(job_id, FAILED, error=str(error) if isinstance(error, RagevalError)
+                         else f"{type(error).__name__}: {error}")
+            raise
 
 
 # --- reading the run and writing into it ------------------------------------------------------------------
@@ -710,14 +775,29 @@ def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[
         outputs, labels = erag.compute_erag_labels([query], ranking, passages, generator, settings)
         values = {x.passage_id: x.value for x in labels}
         evidence = [LabelEvidence(method, o.query_id, o.passage_id,
-                                  f"{generator.model_id} answered '{o.output}' from this passage alone "
-                                  f"({spec.metric} against the gold answers: {values[o.passage_id]:g})")
+                                  erag_evidence(generator.model_id, o.output, spec.metric, values[o.passage_id]))
                     for o in outputs]
     else:
         labels, evidence = erag.compute_llm_relevance_labels([query], ranking, passages, generator, len(passage_ids),
                                                              decoding=decoding, batch_size=spec.batch_size)
         evidence = [dataclasses.replace(e, method=method) for e in evidence]
     return [dataclasses.replace(x, method=method) for x in labels], evidence
+
+
+_EVIDENCE_ANSWER = re.compile(r" answered '(?P<answer>.*)' from this passage alone \(", re.DOTALL)
+
+
+def erag_evidence(model_id: str, output: str, metric: str, value: float) -> str:
+    """The label evidence of an eRAG label a job writes: the model's answer from the passage alone and its score."""
+    return (f"{model_id} answered '{output}' from this passage alone ({metric} against the gold answers: "
+            f"{value:g})")
+
+
+def answer_from_evidence(evidence: str) -> str | None:
+    """The answer an :func:`erag_evidence` text holds (None for other evidence): what the inspector shows as the
+    re-scored model's single-passage answer."""
+    match = _EVIDENCE_ANSWER.search(evidence)
+    return match.group("answer") if match else None
 
 
 def _batches(items: Sequence[tuple[str, str]], size: int) -> Iterator[tuple[str, list[str]]]:
@@ -732,8 +812,60 @@ def _batches(items: Sequence[tuple[str, str]], size: int) -> Iterator[tuple[str,
 
 # --- creating, launching, cancelling, resuming, running ----------------------------------------------------
 
+def check_writable(spec: JobSpec) -> None:
+    """Refuse a run file rageval must not change: the shipped runs (``data/``) are read-only."""
+    from rageval.paths import is_shipped, user_runs_dir
+
+    if is_shipped(spec.run_path):
+        raise JobError(f"{spec.run_path}: a shipped run is read-only; copy it into your runs folder "
+                       f"({user_runs_dir()}, or $RAGEVAL_RUNS_DIR) and start the job on the copy")
+
+
+def check_no_conflict(spec: JobSpec, store: JobStore) -> None:
+    """A complete job rewrites the whole run file at its end, so it must not run beside another job on the same
+    file (whose labels it would drop), nor another job beside it."""
+    for other in store.list(spec.run_path):
+        if job_status(other) in ACTIVE and (spec.is_complete or other.spec.is_complete):
+            raise JobError(f"job {other.job_id} ({other.method}) is still {other.status} on {spec.run_path}; "
+                           f"wait for it or cancel it first")
+
+
+def lacking_pieces(spec: JobSpec) -> dict[str, str]:
+    """What a complete job computes: piece -> what the run lacks of it, in words
+    (:func:`rageval.pipeline.summary.missing_pieces`); with ``spec.pieces``, those pieces (``reteval`` is
+    recomputed even when present, as :func:`rageval.pipeline.run.complete_run_file` does). Empty when there is
+    nothing to compute; a run whose questions lack gold answers is refused."""
+    from rageval.pipeline.summary import missing_pieces, run_summary
+
+    if Path(spec.run_path).is_file():
+        recover_run_file(spec.run_path)
+    try:
+        with RunReader(spec.run_path) as reader:
+            settings = reader.settings()
+            queries = reader.query_table()["query_id"].tolist()
+            unanswered = next((q for q in queries if not reader.query(q).answers), None)
+        lacking = missing_pieces(run_summary(spec.run_path), settings)
+    except (StoreError, sqlite3.DatabaseError) as error:
+        raise JobError(str(error)) from error
+    if spec.pieces is not None:
+        lacking = {p: lacking.get(p, "recomputed") for p in spec.pieces if p in lacking or p == "reteval"}
+    if lacking and unanswered is not None:
+        raise JobError(f"{spec.run_path}: query {unanswered!r} has no gold answers; eRAG, E2E, the baselines and "
+                       f"LLM-retEval score answers against them (upload the queries with their answers)")
+    return lacking
+
+
 def create_job(spec: JobSpec, store: JobStore) -> Job:
     """Check the run file, the queries and the model, and add a queued job; nothing runs yet."""
+    check_writable(spec)
+    check_no_conflict(spec, store)
+    if spec.is_complete:
+        lacking = lacking_pieces(spec)
+        if not lacking:
+            raise JobError(f"{spec.run_path}: the run already has every piece (eRAG, E2E, baselines, LLM-retEval); "
+                           "nothing to compute")
+        check_model(spec)
+        return store.create(spec, method_name(spec), len(lacking))
     inputs = read_job_inputs(spec)
     check_model(spec)
     method = method_name(spec)
@@ -818,57 +950,94 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
     job = store.claim(job_id, os.getpid())
     if job.cancel_requested:
         return store.finish(job_id, CANCELLED)
+    if job.spec.is_complete:
+        return run_complete_job(job, store, generator=generator, log=log)
     spec, method = job.spec, job.method
-    cache = None
-    with _heartbeat(store.path, job_id):
-        try:
-            inputs = read_job_inputs(spec)
-            done = labelled_items(spec.run_path, method) & set(inputs.items)
-            pending = [item for item in inputs.items if item not in done]
-            store.begin_items(job_id, len(inputs.items), len(done))
-            log(f"job {job_id}: {method} on {spec.run_path}: {len(done)} of {len(inputs.items)} items already "
-                f"labelled, {len(pending)} to go")
-            if pending:
-                cache = LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache()
-                model = CachedGenerator(generator or load_job_generator(spec), cache)
-                store.set_model(job_id, model.model_id, _device_of(model))
-                decoding = _decoding(spec, inputs.settings)
-                prompt = QA_FEW_SHOT if spec.label_kind == "erag" else RELEVANCE_FEW_SHOT
-                record_provenance(spec.run_path, method, {
-                    "identity": _model_identity(spec), "label_kind": spec.label_kind,
-                    "metric": spec.metric if spec.label_kind == "erag" else None, "model": spec.model,
-                    "model_id": model.model_id, "backend": spec.backend, "device": _device_of(model),
-                    "base_url": spec.base_url if spec.backend == "openai" else None, "prompt": prompt.identifier,
-                    "decoding": decoding.as_dict(), "k": spec.k or inputs.settings.get("k"), "job_id": job_id,
-                    "command": f"rageval rescore run {job_id} --jobs-db {store.path}"})
-                finished = len(done)
-                for query_id, passage_ids in _batches(pending, spec.batch_size):
-                    if store.cancel_requested(job_id):
-                        log(f"job {job_id}: cancelled after {finished} of {len(inputs.items)} items")
-                        return store.finish(job_id, CANCELLED)
-                    labels, evidence = label_items(spec, method, inputs.queries[query_id], passage_ids,
-                                                   inputs.passages, model, decoding)
-                    write_labels(spec.run_path, labels, evidence)
-                    store.add_done(job_id, len(passage_ids))
-                    finished += len(passage_ids)
-                    log(f"job {job_id}: {finished}/{len(inputs.items)} items")
-            values = write_method_measures(spec.run_path, method, spec.base_method)
-            labelled = {q for q, _ in labelled_items(spec.run_path, method)}
+    with _attempt(store, job_id, log, "stopped") as resources:
+        inputs = read_job_inputs(spec)
+        done = labelled_items(spec.run_path, method) & set(inputs.items)
+        pending = [item for item in inputs.items if item not in done]
+        store.begin_items(job_id, len(inputs.items), len(done))
+        log(f"job {job_id}: {method} on {spec.run_path}: {len(done)} of {len(inputs.items)} items already "
+            f"labelled, {len(pending)} to go")
+        if pending:
+            cache = resources.enter_context(LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache())
+            model = CachedGenerator(generator or load_job_generator(spec), cache)
+            store.set_model(job_id, model.model_id, _device_of(model))
+            decoding = _decoding(spec, inputs.settings)
+            prompt = QA_FEW_SHOT if spec.label_kind == "erag" else RELEVANCE_FEW_SHOT
             record_provenance(spec.run_path, method, {
-                "num_queries": len(labelled), "measures": sorted({v.measure for v in values}),
-                "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
-            log(f"job {job_id}: done; {len(values)} measure values for {method}")
+                "identity": _model_identity(spec), "label_kind": spec.label_kind,
+                "metric": spec.metric if spec.label_kind == "erag" else None, "model": spec.model,
+                "model_id": model.model_id, "backend": spec.backend, "device": _device_of(model),
+                "base_url": spec.base_url if spec.backend == "openai" else None, "prompt": prompt.identifier,
+                "decoding": decoding.as_dict(), "k": spec.k or inputs.settings.get("k"), "job_id": job_id,
+                "command": f"rageval rescore run {job_id} --jobs-db {store.path}"})
+            finished = len(done)
+            for query_id, passage_ids in _batches(pending, spec.batch_size):
+                if store.cancel_requested(job_id):
+                    log(f"job {job_id}: cancelled after {finished} of {len(inputs.items)} items")
+                    return store.finish(job_id, CANCELLED)
+                labels, evidence = label_items(spec, method, inputs.queries[query_id], passage_ids,
+                                               inputs.passages, model, decoding)
+                write_labels(spec.run_path, labels, evidence)
+                store.add_done(job_id, len(passage_ids))
+                finished += len(passage_ids)
+                log(f"job {job_id}: {finished}/{len(inputs.items)} items")
+        values = write_method_measures(spec.run_path, method, spec.base_method)
+        labelled = {q for q, _ in labelled_items(spec.run_path, method)}
+        record_provenance(spec.run_path, method, {
+            "num_queries": len(labelled), "measures": sorted({v.measure for v in values}),
+            "updated_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+        log(f"job {job_id}: done; {len(values)} measure values for {method}")
+        return store.finish(job_id, DONE)
+    return store.get(job_id)  # stopped: recorded by _attempt
+
+
+class _StageReporter:
+    """The ``progress`` callback of a complete job: writes ``(stage, done, total)`` into the jobs database after
+    each LLM batch (one small WAL commit, as a re-score job's per batch) and reads the cancel flag, raising
+    :class:`JobCancelled` so the pipeline stops between two batches."""
+
+    def __init__(self, store: JobStore, job_id: int):
+        self.store, self.job_id = store, job_id
+        self.stage: str | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        new_stage = stage != self.stage
+        self.stage = stage
+        self.store.set_stage(self.job_id, stage, done, total, new_stage=new_stage)
+        if self.store.cancel_requested(self.job_id):
+            raise JobCancelled(f"cancel requested during {stage}")
+
+
+def run_complete_job(job: Job, store: JobStore, *, generator: Generator | None = None,
+                     log: Callable[[str], None]) -> Job:
+    """The worker of a complete job: :func:`rageval.pipeline.run.complete_run_file` on its run file with its
+    model, stage progress into the jobs database. The file is rewritten once, atomically, at the end; a cancel
+    (the flag, or SIGTERM) stops between LLM batches and leaves it as it was, every call made kept in the
+    LLM-call cache for the next attempt."""
+    from rageval.generation.cache import LLMCache
+    from rageval.pipeline.run import complete_run_file
+
+    spec, job_id = job.spec, job.job_id
+    stopped = "stopped; the run file is unchanged, the LLM calls made are cached for a resume"
+    with _attempt(store, job_id, log, stopped) as resources:
+        lacking = lacking_pieces(spec)
+        if not lacking:  # an earlier attempt finished the file and was stopped before it could say so
+            log(f"job {job_id}: {spec.run_path} lacks nothing; done")
             return store.finish(job_id, DONE)
-        except (JobCancelled, KeyboardInterrupt):
-            log(f"job {job_id}: stopped")
-            return store.finish(job_id, CANCELLED)
-        except Exception as error:
-            store.finish(job_id, FAILED, error=str(error) if isinstance(error, RagevalError)
-                         else f"{type(error).__name__}: {error}")
-            raise
-        finally:
-            if cache is not None:
-                cache.close()
+        log(f"job {job_id}: computing {', '.join(f'{p} ({w})' for p, w in lacking.items())} of {spec.run_path}")
+        store.begin_items(job_id, 0, 0)
+        cache = resources.enter_context(LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache())
+        model = generator or load_job_generator(spec)
+        store.set_model(job_id, model.model_id, _device_of(model))
+        complete_run_file(Path(spec.run_path), model_settings(spec), tuple(lacking), generator=model,
+                          cache=cache, log=lambda message: log(f"job {job_id}: {message}"),
+                          progress=_StageReporter(store, job_id))
+        log(f"job {job_id}: done; {spec.run_path} now has {', '.join(lacking)}")
+        return store.finish(job_id, DONE)
+    return store.get(job_id)  # stopped: recorded by _attempt
 
 
 # --- the command line: rageval rescore ... -----------------------------------------------------------------
@@ -894,7 +1063,35 @@ def _run_here(job_id: int, store: JobStore, *, exit_when_stopped: bool = False) 
     return 0 if job.status == DONE else 1
 
 
+def _parse_pieces(text: str | None) -> tuple[str, ...] | None:
+    if not text:
+        return None
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if names == ["all"]:
+        return PIECES
+    unknown = [x for x in names if x not in PIECES]
+    if unknown or not names:
+        raise JobError(f"--pieces {text!r}: expected 'all' or a comma list of {', '.join(PIECES)}")
+    return tuple(names)
+
+
 def cmd_start(args: argparse.Namespace) -> int:
+    if args.pieces and not args.complete:
+        raise JobError("--pieces goes with --complete")
+    if args.complete:
+        spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=COMPLETE,
+                       pieces=_parse_pieces(args.pieces), base_url=args.base_url, api=args.api,
+                       api_key_env=args.api_key_env, device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+                       llm_cache=str(args.cache) if args.cache else None)
+        with _store(args) as store:
+            job = create_job(spec, store)
+            print(f"job {job.job_id}: {job.method}, computing "
+                  f"{', '.join(f'{p} ({w})' for p, w in lacking_pieces(spec).items())} of {job.run_path}")
+            if args.detach:
+                pid = launch_worker(job.job_id, store)
+                print(f"started in the background (pid {pid}); follow it with `rageval rescore list`")
+                return 0
+            return _run_here(job.job_id, store)
     query_ids = tuple(q for q in args.queries.split(",") if q) if args.queries else None
     if args.num_queries is not None:
         with RunReader(args.run) as reader:
@@ -939,7 +1136,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         for job in store.list():
             progress = job_progress(job)
             eta = f", ETA {progress.eta_s:.0f} s" if progress.eta_s is not None else ""
-            print(f"{job.job_id:>4}  {progress.status:<11} {job.done:>5}/{job.total:<5}{eta}  {job.method}  "
+            stage = f"stage {job.stage} " if job.stage else ""
+            print(f"{job.job_id:>4}  {progress.status:<11} {stage}{job.done:>5}/{job.total:<5}{eta}  {job.method}  "
                   f"{job.run_path}" + (f"  error: {job.error}" if job.error else ""))
     return 0
 
@@ -956,6 +1154,11 @@ def add_parsers(sub) -> None:
 
     start = with_db(actions.add_parser("start", help="create a job and run it here (or --detach)"))
     start.add_argument("run", type=Path, help="the run file to add labels to")
+    start.add_argument("--complete", action="store_true",
+                       help="compute what the run lacks (eRAG labels, E2E answers, baselines, LLM-retEval) instead "
+                            "of one label method; the file is rewritten once, at the end")
+    start.add_argument("--pieces", help=f"with --complete: a comma list of {', '.join(PIECES)} (default: all the "
+                                        "run lacks)")
     start.add_argument("--labels", choices=LABEL_KINDS, default="erag",
                        help="erag: answer from each passage alone, scored against the gold answers; "
                             "llm_relevance: the model's yes/no relevance judgement")

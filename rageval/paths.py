@@ -35,3 +35,20 @@ def user_runs_dir() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "rageval" / "runs"
+
+
+def shipped_runs_dir() -> Path | None:
+    """The shipped demo runs the dashboard lists beside the user's, read-only: ``data/runs`` in the checkout;
+    ``$RAGEVAL_SHIPPED_RUNS_DIR`` moves it, and set empty it lists none (tests use that)."""
+    explicit = os.environ.get("RAGEVAL_SHIPPED_RUNS_DIR")
+    if explicit is None:
+        return RUNS_DIR
+    return Path(explicit).expanduser() if explicit.strip() else None
+
+
+def is_shipped(path: str | os.PathLike) -> bool:
+    """Whether ``path`` lies in the checkout's shipped data (``data/``) or the shipped runs folder: places no
+    upload, job or command of the user writes into."""
+    resolved = Path(path).expanduser().resolve()
+    shipped = [DATA_DIR, *([shipped_runs_dir()] if shipped_runs_dir() else [])]
+    return any(resolved.is_relative_to(folder.expanduser().resolve()) for folder in shipped)

@@ -35,6 +35,7 @@ from typing import Any
 
 from rageval import __version__
 from rageval.errors import RagevalError
+from rageval.paths import is_shipped, user_runs_dir
 from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run, list_runs, write_run
 from rageval.text_metrics import exact_match
 from rageval.types import Passage, Query, Ranking, ScoredPassage
@@ -882,6 +883,9 @@ def save_upload(run: Run, folder: str | os.PathLike, name: str, *, overwrite: bo
     renamed (overwrite) into place.
     """
     path = run_file_path(folder, name)
+    if is_shipped(path):
+        raise UploadError(f"{path.parent}: the shipped runs folder is read-only; save uploads into your runs folder "
+                          f"({user_runs_dir()}, or $RAGEVAL_RUNS_DIR)")
     existing = name_in_use(path.parent, name)
     if existing is not None and existing.resolve() != path:
         raise UploadError(f"run name {name!r} is already used by {existing}; choose another name")
@@ -920,7 +924,14 @@ def cmd_upload(args: argparse.Namespace) -> int:
         raise UploadError(check_run_name(args.name))
 
     def read(path: Path) -> UploadFile:
-        return UploadFile.from_path(path, limits)
+        if path.is_dir():
+            raise UploadError(f"{path}: is a folder; expected a file")
+        if not path.exists():
+            raise UploadError(f"{path}: no such file")
+        try:
+            return UploadFile.from_path(path, limits)
+        except OSError as error:
+            raise UploadError(f"{path}: cannot be read ({error.strerror or error})") from None
 
     trec = {"run": args.run, "qrels": args.qrels, "queries": args.queries, "passages": args.passages}
     if args.jsonl and any(trec.values()):
@@ -936,15 +947,13 @@ def cmd_upload(args: argparse.Namespace) -> int:
     if args.check:
         print(f"valid: {len(result.run.queries)} queries, {len(result.warnings)} warning(s)")
         return 0
-    path = save_upload(result.run, args.runs_dir, args.name, overwrite=args.overwrite,
+    path = save_upload(result.run, args.runs_dir or user_runs_dir(), args.name, overwrite=args.overwrite,
                        command="rageval " + " ".join(sys.argv[1:]))
     print(f"wrote {path} ({len(result.run.queries)} queries, {len(result.warnings)} warning(s))")
     return 0
 
 
 def add_parsers(sub) -> None:
-    from rageval.paths import RUNS_DIR
-
     upload = sub.add_parser("upload", help="validate your own run (TREC run + qrels + queries/passages JSONL, or "
                                            "one JSONL with answers; docs/upload_format.md) into a run file")
     upload.add_argument("--name", help="run name: the file <runs-dir>/<name>.sqlite and the dashboard's ?run=")
@@ -956,7 +965,9 @@ def add_parsers(sub) -> None:
     upload.add_argument("--dataset", default="uploaded", help="dataset name shown with every number")
     upload.add_argument("--retriever", help="retriever name (default: the TREC run tag)")
     upload.add_argument("--model", help="the RAG LLM that produced the answers, if any")
-    upload.add_argument("--runs-dir", type=Path, default=RUNS_DIR, help="folder of the run files")
+    upload.add_argument("--runs-dir", type=Path, default=None,
+                        help="folder of the run files (default: your runs folder, $RAGEVAL_RUNS_DIR, else "
+                             "~/.local/share/rageval/runs; the shipped data/runs is read-only)")
     upload.add_argument("--overwrite", action="store_true", help="replace an existing run of that name")
     upload.add_argument("--check", action="store_true", help="only validate; write nothing")
     upload.set_defaults(handler=cmd_upload)

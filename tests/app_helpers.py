@@ -20,3 +20,12 @@ def captions(app) -> str:
 def frame_with(app, column: str) -> pd.DataFrame:
     """The first table of the page with ``column`` (found by its columns, not its position)."""
     return next(df.value for df in app.dataframe if column in df.value.columns)
+
+
+def use_shipped_runs(monkeypatch) -> None:
+    """The dashboard on the shipped demo runs only: an empty user runs folder, and data/runs listed (tests hide
+    it by default, tests/conftest.py)."""
+    import tempfile
+
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", tempfile.mkdtemp(prefix="rageval-no-user-runs-"))
+    monkeypatch.delenv("RAGEVAL_SHIPPED_RUNS_DIR", raising=False)

@@ -7,6 +7,13 @@ import pytest
 from rageval.generation.base import FakeGenerator
 
 
+@pytest.fixture(autouse=True)
+def no_shipped_runs(monkeypatch):
+    """The dashboard lists the shipped demo runs (data/runs) beside the user's runs folder; a test sees only the
+    runs it made, unless it asks for the shipped ones (tests/app_helpers.py ``use_shipped_runs``)."""
+    monkeypatch.setenv("RAGEVAL_SHIPPED_RUNS_DIR", "")
+
+
 @pytest.fixture(scope="session")
 def corpus():
     """The rageval corpus built from the shipped data (a module may define its own ``corpus`` instead)."""

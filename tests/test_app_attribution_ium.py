@@ -378,7 +378,9 @@ def test_empty_folders_explain_how_to_build_each_kind_of_run(tmp_path, monkeypat
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
     (tmp_path / "attribution").mkdir()
     (tmp_path / "attribution" / "stray.sqlite").write_bytes(b"not SQLite")  # not listed: not an attribution run
-    for script, kind, command in ((CITATIONS, "attribution", "rageval attribution --help"),
+    citations = (f"rageval evaluate-citations ANSWERS.jsonl --out {tmp_path / 'attribution' / 'my-answers.sqlite'}"
+                 "   # docs/citations_format.md")
+    for script, kind, command in ((CITATIONS, "attribution", citations),
                                   (AGENTS, "IUM", "rageval ium --help")):
         app = start(script)
         assert escape_markdown(f"No {kind} run files") in app.info[0].value

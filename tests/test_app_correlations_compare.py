@@ -17,7 +17,7 @@ from scipy import stats
 from rageval.report import correlation_table_at_k
 from rageval.stats.correlation import kendall_tau_b
 from rageval.store import RunReader, write_run
-from tests.app_helpers import chart_specs, captions, frame_with
+from tests.app_helpers import captions, chart_specs, frame_with, use_shipped_runs
 from tests.run_fixtures import K, MEASURES, build_small_run, make_small_run
 from tests.test_app import MARKUP, SHIPPED_PATHS, marked_query, plotly_array, reteval_run_file, start
 from tests.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
@@ -131,7 +131,11 @@ def test_correlations_on_a_run_without_e2e_answers_explains_why(tmp_path, monkey
     app = start(CORRELATIONS)
     assert not app.get("plotly_chart")
     assert app.info[0].value.startswith(escape_markdown("Run no-e2e stores no end-to-end answers"))
-    assert [c.value for c in app.code] == ["rageval erag --help"]
+    # No dead end: what the run lacks, the button that computes it, and the same as a command on this file.
+    assert "What this run lacks" in " ".join(m.value for m in app.markdown)
+    assert app.button(key="FormSubmitter:lacks.form-Compute missing pieces")
+    command = f"rageval rescore start {tmp_path / 'no-e2e.sqlite'} --complete"
+    assert [c.value for c in app.code] == [command, command]
 
 
 def test_correlations_with_no_measure_at_the_e2e_k_offer_every_cutoff(tmp_path, monkeypatch):
@@ -192,7 +196,7 @@ def test_correlations_follow_k_on_a_run_with_a_k_sweep(reteval_env_path, monkeyp
 
 @pytest.mark.parametrize("run", list(SHIPPED_PATHS))
 def test_correlations_on_every_shipped_run(run, monkeypatch):
-    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    use_shipped_runs(monkeypatch)
     app = start(CORRELATIONS, run=run)
     assert not app.error, [e.value for e in app.error]
     with RunReader(SHIPPED_PATHS[run]) as reader:
@@ -321,7 +325,7 @@ def shipped_comparison(run_a: str, run_b: str, method: str, measure: str) -> tup
     ("retrieval-nq_open-bm25", "nq_open-bm25-gemma3_270m", "gold", "nDCG@10"),  # 500 vs 300 questions
 ])
 def test_compare_shipped_runs(run_a, run_b, method, measure, monkeypatch):
-    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    use_shipped_runs(monkeypatch)
     app = start(COMPARE, run_a=run_a, run_b=run_b, method=method, measure=measure)
     assert not app.error, [e.value for e in app.error]
     assert dict(app.query_params) == {"run_a": run_a, "run_b": run_b, "method": method, "measure": measure}
@@ -340,13 +344,13 @@ def test_compare_shipped_runs(run_a, run_b, method, measure, monkeypatch):
 
 
 def test_compare_shipped_runs_over_different_questions_explains(monkeypatch):
-    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    use_shipped_runs(monkeypatch)
     app = start(COMPARE, run_a="retrieval-hotpotqa-bm25", run_b="retrieval-nq_open-bm25")
     assert app.info[0].value.startswith(escape_markdown("0 queries are in both runs and compared; 400 only in A"))
 
 
 def test_compare_default_partner_on_the_shipped_runs(monkeypatch):
-    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    use_shipped_runs(monkeypatch)
     app = start(COMPARE)
     with RunReader(SHIPPED_PATHS[app.query_params["run_a"]]) as reader_a, \
             RunReader(SHIPPED_PATHS[app.query_params["run_b"]]) as reader_b:

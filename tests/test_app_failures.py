@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from rageval.store import RunReader
+from tests.app_helpers import use_shipped_runs
 from tests.run_fixtures import make_small_run
 from tests.test_app import RETEVAL_RUN, plotly_array, reteval_run_file, start
 
@@ -104,11 +105,16 @@ def test_without_any_failure_case_the_page_says_how_to_get_some(tmp_path, monkey
     make_small_run(tmp_path / "fixture.sqlite")
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
     app = start(FAILURES)
-    assert "Build a run with LLM-retEval switched on" in app.info[0].value and not app.dataframe
+    assert "compute it for a run of yours above" in app.info[0].value and not app.dataframe
+    # No dead end: the panel for the chosen run (the fixture lacks LLM-retEval) and commands that run on user data.
+    assert "What this run lacks" in " ".join(m.value for m in app.markdown)
+    assert [c.value for c in app.code] == [f"rageval rescore start {tmp_path / 'fixture.sqlite'} --complete",
+                                           "rageval evaluate --queries Q.jsonl --corpus C.jsonl --run R.trec "
+                                           "--methods all"]
 
 
 def test_shipped_runs_with_llm_reteval_are_all_shown(monkeypatch):
-    monkeypatch.delenv("RAGEVAL_RUNS_DIR", raising=False)
+    use_shipped_runs(monkeypatch)
     app = start(FAILURES)
     assert set(counts(app)["Run"]) == {"nq_open-bm25-gemma3_270m", "nq_open-dense-gemma3_270m"}
 

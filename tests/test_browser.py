@@ -74,13 +74,14 @@ def _wait_until_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
 
 @contextmanager
 def streamlit_server(runs: Path, log_name: str, **extra_env: str) -> Iterator[str]:
-    """``streamlit run app.py`` on ``runs`` (``$RAGEVAL_RUNS_DIR``, plus ``extra_env``), bound to 127.0.0.1 on a
+    """``streamlit run app.py`` on ``runs`` (``$RAGEVAL_RUNS_DIR``; no shipped runs; plus ``extra_env``), bound to 127.0.0.1 on a
     free port, its log in ``test-output/<log_name>``; yields its URL once healthy and stops it afterwards."""
     _require_browser()
     SHOTS.mkdir(exist_ok=True)
     log = SHOTS / log_name
     port = _free_port()
-    env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs), **extra_env}
+    # The shipped demo runs are left out unless a test asks for them (RAGEVAL_SHIPPED_RUNS_DIR in extra_env).
+    env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs), "RAGEVAL_SHIPPED_RUNS_DIR": "", **extra_env}
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port),
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]

@@ -55,8 +55,8 @@ class GatedReader(FakeGenerator):
     """The fake reader behind a gate: while ``gate`` is closed only ``allowance`` more prompts are answered, and
     the next call waits until the gate opens (so a worker stops at a known point)."""
 
-    def __init__(self):
-        super().__init__(rule=reader_rule, model_id=MODEL)
+    def __init__(self, rule: Callable[[str], str] = reader_rule, model_id: str = MODEL):
+        super().__init__(rule=rule, model_id=model_id)
         self.gate = threading.Event()
         self.gate.set()
         self.allowance = 0

@@ -567,3 +567,28 @@ def test_cli_upload_writes_a_run_and_reports_problems(files, fixture_run, tmp_pa
     assert cli_main(["upload", "--check", "--jsonl", str(single), "--runs-dir", str(runs)]) == 0
     assert capsys.readouterr().out.startswith("valid: 6 queries")
     assert sorted(p.name for p in runs.iterdir()) == ["cli-run.sqlite"]
+
+
+def test_cli_upload_defaults_to_the_user_runs_folder_and_names_bad_paths(files, tmp_path, capsys, monkeypatch):
+    paths = write_files(tmp_path, files)
+    user_runs = tmp_path / "user-runs"
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(user_runs))
+    args = ["upload", "--run", str(paths["run"]), "--queries", str(paths["queries"]), "--passages",
+            str(paths["passages"])]
+    assert cli_main([*args, "--name", "mine"]) == 0
+    assert f"wrote {user_runs / 'mine.sqlite'}" in capsys.readouterr().out
+
+    # A missing file and a folder given as a file: one line each, exit 2, no traceback, nothing written.
+    for bad, reason in ((tmp_path / "nope.trec", "no such file"), (tmp_path, "is a folder; expected a file")):
+        assert cli_main(["upload", "--run", str(bad), "--queries", str(paths["queries"]), "--passages",
+                         str(paths["passages"]), "--name", "bad"]) == 2
+        err = capsys.readouterr().err
+        assert f"{bad}: {reason}" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in user_runs.iterdir()) == ["mine.sqlite"]
+
+    # The shipped runs folder is refused.
+    shipped = tmp_path / "shipped"
+    monkeypatch.setenv("RAGEVAL_SHIPPED_RUNS_DIR", str(shipped))
+    assert cli_main([*args, "--name", "mine", "--runs-dir", str(shipped)]) == 2
+    assert "the shipped runs folder is read-only" in capsys.readouterr().err
+    assert not shipped.exists()

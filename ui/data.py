@@ -1,5 +1,10 @@
 """The dashboard's data layer: the only module that caches (``st.cache_resource`` / ``st.cache_data``).
 
+Runs come from two folders (:func:`find_all_runs`): the user's runs folder (:func:`runs_dir`,
+``rageval.paths.user_runs_dir()``: ``$RAGEVAL_RUNS_DIR``, else ``~/.local/share/rageval/runs``), where uploads, jobs
+and ``rageval evaluate`` write, and the shipped demo runs (``data/runs``), listed after them and read-only. A file
+that cannot even be listed is reported, never fatal to the list.
+
 Pages identify a run by ``(path, mtime_ns)`` (see :func:`run_key`): a run file rewritten in place gets a new
 key, so no page ever shows stale tables. Open readers are shared resources (one SQLite connection per run
 file, guarded by a lock because Streamlit serves sessions from several threads); tables are cached copies.
@@ -9,7 +14,7 @@ Nothing here creates widgets.
 from __future__ import annotations
 
 import json
-import os
+import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,11 +25,12 @@ import pandas as pd
 import streamlit as st
 
 from rageval.attribution.store import AttributionReader
-from rageval.paths import RUNS_DIR
+from rageval import paths
 from rageval.report import measure_sort_key
 from rageval.report import k_sweep_from_frames as compute_k_sweep
-from rageval.store import (ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID, E2EOutput, RunReader, list_runs,
-                           sqlite_application_id)
+from rageval.errors import StoreError
+from rageval.store import (ANNOTATION_APPLICATION_ID, ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID, E2EOutput,
+                           RunReader, sqlite_application_id)
 from rageval.types import Query
 
 RUNS_DIR_ENV = "RAGEVAL_RUNS_DIR"
@@ -40,13 +46,89 @@ T = TypeVar("T")
 
 
 def runs_dir() -> Path:
-    """The folder the dashboard lists runs from: ``$RAGEVAL_RUNS_DIR``, else ``data/runs``."""
-    return Path(os.environ.get(RUNS_DIR_ENV) or RUNS_DIR)
+    """The user's runs folder (:func:`rageval.paths.user_runs_dir`: ``$RAGEVAL_RUNS_DIR``, else
+    ``~/.local/share/rageval/runs``): where uploads, jobs and annotations write."""
+    return paths.user_runs_dir()
 
 
-def find_runs(folder: Path) -> list[Path]:
-    """Run files in ``folder``, newest first (not cached: a new run should appear on the next rerun)."""
-    return list_runs(folder)
+def shipped_runs_dir() -> Path | None:
+    """The shipped demo runs (``data/runs``; :func:`rageval.paths.shipped_runs_dir`), listed read-only."""
+    return paths.shipped_runs_dir()
+
+
+def is_shipped(path: Path) -> bool:
+    """Whether ``path`` is a shipped, read-only run (no upload or job writes there)."""
+    return paths.is_shipped(path)
+
+
+_OTHER_KINDS = (ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID, ANNOTATION_APPLICATION_ID)
+
+
+def list_run_files(folder: Path | None) -> tuple[list[Path], list[str]]:
+    """The eRAG run files (``*.sqlite``) of ``folder``, newest first, then those of its sub-folders (newest
+    first), as :func:`rageval.store.list_runs`; but each file is looked at on its own, so one that cannot be read
+    (a directory, a dangling link, no permission) is returned as ``"path: reason"`` instead of breaking the list.
+    A file that is not SQLite at all stays listed: the page that opens it says what is wrong with it."""
+    if folder is None or not folder.is_dir():
+        return [], []
+    found: list[tuple[int, float, Path]] = []
+    problems: list[str] = []
+    try:
+        candidates = [(0, p) for p in folder.glob("*.sqlite")] + [
+            (1, p) for p in folder.glob("*/**/*.sqlite") if not any(part.startswith(".")
+                                                                     for part in p.relative_to(folder).parts)]
+    except OSError as error:
+        return [], [f"{folder}: cannot be listed ({error})"]
+    for depth, path in candidates:
+        try:
+            if not path.is_file():
+                problems.append(f"{path}: not a file")
+                continue
+            mtime = path.stat().st_mtime
+        except OSError as error:
+            problems.append(f"{path}: cannot be read ({error.strerror or error})")
+            continue
+        if sqlite_application_id(path) in _OTHER_KINDS:
+            continue
+        found.append((depth, -mtime, path))
+    return [path for _, _, path in sorted(found, key=lambda x: (x[0], x[1], str(x[2])))], problems
+
+
+@dataclass(frozen=True)
+class RunListing:
+    """Every run the dashboard shows: ``runs`` maps the ``?run=`` name (the file stem) to the file, the user's
+    runs first (newest first), then the shipped ones; ``shipped`` names the read-only ones; ``problems`` lists
+    files that could not be looked at (``"path: reason"``); ``shadowed`` the shipped runs hidden by a user run
+    of the same name."""
+
+    runs: dict[str, Path]
+    shipped: frozenset[str]
+    problems: tuple[str, ...]
+    shadowed: tuple[Path, ...] = ()
+
+
+def find_all_runs() -> RunListing:
+    """The user's runs and the shipped runs (not cached: a new run should appear on the next rerun)."""
+    user, user_problems = list_run_files(runs_dir())
+    shipped_folder = shipped_runs_dir()
+    if shipped_folder is not None and shipped_folder.resolve() == runs_dir().resolve():
+        shipped_folder = None  # $RAGEVAL_RUNS_DIR pointed at data/runs: list it once
+    shipped, shipped_problems = list_run_files(shipped_folder)
+    runs: dict[str, Path] = {}
+    for path in user:
+        runs.setdefault(path.stem, path)
+    shadowed = tuple(path for path in shipped if path.stem in runs)
+    shipped_names = frozenset(path.stem for path in shipped if path.stem not in runs)
+    for path in shipped:
+        runs.setdefault(path.stem, path)
+    return RunListing(runs, shipped_names, tuple(user_problems + shipped_problems), shadowed)
+
+
+def find_runs(folder: Path | None = None) -> list[Path]:
+    """Run files in ``folder``, newest first; with no folder, every run :func:`find_all_runs` lists."""
+    if folder is None:
+        return list(find_all_runs().runs.values())
+    return list_run_files(folder)[0]
 
 
 def run_key(path: Path) -> tuple[str, int]:
@@ -188,6 +270,21 @@ def load_label_evidence(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame
     return _read(path, mtime_ns, lambda reader: reader.label_evidence(query_id)).drop(columns="query_id")
 
 
+def load_rescored_answers(path: str, mtime_ns: int, query_id: str) -> dict[str, dict[str, str]]:
+    """The answers re-score jobs' models gave from each of the query's passages alone (stored as the label
+    evidence of their ``erag:<metric>@<model>`` methods, :func:`rageval.jobs.answer_from_evidence`):
+    method -> passage id -> answer."""
+    from rageval.jobs import answer_from_evidence
+
+    answers: dict[str, dict[str, str]] = {}
+    evidence = load_label_evidence(path, mtime_ns, query_id)
+    for method, passage_id, text in zip(evidence["method"], evidence["passage_id"], evidence["evidence"]):
+        answer = answer_from_evidence(text) if method.startswith("erag:") and "@" in method else None
+        if answer is not None:
+            answers.setdefault(method, {})[passage_id] = answer
+    return answers
+
+
 # --- LLM-retEval ----------------------------------------------------------------------------------------
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
@@ -267,11 +364,14 @@ def load_failure_overview(run_keys: tuple[tuple[str, int], ...]) -> pd.DataFrame
     LLM-retEval tables contribute nothing."""
     frames = []
     for path, mtime_ns in run_keys:
-        cases = load_failure_cases(path, mtime_ns)
-        if cases.empty:
-            continue
-        settings = load_settings(path, mtime_ns)
-        texts = load_gold_table(path, mtime_ns)[["query_id", "text"]]
+        try:
+            cases = load_failure_cases(path, mtime_ns)
+            if cases.empty:
+                continue
+            settings = load_settings(path, mtime_ns)
+            texts = load_gold_table(path, mtime_ns)[["query_id", "text"]]
+        except (StoreError, OSError, sqlite3.DatabaseError, pd.errors.DatabaseError, ValueError):
+            continue  # listed by load_unreadable_runs; one bad file never hides the others
         frames.append(cases.merge(texts, on="query_id", how="left").assign(
             run=Path(path).stem, dataset=str(settings.get("dataset", "?")),
             retriever=str(settings.get("retriever", "?")), model=str(settings.get("model_id", "?"))))
@@ -281,14 +381,57 @@ def load_failure_overview(run_keys: tuple[tuple[str, int], ...]) -> pd.DataFrame
     return pd.concat(frames, ignore_index=True)[columns]
 
 
+def load_unreadable_runs(run_keys: tuple[tuple[str, int], ...]) -> list[str]:
+    """``"file: reason"`` for each run of ``run_keys`` that cannot be opened (the cross-run pages warn about them
+    and show every other run)."""
+    problems = []
+    for path, mtime_ns in run_keys:
+        try:
+            load_settings(path, mtime_ns)
+        except (StoreError, OSError, sqlite3.DatabaseError, ValueError) as error:
+            problems.append(str(error) if str(path) in str(error) else f"{path}: {error}")
+    return problems
+
+
+def safe_run_keys(runs: list[Path]) -> tuple[tuple[str, int], ...]:
+    """:func:`run_key` of each run that still exists (a file deleted between listing and reading is skipped)."""
+    keys = []
+    for path in runs:
+        try:
+            keys.append(run_key(path))
+        except OSError:
+            continue
+    return tuple(keys)
+
+
 # --- other kinds of run file: attributed answers (rageval attribution) and IUM (rageval ium) -----------------
 
-def _runs_of_kind(folder: Path, application_id: int) -> list[Path]:
-    """The ``*.sqlite`` files of one kind (their SQLite ``application_id``) in ``folder``, newest first."""
-    if not folder.is_dir():
+def _runs_of_kind(folder: Path | None, application_id: int) -> list[Path]:
+    """The ``*.sqlite`` files of one kind (their SQLite ``application_id``) in ``folder``, newest first; a file
+    that cannot be looked at is skipped."""
+    if folder is None or not folder.is_dir():
         return []
-    paths = sorted(folder.glob("*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
-    return [p for p in paths if sqlite_application_id(p) == application_id]
+    found = []
+    for path in folder.glob("*.sqlite"):
+        try:
+            if path.is_file() and sqlite_application_id(path) == application_id:
+                found.append((path.stat().st_mtime, path))
+        except OSError:
+            continue
+    return [path for _, path in sorted(found, key=lambda x: x[0], reverse=True)]
+
+
+def _kind_folders(subdir: str) -> list[Path | None]:
+    """Where runs of another kind live: the user's runs folder and its ``subdir``, then the shipped ``subdir``."""
+    shipped = shipped_runs_dir()
+    return [runs_dir(), runs_dir() / subdir, shipped / subdir if shipped is not None else None]
+
+
+def _runs_of_kind_everywhere(subdir: str, application_id: int) -> list[Path]:
+    found: list[Path] = []
+    for folder in _kind_folders(subdir):
+        found += [p for p in _runs_of_kind(folder, application_id) if p not in found]
+    return found
 
 
 def attribution_runs_dir() -> Path:
@@ -296,8 +439,9 @@ def attribution_runs_dir() -> Path:
 
 
 def find_attribution_runs() -> list[Path]:
-    """Attributed-answer run files (kind "RAGA") in :func:`attribution_runs_dir`, newest first (not cached)."""
-    return _runs_of_kind(attribution_runs_dir(), ATTRIBUTION_APPLICATION_ID)
+    """Attributed-answer run files (kind "RAGA") in the user's runs folder, its ``attribution/`` and the shipped
+    ``attribution/``, each newest first (not cached)."""
+    return _runs_of_kind_everywhere(ATTRIBUTION_SUBDIR, ATTRIBUTION_APPLICATION_ID)
 
 
 def ium_runs_dir() -> Path:
@@ -305,8 +449,9 @@ def ium_runs_dir() -> Path:
 
 
 def find_ium_runs() -> list[Path]:
-    """IUM run files (kind "RAGI") in :func:`ium_runs_dir`, newest first (not cached)."""
-    return _runs_of_kind(ium_runs_dir(), IUM_APPLICATION_ID)
+    """IUM run files (kind "RAGI") in the user's runs folder, its ``ium/`` and the shipped ``ium/``, each newest
+    first (not cached)."""
+    return _runs_of_kind_everywhere(IUM_SUBDIR, IUM_APPLICATION_ID)
 
 
 def _read_attribution(path: str, mtime_ns: int, read: Callable[[AttributionReader], T]) -> T:

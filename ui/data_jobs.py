@@ -75,3 +75,15 @@ def resume_rescore(job_id: int) -> jobs.Job:
     """Start a stopped job again in a new worker; its labels already saved are skipped."""
     with jobs.JobStore(jobs_db()) as store:
         return jobs.resume_job(job_id, store)
+
+
+def apply_action(job_id: int, action: str | None) -> None:
+    """What a job block's button asks for (:func:`ui.render_jobs.render_job`): ``cancel`` (after the batch),
+    ``stop`` (SIGTERM now), ``resume``; None does nothing. Raises :class:`rageval.errors.RagevalError` with our
+    own message when it cannot be done."""
+    if action == "cancel":
+        cancel_rescore(job_id)
+    elif action == "stop":
+        cancel_rescore(job_id, terminate=True)
+    elif action == "resume":
+        resume_rescore(job_id)

@@ -46,7 +46,8 @@ SETTING_NAMES = {
 RUN_STATE = "app.run"  # shared by every page, so it carries the page name "app"
 _MARKDOWN_SPECIALS = frozenset(string.punctuation)
 _WHITESPACE_RUN = re.compile(r"\s+")
-EMPTY_STATE_COMMAND = "rageval erag --help"
+EMPTY_STATE_COMMAND = "rageval evaluate --queries Q.jsonl --corpus C.jsonl --run R.trec --k 1,5,10 --methods all"
+SHIPPED_MARK = "shipped, read-only"
 
 
 # --- formatting (pure) ---------------------------------------------------------------------------------
@@ -139,14 +140,22 @@ def provenance(settings: Mapping[str, Any], n_queries: int | None = None, k: int
     return escape_markdown(" · ".join(parts))
 
 
-def ranking_view(ranking: pd.DataFrame) -> pd.DataFrame:
+def rescored_answer_column(method: str) -> str:
+    """The inspector's column of the single-passage answers a re-score job's model gave (``Answer (erag:em@m)``)."""
+    return f"Answer ({method})"
+
+
+def ranking_view(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
     """The ranked passages as displayed: rank, title, score, one ✓/✗ column per label method, the
-    single-passage answer and the passage text."""
+    single-passage answer (the run's own model), one column per re-scored method with the answer its model gave
+    from the passage alone (``rescored``: method -> passage id -> answer), and the passage text."""
     methods = order_label_methods([c for c in ranking.columns if c not in RANKING_BASE_COLUMNS])
     view = pd.DataFrame({"Rank": ranking["rank"], "Title": ranking["title"], "Score": ranking["score"]})
     for method in methods:
         view[method_name(method)] = ranking[method].map(format_label)
     view["Single-passage answer"] = ranking["output"].fillna("")
+    for method, answers in (rescored or {}).items():
+        view[rescored_answer_column(method)] = [answers.get(p, "") for p in ranking["passage_id"]]
     view["Passage"] = ranking["text"]
     return view
 
@@ -228,17 +237,38 @@ def select_query(questions: Mapping[str, str], *, state_key: str) -> str:
 
 
 
+def run_label(name: str, listing: data.RunListing) -> str:
+    """A run's name in the selector, marked when it is a shipped, read-only run."""
+    return f"{name} · {SHIPPED_MARK}" if name in listing.shipped else name
+
+
+def render_run_folders(listing: data.RunListing) -> None:
+    """Sidebar caption: where the runs come from; a warning naming any file that could not be listed."""
+    shipped = data.shipped_runs_dir()
+    st.sidebar.caption(escape_markdown(f"Your runs: {data.runs_dir()}")
+                       + (escape_markdown(f" · shipped demo runs ({SHIPPED_MARK}): {shipped}") if shipped else ""))
+    if listing.problems:
+        st.sidebar.warning(escape_markdown(f"{len(listing.problems)} file(s) skipped: " + "; ".join(listing.problems)))
+    if listing.shadowed:
+        st.sidebar.caption(escape_markdown("Hidden by a run of yours with the same name: "
+                                           + ", ".join(str(p) for p in listing.shadowed)))
+
+
 def select_run() -> Path:
-    """The sidebar run selector (``?run=<file stem>``, default the newest run). Stops the page with the empty
-    state when the runs folder holds no run, and with an error when the chosen file is not a readable run."""
-    folder = data.runs_dir()
-    runs = {path.stem: path for path in data.find_runs(folder)}
+    """The sidebar run selector (``?run=<file stem>``, default the newest of the user's runs, else of the
+    shipped ones). Stops the page with the empty state when there is no run, and with an error when the chosen
+    file is not a readable run."""
+    listing = data.find_all_runs()
+    runs = listing.runs
     if not runs:
         render_empty_state()
+        for problem in listing.problems:
+            st.warning(escape_markdown(problem))
         st.stop()
     stem = select_synced(st.sidebar, "Run", list(runs), state_key=RUN_STATE, param="run",
-                         help="Run files (*.sqlite), newest first")
-    st.sidebar.caption(escape_markdown(f"from {folder}"))
+                         format_func=lambda name: run_label(name, listing),
+                         help="Your run files (*.sqlite), newest first, then the shipped demo runs")
+    render_run_folders(listing)
     try:
         data.load_settings(*data.run_key(runs[stem]))
     except (StoreError, OSError) as error:
@@ -255,9 +285,8 @@ def select_kind_run(title: str, runs: Sequence[Path], folder: Path, *, state_key
     if not runs:
         st.title(title)
         st.info(escape_markdown(f"No {title} run files (*.sqlite) in {folder}.")
-                + " Build one with the command below (see its options; it writes into that folder by default), "
-                  f"or point the dashboard at another runs folder with the `{data.RUNS_DIR_ENV}` environment "
-                  "variable:")
+                + " Build one with the command below (see its options), or point the dashboard at another runs "
+                  f"folder with the `{data.RUNS_DIR_ENV}` environment variable:")
         st.code(command, language="bash")
         st.stop()
     by_stem = {path.stem: path for path in runs}
@@ -272,21 +301,48 @@ def select_kind_run(title: str, runs: Sequence[Path], folder: Path, *, state_key
     return by_stem[stem]
 
 
+def citations_command() -> str:
+    """How a user scores their own attributed answers into a run the Citations page lists."""
+    return (f"rageval evaluate-citations ANSWERS.jsonl --out {data.attribution_runs_dir() / 'my-answers.sqlite'}"
+            "   # docs/citations_format.md")
+
+
 def render_empty_state() -> None:
     """What to do when there is no run to show."""
     st.title("rageval")
     st.info(escape_markdown(f"No run files (*.sqlite) in {data.runs_dir()}.") +
-            " Make one with the eRAG command (see its options), or point the dashboard at another folder "
-            f"with the `{data.RUNS_DIR_ENV}` environment variable:")
+            " Upload your retrieval run on the Upload page, or evaluate your own questions, passages and candidate "
+            "lists with the command below (`rageval evaluate --help`; it writes into that folder), or point the "
+            f"dashboard at another folder with the `{data.RUNS_DIR_ENV}` environment variable:")
     st.code(EMPTY_STATE_COMMAND, language="bash")
+    st.page_link("pages/10_Upload.py", label="Upload a run", icon="📤")
 
 
-def render_measure_summary(summary: pd.DataFrame) -> None:
-    """Mean measure values, one row per label method."""
+def labelled_count(n: int, n_queries: int) -> str:
+    """``"40 of 100"`` when a method's measures cover fewer queries than the run has, else ``"100"``."""
+    return f"{n:,} of {n_queries:,}" if n < n_queries else f"{n:,}"
+
+
+def partial_methods_note(summary: pd.DataFrame, n_queries: int) -> str:
+    """`` · erag:em@x: 40 of 100 labelled`` for each method measured on fewer queries than the run has (a partial
+    re-score), so no mean is read as one over every query; empty when every method covers them all."""
+    partial = [f"{method_name(m)}: {labelled_count(int(n), n_queries)} labelled"
+               for m, n in summary["n"].items() if int(n) < n_queries]
+    return (" · " + " · ".join(partial)) if partial else ""
+
+
+def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) -> None:
+    """Mean measure values, one row per label method; ``n`` is the number of queries each mean is over, shown
+    as ``n of N labelled`` for a method that covers fewer than the run's ``n_queries``."""
     shown = summary.loc[order_label_methods(list(summary.index))].rename(index=method_name)
     shown.index.name = "Labels"
     config = {c: st.column_config.NumberColumn(c, format="%.3f") for c in shown.columns if c != "n"}
-    config["n"] = st.column_config.NumberColumn("n", help="queries averaged over", format="%d")
+    if n_queries is not None and (shown["n"] < n_queries).any():
+        shown["n"] = [labelled_count(int(n), n_queries) for n in shown["n"]]
+        config["n"] = st.column_config.TextColumn("n", help=f"labelled queries averaged over, of the run's "
+                                                            f"{n_queries:,}")
+    else:
+        config["n"] = st.column_config.NumberColumn("n", help="queries averaged over", format="%d")
     st.dataframe(shown, column_config=config)
 
 
@@ -363,17 +419,20 @@ def render_question(query: Query, e2e: E2EOutput | None) -> None:
     right.metric("E2E exact match", f"{format_label(e2e.score)} {e2e.score:g}")
 
 
-def render_passages(ranking: pd.DataFrame) -> None:
-    """One bordered block per ranked passage: header, labels, single-passage answer, then the text."""
-    view = ranking_view(ranking)
+def render_passages(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    """One bordered block per ranked passage: header, labels, single-passage answer (and the re-scored models'
+    answers), then the text."""
+    view = ranking_view(ranking, rescored)
+    answer_columns = [rescored_answer_column(m) for m in (rescored or {})]
     label_columns = [c for c in view.columns if c not in ("Rank", "Title", "Score", "Single-passage answer",
-                                                          "Passage")]
+                                                          "Passage", *answer_columns)]
     for passage_id, row in zip(ranking["passage_id"], view.to_dict("records")):
         with st.container(border=True):
             title = escape_markdown(row["Title"]) if row["Title"] else "(untitled passage)"
             st.markdown(f"**{row['Rank']}\\. {title}** · score {row['Score']:.2f} · {escape_markdown(passage_id)}")
             labels = " · ".join(f"{escape_markdown(c)} {row[c]}" for c in label_columns)
-            st.caption(f"{labels} · single-passage answer: {escape_markdown(row['Single-passage answer'])}")
+            others = "".join(f" · {escape_markdown(c)}: {escape_markdown(row[c])}" for c in answer_columns if row[c])
+            st.caption(f"{labels} · single-passage answer: {escape_markdown(row['Single-passage answer'])}{others}")
             st.text(row["Passage"])
 
 

@@ -53,8 +53,15 @@ def format_time(timestamp: float | None) -> str:
 
 
 def progress_text(job: jobs.Job, progress: jobs.Progress) -> str:
-    """``12/30 passages labelled · 0.80 per s · ETA 23 s`` (rate and ETA only once known)."""
-    parts = [f"{job.done}/{job.total} passages labelled"]
+    """``12/30 passages labelled · 0.80 per s · ETA 23 s`` (rate and ETA only once known); for a complete job
+    the stage in progress: ``stage erag 30/120 · ...`` (its ETA is the stage's)."""
+    if job.spec.is_complete:
+        if job.stage is None:
+            parts = ["loading the model" if progress.status in jobs.ACTIVE else "no stage started"]
+        else:
+            parts = [f"stage {job.stage} {job.done}/{job.total} LLM calls"]
+    else:
+        parts = [f"{job.done}/{job.total} passages labelled"]
     if progress.rate_per_s is not None:
         parts.append(f"{progress.rate_per_s:.2f} per s")
     if progress.eta_s is not None:
@@ -65,6 +72,11 @@ def progress_text(job: jobs.Job, progress: jobs.Progress) -> str:
 def job_description(job: jobs.Job) -> str:
     """What the job labels and with what, in one line (plain text)."""
     spec = job.spec
+    if spec.is_complete:
+        pieces = ", ".join(spec.pieces) if spec.pieces else "every missing piece"
+        server = f" at {spec.base_url}" if spec.backend == "openai" else ""
+        where = f" on {job.device}" if job.device else ""
+        return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or spec.model}{server}{where}"
     kind = f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else "LLM relevance"
     queries = "all queries" if spec.query_ids is None else f"{len(spec.query_ids)} chosen queries"
     k = f"top-{spec.k}" if spec.k else "the run's top-k"
@@ -162,7 +174,7 @@ def render_job(job: jobs.Job, now: float | None = None) -> str | None:
                 "Resume", key=f"rescore.resume.{job.job_id}", width="stretch",
                 help="start the job again; the passages it already labelled are skipped"):
             action = "resume"
-        if job.done:
+        if job.done and not job.spec.is_complete:
             params = {"run": Path(job.run_path).stem}
             if job.spec.query_ids:
                 params["query"] = job.spec.query_ids[0]

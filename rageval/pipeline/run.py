@@ -154,7 +154,7 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
     methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
     options = EvaluationOptions(methods=methods, ks=ks)
     model = generator if generator is not None else load_generator(model_settings)
-    cached = CachedGenerator(model, cache or LLMCache())
+    cached = CachedGenerator(model, cache if cache is not None else LLMCache())  # an empty cache is falsy (len 0)
     final = evaluate_run(replace(run, measure_values=()), cached, options, log=log, progress=progress)
     settings = dict(final.settings)
     history = list(run.settings.get("completed", []))

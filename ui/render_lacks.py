@@ -1,0 +1,139 @@
+"""The "what this run lacks" panel, shown on the run overview and on the Correlations, LLM-retEval and Failure-cases
+pages: the pieces the run lacks in words, a small form that starts the background job computing them with the
+chosen model (:mod:`rageval.jobs`, kind ``complete``), and that job's progress, polled until it ends; then the whole
+page reruns and, the run file being rewritten, shows the new data."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import streamlit as st
+
+from rageval import jobs
+from rageval.errors import RagevalError, StoreError
+from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
+from ui import data, data_jobs, render
+from ui import data_lacks as loaders
+from ui import render_jobs
+
+REFRESH_S = 2.0
+MODEL_CHOICES = {"packaged": f"{DEFAULT_MODEL} (packaged, runs here on the CPU or a GPU)",
+                 "folder": "A local Hugging Face model folder",
+                 "server": "An OpenAI-compatible server (vLLM, Ollama, python -m rageval.generation.server)"}
+NOTICE_STATE = "lacks.notice"
+
+
+def complete_command(path: Path) -> str:
+    """The command line that does what the button does."""
+    return f"rageval rescore start {shlex.quote(str(path))} --complete"
+
+
+def model_form(path: Path) -> jobs.JobSpec | None:
+    """The small form: which model computes the missing pieces; the job's spec on submit, else None."""
+    with st.form("lacks.form", border=False):
+        choice = st.radio("Model", list(MODEL_CHOICES), format_func=MODEL_CHOICES.get, key="lacks.model_choice",
+                          horizontal=True)
+        folder, url, served = st.columns([2, 2, 1])
+        model_folder = folder.text_input("Model folder (local Hugging Face model)", key="lacks.folder",
+                                         placeholder="/path/to/model")
+        base_url = url.text_input("Server base URL", DEFAULT_BASE_URL, key="lacks.base_url")
+        served_model = served.text_input("Served model name", key="lacks.served_model")
+        submitted = st.form_submit_button("Compute missing pieces", type="primary")
+    if not submitted:
+        return None
+    if choice == "folder":
+        if not model_folder.strip():
+            raise jobs.JobError("give the model folder (a local Hugging Face model), or choose another model")
+        model, backend = model_folder.strip(), "transformers"
+    elif choice == "server":
+        if not served_model.strip():
+            raise jobs.JobError("give the name of the model the server serves")
+        model, backend = served_model.strip(), "openai"
+    else:
+        model, backend = DEFAULT_MODEL, "transformers"
+    return jobs.JobSpec(str(path), model=model, backend=backend, base_url=base_url.strip() or DEFAULT_BASE_URL,
+                        label_kind=jobs.COMPLETE)
+
+
+def _act(job: jobs.Job, action: str | None) -> None:
+    try:
+        data_jobs.apply_action(job.job_id, action)
+    except RagevalError as error:
+        st.error(render.escape_markdown(str(error)))
+    else:
+        if action:
+            st.rerun()
+
+
+def _active(job_list: list[jobs.Job]) -> bool:
+    return bool(job_list) and jobs.job_status(job_list[0]) in jobs.ACTIVE
+
+
+def render_lacks_panel(path: Path) -> dict[str, str]:
+    """The panel for the run at ``path``; returns what it lacks (piece -> words; empty when complete). Shows
+    nothing for a complete run without a job in progress."""
+    key = data.run_key(path)
+    try:
+        lacking = loaders.load_missing_pieces(*key)
+    except (StoreError, OSError) as error:
+        st.warning(render.escape_markdown(f"Cannot tell what this run lacks: {error}"))
+        return {}
+    job_list = loaders.load_run_jobs(path)
+    latest = job_list[0] if job_list else None
+    if not lacking and not _active(job_list):
+        return lacking
+    with st.container(border=True):
+        if lacking:
+            st.markdown("**What this run lacks:** " + render.escape_markdown(loaders.lacks_text(lacking)))
+        if latest is not None and (_active(job_list) or jobs.job_status(latest) != jobs.DONE):
+            _job_block(path)
+        elif data.is_shipped(path):
+            st.caption(render.escape_markdown(
+                f"This is a shipped demo run ({render.SHIPPED_MARK}): nothing is written into it. Copy it into "
+                f"your runs folder ({data.runs_dir()}) to complete it there."))
+        else:
+            if latest is not None and lacking:
+                st.caption(render.escape_markdown(
+                    f"Job {latest.job_id} finished ({render_jobs.format_time(latest.finished)}) and this is still "
+                    "missing: what it lacks could not be computed from this run (LLM-retEval needs each question's "
+                    "gold passages: gold_passage_ids in the questions, or qrels)."))
+            _start_block(path)
+    return lacking
+
+
+def _start_block(path: Path) -> None:
+    notice = st.session_state.pop(NOTICE_STATE, None)
+    if notice:
+        st.error(render.escape_markdown(notice))
+    st.caption("Compute them in the background with the model you choose: the job keeps every LLM call in the "
+               "LLM-call cache, so a cancel loses nothing and a resume repeats no call; the pages fill in when it "
+               "is done. The same from a terminal:")
+    st.code(complete_command(path), language="bash")
+    try:
+        spec = model_form(path)
+        if spec is not None:
+            loaders.start_complete(spec)
+            st.rerun()  # the whole page, so the job's progress shows and polls
+    except RagevalError as error:  # our own message, naming the file or model at fault
+        st.session_state[NOTICE_STATE] = str(error)
+        st.rerun()
+
+
+def _job_block(path: Path) -> None:
+    @st.fragment(run_every=REFRESH_S if _active(loaders.load_run_jobs(path)) else None)
+    def progress() -> None:
+        """The job in progress; reloads itself every REFRESH_S seconds while the job runs, then the whole page."""
+        current = loaders.load_run_jobs(path)
+        if not current:
+            return
+        job = current[0]
+        _act(job, render_jobs.render_job(job))
+        if jobs.job_status(job) not in jobs.ACTIVE:
+            if st.session_state.get(f"lacks.active.{job.job_id}"):
+                st.session_state[f"lacks.active.{job.job_id}"] = False
+                st.rerun()  # the whole page: the run file is new, every table reloads
+        else:
+            st.session_state[f"lacks.active.{job.job_id}"] = True
+
+    progress()
