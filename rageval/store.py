@@ -361,6 +361,17 @@ class RunReader:
     def label_methods(self) -> list[str]:
         return [r[0] for r in self._connection.execute("SELECT DISTINCT method FROM labels ORDER BY method")]
 
+    def graded_label_methods(self) -> list[str]:
+        """The label methods whose labels are graded (scored with P, nDCG and Hit only), as the run's writer
+        recorded them (setting ``graded_label_methods``: eRAG under a graded metric, whatever model re-scored it,
+        and methods with fractional labels); for a file without that setting, the methods with a label strictly
+        between 0 and 1."""
+        recorded = self.settings().get("graded_label_methods")
+        if recorded is not None:
+            return sorted(recorded)
+        return [r[0] for r in self._connection.execute(
+            "SELECT DISTINCT method FROM labels WHERE value > 0 AND value < 1 ORDER BY method")]
+
     def ranking_table(self, query_id: str) -> pd.DataFrame:
         """The query's ranked passages with their text, single-passage output and one column per label method."""
         ranked = self._frame(

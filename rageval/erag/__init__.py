@@ -14,12 +14,13 @@ from rageval.erag.labels import (ALL_METRICS, BINARY_METRICS, DOWNSTREAM_METRICS
                                  prompt_builder, score_outputs, top_k)
 from rageval.erag.measures import (GRADED_MEASURES, compute_measure_values, is_graded_method, is_list_bound_method,
                                    measure_names)
-from rageval.erag.methods import CONTAINS_ANSWER, GOLD, GOLD_PAGE, LLM_RELEVANCE, erag_method
+from rageval.erag.methods import (CONTAINS_ANSWER, ERAG_PREFIX, GOLD, GOLD_PAGE, LLM_RELEVANCE, QRELS, LabelMethod,
+                                  erag_method, parse_label_method)
 
 __all__ = [
-    "ALL_METRICS", "BINARY_METRICS", "CONTAINS_ANSWER", "DOWNSTREAM_METRICS", "GOLD", "GOLD_PAGE", "GRADED_MEASURES",
-    "LLM_RELEVANCE", "MODEL_METRICS", "EragSettings", "ProgressCallback", "compute_e2e", "compute_erag_labels",
-    "compute_llm_relevance_labels", "compute_measure_values", "compute_reference_labels", "erag_method",
-    "generate_in_batches", "is_graded_method", "is_list_bound_method", "measure_names", "metric_labels",
-    "prompt_builder", "score_outputs", "top_k",
+    "ALL_METRICS", "BINARY_METRICS", "CONTAINS_ANSWER", "DOWNSTREAM_METRICS", "ERAG_PREFIX", "GOLD", "GOLD_PAGE",
+    "GRADED_MEASURES", "LLM_RELEVANCE", "MODEL_METRICS", "QRELS", "EragSettings", "LabelMethod", "ProgressCallback",
+    "compute_e2e", "compute_erag_labels", "compute_llm_relevance_labels", "compute_measure_values",
+    "compute_reference_labels", "erag_method", "generate_in_batches", "is_graded_method", "is_list_bound_method",
+    "measure_names", "metric_labels", "parse_label_method", "prompt_builder", "score_outputs", "top_k",
 ]

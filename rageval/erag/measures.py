@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from rageval.erag.labels import BINARY_METRICS
-from rageval.erag.methods import CONTAINS_ANSWER, GOLD, GOLD_PAGE, LLM_RELEVANCE
+from rageval.erag.methods import CONTAINS_ANSWER, ERAG_PREFIX, GOLD, GOLD_PAGE, LLM_RELEVANCE, parse_label_method
 from rageval.measures import compute_measures
 from rageval.store import Label, MeasureValue, labels_as_qrels
 from rageval.types import Ranking
@@ -33,16 +33,32 @@ def measure_names(cutoffs: Sequence[int], graded: bool = False) -> list[str]:
     return names if graded else names + ["Rprec"]
 
 
+def _base(method: str) -> str | None:
+    """The base of a label-method name (:func:`~rageval.erag.methods.parse_label_method`); None for a name that is
+    not ``<base>[@<model>]``, which is then a user's own method like any other unknown name."""
+    try:
+        return parse_label_method(method).base
+    except ValueError:
+        return None
+
+
 def is_graded_method(method: str) -> bool:
-    """Whether ``method`` makes labels other than 0/1 (eRAG with F1, ROUGE-L or BERTScore)."""
-    return method.startswith("erag:") and method.split(":", 1)[1] not in BINARY_METRICS
+    """Whether the method ``method`` names makes labels other than 0/1 by its nature: eRAG under F1, ROUGE-L or
+    BERTScore, whichever model re-scored it (``erag:f1@gemma``: True; ``erag:em@gemma``: False).
+
+    A stored run records its graded methods (``RunReader.graded_label_methods``: this rule, plus uploaded methods
+    with fractional labels); read that for a run rather than this."""
+    parsed = _base(method)
+    return parsed is not None and parsed.startswith(ERAG_PREFIX) and parsed[len(ERAG_PREFIX):] not in BINARY_METRICS
 
 
 def is_list_bound_method(method: str) -> bool:
     """Whether ``method`` labels only the retrieved passages (eRAG, contains-answer, LLM relevance, and the
-    retrieved part of page-level gold): at cutoff c its measures then see the labels of the top c only, as eRAG
-    defines G_q on R_c (so R@c = Hit@c for binary eRAG labels, as in the paper's Table 1)."""
-    return method.startswith("erag:") or method in (CONTAINS_ANSWER, LLM_RELEVANCE, GOLD_PAGE)
+    retrieved part of page-level gold, whichever model made them): at cutoff c its measures then see the labels of
+    the top c only, as eRAG defines G_q on R_c (so R@c = Hit@c for binary eRAG labels, as in the paper's Table 1).
+    Given judgments (``qrels``, ``gold``) and users' own methods are global."""
+    base = _base(method)
+    return base is not None and (base.startswith(ERAG_PREFIX) or base in (CONTAINS_ANSWER, LLM_RELEVANCE, GOLD_PAGE))
 
 
 def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranking],
@@ -63,9 +79,10 @@ def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranki
             frames = [compute_measures(measure_names(cutoffs, graded), run, qrels, queries=query_ids)]
         else:
             frames = []
+            page_level = _base(method) == GOLD_PAGE
             for cutoff in cutoffs:
                 kept = {q: {p: v for p, v in rels.items()
-                            if p in run.get(q, [])[:cutoff] or (method == GOLD_PAGE and p in gold.get(q, {}))}
+                            if p in run.get(q, [])[:cutoff] or (page_level and p in gold.get(q, {}))}
                         for q, rels in qrels.items()}
                 names = [name for name in measure_names([cutoff], graded) if name != "Rprec"]
                 frames.append(compute_measures(names, run, kept, queries=query_ids))
