@@ -3,7 +3,7 @@
     python benchmarks/bench_erag_cost.py                       # 10 questions of the shipped BM25 run, top-10
     python benchmarks/bench_erag_cost.py --num-queries 4 --k 5 --dtype float32
 
-Runs the three configurations of :mod:`rageval.cost` (E2E one query per batch; eRAG with a query's k passages as
+Runs the three configurations of :mod:`rageval.erag.cost` (E2E one query per batch; eRAG with a query's k passages as
 one batch; eRAG one passage at a time), each in a fresh process, uncached, and prints each one's time and peak
 memory above the loaded model with its ratio to E2E (the eRAG paper's Table 2: eRAG 2.47x faster on average,
 7-48x less GPU memory). Other processes on the machine change absolute times; compare the ratios. ``rageval
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from rageval.cost import CONFIGURATIONS, cost_prompts, measure_configuration  # noqa: E402
+from rageval.erag.cost import CONFIGURATIONS, cost_prompts, measure_configuration  # noqa: E402
 from rageval.paths import RUNS_DIR  # noqa: E402
 
 

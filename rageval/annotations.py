@@ -2,7 +2,7 @@
 attributed answer is supported by the passages it cites, and how far those labels agree with the automatic ones.
 
 The labels live in one SQLite file (default ``annotations.sqlite`` in the runs folder; SQLite ``application_id``
-:data:`rageval.store.ANNOTATION_APPLICATION_ID`, so it is never listed as a run). Each row is one act of labelling:
+:data:`rageval.store.ANNOTATIONS`, "RAGN", so it is never listed as a run). Each row is one act of labelling:
 the run's name, the item (a passage: query id + passage id; or a statement: attribution scenario, query id, answer
 id and statement number), the label (1 useful / supported, 0 not), the annotator's name, the UTC time and an
 optional note. Every label is committed the moment it is saved, so killing the app loses nothing; labelling an item
@@ -31,10 +31,9 @@ from typing import ClassVar
 
 import pandas as pd
 
-from rageval.errors import StoreError
-from rageval.store import ANNOTATION_APPLICATION_ID, sqlite_application_id
+from rageval.store.files import ANNOTATIONS, open_readonly, stamp
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = ANNOTATIONS.version
 ANNOTATIONS_FILE = "annotations.sqlite"
 KINDS = ("passage", "statement")
 #: The columns that identify an item of each kind (within a run).
@@ -114,19 +113,7 @@ class AnnotationStore:
             self._check()
 
     def _check(self) -> None:
-        if self.path.stat().st_size == 0:
-            raise StoreError(f"{self.path}: empty file, not a rageval annotation file")
-        application_id = sqlite_application_id(self.path)
-        if application_id is None:
-            raise StoreError(f"{self.path}: not a SQLite file, so not a rageval annotation file")
-        if application_id != ANNOTATION_APPLICATION_ID:
-            raise StoreError(f"{self.path}: not a rageval annotation file (SQLite application_id "
-                             f"{application_id:#x}, expected {ANNOTATION_APPLICATION_ID:#x})")
-        with self._connect() as connection:
-            version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if not 1 <= version <= SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: annotation schema version {version}; this rageval reads 1 to "
-                             f"{SCHEMA_VERSION}")
+        open_readonly(self.path, ANNOTATIONS).close()  # StoreError unless an annotation file this rageval reads
 
     def _create(self) -> None:
         """Build the empty file in a hidden sibling and link it into place (never over an existing file)."""
@@ -136,8 +123,7 @@ class AnnotationStore:
         try:
             connection = sqlite3.connect(temp_name)
             try:
-                connection.execute(f"PRAGMA application_id = {ANNOTATION_APPLICATION_ID}")
-                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                stamp(connection, ANNOTATIONS)
                 connection.executescript(_SCHEMA)
                 connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
                 connection.commit()

@@ -65,7 +65,7 @@ from rageval.errors import RagevalError, StoreError
 from rageval.generation import factory
 from rageval.generation.base import DecodingSettings, Generator
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
-from rageval.store import APPLICATION_ID, Label, LabelEvidence, MeasureValue, RunReader
+from rageval.store import JOBS, RUN, Label, LabelEvidence, MeasureValue, RunReader, open_for_write, open_readonly, stamp
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 LABEL_KINDS = ("erag", "llm_relevance")
@@ -84,7 +84,7 @@ HEARTBEAT_S = 2.0
 STALE_AFTER_S = 60.0
 #: How long a worker waits for a dashboard reader to release the run file before a write fails.
 RUN_WRITE_TIMEOUT_S = 60.0
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = JOBS.version  # 2: the stage column of the complete job
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -330,7 +330,8 @@ class JobStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
-            self._conn = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+            self._conn = open_for_write(self.path, JOBS, create=True, timeout_s=timeout_s, isolation_level=None,
+                                        check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
@@ -343,7 +344,7 @@ class JobStore:
                     else:
                         for step in range(version, SCHEMA_VERSION):
                             self._conn.execute(_MIGRATIONS[step])
-                    self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                    stamp(self._conn, JOBS)
         except sqlite3.DatabaseError as error:
             raise StoreError(f"{self.path}: not a usable jobs database (SQLite said: {error})") from error
 
@@ -568,7 +569,7 @@ def read_job_inputs(spec: JobSpec) -> JobInputs:
 def _read_passages(path: str, passage_ids: set[str]) -> dict[str, Passage]:
     ids = sorted(passage_ids)
     found: dict[str, Passage] = {}
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    connection = open_readonly(path, RUN)
     try:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
@@ -591,10 +592,11 @@ def _run_transaction(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
     path = Path(path)
     if not path.is_file():
         raise JobError(f"{path}: no such run file")
-    connection = sqlite3.connect(path, timeout=RUN_WRITE_TIMEOUT_S, isolation_level=None)
     try:
-        if connection.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
-            raise JobError(f"{path}: not a rageval run file")
+        connection = open_for_write(path, RUN, timeout_s=RUN_WRITE_TIMEOUT_S, isolation_level=None)
+    except StoreError as error:
+        raise JobError(str(error)) from error
+    try:
         connection.execute("BEGIN IMMEDIATE")
         try:
             yield connection
@@ -698,7 +700,7 @@ def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking
 
 def run_cutoffs(path: str | os.PathLike) -> list[int]:
     """The cutoffs of the measures a run already stores (``P@5`` -> 5), ascending."""
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    connection = open_readonly(path, RUN)
     try:
         names = [row[0] for row in connection.execute("SELECT DISTINCT measure FROM measure_values")]
     finally:

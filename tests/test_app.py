@@ -24,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 from rageval import reteval
 from rageval.generation.base import FakeGenerator, first_capitalised_span
 from rageval.stats.correlation import kendall_tau_b
-from rageval.store import RunReader, list_runs, write_run
+from rageval.store import APPLICATION_ID, RunReader, list_runs, write_run
 from rageval.text_metrics import contains_answer
 from tests.app_helpers import use_shipped_runs
 from tests.run_fixtures import (INJECTION, K, LABEL_METHODS, MEASURES, READER_WINDOW, build_small_run,
@@ -159,13 +159,20 @@ def test_empty_folder_explains_how_to_make_a_run(tmp_path, monkeypatch):
         assert not app.dataframe
 
 
-def test_a_file_that_is_not_a_run_shows_an_error(tmp_path, monkeypatch):
-    connection = sqlite3.connect(tmp_path / "broken.sqlite")
+def test_a_run_file_this_rageval_cannot_read_shows_an_error(tmp_path, monkeypatch):
+    connection = sqlite3.connect(tmp_path / "foreign.sqlite")  # not a run by its kind: not listed at all
     connection.execute("CREATE TABLE t (x)")
     connection.close()
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
     app = start(HOME)
-    assert "not a rageval run file" in app.error[0].value and "broken.sqlite" in app.error[0].value
+    assert "No run files" in app.info[0].value
+    connection = sqlite3.connect(tmp_path / "broken.sqlite")  # a run by its kind, of a schema from the future
+    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    connection.execute("PRAGMA user_version = 99")
+    connection.execute("CREATE TABLE t (x)")
+    connection.close()
+    app = start(HOME)
+    assert "run schema version 99 is newer" in app.error[0].value and "broken.sqlite" in app.error[0].value
 
 
 def test_a_bare_run_without_settings_labels_or_measures_still_renders(tmp_path, monkeypatch):

@@ -167,7 +167,7 @@ def test_export_labels_csv_and_qrels_round_trip(built_run, tmp_path, capsys):
 
 
 def test_cost_measurement_runs_each_configuration_in_a_fresh_process(tiny_model_dir):
-    from rageval.cost import measure_configuration
+    from rageval.erag.cost import measure_configuration
 
     erag_prompts = [["Question: a\nAnswer:", "Question: b\nAnswer:"], ["Question: c\nAnswer:", "Question: d\nAnswer:"]]
     e2e_prompts = ["Question: a b\nAnswer:", "Question: c d\nAnswer:"]

@@ -28,9 +28,9 @@ from typing import Any
 import pandas as pd
 
 from rageval.errors import StoreError
-from rageval.store import ATTRIBUTION_APPLICATION_ID, write_sqlite_atomically
+from rageval.store.files import ATTRIBUTION, open_readonly, stamp, write_sqlite_atomically
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = ATTRIBUTION.version
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -89,8 +89,7 @@ def write_attribution_run(run: AttributionRun, path: str | os.PathLike) -> Path:
 
 
 def _fill(connection: sqlite3.Connection, run: AttributionRun) -> None:
-    connection.execute(f"PRAGMA application_id = {ATTRIBUTION_APPLICATION_ID}")
-    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    stamp(connection, ATTRIBUTION)
     connection.executescript(_SCHEMA)
     connection.executemany("INSERT INTO meta VALUES (?, ?)", [
         ("schema_version", str(SCHEMA_VERSION)), ("settings", json.dumps(dict(run.settings), sort_keys=True))])
@@ -138,19 +137,7 @@ class AttributionReader:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        if not self.path.is_file():
-            raise StoreError(f"{self.path}: no such attribution run file")
-        try:
-            self._connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
-            application_id = self._connection.execute("PRAGMA application_id").fetchone()[0]
-            version = self._connection.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as error:
-            raise StoreError(f"{self.path}: not an attribution run file (SQLite says: {error})") from error
-        if application_id != ATTRIBUTION_APPLICATION_ID:
-            raise StoreError(f"{self.path}: not an attribution run file (SQLite application_id {application_id:#x})")
-        if not 1 <= version <= SCHEMA_VERSION:
-            raise StoreError(f"{self.path}: attribution schema version {version}; this rageval reads 1 to "
-                             f"{SCHEMA_VERSION}")
+        self._connection = open_readonly(self.path, ATTRIBUTION, check_same_thread=False)
 
     def close(self) -> None:
         self._connection.close()

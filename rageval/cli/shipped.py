@@ -262,7 +262,7 @@ def cmd_cost_report(args: argparse.Namespace) -> int:
 
     import torch
 
-    from rageval.cost import CONFIGURATIONS, cost_prompts, measure_configuration
+    from rageval.erag.cost import CONFIGURATIONS, cost_prompts, measure_configuration
     from rageval.generation.gemma import gemma_model_id
 
     erag_prompts, e2e_prompts, described = cost_prompts(args.run, args.num_queries, args.k)

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from rageval.errors import StoreError
 from rageval.generation.base import DecodingSettings, Generator
+from rageval.store.files import LLM_CACHE, open_for_write, stamp
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = LLM_CACHE.version
 _LOOKUP_CHUNK = 500  # stays under SQLite's bound-parameter limit (999 on old builds)
 
 _SCHEMA = """
@@ -65,17 +66,13 @@ class LLMCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
-            self._conn = sqlite3.connect(self.path, timeout=timeout_s, check_same_thread=False,
-                                         isolation_level=None)
+            self._conn = open_for_write(self.path, LLM_CACHE, create=True, timeout_s=timeout_s,
+                                        check_same_thread=False, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
-            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise StoreError(f"{self.path}: LLM cache schema version {version} is newer than this "
-                                 f"rageval understands ({SCHEMA_VERSION})")
             with self._transaction():
                 self._conn.execute(_SCHEMA)
-                self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                stamp(self._conn, LLM_CACHE)
         except (sqlite3.DatabaseError, StoreError) as exc:
             if hasattr(self, "_conn"):
                 self._conn.close()

@@ -274,13 +274,13 @@ def write_ium_run(result: IumResult, path: Path) -> Path:
     """Store ``result`` as an IUM run file (SQLite kind "RAGI"; one table per :class:`IumResult` field)."""
     import json
 
-    from rageval.store import IUM_APPLICATION_ID, write_sqlite_atomically
+    from rageval.store.files import IUM, stamp, write_sqlite_atomically
 
     def fill(connection) -> None:
-        connection.execute(f"PRAGMA application_id = {IUM_APPLICATION_ID}")
-        connection.execute("PRAGMA user_version = 1")
+        stamp(connection, IUM)
         connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        connection.execute("INSERT INTO meta VALUES ('settings', ?)", (json.dumps(result.settings, sort_keys=True),))
+        connection.executemany("INSERT INTO meta VALUES (?, ?)", [
+            ("schema_version", str(IUM.version)), ("settings", json.dumps(result.settings, sort_keys=True))])
         for name in ("agents", "queries", "served", "outcomes", "feedback", "online_trained_on", "significance",
                      "personalisation"):
             getattr(result, name).to_sql(name, connection, index=False)
@@ -289,16 +289,13 @@ def write_ium_run(result: IumResult, path: Path) -> Path:
 
 
 def read_ium_run(path: Path) -> tuple[dict, dict[str, pd.DataFrame]]:
-    """(settings, tables) of an IUM run file; raises StoreError for another kind of file."""
+    """(settings, tables) of an IUM run file (kind "RAGI", schema version 1: one table per :class:`IumResult`
+    field); raises StoreError for another kind of file or a newer schema."""
     import json
-    import sqlite3
 
-    from rageval.errors import StoreError
-    from rageval.store import IUM_APPLICATION_ID, sqlite_application_id
+    from rageval.store.files import IUM, open_readonly
 
-    if sqlite_application_id(path) != IUM_APPLICATION_ID:
-        raise StoreError(f"{path}: not an IUM run file")
-    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    connection = open_readonly(path, IUM)
     try:
         settings = json.loads(connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
         tables = {name: pd.read_sql_query(f"SELECT * FROM {name}", connection)

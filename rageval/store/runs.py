@@ -1,4 +1,4 @@
-"""The run store: one SQLite file per run, with a versioned schema.
+"""Run files: one SQLite file per run (kind "RAGE", :data:`~rageval.store.files.RUN`), with a versioned schema.
 
 A run file holds everything one evaluation produced and what produced it: the settings (dataset, retriever,
 model, prompts, k, metric), the queries and passages it touched, each query's ranking, the per-document LLM
@@ -19,22 +19,20 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import tempfile
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from rageval.errors import StoreError
+from rageval.store.files import RUN, open_readonly, sqlite_application_id, stamp, write_sqlite_atomically
+from rageval.store.records import (DocOutput, E2EOutput, FailureCase, Label, LabelEvidence, MeasureValue, Run,
+                                   SemiGoldOutput, Verdict)
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
-SCHEMA_VERSION = 2
-APPLICATION_ID = 0x52414745  # "RAGE": marks a SQLite file as a rageval run
-ATTRIBUTION_APPLICATION_ID = 0x52414741  # "RAGA": an attributed-answer run (rageval.attribution.store)
-IUM_APPLICATION_ID = 0x52414749  # "RAGI": an IUM run (rageval.ium.experiment)
-ANNOTATION_APPLICATION_ID = 0x5241474E  # "RAGN": human labels (rageval.annotations), not a run
+SCHEMA_VERSION = RUN.version
+APPLICATION_ID = RUN.application_id  # "RAGE": marks a SQLite file as a rageval run
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -72,149 +70,13 @@ CREATE TABLE failure_cases (
 """
 
 
-@dataclass(frozen=True)
-class DocOutput:
-    """The RAG LLM's output for one query given one passage alone: M(q, {d})."""
-
-    query_id: str
-    passage_id: str
-    output: str
-
-
-@dataclass(frozen=True)
-class Label:
-    """One relevance label: a qrels row produced by a label method (``erag:em``, ``contains_answer``, ``gold``)."""
-
-    method: str
-    query_id: str
-    passage_id: str
-    value: float
-
-
-@dataclass(frozen=True)
-class E2EOutput:
-    """The RAG LLM's output from the whole top-k list, and its downstream score against the gold answers."""
-
-    query_id: str
-    k: int
-    output: str
-    score: float
-
-
-@dataclass(frozen=True)
-class LabelEvidence:
-    """Why a label has its value, in words or raw model output (e.g. the LLM's reply to the relevance prompt)."""
-
-    method: str
-    query_id: str
-    passage_id: str
-    evidence: str
-
-
-@dataclass(frozen=True)
-class SemiGoldOutput:
-    """LLM-retEval: sample ``sample`` of the RAG LLM's answer from the gold passages alone."""
-
-    query_id: str
-    sample: int
-    output: str
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A judge's Yes/No on the top-k answer against ``reference`` (``semi_gold`` answers or ``gold_answers``)."""
-
-    judge: str
-    reference: str
-    query_id: str
-    k: int
-    verdict: bool
-    evidence: str
-
-
-@dataclass(frozen=True)
-class FailureCase:
-    """One LLM-retEval failure category (A-F) that applies to a query at k under a judge, with the reason."""
-
-    judge: str
-    query_id: str
-    k: int
-    category: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class MeasureValue:
-    method: str
-    measure: str
-    query_id: str
-    value: float
-
-
-@dataclass(frozen=True)
-class Run:
-    """Everything one run produced. ``settings`` is plain JSON-able data describing what produced it."""
-
-    settings: Mapping[str, Any]
-    queries: Sequence[Query]
-    passages: Sequence[Passage]
-    rankings: Sequence[Ranking]
-    doc_outputs: Sequence[DocOutput] = ()
-    labels: Sequence[Label] = ()
-    e2e_outputs: Sequence[E2EOutput] = ()
-    measure_values: Sequence[MeasureValue] = field(default=())
-    label_evidence: Sequence[LabelEvidence] = ()
-    semi_gold_outputs: Sequence[SemiGoldOutput] = ()
-    verdicts: Sequence[Verdict] = ()
-    failure_cases: Sequence[FailureCase] = ()
-
-
 def write_run(run: Run, path: str | os.PathLike) -> Path:
     """Write ``run`` to ``path`` atomically (temporary file in the same folder, then rename)."""
     return write_sqlite_atomically(path, lambda connection: _write_tables(connection, run))
 
 
-def write_sqlite_atomically(path: str | os.PathLike, fill) -> Path:
-    """Create the SQLite file ``path`` with ``fill(connection)`` in a temporary sibling, commit, then rename.
-
-    A reader never sees half a file; a failure (or a kill) leaves any earlier file at ``path`` untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temp_name, 0o666 & ~umask)  # mkstemp makes the file private; a run file is an ordinary file
-    try:
-        connection = sqlite3.connect(temp_name)
-        try:
-            fill(connection)
-            connection.commit()
-        finally:
-            connection.close()
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def sqlite_application_id(path: str | os.PathLike) -> int | None:
-    """The ``application_id`` of a SQLite file (big-endian at byte 68 of its header), None if not SQLite."""
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(72)
-    except OSError:
-        return None
-    if len(header) < 72 or not header.startswith(b"SQLite format 3\x00"):
-        return None
-    return int.from_bytes(header[68:72], "big")
-
-
 def _write_tables(connection: sqlite3.Connection, run: Run) -> None:
-    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    stamp(connection, RUN)
     connection.executescript(_SCHEMA)
     connection.executemany(
         "INSERT INTO meta VALUES (?, ?)",
@@ -260,23 +122,8 @@ class RunReader:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        if not self.path.is_file():
-            raise StoreError(f"{self.path}: no such run file")
-        try:
-            self._connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
-            application_id = self._connection.execute("PRAGMA application_id").fetchone()[0]
-            version = self._connection.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as error:
-            raise StoreError(f"{self.path}: not a rageval run file (SQLite says: {error})") from error
-        if application_id != APPLICATION_ID:
-            raise StoreError(f"{self.path}: not a rageval run file (SQLite application_id {application_id:#x})")
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: run schema version {version} is newer than this rageval understands "
-                f"({SCHEMA_VERSION}); upgrade rageval to read it")
-        if version < 1:
-            raise StoreError(f"{self.path}: unknown run schema version {version}")
-        self.schema_version = version
+        self._connection = open_readonly(self.path, RUN, check_same_thread=False)
+        self.schema_version = self._connection.execute("PRAGMA user_version").fetchone()[0]
         self._tables = {r[0] for r in self._connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
     def close(self) -> None:
@@ -361,6 +208,17 @@ class RunReader:
     def label_methods(self) -> list[str]:
         return [r[0] for r in self._connection.execute("SELECT DISTINCT method FROM labels ORDER BY method")]
 
+    def graded_label_methods(self) -> list[str]:
+        """The label methods whose labels are graded (scored with P, nDCG and Hit only), as the run's writer
+        recorded them (setting ``graded_label_methods``: eRAG under a graded metric, whatever model re-scored it,
+        and methods with fractional labels); for a file without that setting, the methods with a label strictly
+        between 0 and 1."""
+        recorded = self.settings().get("graded_label_methods")
+        if recorded is not None:
+            return sorted(recorded)
+        return [r[0] for r in self._connection.execute(
+            "SELECT DISTINCT method FROM labels WHERE value > 0 AND value < 1 ORDER BY method")]
+
     def ranking_table(self, query_id: str) -> pd.DataFrame:
         """The query's ranked passages with their text, single-passage output and one column per label method."""
         ranked = self._frame(
@@ -438,8 +296,8 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
     """Run files (``*.sqlite``) in ``folder``, newest first, then those in its sub-folders (newest first).
 
     Sub-folders hold supporting runs (e.g. ``retrieval/``, the retriever comparison), so the default run
-    (the first) is always a top-level one. Attributed-answer and IUM runs are other kinds and are not listed,
-    nor is the annotation file (``annotations.sqlite``, :mod:`rageval.annotations`).
+    (the first) is always a top-level one. A file is listed by its kind (SQLite ``application_id`` "RAGE",
+    :data:`~rageval.store.files.RUN`): attributed-answer and IUM runs, annotation files and anything else are not.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -447,9 +305,7 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
     top = sorted(folder.glob("*.sqlite"), key=lambda p: p.stat().st_mtime, reverse=True)
     nested = sorted((p for p in folder.glob("*/**/*.sqlite") if not p.name.startswith(".")),
                     key=lambda p: p.stat().st_mtime, reverse=True)
-    return [p for p in top + nested
-            if sqlite_application_id(p) not in (ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID,
-                                                ANNOTATION_APPLICATION_ID)]
+    return [p for p in top + nested if sqlite_application_id(p) == RUN.application_id]
 
 
 def labels_as_qrels(labels: Iterable[Label] | pd.DataFrame, method: str) -> dict[str, dict[str, float]]:

@@ -1,0 +1,94 @@
+"""Which IR measures each label method gets, and how: the measure rules of every run builder.
+
+Any label method (eRAG under any metric, the baselines, uploaded qrels, human labels) is scored by the same IR
+measures (:mod:`rageval.measures`: P, R, AP, RR, nDCG, Hit at each cutoff c, and R-precision), with two rules:
+
+- **graded** labels (values in [0, 1], e.g. eRAG under token F1) get only the measures defined for them:
+  P@c (mean label), Hit@c (max label) and nDCG@c (graded gains);
+- **list-bound** methods label only retrieved passages, so at cutoff c they see the labels of the top c only,
+  as eRAG defines G_q on R_c (Salemi & Zamani, SIGIR 2024: hence R@c = Hit@c for binary eRAG labels).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+from rageval.erag.labels import BINARY_METRICS
+from rageval.erag.methods import CONTAINS_ANSWER, ERAG_PREFIX, GOLD, GOLD_PAGE, LLM_RELEVANCE, parse_label_method
+from rageval.measures import compute_measures
+from rageval.store import Label, MeasureValue, labels_as_qrels
+from rageval.types import Ranking
+
+
+#: Measures that accept graded labels (P@k = mean label, Hit@k = max label, nDCG with graded gains); the others
+#: (R, AP, RR, R-precision) are only defined for 0/1 labels and are not computed for graded label methods.
+GRADED_MEASURES = ("P", "nDCG", "Hit")
+
+
+def measure_names(cutoffs: Sequence[int], graded: bool = False) -> list[str]:
+    """The measures every run stores: P, R, AP, RR, nDCG and Hit at each cutoff, and R-precision; for graded
+    labels only the measures of :data:`GRADED_MEASURES`."""
+    kinds = GRADED_MEASURES if graded else ("P", "R", "AP", "RR", "nDCG", "Hit")
+    names = [f"{m}@{k}" for k in cutoffs for m in kinds]
+    return names if graded else names + ["Rprec"]
+
+
+def _base(method: str) -> str | None:
+    """The base of a label-method name (:func:`~rageval.erag.methods.parse_label_method`); None for a name that is
+    not ``<base>[@<model>]``, which is then a user's own method like any other unknown name."""
+    try:
+        return parse_label_method(method).base
+    except ValueError:
+        return None
+
+
+def is_graded_method(method: str) -> bool:
+    """Whether the method ``method`` names makes labels other than 0/1 by its nature: eRAG under F1, ROUGE-L or
+    BERTScore, whichever model re-scored it (``erag:f1@gemma``: True; ``erag:em@gemma``: False).
+
+    A stored run records its graded methods (``RunReader.graded_label_methods``: this rule, plus uploaded methods
+    with fractional labels); read that for a run rather than this."""
+    parsed = _base(method)
+    return parsed is not None and parsed.startswith(ERAG_PREFIX) and parsed[len(ERAG_PREFIX):] not in BINARY_METRICS
+
+
+def is_list_bound_method(method: str) -> bool:
+    """Whether ``method`` labels only the retrieved passages (eRAG, contains-answer, LLM relevance, and the
+    retrieved part of page-level gold, whichever model made them): at cutoff c its measures then see the labels of
+    the top c only, as eRAG defines G_q on R_c (so R@c = Hit@c for binary eRAG labels, as in the paper's Table 1).
+    Given judgments (``qrels``, ``gold``) and users' own methods are global."""
+    base = _base(method)
+    return base is not None and (base.startswith(ERAG_PREFIX) or base in (CONTAINS_ANSWER, LLM_RELEVANCE, GOLD_PAGE))
+
+
+def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranking],
+                           cutoffs: Sequence[int], graded_methods: Collection[str] = ()) -> list[MeasureValue]:
+    """Per-query values of every stored measure, for every label method, on the same rankings; every query of
+    ``rankings`` gets a value (0 when it has no relevant passage). Dataset gold labels are global; list-bound
+    labels (:func:`is_list_bound_method`) are cut to the top c at cutoff c (page-level gold keeps the gold
+    passages themselves); R-precision uses all of a method's labels. Methods :func:`is_graded_method` names, and
+    those in ``graded_methods`` (e.g. an uploaded method with fractional labels), get the graded measures only."""
+    run = {query_id: list(r.passage_ids) for query_id, r in rankings.items()}
+    query_ids = list(run)
+    gold = labels_as_qrels(labels, GOLD)
+    values: list[MeasureValue] = []
+    for method in sorted({x.method for x in labels}):
+        qrels = labels_as_qrels(labels, method)
+        graded = is_graded_method(method) or method in graded_methods
+        if not is_list_bound_method(method):
+            frames = [compute_measures(measure_names(cutoffs, graded), run, qrels, queries=query_ids)]
+        else:
+            frames = []
+            page_level = _base(method) == GOLD_PAGE
+            for cutoff in cutoffs:
+                kept = {q: {p: v for p, v in rels.items()
+                            if p in run.get(q, [])[:cutoff] or (page_level and p in gold.get(q, {}))}
+                        for q, rels in qrels.items()}
+                names = [name for name in measure_names([cutoff], graded) if name != "Rprec"]
+                frames.append(compute_measures(names, run, kept, queries=query_ids))
+            if not graded:
+                frames.append(compute_measures(["Rprec"], run, qrels, queries=query_ids))
+        for frame in frames:
+            values.extend(MeasureValue(method, r.measure, r.query_id, float(r.value))
+                          for r in frame.itertuples(index=False))
+    return values

@@ -1,0 +1,107 @@
+"""The records of a run: what each table of a run file holds, one frozen dataclass per row kind, and
+:class:`Run`, everything one run produced."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rageval.types import Passage, Query, Ranking
+
+
+@dataclass(frozen=True)
+class DocOutput:
+    """The RAG LLM's output for one query given one passage alone: M(q, {d})."""
+
+    query_id: str
+    passage_id: str
+    output: str
+
+
+@dataclass(frozen=True)
+class Label:
+    """One relevance label: a qrels row produced by a label method (``erag:em``, ``contains_answer``, ``gold``)."""
+
+    method: str
+    query_id: str
+    passage_id: str
+    value: float
+
+
+@dataclass(frozen=True)
+class E2EOutput:
+    """The RAG LLM's output from the whole top-k list, and its downstream score against the gold answers."""
+
+    query_id: str
+    k: int
+    output: str
+    score: float
+
+
+@dataclass(frozen=True)
+class LabelEvidence:
+    """Why a label has its value, in words or raw model output (e.g. the LLM's reply to the relevance prompt)."""
+
+    method: str
+    query_id: str
+    passage_id: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class SemiGoldOutput:
+    """LLM-retEval: sample ``sample`` of the RAG LLM's answer from the gold passages alone."""
+
+    query_id: str
+    sample: int
+    output: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's Yes/No on the top-k answer against ``reference`` (``semi_gold`` answers or ``gold_answers``)."""
+
+    judge: str
+    reference: str
+    query_id: str
+    k: int
+    verdict: bool
+    evidence: str
+
+
+@dataclass(frozen=True)
+class FailureCase:
+    """One LLM-retEval failure category (A-F) that applies to a query at k under a judge, with the reason."""
+
+    judge: str
+    query_id: str
+    k: int
+    category: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class MeasureValue:
+    method: str
+    measure: str
+    query_id: str
+    value: float
+
+
+@dataclass(frozen=True)
+class Run:
+    """Everything one run produced. ``settings`` is plain JSON-able data describing what produced it."""
+
+    settings: Mapping[str, Any]
+    queries: Sequence[Query]
+    passages: Sequence[Passage]
+    rankings: Sequence[Ranking]
+    doc_outputs: Sequence[DocOutput] = ()
+    labels: Sequence[Label] = ()
+    e2e_outputs: Sequence[E2EOutput] = ()
+    measure_values: Sequence[MeasureValue] = field(default=())
+    label_evidence: Sequence[LabelEvidence] = ()
+    semi_gold_outputs: Sequence[SemiGoldOutput] = ()
+    verdicts: Sequence[Verdict] = ()
+    failure_cases: Sequence[FailureCase] = ()
