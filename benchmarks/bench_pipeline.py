@@ -18,8 +18,10 @@ and every measurement runs on it in this process:
     (``EvaluationOptions.batch_size`` and the generator's, ``--pipeline-batch-size``) defaults to ``--batch-size``,
     so the comparison measures what the pipeline adds, not a batch size; ``rageval evaluate`` defaults to 8.
 
-They run in the order a, b, b, a (``--repeats`` times) so warm-up and drift fall on both; the ratio of the means
-(b / a) must stay within 1.10 (the script exits 1 otherwise, or when an answer differs between (a) and (b)).
+They run in the order a, b, b, a (``--repeats`` times) so warm-up and drift fall on both; the ratio of the best
+(least disturbed) wall times, b / a, must stay within 1.10 (the script exits 1 otherwise, or when an answer differs
+between (a) and (b)). Best-of, not the mean: with torch's 2 threads on a shared 2-core machine one run can take 20x
+longer while other processes hold a core (measured: 270 s, then 13.6 s for the same call); ``--threads 1`` helps.
 Then, reported separately, the full pipeline (eRAG, E2E at k in {1, k}, baselines with the LLM's relevance,
 LLM-retEval) on another fresh cache, per stage. The BERTScore model is loaded once before any timing (its load
 is printed) and one untimed pipeline call on 1 question x 1 passage does the first-call imports; the cosine
@@ -220,12 +222,12 @@ def main(argv: list[str] | None = None) -> int:
                     print(_row("(b) pipeline, evaluate_run", t.wall_s, t.cpu_s, t.calls.get("erag", 0)), flush=True)
                     stage = t.stages.get("erag", [0.0, 0.0])
                     print(_row("      of which erag stage", stage[0], stage[1], t.calls.get("erag", 0)), flush=True)
-        mean_a = sum(t.wall_s for t in optimised) / len(optimised)
-        mean_b = sum(t.wall_s for t in pipeline) / len(pipeline)
-        ratio = mean_b / mean_a
-        cpu_ratio = sum(t.cpu_s for t in pipeline) / len(pipeline) / (sum(t.cpu_s for t in optimised) / len(optimised))
-        print(f"mean wall: optimised {mean_a:.1f} s ({len(prompts) / mean_a:.2f} labels/s), pipeline {mean_b:.1f} s "
-              f"({len(prompts) / mean_b:.2f} labels/s); pipeline / optimised = {ratio:.2f} "
+        best_a = min(t.wall_s for t in optimised)
+        best_b = min(t.wall_s for t in pipeline)
+        ratio = best_b / best_a
+        cpu_ratio = min(t.cpu_s for t in pipeline) / min(t.cpu_s for t in optimised)
+        print(f"best wall: optimised {best_a:.1f} s ({len(prompts) / best_a:.2f} labels/s), pipeline {best_b:.1f} s "
+              f"({len(prompts) / best_b:.2f} labels/s); pipeline / optimised = {ratio:.2f} "
               f"({'within' if ratio <= LIMIT else 'NOT within'} {LIMIT - 1:.0%}; CPU time ratio {cpu_ratio:.2f})",
               flush=True)
         differing = [i for t in pipeline for i, (x, y) in enumerate(zip(optimised[0].answers, t.answers)) if x != y]
