@@ -2,7 +2,7 @@
 
     python benchmarks/bench_pipeline.py                    # 8 NQ-open questions x BM25 top 4 (~3 min, idle 2 cores)
     python benchmarks/bench_pipeline.py -n 50 -k 10 --dtype bfloat16 --threads 1
-    python benchmarks/bench_pipeline.py --pipeline-batch-size 8   # rageval evaluate's default batch size
+    python benchmarks/bench_pipeline.py --pipeline-batch-size 8   # the batch size of rageval erag and the jobs
 
 Workload: the first ``-n`` questions of the shipped run ``data/runs/nq_open-bm25-gemma3_270m.sqlite`` (NQ-open
 test questions, BM25 over the rageval corpus) with their top ``-k`` passages; its stored answers and labels are
@@ -48,6 +48,7 @@ from rageval.generation.base import DecodingSettings  # noqa: E402
 from rageval.generation.cache import CachedGenerator, LLMCache  # noqa: E402
 from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator  # noqa: E402
 from rageval.paths import RUNS_DIR  # noqa: E402
+from rageval.pipeline.config import EvaluateConfig
 from rageval.pipeline.evaluate import EvaluationOptions, evaluate_run  # noqa: E402
 from rageval.prompts import build_qa_prompt  # noqa: E402
 from rageval.store import Run, read_run  # noqa: E402
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="rows decoded together on the optimised path (default 32, as bench_generation.py)")
     parser.add_argument("--pipeline-batch-size", type=int, default=0,
                         help="EvaluationOptions.batch_size and the generator's batch size in the pipeline "
-                             f"(default: --batch-size; rageval evaluate's default is {EvaluationOptions().batch_size})")
+                             f"(default: --batch-size; rageval evaluate's default is {EvaluateConfig().batch_size})")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of (a, b, b, a) (default 1)")
     parser.add_argument("--no-full", action="store_true", help="skip the full pipeline")
     args = parser.parse_args(argv)

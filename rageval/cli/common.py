@@ -42,8 +42,6 @@ def stage_progress():
                                      dynamic_ncols=True)
         bar.total = max(total, done)
         bar.update(done - bar.n)
-        if done >= total:
-            bar.refresh()
 
     return update
 
