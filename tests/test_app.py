@@ -171,6 +171,9 @@ def test_a_run_file_this_rageval_cannot_read_shows_an_error(tmp_path, monkeypatc
     connection.execute("PRAGMA user_version = 99")
     connection.execute("CREATE TABLE t (x)")
     connection.close()
+    import streamlit as st
+
+    st.cache_data.clear()  # the run list of the same folder is cached within a second
     app = start(HOME)
     assert "run schema version 99 is newer" in app.error[0].value and "broken.sqlite" in app.error[0].value
 

@@ -29,7 +29,7 @@ from rageval import paths
 from rageval.report import measure_sort_key
 from rageval.report import k_sweep_from_frames as compute_k_sweep
 from rageval.errors import StoreError
-from rageval.store import (ANNOTATION_APPLICATION_ID, ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID, E2EOutput,
+from rageval.store import (APPLICATION_ID, ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID, E2EOutput,
                            RunReader, sqlite_application_id)
 from rageval.types import Query
 
@@ -61,14 +61,14 @@ def is_shipped(path: Path) -> bool:
     return paths.is_shipped(path)
 
 
-_OTHER_KINDS = (ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID, ANNOTATION_APPLICATION_ID)
 
 
 def list_run_files(folder: Path | None) -> tuple[list[Path], list[str]]:
     """The eRAG run files (``*.sqlite``) of ``folder``, newest first, then those of its sub-folders (newest
     first), as :func:`rageval.store.list_runs`; but each file is looked at on its own, so one that cannot be read
     (a directory, a dangling link, no permission) is returned as ``"path: reason"`` instead of breaking the list.
-    A file that is not SQLite at all stays listed: the page that opens it says what is wrong with it."""
+    A file that is not SQLite at all (empty, gzip, truncated header) stays listed: the page that opens it says what
+    is wrong with it; a SQLite file of another kind is left out, as :func:`rageval.store.list_runs` does."""
     if folder is None or not folder.is_dir():
         return [], []
     found: list[tuple[int, float, Path]] = []
@@ -88,8 +88,10 @@ def list_run_files(folder: Path | None) -> tuple[list[Path], list[str]]:
         except OSError as error:
             problems.append(f"{path}: cannot be read ({error.strerror or error})")
             continue
-        if sqlite_application_id(path) in _OTHER_KINDS:
-            continue
+        application_id = sqlite_application_id(path)
+        if application_id is not None and application_id != APPLICATION_ID:
+            continue  # a SQLite file of another kind (attribution, IUM, annotations, or not ours): not a run
+
         found.append((depth, -mtime, path))
     return [path for _, _, path in sorted(found, key=lambda x: (x[0], x[1], str(x[2])))], problems
 
