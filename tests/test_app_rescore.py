@@ -39,7 +39,7 @@ def run_path(tmp_path, monkeypatch) -> Path:
 def launches(monkeypatch) -> list[int]:
     """Job ids the page asked to start a worker for (no process is started)."""
     started: list[int] = []
-    monkeypatch.setattr(jobs, "launch_worker", lambda job_id, store: started.append(job_id) or 0)
+    monkeypatch.setattr(jobs.control, "launch_worker", lambda job_id, store: started.append(job_id) or 0)
     return started
 
 

@@ -65,19 +65,19 @@ def read_user_answers(path: str | Path, warn: Log | None = None) -> list[UserAns
     skipped, ids without spaces); unknown fields are passed to ``warn``. Answers sharing a ``query_id`` must have
     distinct ``answer_id`` values and the same question and passages (the run file stores a query's passages once).
     """
-    from rageval.upload import DEFAULT_LIMITS, ERROR, UploadFile, _Fields, _Problems, _read_json_records
+    from rageval.upload import DEFAULT_LIMITS, ERROR, FieldReader, Problems, UploadFile, read_json_records
 
     path = Path(path)
     if not path.is_file():
         raise DataError(path, "no such file")
     file = UploadFile.from_path(path)
-    problems = _Problems(DEFAULT_LIMITS.max_problems_per_file)
+    problems = Problems(DEFAULT_LIMITS.max_problems_per_file)
     answers: list[UserAnswer] = []
     first_line: dict[tuple[str, str], int] = {}
     by_query: dict[str, UserAnswer] = {}
     unknown_seen: set[str] = set()
-    for line, record in _read_json_records(file, problems, DEFAULT_LIMITS):
-        fields = _Fields(record, file.name, line, problems, DEFAULT_LIMITS)
+    for line, record in read_json_records(file, problems, DEFAULT_LIMITS):
+        fields = FieldReader(record, file.name, line, problems, DEFAULT_LIMITS)
         fields.warn_unknown(ANSWER_FIELDS, unknown_seen)
         query_id = fields.identifier("query_id")
         answer_id = fields.identifier("answer_id") if "answer_id" in record else DEFAULT_ANSWER_ID
@@ -120,22 +120,22 @@ def read_user_answers(path: str | Path, warn: Log | None = None) -> list[UserAns
 
 def _read_passages(fields, query_id: str, unknown_seen: set[str]) -> tuple[InputPassage, ...]:
     """The ``passages`` list as numbered input passages (``passage_id`` defaults to ``<query_id>#<n>``)."""
-    from rageval.upload import _describe, _Fields
+    from rageval.upload import FieldReader, describe
 
     value = fields.value("passages", required=True)
     if value is None:
         return ()
     if not isinstance(value, list):
-        fields.fail("passages", f"expected a list of passage objects, found {_describe(value)}")
+        fields.fail("passages", f"expected a list of passage objects, found {describe(value)}")
         return ()
     passages = []
     for number, item in enumerate(value, start=1):
         where = f"passages[{number - 1}]"
         if not isinstance(item, dict):
             fields.fail(where, f"expected a passage object {{\"passage_id\", \"title\", \"text\"}}, found "
-                               f"{_describe(item)}")
+                               f"{describe(item)}")
             continue
-        inner = _Fields(item, fields.file, fields.line, fields.problems, fields.limits, where=where + ".")
+        inner = FieldReader(item, fields.file, fields.line, fields.problems, fields.limits, where=where + ".")
         inner.warn_unknown(PASSAGE_FIELDS, unknown_seen)
         passage_id = inner.identifier("passage_id") if "passage_id" in item else f"{query_id}#{number}"
         title = inner.text("title", required=False)

@@ -313,12 +313,12 @@ def load_retrieval_inputs(queries_path: Path | None, corpus_path: Path | None, q
 
 def _read_qrels(path: Path, queries: Mapping[str, Query]) -> dict[str, dict[str, float]]:
     """The qrels judgments ``{query: {passage: relevance}}``, validated by the upload's TREC qrels reader."""
-    from rageval.upload import DEFAULT_LIMITS, _Problems, _raise_first_error, _read_trec_qrels
+    from rageval.upload import DEFAULT_LIMITS, Problems, raise_first_error, read_trec_qrels
 
-    problems = _Problems(DEFAULT_LIMITS.max_problems_per_file)
-    judged = _read_trec_qrels(UploadFile(str(path), _qrels_bytes(path)), problems, PIPELINE_LIMITS)
+    problems = Problems(DEFAULT_LIMITS.max_problems_per_file)
+    judged = read_trec_qrels(UploadFile(str(path), _qrels_bytes(path)), problems, PIPELINE_LIMITS)
     try:
-        _raise_first_error(problems)
+        raise_first_error(problems)
     except UploadError as error:
         raise _data_error(path, error) from error
     return {qid: values for qid, (_, values) in judged.items()}

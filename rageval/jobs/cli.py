@@ -1,0 +1,175 @@
+"""``rageval rescore start|run|resume|cancel|list``: the jobs from the command line. ``rescore run JOB`` is also
+what a background worker runs (:func:`rageval.jobs.control.worker_command`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from pathlib import Path
+
+from rageval import erag
+from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
+from rageval.jobs.control import cancel_job, create_job, lacking_pieces, launch_worker, resume_job
+from rageval.jobs.spec import (BACKENDS, CANCELLED, COMPLETE, DONE, DTYPES, LABEL_KINDS, PIECES, JobCancelled, JobError,
+                               JobSpec, job_progress, job_status)
+from rageval.jobs.store import JobStore
+from rageval.jobs.worker import run_job
+from rageval.store import RunReader
+
+def _store(args: argparse.Namespace) -> JobStore:
+    return JobStore(args.jobs_db) if args.jobs_db else JobStore()
+
+
+def _raise_cancelled(signum, frame) -> None:
+    raise JobCancelled(f"signal {signum}")
+
+
+def _run_here(job_id: int, store: JobStore, *, exit_when_stopped: bool = False) -> int:
+    signal.signal(signal.SIGTERM, _raise_cancelled)
+    job = run_job(job_id, store)
+    print(f"job {job_id}: {job.status} ({job.done}/{job.total} items, method {job.method}, run {job.run_path})",
+          flush=True)
+    if job.status == CANCELLED and exit_when_stopped:
+        # A background worker exits now: request threads still waiting on a model server would otherwise hold
+        # the interpreter's exit until their requests time out. Everything that matters is committed.
+        sys.stderr.flush()
+        os._exit(1)
+    return 0 if job.status == DONE else 1
+
+
+def _parse_pieces(text: str | None) -> tuple[str, ...] | None:
+    if not text:
+        return None
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if names == ["all"]:
+        return PIECES
+    unknown = [x for x in names if x not in PIECES]
+    if unknown or not names:
+        raise JobError(f"--pieces {text!r}: expected 'all' or a comma list of {', '.join(PIECES)}")
+    return tuple(names)
+
+
+def cmd_start(args: argparse.Namespace) -> int:
+    if args.pieces and not args.complete:
+        raise JobError("--pieces goes with --complete")
+    if args.complete:
+        spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=COMPLETE,
+                       pieces=_parse_pieces(args.pieces), base_url=args.base_url, api=args.api,
+                       api_key_env=args.api_key_env, device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+                       llm_cache=str(args.cache) if args.cache else None)
+        with _store(args) as store:
+            job = create_job(spec, store)
+            print(f"job {job.job_id}: {job.method}, computing "
+                  f"{', '.join(f'{p} ({w})' for p, w in lacking_pieces(spec).items())} of {job.run_path}")
+            if args.detach:
+                pid = launch_worker(job.job_id, store)
+                print(f"started in the background (pid {pid}); follow it with `rageval rescore list`")
+                return 0
+            return _run_here(job.job_id, store)
+    query_ids = tuple(q for q in args.queries.split(",") if q) if args.queries else None
+    if args.num_queries is not None:
+        with RunReader(args.run) as reader:
+            query_ids = tuple(reader.query_table()["query_id"][:args.num_queries])
+    spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=args.labels,
+                   metric=args.metric, k=args.k, query_ids=query_ids, base_url=args.base_url, api=args.api,
+                   api_key_env=args.api_key_env, device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+                   max_new_tokens=args.max_new_tokens, llm_cache=str(args.cache) if args.cache else None)
+    with _store(args) as store:
+        job = create_job(spec, store)
+        print(f"job {job.job_id}: {job.method}, {job.total} items on {job.run_path}")
+        if args.detach:
+            pid = launch_worker(job.job_id, store)
+            print(f"started in the background (pid {pid}); follow it with `rageval rescore list`")
+            return 0
+        return _run_here(job.job_id, store)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        return _run_here(args.job_id, store, exit_when_stopped=True)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        job = resume_job(args.job_id, store, launch=args.detach)
+        if args.detach:
+            print(f"job {job.job_id}: resumed in the background (pid {job.pid})")
+            return 0
+        return _run_here(args.job_id, store)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        job = cancel_job(args.job_id, store, terminate=args.now)
+        print(f"job {job.job_id}: cancel requested ({job_status(job)})")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        for job in store.list():
+            progress = job_progress(job)
+            eta = f", ETA {progress.eta_s:.0f} s" if progress.eta_s is not None else ""
+            stage = f"stage {job.stage} " if job.stage else ""
+            print(f"{job.job_id:>4}  {progress.status:<11} {stage}{job.done:>5}/{job.total:<5}{eta}  {job.method}  "
+                  f"{job.run_path}" + (f"  error: {job.error}" if job.error else ""))
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """``rageval rescore start|run|resume|cancel|list``."""
+    rescore = sub.add_parser("rescore", help="label a run's passages again with another model, in the background; "
+                                             "labels saved as produced, resumable")
+    actions = rescore.add_subparsers(dest="rescore_action", required=True)
+
+    def with_db(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        parser.add_argument("--jobs-db", type=Path, help="jobs database (default: jobs.sqlite in the user cache)")
+        return parser
+
+    start = with_db(actions.add_parser("start", help="create a job and run it here (or --detach)"))
+    start.add_argument("run", type=Path, help="the run file to add labels to")
+    start.add_argument("--complete", action="store_true",
+                       help="compute what the run lacks (eRAG labels, E2E answers, baselines, LLM-retEval) instead "
+                            "of one label method; the file is rewritten once, at the end")
+    start.add_argument("--pieces", help=f"with --complete: a comma list of {', '.join(PIECES)} (default: all the "
+                                        "run lacks)")
+    start.add_argument("--labels", choices=LABEL_KINDS, default="erag",
+                       help="erag: answer from each passage alone, scored against the gold answers; "
+                            "llm_relevance: the model's yes/no relevance judgement")
+    start.add_argument("--metric", choices=erag.ALL_METRICS, default="em", help="downstream metric of eRAG labels")
+    start.add_argument("--model", default=DEFAULT_MODEL,
+                       help=f"'{DEFAULT_MODEL}', a local Hugging Face model folder or cached id, or a served model")
+    start.add_argument("--backend", choices=BACKENDS, default="transformers")
+    start.add_argument("--base-url", default=DEFAULT_BASE_URL, help="OpenAI-compatible server (--backend openai)")
+    start.add_argument("--api", choices=("completions", "chat"), default="completions")
+    start.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
+    start.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:1, ...")
+    start.add_argument("--dtype", choices=DTYPES, help="precision (default: float32 on CPU, bfloat16 on CUDA)")
+    start.add_argument("--k", type=int, help="top passages per query (default: the run's k)")
+    chosen = start.add_mutually_exclusive_group()
+    chosen.add_argument("--queries", help="comma-separated query ids (default: all)")
+    chosen.add_argument("--num-queries", type=int, help="the run's first N queries")
+    start.add_argument("--batch-size", type=int, default=8, help="prompts per batch, and per commit")
+    start.add_argument("--max-new-tokens", type=int, help="answer length (default: the run's)")
+    start.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
+    start.add_argument("--detach", action="store_true", help="run in a background process and return at once")
+    start.set_defaults(handler=cmd_start)
+
+    run = with_db(actions.add_parser("run", help="run job N in this process (what a background worker runs)"))
+    run.add_argument("job_id", type=int)
+    run.set_defaults(handler=cmd_run)
+
+    resume = with_db(actions.add_parser("resume", help="start a stopped job again, skipping what it labelled"))
+    resume.add_argument("job_id", type=int)
+    resume.add_argument("--detach", action="store_true")
+    resume.set_defaults(handler=cmd_resume)
+
+    cancel = with_db(actions.add_parser("cancel", help="stop job N after its current batch"))
+    cancel.add_argument("job_id", type=int)
+    cancel.add_argument("--now", action="store_true", help="also send the worker SIGTERM")
+    cancel.set_defaults(handler=cmd_cancel)
+
+    listing = with_db(actions.add_parser("list", help="every job with its status and progress"))
+    listing.set_defaults(handler=cmd_list)

@@ -1,0 +1,103 @@
+"""A job's model and its labels: the generator from the one factory, the decoding, and one batch of a query's
+passages labelled with the engine's own eRAG / LLM-relevance code, with the evidence stored beside each label."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator, Mapping, Sequence
+
+from rageval import erag
+from rageval.generation import factory
+from rageval.generation.base import DecodingSettings, Generator
+from rageval.jobs.spec import JobError, JobSpec
+from rageval.store import Label, LabelEvidence
+from rageval.types import Passage, Query, Ranking, ScoredPassage
+
+def model_settings(spec: JobSpec) -> factory.ModelSettings:
+    """The job's model as the one generator factory describes it."""
+    return factory.ModelSettings(model=spec.model, backend=spec.backend, base_url=spec.base_url, api=spec.api,
+                                 api_key_env=spec.api_key_env, device=spec.device, dtype=spec.dtype,
+                                 batch_size=spec.batch_size)
+
+
+def check_model(spec: JobSpec) -> None:
+    """Fail early, without loading anything, when the job's model cannot be found
+    (:func:`rageval.generation.factory.check_model`)."""
+    try:
+        factory.check_model(model_settings(spec))
+    except factory.ModelError as error:
+        raise JobError(str(error)) from error
+
+
+def load_job_generator(spec: JobSpec) -> Generator:
+    """The job's model from :func:`rageval.generation.factory.load_generator`; loading errors become a
+    :class:`JobError` naming the model."""
+    try:
+        return factory.load_generator(model_settings(spec))
+    except factory.ModelError as error:
+        raise JobError(str(error)) from error
+
+
+def device_of(generator) -> str:
+    inner = getattr(generator, "generator", generator)
+    if hasattr(inner, "device"):
+        return str(inner.device)
+    return f"server {inner.base_url}" if hasattr(inner, "base_url") else "unknown"
+
+
+def decoding_for(spec: JobSpec, settings: Mapping) -> DecodingSettings:
+    """The run's own decoding for eRAG (so answers and cache entries match the run's), 3 tokens for yes/no;
+    ``spec.max_new_tokens`` overrides the length."""
+    if spec.label_kind == "llm_relevance":
+        return DecodingSettings(max_new_tokens=spec.max_new_tokens or 3)
+    stored = settings.get("decoding") or {}
+    return DecodingSettings(max_new_tokens=spec.max_new_tokens or stored.get("max_new_tokens", 16),
+                            temperature=stored.get("temperature", 0.0),
+                            stop=tuple(stored.get("stop", ("\n",))))
+
+
+def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[str], passages: Mapping[str, Passage],
+                generator: Generator, decoding: DecodingSettings) -> tuple[list[Label], list[LabelEvidence]]:
+    """Labels of one query's passages under ``method``, with the engine's own eRAG / LLM-relevance code; eRAG's
+    evidence is the model's answer from the passage alone."""
+    ranking = {query.query_id: Ranking(query.query_id, tuple(ScoredPassage(p, 0.0) for p in passage_ids))}
+    if spec.label_kind == "erag":
+        settings = erag.EragSettings(k=len(passage_ids), metric=spec.metric, decoding=decoding,
+                                     batch_size=spec.batch_size)
+        outputs, labels = erag.compute_erag_labels([query], ranking, passages, generator, settings)
+        values = {x.passage_id: x.value for x in labels}
+        evidence = [LabelEvidence(method, o.query_id, o.passage_id,
+                                  erag_evidence(generator.model_id, o.output, spec.metric, values[o.passage_id]))
+                    for o in outputs]
+    else:
+        labels, evidence = erag.compute_llm_relevance_labels([query], ranking, passages, generator, len(passage_ids),
+                                                             decoding=decoding, batch_size=spec.batch_size)
+        evidence = [dataclasses.replace(e, method=method) for e in evidence]
+    return [dataclasses.replace(x, method=method) for x in labels], evidence
+
+
+_EVIDENCE_ANSWER = re.compile(r" answered '(?P<answer>.*)' from this passage alone \(", re.DOTALL)
+
+
+def erag_evidence(model_id: str, output: str, metric: str, value: float) -> str:
+    """The label evidence of an eRAG label a job writes: the model's answer from the passage alone and its score."""
+    return (f"{model_id} answered '{output}' from this passage alone ({metric} against the gold answers: "
+            f"{value:g})")
+
+
+def answer_from_evidence(evidence: str) -> str | None:
+    """The answer an :func:`erag_evidence` text holds (None for other evidence): what the inspector shows as the
+    re-scored model's single-passage answer."""
+    match = _EVIDENCE_ANSWER.search(evidence)
+    return match.group("answer") if match else None
+
+
+def batches(items: Sequence[tuple[str, str]], size: int) -> Iterator[tuple[str, list[str]]]:
+    """(query_id, passage ids) batches: each query's passages in rank order, at most ``size`` per batch."""
+    by_query: dict[str, list[str]] = {}
+    for query_id, passage_id in items:
+        by_query.setdefault(query_id, []).append(passage_id)
+    for query_id, passage_ids in by_query.items():
+        for start in range(0, len(passage_ids), size):
+            yield query_id, passage_ids[start:start + size]

@@ -1,0 +1,229 @@
+"""A job's run file: what a job reads from it, and the labels, measure values and provenance it writes into it in
+place, one committed transaction per batch (a kill loses at most the batch in flight; :func:`recover_run_file`
+rolls back a commit the kill cut short)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from rageval import erag
+from rageval.errors import StoreError
+from rageval.jobs.spec import JobError, JobSpec
+from rageval.store import RUN, Label, LabelEvidence, MeasureValue, RunReader, open_for_write, open_readonly
+from rageval.types import Passage, Query, Ranking
+
+#: How long a worker waits for a dashboard reader to release the run file before a write fails.
+RUN_WRITE_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What a job reads from its run file: the chosen queries, their rankings, the passages, the items."""
+
+    queries: dict[str, Query]
+    rankings: dict[str, Ranking]
+    passages: dict[str, Passage]
+    items: list[tuple[str, str]]     # (query_id, passage_id), queries in run order, passages by rank
+    settings: dict
+
+
+def read_job_inputs(spec: JobSpec) -> JobInputs:
+    """The queries, rankings and passages a job needs, and its items: the top-k of each chosen query's ranking.
+    Errors name the run file and, for unknown queries, the ids."""
+    if Path(spec.run_path).is_file():
+        recover_run_file(spec.run_path)
+    try:
+        reader = RunReader(spec.run_path)
+    except StoreError as error:
+        raise JobError(str(error)) from error
+    with reader:
+        settings = reader.settings()
+        order = reader.query_table()["query_id"].tolist()
+        if spec.query_ids is None:
+            chosen = order
+        else:
+            known = set(order)
+            unknown = [q for q in spec.query_ids if q not in known]
+            if unknown:
+                shown = ", ".join(repr(q) for q in unknown[:5])
+                shown += f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+                raise JobError(f"{spec.run_path}: no query {shown} in this run "
+                               f"({len(order)} queries, e.g. {order[0]!r})" if order
+                               else f"{spec.run_path}: this run has no queries")
+            wanted = set(spec.query_ids)
+            chosen = [q for q in order if q in wanted]
+        if not chosen:
+            raise JobError(f"{spec.run_path}: this run has no queries to re-score")
+        all_rankings = reader.rankings()
+        k = spec.k or settings.get("k") or max((len(r.passages) for r in all_rankings.values()), default=0)
+        rankings = {q: all_rankings[q] for q in chosen if q in all_rankings}
+        items = [(q, pid) for q in chosen for pid in rankings.get(q, Ranking(q, ())).passage_ids[:k]]
+        if not items:
+            raise JobError(f"{spec.run_path}: the chosen queries have no ranked passages to re-score")
+        queries = {q: reader.query(q) for q in chosen}
+    passages = _read_passages(spec.run_path, {pid for _, pid in items})
+    return JobInputs(queries, rankings, passages, items, settings)
+
+
+def _read_passages(path: str, passage_ids: set[str]) -> dict[str, Passage]:
+    ids = sorted(passage_ids)
+    found: dict[str, Passage] = {}
+    connection = open_readonly(path, RUN)
+    try:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = connection.execute(f"SELECT passage_id, title, text, source FROM passages WHERE passage_id IN "
+                                      f"({','.join('?' * len(chunk))})", chunk)
+            found.update({row[0]: Passage(*row) for row in rows})
+    finally:
+        connection.close()
+    missing = passage_ids - set(found)
+    if missing:
+        raise JobError(f"{path}: ranked passage {min(missing)!r} is not in the run's passages table")
+    return found
+
+
+@contextmanager
+def _run_transaction(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
+    """A write transaction on a run file in place (not the atomic rewrite of ``store.write_run``: results must
+    appear as they are produced, and a commit is what survives a kill). Waits up to
+    :data:`RUN_WRITE_TIMEOUT_S` for readers."""
+    path = Path(path)
+    if not path.is_file():
+        raise JobError(f"{path}: no such run file")
+    try:
+        connection = open_for_write(path, RUN, timeout_s=RUN_WRITE_TIMEOUT_S, isolation_level=None)
+    except StoreError as error:
+        raise JobError(str(error)) from error
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield connection
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+    finally:
+        connection.close()
+
+
+def recover_run_file(path: str | os.PathLike) -> bool:
+    """Roll back a write that a killed worker left half done. A worker killed inside a commit leaves a "hot"
+    rollback journal beside the run file, and read-only readers (the dashboard's) cannot open the file until a
+    read-write connection has rolled it back; opening one and reading does that. Returns whether a journal was
+    there."""
+    if not Path(f"{path}-journal").exists():
+        return False
+    connection = sqlite3.connect(path, timeout=RUN_WRITE_TIMEOUT_S)
+    try:
+        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    finally:
+        connection.close()
+    return True
+
+
+def write_labels(path: str | os.PathLike, labels: Sequence[Label], evidence: Sequence[LabelEvidence]) -> None:
+    """Insert (or replace) labels and their evidence in the run file, in one committed transaction."""
+    with _run_transaction(path) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS label_evidence (method TEXT NOT NULL, query_id TEXT NOT NULL, "
+                     "passage_id TEXT NOT NULL, evidence TEXT NOT NULL, PRIMARY KEY (method, query_id, passage_id))")
+        conn.executemany("INSERT OR REPLACE INTO labels VALUES (?, ?, ?, ?)",
+                         [(x.method, x.query_id, x.passage_id, float(x.value)) for x in labels])
+        conn.executemany("INSERT OR REPLACE INTO label_evidence VALUES (?, ?, ?, ?)",
+                         [(e.method, e.query_id, e.passage_id, e.evidence) for e in evidence])
+
+
+def labelled_items(path: str | os.PathLike, method: str) -> set[tuple[str, str]]:
+    """The (query, passage) pairs that already have a ``method`` label in the run file."""
+    with RunReader(path) as reader:
+        labels = reader.labels(method)
+    return set(zip(labels["query_id"], labels["passage_id"]))
+
+
+def _update_settings(path: str | os.PathLike, change: Callable[[dict], None]) -> None:
+    with _run_transaction(path) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        settings = json.loads(row[0]) if row else {}
+        change(settings)
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (json.dumps(settings, sort_keys=True),))
+
+
+def record_provenance(path: str | os.PathLike, method: str, entry: Mapping) -> None:
+    """Store what produced ``method``'s labels under the run's ``rescored`` setting and list the method in
+    ``label_methods`` (and ``graded_label_methods`` when its labels are graded)."""
+    def change(settings: dict) -> None:
+        settings.setdefault("rescored", {})[method] = {**settings.get("rescored", {}).get(method, {}), **entry}
+        settings["label_methods"] = sorted(set(settings.get("label_methods", [])) | {method})
+        if erag.is_graded_method(method):  # the rule reads the base of erag:f1@model
+            settings["graded_label_methods"] = sorted(set(settings.get("graded_label_methods", [])) | {method})
+
+    _update_settings(path, change)
+
+
+def labelled_depth(ranking: Ranking, labelled: set[str]) -> float:
+    """How many of the ranking's top passages all carry a label (infinite when the whole ranking does)."""
+    for depth, passage_id in enumerate(ranking.passage_ids):
+        if passage_id not in labelled:
+            return depth
+    return float("inf")
+
+
+def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking], run_cutoffs: Sequence[int],
+                            base_method: str, method: str) -> list[MeasureValue]:
+    """Per-query measure values of a re-scored method, by the run builders' own rules
+    (:func:`rageval.erag.compute_measure_values` applied as to ``base_method``, e.g. ``erag:em``: binary or
+    graded, cut to the top c at cutoff c), for the queries that have its labels.
+
+    Cutoffs: the run's own cutoffs no deeper than the labelled depth d (the fewest top passages labelled in a
+    query), plus d itself, so no measure counts an unlabelled passage as not relevant.
+    """
+    per_query: dict[str, set[str]] = {}
+    for query_id, passage_id in zip(labels["query_id"], labels["passage_id"]):
+        per_query.setdefault(query_id, set()).add(passage_id)
+    measured = {q: rankings[q] for q in rankings if q in per_query}
+    if not measured:
+        return []
+    depth = min(labelled_depth(r, per_query[q]) for q, r in measured.items())
+    if depth == float("inf"):
+        depth = max(len(r.passages) for r in measured.values())
+    depth = int(depth)
+    if depth < 1:
+        return []
+    cutoffs = sorted({c for c in run_cutoffs if c <= depth} | {depth})
+    base_labels = [Label(base_method, q, p, float(v))
+                   for q, p, v in zip(labels["query_id"], labels["passage_id"], labels["value"]) if q in measured]
+    values = erag.compute_measure_values(base_labels, measured, cutoffs)
+    return [dataclasses.replace(v, method=method) for v in values]
+
+
+def run_cutoffs(path: str | os.PathLike) -> list[int]:
+    """The cutoffs of the measures a run already stores (``P@5`` -> 5), ascending."""
+    connection = open_readonly(path, RUN)
+    try:
+        names = [row[0] for row in connection.execute("SELECT DISTINCT measure FROM measure_values")]
+    finally:
+        connection.close()
+    return sorted({int(match.group(1)) for name in names if (match := re.search(r"@(\d+)$", name))})
+
+
+def write_method_measures(path: str | os.PathLike, method: str, base_method: str) -> list[MeasureValue]:
+    """Recompute ``method``'s measure values from all its labels in the run file and replace the stored ones."""
+    with RunReader(path) as reader:
+        labels = reader.labels(method)
+        rankings = reader.rankings()
+    values = compute_method_measures(labels, rankings, run_cutoffs(path), base_method, method)
+    with _run_transaction(path) as conn:
+        conn.execute("DELETE FROM measure_values WHERE method = ?", (method,))
+        conn.executemany("INSERT INTO measure_values VALUES (?, ?, ?, ?)",
+                         [(v.method, v.measure, v.query_id, v.value) for v in values])
+    return values

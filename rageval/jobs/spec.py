@@ -1,0 +1,225 @@
+"""What a job is: its :class:`JobSpec` (run file, label kind, model, passages), its row :class:`Job`, the
+label method it writes, and its status and progress as the dashboard and ``rageval rescore list`` show them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rageval import erag
+from rageval.errors import RagevalError
+from rageval.generation import factory
+from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
+
+LABEL_KINDS = ("erag", "llm_relevance")
+COMPLETE = "complete"
+JOB_KINDS = (*LABEL_KINDS, COMPLETE)
+#: What a complete job can compute (:data:`rageval.pipeline.summary.PIECES`), in pipeline order.
+PIECES = ("erag", "e2e", "baselines", "reteval")
+BACKENDS = ("transformers", "openai")
+DTYPES = factory.DTYPES
+#: Statuses stored in the jobs database; :func:`job_status` adds ``interrupted`` (active, but its worker is gone).
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+INTERRUPTED = "interrupted"
+ACTIVE = (QUEUED, RUNNING)
+HEARTBEAT_S = 2.0
+#: A worker whose heartbeat is older than this is taken for dead even if its process id is in use (pid reuse).
+STALE_AFTER_S = 60.0
+
+
+class JobError(RagevalError):
+    """A job that cannot be created, started or resumed; the message names the job, file or id at fault."""
+
+
+class JobCancelled(BaseException):
+    """Raised in the worker by SIGTERM: stop at once, keeping what is committed. A BaseException, like
+    KeyboardInterrupt, so no ``except Exception`` on the way (a retry loop, a thread pool) swallows it."""
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What one re-scoring job labels and with what. ``k=None``: the run's own k; ``query_ids=None``: every query;
+    ``max_new_tokens=None``: the run's decoding (eRAG) or 3 tokens (yes/no relevance); ``llm_cache=None``: the
+    user's LLM-call cache. ``device="auto"`` runs on CUDA when present, else on the CPU.
+    ``label_kind="complete"``: compute the run's missing pieces (``pieces``, None: all it lacks); ``metric``,
+    ``k``, ``query_ids`` and ``max_new_tokens`` do not apply to it."""
+
+    run_path: str
+    model: str = DEFAULT_MODEL
+    backend: str = "transformers"
+    label_kind: str = "erag"
+    metric: str = "em"
+    k: int | None = None
+    query_ids: tuple[str, ...] | None = None
+    base_url: str = DEFAULT_BASE_URL
+    api: str = "completions"
+    api_key_env: str | None = None
+    device: str = "auto"
+    dtype: str | None = None
+    batch_size: int = 8
+    max_new_tokens: int | None = None
+    llm_cache: str | None = None
+    pieces: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "run_path", str(Path(self.run_path).expanduser().resolve()))
+        if self.query_ids is not None:
+            object.__setattr__(self, "query_ids", tuple(str(q) for q in self.query_ids))
+        if self.pieces is not None:
+            unknown = [p for p in self.pieces if p not in PIECES]
+            if unknown:
+                raise JobError(f"pieces {', '.join(map(str, unknown))}: expected some of {', '.join(PIECES)}")
+            object.__setattr__(self, "pieces", tuple(p for p in PIECES if p in self.pieces))
+        checks = [
+            (self.backend in BACKENDS, f"backend {self.backend!r}: expected one of {', '.join(BACKENDS)}"),
+            (self.label_kind in JOB_KINDS,
+             f"label kind {self.label_kind!r}: expected one of {', '.join(JOB_KINDS)}"),
+            (self.metric in erag.ALL_METRICS,
+             f"label metric {self.metric!r}: expected one of {', '.join(erag.ALL_METRICS)}"),
+            (self.api in ("completions", "chat"), f"api {self.api!r}: expected completions or chat"),
+            (self.k is None or self.k >= 1, f"k: expected at least 1, got {self.k}"),
+            (self.batch_size >= 1, f"batch size: expected at least 1, got {self.batch_size}"),
+            (self.max_new_tokens is None or self.max_new_tokens >= 1,
+             f"max new tokens: expected at least 1, got {self.max_new_tokens}"),
+            (self.dtype is None or self.dtype in DTYPES, f"dtype {self.dtype!r}: expected one of {', '.join(DTYPES)}"),
+            (bool(self.model.strip()), "model: expected a model name, folder or served model, got nothing"),
+            (self.query_ids is None or len(self.query_ids) > 0, "queries: expected at least one query id"),
+            (self.pieces is None or len(self.pieces) > 0,
+             f"pieces: expected at least one of {', '.join(PIECES)}"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise JobError(message)
+
+    @property
+    def base_method(self) -> str:
+        """The run builders' name of this kind of label (``erag:em``, ``llm_relevance``): what the measure code
+        keys its rules on (binary or graded, bound to the retrieved list)."""
+        return erag.erag_method(self.metric) if self.label_kind == "erag" else erag.LLM_RELEVANCE
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> JobSpec:
+        fields = json.loads(text)
+        for name in ("query_ids", "pieces"):
+            if fields.get(name) is not None:
+                fields[name] = tuple(fields[name])
+        return cls(**fields)
+
+    @property
+    def is_complete(self) -> bool:
+        """Whether this is a "compute what the run lacks" job rather than a per-passage labelling job."""
+        return self.label_kind == COMPLETE
+
+
+def model_short_name(model: str, dtype: str | None = None) -> str:
+    """A short, file-name-safe name of a model: the last part of its path or hub id (``/m/tiny-gemma3`` ->
+    ``tiny-gemma3``, ``google/gemma-3-270m`` -> ``gemma-3-270m``), with the precision when one is forced."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", model.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]).strip("-")
+    name = name or "model"
+    return f"{name}-{dtype}" if dtype else name
+
+
+def method_name(spec: JobSpec) -> str:
+    """The label method a job writes: ``erag:<metric>@<model>`` or ``llm_relevance@<model>``; a complete job's
+    name is ``complete@<model>`` (it writes the run's standard methods)."""
+    base = COMPLETE if spec.is_complete else spec.base_method
+    return erag.LabelMethod(base, model_short_name(spec.model, spec.dtype)).name
+
+
+def model_identity(spec: JobSpec) -> str:
+    where = spec.base_url if spec.backend == "openai" else ""
+    return f"{spec.backend}|{spec.model}|{spec.dtype or ''}|{spec.api if spec.backend == 'openai' else ''}|{where}"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row of the jobs database."""
+
+    job_id: int
+    run_path: str
+    method: str
+    spec: JobSpec
+    status: str
+    total: int
+    done: int
+    done_at_start: int
+    attempts: int
+    created: float
+    started: float | None
+    items_started: float | None
+    updated: float | None
+    finished: float | None
+    heartbeat: float | None
+    pid: int | None
+    model_id: str | None
+    device: str | None
+    log_path: str | None
+    cancel_requested: bool
+    error: str | None
+    stage: str | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a job stands: ``status`` as :func:`job_status` gives it, the share of items done, the labelling rate
+    of the current attempt (items per second) and the estimated seconds left (None until a rate is known)."""
+
+    status: str
+    fraction: float
+    rate_per_s: float | None
+    eta_s: float | None
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an exited child not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): trust kill(pid, 0)
+    return state not in ("Z", "X")
+
+
+def worker_alive(job: Job, now: float | None = None) -> bool:
+    """Whether the job's worker process is alive: its pid runs and its heartbeat is recent."""
+    if job.pid is None:
+        return False
+    now = time.time() if now is None else now
+    beat = job.heartbeat if job.heartbeat is not None else job.created
+    return now - beat < STALE_AFTER_S and process_alive(job.pid)
+
+
+def job_status(job: Job, now: float | None = None) -> str:
+    """The stored status, except that an active job whose worker is gone is ``interrupted`` (or ``cancelled``
+    when a cancel had been asked for)."""
+    if job.status in ACTIVE and job.pid is not None and not worker_alive(job, now):
+        return CANCELLED if job.cancel_requested else INTERRUPTED
+    return job.status
+
+
+def job_progress(job: Job, now: float | None = None) -> Progress:
+    """Share done and ETA. The rate is that of the current attempt, items labelled since it began labelling over
+    the time to its last committed batch: ETA = (total - done) / rate."""
+    now = time.time() if now is None else now
+    status = job_status(job, now)
+    fraction = job.done / job.total if job.total else 1.0
+    rate = eta = None
+    new_items = job.done - job.done_at_start
+    if job.items_started is not None and job.updated is not None and new_items > 0 and job.updated > job.items_started:
+        rate = new_items / (job.updated - job.items_started)
+        if status in ACTIVE:
+            eta = (job.total - job.done) / rate
+    return Progress(status, fraction, rate, eta)

@@ -1,0 +1,30 @@
+"""The two upload forms behind one call: :func:`convert_upload`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from rageval.upload.jsonl import convert_jsonl_upload
+from rageval.upload.problems import DEFAULT_LIMITS, UploadError, UploadFile, UploadLimits, UploadResult
+from rageval.upload.trec import convert_trec_upload
+
+#: The two upload forms and the files each takes (``convert_upload``'s ``files`` keys); ``qrels`` is optional.
+FORMS = {"trec": ("run", "qrels", "queries", "passages"), "jsonl": ("jsonl",)}
+
+
+def convert_upload(form: str, files: Mapping[str, UploadFile | None], *, dataset: str = "uploaded",
+                   retriever: str | None = None, model: str | None = None,
+                   limits: UploadLimits = DEFAULT_LIMITS) -> UploadResult:
+    """:func:`convert_trec_upload` (``form="trec"``: files ``run``, ``queries``, ``passages``, optional ``qrels``)
+    or :func:`convert_jsonl_upload` (``form="jsonl"``: file ``jsonl``); a missing required file raises
+    UploadError."""
+    if form not in FORMS:
+        raise UploadError(f"upload form {form!r}: expected one of {', '.join(FORMS)}")
+    missing = [key for key in FORMS[form] if key != "qrels" and files.get(key) is None]
+    if missing:
+        raise UploadError(f"missing the {', '.join(missing)} file(s) of a {form} upload")
+    options = {"dataset": dataset or "uploaded", "retriever": retriever or None, "model": model or None,
+               "limits": limits}
+    if form == "jsonl":
+        return convert_jsonl_upload(files["jsonl"], **options)
+    return convert_trec_upload(files["run"], files["queries"], files["passages"], files.get("qrels"), **options)

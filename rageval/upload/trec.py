@@ -1,0 +1,188 @@
+"""Form (a): a TREC run file (``qid Q0 docid rank score tag``) and optional qrels (``qid 0 docid rel``), with the
+queries and passages JSONL, into a run ranked as trec_eval ranks it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from rageval.erag import QRELS
+from rageval.store import Label
+from rageval.types import Ranking, ScoredPassage
+from rageval.upload.build import finish_upload
+from rageval.upload.fields import read_lines
+from rageval.upload.jsonl import read_passages, read_queries
+from rageval.upload.problems import DEFAULT_LIMITS, Problems, UploadFile, UploadLimits, UploadResult
+
+TREC_RUN_FIELDS = ("query_id", "Q0", "passage_id", "rank", "score", "tag")
+TREC_QRELS_FIELDS = ("query_id", "iteration", "passage_id", "relevance")
+
+
+def _split_trec_line(file: UploadFile, number: int, line: str, expected: tuple[str, ...],
+                     problems: Problems, limits: UploadLimits) -> list[str] | None:
+    fields = line.split()
+    if len(fields) != len(expected):
+        problems.error(file.name, number, f"expected {len(expected)} whitespace-separated fields "
+                                          f"'{' '.join(expected)}', found {len(fields)}")
+        return None
+    for index in (0, 2):  # query_id and passage_id, in both formats
+        if len(fields[index]) > limits.max_id_chars:
+            problems.error(file.name, number, f"field '{expected[index]}': the id has {len(fields[index]):,} "
+                                              f"characters; the limit is {limits.max_id_chars:,}")
+            return None
+    return fields
+
+
+def _finite(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+@dataclass
+class _RankedLine:
+    line: int
+    passage_id: str
+    rank: int
+    score: float
+
+
+def _read_trec_run(file: UploadFile, problems: Problems, limits: UploadLimits
+                   ) -> tuple[dict[str, list[_RankedLine]], list[str]]:
+    """Each query's ranked lines in file order, and the run tags (distinct, in file order)."""
+    ranked: dict[str, list[_RankedLine]] = {}
+    where: dict[tuple[str, str], int] = {}
+    tags: dict[str, None] = {}
+    for number, line in read_lines(file, problems, limits) or ():
+        fields = _split_trec_line(file, number, line, TREC_RUN_FIELDS, problems, limits)
+        if fields is None:
+            continue
+        query_id, _q0, passage_id, rank_text, score_text, tag = fields
+        score = _finite(score_text)
+        if score is None:
+            problems.error(file.name, number, f"field 'score': expected a finite number, found {score_text!r}")
+            continue
+        try:
+            rank = int(rank_text)
+        except ValueError:
+            problems.error(file.name, number, f"field 'rank': expected an integer, found {rank_text!r}")
+            continue
+        if (query_id, passage_id) in where:
+            problems.error(file.name, number, f"query {query_id!r} ranks passage {passage_id!r} twice (first on "
+                                              f"line {where[query_id, passage_id]})")
+            continue
+        if query_id not in ranked and len(ranked) == limits.max_queries:
+            problems.error(file.name, number, f"more than {limits.max_queries:,} queries; the limit is "
+                                              f"{limits.max_queries:,} per run")
+            break
+        lines = ranked.setdefault(query_id, [])
+        if len(lines) == limits.max_passages_per_query:
+            problems.error(file.name, number, f"query {query_id!r} ranks more than "
+                                              f"{limits.max_passages_per_query:,} passages; the limit is "
+                                              f"{limits.max_passages_per_query:,} per query")
+        where[query_id, passage_id] = number
+        lines.append(_RankedLine(number, passage_id, rank, score))
+        tags[tag] = None
+    return ranked, list(tags)
+
+
+def read_trec_qrels(file: UploadFile, problems: Problems, limits: UploadLimits
+                    ) -> dict[str, tuple[int, dict[str, float]]]:
+    """Each judged query's first line and its judgments ``{passage_id: relevance}``."""
+    qrels: dict[str, tuple[int, dict[str, float]]] = {}
+    where: dict[tuple[str, str], int] = {}
+    for number, line in read_lines(file, problems, limits) or ():
+        fields = _split_trec_line(file, number, line, TREC_QRELS_FIELDS, problems, limits)
+        if fields is None:
+            continue
+        query_id, _iteration, passage_id, label_text = fields
+        label = _finite(label_text)
+        if label is None:
+            problems.error(file.name, number, f"field 'relevance': expected a number, found {label_text!r}")
+            continue
+        if (query_id, passage_id) in where:
+            problems.error(file.name, number, f"query {query_id!r} judges passage {passage_id!r} twice (first on "
+                                              f"line {where[query_id, passage_id]})")
+            continue
+        where[query_id, passage_id] = number
+        qrels.setdefault(query_id, (number, {}))[1][passage_id] = label
+    return qrels
+
+
+def _trec_order(lines: list[_RankedLine]) -> list[_RankedLine]:
+    """trec_eval's order: score descending, ties by passage id descending (``strcmp``, which Python's ``str``
+    order equals on UTF-8); the rank field is not used, as trec_eval does not use it."""
+    ordered = sorted(lines, key=lambda x: x.passage_id, reverse=True)
+    ordered.sort(key=lambda x: -x.score)  # stable: equal scores keep the id-descending order
+    return ordered
+
+
+def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages_file: UploadFile,
+                        qrels_file: UploadFile | None = None, *, dataset: str = "uploaded",
+                        retriever: str | None = None, model: str | None = None,
+                        limits: UploadLimits = DEFAULT_LIMITS) -> UploadResult:
+    """Validate a TREC run (+ qrels) with its queries and passages JSONL and convert them into a :class:`Run`.
+
+    The run's queries are those of the queries file that the run file ranks (in queries-file order); each ranking
+    is in trec_eval's order (score descending, ties by passage id descending), so every stored measure equals
+    trec_eval's on the same files. The qrels become labels of method ``qrels`` (their positive passages the
+    queries' gold passage ids) and are scored with the engine's measures at :func:`measure_cutoffs`.
+    """
+    problems = Problems(limits.max_problems_per_file)
+    queries = read_queries(queries_file, problems, limits)
+    passages = read_passages(passages_file, problems, limits)
+    ranked, tags = _read_trec_run(run_file, problems, limits)
+    qrels = read_trec_qrels(qrels_file, problems, limits) if qrels_file is not None else {}
+    if qrels_file is None:
+        problems.warning(run_file.name, None, "no qrels file: the run has no relevance labels and no measures")
+    if problems.has_errors:  # cross-file checks only on files valid on their own: no cascade of follow-up errors
+        return UploadResult(None, problems.result())
+
+    for query_id, lines in ranked.items():
+        if query_id not in queries:
+            problems.error(run_file.name, lines[0].line, f"query {query_id!r} is not in {queries_file.name}")
+        for x in lines:
+            if x.passage_id not in passages:
+                problems.error(run_file.name, x.line, f"passage {x.passage_id!r} is not in {passages_file.name} "
+                                                      "(the dashboard shows every ranked passage's text)")
+        if qrels_file is not None and query_id in queries and query_id not in qrels:
+            problems.warning(run_file.name, lines[0].line, f"query {query_id!r} has no judgments in "
+                                                           f"{qrels_file.name}: its measures are 0")
+    for query_id, (number, _query) in queries.items():
+        if query_id not in ranked:
+            problems.warning(queries_file.name, number, f"query {query_id!r} is not ranked in {run_file.name}: "
+                                                        "it is left out of the run")
+    for query_id, (number, judged) in qrels.items():
+        if query_id not in queries:
+            problems.warning(qrels_file.name, number, f"query {query_id!r} is not in {queries_file.name}: its "
+                                                      f"{len(judged)} judgments are ignored")
+    ordered = {query_id: _trec_order(lines) for query_id, lines in ranked.items()}
+    disagreeing = [lines for query_id, lines in ranked.items()
+                   if [x.rank for x in ordered[query_id]] != sorted(x.rank for x in lines)]
+    if disagreeing:
+        problems.warning(run_file.name, disagreeing[0][0].line,
+                         f"the rank field disagrees with the score order for {len(disagreeing)} queries: the ranking "
+                         "follows the scores (descending, ties by passage id descending), as trec_eval ranks")
+
+    files = {"run": run_file.name, "queries": queries_file.name, "passages": passages_file.name}
+    if qrels_file is not None:
+        files["qrels"] = qrels_file.name
+    if problems.has_errors:
+        return UploadResult(None, problems.result())
+
+    stored = [query for query_id, (_, query) in queries.items() if query_id in ranked]
+    # The qrels' positive passages are a judged query's gold passages; otherwise the queries file's own.
+    stored = [dataclasses.replace(q, dataset=dataset, gold_passage_ids=tuple(
+        p for p, v in qrels[q.query_id][1].items() if v > 0) if q.query_id in qrels else q.gold_passage_ids)
+        for q in stored]
+    rankings = [Ranking(q.query_id, tuple(ScoredPassage(x.passage_id, x.score)
+                                          for x in ordered[q.query_id])) for q in stored]
+    labels = [Label(QRELS, q.query_id, p, v) for q in stored
+              for p, v in qrels.get(q.query_id, (0, {}))[1].items()]
+    used = dict.fromkeys([p.passage_id for r in rankings for p in r.passages] + [x.passage_id for x in labels])
+    kept_passages = [passages[p][1] for p in used if p in passages]
+    return finish_upload(problems, "trec", files, dataset=dataset, retriever=retriever or ", ".join(tags),
+                         model=model, queries=stored, passages=kept_passages, rankings=rankings, labels=labels)
