@@ -62,7 +62,8 @@ if points.empty:
     st.info(render.escape_markdown(f"No query of this run has both {label} and an {metric} at k={k}."))
     st.stop()
 
-correlations = data.load_correlation_table(*key, cutoff=k)
+loaded = data.load_correlations(*key, cutoff=k)
+correlations = loaded.table
 row = correlations[(correlations["method"] == method) & (correlations["measure"] == measure)]
 scatter_column, counts_column = st.columns([3, 2])
 event = scatter_column.plotly_chart(view.scatter_figure(points, method, measure, k, metric), key="correlations.scatter",
@@ -77,9 +78,8 @@ if len(row):
         counts_column.metric(name, render.format_correlation(stats[statistic], stats[f"{statistic}_low"],
                                                              stats[f"{statistic}_high"]))
     counts_column.caption(render.escape_markdown(
-        f"Between {label} and {metric}@{k} across queries, with 95% percentile bootstrap intervals "
-        f"({data.DASHBOARD_RESAMPLES:,} resamples over queries).")
-        + " " + render.provenance(settings, int(stats["n"]), k=k))
+        f"Between {label} and {metric}@{k} across {int(stats['n'])} queries, with "
+        f"{view.interval_words(loaded)}.") + " " + render.provenance(settings, int(stats["n"]), k=k))
 else:
     counts_column.caption(render.escape_markdown(
         f"{label} is not measured at cutoff {k}, so the table below (measures at cutoff {k}) has no row for it."))
@@ -110,9 +110,9 @@ else:
     tau_tab.dataframe(render.correlation_view(correlations, "tau"))
     rho_tab.dataframe(render.correlation_view(correlations, "rho"))
     st.caption(render.escape_markdown(
-        f"Correlation across queries between each per-query measure at k={k} (and R-precision) and the {metric} at "
-        f"k={k}, with 95% percentile bootstrap intervals ({data.DASHBOARD_RESAMPLES:,} resamples over queries); "
-        f"eRAG's Table 1 on this run; – where a method has no such measure.") + " "
+        f"Correlation across queries (up to {int(correlations['n'].max())}) between each per-query measure at k={k} "
+        f"(and R-precision) and the {metric} at k={k}, with {view.interval_words(loaded)}; eRAG's Table 1 on this "
+        f"run; – where a method has no such measure.") + " "
         + render.provenance(settings, int(correlations["n"].max()), k=k))
     graded = [m for m in settings.get("graded_label_methods", []) if m in set(correlations["method"])]
     if graded:

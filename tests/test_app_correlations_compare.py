@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 from rageval.report import correlation_table_at_k
-from rageval.stats.correlation import kendall_tau_b
+from rageval.stats.correlation import DEFAULT_RESAMPLES, kendall_tau_b
 from rageval.store import RunReader, write_run
 from tests.app_helpers import captions, chart_specs, frame_with, use_shipped_runs
 from tests.run_fixtures import K, MEASURES, build_small_run, make_small_run
@@ -171,7 +171,7 @@ def test_correlations_follow_k_on_a_run_with_a_k_sweep(reteval_env_path, monkeyp
     assert app.selectbox(key="correlations.k.widget").value == "1"
     points = check_scatter(app, reteval_env_path, "contains_answer", "nDCG@1", 1)
     with RunReader(reteval_env_path) as reader:
-        table = correlation_table_at_k(reader.measure_table(), reader.e2e_table(), 1, data.DASHBOARD_RESAMPLES,
+        table = correlation_table_at_k(reader.measure_table(), reader.e2e_table(), 1, DEFAULT_RESAMPLES,
                                        with_rprec=True).set_index(["method", "measure"])
         marked = marked_query(reader)
     row = table.loc[("contains_answer", "nDCG@1")]
@@ -207,6 +207,68 @@ def test_correlations_on_every_shipped_run(run, monkeypatch):
     params = dict(app.query_params)
     points = check_scatter(app, SHIPPED_PATHS[run], params["method"], params["measure"], int(params["k"]))
     assert escape_markdown(f"{len(points)} queries") in captions(app)
+
+
+@pytest.fixture(scope="module")
+def evaluated_runs(tmp_path_factory) -> Path:
+    """A run ``rageval evaluate`` built (the small invented set of tests/test_pipeline.py, the fake reader, E2E at
+    k = 1, 3), so it stores its correlations; beside it ``older`` (the same run without the correlations table, as
+    files written before it existed) and ``rescored`` (a method added after the correlations were stored, as a
+    re-scoring job adds one)."""
+    import shutil
+    import sqlite3
+
+    from rageval.generation.base import FakeGenerator
+    from rageval.pipeline import run as pipeline
+    from rageval.pipeline.config import build_config
+    from tests.test_pipeline import PASSAGES, QUESTIONS, write_jsonl
+
+    folder = tmp_path_factory.mktemp("evaluated")
+    data_dir = tmp_path_factory.mktemp("evaluated_data")
+    queries = write_jsonl(data_dir / "q.jsonl", [{"query_id": q, "text": t, "answers": a, "gold_passage_ids": g}
+                                                  for q, t, a, g, _ in QUESTIONS])
+    corpus = write_jsonl(data_dir / "c.jsonl", [{"passage_id": p, "title": t, "text": x}
+                                                 for p, (t, x) in PASSAGES.items()])
+    trec = data_dir / "run.trec"
+    trec.write_text("".join(f"{q} Q0 {p} {r} {20 - r} sys\n" for q, *_, ranked in QUESTIONS
+                            for r, p in enumerate(ranked, start=1)))
+    config = build_config({}, {"queries": str(queries), "corpus": str(corpus), "run": str(trec), "k": "1,3",
+                               "methods": "erag,e2e,baselines", "label_metrics": "em", "llm_relevance": False,
+                               "cache": str(data_dir / "llm.sqlite"), "out": str(folder / "evaluated.sqlite")})
+    path = pipeline.evaluate(config, generator=FakeGenerator(), log=lambda _: None)
+    for name, sql in (("older", "DROP TABLE correlations"),
+                      ("rescored", "INSERT INTO measure_values SELECT 'erag:em@other', measure, query_id, 1 - value "
+                                   "FROM measure_values WHERE method = 'erag:em'")):
+        shutil.copy(path, folder / f"{name}.sqlite")
+        with sqlite3.connect(folder / f"{name}.sqlite") as connection:
+            connection.execute(sql)
+    return folder
+
+
+@pytest.mark.parametrize(("run", "stored"), [("evaluated", True), ("older", False), ("rescored", False)])
+def test_correlations_page_reads_the_stored_table_or_computes_it(evaluated_runs, monkeypatch, run, stored):
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(evaluated_runs))
+    method, measure, k = "contains_answer", "nDCG@3", 3  # a defined tau on this set (gold P@3 is constant)
+    app = start(CORRELATIONS, run=run, method=method, measure=measure, k=str(k))
+    assert not app.error, [e.value for e in app.error]
+    with RunReader(evaluated_runs / "evaluated.sqlite") as reader:
+        saved = reader.correlations(k).set_index(["method", "measure"])
+    with RunReader(evaluated_runs / f"{run}.sqlite") as reader:
+        now = correlation_table_at_k(reader.measure_table(), reader.e2e_table(), k, DEFAULT_RESAMPLES,
+                                     with_rprec=True).set_index(["method", "measure"])
+    row = saved.loc[(method, measure)]
+    # the stored numbers are those computed now from the same measures (tests/test_pipeline.py checks all cells)
+    assert row[["tau", "tau_low", "tau_high"]].tolist() == now.loc[(method, measure), ["tau", "tau_low",
+                                                                                      "tau_high"]].tolist()
+    assert metrics(app)["Kendall's tau-b"] == format_correlation(row["tau"], row["tau_low"], row["tau_high"])
+    source = ("stored with the run when it was evaluated" if stored else
+              "computed now (this run stores no correlations for these measures)")
+    text = captions(app)
+    assert escape_markdown(f"across {int(row['n'])} queries, with 95% percentile bootstrap intervals "
+                           f"({DEFAULT_RESAMPLES:,} resamples over queries), {source}.") in text
+    tau_table = next(df.value for df in app.dataframe if df.value.index.name == "Measure")
+    methods_shown = set(tau_table.columns)
+    assert (render.method_name("erag:em@other") in methods_shown) == (run == "rescored")
 
 
 # --- compare runs ------------------------------------------------------------------------------------------

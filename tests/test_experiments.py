@@ -150,7 +150,9 @@ def test_settings_say_what_produced_the_run(built, reader):
     assert calls["cache_misses"] == built.prompts_seen  # a fresh cache: every miss went to the fake LLM
     # The E2E prompt at k=1 is the eRAG prompt of the rank-1 passage: at least 6 hits.
     assert calls["cache_hits"] >= N
-    assert set(settings["timing_s"]) == {"rankings", "erag", "e2e", "llm_relevance", "reteval", "measures"}
+    assert set(settings["timing_s"]) == {"rankings", "erag", "e2e", "llm_relevance", "reteval", "measures",
+                                        "correlations"}
+    assert settings["correlations"]["ks"] == [1, 3, 5] and reader.correlations()["k"].unique().tolist() == [1, 3, 5]
     assert any("re-ranking check" in line for line in built.logs)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from rageval.cli import main
@@ -321,3 +322,32 @@ def test_eval_retrieval_on_own_beir_data(beir, tmp_path, capsys, monkeypatch):
     for query_id, values in expected.items():
         assert stored["R@5", query_id] == pytest.approx(values["recall_5"])
         assert stored["nDCG@10", query_id] == pytest.approx(values["ndcg_cut_10"])
+
+
+def test_the_run_stores_what_the_correlations_page_shows(dataset, tmp_path):
+    """Every (label method, measure) x E2E k correlation is stored with the run, equal to what
+    ``correlation_table_at_k`` gives from the stored measures and E2E scores (the Correlations page's numbers)."""
+    from rageval.report import correlation_table_at_k
+    from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+
+    config = build_config({}, {"queries": str(dataset["queries"]), "corpus": str(dataset["corpus"]),
+                               "run": str(dataset["run"]), "k": "1,3", "methods": "erag,e2e,baselines",
+                               "label_metrics": "em,f1", "llm_relevance": False,
+                               "cache": str(tmp_path / "llm.sqlite"), "out": str(tmp_path / "out.sqlite")})
+    path = pipeline.evaluate(config, generator=FakeGenerator(), log=lambda _: None)
+    with RunReader(path) as reader:
+        stored, measures, e2e = reader.correlations(), reader.measure_table(), reader.e2e_table()
+        settings = reader.settings()
+    assert sorted(stored["k"].unique()) == [1, 3]
+    for k in (1, 3):
+        expected = correlation_table_at_k(measures, e2e, k, DEFAULT_RESAMPLES, with_rprec=True).drop(columns="family")
+        got = stored[stored["k"] == k].drop(columns=["k", "n_resamples", "confidence"]).reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+        assert set(got["measure"]) == {m for m in measures["measure"] if m.endswith(f"@{k}") or m == "Rprec"}
+    assert (stored["n"] == len(QUESTIONS)).all() and stored["tau"].notna().any()
+    assert set(stored["n_resamples"]) == {DEFAULT_RESAMPLES} and set(stored["confidence"]) == {DEFAULT_CONFIDENCE}
+    assert settings["correlations"] == {"n_resamples": DEFAULT_RESAMPLES, "confidence": DEFAULT_CONFIDENCE,
+                                        "seed": DEFAULT_SEED, "interval": "percentile bootstrap over queries",
+                                        "ks": [1, 3]}
+    assert "correlations" in settings["timing_s"]
+    assert read_run(path).correlations  # read back whole, so a completing job keeps (and recomputes) them

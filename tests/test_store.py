@@ -7,8 +7,8 @@ import sqlite3
 import pytest
 
 from rageval.errors import StoreError
-from rageval.store import (SCHEMA_VERSION, DocOutput, E2EOutput, Label, MeasureValue, Run, RunReader,
-                           labels_as_qrels, list_runs, write_run)
+from rageval.store import (SCHEMA_VERSION, Correlation, DocOutput, E2EOutput, Label, MeasureValue, Run, RunReader,
+                           labels_as_qrels, list_runs, read_run, write_run)
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 
@@ -48,6 +48,41 @@ def test_round_trip(tmp_path):
             {"method": "erag:em", "measure": "RR@2", "query_id": "nq:1", "value": 0.5}]
         with pytest.raises(StoreError, match="no query 'nq:9'"):
             reader.query("nq:9")
+
+
+def test_correlations_round_trip_with_undefined_coefficients(tmp_path):
+    # Made-up numbers: only the storage is under test (nan = an undefined coefficient, stored as NULL).
+    nan = float("nan")
+    correlations = [Correlation(2, "erag:em", "RR@2", 1, nan, nan, nan, nan, nan, nan, 300, 0.95),
+                    Correlation(1, "gold", "P@1", 40, 0.25, 0.1, 0.4, 0.3, 0.12, 0.45, 300, 0.95)]
+    path = write_run(Run(**{**small_run().__dict__, "correlations": correlations}), tmp_path / "a.sqlite")
+    with RunReader(path) as reader:
+        table = reader.correlations()
+        assert list(table.columns) == ["k", "method", "measure", "n", "tau", "tau_low", "tau_high", "rho", "rho_low",
+                                       "rho_high", "n_resamples", "confidence"]
+        assert table["k"].tolist() == [1, 2]  # sorted by k, method, measure
+        assert table.iloc[0].to_dict() == {"k": 1, "method": "gold", "measure": "P@1", "n": 40, "tau": 0.25,
+                                           "tau_low": 0.1, "tau_high": 0.4, "rho": 0.3, "rho_low": 0.12,
+                                           "rho_high": 0.45, "n_resamples": 300, "confidence": 0.95}
+        assert table.iloc[1][["tau", "rho_high"]].isna().all()
+        assert reader.correlations(k=2)["method"].tolist() == ["erag:em"]
+        assert reader.correlations(k=5).empty
+    again = read_run(path).correlations  # sorted by k
+    assert again[0] == correlations[1]
+    assert (again[1].k, again[1].n) == (2, 1) and again[1].tau != again[1].tau
+    assert RunReader(write_run(small_run(), tmp_path / "b.sqlite")).correlations().empty
+
+
+def test_a_file_without_the_correlations_table_reads_none(tmp_path):
+    # v2 files written before the table existed: still schema 2, the table reads as empty.
+    path = write_run(small_run(), tmp_path / "a.sqlite")
+    with sqlite3.connect(path) as connection:
+        connection.execute("DROP TABLE correlations")
+    with RunReader(path) as reader:
+        assert reader.schema_version == SCHEMA_VERSION == 2
+        assert reader.correlations().empty and reader.correlations(k=2).empty
+        assert list(reader.correlations().columns)[:4] == ["k", "method", "measure", "n"]
+    assert read_run(path).correlations == []
 
 
 def test_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):

@@ -27,6 +27,7 @@ import streamlit as st
 from rageval.attribution.store import AttributionReader
 from rageval import paths
 from rageval.report import measure_sort_key
+from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from rageval.report import k_sweep_from_frames as compute_k_sweep
 from rageval.errors import StoreError
 from rageval.store import (APPLICATION_ID, ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID, E2EOutput,
@@ -38,9 +39,6 @@ RUNS_DIR_ENV = "RAGEVAL_RUNS_DIR"
 ATTRIBUTION_SUBDIR = "attribution"
 IUM_SUBDIR = "ium"
 _TTL_S = 3600
-#: Bootstrap resamples behind the dashboard's correlation intervals: 300 keeps a 300-query run's table under ~10 s
-#: on 2 CPU cores (docs/results.md uses 1,000).
-DASHBOARD_RESAMPLES = 300
 
 T = TypeVar("T")
 
@@ -222,14 +220,53 @@ def compute_measure_summary(moments: pd.DataFrame) -> pd.DataFrame:
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Bootstrapping correlations…")
 def load_correlation_table(path: str, mtime_ns: int, cutoff: int,
-                           n_resamples: int = DASHBOARD_RESAMPLES) -> pd.DataFrame:
+                           n_resamples: int = DEFAULT_RESAMPLES) -> pd.DataFrame:
     """Kendall's tau-b and Spearman's rho (bootstrap CIs) of every label method's measures at ``cutoff``
-    (and R-precision) against the per-query E2E score at the same k: eRAG's Table 1 on this run."""
+    (and R-precision) against the per-query E2E score at the same k, computed now: eRAG's Table 1 on this run."""
     from rageval.report import correlation_table_at_k
 
     measures = _read(path, mtime_ns, RunReader.measure_table)
     e2e = _read(path, mtime_ns, RunReader.e2e_table)
     return correlation_table_at_k(measures, e2e, cutoff, n_resamples, with_rprec=True).drop(columns="family")
+
+
+@dataclass(frozen=True)
+class Correlations:
+    """The correlation table the Correlations page shows at one k, and where it came from: ``stored`` when
+    ``rageval evaluate`` wrote it into the run, else computed now. ``table``: method, measure, n, tau, tau_low,
+    tau_high, rho, rho_low, rho_high."""
+
+    table: pd.DataFrame
+    stored: bool
+    n_resamples: int
+    confidence: float
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_correlations(path: str, mtime_ns: int, cutoff: int) -> Correlations:
+    """The run's stored correlations at ``cutoff`` (:meth:`RunReader.correlations`) when they cover every
+    (label method, measure at ``cutoff`` or R-precision) the run now measures, with the same number of queries;
+    otherwise (a run written before the table existed, or by a writer that computes none, or measures added
+    since, e.g. by a re-scoring job) :func:`load_correlation_table`, computed now."""
+    stored = _read(path, mtime_ns, lambda reader: reader.correlations(cutoff))
+    if not stored.empty and _current_counts(path, mtime_ns, cutoff) == {
+            (m, x): int(n) for m, x, n in zip(stored["method"], stored["measure"], stored["n"])}:
+        return Correlations(stored.drop(columns=["k", "n_resamples", "confidence"]).reset_index(drop=True), True,
+                            int(stored["n_resamples"].iloc[0]), float(stored["confidence"].iloc[0]))
+    return Correlations(load_correlation_table(path, mtime_ns, cutoff), False, DEFAULT_RESAMPLES, DEFAULT_CONFIDENCE)
+
+
+def _current_counts(path: str, mtime_ns: int, cutoff: int) -> dict[tuple[str, str], int]:
+    """Queries per (label method, measure at ``cutoff`` or R-precision) with an E2E score at ``cutoff``: the
+    ``n`` of each row a correlation table of the run as it is now would have."""
+    measures = load_measure_table(path, mtime_ns)
+    e2e = load_e2e_table(path, mtime_ns)
+    scored = set(e2e.loc[e2e["k"] == cutoff, "query_id"])
+    wanted = measures["measure"].str.endswith(f"@{cutoff}") | (measures["measure"] == "Rprec")
+    rows = measures[wanted & measures["query_id"].isin(scored)]
+    counts = rows.groupby(["method", "measure"]).size()
+    measured = measures[wanted][["method", "measure"]].drop_duplicates()
+    return {(m, x): int(counts.get((m, x), 0)) for m, x in zip(measured["method"], measured["measure"])}
 
 
 # --- the k sweep ---------------------------------------------------------------------------------------

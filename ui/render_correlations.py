@@ -137,3 +137,12 @@ def k_sweep_figure(sweep: pd.DataFrame, metric: str):
                                         "label method)"},
                          yaxis_title=f"Kendall's tau-b with {metric}@k")
     return figure
+
+
+def interval_words(loaded) -> str:
+    """How a :class:`ui.data.Correlations` table's intervals were made and where the table came from, in words:
+    "95% percentile bootstrap intervals (300 resamples over queries), stored with the run"."""
+    source = ("stored with the run when it was evaluated" if loaded.stored else
+              "computed now (this run stores no correlations for these measures)")
+    return (f"{loaded.confidence:.0%} percentile bootstrap intervals ({loaded.n_resamples:,} resamples over "
+            f"queries), {source}")

@@ -12,7 +12,9 @@ nothing and a rerun costs no call already made):
    and the LLM's yes/no relevance;
 4. ``reteval`` (Alinejad et al. 2024): semi-gold answers from the gold passages, the judges (LLM prompt, EM, token
    F1, embedding cosine) and failure cases A-F (needs gold passages; E2E is computed at its ks);
-5. the per-query IR measures of every label method at every k.
+5. the per-query IR measures of every label method at every k;
+6. the correlation of every label method x measure with the E2E score at every k of the sweep (eRAG's Table 1,
+   what the Correlations page shows; :func:`compute_correlations`), so the page reads it instead of bootstrapping.
 
 The same function builds the shipped demo runs (:mod:`rageval.experiments`), ``rageval evaluate`` on the user's
 files, and the dashboard's "compute what this run lacks" job (:func:`complete_run_file`).
@@ -35,7 +37,8 @@ from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import LLMCache, cache_key
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate
-from rageval.store import Run
+from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from rageval.store import Correlation, E2EOutput, MeasureValue, Run
 from rageval.types import Passage, Query, Ranking
 
 METHODS = ("erag", "e2e", "baselines", "reteval")
@@ -308,6 +311,12 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
                                                      graded_methods=_graded_given_methods(labels))
         timed("measures", started)
 
+    correlations = []
+    if not dry_run:
+        started = time.perf_counter()
+        correlations = compute_correlations(measure_values, e2e_outputs)
+        timed("correlations", started)
+
     used = dict.fromkeys([p for r in rankings.values() for p in r.passage_ids[:options.depth]]
                          + [p for q in queries for p in q.gold_passage_ids] + [x.passage_id for x in labels])
     method_names = sorted({x.method for x in labels})
@@ -323,6 +332,9 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         "label_methods": method_names, "graded_label_methods": graded,
         "graded_measures": list(erag.GRADED_MEASURES), "methods": list(options.methods),
         "reteval": reteval_settings.as_dict() if reteval_settings else None,
+        "correlations": ({"n_resamples": DEFAULT_RESAMPLES, "confidence": DEFAULT_CONFIDENCE, "seed": DEFAULT_SEED,
+                          "interval": "percentile bootstrap over queries", "ks": sorted({c.k for c in correlations})}
+                         if correlations else None),
         "llm_calls": {"cache_hits": meter.hits - hits_at_start, "cache_misses": meter.misses - misses_at_start,
                       "by_stage": meter.calls},
         "timing_s": timings, "pipeline_notes": notes,
@@ -335,7 +347,30 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
                          for q in queries],
                doc_outputs=doc_outputs, labels=labels, e2e_outputs=sorted(e2e_outputs, key=lambda o: (o.query_id, o.k)),
                measure_values=measure_values, label_evidence=evidence, semi_gold_outputs=semi_gold,
-               verdicts=verdicts, failure_cases=failures)
+               verdicts=verdicts, failure_cases=failures, correlations=correlations)
+
+
+def compute_correlations(measure_values: Sequence[MeasureValue], e2e_outputs: Sequence[E2EOutput],
+                         n_resamples: int = DEFAULT_RESAMPLES) -> list[Correlation]:
+    """Kendall's tau-b and Spearman's rho, with percentile bootstrap intervals (``n_resamples`` resamples,
+    :data:`~rageval.stats.correlation.DEFAULT_CONFIDENCE`, seed :data:`~rageval.stats.correlation.DEFAULT_SEED`),
+    between every (label method, measure@k or R-precision) and the E2E score at k, for every k with E2E outputs:
+    :func:`rageval.report.correlation_table_at_k` at each k, exactly what the Correlations page shows."""
+    import pandas as pd
+
+    from rageval.report import correlation_table_at_k
+
+    if not measure_values or not e2e_outputs:
+        return []
+    measures = pd.DataFrame(measure_values, columns=["method", "measure", "query_id", "value"])
+    e2e = pd.DataFrame([(o.query_id, o.k, o.score) for o in e2e_outputs], columns=["query_id", "k", "score"])
+    correlations = []
+    for k in sorted(e2e["k"].unique()):
+        table = correlation_table_at_k(measures, e2e, int(k), n_resamples, with_rprec=True)
+        correlations += [Correlation(int(k), r.method, r.measure, int(r.n), float(r.tau), float(r.tau_low),
+                                     float(r.tau_high), float(r.rho), float(r.rho_low), float(r.rho_high),
+                                     n_resamples, DEFAULT_CONFIDENCE) for r in table.itertuples(index=False)]
+    return correlations
 
 
 def _given_depth(base: Run) -> int:

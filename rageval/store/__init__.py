@@ -4,8 +4,8 @@ every kind of file (``files``). The names are re-exported here: ``from rageval.s
 from rageval.store.files import (ANNOTATIONS, ATTRIBUTION, IUM, JOBS, KINDS, LLM_CACHE, RUN, SqliteKind, check_kind,
                                  kind_of, open_for_write, open_readonly, sqlite_application_id, sqlite_uri, stamp,
                                  write_sqlite_atomically)
-from rageval.store.records import (DocOutput, E2EOutput, FailureCase, Label, LabelEvidence, MeasureValue, Run,
-                                   SemiGoldOutput, Verdict)
+from rageval.store.records import (Correlation, DocOutput, E2EOutput, FailureCase, Label, LabelEvidence,
+                                   MeasureValue, Run, SemiGoldOutput, Verdict)
 from rageval.store.runs import (APPLICATION_ID, SCHEMA_VERSION, RunReader, labels_as_qrels, list_runs, read_run,
                                 write_run)
 
@@ -16,7 +16,7 @@ ANNOTATION_APPLICATION_ID = ANNOTATIONS.application_id
 
 __all__ = [
     "ANNOTATIONS", "ANNOTATION_APPLICATION_ID", "APPLICATION_ID", "ATTRIBUTION", "ATTRIBUTION_APPLICATION_ID", "IUM",
-    "IUM_APPLICATION_ID", "JOBS", "KINDS", "LLM_CACHE", "RUN", "SCHEMA_VERSION", "DocOutput", "E2EOutput",
+    "IUM_APPLICATION_ID", "JOBS", "KINDS", "LLM_CACHE", "RUN", "SCHEMA_VERSION", "Correlation", "DocOutput", "E2EOutput",
     "FailureCase", "Label", "LabelEvidence", "MeasureValue", "Run", "RunReader", "SemiGoldOutput", "SqliteKind",
     "Verdict", "check_kind", "kind_of", "labels_as_qrels", "list_runs", "open_for_write", "open_readonly",
     "read_run", "sqlite_application_id", "sqlite_uri", "stamp", "write_run", "write_sqlite_atomically",

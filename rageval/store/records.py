@@ -90,6 +90,26 @@ class MeasureValue:
 
 
 @dataclass(frozen=True)
+class Correlation:
+    """eRAG's Table 1 cell (Salemi & Zamani 2024): Kendall's tau-b and Spearman's rho across the ``n`` queries
+    between a label method's per-query ``measure`` and the E2E score at ``k``, each with its percentile bootstrap
+    interval (``n_resamples`` resamples, central ``confidence`` share). Undefined coefficients are nan."""
+
+    k: int
+    method: str
+    measure: str
+    n: int
+    tau: float
+    tau_low: float
+    tau_high: float
+    rho: float
+    rho_low: float
+    rho_high: float
+    n_resamples: int
+    confidence: float
+
+
+@dataclass(frozen=True)
 class Run:
     """Everything one run produced. ``settings`` is plain JSON-able data describing what produced it."""
 
@@ -105,3 +125,4 @@ class Run:
     semi_gold_outputs: Sequence[SemiGoldOutput] = ()
     verdicts: Sequence[Verdict] = ()
     failure_cases: Sequence[FailureCase] = ()
+    correlations: Sequence[Correlation] = ()

@@ -4,11 +4,14 @@ A run file holds everything one evaluation produced and what produced it: the se
 model, prompts, k, metric), the queries and passages it touched, each query's ranking, the per-document LLM
 outputs, every label method's labels (eRAG, contains-answer, gold, LLM relevance: all stored as qrels-like
 rows) with their evidence, the end-to-end (E2E) outputs at every k of the sweep, the per-query measure values,
-and the LLM-retEval facts: semi-gold answers, judge verdicts with evidence, failure cases with reasons.
+the LLM-retEval facts: semi-gold answers, judge verdicts with evidence, failure cases with reasons, and the
+correlation of every label method x measure with the E2E score at every k (eRAG's Table 1; what the Correlations
+page shows).
 
 Schema history: v1 had one E2E output per query; v2 keys E2E outputs by (query, k) and adds the tables
 ``label_evidence``, ``semi_gold_outputs``, ``verdicts`` and ``failure_cases``. v1 files are still read (the
-missing tables read as empty).
+missing tables read as empty). The ``correlations`` table came later within v2: an optional table, so the version
+stays 2 (an older rageval reads these files and ignores it) and v2 files without it read as having none.
 
 Files are written atomically (a temporary file in the same folder, then ``os.replace``), so a reader never sees
 half a run. A file with an unknown or newer schema fails with a message naming the file and both versions.
@@ -27,8 +30,8 @@ import pandas as pd
 
 from rageval.errors import StoreError
 from rageval.store.files import RUN, open_readonly, sqlite_application_id, stamp, write_sqlite_atomically
-from rageval.store.records import (DocOutput, E2EOutput, FailureCase, Label, LabelEvidence, MeasureValue, Run,
-                                   SemiGoldOutput, Verdict)
+from rageval.store.records import (Correlation, DocOutput, E2EOutput, FailureCase, Label, LabelEvidence,
+                                   MeasureValue, Run, SemiGoldOutput, Verdict)
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 SCHEMA_VERSION = RUN.version
@@ -67,7 +70,14 @@ CREATE TABLE verdicts (
 CREATE TABLE failure_cases (
     judge TEXT NOT NULL, query_id TEXT NOT NULL, k INTEGER NOT NULL, category TEXT NOT NULL,
     reason TEXT NOT NULL, PRIMARY KEY (judge, query_id, k, category));
+CREATE TABLE correlations (
+    k INTEGER NOT NULL, method TEXT NOT NULL, measure TEXT NOT NULL, n INTEGER NOT NULL,
+    tau REAL, tau_low REAL, tau_high REAL, rho REAL, rho_low REAL, rho_high REAL,
+    n_resamples INTEGER NOT NULL, confidence REAL NOT NULL, PRIMARY KEY (k, method, measure));
 """
+#: The columns of the ``correlations`` table, in order (:class:`~rageval.store.records.Correlation`'s fields).
+CORRELATION_COLUMNS = ("k", "method", "measure", "n", "tau", "tau_low", "tau_high", "rho", "rho_low", "rho_high",
+                       "n_resamples", "confidence")
 
 
 def write_run(run: Run, path: str | os.PathLike) -> Path:
@@ -112,6 +122,14 @@ def _write_tables(connection: sqlite3.Connection, run: Run) -> None:
                            [(v.judge, v.reference, v.query_id, v.k, int(v.verdict), v.evidence) for v in run.verdicts])
     connection.executemany("INSERT INTO failure_cases VALUES (?, ?, ?, ?, ?)",
                            [(f.judge, f.query_id, f.k, f.category, f.reason) for f in run.failure_cases])
+    connection.executemany("INSERT INTO correlations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           [tuple(_sql_value(getattr(c, name)) for name in CORRELATION_COLUMNS)
+                            for c in run.correlations])
+
+
+def _sql_value(value: Any) -> Any:
+    """nan (an undefined coefficient) as NULL: SQLite stores a float nan as NULL anyway, say so."""
+    return None if isinstance(value, float) and value != value else value
 
 
 class RunReader:
@@ -196,6 +214,15 @@ class RunReader:
     def failure_cases(self) -> pd.DataFrame:
         return self._optional_frame("failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases",
                                     (), ("judge", "query_id", "k", "category", "reason"))
+
+    def correlations(self, k: int | None = None) -> pd.DataFrame:
+        """The stored correlation of every (label method, measure) with the E2E score (all ks, or only ``k``):
+        columns :data:`CORRELATION_COLUMNS` (undefined coefficients nan), sorted by k, method, measure; empty for
+        a file written before the table existed or by a writer that computes none."""
+        where, params = ("", ()) if k is None else (" WHERE k = ?", (int(k),))
+        frame = self._optional_frame("correlations", f"SELECT {', '.join(CORRELATION_COLUMNS)} FROM correlations"
+                                     f"{where} ORDER BY k, method, measure", params, CORRELATION_COLUMNS)
+        return frame.astype({c: float for c in CORRELATION_COLUMNS[4:10]})
 
     def query(self, query_id: str) -> Query:
         row = self._connection.execute(
@@ -289,7 +316,10 @@ def read_run(path: str | os.PathLike) -> Run:
             verdicts=[Verdict(j, ref, q, k, bool(v), e) for j, ref, q, k, v, e in rows(
                 "verdicts", "SELECT judge, reference, query_id, k, verdict, evidence FROM verdicts")],
             failure_cases=[FailureCase(*r) for r in rows(
-                "failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases")])
+                "failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases")],
+            correlations=[Correlation(int(r.k), r.method, r.measure, int(r.n), *map(float, r[4:10]),
+                                      int(r.n_resamples), float(r.confidence))
+                          for r in reader.correlations().itertuples(index=False)])
 
 
 def list_runs(folder: str | os.PathLike) -> list[Path]:
