@@ -166,8 +166,15 @@ def test_export_labels_csv_and_qrels_round_trip(built_run, tmp_path, capsys):
     assert "no label method 'nope'" in capsys.readouterr().err
 
 
-def test_cost_measurement_runs_each_configuration_in_a_fresh_process(tiny_model_dir):
+def test_cost_measurement_runs_each_configuration_in_a_fresh_process(tiny_model_dir, monkeypatch):
+    import sys
+    import types
+
     from rageval.erag.cost import measure_configuration
+
+    # A spawned child re-runs the parent's __main__ file; after an AppTest in the same pytest process that is
+    # app.py, which must not run in the child (the CLI's __main__ is rageval's own, so only tests need this).
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
 
     erag_prompts = [["Question: a\nAnswer:", "Question: b\nAnswer:"], ["Question: c\nAnswer:", "Question: d\nAnswer:"]]
     e2e_prompts = ["Question: a b\nAnswer:", "Question: c d\nAnswer:"]
