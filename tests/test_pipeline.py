@@ -194,8 +194,15 @@ def test_dry_run_counts_equal_the_calls_the_real_run_makes(dataset, tiny_model_d
 
 def test_dry_run_does_not_load_a_model(dataset, tmp_path, monkeypatch):
     import rageval.generation.factory as factory
+    import rageval.generation.transformers_backend as transformers_backend
 
-    monkeypatch.setattr(factory, "load_generator", lambda settings: pytest.fail("the dry run loaded a model"))
+    def refuse(*args, **kwargs):
+        pytest.fail("the dry run loaded a model")
+
+    # every way in: the factory (where the pipeline imported it from) and the in-process backend itself
+    monkeypatch.setattr(factory, "load_generator", refuse)
+    monkeypatch.setattr(pipeline, "load_generator", refuse)
+    monkeypatch.setattr(transformers_backend.TransformersGenerator, "__init__", refuse)
     config = _config(dataset, tmp_path, "gemma-3-270m", methods="all")
     report = pipeline.dry_run(config, log=lambda _: None)
     assert report.model_id.startswith("google/gemma-3-270m") and report.new_calls > 0

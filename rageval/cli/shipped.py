@@ -239,15 +239,15 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
 def cmd_demo_runs(args: argparse.Namespace) -> int:
     from rageval.experiments import build_demo_runs, load_run_plans
 
-    DEMO_PLANS = load_run_plans(args.plans)
-    plans = DEMO_PLANS
+    all_plans = load_run_plans(args.plans)
+    plans = all_plans
     if args.only:
         wanted = args.only.split(",")
-        unknown = sorted(set(wanted) - {p.name for p in DEMO_PLANS})
+        unknown = sorted(set(wanted) - {p.name for p in all_plans})
         if unknown:
             raise RagevalError(f"--only: unknown run(s) {', '.join(unknown)}; known: "
-                               f"{', '.join(p.name for p in DEMO_PLANS)}")
-        plans = tuple(p for p in DEMO_PLANS if p.name in wanted)
+                               f"{', '.join(p.name for p in all_plans)}")
+        plans = tuple(p for p in all_plans if p.name in wanted)
     started = time.perf_counter()
     paths = build_demo_runs(args.out_dir, plans, scale=args.scale, dtype=args.dtype or None,
                             command="rageval " + " ".join(sys.argv[1:]))

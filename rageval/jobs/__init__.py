@@ -50,8 +50,7 @@ from rageval.jobs.store import _SCHEMA, SCHEMA_VERSION, JobStore, default_jobs_d
 from rageval.jobs.control import (cancel_job, check_no_conflict, check_writable, create_job, lacking_pieces,
                                   launch_worker, resume_job, start_job, worker_command)
 from rageval.jobs.worker import run_complete_job, run_job
-from rageval.jobs.labelling import (answer_from_evidence, check_model, erag_evidence, label_items, load_job_generator,
-                                    model_settings)
+from rageval.jobs.labelling import answer_from_evidence, check_model, erag_evidence, label_items, load_job_generator
 from rageval.jobs.run_file import (RUN_WRITE_TIMEOUT_S, JobInputs, compute_method_measures, labelled_depth,
                                    labelled_items, read_job_inputs, record_provenance, recover_run_file, run_cutoffs,
                                    write_labels, write_method_measures)
@@ -64,7 +63,7 @@ __all__ = [
     "answer_from_evidence", "cancel_job", "check_model", "check_no_conflict", "check_writable", "cmd_cancel",
     "cmd_list", "cmd_resume", "cmd_run", "cmd_start", "compute_method_measures", "create_job", "default_jobs_db",
     "erag_evidence", "job_progress", "job_status", "label_items", "labelled_depth", "labelled_items",
-    "lacking_pieces", "launch_worker", "load_job_generator", "method_name", "model_settings", "model_short_name",
+    "lacking_pieces", "launch_worker", "load_job_generator", "method_name", "model_short_name",
     "process_alive", "read_job_inputs", "record_provenance", "recover_run_file", "resume_job", "run_complete_job",
     "run_cutoffs", "run_job", "start_job", "worker_alive", "worker_command", "write_labels", "write_method_measures",
 ]

@@ -14,18 +14,11 @@ from rageval.jobs.spec import JobError, JobSpec
 from rageval.store import Label, LabelEvidence
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
-def model_settings(spec: JobSpec) -> factory.ModelSettings:
-    """The job's model as the one generator factory describes it."""
-    return factory.ModelSettings(model=spec.model, backend=spec.backend, base_url=spec.base_url, api=spec.api,
-                                 api_key_env=spec.api_key_env, device=spec.device, dtype=spec.dtype,
-                                 batch_size=spec.batch_size)
-
-
 def check_model(spec: JobSpec) -> None:
     """Fail early, without loading anything, when the job's model cannot be found
     (:func:`rageval.generation.factory.check_model`)."""
     try:
-        factory.check_model(model_settings(spec))
+        factory.check_model(spec.model_settings)
     except factory.ModelError as error:
         raise JobError(str(error)) from error
 
@@ -34,7 +27,7 @@ def load_job_generator(spec: JobSpec) -> Generator:
     """The job's model from :func:`rageval.generation.factory.load_generator`; loading errors become a
     :class:`JobError` naming the model."""
     try:
-        return factory.load_generator(model_settings(spec))
+        return factory.load_generator(spec.model_settings)
     except factory.ModelError as error:
         raise JobError(str(error)) from error
 

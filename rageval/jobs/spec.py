@@ -81,13 +81,9 @@ class JobSpec:
              f"label kind {self.label_kind!r}: expected one of {', '.join(JOB_KINDS)}"),
             (self.metric in erag.ALL_METRICS,
              f"label metric {self.metric!r}: expected one of {', '.join(erag.ALL_METRICS)}"),
-            (self.api in ("completions", "chat"), f"api {self.api!r}: expected completions or chat"),
             (self.k is None or self.k >= 1, f"k: expected at least 1, got {self.k}"),
-            (self.batch_size >= 1, f"batch size: expected at least 1, got {self.batch_size}"),
             (self.max_new_tokens is None or self.max_new_tokens >= 1,
              f"max new tokens: expected at least 1, got {self.max_new_tokens}"),
-            (self.dtype is None or self.dtype in DTYPES, f"dtype {self.dtype!r}: expected one of {', '.join(DTYPES)}"),
-            (bool(self.model.strip()), "model: expected a model name, folder or served model, got nothing"),
             (self.query_ids is None or len(self.query_ids) > 0, "queries: expected at least one query id"),
             (self.pieces is None or len(self.pieces) > 0,
              f"pieces: expected at least one of {', '.join(PIECES)}"),
@@ -95,6 +91,17 @@ class JobSpec:
         for ok, message in checks:
             if not ok:
                 raise JobError(message)
+        try:
+            self.model_settings  # the model fields are checked where they are defined
+        except factory.ModelError as error:
+            raise JobError(str(error)) from error
+
+    @property
+    def model_settings(self) -> factory.ModelSettings:
+        """The job's model as the one generator factory describes it."""
+        return factory.ModelSettings(model=self.model, backend=self.backend, base_url=self.base_url, api=self.api,
+                                     api_key_env=self.api_key_env, device=self.device, dtype=self.dtype,
+                                     batch_size=self.batch_size)
 
     @property
     def base_method(self) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from rageval.errors import RagevalError
 from rageval.generation.base import Generator
 from rageval.jobs.control import lacking_pieces
-from rageval.jobs.labelling import batches, decoding_for, device_of, label_items, load_job_generator, model_settings
+from rageval.jobs.labelling import batches, decoding_for, device_of, label_items, load_job_generator
 from rageval.jobs.run_file import labelled_items, read_job_inputs, record_provenance, write_labels, write_method_measures
 from rageval.jobs.spec import CANCELLED, DONE, FAILED, HEARTBEAT_S, Job, JobCancelled, model_identity
 from rageval.jobs.store import JobStore
@@ -157,7 +157,7 @@ def run_complete_job(job: Job, store: JobStore, *, generator: Generator | None =
         cache = resources.enter_context(LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache())
         model = generator or load_job_generator(spec)
         store.set_model(job_id, model.model_id, device_of(model))
-        complete_run_file(Path(spec.run_path), model_settings(spec), tuple(lacking), generator=model,
+        complete_run_file(Path(spec.run_path), spec.model_settings, tuple(lacking), generator=model,
                           cache=cache, log=lambda message: log(f"job {job_id}: {message}"),
                           progress=_StageReporter(store, job_id))
         log(f"job {job_id}: done; {spec.run_path} now has {', '.join(lacking)}")

@@ -73,6 +73,7 @@ class EvaluateConfig:
         parse_methods(self.methods)
         if self.semi_gold_samples < 1 or self.max_new_tokens < 1:
             raise RagevalError("semi_gold_samples and max_new_tokens: expected at least 1")
+        self.model_settings()  # the model fields are checked where they are defined (a ModelError otherwise)
 
     # ---- what the pipeline takes
 

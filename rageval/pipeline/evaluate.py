@@ -304,11 +304,11 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
             timings["reteval"] = round(time.perf_counter() - started, 1)
             log(f"reteval: {timings['reteval']} s")
 
+    given_graded = _graded_given_methods(labels)
     measure_values = []
     if not dry_run:
         started = time.perf_counter()
-        measure_values = erag.compute_measure_values(labels, rankings, options.cutoffs,
-                                                     graded_methods=_graded_given_methods(labels))
+        measure_values = erag.compute_measure_values(labels, rankings, options.cutoffs, graded_methods=given_graded)
         timed("measures", started)
 
     correlations = []
@@ -320,7 +320,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     used = dict.fromkeys([p for r in rankings.values() for p in r.passage_ids[:options.depth]]
                          + [p for q in queries for p in q.gold_passage_ids] + [x.passage_id for x in labels])
     method_names = sorted({x.method for x in labels})
-    graded = sorted({m for m in method_names if erag.is_graded_method(m)} | _graded_given_methods(labels))
+    graded = sorted({m for m in method_names if erag.is_graded_method(m)} | given_graded)
     run_settings = dict(base.settings) | {
         "num_queries": len(queries), "k": options.depth, "e2e_ks": sorted({o.k for o in e2e_outputs}),
         "cutoffs": list(options.cutoffs), "model_id": generator.model_id,

@@ -98,8 +98,9 @@ class DryRunReport:
 
     def lines(self) -> list[str]:
         o = self.options
-        described = [f"queries: {self.queries:,}; corpus: {self.corpus_size:,} passages; eRAG depth {o.depth}, "
-                     f"k = {', '.join(map(str, o.ks))}; methods: {', '.join(o.methods)}",
+        described = [f"queries: {self.queries:,}; corpus: {self.corpus_size:,} passages; eRAG depth {o.depth} "
+                     f"({self.passages_labelled:,} (question, passage) pairs), k = {', '.join(map(str, o.ks))}; "
+                     f"methods: {', '.join(o.methods)}",
                      f"model: {self.model_id} (not loaded)", f"run file: {self.out}",
                      f"{'stage':<15} {'LLM calls':>10} {'cached':>8} {'new':>8}"]
         for stage in LLM_STAGES:

@@ -120,17 +120,22 @@ def _named_answers(record: dict, answers_field: str) -> dict:
     return record
 
 
-def read_questions(path: Path, answers_field: str | None = None,
-                   limits: UploadLimits = PIPELINE_LIMITS) -> dict[str, tuple[int, Query]]:
-    """The questions of ``path`` (rageval or BEIR form, see the module docstring) with their line numbers, by id
-    in file order."""
+def _questions_bytes(path: Path, answers_field: str | None) -> bytes:
+    """The questions file in rageval's form (BEIR's, or answers under another field, rewritten line for line)."""
     data = _read_bytes(path, "questions")
     if is_beir_record(_first_record(data)):
         data = _rewrite_jsonl(data, lambda r: _beir_question(r, answers_field))
     elif answers_field and answers_field != "answers":
         data = _rewrite_jsonl(data, lambda r: _named_answers(r, answers_field))
+    return data
+
+
+def read_questions(path: Path, answers_field: str | None = None,
+                   limits: UploadLimits = PIPELINE_LIMITS) -> dict[str, tuple[int, Query]]:
+    """The questions of ``path`` (rageval or BEIR form, see the module docstring) with their line numbers, by id
+    in file order."""
     try:
-        return read_queries_file(UploadFile(str(path), data), limits)
+        return read_queries_file(UploadFile(str(path), _questions_bytes(path, answers_field)), limits)
     except UploadError as error:
         raise _data_error(path, error) from error
 
@@ -260,17 +265,16 @@ def load_inputs(paths: SourcePaths, k: int, *, dataset: str = "", log=lambda mes
     queries = {qid: query for qid, (_, query) in lines.items()}
     question_lines = {qid: number for qid, (number, _) in lines.items()}
     if paths.retriever is None:
-        files = {"run": UploadFile(str(paths.run), _read_bytes(paths.run, "run")),
-                 "queries": UploadFile(str(paths.queries), b"\n".join(
-                     json.dumps({"query_id": q.query_id, "text": q.text, "answers": list(q.answers),
-                                 "gold_passage_ids": list(q.gold_passage_ids)}).encode() for q in queries.values())),
-                 "passages": UploadFile(str(paths.corpus), _corpus_bytes(paths.corpus)),
-                 "qrels": UploadFile(str(paths.qrels), _qrels_bytes(paths.qrels)) if paths.qrels else None}
-        result = convert_trec_upload(files["run"], files["queries"], files["passages"], files["qrels"],
-                                     dataset=dataset, limits=PIPELINE_LIMITS)
+        corpus = _corpus_bytes(paths.corpus)
+        result = convert_trec_upload(
+            UploadFile(str(paths.run), _read_bytes(paths.run, "run")),
+            UploadFile(str(paths.queries), _questions_bytes(paths.queries, paths.answers_field)),
+            UploadFile(str(paths.corpus), corpus),
+            UploadFile(str(paths.qrels), _qrels_bytes(paths.qrels)) if paths.qrels else None,
+            dataset=dataset, limits=PIPELINE_LIMITS)
         _raise_errors(result)
         run = result.run
-        corpus_size = len(read_passages_file(files["passages"], PIPELINE_LIMITS))
+        corpus_size = sum(1 for line in corpus.splitlines() if line.strip())  # validated: one passage a line
         description = {"retriever": run.settings["retriever"] or f"given lists ({Path(paths.run).name})",
                        "candidates": f"the user's run file {paths.run}"}
         return LoadedInputs(_only_inputs(run), corpus_size, description, Path(paths.queries), question_lines)

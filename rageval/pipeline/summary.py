@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rageval.errors import StoreError
-from rageval.store import ATTRIBUTION_APPLICATION_ID, RunReader, sqlite_application_id
+from rageval.store import RunReader
+from rageval.store.files import ATTRIBUTION, kind_of
 
 #: The pieces a complete eRAG run holds, in the order the dashboard lists them.
 PIECES = ("erag", "e2e", "baselines", "reteval")
@@ -29,7 +30,7 @@ def _empty() -> dict[str, Any]:
 def run_summary(path: str | os.PathLike) -> dict[str, Any]:
     """See the module docstring. Raises :class:`~rageval.errors.StoreError` for a file that is no rageval run."""
     path = Path(path)
-    if path.is_file() and sqlite_application_id(path) == ATTRIBUTION_APPLICATION_ID:
+    if path.is_file() and kind_of(path) is ATTRIBUTION:
         from rageval.attribution.store import attribution_summary
 
         summary = _empty()
