@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from rageval.erag.cost import CONFIGURATIONS, cost_prompts, measure_configuration  # noqa: E402
-from rageval.paths import RUNS_DIR  # noqa: E402
+from rageval.erag.cost import CONFIGURATIONS, cost_prompts, measure_configuration
+from rageval.paths import RUNS_DIR
 
 
 def main() -> None:

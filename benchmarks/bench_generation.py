@@ -28,13 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from rageval.data.loaders import read_nq_open_oracle  # noqa: E402  (after the sys.path line)
-from rageval.generation.base import DecodingSettings  # noqa: E402
-from rageval.generation.gemma import converted_model_dir, load_gemma_generator  # noqa: E402
-from rageval.generation.transformers_backend import TransformersGenerator  # noqa: E402
-from rageval.paths import DATA_DIR  # noqa: E402
-from rageval.prompts import build_qa_prompt  # noqa: E402
-from rageval.types import Passage  # noqa: E402
+from rageval.data.loaders import read_nq_open_oracle
+from rageval.generation.base import DecodingSettings
+from rageval.generation.gemma import converted_model_dir, load_gemma_generator
+from rageval.generation.transformers_backend import TransformersGenerator
+from rageval.paths import DATA_DIR
+from rageval.prompts import build_qa_prompt
+from rageval.types import Passage
 
 SETTINGS = DecodingSettings(max_new_tokens=16, temperature=0.0, stop=("\n",))
 

@@ -27,7 +27,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from rageval.measures import (  # noqa: E402  (after the sys.path line)
+from rageval.measures import (
     build_ranked_labels_from_run,
     compute_measure_values,
     compute_measures,
@@ -68,10 +68,10 @@ def make_inputs(n_queries: int, n_docs: int, seed: int = 0):
         query_id = f"q{q}"
         docs = names[doc_ids[q]].tolist()
         run[query_id] = dict(zip(docs, scores[q].tolist()))
-        judged = {doc: 0 for doc in names[rng.integers(0, pool, 5)].tolist()}
+        judged = dict.fromkeys(names[rng.integers(0, pool, 5)].tolist(), 0)
         if q % 50:
             # Relevant passages spread over the ranking, plus one relevant passage never retrieved.
-            judged.update({doc: 1 for doc in rng.choice(docs, n_relevant, replace=False).tolist()})
+            judged.update(dict.fromkeys(rng.choice(docs, n_relevant, replace=False).tolist(), 1))
             judged[f"unretrieved{q}"] = 1
         qrels[query_id] = judged
     return run, qrels
@@ -156,7 +156,7 @@ def main() -> None:
         for table in tables.values():
             ours = table.loc[table["measure"] == str(measure), "value"].to_numpy()[rows]
             differences.append(np.abs(ours - trec).max())
-        print(f"  {str(measure):8s} vs {MEASURES[str(measure)]:12s} {max(differences):.3g}")
+        print(f"  {measure!s:8s} vs {MEASURES[str(measure)]:12s} {max(differences):.3g}")
 
     with tempfile.TemporaryDirectory() as folder:
         compare_from_files(Path(folder), run, qrels, measures, trec_names, reference, seconds_trec)

@@ -38,21 +38,21 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from rageval import erag  # noqa: E402  (after the sys.path line)
-from rageval.generation.base import DecodingSettings  # noqa: E402
-from rageval.generation.cache import CachedGenerator, LLMCache  # noqa: E402
-from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator  # noqa: E402
-from rageval.paths import RUNS_DIR  # noqa: E402
+from rageval import erag
+from rageval.generation.base import DecodingSettings
+from rageval.generation.cache import CachedGenerator, LLMCache
+from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator
+from rageval.paths import RUNS_DIR
 from rageval.pipeline.config import EvaluateConfig
-from rageval.pipeline.evaluate import EvaluationOptions, evaluate_run  # noqa: E402
-from rageval.prompts import build_qa_prompt  # noqa: E402
-from rageval.store import Run, read_run  # noqa: E402
-from rageval.types import Ranking  # noqa: E402
+from rageval.pipeline.evaluate import EvaluationOptions, evaluate_run
+from rageval.prompts import build_qa_prompt
+from rageval.store import Run, read_run
+from rageval.types import Ranking
 
 SOURCE_RUN = RUNS_DIR / "nq_open-bm25-gemma3_270m.sqlite"
 SETTINGS = DecodingSettings(max_new_tokens=16, temperature=0.0, stop=("\n",))  # eRAG's, as bench_generation.py

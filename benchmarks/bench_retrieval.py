@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from rageval.corpus import build_corpus, corpus_fingerprint  # noqa: E402  (after the sys.path line)
-from rageval.retrieval.evaluate import nq_open_queries, rerank_head  # noqa: E402
+from rageval.corpus import build_corpus, corpus_fingerprint
+from rageval.retrieval.evaluate import nq_open_queries, rerank_head
 
 
 def timed(function, *args, **kwargs):

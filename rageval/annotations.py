@@ -213,7 +213,7 @@ def empty_labels() -> pd.DataFrame:
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     text = ["run", "kind", "query_id", "passage_id", "scenario", "answer_id", "annotator", "labelled_at", "note"]
-    return frame.astype({"id": "int64", "label": "int64", "statement": "Int64", **{c: "object" for c in text}})
+    return frame.astype({"id": "int64", "label": "int64", "statement": "Int64", **dict.fromkeys(text, "object")})
 
 
 # --- the labels that count ---------------------------------------------------------------------------------

@@ -21,10 +21,24 @@ import pytest
 import pytrec_eval
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from rageval.annotations import (ANNOTATIONS_FILE, LABEL_COLUMNS, STATEMENT_METHODS, AnnotationStore, PassageItem,
-                                 StatementItem, agreement_between_annotators, agreement_with_methods,
-                                 annotations_path, cohen_kappa, disagreements, labels_csv, latest_labels, qrels_frame,
-                                 qrels_text, statement_method_labels)
+from rageval.annotations import (
+    ANNOTATIONS_FILE,
+    LABEL_COLUMNS,
+    STATEMENT_METHODS,
+    AnnotationStore,
+    PassageItem,
+    StatementItem,
+    agreement_between_annotators,
+    agreement_with_methods,
+    annotations_path,
+    cohen_kappa,
+    disagreements,
+    labels_csv,
+    latest_labels,
+    qrels_frame,
+    qrels_text,
+    statement_method_labels,
+)
 from rageval.errors import StoreError
 from rageval.store import ANNOTATION_APPLICATION_ID, RunReader, list_runs, sqlite_application_id
 from tests.run_fixtures import LABEL_METHODS, N_QUERIES, K, make_small_run

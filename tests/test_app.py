@@ -27,8 +27,7 @@ from rageval.stats.correlation import kendall_tau_b
 from rageval.store import APPLICATION_ID, RunReader, list_runs, write_run
 from rageval.text_metrics import contains_answer
 from tests.app_helpers import use_shipped_runs
-from tests.run_fixtures import (INJECTION, K, LABEL_METHODS, MEASURES, READER_WINDOW, build_small_run,
-                                make_small_run)
+from tests.run_fixtures import INJECTION, LABEL_METHODS, MEASURES, READER_WINDOW, K, build_small_run, make_small_run
 from ui import render
 from ui.render import escape_markdown
 

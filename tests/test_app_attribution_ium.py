@@ -22,12 +22,11 @@ import pytest
 
 from rageval.attribution.experiment import GOLD_SCENARIO
 from rageval.attribution.store import AttributionReader
-from rageval.ium.experiment import (MAIN_METHODS, IumPlan, IumResult, read_ium_run, significance_table,
-                                    write_ium_run)
+from rageval.ium.experiment import MAIN_METHODS, IumPlan, IumResult, read_ium_run, significance_table, write_ium_run
 from rageval.ium.report import ium_sections
 from rageval.stats.paired import jaccard, top_k_kendall_tau
 from rageval.store import list_runs
-from tests.app_helpers import chart_specs, captions, frame_with
+from tests.app_helpers import captions, chart_specs, frame_with
 from tests.test_app import HOME, plotly_array, start
 from ui.render import escape_markdown, format_label
 

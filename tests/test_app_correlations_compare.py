@@ -18,10 +18,10 @@ from rageval.report import correlation_table_at_k
 from rageval.stats.correlation import DEFAULT_RESAMPLES, kendall_tau_b
 from rageval.store import RunReader, write_run
 from tests.app_helpers import captions, chart_specs, frame_with, use_shipped_runs
-from tests.run_fixtures import K, MEASURES, build_small_run, make_small_run
+from tests.run_fixtures import MEASURES, K, build_small_run, make_small_run
 from tests.test_app import MARKUP, SHIPPED_PATHS, marked_query, plotly_array, reteval_run_file, start
 from tests.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
-from ui import data, render, render_correlations, theme
+from ui import render, render_correlations, theme
 from ui.render import escape_markdown, format_correlation
 
 REPO = Path(__file__).resolve().parent.parent

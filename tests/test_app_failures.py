@@ -40,7 +40,7 @@ def retriever_of(path: Path) -> str:
         return reader.settings()["retriever"]
 
 
-def cases_of(path: Path) -> "pd.DataFrame":  # noqa: F821
+def cases_of(path: Path) -> pd.DataFrame:  # noqa: F821
     with RunReader(path) as reader:
         return reader.failure_cases()
 

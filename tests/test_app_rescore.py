@@ -14,8 +14,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval import jobs
-from rageval.generation.factory import DEFAULT_MODEL
 from rageval.generation.base import FakeGenerator
+from rageval.generation.factory import DEFAULT_MODEL
 from tests.run_fixtures import N_QUERIES, K, make_small_run
 from tests.test_jobs import METHOD, MODEL, TOTAL, reader_rule
 from ui.render import escape_markdown

@@ -10,8 +10,14 @@ import math
 
 import pytest
 
-from rageval.attribution.metrics import (InputPassage, citation_overlap, citation_scores, correctness,
-                                         format_passage, required_premises)
+from rageval.attribution.metrics import (
+    InputPassage,
+    citation_overlap,
+    citation_scores,
+    correctness,
+    format_passage,
+    required_premises,
+)
 from rageval.attribution.scoring import AnswerRecord, StatementRecord, agreement, human_agreement, score_answers
 from rageval.data import HAGRID_FILE, read_hagrid
 from rageval.paths import DATA_DIR

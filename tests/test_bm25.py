@@ -16,8 +16,14 @@ import pytest
 
 from rageval.errors import RagevalError
 from rageval.paths import DATA_DIR
-from rageval.retrieval.bm25 import (BM25Retriever, build_bm25_index, bm25_index_dir, is_complete_index,
-                                    load_or_build_bm25_index, parse_indexer_counters)
+from rageval.retrieval.bm25 import (
+    BM25Retriever,
+    bm25_index_dir,
+    build_bm25_index,
+    is_complete_index,
+    load_or_build_bm25_index,
+    parse_indexer_counters,
+)
 from rageval.retrieval.jvm import find_java_home, java_major_version
 from rageval.types import Passage, Query
 

@@ -25,7 +25,7 @@ from rageval.stats.paired import mcnemar_exact
 from rageval.store import E2EOutput, MeasureValue, Run, RunReader, write_run
 from rageval.text_metrics import exact_match
 from rageval.types import Ranking, ScoredPassage
-from tests.run_fixtures import K, LABEL_METHODS, MEASURES, build_small_run, fake_reader
+from tests.run_fixtures import LABEL_METHODS, MEASURES, K, build_small_run, fake_reader
 
 RUN_A, RUN_B = "fixture-a", "fixture-b"
 ONLY_A, ONLY_B = "nq:5", "nq:0"

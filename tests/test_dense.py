@@ -14,8 +14,13 @@ from rageval.corpus import Corpus, corpus_fingerprint
 from rageval.data import NQ_ORACLE_FILE, read_nq_open_oracle
 from rageval.errors import RagevalError
 from rageval.paths import DATA_DIR
-from rageval.retrieval.dense import (DenseRetriever, MiniLMEncoder, PassageEmbeddings, embedding_cache_path,
-                                     load_or_encode_passages)
+from rageval.retrieval.dense import (
+    DenseRetriever,
+    MiniLMEncoder,
+    PassageEmbeddings,
+    embedding_cache_path,
+    load_or_encode_passages,
+)
 from rageval.types import Passage, Query
 
 SUBSET = 300

@@ -19,9 +19,16 @@ from rageval.experiments import RETRIEVER_DESCRIPTIONS, Resources, RunPlan, buil
 from rageval.generation.base import FakeGenerator, first_capitalised_span
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT
+from rageval.reteval import (
+    GOLD_ANSWERS,
+    JUDGE_NAMES,
+    SEMI_GOLD,
+    RetEvalSettings,
+    find_failure_cases,
+    recall_precision_f1,
+    reteval_table,
+)
 from rageval.retrieval.evaluate import hotpotqa_queries
-from rageval.reteval import (GOLD_ANSWERS, JUDGE_NAMES, SEMI_GOLD, RetEvalSettings, find_failure_cases,
-                             recall_precision_f1, reteval_table)
 from rageval.store import APPLICATION_ID, RunReader, Verdict, write_run
 from rageval.types import Passage
 

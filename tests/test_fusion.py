@@ -12,8 +12,19 @@ import math
 
 import pytest
 
-from rageval.retrieval.fusion import (comb_mnz, comb_sum, min_max, normalize, pm2, ranking_from_scores,
-                                      reciprocal_rank_fusion, rerank_fusion, sort_fusion, union_of, z_score)
+from rageval.retrieval.fusion import (
+    comb_mnz,
+    comb_sum,
+    min_max,
+    normalize,
+    pm2,
+    ranking_from_scores,
+    reciprocal_rank_fusion,
+    rerank_fusion,
+    sort_fusion,
+    union_of,
+    z_score,
+)
 from rageval.retrieval.rerank import rerank_with
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
@@ -67,7 +78,7 @@ def test_empty_rankings_normalise_and_fuse_to_empty():
 def test_normalisation_does_not_change_its_input_and_rejects_unknown_methods():
     before = A
     normalize(A, "z_score")
-    assert A == before
+    assert before == A
     with pytest.raises(ValueError, match="normalization"):
         normalize(A, "max")
 

@@ -10,8 +10,18 @@ import pytest
 
 from rageval.generation.base import FakeGenerator
 from rageval.ium.agents import AgentSpec, build_agents, chat_user_message
-from rageval.ium.learning import (UNK_MODEL, UNK_TASK, FeedbackRow, IumConfig, SearchEngine, engine_text,
-                                  offline_ium, online_ium, special_tokens, training_examples)
+from rageval.ium.learning import (
+    UNK_MODEL,
+    UNK_TASK,
+    FeedbackRow,
+    IumConfig,
+    SearchEngine,
+    engine_text,
+    offline_ium,
+    online_ium,
+    special_tokens,
+    training_examples,
+)
 from rageval.stats.paired import jaccard, mcnemar_exact, top_k_kendall_tau
 
 SMALL = IumConfig(first_stage_depth=8, train_k=3, iterations=2, epochs=1, batch_size=8, trainable_layers=1,
@@ -152,7 +162,8 @@ def test_online_ium_never_serves_a_query_with_parameters_that_saw_its_feedback(s
     agent = setup["agents"][0]
     queries = setup["nq"][:7]
     candidates = {qid: r.passage_ids for qid, r in setup["bm25"].batch_search(queries, SMALL.first_stage_depth).items()}
-    from rageval.ium.learning import new_model, special_tokens as tokens
+    from rageval.ium.learning import new_model
+    from rageval.ium.learning import special_tokens as tokens
 
     start = new_model(tokens([agent.spec]), SMALL, "start")
     result = online_ium(agent, queries, start, candidates, setup["passages"], 3, SMALL)
@@ -183,8 +194,7 @@ def test_mcnemar_against_scipy_and_list_agreement():
 
 
 def test_ium_run_end_to_end(setup, tmp_path):
-    from rageval.ium.experiment import (IumPlan, read_ium_run, run_ium, significance_table, summary_table,
-                                        write_ium_run)
+    from rageval.ium.experiment import IumPlan, read_ium_run, run_ium, significance_table, summary_table, write_ium_run
     from rageval.store import list_runs
 
     plan = IumPlan(num_train=6, num_test=6, nq_train_offset=12, hotpotqa_train_offset=12,

@@ -149,7 +149,7 @@ def test_cli_complete_with_chosen_pieces(tmp_path, served, capsys):
     assert "job 1: done" in out
     assert set(missing_pieces(run_summary(run), RunReader(run).settings())) == {"baselines", "reteval"}
     assert main(["rescore", "list", "--jobs-db", str(db)]) == 0
-    assert f"done        stage e2e " in capsys.readouterr().out
+    assert "done        stage e2e " in capsys.readouterr().out
     assert main(["rescore", "start", str(run), "--pieces", "erag", "--jobs-db", str(db)]) == 2
     assert "--pieces goes with --complete" in capsys.readouterr().err
 

@@ -79,7 +79,7 @@ def random_case(seed: int, graded: bool):
         top_label = 3 if graded else 2
         labels = {doc: int(rng.integers(0, top_label)) for doc in judged}
         if q % 7 == 3:
-            labels = {doc: 0 for doc in judged}  # judged, but nothing relevant
+            labels = dict.fromkeys(judged, 0)  # judged, but nothing relevant
         qrels[query_id] = labels
     del run["q5"]  # judged but not retrieved at all
     run["unjudged"] = {"d1": 1.0}  # retrieved but not judged: ignored by both sides
@@ -289,7 +289,7 @@ def test_aliases_parse_to_the_canonical_measure(alias, canonical):
 
 def test_matmul_builds_measures():
     assert nDCG @ 10 == parse_measure("nDCG@10")
-    assert AP @ 5 == parse_measure("MAP@5")
+    assert parse_measure("MAP@5") == AP @ 5
 
 
 def test_measures_are_frozen():

@@ -10,8 +10,8 @@ import pytest
 import pytrec_eval
 
 from rageval.errors import DataError
-from rageval.measures import columnar
 from rageval.measures import (
+    columnar,
     compute_measures,
     compute_measures_from_frames,
     compute_measures_from_run,

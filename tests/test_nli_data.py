@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rageval.attribution.nli_data import (entails, held_out_pairs, label_counts, load_pairs, score_predictions,
-                                          training_pairs)
+from rageval.attribution.nli_data import (
+    entails,
+    held_out_pairs,
+    label_counts,
+    load_pairs,
+    score_predictions,
+    training_pairs,
+)
 
 
 @pytest.fixture(scope="module")

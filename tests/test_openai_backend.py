@@ -80,7 +80,7 @@ class Scripted:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 raw = self.rfile.read(int(self.headers["Content-Length"]))
                 with lock:
                     outer.bodies.append(json.loads(raw))
@@ -214,16 +214,14 @@ def test_unreachable_server_fails_with_the_url_and_a_hint():
 
 
 def test_dropped_connections_are_retried_then_reported():
-    with Scripted(["drop"]) as scripted:
-        with pytest.raises(RagevalError, match="cannot reach .* 3 attempts"):
-            fast_client(scripted.url).generate(["q"], GREEDY)
+    with Scripted(["drop"]) as scripted, pytest.raises(RagevalError, match="cannot reach .* 3 attempts"):
+        fast_client(scripted.url).generate(["q"], GREEDY)
     assert len(scripted.bodies) == 3  # max_retries=2 -> 3 attempts
 
 
 def test_timeouts_are_retried_then_reported():
-    with Scripted([("hang", 1.0)]) as scripted:
-        with pytest.raises(RagevalError, match=r"timeout_s=0\.2; 2 attempts"):
-            fast_client(scripted.url, timeout_s=0.2, max_retries=1).generate(["q"], GREEDY)
+    with Scripted([("hang", 1.0)]) as scripted, pytest.raises(RagevalError, match=r"timeout_s=0\.2; 2 attempts"):
+        fast_client(scripted.url, timeout_s=0.2, max_retries=1).generate(["q"], GREEDY)
     assert len(scripted.bodies) == 2
 
 
@@ -248,9 +246,8 @@ def test_persistent_server_errors_report_the_last_message():
     "prompt is too long",  # plain text
 ])
 def test_client_errors_surface_the_server_message_without_retrying(body):
-    with Scripted([(400, body)]) as scripted:
-        with pytest.raises(RagevalError, match="HTTP 400: prompt is too long"):
-            fast_client(scripted.url).generate(["q"], GREEDY)
+    with Scripted([(400, body)]) as scripted, pytest.raises(RagevalError, match="HTTP 400: prompt is too long"):
+        fast_client(scripted.url).generate(["q"], GREEDY)
     assert len(scripted.bodies) == 1
 
 
@@ -354,7 +351,7 @@ def test_completion_response_is_openai_shaped(server, tiny_generator):
     usage = body["usage"]
     assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]
     # The byte-level tokenizer has one token per byte: "Hi" is 2, the question line 34.
-    assert usage["prompt_tokens"] == 2 + len("Question: who wrote hamlet\nAnswer:".encode())
+    assert usage["prompt_tokens"] == 2 + len(b"Question: who wrote hamlet\nAnswer:")
 
 
 @pytest.mark.parametrize(("route", "body", "param"), [

@@ -322,7 +322,7 @@ def test_eval_retrieval_on_own_beir_data(beir, tmp_path, capsys, monkeypatch):
     assert code == 0, err
     path = tmp_path / "retrieval" / "retrieval-queries-bm25.sqlite"
     run = read_run(path)
-    qrels = {q: {p: 1 for p in gold} for q, _, _, gold, _ in QUESTIONS}
+    qrels = {q: dict.fromkeys(gold, 1) for q, _, _, gold, _ in QUESTIONS}
     trec = {r.query_id: {p.passage_id: p.score for p in r.passages} for r in run.rankings}
     expected = pytrec_eval.RelevanceEvaluator(qrels, {"recall.5", "ndcg_cut.10"}).evaluate(trec)
     stored = {(m.measure, m.query_id): m.value for m in run.measure_values}

@@ -16,10 +16,21 @@ import pytest
 from rageval.corpus import build_corpus, corpus_fingerprint
 from rageval.errors import RagevalError
 from rageval.paths import RUNS_DIR
-from rageval.retrieval.rerank import (CONFIG_NAME, CrossEncoder, CrossEncoderReranker, CrossEncoderSettings,
-                                      NqRerankerConfig, Reranker, build_nq_training_examples,
-                                      load_or_train_nq_reranker, minilm_path, nq_reranker_dir, rerank_with,
-                                      train_cross_encoder, two_stage)
+from rageval.retrieval.rerank import (
+    CONFIG_NAME,
+    CrossEncoder,
+    CrossEncoderReranker,
+    CrossEncoderSettings,
+    NqRerankerConfig,
+    Reranker,
+    build_nq_training_examples,
+    load_or_train_nq_reranker,
+    minilm_path,
+    nq_reranker_dir,
+    rerank_with,
+    train_cross_encoder,
+    two_stage,
+)
 from rageval.store import RunReader
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 

@@ -21,9 +21,26 @@ from rageval.generation.base import DecodingSettings, FakeGenerator, first_capit
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.prompts import build_qa_prompt
 from rageval.reteval import (
-    CATEGORY_NAMES, GOLD_ANSWERS, RECALL_FAILURES, SEMI_GOLD, SHORT_REPLY, EmbeddingJudge, ExactMatchJudge,
-    LLMJudge, QueryFacts, SemiGoldSettings, TokenF1Judge, classify_failures, distinct_answers, find_failure_cases,
-    judge_answers, make_judge, matched_gold_answers, recall_precision_f1, reteval_table, sample_semi_gold,
+    CATEGORY_NAMES,
+    GOLD_ANSWERS,
+    RECALL_FAILURES,
+    SEMI_GOLD,
+    SHORT_REPLY,
+    EmbeddingJudge,
+    ExactMatchJudge,
+    LLMJudge,
+    QueryFacts,
+    SemiGoldSettings,
+    TokenF1Judge,
+    classify_failures,
+    distinct_answers,
+    find_failure_cases,
+    judge_answers,
+    make_judge,
+    matched_gold_answers,
+    recall_precision_f1,
+    reteval_table,
+    sample_semi_gold,
     text_overlap,
 )
 from rageval.text_metrics import contains_answer, exact_match, normalize_answer

@@ -7,8 +7,14 @@ import json
 import pytest
 
 from rageval.attribution import statements as st
-from rageval.attribution.statements import (CITATION, Statement, missing_citations, parse_citations,
-                                            split_sentences, split_statements)
+from rageval.attribution.statements import (
+    CITATION,
+    Statement,
+    missing_citations,
+    parse_citations,
+    split_sentences,
+    split_statements,
+)
 from rageval.data.loaders import read_hagrid
 from rageval.paths import DATA_DIR
 

@@ -7,8 +7,20 @@ import sqlite3
 import pytest
 
 from rageval.errors import StoreError
-from rageval.store import (SCHEMA_VERSION, Correlation, DocOutput, E2EOutput, Label, MeasureValue, Run, RunReader,
-                           labels_as_qrels, list_runs, read_run, write_run)
+from rageval.store import (
+    SCHEMA_VERSION,
+    Correlation,
+    DocOutput,
+    E2EOutput,
+    Label,
+    MeasureValue,
+    Run,
+    RunReader,
+    labels_as_qrels,
+    list_runs,
+    read_run,
+    write_run,
+)
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 

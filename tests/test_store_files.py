@@ -15,8 +15,23 @@ from rageval.errors import StoreError
 from rageval.generation.cache import LLMCache
 from rageval.ium.experiment import read_ium_run
 from rageval.jobs import JobStore
-from rageval.store import (ANNOTATIONS, ATTRIBUTION, IUM, JOBS, LLM_CACHE, RUN, RunReader, kind_of, list_runs,
-                           open_for_write, open_readonly, sqlite_uri, stamp, write_run, write_sqlite_atomically)
+from rageval.store import (
+    ANNOTATIONS,
+    ATTRIBUTION,
+    IUM,
+    JOBS,
+    LLM_CACHE,
+    RUN,
+    RunReader,
+    kind_of,
+    list_runs,
+    open_for_write,
+    open_readonly,
+    sqlite_uri,
+    stamp,
+    write_run,
+    write_sqlite_atomically,
+)
 from tests.test_store import small_run
 
 ODD_NAME = "a#b?c%2f.sqlite"

@@ -9,8 +9,16 @@ import pytest
 from rageval.cli import main
 from rageval.generation.base import FakeGenerator
 from rageval.generation.cache import CachedGenerator, LLMCache
-from rageval.retrieval.subqueries import (FUSION_METHODS, SUBQUERY_DECODING, SUBQUERY_FEW_SHOT, build_subquery_prompt,
-                                          fused_retrieval, generate_subqueries, max_oracle, parse_subqueries)
+from rageval.retrieval.subqueries import (
+    FUSION_METHODS,
+    SUBQUERY_DECODING,
+    SUBQUERY_FEW_SHOT,
+    build_subquery_prompt,
+    fused_retrieval,
+    generate_subqueries,
+    max_oracle,
+    parse_subqueries,
+)
 from rageval.types import Ranking, ScoredPassage
 
 

@@ -24,14 +24,20 @@ from typing import Any, TypeVar
 import pandas as pd
 import streamlit as st
 
-from rageval.attribution.store import AttributionReader
 from rageval import paths
+from rageval.attribution.store import AttributionReader
+from rageval.errors import StoreError
+from rageval.report import k_sweep_from_frames as compute_k_sweep
 from rageval.report import measure_sort_key
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
-from rageval.report import k_sweep_from_frames as compute_k_sweep
-from rageval.errors import StoreError
-from rageval.store import (APPLICATION_ID, ATTRIBUTION_APPLICATION_ID, IUM_APPLICATION_ID, E2EOutput,
-                           RunReader, sqlite_application_id)
+from rageval.store import (
+    APPLICATION_ID,
+    ATTRIBUTION_APPLICATION_ID,
+    IUM_APPLICATION_ID,
+    E2EOutput,
+    RunReader,
+    sqlite_application_id,
+)
 from rageval.types import Query
 
 RUNS_DIR_ENV = "RAGEVAL_RUNS_DIR"

@@ -13,9 +13,8 @@ import streamlit as st
 from rageval import jobs
 from rageval.errors import RagevalError, StoreError
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
-from ui import data, data_jobs, render
+from ui import data, data_jobs, render, render_jobs
 from ui import data_lacks as loaders
-from ui import render_jobs
 
 REFRESH_S = 2.0
 MODEL_CHOICES = {"packaged": f"{DEFAULT_MODEL} (packaged, runs here on the CPU or a GPU)",

@@ -31,8 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rageval.attribution.metrics import InputPassage
-from rageval.attribution.prompts import (ANSWER_DECODING, CITATION_FEW_SHOT, CLOSED_BOOK_FEW_SHOT,
-                                         build_attributed_prompt, build_closed_book_prompt)
+from rageval.attribution.prompts import (
+    ANSWER_DECODING,
+    CITATION_FEW_SHOT,
+    CLOSED_BOOK_FEW_SHOT,
+    build_attributed_prompt,
+    build_closed_book_prompt,
+)
 from rageval.attribution.scoring import AnswerRecord, StatementRecord, human_agreement, score_answers
 from rageval.attribution.statements import parse_citations, split_statements
 from rageval.data.loaders import HagridRecord, HagridRunRecord

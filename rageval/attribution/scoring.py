@@ -11,8 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rageval.attribution.metrics import (CitationScores, InputPassage, PremiseKey, citation_overlap, citation_scores,
-                                         correctness, premise_of, required_premises)
+from rageval.attribution.metrics import (
+    CitationScores,
+    InputPassage,
+    PremiseKey,
+    citation_overlap,
+    citation_scores,
+    correctness,
+    premise_of,
+    required_premises,
+)
 from rageval.attribution.nli import ENTAILMENT_THRESHOLD, EntailmentModel
 
 

@@ -91,9 +91,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         out_dir = args.out_dir or RUNS_DIR / "retrieval"
     bm25 = dense = reranker = None
     if ev.NEEDS_BM25.intersection(systems):
-        from rageval.retrieval.bm25 import BM25Retriever
-
-        from rageval.retrieval.bm25 import load_or_build_bm25_index
+        from rageval.retrieval.bm25 import BM25Retriever, load_or_build_bm25_index
 
         bm25 = BM25Retriever(load_or_build_bm25_index(list(passages.values()), fingerprint))
     if ev.NEEDS_DENSE.intersection(systems):
@@ -116,7 +114,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     settings = {
         "dataset_slice": slice_note, "k": args.k,
         "corpus": {"passages": len(passages), "fingerprint": fingerprint[:16]}, "notes": notes,
-        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "rageval_version": __version__, "command": "rageval " + " ".join(sys.argv[1:]),
     }
     per_query = {}
@@ -167,7 +165,7 @@ def cmd_train_reranker(args: argparse.Namespace) -> int:
             raise RagevalError(f"evaluation queries must come from the first {rerank.EVAL_QUERIES} (held out)")
         queries = list(corpus.nq_queries[args.eval_offset:args.eval_offset + args.eval_queries])
         passages = {p.passage_id: p for p in corpus.passages}
-        qrels = {q.query_id: {pid: 1 for pid in q.gold_passage_ids} for q in queries}
+        qrels = {q.query_id: dict.fromkeys(q.gold_passage_ids, 1) for q in queries}
         systems = {"bm25": bm25.batch_search(queries, 10)}
         started = time.perf_counter()
         with tqdm(total=len(queries), desc="reranking", unit="query", file=sys.stderr, dynamic_ncols=True) as bar:

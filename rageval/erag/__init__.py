@@ -9,13 +9,38 @@ Any IR measure aggregates the labels into one score per ranked list (measures), 
 
 from rageval.erag.baselines import compute_llm_relevance_labels, compute_reference_labels
 from rageval.erag.e2e import compute_e2e
-from rageval.erag.labels import (ALL_METRICS, BINARY_METRICS, DOWNSTREAM_METRICS, MODEL_METRICS, EragSettings,
-                                 ProgressCallback, compute_erag_labels, generate_in_batches, metric_labels,
-                                 prompt_builder, score_outputs, top_k)
-from rageval.erag.measures import (GRADED_MEASURES, compute_measure_values, is_graded_method, is_list_bound_method,
-                                   measure_names)
-from rageval.erag.methods import (CONTAINS_ANSWER, ERAG_PREFIX, GOLD, GOLD_PAGE, LLM_RELEVANCE, QRELS, LabelMethod,
-                                  erag_method, parse_label_method)
+from rageval.erag.labels import (
+                                 ALL_METRICS,
+                                 BINARY_METRICS,
+                                 DOWNSTREAM_METRICS,
+                                 MODEL_METRICS,
+                                 EragSettings,
+                                 ProgressCallback,
+                                 compute_erag_labels,
+                                 generate_in_batches,
+                                 metric_labels,
+                                 prompt_builder,
+                                 score_outputs,
+                                 top_k,
+)
+from rageval.erag.measures import (
+                                 GRADED_MEASURES,
+                                 compute_measure_values,
+                                 is_graded_method,
+                                 is_list_bound_method,
+                                 measure_names,
+)
+from rageval.erag.methods import (
+                                 CONTAINS_ANSWER,
+                                 ERAG_PREFIX,
+                                 GOLD,
+                                 GOLD_PAGE,
+                                 LLM_RELEVANCE,
+                                 QRELS,
+                                 LabelMethod,
+                                 erag_method,
+                                 parse_label_method,
+)
 
 __all__ = [
     "ALL_METRICS", "BINARY_METRICS", "CONTAINS_ANSWER", "DOWNSTREAM_METRICS", "ERAG_PREFIX", "GOLD", "GOLD_PAGE",

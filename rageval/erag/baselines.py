@@ -61,7 +61,7 @@ def compute_reference_labels(queries: Sequence[Query], rankings: Mapping[str, Ra
     for q in queries:
         gold_titles = {passages[pid].title.strip().lower() for pid in q.gold_passage_ids if pid in passages}
         gold_titles.discard("")
-        page_labels = {pid: 1.0 for pid in q.gold_passage_ids}
+        page_labels = dict.fromkeys(q.gold_passage_ids, 1.0)
         for pid in top_k(rankings[q.query_id], k):
             found = contains_answer(passages[pid].as_document(), q.answers)
             labels.append(Label(CONTAINS_ANSWER, q.query_id, pid, float(found)))

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
-from queue import Empty
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from queue import Empty
 
 CONFIGURATIONS = ("e2e", "erag-query", "erag-document")
 

@@ -19,7 +19,6 @@ from rageval.measures import compute_measures
 from rageval.store import Label, MeasureValue, labels_as_qrels
 from rageval.types import Ranking
 
-
 #: Measures that accept graded labels (P@k = mean label, Hit@k = max label, nDCG with graded gains); the others
 #: (R, AP, RR, R-precision) are only defined for 0/1 labels and are not computed for graded label methods.
 GRADED_MEASURES = ("P", "nDCG", "Hit")

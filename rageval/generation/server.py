@@ -184,7 +184,7 @@ class _App:
                 prompts = [render_chat(messages, self.tokenizer)]
             try:
                 answers = self.generator.generate(prompts, settings)
-            except Exception as exc:  # noqa: BLE001 - any generator failure becomes an OpenAI-shaped 500
+            except Exception as exc:
                 raise RequestError(f"the generator failed: {type(exc).__name__}: {exc}", status=500,
                                    error_type="server_error") from exc
             return self._response(prompts, answers, settings, chat)
@@ -217,7 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so a pooled client reuses its connections
     server: _Server
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         route = self.path.split("?", 1)[0].rstrip("/")
         self.server.app.count(route)
         if route == "/v1/models":
@@ -227,7 +227,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, error_body(f"no route {route}; try /v1/models, /v1/completions, /v1/chat/completions"))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         route = self.path.split("?", 1)[0].rstrip("/")
         app = self.server.app
         app.count(route)
@@ -258,7 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - http.server's signature
+    def log_message(self, format: str, *args) -> None:
         if self.server.verbose:
             super().log_message(format, *args)
 

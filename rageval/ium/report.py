@@ -8,8 +8,14 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from rageval.ium.experiment import (MAIN_METHODS, batch_size_curve, iteration_curve, personalisation_summary,
-                                    read_ium_run, summary_table)
+from rageval.ium.experiment import (
+    MAIN_METHODS,
+    batch_size_curve,
+    iteration_curve,
+    personalisation_summary,
+    read_ium_run,
+    summary_table,
+)
 
 # The paper's Table 3 macro average over its 18 agents (KILT, BM25 top 100 + reranker), in percent.
 PAPER_MACRO = {"BM25": 55.38, "dense": 45.15, "reranker-individual": 59.86, "reranker-dataset": 60.43,

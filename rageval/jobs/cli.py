@@ -12,11 +12,24 @@ from pathlib import Path
 from rageval import erag
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 from rageval.jobs.control import cancel_job, create_job, lacking_pieces, launch_worker, resume_job
-from rageval.jobs.spec import (BACKENDS, CANCELLED, COMPLETE, DONE, DTYPES, LABEL_KINDS, PIECES, JobCancelled, JobError,
-                               JobSpec, job_progress, job_status)
+from rageval.jobs.spec import (
+    BACKENDS,
+    CANCELLED,
+    COMPLETE,
+    DONE,
+    DTYPES,
+    LABEL_KINDS,
+    PIECES,
+    JobCancelled,
+    JobError,
+    JobSpec,
+    job_progress,
+    job_status,
+)
 from rageval.jobs.store import JobStore
 from rageval.jobs.worker import run_job
 from rageval.store import RunReader
+
 
 def _store(args: argparse.Namespace) -> JobStore:
     return JobStore(args.jobs_db) if args.jobs_db else JobStore()

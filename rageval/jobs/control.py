@@ -16,10 +16,20 @@ from pathlib import Path
 from rageval.errors import StoreError
 from rageval.jobs.labelling import check_model
 from rageval.jobs.run_file import read_job_inputs, recover_run_file
-from rageval.jobs.spec import (ACTIVE, CANCELLED, Job, JobError, JobSpec, job_status, method_name, model_identity,
-                               worker_alive)
+from rageval.jobs.spec import (
+    ACTIVE,
+    CANCELLED,
+    Job,
+    JobError,
+    JobSpec,
+    job_status,
+    method_name,
+    model_identity,
+    worker_alive,
+)
 from rageval.jobs.store import JobStore
 from rageval.store import RunReader
+
 
 def check_writable(spec: JobSpec) -> None:
     """Refuse a run file rageval must not change: the shipped runs (``data/``) are read-only."""

@@ -14,6 +14,7 @@ from rageval.jobs.spec import JobError, JobSpec
 from rageval.store import Label, LabelEvidence
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
+
 def check_model(spec: JobSpec) -> None:
     """Fail early, without loading anything, when the job's model cannot be found
     (:func:`rageval.generation.factory.check_model`)."""

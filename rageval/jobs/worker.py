@@ -18,9 +18,16 @@ from rageval.errors import RagevalError
 from rageval.generation.base import Generator
 from rageval.jobs.control import lacking_pieces
 from rageval.jobs.labelling import batches, decoding_for, device_of, label_items, load_job_generator
-from rageval.jobs.run_file import labelled_items, read_job_inputs, record_provenance, write_labels, write_method_measures
+from rageval.jobs.run_file import (
+    labelled_items,
+    read_job_inputs,
+    record_provenance,
+    write_labels,
+    write_method_measures,
+)
 from rageval.jobs.spec import CANCELLED, DONE, FAILED, HEARTBEAT_S, Job, JobCancelled, model_identity
 from rageval.jobs.store import JobStore
+
 
 @contextmanager
 def _heartbeat(store_path: Path, job_id: int, interval_s: float = HEARTBEAT_S) -> Iterator[None]:

@@ -11,18 +11,16 @@ Runs and qrels held as tables or TREC files take the columnar path of :mod:`rage
 (``read_trec_run``, ``compute_measures_from_frames``), which fills the same label matrices.
 """
 
-from rageval.measures.base import Measure, MeasureDefinition, RankedLabels
-from rageval.measures.registry import get_definition, parse_measure, register_measure, registered_measures
-
-# Importing a measure module registers it; the order here is the order of registered_measures().
-from rageval.measures.precision import P
-from rageval.measures.recall import R
 from rageval.measures.average_precision import AP
-from rageval.measures.reciprocal_rank import RR
-from rageval.measures.ndcg import nDCG
-from rageval.measures.hit import Hit
-from rageval.measures.rprec import Rprec
-
+from rageval.measures.base import Measure, MeasureDefinition, RankedLabels
+from rageval.measures.columnar import (
+    build_ranked_labels_from_frames,
+    compute_measures_from_frames,
+    read_trec_qrels,
+    read_trec_run,
+    write_trec_qrels,
+    write_trec_run,
+)
 from rageval.measures.compute import (
     aggregate_measures,
     build_ranked_labels,
@@ -33,19 +31,43 @@ from rageval.measures.compute import (
     rank_by_score,
     required_depths,
 )
-from rageval.measures.columnar import (
-    build_ranked_labels_from_frames,
-    compute_measures_from_frames,
-    read_trec_qrels,
-    read_trec_run,
-    write_trec_qrels,
-    write_trec_run,
-)
+from rageval.measures.hit import Hit
+from rageval.measures.ndcg import nDCG
+
+# Importing a measure module registers it; the order here is the order of registered_measures().
+from rageval.measures.precision import P
+from rageval.measures.recall import R
+from rageval.measures.reciprocal_rank import RR
+from rageval.measures.registry import get_definition, parse_measure, register_measure, registered_measures
+from rageval.measures.rprec import Rprec
 
 __all__ = [
-    "AP", "Hit", "Measure", "MeasureDefinition", "P", "R", "RR", "RankedLabels", "Rprec", "nDCG",
-    "aggregate_measures", "build_ranked_labels", "build_ranked_labels_from_frames", "build_ranked_labels_from_run",
-    "compute_measure_values", "compute_measures", "compute_measures_from_frames", "compute_measures_from_run",
-    "get_definition", "parse_measure", "rank_by_score", "register_measure", "registered_measures",
-    "read_trec_qrels", "read_trec_run", "required_depths", "write_trec_qrels", "write_trec_run",
+    "AP",
+    "RR",
+    "Hit",
+    "Measure",
+    "MeasureDefinition",
+    "P",
+    "R",
+    "RankedLabels",
+    "Rprec",
+    "aggregate_measures",
+    "build_ranked_labels",
+    "build_ranked_labels_from_frames",
+    "build_ranked_labels_from_run",
+    "compute_measure_values",
+    "compute_measures",
+    "compute_measures_from_frames",
+    "compute_measures_from_run",
+    "get_definition",
+    "nDCG",
+    "parse_measure",
+    "rank_by_score",
+    "read_trec_qrels",
+    "read_trec_run",
+    "register_measure",
+    "registered_measures",
+    "required_depths",
+    "write_trec_qrels",
+    "write_trec_run",
 ]

@@ -21,8 +21,8 @@ Label semantics (shared by every measure):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -75,7 +75,7 @@ class MeasureDefinition:
     aliases: tuple[str, ...] = ()
     default: float = 0.0
 
-    def __matmul__(self, cutoff: int) -> "Measure":
+    def __matmul__(self, cutoff: int) -> Measure:
         """``nDCG @ 10`` -> the measure ``nDCG@10``."""
         return Measure(self, cutoff)
 

@@ -22,9 +22,9 @@ import math
 import os
 import re
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -198,11 +198,12 @@ def _parse_arrow(path: Path, layout: _TrecLayout) -> pd.DataFrame | None:
     """The file read by Arrow's CSV reader, or None if it is not strictly delimited (or no pyarrow)."""
     try:
         import pyarrow as pa
-        from pyarrow import compute as arrow_compute, csv as arrow_csv
+        from pyarrow import compute as arrow_compute
+        from pyarrow import csv as arrow_csv
     except ImportError:
         return None
     strings = pa.dictionary(pa.int32(), pa.string())  # explicit: no guessing "007" is the number 7
-    types = {field: strings for field in layout.fields}
+    types = dict.fromkeys(layout.fields, strings)
     types[layout.value_field] = pa.float64()
     # An integer parse is the cheapest check that the (ignored) rank field is there; a file with
     # non-integer ranks is still read, by the fallback.
@@ -238,7 +239,7 @@ def _delimiter(path: Path) -> str:
 def _parse_c(path: Path, layout: _TrecLayout) -> pd.DataFrame:
     """The file read by pandas' C parser in whitespace mode (any run of spaces and tabs)."""
     # Ids as str, never "category": the C parser would guess numeric categories ("007" -> 7).
-    dtypes = {field: "category" for field in layout.fields}
+    dtypes = dict.fromkeys(layout.fields, "category")
     dtypes.update(query_id=str, passage_id=str)
     dtypes[layout.value_field] = np.float64
     with warnings.catch_warnings():

@@ -7,8 +7,8 @@ at once, with no Python loop over queries.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd

@@ -7,8 +7,8 @@ refused, so two measures can never answer to the same string.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 from rageval.measures.base import Measure, MeasureDefinition
 

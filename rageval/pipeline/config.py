@@ -186,4 +186,4 @@ def load_prompt_template(path: Path) -> PromptTemplate:
                           instruction=values["instruction"], examples=tuple(examples))
 
 
-__all__ = ["EvaluateConfig", "METHODS", "build_config", "load_prompt_template", "read_config_file"]
+__all__ = ["METHODS", "EvaluateConfig", "build_config", "load_prompt_template", "read_config_file"]

@@ -338,7 +338,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         "llm_calls": {"cache_hits": meter.hits - hits_at_start, "cache_misses": meter.misses - misses_at_start,
                       "by_stage": meter.calls},
         "timing_s": timings, "pipeline_notes": notes,
-        "created_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "rageval_version": __version__,
     }
     return Run(settings=run_settings, queries=queries,

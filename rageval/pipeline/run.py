@@ -14,10 +14,9 @@ from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.generation.factory import check_model, expected_model_id, load_generator
 from rageval.paths import REPO_ROOT, user_runs_dir
 from rageval.pipeline.config import EvaluateConfig
-from rageval.pipeline.evaluate import (LLM_STAGES, DryRunGenerator, EvaluationOptions, Log, Progress,
-                                       evaluate_run)
+from rageval.pipeline.evaluate import LLM_STAGES, DryRunGenerator, EvaluationOptions, Log, Progress, evaluate_run
 from rageval.pipeline.sources import LoadedInputs, load_inputs
-from rageval.store import Run, write_run
+from rageval.store import write_run
 
 ANSWERS_NEEDED = "eRAG, E2E, the contains-answer baseline and LLM-retEval score answers against them"
 

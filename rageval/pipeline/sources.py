@@ -28,8 +28,15 @@ from pathlib import Path
 from rageval.errors import DataError, RagevalError
 from rageval.store import Label, Run
 from rageval.types import Passage, Query, Ranking
-from rageval.upload import (UploadError, UploadFile, UploadLimits, convert_jsonl_upload, convert_trec_upload,
-                            read_passages_file, read_queries_file)
+from rageval.upload import (
+    UploadError,
+    UploadFile,
+    UploadLimits,
+    convert_jsonl_upload,
+    convert_trec_upload,
+    read_passages_file,
+    read_queries_file,
+)
 
 #: No practical size limit for files named on the command line (the dashboard's upload keeps its own limits).
 PIPELINE_LIMITS = UploadLimits(max_file_bytes=64 * 2**30, max_queries=10_000_000, max_passages_per_query=100_000,

@@ -17,12 +17,31 @@ stored facts (``failures``: A-C failures of the classic recall metric, D-F of LL
 1-2 (``report``) and a run's settings (``settings``).
 """
 
-from rageval.reteval.failures import (CATEGORY_NAMES, NEAR_DUPLICATE_OVERLAP, RECALL_FAILURES, RETEVAL_FAILURES,
-                                      QueryFacts, classify_failures, find_failure_cases, matched_gold_answers,
-                                      text_overlap)
-from rageval.reteval.judges import (GOLD_ANSWERS, JUDGE_NAMES, SEMI_GOLD, SHORT_REPLY, EmbeddingJudge,
-                                    ExactMatchJudge, Judge, JudgeResult, LLMJudge, TokenF1Judge, judge_answers,
-                                    make_judge)
+from rageval.reteval.failures import (
+                                      CATEGORY_NAMES,
+                                      NEAR_DUPLICATE_OVERLAP,
+                                      RECALL_FAILURES,
+                                      RETEVAL_FAILURES,
+                                      QueryFacts,
+                                      classify_failures,
+                                      find_failure_cases,
+                                      matched_gold_answers,
+                                      text_overlap,
+)
+from rageval.reteval.judges import (
+                                      GOLD_ANSWERS,
+                                      JUDGE_NAMES,
+                                      SEMI_GOLD,
+                                      SHORT_REPLY,
+                                      EmbeddingJudge,
+                                      ExactMatchJudge,
+                                      Judge,
+                                      JudgeResult,
+                                      LLMJudge,
+                                      TokenF1Judge,
+                                      judge_answers,
+                                      make_judge,
+)
 from rageval.reteval.report import recall_precision_f1, reteval_table
 from rageval.reteval.semi_gold import SemiGoldSettings, distinct_answers, sample_semi_gold
 from rageval.reteval.settings import RetEvalSettings

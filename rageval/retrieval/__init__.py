@@ -8,20 +8,65 @@
 ``evaluate``: Recall/nDCG/MRR of retrieval systems against gold passages (``rageval eval-retrieval``).
 """
 
-from rageval.retrieval.bm25 import (BM25Retriever, build_bm25_index, bm25_index_dir,
-                                    load_or_build_bm25_index)
-from rageval.retrieval.dense import (DenseRetriever, MiniLMEncoder, PassageEmbeddings, encode_passages,
-                                     load_dense_retriever, load_or_encode_passages)
-from rageval.retrieval.fusion import (comb_mnz, comb_sum, min_max, pm2, reciprocal_rank_fusion, rerank_fusion,
-                                      sort_fusion, z_score)
+from rageval.retrieval.bm25 import BM25Retriever, bm25_index_dir, build_bm25_index, load_or_build_bm25_index
+from rageval.retrieval.dense import (
+                                    DenseRetriever,
+                                    MiniLMEncoder,
+                                    PassageEmbeddings,
+                                    encode_passages,
+                                    load_dense_retriever,
+                                    load_or_encode_passages,
+)
+from rageval.retrieval.fusion import (
+                                    comb_mnz,
+                                    comb_sum,
+                                    min_max,
+                                    pm2,
+                                    reciprocal_rank_fusion,
+                                    rerank_fusion,
+                                    sort_fusion,
+                                    z_score,
+)
 from rageval.retrieval.jvm import ensure_jvm
-from rageval.retrieval.rerank import (CrossEncoder, CrossEncoderReranker, CrossEncoderSettings, NqRerankerConfig,
-                                      Reranker, TrainingLog, load_or_train_nq_reranker, train_cross_encoder,
-                                      two_stage)
+from rageval.retrieval.rerank import (
+                                    CrossEncoder,
+                                    CrossEncoderReranker,
+                                    CrossEncoderSettings,
+                                    NqRerankerConfig,
+                                    Reranker,
+                                    TrainingLog,
+                                    load_or_train_nq_reranker,
+                                    train_cross_encoder,
+                                    two_stage,
+)
 
-__all__ = ["BM25Retriever", "build_bm25_index", "bm25_index_dir", "load_or_build_bm25_index", "ensure_jvm",
-           "DenseRetriever", "MiniLMEncoder", "PassageEmbeddings", "encode_passages", "load_dense_retriever",
-           "load_or_encode_passages", "comb_mnz", "comb_sum", "min_max", "pm2", "reciprocal_rank_fusion",
-           "rerank_fusion", "sort_fusion", "z_score", "CrossEncoder", "CrossEncoderReranker",
-           "CrossEncoderSettings", "NqRerankerConfig", "Reranker", "TrainingLog", "load_or_train_nq_reranker",
-           "train_cross_encoder", "two_stage"]
+__all__ = [
+                                    "BM25Retriever",
+                                    "CrossEncoder",
+                                    "CrossEncoderReranker",
+                                    "CrossEncoderSettings",
+                                    "DenseRetriever",
+                                    "MiniLMEncoder",
+                                    "NqRerankerConfig",
+                                    "PassageEmbeddings",
+                                    "Reranker",
+                                    "TrainingLog",
+                                    "bm25_index_dir",
+                                    "build_bm25_index",
+                                    "comb_mnz",
+                                    "comb_sum",
+                                    "encode_passages",
+                                    "ensure_jvm",
+                                    "load_dense_retriever",
+                                    "load_or_build_bm25_index",
+                                    "load_or_encode_passages",
+                                    "load_or_train_nq_reranker",
+                                    "min_max",
+                                    "pm2",
+                                    "reciprocal_rank_fusion",
+                                    "rerank_fusion",
+                                    "sort_fusion",
+                                    "train_cross_encoder",
+                                    "two_stage",
+                                    "z_score",
+]

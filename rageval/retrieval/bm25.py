@@ -28,9 +28,9 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from rageval.retrieval.checks import check_k, check_unique_query_ids
 from rageval.errors import RagevalError
 from rageval.paths import cache_dir
+from rageval.retrieval.checks import check_k, check_unique_query_ids
 from rageval.retrieval.jvm import anserini_jar, ensure_jvm, find_java_home, java_env, jvm_options
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 

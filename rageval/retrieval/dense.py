@@ -35,9 +35,9 @@ from typing import Protocol
 
 import numpy as np
 
-from rageval.retrieval.checks import check_k, check_unique_query_ids
 from rageval.errors import RagevalError
 from rageval.paths import cache_dir
+from rageval.retrieval.checks import check_k, check_unique_query_ids
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"

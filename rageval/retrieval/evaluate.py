@@ -102,7 +102,7 @@ def load_queries(dataset: str, corpus, num_queries: int | None = None, data_dir:
 
 def gold_qrels(queries: Iterable[Query]) -> dict[str, dict[str, float]]:
     """Binary qrels: every gold passage of every query labelled 1 (a query without gold has an empty mapping)."""
-    return {q.query_id: {pid: 1.0 for pid in q.gold_passage_ids} for q in queries}
+    return {q.query_id: dict.fromkeys(q.gold_passage_ids, 1.0) for q in queries}
 
 
 def gold_labels(queries: Iterable[Query]) -> list[Label]:

@@ -18,9 +18,8 @@ per-query score (say every query got P@1 = 0) is a legitimate outcome to show, n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd

@@ -1,13 +1,45 @@
 """rageval's SQLite files: run files (``runs``, their records in ``records``) and the one open/version/check of
 every kind of file (``files``). The names are re-exported here: ``from rageval.store import RunReader``."""
 
-from rageval.store.files import (ANNOTATIONS, ATTRIBUTION, IUM, JOBS, KINDS, LLM_CACHE, RUN, SqliteKind, check_kind,
-                                 kind_of, open_for_write, open_readonly, sqlite_application_id, sqlite_uri, stamp,
-                                 write_sqlite_atomically)
-from rageval.store.records import (Correlation, DocOutput, E2EOutput, FailureCase, Label, LabelEvidence,
-                                   MeasureValue, Run, SemiGoldOutput, Verdict)
-from rageval.store.runs import (APPLICATION_ID, SCHEMA_VERSION, RunReader, labels_as_qrels, list_runs, read_run,
-                                write_run)
+from rageval.store.files import (
+                                 ANNOTATIONS,
+                                 ATTRIBUTION,
+                                 IUM,
+                                 JOBS,
+                                 KINDS,
+                                 LLM_CACHE,
+                                 RUN,
+                                 SqliteKind,
+                                 check_kind,
+                                 kind_of,
+                                 open_for_write,
+                                 open_readonly,
+                                 sqlite_application_id,
+                                 sqlite_uri,
+                                 stamp,
+                                 write_sqlite_atomically,
+)
+from rageval.store.records import (
+                                 Correlation,
+                                 DocOutput,
+                                 E2EOutput,
+                                 FailureCase,
+                                 Label,
+                                 LabelEvidence,
+                                 MeasureValue,
+                                 Run,
+                                 SemiGoldOutput,
+                                 Verdict,
+)
+from rageval.store.runs import (
+                                 APPLICATION_ID,
+                                 SCHEMA_VERSION,
+                                 RunReader,
+                                 labels_as_qrels,
+                                 list_runs,
+                                 read_run,
+                                 write_run,
+)
 
 #: The ``application_id`` of each other kind (older names, kept for their readers).
 ATTRIBUTION_APPLICATION_ID = ATTRIBUTION.application_id

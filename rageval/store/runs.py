@@ -30,8 +30,18 @@ import pandas as pd
 
 from rageval.errors import StoreError
 from rageval.store.files import RUN, open_readonly, sqlite_application_id, stamp, write_sqlite_atomically
-from rageval.store.records import (Correlation, DocOutput, E2EOutput, FailureCase, Label, LabelEvidence,
-                                   MeasureValue, Run, SemiGoldOutput, Verdict)
+from rageval.store.records import (
+    Correlation,
+    DocOutput,
+    E2EOutput,
+    FailureCase,
+    Label,
+    LabelEvidence,
+    MeasureValue,
+    Run,
+    SemiGoldOutput,
+    Verdict,
+)
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 SCHEMA_VERSION = RUN.version
@@ -222,7 +232,7 @@ class RunReader:
         where, params = ("", ()) if k is None else (" WHERE k = ?", (int(k),))
         frame = self._optional_frame("correlations", f"SELECT {', '.join(CORRELATION_COLUMNS)} FROM correlations"
                                      f"{where} ORDER BY k, method, measure", params, CORRELATION_COLUMNS)
-        return frame.astype({c: float for c in CORRELATION_COLUMNS[4:10]})
+        return frame.astype(dict.fromkeys(CORRELATION_COLUMNS[4:10], float))
 
     def query(self, query_id: str) -> Query:
         row = self._connection.execute(

@@ -22,20 +22,57 @@ TREC form), :mod:`~rageval.upload.build` (measures and settings of the converted
 atomic write), :mod:`~rageval.upload.cli` (``rageval upload``).
 """
 
-from rageval.upload.problems import (DEFAULT_LIMITS, ERROR, WARNING, Problem, Problems, UploadError, UploadFile,
-                                     UploadLimits, UploadResult, raise_first_error)
-from rageval.upload.fields import FieldReader, describe, read_json_records
 from rageval.upload.build import STANDARD_CUTOFFS, compute_upload_measures, is_graded, measure_cutoffs
-from rageval.upload.jsonl import convert_jsonl_upload, read_passages_file, read_queries_file
-from rageval.upload.trec import TREC_QRELS_FIELDS, TREC_RUN_FIELDS, convert_trec_upload, read_trec_qrels
-from rageval.upload.convert import FORMS, convert_upload
-from rageval.upload.save import check_run_name, name_in_use, run_file_path, save_upload
 from rageval.upload.cli import add_parsers, cmd_upload
+from rageval.upload.convert import FORMS, convert_upload
+from rageval.upload.fields import FieldReader, describe, read_json_records
+from rageval.upload.jsonl import convert_jsonl_upload, read_passages_file, read_queries_file
+from rageval.upload.problems import (
+                                     DEFAULT_LIMITS,
+                                     ERROR,
+                                     WARNING,
+                                     Problem,
+                                     Problems,
+                                     UploadError,
+                                     UploadFile,
+                                     UploadLimits,
+                                     UploadResult,
+                                     raise_first_error,
+)
+from rageval.upload.save import check_run_name, name_in_use, run_file_path, save_upload
+from rageval.upload.trec import TREC_QRELS_FIELDS, TREC_RUN_FIELDS, convert_trec_upload, read_trec_qrels
 
 __all__ = [
-    "DEFAULT_LIMITS", "ERROR", "FORMS", "FieldReader", "Problem", "Problems", "STANDARD_CUTOFFS", "TREC_QRELS_FIELDS",
-    "TREC_RUN_FIELDS", "UploadError", "UploadFile", "UploadLimits", "UploadResult", "WARNING", "add_parsers",
-    "check_run_name", "cmd_upload", "compute_upload_measures", "convert_jsonl_upload", "convert_trec_upload",
-    "convert_upload", "describe", "is_graded", "measure_cutoffs", "name_in_use", "raise_first_error",
-    "read_json_records", "read_passages_file", "read_queries_file", "read_trec_qrels", "run_file_path", "save_upload",
+                                     "DEFAULT_LIMITS",
+                                     "ERROR",
+                                     "FORMS",
+                                     "STANDARD_CUTOFFS",
+                                     "TREC_QRELS_FIELDS",
+                                     "TREC_RUN_FIELDS",
+                                     "WARNING",
+                                     "FieldReader",
+                                     "Problem",
+                                     "Problems",
+                                     "UploadError",
+                                     "UploadFile",
+                                     "UploadLimits",
+                                     "UploadResult",
+                                     "add_parsers",
+                                     "check_run_name",
+                                     "cmd_upload",
+                                     "compute_upload_measures",
+                                     "convert_jsonl_upload",
+                                     "convert_trec_upload",
+                                     "convert_upload",
+                                     "describe",
+                                     "is_graded",
+                                     "measure_cutoffs",
+                                     "name_in_use",
+                                     "raise_first_error",
+                                     "read_json_records",
+                                     "read_passages_file",
+                                     "read_queries_file",
+                                     "read_trec_qrels",
+                                     "run_file_path",
+                                     "save_upload",
 ]

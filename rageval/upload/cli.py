@@ -11,6 +11,7 @@ from rageval.upload.convert import convert_upload
 from rageval.upload.problems import DEFAULT_LIMITS, UploadError, UploadFile
 from rageval.upload.save import check_run_name, save_upload
 
+
 def cmd_upload(args: argparse.Namespace) -> int:
     """``rageval upload``: validate, print every problem as ``severity: file, line N: message``, then write."""
     limits = DEFAULT_LIMITS
