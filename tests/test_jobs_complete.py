@@ -23,7 +23,7 @@ from rageval.generation.server import serve
 from rageval.pipeline.summary import PIECES, missing_pieces, run_summary
 from rageval.store import RunReader
 from tests.test_jobs import GatedReader, wait_for
-from tests.user_run_fixtures import QUESTIONS, build_uploaded_run
+from tests.user_run_fixtures import QUESTIONS, build_evaluated_run, build_uploaded_run
 
 MODEL = "fake-span"
 
@@ -165,3 +165,39 @@ def test_a_version_1_jobs_database_gains_the_stage_column(tmp_path):
         assert job.stage is None
         store.set_stage(job.job_id, "erag", 1, 3, new_stage=True)
         assert store.get(job.job_id).stage == "erag"
+
+
+def test_rewriting_a_methods_labels_replaces_its_stored_correlations_and_no_others(tmp_path):
+    """A re-score job that rewrites a method's labels must not leave correlations computed from the old labels
+    (the Correlations page reads the stored table when its counts match, and they still would)."""
+    import pandas as pd
+    from pandas.testing import assert_frame_equal
+
+    from rageval.jobs.run_file import write_labels, write_method_measures
+    from rageval.pipeline.evaluate import correlations_from_tables
+    from rageval.store import Label
+
+    path = build_evaluated_run(tmp_path / "files", tmp_path / "run.sqlite", tmp_path / "llm.sqlite")
+    method = "erag:em"
+    with RunReader(path) as reader:
+        before = reader.correlations()
+        old_labels = reader.labels(method)
+    assert (before["method"] == method).any() and (before["method"] != method).any()
+    # Flip every label of the method: its measures, and so its correlations, change.
+    write_labels(path, [Label(method, q, p, 1.0 - v) for q, p, v in
+                        zip(old_labels["query_id"], old_labels["passage_id"], old_labels["value"])], [])
+    values = write_method_measures(path, method, "erag")
+
+    with RunReader(path) as reader:
+        after = reader.correlations()
+        e2e = reader.e2e_table()
+    others = before["method"] != method
+    assert_frame_equal(after[after["method"] != method].reset_index(drop=True),
+                       before[others].reset_index(drop=True))
+    expected = pd.DataFrame(correlations_from_tables(
+        pd.DataFrame(values, columns=["method", "measure", "query_id", "value"]), e2e))
+    mine = after[after["method"] == method].reset_index(drop=True)
+    assert len(mine) == len(expected) > 0
+    assert_frame_equal(mine, expected.sort_values(["k", "method", "measure"]).reset_index(drop=True),
+                       check_dtype=False)
+    assert not mine[["tau", "rho"]].equals(before.loc[~others, ["tau", "rho"]].reset_index(drop=True))

@@ -19,7 +19,8 @@ import pandas as pd
 from rageval import erag
 from rageval.errors import StoreError
 from rageval.jobs.spec import JobError, JobSpec
-from rageval.store import RUN, Label, LabelEvidence, MeasureValue, RunReader, open_for_write, open_readonly
+from rageval.store import RUN, Correlation, Label, LabelEvidence, MeasureValue, RunReader, open_for_write, open_readonly
+from rageval.store.runs import CORRELATION_COLUMNS
 from rageval.types import Passage, Query, Ranking
 
 #: How long a worker waits for a dashboard reader to release the run file before a write fails.
@@ -222,8 +223,26 @@ def write_method_measures(path: str | os.PathLike, method: str, base_method: str
         labels = reader.labels(method)
         rankings = reader.rankings()
     values = compute_method_measures(labels, rankings, run_cutoffs(path), base_method, method)
+    correlations = _method_correlations(path, values)
     with _run_transaction(path) as conn:
         conn.execute("DELETE FROM measure_values WHERE method = ?", (method,))
         conn.executemany("INSERT INTO measure_values VALUES (?, ?, ?, ?)",
                          [(v.method, v.measure, v.query_id, v.value) for v in values])
+        if correlations is not None:
+            conn.execute("DELETE FROM correlations WHERE method = ?", (method,))
+            conn.executemany(f"INSERT INTO correlations VALUES ({', '.join('?' * len(CORRELATION_COLUMNS))})",
+                             [dataclasses.astuple(c) for c in correlations])
     return values
+
+
+def _method_correlations(path: str | os.PathLike, values: Sequence[MeasureValue]) -> list[Correlation] | None:
+    """The correlations with E2E at every k of one method's new measure values, to replace its stored rows (the
+    old ones describe labels that are gone); None when the run stores no correlations (the page computes them)."""
+    from rageval.pipeline.evaluate import correlations_from_tables
+
+    with RunReader(path) as reader:
+        if reader.correlations().empty:
+            return None
+        e2e = reader.e2e_table()
+    measures = pd.DataFrame(values, columns=["method", "measure", "query_id", "value"])
+    return correlations_from_tables(measures, e2e) if len(measures) and len(e2e) else []

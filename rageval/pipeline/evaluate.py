@@ -30,6 +30,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from rageval import __version__, erag
 from rageval import reteval as llm_reteval
@@ -40,6 +41,9 @@ from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SH
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rageval.store import Correlation, E2EOutput, MeasureValue, Run
 from rageval.types import Passage, Query, Ranking
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METHODS = ("erag", "e2e", "baselines", "reteval")
 #: Stages that call the LLM, in pipeline order (the names of progress bars and call counts).
@@ -358,12 +362,19 @@ def compute_correlations(measure_values: Sequence[MeasureValue], e2e_outputs: Se
     :func:`rageval.report.correlation_table_at_k` at each k, exactly what the Correlations page shows."""
     import pandas as pd
 
-    from rageval.report import correlation_table_at_k
-
     if not measure_values or not e2e_outputs:
         return []
     measures = pd.DataFrame(measure_values, columns=["method", "measure", "query_id", "value"])
     e2e = pd.DataFrame([(o.query_id, o.k, o.score) for o in e2e_outputs], columns=["query_id", "k", "score"])
+    return correlations_from_tables(measures, e2e, n_resamples)
+
+
+def correlations_from_tables(measures: pd.DataFrame, e2e: pd.DataFrame,
+                             n_resamples: int = DEFAULT_RESAMPLES) -> list[Correlation]:
+    """:func:`compute_correlations` on a run's tables as :class:`~rageval.store.RunReader` reads them
+    (``measures``: method, measure, query_id, value; ``e2e``: query_id, k, score)."""
+    from rageval.report import correlation_table_at_k
+
     correlations = []
     for k in sorted(e2e["k"].unique()):
         table = correlation_table_at_k(measures, e2e, int(k), n_resamples, with_rprec=True)
