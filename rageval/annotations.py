@@ -263,9 +263,10 @@ def cohen_kappa(first: Sequence[int], second: Sequence[int]) -> Kappa:
     """
     if len(first) != len(second):
         raise ValueError(f"cohen_kappa: {len(first)} labels against {len(second)}")
+    bad = next((value for value in (*first, *second) if value not in (0, 1)), None)
+    if bad is not None:  # checked before int(): int(0.7) would silently read a 0.7 as 0
+        raise ValueError(f"cohen_kappa: labels must be 0 or 1, got {bad!r}")
     pairs = [(int(x), int(y)) for x, y in zip(first, second)]
-    if any(x not in (0, 1) or y not in (0, 1) for x, y in pairs):
-        raise ValueError("cohen_kappa: labels must be 0 or 1")
     a = sum(1 for x, y in pairs if x == 1 and y == 1)
     b = sum(1 for x, y in pairs if x == 1 and y == 0)
     c = sum(1 for x, y in pairs if x == 0 and y == 1)

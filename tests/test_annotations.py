@@ -125,6 +125,14 @@ def test_kappa_and_confusion_counts_match_sklearn_on_the_fixture_methods(run_lab
     assert informative >= 2  # the fixture's methods disagree on some passages, so the check is not vacuous
 
 
+def test_kappa_refuses_labels_other_than_0_and_1_instead_of_truncating_them():
+    with pytest.raises(ValueError, match="got 0.7"):
+        cohen_kappa([0.7, 1, 0], [1, 1, 0])  # int(0.7) once read it as 0
+    with pytest.raises(ValueError, match="got 2"):
+        cohen_kappa([1, 0], [2, 0])
+    assert cohen_kappa([1.0, 0.0, True], [1, 0, 1]).kappa == 1.0  # 0/1 as floats or bools are fine
+
+
 def test_kappa_undefined_cases_are_nan_with_a_reason():
     both_useful = cohen_kappa([1, 1, 1], [1, 1, 1])
     assert np.isnan(both_useful.kappa) and np.isnan(sklearn_kappa([1, 1, 1], [1, 1, 1]))

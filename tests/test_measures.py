@@ -183,6 +183,15 @@ def test_empty_ranking_and_no_relevant_give_zero_for_every_measure():
     assert all(parse_measure(name).default == 0.0 for name in measures)
 
 
+def test_no_query_retrieved_anything_gives_zero_as_trec_eval_does():
+    """Every ranking empty (or none given): the label matrix has no column; RR's argmax once raised here."""
+    measures = ["RR", "RR@5", "P@5", "AP", "nDCG@10", "Rprec", "R@5"]
+    for rankings in ({}, {"q1": []}):
+        values = compute_measures(measures, rankings, {"q1": {"d1": 1}})
+        assert values["query_id"].tolist() == ["q1"] * len(measures)
+        assert (values["value"] == 0.0).all(), rankings
+
+
 def test_query_set_is_qrels_or_given_queries():
     rankings = {"q1": ["a"], "not_judged": ["a"]}
     qrels = {"q1": {"a": 1}, "q2": {"a": 1}}

@@ -15,9 +15,10 @@ from rageval.measures.registry import register_measure
 
 def reciprocal_rank(labels: RankedLabels, cutoff: int | None) -> np.ndarray:
     is_relevant = top(labels.relevance, cutoff) > 0
+    if is_relevant.shape[1] == 0:  # no query retrieved anything (argmax of an empty row would raise)
+        return np.zeros(is_relevant.shape[0])
     first = np.argmax(is_relevant, axis=1)  # 0 also when nothing is relevant: masked below
-    found = is_relevant.any(axis=1) if is_relevant.shape[1] else np.zeros(len(first), dtype=bool)
-    return np.where(found, 1.0 / (first + 1.0), 0.0)
+    return np.where(is_relevant.any(axis=1), 1.0 / (first + 1.0), 0.0)
 
 
 RR = register_measure(
