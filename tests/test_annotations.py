@@ -126,7 +126,7 @@ def test_kappa_and_confusion_counts_match_sklearn_on_the_fixture_methods(run_lab
 
 
 def test_kappa_refuses_labels_other_than_0_and_1_instead_of_truncating_them():
-    with pytest.raises(ValueError, match="got 0.7"):
+    with pytest.raises(ValueError, match=r"got 0\.7"):
         cohen_kappa([0.7, 1, 0], [1, 1, 0])  # int(0.7) once read it as 0
     with pytest.raises(ValueError, match="got 2"):
         cohen_kappa([1, 0], [2, 0])
