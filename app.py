@@ -50,6 +50,11 @@ st.subheader("Aggregate measures")
 if summary.empty:
     st.info("This run stores no measure values.")
 else:
+    if nonfinite := data.load_nonfinite_measure_counts(*key):
+        st.warning(render.escape_markdown(
+            f"{sum(nonfinite.values())} per-query measure value(s) are missing or not a finite number in the run "
+            "file and are left out of the means ("
+            + ", ".join(f"{render.method_name(m)}: {n}" for m, n in nonfinite.items()) + ")."))
     means_tab, intervals_tab = st.tabs(["Means", "Means with 95% confidence intervals"])
     with means_tab:
         render.render_measure_summary(summary, counts["queries"])
