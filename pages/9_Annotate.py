@@ -76,7 +76,8 @@ if kind == "passage":
         view.render_passage_to_label(
             row, current.loc[row.passage_id] if row.passage_id in current.index else None,
             key=f"annotate.passage.{int(row.rank)}", on_label=annotations.save_label,
-            args=(*save, PassageItem(query_id, row.passage_id)), run_key=key)
+            args=(*save, PassageItem(query_id, row.passage_id)), run_key=key,
+            page_key=f"annotate.page.{query_id}.{int(row.rank)}")
     provenance = render.provenance(settings, mine["query_id"].nunique())
 else:
     settings = data.load_attribution_settings(*key)
@@ -110,7 +111,8 @@ else:
     with st.expander(f"Input passages ({len(inputs)})", expanded=True):
         if inputs.empty:
             st.caption("None: this scenario answers closed-book.")
-        render_citations.render_input_passages(inputs)
+        render_citations.render_input_passages(inputs, run_key=key, scenario=scenario, query_id=query_id,
+                                               key=f"annotate.input_page.{scenario}.{query_id}")
     statements = data.load_attribution_statements(*key, scenario, query_id, answer_id)
     if statements.empty:
         st.caption("This answer has no statements (an empty answer).")

@@ -636,10 +636,19 @@ def load_attribution_statements(path: str, mtime_ns: int, scenario: str, query_i
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_attribution_inputs(path: str, mtime_ns: int, scenario: str, query_id: str) -> pd.DataFrame:
-    """The passages the generator saw for (scenario, query), by citation number: number, passage_id, title, text."""
-    frame = _read_attribution(path, mtime_ns, lambda reader: reader.frame(
-        "input_passages", "scenario = ? AND query_id = ?", (scenario, query_id)))
-    return frame.drop(columns=["scenario", "query_id"]).sort_values("number").reset_index(drop=True)
+    """The passages the generator saw for (scenario, query), by citation number: number, passage_id, title, text
+    (its first :data:`PASSAGE_PAGE_CHARS` characters), text_length (:func:`load_attribution_input_page` reads the
+    rest)."""
+    return _read_attribution(path, mtime_ns, lambda reader: reader.input_passages(scenario, query_id,
+                                                                                  PASSAGE_PAGE_CHARS))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
+def load_attribution_input_page(path: str, mtime_ns: int, scenario: str, query_id: str, number: int,
+                                page: int) -> str:
+    """Characters ``[page * N, (page + 1) * N)`` of one input passage, N = :data:`PASSAGE_PAGE_CHARS`."""
+    return _read_attribution(path, mtime_ns, lambda reader: reader.input_passage_text(
+        scenario, query_id, number, page * PASSAGE_PAGE_CHARS, PASSAGE_PAGE_CHARS)) or ""
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)

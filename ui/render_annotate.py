@@ -98,13 +98,13 @@ def render_label_buttons(current: pd.Series | None, kind: str, *, key: str, on_l
 
 
 def render_passage_to_label(row: Any, current: pd.Series | None, *, key: str, on_label: Callable[..., None],
-                            args: tuple, run_key: tuple[str, int]) -> None:
+                            args: tuple, run_key: tuple[str, int], page_key: str) -> None:
     """One ranked passage (a row of :func:`ui.data.load_ranking`'s table, read from the run ``run_key``): rank,
-    title, id, its text (a page at a time when long), and the label buttons."""
+    title, id, its text (a page at a time when long: widget ``page_key``), and the label buttons."""
     with st.container(border=True):
         title = escape_markdown(row.title) if row.title else "(untitled passage)"
         st.markdown(f"**{int(row.rank)}\\. {title}** · {escape_markdown(row.passage_id)}")
-        render.render_passage_text(row.text, row.text_length, key=f"{key}.page",
+        render.render_passage_text(row.text, row.text_length, key=page_key,
                                    load_page=functools.partial(data.load_passage_page, *run_key, row.passage_id))
         render_label_buttons(current, "passage", key=key, on_label=on_label, args=args)
 

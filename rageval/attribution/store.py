@@ -156,6 +156,22 @@ class AttributionReader:
         sql = f"SELECT * FROM {table}" + (f" WHERE {where}" if where else "")
         return pd.read_sql_query(sql, self._connection, params=list(params))
 
+    def input_passages(self, scenario: str, query_id: str, max_chars: int) -> pd.DataFrame:
+        """The passages the generator saw for (scenario, query), by citation number: number, passage_id, title,
+        text (its first ``max_chars`` characters, read with SQL ``substr``: a huge passage is never loaded whole),
+        text_length (characters in all; :meth:`input_passage_text` reads the rest)."""
+        return pd.read_sql_query(
+            f"SELECT number, passage_id, title, substr(text, 1, {int(max_chars)}) AS text, length(text) AS text_length "
+            "FROM input_passages WHERE scenario = ? AND query_id = ? ORDER BY number", self._connection,
+            params=[scenario, query_id])
+
+    def input_passage_text(self, scenario: str, query_id: str, number: int, start: int, length: int) -> str | None:
+        """Characters ``[start, start + length)`` of one input passage's text (SQL ``substr``); None when absent."""
+        row = self._connection.execute(
+            "SELECT substr(text, ?, ?) FROM input_passages WHERE scenario = ? AND query_id = ? AND number = ?",
+            (int(start) + 1, int(length), scenario, query_id, int(number))).fetchone()
+        return None if row is None else row[0]
+
     def settings(self) -> dict[str, Any]:
         row = self._connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
         return json.loads(row[0]) if row else {}
