@@ -204,9 +204,9 @@ def load_query(path: str, mtime_ns: int, query_id: str) -> Query:
     return _read(path, mtime_ns, lambda reader: reader.query(query_id))
 
 
-#: Passage text is shown in pages of this many characters (read with SQL ``substr``): a huge passage is never
-#: loaded, cached or sent to the browser whole.
-PASSAGE_PAGE_CHARS = 5_000
+#: Passage text is shown in parts of this many UTF-8 bytes (about as many characters; read with
+#: :func:`rageval.store.text.text_window`): a huge passage is never loaded, cached or sent to the browser whole.
+PASSAGE_PAGE_SIZE = 5_000
 #: What a ranked passage the run's ``passages`` table lacks shows instead of its text.
 MISSING_PASSAGE_TEXT = "(passage text missing from the run file)"
 
@@ -230,7 +230,7 @@ def clean_ranking(table: pd.DataFrame) -> RankedPassages:
     :data:`MISSING_PASSAGE_TEXT`, with the counts of what was dropped, missing or negative."""
     unique = table.drop_duplicates("rank").drop_duplicates("passage_id")
     duplicates = len(table) - len(unique)
-    missing = unique["text_length"].isna() & unique["text"].isna()
+    missing = unique["text"].isna()
     unique = unique.assign(title=unique["title"].where(~missing, ""), text=unique["text"].where(~missing,
                                                                                                MISSING_PASSAGE_TEXT))
     negative = {}
@@ -243,10 +243,9 @@ def clean_ranking(table: pd.DataFrame) -> RankedPassages:
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_ranking(path: str, mtime_ns: int, query_id: str) -> RankedPassages:
-    """The query's ranked passages (:func:`clean_ranking`), each text cut to its first
-    :data:`PASSAGE_PAGE_CHARS` characters (``text_length`` holds the whole length; :func:`load_passage_page`
-    reads the rest)."""
-    return clean_ranking(_read(path, mtime_ns, lambda reader: reader.ranking_table(query_id, PASSAGE_PAGE_CHARS)))
+    """The query's ranked passages (:func:`clean_ranking`), each text cut to its first part
+    (:data:`PASSAGE_PAGE_SIZE`; ``text_size`` holds the whole size, :func:`load_passage_page` reads the rest)."""
+    return clean_ranking(_read(path, mtime_ns, lambda reader: reader.ranking_table(query_id, PASSAGE_PAGE_SIZE)))
 
 
 def load_ranking_table(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
@@ -255,10 +254,11 @@ def load_ranking_table(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
 
 @st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
 def load_passage_page(path: str, mtime_ns: int, passage_id: str, page: int) -> str:
-    """Characters ``[page * N, (page + 1) * N)`` of a passage's text, N = :data:`PASSAGE_PAGE_CHARS` (page 0
-    first); empty past its end or when the run lacks the passage."""
-    return _read(path, mtime_ns, lambda reader: reader.passage_text(
-        passage_id, page * PASSAGE_PAGE_CHARS, PASSAGE_PAGE_CHARS)) or ""
+    """Part ``page`` (0 first) of a passage's text: its bytes ``[page * N, (page + 1) * N)``, N =
+    :data:`PASSAGE_PAGE_SIZE` (:func:`rageval.store.text.text_window`); empty when the run lacks the passage."""
+    window = _read(path, mtime_ns, lambda reader: reader.passage_text(
+        passage_id, page * PASSAGE_PAGE_SIZE, PASSAGE_PAGE_SIZE))
+    return window[0] if window else ""
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
@@ -637,18 +637,18 @@ def load_attribution_statements(path: str, mtime_ns: int, scenario: str, query_i
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_attribution_inputs(path: str, mtime_ns: int, scenario: str, query_id: str) -> pd.DataFrame:
     """The passages the generator saw for (scenario, query), by citation number: number, passage_id, title, text
-    (its first :data:`PASSAGE_PAGE_CHARS` characters), text_length (:func:`load_attribution_input_page` reads the
-    rest)."""
+    (its first part, :data:`PASSAGE_PAGE_SIZE`), text_size (:func:`load_attribution_input_page` reads the rest)."""
     return _read_attribution(path, mtime_ns, lambda reader: reader.input_passages(scenario, query_id,
-                                                                                  PASSAGE_PAGE_CHARS))
+                                                                                  PASSAGE_PAGE_SIZE))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
 def load_attribution_input_page(path: str, mtime_ns: int, scenario: str, query_id: str, number: int,
                                 page: int) -> str:
-    """Characters ``[page * N, (page + 1) * N)`` of one input passage, N = :data:`PASSAGE_PAGE_CHARS`."""
-    return _read_attribution(path, mtime_ns, lambda reader: reader.input_passage_text(
-        scenario, query_id, number, page * PASSAGE_PAGE_CHARS, PASSAGE_PAGE_CHARS)) or ""
+    """Part ``page`` (0 first) of one input passage's text, as :func:`load_passage_page`."""
+    window = _read_attribution(path, mtime_ns, lambda reader: reader.input_passage_text(
+        scenario, query_id, number, page * PASSAGE_PAGE_SIZE, PASSAGE_PAGE_SIZE))
+    return window[0] if window else ""
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)

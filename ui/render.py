@@ -158,16 +158,22 @@ def ranking_view(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]
     view["Single-passage answer"] = ranking["output"].fillna("")
     for method, answers in (rescored or {}).items():
         view[rescored_answer_column(method)] = [answers.get(p, "") for p in ranking["passage_id"]]
-    view["Passage"] = [passage_preview(text, length) for text, length in zip(ranking["text"], ranking["text_length"])]
+    view["Passage"] = [passage_preview(text, size) for text, size in zip(ranking["text"], ranking["text_size"])]
     return view
 
 
-def passage_preview(text: str, length: Any) -> str:
-    """A passage's text as read for display (its first :data:`ui.data.PASSAGE_PAGE_CHARS` characters), marked
-    ``… (N characters in all)`` when the passage is longer."""
-    if length is None or pd.isna(length) or int(length) <= len(text):
-        return text
-    return f"{text} … ({int(length):,} characters in all)"
+def passage_pages(size: Any) -> int:
+    """How many parts of :data:`ui.data.PASSAGE_PAGE_SIZE` a passage of ``size`` (its ``text_size``) is shown in."""
+    if size is None or pd.isna(size):
+        return 1
+    return max(1, math.ceil(int(size) / data.PASSAGE_PAGE_SIZE))
+
+
+def passage_preview(text: str, size: Any) -> str:
+    """A passage's text as read for display (its first part, :data:`ui.data.PASSAGE_PAGE_SIZE`), marked ``… (part
+    1 of N)`` when the passage is longer."""
+    pages = passage_pages(size)
+    return text if pages == 1 else f"{text} … (part 1 of {pages:,})"
 
 
 def render_ranking_notes(ranked: data.RankedPassages, *, labels_shown: bool = True) -> None:
@@ -195,23 +201,19 @@ def negative_labels_note(counts: Mapping[str, int], where: str, treated: str) ->
                            f"or graded in [0, 1]; {treated}.")
 
 
-def render_passage_text(text: str, length: Any, *, key: str, load_page: Callable[[int], str]) -> None:
-    """A passage's text (``st.text``). ``text`` holds its first :data:`ui.data.PASSAGE_PAGE_CHARS` characters and
-    ``length`` its whole length; a longer passage gets a page number input (widget ``key``) and page ``i`` shows
-    characters ``[i * N, (i + 1) * N)``, read by ``load_page(i)`` (0-based), so the whole text is never loaded."""
-    size = data.PASSAGE_PAGE_CHARS
-    if length is None or pd.isna(length) or int(length) <= len(text):
+def render_passage_text(text: str, size: Any, *, key: str, load_page: Callable[[int], str]) -> None:
+    """A passage's text (``st.text``). ``text`` holds its first part (:data:`ui.data.PASSAGE_PAGE_SIZE`) and
+    ``size`` its whole size; a longer passage gets a part number input (widget ``key``), and part ``i`` (1 first)
+    shows what ``load_page(i - 1)`` reads, so the whole text is never loaded."""
+    pages = passage_pages(size)
+    if pages == 1:
         st.text(text)
         return
-    length = int(length)
-    pages = math.ceil(length / size)
-    page = int(st.number_input(f"Page ({size:,} characters each; {pages:,} pages)", min_value=1, max_value=pages,
-                               value=1, step=1, key=key, help="This passage is long: it is shown a page at a time"))
-    shown = text if page == 1 else load_page(page - 1)
-    start = (page - 1) * size
-    st.caption(escape_markdown(f"Characters {start + 1:,}-{start + len(shown):,} of {length:,} (page {page:,} of "
-                               f"{pages:,}); the passage is too long to show at once."))
-    st.text(shown)
+    page = int(st.number_input(f"Part (of {pages:,})", min_value=1, max_value=pages, value=1, step=1, key=key,
+                               help="This passage is too long to show at once: choose which part to read"))
+    st.caption(escape_markdown(f"Part {page:,} of {pages:,}: the passage is too long to show at once, so it is shown "
+                               f"about {data.PASSAGE_PAGE_SIZE:,} characters at a time."))
+    st.text(text if page == 1 else load_page(page - 1))
 
 
 # --- URL-synced selection ----------------------------------------------------------------------------
@@ -490,7 +492,7 @@ def render_passages(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, s
             labels = " · ".join(f"{escape_markdown(c)} {row[c]}" for c in label_columns)
             others = "".join(f" · {escape_markdown(c)}: {escape_markdown(row[c])}" for c in answer_columns if row[c])
             st.caption(f"{labels} · single-passage answer: {escape_markdown(row['Single-passage answer'])}{others}")
-            render_passage_text(ranking_row["text"], ranking_row["text_length"], key=f"{key}.{int(row['Rank'])}",
+            render_passage_text(ranking_row["text"], ranking_row["text_size"], key=f"{key}.{int(row['Rank'])}",
                                 load_page=functools.partial(data.load_passage_page, *run_key, passage_id))
 
 

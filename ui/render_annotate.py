@@ -104,7 +104,7 @@ def render_passage_to_label(row: Any, current: pd.Series | None, *, key: str, on
     with st.container(border=True):
         title = escape_markdown(row.title) if row.title else "(untitled passage)"
         st.markdown(f"**{int(row.rank)}\\. {title}** · {escape_markdown(row.passage_id)}")
-        render.render_passage_text(row.text, row.text_length, key=page_key,
+        render.render_passage_text(row.text, row.text_size, key=page_key,
                                    load_page=functools.partial(data.load_passage_page, *run_key, row.passage_id))
         render_label_buttons(current, "passage", key=key, on_label=on_label, args=args)
 

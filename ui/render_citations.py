@@ -165,5 +165,5 @@ def render_input_passages(inputs: pd.DataFrame, *, run_key: tuple[str, int], sce
         with st.container(border=True):
             title = escape_markdown(row.title) if row.title else "(untitled passage)"
             st.markdown(f"**\\[{int(row.number)}\\] {title}** · {escape_markdown(row.passage_id)}")
-            render.render_passage_text(row.text, row.text_length, key=f"{key}.{int(row.number)}", load_page=partial(
+            render.render_passage_text(row.text, row.text_size, key=f"{key}.{int(row.number)}", load_page=partial(
                 data.load_attribution_input_page, *run_key, scenario, query_id, int(row.number)))

@@ -42,6 +42,7 @@ from rageval.store.records import (
     SemiGoldOutput,
     Verdict,
 )
+from rageval.store.text import text_window
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 SCHEMA_VERSION = RUN.version
@@ -88,7 +89,7 @@ CREATE TABLE correlations (
 #: An SQL condition true for a finite number (false for NULL, +-inf and text: text sorts above every number).
 _FINITE = "(value > -9e999 AND value < 9e999)"
 #: The columns of :meth:`RunReader.ranking_table` before its label methods' (one column per method follows).
-RANKING_COLUMNS = ("rank", "passage_id", "score", "title", "text", "text_length", "output")
+RANKING_COLUMNS = ("rank", "passage_id", "score", "title", "text", "text_size", "output")
 #: The columns of the ``correlations`` table, in order (:class:`~rageval.store.records.Correlation`'s fields).
 CORRELATION_COLUMNS = ("k", "method", "measure", "n", "tau", "tau_low", "tau_high", "rho", "rho_low", "rho_high",
                        "n_resamples", "confidence")
@@ -260,20 +261,26 @@ class RunReader:
         return [r[0] for r in self._connection.execute(
             "SELECT DISTINCT method FROM labels WHERE value > 0 AND value < 1 ORDER BY method")]
 
-    def ranking_table(self, query_id: str, max_chars: int | None = None) -> pd.DataFrame:
-        """The query's ranked passages (by rank, then stored order) with their text, its length in characters
-        (``text_length``), the single-passage output and one column per label method.
+    def ranking_table(self, query_id: str, preview: int | None = None) -> pd.DataFrame:
+        """The query's ranked passages (by rank, then stored order) with their text, its size (``text_size``),
+        the single-passage output and one column per label method.
 
-        A ranked passage the ``passages`` table lacks keeps its row, with title, text and length NULL (NaN).
-        ``max_chars``: only the first ``max_chars`` characters of each text are read (SQL ``substr``), so a huge
-        passage is never loaded whole; :meth:`passage_text` reads the rest piece by piece. Rows are returned as
-        stored: a file written by another tool may hold the same rank, or the same passage, twice."""
-        text = "p.text" if max_chars is None else f"substr(p.text, 1, {int(max_chars)})"
+        A ranked passage the ``passages`` table lacks keeps its row, with title, text and size NULL (NaN).
+        ``preview``: only the first ``preview`` bytes of each text are read (:func:`rageval.store.text.text_window`,
+        sizes in UTF-8 bytes), so a huge passage is never loaded whole; :meth:`passage_text` reads the rest piece
+        by piece. Without it, the whole texts and their sizes in characters. Rows are returned as stored: a file
+        written by another tool may hold the same rank, or the same passage, twice."""
+        whole = preview is None
         ranked = self._frame(
-            f"SELECT r.rank, r.passage_id, r.score, p.title, {text} AS text, length(p.text) AS text_length, o.output "
+            f"SELECT r.rank, r.passage_id, r.score, p.title, {'p.text' if whole else 'NULL'} AS text, "
+            f"{'length(p.text)' if whole else 'NULL'} AS text_size, o.output "
             "FROM rankings r LEFT JOIN passages p USING (passage_id) "
             "LEFT JOIN doc_outputs o ON o.query_id = r.query_id AND o.passage_id = r.passage_id "
             "WHERE r.query_id = ? ORDER BY r.rank, r.rowid", (query_id,))
+        if not whole:
+            windows = [self.passage_text(passage_id, 0, preview) for passage_id in ranked["passage_id"]]
+            ranked["text"] = pd.Series([w[0] if w else None for w in windows], index=ranked.index, dtype=object)
+            ranked["text_size"] = pd.array([w[1] if w else None for w in windows], dtype="Int64")
         labels = self._frame("SELECT method, passage_id, value FROM labels WHERE query_id = ?", (query_id,))
         if not labels.empty:
             labels = labels.drop_duplicates(["method", "passage_id"])  # a file without the primary key
@@ -281,16 +288,11 @@ class RunReader:
             ranked = ranked.merge(wide, on="passage_id", how="left")
         return ranked
 
-    def passage_text(self, passage_id: str, start: int = 0, length: int | None = None) -> str | None:
-        """Characters ``[start, start + length)`` of a passage's text (all from ``start`` when ``length`` is
-        None), read with SQL ``substr`` so a huge passage is read piece by piece; None when the run lacks it."""
-        if length is None:
-            row = self._connection.execute("SELECT substr(text, ?) FROM passages WHERE passage_id = ?",
-                                           (int(start) + 1, passage_id)).fetchone()
-        else:
-            row = self._connection.execute("SELECT substr(text, ?, ?) FROM passages WHERE passage_id = ?",
-                                           (int(start) + 1, int(length), passage_id)).fetchone()
-        return None if row is None else row[0]
+    def passage_text(self, passage_id: str, start: int, size: int) -> tuple[str, int] | None:
+        """``(piece, total)``: the piece ``[start, start + size)`` of a passage's text and the whole text's size
+        (:func:`rageval.store.text.text_window`: UTF-8 bytes, read without loading the whole text); None when the
+        run lacks the passage."""
+        return text_window(self._connection, "passages", "passage_id = ?", (passage_id,), start, size)
 
     def negative_label_counts(self) -> dict[str, int]:
         """Label method -> how many of its labels are below 0 (only methods with any): labels are 0/1 or a
