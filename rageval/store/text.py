@@ -28,11 +28,14 @@ def _is_continuation(byte: int) -> bool:
 def utf8_window(raw: bytes, size: int, *, at_start: bool) -> str:
     """The characters whose first byte is among the first ``size`` bytes of ``raw`` (the window's bytes followed by
     up to 3 more); ``at_start``: the window starts the text (no continuation bytes of an earlier character)."""
+    limit = min(size, len(raw))
     begin = 0
     if not at_start:
-        while begin < min(size, len(raw)) and _is_continuation(raw[begin]):
+        while begin < limit and _is_continuation(raw[begin]):
             begin += 1
-    end = min(size, len(raw))
+    if begin == limit:  # no character starts in the window (it lies inside one)
+        return ""
+    end = limit
     while end < len(raw) and _is_continuation(raw[end]):
         end += 1
     return raw[begin:end].decode("utf-8", errors="replace")
