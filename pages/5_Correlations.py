@@ -130,7 +130,8 @@ else:
     st.dataframe(render.best_measures_view(best_measures(correlations, k)), hide_index=True)
     st.caption(render.escape_markdown(
         f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the {metric} "
-        "(R-precision and undefined coefficients left out).") + " " + render.provenance(settings, int(correlations["n"].max()), k=k))
+        "(R-precision and undefined coefficients left out).")
+        + " " + render.provenance(settings, int(correlations["n"].max()), k=k))
 
 if len(e2e_ks) > 1:
     sweep = data.load_k_sweep(*key)
