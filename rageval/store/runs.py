@@ -277,7 +277,7 @@ class RunReader:
             "FROM rankings r LEFT JOIN passages p USING (passage_id) "
             "LEFT JOIN doc_outputs o ON o.query_id = r.query_id AND o.passage_id = r.passage_id "
             "WHERE r.query_id = ? ORDER BY r.rank, r.rowid", (query_id,))
-        if not whole:
+        if preview is not None:
             windows = [self.passage_text(passage_id, 0, preview) for passage_id in ranked["passage_id"]]
             ranked["text"] = pd.Series([w[0] if w else None for w in windows], index=ranked.index, dtype=object)
             ranked["text_size"] = pd.array([w[1] if w else None for w in windows], dtype="Int64")
