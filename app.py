@@ -50,6 +50,11 @@ st.subheader("Aggregate measures")
 if summary.empty:
     st.info("This run stores no measure values.")
 else:
+    if nonfinite := data.load_nonfinite_measure_counts(*key):
+        st.warning(render.escape_markdown(
+            f"{sum(nonfinite.values())} per-query measure value(s) are missing or not a finite number in the run "
+            "file and are left out of the means ("
+            + ", ".join(f"{render.method_name(m)}: {n}" for m, n in nonfinite.items()) + ")."))
     means_tab, intervals_tab = st.tabs(["Means", "Means with 95% confidence intervals"])
     with means_tab:
         render.render_measure_summary(summary, counts["queries"])
@@ -64,7 +69,8 @@ if len(e2e_scores):
 
 if e2e_ks and not summary.empty:
     st.page_link("pages/5_Correlations.py", label="Which labels predict the end-to-end answer? Kendall's tau and "
-                 "Spearman's rho with intervals, per-query scatter, k sweep", icon="📈", query_params={"run": path.stem})
+                 "Spearman's rho with intervals, per-query scatter, k sweep", icon="📈",
+                 query_params={"run": path.stem})
 
 st.subheader("What produced this run")
 st.dataframe(render.settings_frame(settings), hide_index=True)

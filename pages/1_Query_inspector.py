@@ -26,7 +26,8 @@ if queries.empty:
 query_id = render.select_query(dict(zip(queries["query_id"], queries["text"])), state_key=QUERY_STATE)
 
 query = data.load_query(*key, query_id)
-ranking = data.load_ranking_table(*key, query_id)
+ranked = data.load_ranking(*key, query_id)
+ranking = ranked.table
 render.render_question(query, data.load_e2e_output(*key, query_id))
 
 e2e_outputs = data.load_query_e2e_outputs(*key, query_id)
@@ -38,6 +39,7 @@ if not e2e_outputs.empty:
                + render.escape_markdown(f" · query {query_id}"))
 
 st.subheader("Ranked passages")
+render.render_ranking_notes(ranked)
 rescored = data.load_rescored_answers(*key, query_id)
 st.dataframe(render.ranking_view(ranking, rescored), hide_index=True,
              column_config={"Score": st.column_config.NumberColumn(format="%.2f"),
@@ -90,4 +92,4 @@ if not data.load_verdicts(*key).empty:
                  query_params={"run": path.stem})
 
 st.subheader("Passages")
-render.render_passages(ranking, rescored)
+render.render_passages(ranking, rescored, run_key=key, key=f"inspect.passage_page.{query_id}")

@@ -116,7 +116,8 @@ else:
                 if scenario == GOLD_SCENARIO else "the system that wrote the answer, numbered as its citations"
                 if user_run else f"the generator {settings.get('generator', '?')}, numbered as its citations")
     st.caption(render.escape_markdown(f"The input passages shown to {shown_to} ({len(inputs)}).") + " · " + where)
-    view.render_input_passages(inputs)
+    view.render_input_passages(inputs, run_key=key, scenario=scenario, query_id=query_id,
+                               key=f"citations.page.{scenario}.{query_id}")
 
 agreement = data.load_attribution_agreement(*key)
 if agreement.empty:

@@ -64,6 +64,13 @@ if points.empty:
 
 loaded = data.load_correlations(*key, cutoff=k)
 correlations = loaded.table
+dropped = data.load_finite_measures(*key).dropped
+others = [(m, x, int(n)) for m, x, n in zip(dropped["method"], dropped["measure"], dropped["n"])
+          if (m, x) != (method, measure) and (x.endswith(f"@{k}") or x == "Rprec")]
+note = view.dropped_values_note(label, data.dropped_count(dropped, method=method, measure=measure), f"{metric}@{k}",
+                                data.dropped_count(data.load_finite_e2e(*key).dropped, k=k), others)
+if note:
+    st.warning(note)
 row = correlations[(correlations["method"] == method) & (correlations["measure"] == measure)]
 scatter_column, counts_column = st.columns([3, 2])
 event = scatter_column.plotly_chart(view.scatter_figure(points, method, measure, k, metric), key="correlations.scatter",
@@ -122,8 +129,9 @@ else:
     st.markdown(f"**Best measure per label method at k={k}**")
     st.dataframe(render.best_measures_view(best_measures(correlations, k)), hide_index=True)
     st.caption(render.escape_markdown(
-        f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the {metric} (R-precision "
-        "and undefined coefficients left out).") + " " + render.provenance(settings, int(correlations["n"].max()), k=k))
+        f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the {metric} "
+        "(R-precision and undefined coefficients left out).")
+        + " " + render.provenance(settings, int(correlations["n"].max()), k=k))
 
 if len(e2e_ks) > 1:
     sweep = data.load_k_sweep(*key)

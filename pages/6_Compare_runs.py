@@ -85,6 +85,9 @@ measure = render.select_synced(measure_column, "Measure", options[method], state
 score = view.score_name(method, measure, settings_a)
 
 comparison = loaders.load_comparison(*key_a, *key_b, method, measure, DEFAULT_PERMUTATIONS, DEFAULT_SEED)
+dropped = {run: loaders.load_dropped_scores(*run_key, method, measure) for run, run_key in (("A", key_a), ("B", key_b))}
+if any(dropped.values()):
+    st.warning(view.dropped_scores_note(dropped, score))
 n = comparison.n_shared
 coverage = render.escape_markdown(
     f"{n} queries are in both runs and compared; {len(comparison.only_a)} only in A and {len(comparison.only_b)} "

@@ -70,11 +70,14 @@ if kind == "passage":
                "not sway you; the agreement below compares them. " + render.provenance(settings)
                + " · " + render.escape_markdown(f"query {query_id}"))
     current = mine[mine["query_id"] == query_id].set_index("passage_id")
-    for row in data.load_ranking_table(*key, query_id).itertuples():
+    ranked = data.load_ranking(*key, query_id)
+    render.render_ranking_notes(ranked, labels_shown=False)  # the automatic labels are hidden here
+    for row in ranked.table.itertuples():
         view.render_passage_to_label(
             row, current.loc[row.passage_id] if row.passage_id in current.index else None,
             key=f"annotate.passage.{int(row.rank)}", on_label=annotations.save_label,
-            args=(*save, PassageItem(query_id, row.passage_id)))
+            args=(*save, PassageItem(query_id, row.passage_id)), run_key=key,
+            page_key=f"annotate.page.{query_id}.{int(row.rank)}")
     provenance = render.provenance(settings, mine["query_id"].nunique())
 else:
     settings = data.load_attribution_settings(*key)
@@ -108,7 +111,8 @@ else:
     with st.expander(f"Input passages ({len(inputs)})", expanded=True):
         if inputs.empty:
             st.caption("None: this scenario answers closed-book.")
-        render_citations.render_input_passages(inputs)
+        render_citations.render_input_passages(inputs, run_key=key, scenario=scenario, query_id=query_id,
+                                               key=f"annotate.input_page.{scenario}.{query_id}")
     statements = data.load_attribution_statements(*key, scenario, query_id, answer_id)
     if statements.empty:
         st.caption("This answer has no statements (an empty answer).")
@@ -123,6 +127,9 @@ else:
     provenance = render_citations.provenance(settings) + " · " + render.escape_markdown(f"{len(mine)} statements")
 
 table, found, between = annotations.load_agreement(store_key, path, kind, annotator)
+if kind == "passage" and (negative := data.load_negative_label_counts(*key)):
+    st.warning(render.negative_labels_note(negative, "in this run's automatic labels",
+                                           "the agreement counts them as not useful"))
 view.render_agreement(table, between, found, kind=kind, run=run, annotator=annotator, questions=questions,
                       provenance=provenance)
 view.render_downloads(annotations.load_history(*store_key, run, kind), annotations.load_latest(*store_key, run, kind),

@@ -13,6 +13,7 @@ Nothing here creates widgets.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -38,6 +40,7 @@ from rageval.store import (
     RunReader,
     sqlite_application_id,
 )
+from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
 
 RUNS_DIR_ENV = "RAGEVAL_RUNS_DIR"
@@ -201,9 +204,74 @@ def load_query(path: str, mtime_ns: int, query_id: str) -> Query:
     return _read(path, mtime_ns, lambda reader: reader.query(query_id))
 
 
+#: Passage text is shown in parts of this many UTF-8 bytes (about as many characters; read with
+#: :func:`rageval.store.text.text_window`): a huge passage is never loaded, cached or sent to the browser whole.
+PASSAGE_PAGE_SIZE = 5_000
+#: What a ranked passage the run's ``passages`` table lacks shows instead of its text.
+MISSING_PASSAGE_TEXT = "(passage text missing from the run file)"
+
+
+@dataclass(frozen=True)
+class RankedPassages:
+    """One query's ranked passages as the pages show them (:func:`clean_ranking`), and what was odd in the file:
+    ``missing`` ranked passages without a row in ``passages`` (shown with :data:`MISSING_PASSAGE_TEXT`),
+    ``duplicates`` ranking rows dropped (a rank, or a passage, stored twice: the first is kept), ``negative``
+    label method -> its negative labels among these passages (shown as stored)."""
+
+    table: pd.DataFrame
+    missing: int = 0
+    duplicates: int = 0
+    negative: dict[str, int] = dataclasses.field(default_factory=dict)
+
+
+def clean_ranking(table: pd.DataFrame) -> RankedPassages:
+    """A ranking table (:meth:`RunReader.ranking_table`, ordered by rank then stored order) with each rank and
+    each passage once (the first row kept) and missing passages given an empty title and
+    :data:`MISSING_PASSAGE_TEXT`, with the counts of what was dropped, missing or negative."""
+    unique = table.drop_duplicates("rank").drop_duplicates("passage_id")
+    duplicates = len(table) - len(unique)
+    missing = unique["text"].isna()
+    unique = unique.assign(title=unique["title"].where(~missing, ""), text=unique["text"].where(~missing,
+                                                                                               MISSING_PASSAGE_TEXT))
+    negative = {}
+    for method in (c for c in unique.columns if c not in RANKING_COLUMNS):
+        count = int((pd.to_numeric(unique[method], errors="coerce") < 0).sum())
+        if count:
+            negative[method] = count
+    return RankedPassages(unique.reset_index(drop=True), int(missing.sum()), duplicates, negative)
+
+
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
+def load_ranking(path: str, mtime_ns: int, query_id: str) -> RankedPassages:
+    """The query's ranked passages (:func:`clean_ranking`), each text cut to its first part
+    (:data:`PASSAGE_PAGE_SIZE`; ``text_size`` holds the whole size, :func:`load_passage_page` reads the rest)."""
+    return clean_ranking(_read(path, mtime_ns, lambda reader: reader.ranking_table(query_id, PASSAGE_PAGE_SIZE)))
+
+
 def load_ranking_table(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
-    return _read(path, mtime_ns, lambda reader: reader.ranking_table(query_id))
+    return load_ranking(path, mtime_ns, query_id).table
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
+def load_passage_page(path: str, mtime_ns: int, passage_id: str, page: int) -> str:
+    """Part ``page`` (0 first) of a passage's text: its bytes ``[page * N, (page + 1) * N)``, N =
+    :data:`PASSAGE_PAGE_SIZE` (:func:`rageval.store.text.text_window`); empty when the run lacks the passage."""
+    window = _read(path, mtime_ns, lambda reader: reader.passage_text(
+        passage_id, page * PASSAGE_PAGE_SIZE, PASSAGE_PAGE_SIZE))
+    return window[0] if window else ""
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_nonfinite_measure_counts(path: str, mtime_ns: int) -> dict[str, int]:
+    """Label method -> its per-query measure values that are missing or not finite numbers (left out of every
+    mean and statistic; :meth:`RunReader.nonfinite_measure_counts`)."""
+    return _read(path, mtime_ns, RunReader.nonfinite_measure_counts)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_negative_label_counts(path: str, mtime_ns: int) -> dict[str, int]:
+    """Label method -> its negative labels in the whole run (:meth:`RunReader.negative_label_counts`)."""
+    return _read(path, mtime_ns, RunReader.negative_label_counts)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
@@ -231,8 +299,7 @@ def load_correlation_table(path: str, mtime_ns: int, cutoff: int,
     (and R-precision) against the per-query E2E score at the same k, computed now: eRAG's Table 1 on this run."""
     from rageval.report import correlation_table_at_k
 
-    measures = _read(path, mtime_ns, RunReader.measure_table)
-    e2e = _read(path, mtime_ns, RunReader.e2e_table)
+    measures, e2e = load_measure_table(path, mtime_ns), load_e2e_table(path, mtime_ns)
     return correlation_table_at_k(measures, e2e, cutoff, n_resamples, with_rprec=True).drop(columns="family")
 
 
@@ -290,22 +357,52 @@ def load_main_k(path: str, mtime_ns: int) -> int | None:
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the k sweep…")
 def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
     """:func:`compute_k_sweep` on the run, best families chosen at its main k."""
-    measures = _read(path, mtime_ns, RunReader.measure_table)
-    e2e = _read(path, mtime_ns, RunReader.e2e_table)
     main_k = _read(path, mtime_ns, RunReader.main_k)
-    return compute_k_sweep(measures, e2e, main_k)
+    return compute_k_sweep(load_measure_table(path, mtime_ns), load_e2e_table(path, mtime_ns), main_k)
 
 
 # --- one query's outputs and evidence -------------------------------------------------------------------
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_e2e_table(path: str, mtime_ns: int) -> pd.DataFrame:
+def load_stored_e2e_table(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every E2E output as stored (scores may be missing or non-finite in a file another tool wrote)."""
     return _read(path, mtime_ns, RunReader.e2e_table)
 
 
+@dataclass(frozen=True)
+class FiniteValues:
+    """A table of per-query values with the rows whose value is missing (NULL) or not a finite number dropped
+    (:func:`keep_finite`); ``dropped`` counts them per key (columns: the key columns, then ``n``)."""
+
+    table: pd.DataFrame
+    dropped: pd.DataFrame
+
+
+def keep_finite(table: pd.DataFrame, value: str, keys: list[str]) -> FiniteValues:
+    """``table`` without the rows whose ``value`` is NULL, NaN, infinite or not a number (as float), and how many
+    were dropped per ``keys``: statistics (bootstrap, permutation tests) are only defined on finite numbers."""
+    values = pd.to_numeric(table[value], errors="coerce").astype(float)
+    finite = np.isfinite(values.to_numpy())
+    kept = table[finite].assign(**{value: values[finite]}).reset_index(drop=True)
+    dropped = table[~finite].groupby(keys).size().rename("n").reset_index()
+    return FiniteValues(kept, dropped.astype({"n": int}))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_finite_e2e(path: str, mtime_ns: int) -> FiniteValues:
+    """The E2E outputs with a finite score (:func:`keep_finite`), the others counted per k."""
+    return keep_finite(load_stored_e2e_table(path, mtime_ns), "score", ["k"])
+
+
+def load_e2e_table(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every E2E output with a finite score: columns query_id, k, output, score (what statistics use)."""
+    return load_finite_e2e(path, mtime_ns).table
+
+
 def load_query_e2e_outputs(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
-    """The query's E2E outputs at every k: columns k, output, score (EM), ascending k."""
-    table = load_e2e_table(path, mtime_ns)
+    """The query's E2E outputs at every k (as stored, a missing score too): columns k, output, score (EM),
+    ascending k."""
+    table = load_stored_e2e_table(path, mtime_ns)
     return table[table["query_id"] == query_id].drop(columns="query_id").sort_values("k").reset_index(drop=True)
 
 
@@ -539,10 +636,19 @@ def load_attribution_statements(path: str, mtime_ns: int, scenario: str, query_i
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_attribution_inputs(path: str, mtime_ns: int, scenario: str, query_id: str) -> pd.DataFrame:
-    """The passages the generator saw for (scenario, query), by citation number: number, passage_id, title, text."""
-    frame = _read_attribution(path, mtime_ns, lambda reader: reader.frame(
-        "input_passages", "scenario = ? AND query_id = ?", (scenario, query_id)))
-    return frame.drop(columns=["scenario", "query_id"]).sort_values("number").reset_index(drop=True)
+    """The passages the generator saw for (scenario, query), by citation number: number, passage_id, title, text
+    (its first part, :data:`PASSAGE_PAGE_SIZE`), text_size (:func:`load_attribution_input_page` reads the rest)."""
+    return _read_attribution(path, mtime_ns, lambda reader: reader.input_passages(scenario, query_id,
+                                                                                  PASSAGE_PAGE_SIZE))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
+def load_attribution_input_page(path: str, mtime_ns: int, scenario: str, query_id: str, number: int,
+                                page: int) -> str:
+    """Part ``page`` (0 first) of one input passage's text, as :func:`load_passage_page`."""
+    window = _read_attribution(path, mtime_ns, lambda reader: reader.input_passage_text(
+        scenario, query_id, number, page * PASSAGE_PAGE_SIZE, PASSAGE_PAGE_SIZE))
+    return window[0] if window else ""
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
@@ -631,9 +737,23 @@ def load_ium_personalisation(path: str, mtime_ns: int) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_finite_measures(path: str, mtime_ns: int) -> FiniteValues:
+    """The per-query measure values that are finite numbers (:func:`keep_finite`), the others counted per
+    (method, measure)."""
+    return keep_finite(_read(path, mtime_ns, RunReader.measure_table), "value", ["method", "measure"])
+
+
 def load_measure_table(path: str, mtime_ns: int) -> pd.DataFrame:
-    """Every per-query measure value of the run: method, measure, query_id, value."""
-    return _read(path, mtime_ns, RunReader.measure_table)
+    """Every per-query measure value of the run that is a finite number: method, measure, query_id, value."""
+    return load_finite_measures(path, mtime_ns).table
+
+
+def dropped_count(dropped: pd.DataFrame, **key: Any) -> int:
+    """How many values :func:`keep_finite` dropped for one key (``method=..., measure=...`` or ``k=...``)."""
+    rows = dropped
+    for column, value in key.items():
+        rows = rows[rows[column] == value]
+    return int(rows["n"].sum())
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rageval.compare import Comparison, compare_scores, per_query_scores, score_options
+from rageval.compare import E2E_METHOD, Comparison, compare_scores, e2e_k, per_query_scores, score_options
 from ui import data
 
 _TTL_S = 3600
@@ -39,3 +39,11 @@ def load_question_texts(path: str, mtime_ns: int) -> dict[str, str]:
     """Question text by query id."""
     queries = data.load_query_table(path, mtime_ns)
     return dict(zip(queries["query_id"], queries["text"]))
+
+
+def load_dropped_scores(path: str, mtime_ns: int, method: str, measure: str) -> int:
+    """How many per-query values of one score the run stores that are missing or not finite numbers (left out of
+    the comparison: :func:`ui.data.keep_finite`)."""
+    if method == E2E_METHOD:
+        return data.dropped_count(data.load_finite_e2e(path, mtime_ns).dropped, k=e2e_k(measure))
+    return data.dropped_count(data.load_finite_measures(path, mtime_ns).dropped, method=method, measure=measure)

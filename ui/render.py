@@ -8,6 +8,7 @@ before any Markdown element.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sqlite3
@@ -22,6 +23,7 @@ import streamlit as st
 from rageval.errors import StoreError
 from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
+from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
 from ui import data
 
@@ -36,7 +38,7 @@ METHOD_ORDER = ("erag:em", "erag:f1", "erag:accuracy", "erag:rougeL", "erag:bert
                 "contains_answer", "gold", "gold_page")
 JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
 REFERENCE_NAMES = {"semi_gold": "semi-gold answers", "gold_answers": "gold answers"}
-RANKING_BASE_COLUMNS = ("rank", "passage_id", "score", "title", "text", "output")
+RANKING_BASE_COLUMNS = RANKING_COLUMNS
 SETTING_NAMES = {
     "dataset": "Dataset", "retriever": "Retriever", "model_id": "Model", "prompt": "Prompt",
     "k": "k (passages per query)", "label_metric": "Label metric", "num_queries": "Queries",
@@ -156,8 +158,62 @@ def ranking_view(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]
     view["Single-passage answer"] = ranking["output"].fillna("")
     for method, answers in (rescored or {}).items():
         view[rescored_answer_column(method)] = [answers.get(p, "") for p in ranking["passage_id"]]
-    view["Passage"] = ranking["text"]
+    view["Passage"] = [passage_preview(text, size) for text, size in zip(ranking["text"], ranking["text_size"])]
     return view
+
+
+def passage_pages(size: Any) -> int:
+    """How many parts of :data:`ui.data.PASSAGE_PAGE_SIZE` a passage of ``size`` (its ``text_size``) is shown in."""
+    if size is None or pd.isna(size):
+        return 1
+    return max(1, math.ceil(int(size) / data.PASSAGE_PAGE_SIZE))
+
+
+def passage_preview(text: str, size: Any) -> str:
+    """A passage's text as read for display (its first part, :data:`ui.data.PASSAGE_PAGE_SIZE`), marked ``… (part
+    1 of N)`` when the passage is longer."""
+    pages = passage_pages(size)
+    return text if pages == 1 else f"{text} … (part 1 of {pages:,})"
+
+
+def render_ranking_notes(ranked: data.RankedPassages, *, labels_shown: bool = True) -> None:
+    """A warning for each odd thing the run file holds for this query's ranking (:class:`ui.data.RankedPassages`):
+    ranked passages without text, ranking rows dropped as duplicates and, when the page shows the labels,
+    negative labels."""
+    if ranked.missing:
+        st.warning(escape_markdown(
+            f"{ranked.missing} ranked passage(s) of this query are missing from the run file's passages table: "
+            f"they are listed at their rank with \"{data.MISSING_PASSAGE_TEXT}\"."))
+    if ranked.duplicates:
+        st.warning(escape_markdown(
+            f"{ranked.duplicates} duplicate ranking row(s) of this query were dropped (the same rank, or the same "
+            "passage, stored twice in the run file): the first of each is shown."))
+    if ranked.negative and labels_shown:
+        st.warning(negative_labels_note(ranked.negative, "among this query's passages",
+                                        "they are shown as stored and count as not relevant"))
+
+
+def negative_labels_note(counts: Mapping[str, int], where: str, treated: str) -> str:
+    """Escaped Markdown: how many negative labels each method has ``where`` (labels are 0/1 or graded in [0, 1])
+    and how the page ``treated`` them."""
+    per_method = ", ".join(f"{method_name(m)}: {n}" for m, n in counts.items())
+    return escape_markdown(f"{sum(counts.values())} negative label value(s) {where} ({per_method}). Labels are 0/1 "
+                           f"or graded in [0, 1]; {treated}.")
+
+
+def render_passage_text(text: str, size: Any, *, key: str, load_page: Callable[[int], str]) -> None:
+    """A passage's text (``st.text``). ``text`` holds its first part (:data:`ui.data.PASSAGE_PAGE_SIZE`) and
+    ``size`` its whole size; a longer passage gets a part number input (widget ``key``), and part ``i`` (1 first)
+    shows what ``load_page(i - 1)`` reads, so the whole text is never loaded."""
+    pages = passage_pages(size)
+    if pages == 1:
+        st.text(text)
+        return
+    page = int(st.number_input(f"Part (of {pages:,})", min_value=1, max_value=pages, value=1, step=1, key=key,
+                               help="This passage is too long to show at once: choose which part to read"))
+    st.caption(escape_markdown(f"Part {page:,} of {pages:,}: the passage is too long to show at once, so it is shown "
+                               f"about {data.PASSAGE_PAGE_SIZE:,} characters at a time."))
+    st.text(text if page == 1 else load_page(page - 1))
 
 
 # --- URL-synced selection ----------------------------------------------------------------------------
@@ -419,21 +475,25 @@ def render_question(query: Query, e2e: E2EOutput | None) -> None:
     right.metric("E2E exact match", f"{format_label(e2e.score)} {e2e.score:g}")
 
 
-def render_passages(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]] | None = None) -> None:
+def render_passages(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]] | None = None, *,
+                    run_key: tuple[str, int], key: str) -> None:
     """One bordered block per ranked passage: header, labels, single-passage answer (and the re-scored models'
-    answers), then the text."""
+    answers), then the text, a page at a time when it is long (:func:`render_passage_text`; widget keys
+    ``<key>.<rank>``, read from the run ``run_key``)."""
     view = ranking_view(ranking, rescored)
     answer_columns = [rescored_answer_column(m) for m in (rescored or {})]
     label_columns = [c for c in view.columns if c not in ("Rank", "Title", "Score", "Single-passage answer",
                                                           "Passage", *answer_columns)]
-    for passage_id, row in zip(ranking["passage_id"], view.to_dict("records")):
+    for passage_id, row, ranking_row in zip(ranking["passage_id"], view.to_dict("records"),
+                                            ranking.to_dict("records")):
         with st.container(border=True):
             title = escape_markdown(row["Title"]) if row["Title"] else "(untitled passage)"
             st.markdown(f"**{row['Rank']}\\. {title}** · score {row['Score']:.2f} · {escape_markdown(passage_id)}")
             labels = " · ".join(f"{escape_markdown(c)} {row[c]}" for c in label_columns)
             others = "".join(f" · {escape_markdown(c)}: {escape_markdown(row[c])}" for c in answer_columns if row[c])
             st.caption(f"{labels} · single-passage answer: {escape_markdown(row['Single-passage answer'])}{others}")
-            st.text(row["Passage"])
+            render_passage_text(ranking_row["text"], ranking_row["text_size"], key=f"{key}.{int(row['Rank'])}",
+                                load_page=functools.partial(data.load_passage_page, *run_key, passage_id))
 
 
 # --- end-to-end outputs, evidence and LLM-retEval facts (tables: their text is never Markdown) ------------

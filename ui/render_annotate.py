@@ -7,6 +7,7 @@ HTML. Table builders are pure; the ``render_*`` functions draw.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlencode
@@ -15,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from rageval import annotations as ann
-from ui import render, theme
+from ui import data, render, theme
 from ui.render import escape_markdown
 
 ANNOTATOR_STATE = "annotate.annotator"
@@ -97,12 +98,14 @@ def render_label_buttons(current: pd.Series | None, kind: str, *, key: str, on_l
 
 
 def render_passage_to_label(row: Any, current: pd.Series | None, *, key: str, on_label: Callable[..., None],
-                            args: tuple) -> None:
-    """One ranked passage (a row of the run's ranking table): rank, title, id, its text, and the label buttons."""
+                            args: tuple, run_key: tuple[str, int], page_key: str) -> None:
+    """One ranked passage (a row of :func:`ui.data.load_ranking`'s table, read from the run ``run_key``): rank,
+    title, id, its text (a page at a time when long: widget ``page_key``), and the label buttons."""
     with st.container(border=True):
         title = escape_markdown(row.title) if row.title else "(untitled passage)"
         st.markdown(f"**{int(row.rank)}\\. {title}** · {escape_markdown(row.passage_id)}")
-        st.text(row.text)
+        render.render_passage_text(row.text, row.text_size, key=page_key,
+                                   load_page=functools.partial(data.load_passage_page, *run_key, row.passage_id))
         render_label_buttons(current, "passage", key=key, on_label=on_label, args=args)
 
 

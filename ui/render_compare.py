@@ -180,3 +180,11 @@ def changed_view(changed: pd.DataFrame, texts: Mapping[str, str], run_a: str, ru
         "Inspect in A": [render.inspector_url(run_a, q) for q in changed["query_id"]],
         "Inspect in B": [render.inspector_url(run_b, q) for q in changed["query_id"]],
     })
+
+
+def dropped_scores_note(dropped: Mapping[str, int], score: str) -> str:
+    """Escaped Markdown warning: per run (``{"A": n, "B": m}``), how many per-query values of ``score`` were left
+    out as missing or not finite numbers."""
+    counts = ", ".join(f"{n} in run {run}" for run, n in dropped.items() if n)
+    return render.escape_markdown(f"Left out: per-query values of {score} that are missing or not a finite number in "
+                                  f"the run file ({counts}); those queries count as only in the other run.")

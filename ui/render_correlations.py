@@ -146,3 +146,26 @@ def interval_words(loaded) -> str:
               "computed now (this run stores no correlations for these measures)")
     return (f"{loaded.confidence:.0%} percentile bootstrap intervals ({loaded.n_resamples:,} resamples over "
             f"queries), {source}")
+
+
+def dropped_values_note(label: str, n_measure: int, metric_at_k: str, n_e2e: int,
+                        others: Sequence[tuple[str, str, int]] = ()) -> str:
+    """Escaped Markdown warning about per-query values left out because they are missing (NULL) or not finite
+    numbers: ``n_measure`` of ``label`` and ``n_e2e`` of ``metric_at_k`` (the chosen pair), and ``others``
+    ((method, measure, n) of the table's other pairs); empty when nothing was left out."""
+    parts = []
+    if n_measure:
+        parts.append(f"{n_measure} value(s) of {label}")
+    if n_e2e:
+        parts.append(f"{n_e2e} value(s) of {metric_at_k}")
+    if others:
+        by_method: dict[str, int] = {}
+        for method, _, n in others:
+            by_method[method] = by_method.get(method, 0) + n
+        parts.append(f"{sum(by_method.values())} value(s) of {len(others)} other measure(s) in the table ("
+                     + ", ".join(f"{render.method_name(m)}: {n}" for m, n in by_method.items()) + ")")
+    if not parts:
+        return ""
+    return render.escape_markdown(
+        "Left out: " + "; ".join(parts) + ", missing or not a finite number in the run file. Each pair of scores "
+        "is compared over the queries where both are finite.")

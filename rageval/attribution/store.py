@@ -29,6 +29,7 @@ import pandas as pd
 
 from rageval.errors import StoreError
 from rageval.store.files import ATTRIBUTION, open_readonly, stamp, write_sqlite_atomically
+from rageval.store.text import text_window
 
 SCHEMA_VERSION = ATTRIBUTION.version
 
@@ -155,6 +156,22 @@ class AttributionReader:
             raise ValueError(f"unknown table {table!r}")
         sql = f"SELECT * FROM {table}" + (f" WHERE {where}" if where else "")
         return pd.read_sql_query(sql, self._connection, params=list(params))
+
+    def input_passages(self, scenario: str, query_id: str, preview: int) -> pd.DataFrame:
+        """The passages the generator saw for (scenario, query), by citation number: number, passage_id, title,
+        text (its first ``preview`` bytes, :func:`rageval.store.text.text_window`: a huge passage is never loaded
+        whole), text_size (its size in UTF-8 bytes; :meth:`input_passage_text` reads the rest)."""
+        frame = pd.read_sql_query("SELECT number, passage_id, title FROM input_passages WHERE scenario = ? AND "
+                                  "query_id = ? ORDER BY number", self._connection, params=[scenario, query_id])
+        windows = [self.input_passage_text(scenario, query_id, int(n), 0, preview) for n in frame["number"]]
+        return frame.assign(text=[w[0] if w else "" for w in windows],
+                            text_size=pd.array([w[1] if w else 0 for w in windows], dtype="Int64"))
+
+    def input_passage_text(self, scenario: str, query_id: str, number: int, start: int,
+                           size: int) -> tuple[str, int] | None:
+        """``(piece, total)`` of one input passage's text (:func:`rageval.store.text.text_window`)."""
+        return text_window(self._connection, "input_passages", "scenario = ? AND query_id = ? AND number = ?",
+                           (scenario, query_id, int(number)), start, size)
 
     def settings(self) -> dict[str, Any]:
         row = self._connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()

@@ -42,6 +42,7 @@ from rageval.store.records import (
     SemiGoldOutput,
     Verdict,
 )
+from rageval.store.text import text_window
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 SCHEMA_VERSION = RUN.version
@@ -85,6 +86,10 @@ CREATE TABLE correlations (
     tau REAL, tau_low REAL, tau_high REAL, rho REAL, rho_low REAL, rho_high REAL,
     n_resamples INTEGER NOT NULL, confidence REAL NOT NULL, PRIMARY KEY (k, method, measure));
 """
+#: An SQL condition true for a finite number (false for NULL, +-inf and text: text sorts above every number).
+_FINITE = "(value > -9e999 AND value < 9e999)"
+#: The columns of :meth:`RunReader.ranking_table` before its label methods' (one column per method follows).
+RANKING_COLUMNS = ("rank", "passage_id", "score", "title", "text", "text_size", "output")
 #: The columns of the ``correlations`` table, in order (:class:`~rageval.store.records.Correlation`'s fields).
 CORRELATION_COLUMNS = ("k", "method", "measure", "n", "tau", "tau_low", "tau_high", "rho", "rho_low", "rho_high",
                        "n_resamples", "confidence")
@@ -256,18 +261,44 @@ class RunReader:
         return [r[0] for r in self._connection.execute(
             "SELECT DISTINCT method FROM labels WHERE value > 0 AND value < 1 ORDER BY method")]
 
-    def ranking_table(self, query_id: str) -> pd.DataFrame:
-        """The query's ranked passages with their text, single-passage output and one column per label method."""
+    def ranking_table(self, query_id: str, preview: int | None = None) -> pd.DataFrame:
+        """The query's ranked passages (by rank, then stored order) with their text, its size (``text_size``),
+        the single-passage output and one column per label method.
+
+        A ranked passage the ``passages`` table lacks keeps its row, with title, text and size NULL (NaN).
+        ``preview``: only the first ``preview`` bytes of each text are read (:func:`rageval.store.text.text_window`,
+        sizes in UTF-8 bytes), so a huge passage is never loaded whole; :meth:`passage_text` reads the rest piece
+        by piece. Without it, the whole texts and their sizes in characters. Rows are returned as stored: a file
+        written by another tool may hold the same rank, or the same passage, twice."""
+        whole = preview is None
         ranked = self._frame(
-            "SELECT r.rank, r.passage_id, r.score, p.title, p.text, o.output "
-            "FROM rankings r JOIN passages p USING (passage_id) "
+            f"SELECT r.rank, r.passage_id, r.score, p.title, {'p.text' if whole else 'NULL'} AS text, "
+            f"{'length(p.text)' if whole else 'NULL'} AS text_size, o.output "
+            "FROM rankings r LEFT JOIN passages p USING (passage_id) "
             "LEFT JOIN doc_outputs o ON o.query_id = r.query_id AND o.passage_id = r.passage_id "
-            "WHERE r.query_id = ? ORDER BY r.rank", (query_id,))
+            "WHERE r.query_id = ? ORDER BY r.rank, r.rowid", (query_id,))
+        if preview is not None:
+            windows = [self.passage_text(passage_id, 0, preview) for passage_id in ranked["passage_id"]]
+            ranked["text"] = pd.Series([w[0] if w else None for w in windows], index=ranked.index, dtype=object)
+            ranked["text_size"] = pd.array([w[1] if w else None for w in windows], dtype="Int64")
         labels = self._frame("SELECT method, passage_id, value FROM labels WHERE query_id = ?", (query_id,))
         if not labels.empty:
+            labels = labels.drop_duplicates(["method", "passage_id"])  # a file without the primary key
             wide = labels.pivot(index="passage_id", columns="method", values="value").reset_index()
             ranked = ranked.merge(wide, on="passage_id", how="left")
         return ranked
+
+    def passage_text(self, passage_id: str, start: int, size: int) -> tuple[str, int] | None:
+        """``(piece, total)``: the piece ``[start, start + size)`` of a passage's text and the whole text's size
+        (:func:`rageval.store.text.text_window`: UTF-8 bytes, read without loading the whole text); None when the
+        run lacks the passage."""
+        return text_window(self._connection, "passages", "passage_id = ?", (passage_id,), start, size)
+
+    def negative_label_counts(self) -> dict[str, int]:
+        """Label method -> how many of its labels are below 0 (only methods with any): labels are 0/1 or a
+        graded value in [0, 1], so a negative one comes from a file another tool wrote."""
+        return {method: int(n) for method, n in self._connection.execute(
+            "SELECT method, COUNT(*) FROM labels WHERE value < 0 GROUP BY method ORDER BY method")}
 
     def e2e_output(self, query_id: str, k: int | None = None) -> E2EOutput | None:
         """The E2E output of ``query_id`` at ``k`` (default: the run's main k)."""
@@ -282,9 +313,17 @@ class RunReader:
 
     def measure_moments(self) -> pd.DataFrame:
         """Per (method, measure): n, mean and sum of squares of the per-query values, aggregated by SQLite
-        (what the run overview needs, without loading every value): columns method, measure, n, mean, sum_sq."""
+        (what the run overview needs, without loading every value): columns method, measure, n, mean, sum_sq.
+        Values that are NULL or not finite numbers (a file another tool wrote) are left out
+        (:meth:`nonfinite_measure_counts` counts them)."""
         return self._frame("SELECT method, measure, COUNT(value) AS n, AVG(value) AS mean, "
-                           "SUM(value * value) AS sum_sq FROM measure_values GROUP BY method, measure")
+                           f"SUM(value * value) AS sum_sq FROM measure_values WHERE {_FINITE} GROUP BY method, measure")
+
+    def nonfinite_measure_counts(self) -> dict[str, int]:
+        """Label method -> how many of its per-query measure values are NULL, infinite or not numbers (only
+        methods with any)."""
+        return {method: int(n) for method, n in self._connection.execute(
+            f"SELECT method, COUNT(*) FROM measure_values WHERE ({_FINITE}) IS NOT 1 GROUP BY method ORDER BY method")}
 
     def labels(self, method: str | None = None) -> pd.DataFrame:
         if method is None:
