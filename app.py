@@ -64,7 +64,8 @@ if len(e2e_scores):
 
 if e2e_ks and not summary.empty:
     st.page_link("pages/5_Correlations.py", label="Which labels predict the end-to-end answer? Kendall's tau and "
-                 "Spearman's rho with intervals, per-query scatter, k sweep", icon="📈", query_params={"run": path.stem})
+                 "Spearman's rho with intervals, per-query scatter, k sweep", icon="📈",
+                 query_params={"run": path.stem})
 
 st.subheader("What produced this run")
 st.dataframe(render.settings_frame(settings), hide_index=True)

@@ -122,8 +122,9 @@ else:
     st.markdown(f"**Best measure per label method at k={k}**")
     st.dataframe(render.best_measures_view(best_measures(correlations, k)), hide_index=True)
     st.caption(render.escape_markdown(
-        f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the {metric} (R-precision "
-        "and undefined coefficients left out).") + " " + render.provenance(settings, int(correlations["n"].max()), k=k))
+        f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the {metric} "
+        "(R-precision and undefined coefficients left out).")
+        + " " + render.provenance(settings, int(correlations["n"].max()), k=k))
 
 if len(e2e_ks) > 1:
     sweep = data.load_k_sweep(*key)

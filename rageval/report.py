@@ -343,7 +343,7 @@ def write_results(runs_dir: Path, out_path: Path, cost_path: Path | None = None)
         "",
     ]
     rows, generation = [], set()
-    for name, path in present.items():
+    for path in present.values():
         with RunReader(path) as reader:
             s = reader.settings()
             rows.append([f"`{path.relative_to(Path(runs_dir))}`", s.get("dataset"), s.get("retriever_name"),
@@ -397,8 +397,8 @@ def _erag_sections(present: Mapping[str, Path]) -> list[str]:
     out = ["## eRAG Table 1: which labels predict the end-to-end answer?", "",
            "Kendall's tau-b and Spearman's rho across questions between each label method's per-question measure "
            "at k and the E2E exact match of the RAG LLM given the same top-k in one prompt; 95% percentile "
-           "bootstrap intervals over questions (1,000 resamples); every row, graded ones included, is against E2E exact "
-           "match. Graded eRAG labels (F1, ROUGE-L, BERTScore) have P (mean label) and Hit (max label) as in the "
+           "bootstrap intervals over questions (1,000 resamples); every row, graded ones included, is against E2E "
+           "exact match. Graded eRAG labels (F1, ROUGE-L, BERTScore) have P (mean label) and Hit (max label) as in the "
            "paper's footnotes a and b, and nDCG with graded gains (our addition; the paper does not report it). "
            "Labels that exist only for retrieved passages are cut to the top c at cutoff c, as eRAG defines them on "
            "R_c, so R = Hit for them. Paper: T5-small + FiD, 50 documents, KILT. "
@@ -502,8 +502,8 @@ def _differences(present: Mapping[str, Path]) -> list[str]:
             "- **Judges.** The paper's judge is GPT-4; ours are exact match, token F1, MiniLM cosine and the same "
             "270M model with a few-shot prompt." + judge_note,
             "- **Relevance LLM.** The paper asked Mistral-7B; we ask the same 270M model with a two-shot prompt.",
-            "- **Cost regime.** The paper times a T5-small FiD reader over 50 passages on a GPU, where E2E memory grows "
-            "with k times the passage length. Our reader is a decoder-only model on a CPU: at k = 10 a prompt is "
+            "- **Cost regime.** The paper times a T5-small FiD reader over 50 passages on a GPU, where E2E memory "
+            "grows with k times the passage length. Our reader is a decoder-only model on a CPU: at k = 10 a prompt is "
             "about 1.7k tokens, attention's quadratic term is small, and time follows the tokens processed and the "
             "answers decoded (eRAG decodes k answers; its shared few-shot prefix is computed once and reused), so "
             "eRAG only overtakes E2E in time as k grows, and a batch of k prompts holds more activations than one "

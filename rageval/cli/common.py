@@ -10,8 +10,8 @@ from pathlib import Path
 from rageval.generation.factory import BACKENDS, DEFAULT_BASE_URL, DEFAULT_MODEL, DTYPES, SMOLLM2_MODEL
 
 CORPUS_NOTE = (
-    "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, 2Wiki and "
-    "wiki-18 samples). Only the NQ gold passages are on-topic for NQ, so retrieval here is easier than over "
+    "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, "
+    "2Wiki and wiki-18 samples). Only the NQ gold passages are on-topic for NQ, so retrieval here is easier than over "
     "full Wikipedia.")
 
 

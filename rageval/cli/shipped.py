@@ -377,7 +377,8 @@ def add_parsers(sub) -> None:
     subq.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     subq.add_argument("--data-dir", type=Path, default=DATA_DIR)
     subq.add_argument("--reranker", type=Path,
-                      help="cross-encoder folder for --fusion rerank (default: the latest `rageval train-reranker` model)")
+                      help="cross-encoder folder for --fusion rerank "
+                           "(default: the latest `rageval train-reranker` model)")
     subq.add_argument("--out", type=Path, help="also write the table (and the sub-queries) as JSON")
     subq.set_defaults(handler=cmd_subquery_retrieval)
 

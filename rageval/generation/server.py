@@ -24,6 +24,7 @@ Differences from OpenAI, by design of the :class:`Generator` interface:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
@@ -353,11 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     host, port = httpd.server_address[:2]
     print(f"serving {httpd.app.model_name!r} ({generator.model_id}) at http://{host}:{port}/v1 (Ctrl-C stops)",
           file=sys.stderr)
-    with httpd:
-        try:
-            httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
+    with httpd, contextlib.suppress(KeyboardInterrupt):
+        httpd.serve_forever()
     return 0
 
 

@@ -57,7 +57,8 @@ def add_parsers(sub) -> None:
     ium = sub.add_parser("ium", help="Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
                                      "offline + online IUM and the baselines, into a run file")
     ium.add_argument("--preset", choices=("default", "full"), default="default",
-                     help="'full': the GPU configuration (rageval.ium.experiment.FULL_PLAN); the size flags are ignored")
+                     help="'full': the GPU configuration (rageval.ium.experiment.FULL_PLAN); "
+                          "the size flags are ignored")
     ium.add_argument("--num-train", type=int, default=40, help="training queries per dataset (shared by its agents)")
     ium.add_argument("--num-test", type=int, default=30, help="test queries per dataset")
     ium.add_argument("--depth", type=int, default=30, help="BM25 candidates re-scored per query (paper: 100)")

@@ -391,7 +391,7 @@ def train_cross_encoder(model: CrossEncoder, examples: Sequence[Example], epochs
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=lr)
     total = len(_length_bucketed_batches(lengths, batch_size, random.Random(0))) * epochs
-    warmup = max(1, int(round(warmup_ratio * total)))
+    warmup = max(1, round(warmup_ratio * total))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min((step + 1) / warmup, max(0.0, (total - step) / max(1, total - warmup))))
     loss_function = torch.nn.BCEWithLogitsLoss()
@@ -508,8 +508,8 @@ def build_nq_training_examples(queries: Sequence[Query], rankings: Mapping[str, 
         ranking = rankings.get(query.query_id)
         pool = [pid for pid in (ranking.passage_ids[:negative_depth] if ranking else ())
                 if pid not in query.gold_passage_ids and pid in passages]
-        for pid in rng.sample(pool, min(negatives_per_query, len(pool))):
-            examples.append((query.text, passages[pid].as_document(), 0.0))
+        examples.extend((query.text, passages[pid].as_document(), 0.0)
+                        for pid in rng.sample(pool, min(negatives_per_query, len(pool))))
     return examples
 
 

@@ -314,9 +314,11 @@ def read_run(path: str | os.PathLike) -> Run:
             settings=reader.settings(), queries=queries,
             passages=[Passage(*r) for r in rows("passages", "SELECT passage_id, title, text, source FROM passages")],
             rankings=[rankings[q.query_id] for q in queries if q.query_id in rankings],
-            doc_outputs=[DocOutput(*r) for r in rows("doc_outputs", "SELECT query_id, passage_id, output FROM doc_outputs")],
+            doc_outputs=[DocOutput(*r) for r in rows(
+                "doc_outputs", "SELECT query_id, passage_id, output FROM doc_outputs")],
             labels=[Label(*r) for r in rows("labels", "SELECT method, query_id, passage_id, value FROM labels")],
-            e2e_outputs=[E2EOutput(*r) for r in rows("e2e_outputs", "SELECT query_id, k, output, score FROM e2e_outputs")],
+            e2e_outputs=[E2EOutput(*r) for r in rows(
+                "e2e_outputs", "SELECT query_id, k, output, score FROM e2e_outputs")],
             measure_values=[MeasureValue(*r) for r in rows(
                 "measure_values", "SELECT method, measure, query_id, value FROM measure_values")],
             label_evidence=[LabelEvidence(*r) for r in rows(
