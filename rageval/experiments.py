@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +106,7 @@ def load_run_plans(path: Path | None = None) -> tuple[RunPlan, ...]:
             raise DataError(path, f"unknown field; known: {', '.join(sorted(_PLAN_FIELDS))}",
                             record=table.get("name", f"run {number}"), field=unknown[0])
         values = dict(table)
-        reteval = {}
+        reteval: dict[str, Any] = {}
         if "reteval_ks" in values:
             reteval["ks"] = tuple(values.pop("reteval_ks"))
         if "reteval_judges" in values:
@@ -251,15 +252,15 @@ def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: Decod
         reteval=plan.reteval_settings, decoding=decoding, batch_size=batch_size, measure_cutoffs=plan.measure_cutoffs)
     run = evaluate_run(base, generator, options, log=lambda message: log(f"[{plan.name}] {message}"),
                        progress=progress, encoder=resources.encoder if plan.reteval else None)
-    run.settings["timing_s"] = {"rankings": rankings_s, **run.settings["timing_s"]}
+    timing = {"rankings": rankings_s, **run.settings["timing_s"]}
 
     settings = erag.EragSettings(k=plan.k, metric=plan.metric, decoding=decoding, batch_size=batch_size,
                                  cutoffs=options.cutoffs)
     hits_before, misses_before = generator.hits, generator.misses
     erag.compute_erag_labels(queries, _reversed(rankings, plan.k), passages, generator, settings)
-    run.settings["rerank_check"] = {"reranking": f"each top-{plan.k} reversed, eRAG labels recomputed",
-                                    "cache_hits": generator.hits - hits_before,
-                                    "cache_misses": generator.misses - misses_before}
+    rerank_check = {"reranking": f"each top-{plan.k} reversed, eRAG labels recomputed",
+                    "cache_hits": generator.hits - hits_before, "cache_misses": generator.misses - misses_before}
+    run = replace(run, settings={**run.settings, "timing_s": timing, "rerank_check": rerank_check})
     log(f"[{plan.name}] re-ranking check: {run.settings['rerank_check']}")
     return run
 

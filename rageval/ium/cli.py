@@ -32,9 +32,10 @@ def cmd_ium(args: argparse.Namespace) -> int:
     resources = Resources(corpus)
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     dtype = args.dtype or None
-    generators = {"gemma": CachedGenerator(load_gemma_generator(batch_size=8, dtype=dtype), cache),
-                  "smollm2": CachedGenerator(load_smollm2_generator(batch_size=8, dtype=dtype), cache)}
-    smollm2_tokenizer = generators["smollm2"].generator.tokenizer
+    gemma = load_gemma_generator(batch_size=8, dtype=dtype)
+    smollm2 = load_smollm2_generator(batch_size=8, dtype=dtype)
+    generators = {"gemma": CachedGenerator(gemma, cache), "smollm2": CachedGenerator(smollm2, cache)}
+    smollm2_tokenizer = smollm2.tokenizer
     agents = build_agents(plan.agents, generators,
                           {"smollm2": lambda message: chat_prompt(smollm2_tokenizer, message)})
     split = plan_queries(plan, corpus.nq_queries, hotpotqa_queries(corpus, args.data_dir))

@@ -329,7 +329,8 @@ def read_run(path: str | os.PathLike) -> Run:
                 "verdicts", "SELECT judge, reference, query_id, k, verdict, evidence FROM verdicts")],
             failure_cases=[FailureCase(*r) for r in rows(
                 "failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases")],
-            correlations=[Correlation(int(r.k), r.method, r.measure, int(r.n), *map(float, r[4:10]),
+            correlations=[Correlation(int(r.k), r.method, r.measure, int(r.n), float(r.tau), float(r.tau_low),
+                                      float(r.tau_high), float(r.rho), float(r.rho_low), float(r.rho_high),
                                       int(r.n_resamples), float(r.confidence))
                           for r in reader.correlations().itertuples(index=False)])
 
