@@ -252,8 +252,8 @@ def test_bad_input_is_one_line_naming_file_line_and_field_and_writes_nothing(dat
     _rewrite(dataset[which], line, record)
     out = tmp_path / "never.sqlite"
     code, _, err = run_cli(["evaluate", "--queries", dataset["queries"], "--corpus", dataset["corpus"],
-                                 "--run", dataset["run"], "--out", out, "--dry-run"], capsys, monkeypatch,
-                                tmp_path / "cache")
+                            "--run", dataset["run"], "--out", out, "--dry-run"], capsys, monkeypatch,
+                           tmp_path / "cache")
     assert code == 2 and not out.exists()
     message = err.strip().splitlines()
     assert len(message) == 1 and message[0].startswith("rageval: error: "), err
@@ -277,6 +277,13 @@ def test_flag_errors_and_read_only_shipped_folder(dataset, tmp_path, capsys, mon
     code, _, err = run_cli([*base, "--run", dataset["run"], "--model", tmp_path / "no-such-model"], capsys,
                            monkeypatch, tmp_path)
     assert code == 2 and "no-such-model" in err
+
+
+def test_a_retriever_without_questions_is_a_one_line_error(dataset, tmp_path, capsys, monkeypatch):
+    """No --queries with --retriever: the error says what is missing (it was a TypeError on ``Path(None)``)."""
+    code, _, err = run_cli(["evaluate", "--corpus", dataset["corpus"], "--retriever", "bm25", "--dry-run"], capsys,
+                           monkeypatch, tmp_path)
+    assert code == 2 and "--queries and --corpus are required" in err and "Traceback" not in err
 
 
 def test_config_file_and_flags_and_default_out_in_the_user_runs_folder(dataset, tmp_path, monkeypatch, capsys):
@@ -318,8 +325,8 @@ def test_eval_retrieval_on_own_beir_data(beir, tmp_path, capsys, monkeypatch):
     import pytrec_eval
 
     code, _, err = run_cli(["eval-retrieval", "--queries", beir / "queries.jsonl", "--corpus",
-                                 beir / "corpus.jsonl", "--qrels", beir / "qrels" / "test.tsv", "--systems", "bm25",
-                                 "--k", 10, "--out-dir", tmp_path / "retrieval"], capsys, monkeypatch, tmp_path / "c")
+                            beir / "corpus.jsonl", "--qrels", beir / "qrels" / "test.tsv", "--systems", "bm25",
+                            "--k", 10, "--out-dir", tmp_path / "retrieval"], capsys, monkeypatch, tmp_path / "c")
     assert code == 0, err
     path = tmp_path / "retrieval" / "retrieval-queries-bm25.sqlite"
     run = read_run(path)
