@@ -8,7 +8,10 @@ dashboard:
 	.venv/bin/streamlit run app.py --server.address 127.0.0.1 --server.port 8501 \
 		--browser.gatherUsageStats false
 
-# Install the test dependencies (Chromium from Debian for the browser tests) and run the whole suite.
+# Install the test dependencies (Chromium from Debian for the browser tests), run the static checks (ruff on
+# everything, mypy on the engine; settings in pyproject.toml), then the whole suite.
 test:
 	scripts/setup_env.sh --dev
+	.venv/bin/ruff check .
+	.venv/bin/mypy rageval
 	.venv/bin/python -m pytest -q

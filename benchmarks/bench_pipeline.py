@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench_pipeline-") as tmp:
         print(f"\n(a) optimised per-document path vs (b) pipeline eRAG stage, {len(prompts)} labels each", flush=True)
         print(_header(), flush=True)
-        for round_ in range(args.repeats):
+        for _round in range(args.repeats):
             for path in ("a", "b", "b", "a"):
                 if path == "a":
                     t = time_optimised(generator, prompts, args.batch_size)

@@ -166,6 +166,7 @@ class AnnotationStore:
         if not run:
             raise ValueError("the run's name is required to save a label")
         moment = (labelled_at or datetime.now(UTC)).astimezone(UTC)
+        values: tuple[str, str, str, str, int | None]
         if isinstance(item, PassageItem):
             values = (item.query_id, item.passage_id, "", "", None)
         elif isinstance(item, StatementItem):
@@ -181,6 +182,7 @@ class AnnotationStore:
                 (run, item.kind, *values, int(label), annotator, moment.isoformat(timespec="microseconds"),
                  note or ""))
             connection.commit()
+            assert cursor.lastrowid is not None  # an INSERT sets it
             return int(cursor.lastrowid)
 
     def labels(self, run: str | None = None, kind: str | None = None) -> pd.DataFrame:

@@ -70,7 +70,8 @@ class BertScorer:
         """(P, R, F), each maximised over ``gold_answers`` on its own (as the attribution paper reports them)."""
         self._ensure([prediction.strip()] + [g.strip() for g in gold_answers])
         scores = [greedy_match(self._vectors[prediction.strip()], self._vectors[g.strip()]) for g in gold_answers]
-        return tuple(max((s[i] for s in scores), default=0.0) for i in range(3))
+        precision, recall, f1 = (max((s[i] for s in scores), default=0.0) for i in range(3))
+        return precision, recall, f1
 
     def __call__(self, prediction: str, gold_answers: Sequence[str]) -> float:
         return self.score_many([prediction], [gold_answers])[0]

@@ -228,10 +228,9 @@ def _nq_queries(gold: list[NqGoldRecord], oracle: list[NqOracleRecord],
             answers.extend(a for a in o.answers if a not in answers)
         queries.append(Query(f"nq:{g.example_id}", g.question, tuple(answers),
                              _unique(resolve.get(i, i) for i in gold_ids), NQ_DATASET))
-    for o in oracle:
-        if o.line not in matched:
-            queries.append(Query(f"nq-oracle:{o.line}", o.question, o.answers,
-                                 (resolve.get(f"nq-dpr:{o.line}", f"nq-dpr:{o.line}"),), NQ_DATASET))
+    queries.extend(Query(f"nq-oracle:{o.line}", o.question, o.answers,
+                         (resolve.get(f"nq-dpr:{o.line}", f"nq-dpr:{o.line}"),), NQ_DATASET)
+                   for o in oracle if o.line not in matched)
     return tuple(queries)
 
 

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.paths import DATA_DIR
 from rageval.store import Run, write_run
-from rageval.types import Query, Ranking, ScoredPassage
+from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 RETRIEVER_DESCRIPTIONS = {
     "bm25": "bm25 (pyserini Lucene, k1=0.9, b=0.4) over the rageval corpus",
@@ -86,7 +87,7 @@ _PLAN_FIELDS = {"name", "dataset", "retriever", "num_queries", "k", "e2e_ks", "l
                 "reteval_ks", "reteval_judges", "offset", "folder", "metric", "max_new_tokens", "label_metrics"}
 
 
-def load_run_plans(path: Path = None) -> tuple[RunPlan, ...]:
+def load_run_plans(path: Path | None = None) -> tuple[RunPlan, ...]:
     """The :class:`RunPlan` s of a TOML file of ``[[run]]`` tables (default: :data:`DEMO_PLANS_FILE`); an unknown
     field or a bad value is a :class:`~rageval.errors.DataError` naming the file and the run."""
     import tomllib
@@ -105,7 +106,7 @@ def load_run_plans(path: Path = None) -> tuple[RunPlan, ...]:
             raise DataError(path, f"unknown field; known: {', '.join(sorted(_PLAN_FIELDS))}",
                             record=table.get("name", f"run {number}"), field=unknown[0])
         values = dict(table)
-        reteval = {}
+        reteval: dict[str, Any] = {}
         if "reteval_ks" in values:
             reteval["ks"] = tuple(values.pop("reteval_ks"))
         if "reteval_judges" in values:
@@ -238,26 +239,28 @@ def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: Decod
     base = Run(settings={
         "name": plan.name, "dataset": plan.dataset,
         "dataset_slice": f"questions {plan.offset}..{plan.offset + len(queries) - 1} of the shipped "
-                         f"{'NQ-open test' if plan.dataset == 'nq_open' else 'HotpotQA dev (distractor)'} file, in file order",
+                         f"{'NQ-open test' if plan.dataset == 'nq_open' else 'HotpotQA dev (distractor)'} file, "
+                         "in file order",
         "retriever": RETRIEVER_DESCRIPTIONS[plan.retriever], "retriever_name": plan.retriever,
         "corpus": {"passages": len(resources.corpus.passages)}, "notes": CORPUS_NOTE, "command": command},
         queries=queries, passages=[passages[pid] for pid in used_ids if pid in passages],
         rankings=[Ranking(q.query_id, rankings[q.query_id].passages[:plan.k]) for q in queries])
     options = EvaluationOptions(
-        methods=("erag", "e2e", "baselines") + (("reteval",) if plan.reteval else ()), ks=tuple(sorted(set(plan.e2e_ks))),
+        methods=("erag", "e2e", "baselines") + (("reteval",) if plan.reteval else ()),
+        ks=tuple(sorted(set(plan.e2e_ks))),
         label_metrics=plan.label_metrics, metric=plan.metric, llm_relevance=plan.llm_relevance,
         reteval=plan.reteval_settings, decoding=decoding, batch_size=batch_size, measure_cutoffs=plan.measure_cutoffs)
     run = evaluate_run(base, generator, options, log=lambda message: log(f"[{plan.name}] {message}"),
                        progress=progress, encoder=resources.encoder if plan.reteval else None)
-    run.settings["timing_s"] = {"rankings": rankings_s, **run.settings["timing_s"]}
+    timing = {"rankings": rankings_s, **run.settings["timing_s"]}
 
     settings = erag.EragSettings(k=plan.k, metric=plan.metric, decoding=decoding, batch_size=batch_size,
                                  cutoffs=options.cutoffs)
     hits_before, misses_before = generator.hits, generator.misses
     erag.compute_erag_labels(queries, _reversed(rankings, plan.k), passages, generator, settings)
-    run.settings["rerank_check"] = {"reranking": f"each top-{plan.k} reversed, eRAG labels recomputed",
-                                    "cache_hits": generator.hits - hits_before,
-                                    "cache_misses": generator.misses - misses_before}
+    rerank_check = {"reranking": f"each top-{plan.k} reversed, eRAG labels recomputed",
+                    "cache_hits": generator.hits - hits_before, "cache_misses": generator.misses - misses_before}
+    run = replace(run, settings={**run.settings, "timing_s": timing, "rerank_check": rerank_check})
     log(f"[{plan.name}] re-ranking check: {run.settings['rerank_check']}")
     return run
 

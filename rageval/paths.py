@@ -50,5 +50,6 @@ def is_shipped(path: str | os.PathLike) -> bool:
     """Whether ``path`` lies in the checkout's shipped data (``data/``) or the shipped runs folder: places no
     upload, job or command of the user writes into."""
     resolved = Path(path).expanduser().resolve()
-    shipped = [DATA_DIR, *([shipped_runs_dir()] if shipped_runs_dir() else [])]
+    runs = shipped_runs_dir()
+    shipped = [DATA_DIR, *([runs] if runs else [])]
     return any(resolved.is_relative_to(folder.expanduser().resolve()) for folder in shipped)

@@ -70,7 +70,8 @@ class PromptTemplate:
 QA_FEW_SHOT = PromptTemplate(
     name="qa-fewshot",
     version="1",
-    instruction="Answer the question using only the passage: copy the shortest phrase from the passage that answers it.",
+    instruction="Answer the question using only the passage: copy the shortest phrase from the passage that "
+                "answers it.",
     examples=(
         FewShotExample(
             title="Mount Kilimanjaro",
@@ -113,10 +114,8 @@ def build_qa_prompt(question: str, passages: Sequence[Passage], template: Prompt
     order, so eRAG (one passage) and end-to-end RAG (the top-k list) share the same template.
     """
     blocks = [_one_line(template.instruction)]
-    for ex in template.examples:
-        blocks.append(
-            f"{_passage_block(ex.title, ex.passage)}\nQuestion: {_one_line(ex.question)}\nAnswer: {_one_line(ex.answer)}"
-        )
+    blocks.extend(f"{_passage_block(ex.title, ex.passage)}\nQuestion: {_one_line(ex.question)}\n"
+                  f"Answer: {_one_line(ex.answer)}" for ex in template.examples)
     final = [_passage_block(p.title, p.text) for p in passages]
     final.append(f"Question: {_one_line(question)}\nAnswer:")
     blocks.append("\n".join(final))
@@ -165,9 +164,8 @@ RELEVANCE_FEW_SHOT = PromptTemplate(
 def build_relevance_prompt(question: str, passage: Passage, template: PromptTemplate = RELEVANCE_FEW_SHOT) -> str:
     """Ask whether ``passage`` is relevant to ``question``; the completion starts with ``Yes`` or ``No``."""
     blocks = [_one_line(template.instruction)]
-    for ex in template.examples:
-        blocks.append(f"Question: {_one_line(ex.question)}\n{_passage_block(ex.title, ex.passage)}\n"
-                      f"Relevant: {ex.verdict}")
+    blocks.extend(f"Question: {_one_line(ex.question)}\n{_passage_block(ex.title, ex.passage)}\n"
+                  f"Relevant: {ex.verdict}" for ex in template.examples)
     blocks.append(f"Question: {_one_line(question)}\n{_passage_block(passage.title, passage.text)}\nRelevant:")
     return "\n\n".join(blocks)
 

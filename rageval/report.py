@@ -138,13 +138,13 @@ def best_measures(correlations: pd.DataFrame, cutoff: int) -> pd.DataFrame:
     return frame.sort_values("tau", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def k_sweep_from_frames(measures: pd.DataFrame, e2e: pd.DataFrame, main_k: int) -> pd.DataFrame:
+def k_sweep_from_frames(measures: pd.DataFrame, e2e: pd.DataFrame, main_k: int | None) -> pd.DataFrame:
     """eRAG's Figure 1: for each label method, the measure family whose Kendall's tau with the E2E score is
     highest at ``main_k`` (ties: first in :data:`MEASURE_ORDER`), then its tau at every k of the sweep
     (``family@k`` against the E2E score at that k; point estimates, no bootstrap).
 
     ``measures``: method, measure, query_id, value; ``e2e``: query_id, k, score. Returns one row per
-    (method, k): method, family, measure, k, tau, n.
+    (method, k): method, family, measure, k, tau, n (none when ``main_k`` is None: a run without E2E outputs).
     """
     columns = ["method", "family", "measure", "k", "tau", "n"]
     taus = []
@@ -195,7 +195,7 @@ def _ci(row, name: str) -> str:
     return f"{_f(row[name])} [{_f(row[name + '_low'], 2)}, {_f(row[name + '_high'], 2)}]"
 
 
-def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -213,7 +213,7 @@ def provenance(settings: Mapping, n: int | None = None) -> str:
 
 def table1_markdown(settings: Mapping, table: pd.DataFrame, k: int) -> str:
     """eRAG Table 1 at ``k`` (a :func:`correlation_table_at_k` result) next to the paper's numbers."""
-    paper = paper_table1(settings.get("dataset"), settings.get("retriever_name"))
+    paper = paper_table1(str(settings.get("dataset")), str(settings.get("retriever_name")))
     rows = []
     for row in sorted(table.to_dict("records"), key=lambda r: (_method_rank(r["method"]),
                                                                measure_sort_key(r["measure"]))):
@@ -221,7 +221,7 @@ def table1_markdown(settings: Mapping, table: pd.DataFrame, k: int) -> str:
         rows.append([row["method"], PAPER_MEASURE_NAMES.get(row["family"], row["family"]) + f"@{k}", str(row["n"]),
                      _ci(row, "tau"), _ci(row, "rho"),
                      _f(published[0]) if published else "–", _f(published[1]) if published else "–"])
-    paper_retriever = PAPER_RETRIEVERS.get(settings.get("retriever_name"), "–")
+    paper_retriever = PAPER_RETRIEVERS.get(str(settings.get("retriever_name")), "–")
     return _md_table(["label method", "measure", "n", "tau [95% CI]", "rho [95% CI]",
                       f"paper tau ({paper_retriever}, k=50)", "paper rho"], rows)
 
@@ -343,7 +343,7 @@ def write_results(runs_dir: Path, out_path: Path, cost_path: Path | None = None)
         "",
     ]
     rows, generation = [], set()
-    for name, path in present.items():
+    for path in present.values():
         with RunReader(path) as reader:
             s = reader.settings()
             rows.append([f"`{path.relative_to(Path(runs_dir))}`", s.get("dataset"), s.get("retriever_name"),
@@ -397,8 +397,8 @@ def _erag_sections(present: Mapping[str, Path]) -> list[str]:
     out = ["## eRAG Table 1: which labels predict the end-to-end answer?", "",
            "Kendall's tau-b and Spearman's rho across questions between each label method's per-question measure "
            "at k and the E2E exact match of the RAG LLM given the same top-k in one prompt; 95% percentile "
-           "bootstrap intervals over questions (1,000 resamples); every row, graded ones included, is against E2E exact "
-           "match. Graded eRAG labels (F1, ROUGE-L, BERTScore) have P (mean label) and Hit (max label) as in the "
+           "bootstrap intervals over questions (1,000 resamples); every row, graded ones included, is against E2E "
+           "exact match. Graded eRAG labels (F1, ROUGE-L, BERTScore) have P (mean label) and Hit (max label) as in the "
            "paper's footnotes a and b, and nDCG with graded gains (our addition; the paper does not report it). "
            "Labels that exist only for retrieved passages are cut to the top c at cutoff c, as eRAG defines them on "
            "R_c, so R = Hit for them. Paper: T5-small + FiD, 50 documents, KILT. "
@@ -408,6 +408,9 @@ def _erag_sections(present: Mapping[str, Path]) -> list[str]:
         with RunReader(path) as reader:
             s = reader.settings()
             k = reader.main_k()
+            if k is None:
+                out += [f"### {name}", "", "_(no E2E outputs in this run: nothing to correlate with)_", ""]
+                continue
             table = correlation_at_k(reader, k)
             out += [f"### {name} (k = {k})", "", provenance(s) + ".", "", "Best measure per label method:", "",
                     best_markdown(table, k), ""]
@@ -486,7 +489,7 @@ def _differences(present: Mapping[str, Path]) -> list[str]:
     sizes = "; ".join(f"`{name}`: {s.get('num_queries')} {s.get('dataset')} questions, k = {s.get('k')}, E2E at "
                       f"{s.get('e2e_ks')}" for name, s in runs)
     models = sorted({str(s.get("model_id")) for _, s in runs})
-    corpus = sorted({(s.get("corpus") or {}).get("passages") for _, s in runs} - {None})
+    corpus = sorted({n for _, s in runs if (n := (s.get("corpus") or {}).get("passages")) is not None})
     judge_note = "".join(f" In `{name}` the LLM judge said Yes to {share:.0%} of its {n} verdicts."
                          for name, share, n in llm_yes)
     return ["## What differs from the papers, and why", "",
@@ -502,8 +505,8 @@ def _differences(present: Mapping[str, Path]) -> list[str]:
             "- **Judges.** The paper's judge is GPT-4; ours are exact match, token F1, MiniLM cosine and the same "
             "270M model with a few-shot prompt." + judge_note,
             "- **Relevance LLM.** The paper asked Mistral-7B; we ask the same 270M model with a two-shot prompt.",
-            "- **Cost regime.** The paper times a T5-small FiD reader over 50 passages on a GPU, where E2E memory grows "
-            "with k times the passage length. Our reader is a decoder-only model on a CPU: at k = 10 a prompt is "
+            "- **Cost regime.** The paper times a T5-small FiD reader over 50 passages on a GPU, where E2E memory "
+            "grows with k times the passage length. Our reader is a decoder-only model on a CPU: at k = 10 a prompt is "
             "about 1.7k tokens, attention's quadratic term is small, and time follows the tokens processed and the "
             "answers decoded (eRAG decodes k answers; its shared few-shot prefix is computed once and reused), so "
             "eRAG only overtakes E2E in time as k grows, and a batch of k prompts holds more activations than one "

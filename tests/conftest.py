@@ -51,8 +51,10 @@ def tiny_model_dir(tmp_path_factory):
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     backend.decoder = decoders.ByteLevel()
-    backend.post_processor = processors.TemplateProcessing(single="<bos> $A", special_tokens=[("<bos>", vocab["<bos>"])])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<bos>", eos_token="<eos>")
+    backend.post_processor = processors.TemplateProcessing(single="<bos> $A",
+                                                           special_tokens=[("<bos>", vocab["<bos>"])])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>", bos_token="<bos>",
+                                        eos_token="<eos>")
     tokenizer.save_pretrained(directory)
 
     config = Gemma3TextConfig(

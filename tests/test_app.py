@@ -284,7 +284,7 @@ def test_home_links_to_the_correlations_which_show_every_method_and_measure(runs
     links = [link.proto for link in home.get("page_link")]
     assert any(link.page == "Correlations" and "predict the end-to-end answer" in link.label for link in links)
     app = start(CORRELATIONS)
-    tau, rho = [df.value for df in app.dataframe if df.value.index.name == "Measure"]
+    tau, _rho = [df.value for df in app.dataframe if df.value.index.name == "Measure"]
     # Rows: the fixture's measures at K plus R-precision; columns: its three label methods.
     assert sorted(tau.index) == sorted(m for m in MEASURES if m.endswith(f"@{K}") or m == "Rprec")
     assert len(tau.columns) == len(LABEL_METHODS)
@@ -449,7 +449,7 @@ def test_correlation_tables_follow_the_chosen_k(reteval_env):
     assert box.options == [str(k) for k in E2E_KS] and box.value == str(RUN_K)
 
     def check(k: int) -> None:
-        tau_table, rho_table = correlation_tables(app)
+        tau_table, _rho_table = correlation_tables(app)
         at_k = {m for m in measures["measure"] if m.endswith(f"@{k}")}
         assert sorted(tau_table.index) == sorted(at_k | {"Rprec"})
         for method in ("erag:em", "gold", "erag:f1"):

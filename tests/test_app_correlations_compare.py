@@ -178,7 +178,7 @@ def test_correlations_follow_k_on_a_run_with_a_k_sweep(reteval_env_path, monkeyp
     assert metrics(app)["Kendall's tau-b"] == format_correlation(row["tau"], row["tau_low"], row["tau_high"])
     assert metrics(app)["Spearman's rho"] == format_correlation(row["rho"], row["rho_low"], row["rho_high"])
     tau_table = next(df.value for df in app.dataframe if df.value.index.name == "Measure")
-    assert set(tau_table.index) == {m for m in table.index.get_level_values("measure")}
+    assert set(tau_table.index) == set(table.index.get_level_values("measure"))
     # Question text goes into the plotly hover HTML-escaped: the marked question's tags show, they do not render.
     hovered = points.loc[marked, "question"]
     assert "&lt;b&gt;bold?&lt;/b&gt;" in hovered and MARKUP.strip() not in hovered

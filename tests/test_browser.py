@@ -74,8 +74,9 @@ def _wait_until_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
 
 @contextmanager
 def streamlit_server(runs: Path, log_name: str, **extra_env: str) -> Iterator[str]:
-    """``streamlit run app.py`` on ``runs`` (``$RAGEVAL_RUNS_DIR``; no shipped runs; plus ``extra_env``), bound to 127.0.0.1 on a
-    free port, its log in ``test-output/<log_name>``; yields its URL once healthy and stops it afterwards."""
+    """``streamlit run app.py`` on ``runs`` (``$RAGEVAL_RUNS_DIR``; no shipped runs; plus ``extra_env``), bound to
+    127.0.0.1 on a free port, its log in ``test-output/<log_name>``; yields its URL once healthy and stops it
+    afterwards."""
     _require_browser()
     SHOTS.mkdir(exist_ok=True)
     log = SHOTS / log_name

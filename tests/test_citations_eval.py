@@ -384,8 +384,8 @@ def assert_everything_entailed(stored, lines, built) -> None:
     for key, plan in built.items():
         if not plan:
             continue
-        n_passages = len(lines[[i for i, l in enumerate(lines)
-                                if (l["query_id"], l.get("answer_id", "0")) == key][0]]["passages"])
+        n_passages = len(next(line for line in lines
+                              if (line["query_id"], line.get("answer_id", "0")) == key)["passages"])
         valid = [all(1 <= c <= n_passages for c in cited) and bool(cited) for _, cited, _ in plan]
         total = sum(len(cited) for _, cited, _ in plan)
         expected = {"autoais_cit": sum(any(1 <= c <= n_passages for c in cited) for _, cited, _ in plan) / len(plan),

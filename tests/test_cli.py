@@ -34,7 +34,8 @@ def test_erag_writes_a_run_and_a_rerun_costs_no_llm_call(cli_cache, tiny_model_d
         assert settings["num_queries"] == 2 and settings["k"] == 3
         calls = settings["llm_calls"]  # 2 x 3 single-passage + 2 E2E
         assert (calls["cache_hits"], calls["cache_misses"]) == (0, 8)
-        assert calls["by_stage"] == {"erag": {"calls": 6, "cached": 0, "new": 6}, "e2e": {"calls": 2, "cached": 0, "new": 2}}
+        assert calls["by_stage"] == {"erag": {"calls": 6, "cached": 0, "new": 6},
+                                     "e2e": {"calls": 2, "cached": 0, "new": 2}}
         assert reader.counts()["doc_outputs"] == 6 and reader.counts()["e2e_outputs"] == 2
         assert set(reader.label_methods()) == {"erag:em", "contains_answer", "gold", "gold_page"}
         # The first NQ-open test question, retrieved by BM25 over the real corpus: its gold passage ranks high.

@@ -139,7 +139,8 @@ def test_fingerprint_changes_with_content():
 def test_read_corpus_rejects_altered_and_foreign_files(tmp_path):
     path = tmp_path / "c.jsonl.gz"
     write_corpus(Corpus((Passage("x:1", "T", "text", "x"),)), path)
-    rows = [json.loads(line) for line in gzip.open(path, "rt")]
+    with gzip.open(path, "rt") as lines:
+        rows = [json.loads(line) for line in lines]
     rows[-1]["text"] = "edited"
     with gzip.open(path, "wt") as out:
         out.writelines(json.dumps(r) + "\n" for r in rows)

@@ -125,11 +125,8 @@ def test_correlation_table_groups_and_matches_the_coefficients():
 
     rng = np.random.default_rng(7)
     downstream = {f"q{i}": float(v) for i, v in enumerate(rng.integers(0, 2, size=60))}
-    rows = []
-    for method in ("erag:em", "gold"):
-        for measure in ("P@10", "nDCG@10"):
-            for i, q in enumerate(downstream):
-                rows.append({"method": method, "measure": measure, "query_id": q, "value": float(rng.random())})
+    rows = [{"method": method, "measure": measure, "query_id": q, "value": float(rng.random())}
+            for method in ("erag:em", "gold") for measure in ("P@10", "nDCG@10") for q in downstream]
     rows.append({"method": "gold", "measure": "P@10", "query_id": "no-downstream", "value": 1.0})
     table = compute_correlation_table(pd.DataFrame(rows), downstream, n_resamples=200, seed=1)
     assert list(zip(table["method"], table["measure"])) == [

@@ -304,7 +304,7 @@ def test_run_plan_validation(changes, message):
 def test_run_plan_accepts_reteval_ks_within_the_sweep_and_unknown_dataset_fails_early(resources):
     plan = RunPlan("x", "nq_open", "bm25", 3, k=10, e2e_ks=(1, 3, 5), reteval=False)  # ks are not checked
     assert plan.file_name == "x.sqlite"
-    with pytest.raises(ValueError, match="RunPlan.dataset: expected 'nq_open' or 'hotpotqa', got 'triviaqa'"):
+    with pytest.raises(ValueError, match=r"RunPlan\.dataset: expected 'nq_open' or 'hotpotqa', got 'triviaqa'"):
         plan_queries(RunPlan("x", "triviaqa", "bm25", 3), resources)
     assert [q.query_id for q in plan_queries(RunPlan("x", "nq_open", "bm25", 2, offset=3), resources)] == [
         q.query_id for q in resources.corpus.nq_queries[3:5]]

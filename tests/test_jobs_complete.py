@@ -20,6 +20,7 @@ from rageval import jobs
 from rageval.cli import main
 from rageval.generation.base import first_capitalised_span
 from rageval.generation.server import serve
+from rageval.jobs.store import _SCHEMA as JOBS_SCHEMA
 from rageval.pipeline.summary import PIECES, missing_pieces, run_summary
 from rageval.store import RunReader
 from tests.test_jobs import GatedReader, wait_for
@@ -132,7 +133,7 @@ def test_refusals_name_the_reason(tmp_path, served, store, monkeypatch):
     jobs.cancel_job(first.job_id, store)
     assert jobs.run_job(jobs.create_job(complete_spec(run, server, tmp_path), store).job_id, store,
                         log=lambda _: None).status == jobs.DONE
-    with pytest.raises(jobs.JobError, match="the run already has every piece .*nothing to compute"):
+    with pytest.raises(jobs.JobError, match=r"the run already has every piece .*nothing to compute"):
         jobs.create_job(complete_spec(run, server, tmp_path), store)
 
 
@@ -157,8 +158,8 @@ def test_cli_complete_with_chosen_pieces(tmp_path, served, capsys):
 def test_a_version_1_jobs_database_gains_the_stage_column(tmp_path):
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as conn:
-        conn.executescript(jobs._SCHEMA.replace(",\n    stage            TEXT               -- complete jobs: the "
-                                                "pipeline stage that done/total count", ""))
+        conn.executescript(JOBS_SCHEMA.replace(",\n    stage            TEXT               -- complete jobs: the "
+                                               "pipeline stage that done/total count", ""))
         conn.execute("PRAGMA user_version=1")
     with jobs.JobStore(path) as store:
         job = store.create(jobs.JobSpec(str(tmp_path / "r.sqlite")), "erag:em@x", 3)

@@ -88,7 +88,8 @@ def test_a_failed_chunk_keeps_the_committed_ones(tmp_path):
             raise RuntimeError("model crashed")
         return "ok"
 
-    prompts = ["Passage: A\nQuestion: q\nAnswer:", "Passage: B\nQuestion: q\nAnswer:", "Passage: Boom\nQuestion: q\nAnswer:"]
+    prompts = ["Passage: A\nQuestion: q\nAnswer:", "Passage: B\nQuestion: q\nAnswer:",
+               "Passage: Boom\nQuestion: q\nAnswer:"]
     with LLMCache(tmp_path / "c.sqlite") as cache:
         with pytest.raises(RuntimeError, match="model crashed"):
             CachedGenerator(FakeGenerator(rule=rule), cache, chunk_size=2).generate(prompts, SETTINGS)
@@ -98,7 +99,7 @@ def test_a_failed_chunk_keeps_the_committed_ones(tmp_path):
 def test_not_a_database_is_a_store_error(tmp_path):
     bad = tmp_path / "llm_cache.sqlite"
     bad.write_text("this is not sqlite " * 100)
-    with pytest.raises(StoreError, match="llm_cache.sqlite"):
+    with pytest.raises(StoreError, match=r"llm_cache\.sqlite"):
         LLMCache(bad)
 
 

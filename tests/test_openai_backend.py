@@ -214,7 +214,7 @@ def test_unreachable_server_fails_with_the_url_and_a_hint():
 
 
 def test_dropped_connections_are_retried_then_reported():
-    with Scripted(["drop"]) as scripted, pytest.raises(RagevalError, match="cannot reach .* 3 attempts"):
+    with Scripted(["drop"]) as scripted, pytest.raises(RagevalError, match=r"cannot reach .* 3 attempts"):
         fast_client(scripted.url).generate(["q"], GREEDY)
     assert len(scripted.bodies) == 3  # max_retries=2 -> 3 attempts
 
@@ -234,9 +234,9 @@ def test_server_errors_and_429_are_retried_until_success():
 
 
 def test_persistent_server_errors_report_the_last_message():
-    with Scripted([(500, {"error": {"message": "CUDA out of memory"}})]) as scripted:
-        with pytest.raises(RagevalError, match=r"HTTP 500: CUDA out of memory \(after 3 attempts\)"):
-            fast_client(scripted.url).generate(["q"], GREEDY)
+    with (Scripted([(500, {"error": {"message": "CUDA out of memory"}})]) as scripted,
+          pytest.raises(RagevalError, match=r"HTTP 500: CUDA out of memory \(after 3 attempts\)")):
+        fast_client(scripted.url).generate(["q"], GREEDY)
 
 
 @pytest.mark.parametrize("body", [
@@ -259,21 +259,21 @@ def test_client_errors_surface_the_server_message_without_retrying(body):
     ("chat", {"choices": [{"message": {"role": "assistant"}}]}, "choices[0].message.content"),
 ])
 def test_malformed_answers_name_the_field(api, body, field):
-    with Scripted([(200, body)]) as scripted:
-        with pytest.raises(RagevalError, match=f"malformed answer.*field '{re.escape(field)}'"):
-            fast_client(scripted.url, api=api).generate(["q"], GREEDY)
+    with (Scripted([(200, body)]) as scripted,
+          pytest.raises(RagevalError, match=f"malformed answer.*field '{re.escape(field)}'")):
+        fast_client(scripted.url, api=api).generate(["q"], GREEDY)
 
 
 def test_a_non_json_answer_is_reported():
-    with Scripted([(200, "<html>proxy login</html>")]) as scripted:
-        with pytest.raises(RagevalError, match="is not JSON: '<html>proxy login"):
-            fast_client(scripted.url).generate(["q"], GREEDY)
+    with (Scripted([(200, "<html>proxy login</html>")]) as scripted,
+          pytest.raises(RagevalError, match="is not JSON: '<html>proxy login")):
+        fast_client(scripted.url).generate(["q"], GREEDY)
 
 
 def test_concurrent_failure_is_raised_and_queued_prompts_are_not_sent():
-    with Scripted([(400, {"error": {"message": "bad prompt"}})]) as scripted:
-        with pytest.raises(RagevalError, match="bad prompt"):
-            fast_client(scripted.url, concurrency=2).generate([f"q{i}" for i in range(20)], GREEDY)
+    with (Scripted([(400, {"error": {"message": "bad prompt"}})]) as scripted,
+          pytest.raises(RagevalError, match="bad prompt")):
+        fast_client(scripted.url, concurrency=2).generate([f"q{i}" for i in range(20)], GREEDY)
     assert len(scripted.bodies) < 20
 
 

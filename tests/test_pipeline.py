@@ -237,7 +237,8 @@ def _rewrite(path: Path, line: int, record) -> None:
     (("queries", 2, "{not json"), r"questions\.jsonl, line 2: .*JSON"),
     (("queries", 3, {"query_id": "u3", "text": "what is the deepest lake in the world"}),
      r"questions\.jsonl, line 3, field 'answers': query 'u3' has no answers"),
-    (("queries", 4, {"query_id": "u1", "text": "again", "answers": ["x"]}), r"questions\.jsonl, line 4: .*'u1' is used twice"),
+    (("queries", 4, {"query_id": "u1", "text": "again", "answers": ["x"]}),
+     r"questions\.jsonl, line 4: .*'u1' is used twice"),
     (("corpus", 5, {"passage_id": "d05", "title": "Lake Baikal", "text": ""}), r"corpus\.jsonl, line 5: field 'text'"),
     (("run", 2, "u1 Q0 d99 2 18 my-retriever"), r"system\.trec, line 2: passage 'd99' is not in .*corpus\.jsonl"),
     (("queries", 1, {"query_id": "u1", "text": "who discovered radium", "answers": "Curie"}),
@@ -250,9 +251,9 @@ def test_bad_input_is_one_line_naming_file_line_and_field_and_writes_nothing(dat
     which, line, record = damage
     _rewrite(dataset[which], line, record)
     out = tmp_path / "never.sqlite"
-    code, stdout, err = run_cli(["evaluate", "--queries", dataset["queries"], "--corpus", dataset["corpus"],
-                                 "--run", dataset["run"], "--out", out, "--dry-run"], capsys, monkeypatch,
-                                tmp_path / "cache")
+    code, _, err = run_cli(["evaluate", "--queries", dataset["queries"], "--corpus", dataset["corpus"],
+                            "--run", dataset["run"], "--out", out, "--dry-run"], capsys, monkeypatch,
+                           tmp_path / "cache")
     assert code == 2 and not out.exists()
     message = err.strip().splitlines()
     assert len(message) == 1 and message[0].startswith("rageval: error: "), err
@@ -276,6 +277,13 @@ def test_flag_errors_and_read_only_shipped_folder(dataset, tmp_path, capsys, mon
     code, _, err = run_cli([*base, "--run", dataset["run"], "--model", tmp_path / "no-such-model"], capsys,
                            monkeypatch, tmp_path)
     assert code == 2 and "no-such-model" in err
+
+
+def test_a_retriever_without_questions_is_a_one_line_error(dataset, tmp_path, capsys, monkeypatch):
+    """No --queries with --retriever: the error says what is missing (it was a TypeError on ``Path(None)``)."""
+    code, _, err = run_cli(["evaluate", "--corpus", dataset["corpus"], "--retriever", "bm25", "--dry-run"], capsys,
+                           monkeypatch, tmp_path)
+    assert code == 2 and "--queries and --corpus are required" in err and "Traceback" not in err
 
 
 def test_config_file_and_flags_and_default_out_in_the_user_runs_folder(dataset, tmp_path, monkeypatch, capsys):
@@ -316,9 +324,9 @@ def test_eval_retrieval_on_own_beir_data(beir, tmp_path, capsys, monkeypatch):
     nDCG@10 cross-checked with pytrec_eval on the stored rankings."""
     import pytrec_eval
 
-    code, stdout, err = run_cli(["eval-retrieval", "--queries", beir / "queries.jsonl", "--corpus",
-                                 beir / "corpus.jsonl", "--qrels", beir / "qrels" / "test.tsv", "--systems", "bm25",
-                                 "--k", 10, "--out-dir", tmp_path / "retrieval"], capsys, monkeypatch, tmp_path / "c")
+    code, _, err = run_cli(["eval-retrieval", "--queries", beir / "queries.jsonl", "--corpus",
+                            beir / "corpus.jsonl", "--qrels", beir / "qrels" / "test.tsv", "--systems", "bm25",
+                            "--k", 10, "--out-dir", tmp_path / "retrieval"], capsys, monkeypatch, tmp_path / "c")
     assert code == 0, err
     path = tmp_path / "retrieval" / "retrieval-queries-bm25.sqlite"
     run = read_run(path)

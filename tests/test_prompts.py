@@ -65,4 +65,5 @@ def test_custom_template_is_used():
     template = dataclasses.replace(
         QA_FEW_SHOT, instruction="Reply briefly.", examples=(FewShotExample("T", "P.", "q?", "a"),)
     )
-    assert build_qa_prompt("x", [], template) == "Reply briefly.\n\nTitle: T\nPassage: P.\nQuestion: q?\nAnswer: a\n\nQuestion: x\nAnswer:"
+    assert build_qa_prompt("x", [], template) == (
+        "Reply briefly.\n\nTitle: T\nPassage: P.\nQuestion: q?\nAnswer: a\n\nQuestion: x\nAnswer:")

@@ -117,7 +117,8 @@ def test_results_markdown_is_built_from_the_runs(built_run, tmp_path):
                               "baseline_mb": 900, "peak_above_model_mb": 20.0, "device": "cpu"}]}
     (tmp_path / "cost.json").write_text(json.dumps(cost))
     out = tmp_path / "results.md"
-    code = main(["results", "--runs-dir", str(built_run.parent.parent), "--out", str(out), "--cost", str(tmp_path / "cost.json")])
+    code = main(["results", "--runs-dir", str(built_run.parent.parent), "--out", str(out),
+                 "--cost", str(tmp_path / "cost.json")])
     assert code == 0
     text = out.read_text()
     with RunReader(built_run) as reader:

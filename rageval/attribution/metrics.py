@@ -131,7 +131,7 @@ def citation_scores(statement_citations: Sequence[Sequence[int]], passages: Mapp
             recall = joint((index, cited))
         recalls.append(int(recall))
         total_citations += len(cited) if cited else len(citations)
-        if not recall:
+        if not recall or not cited:  # no recall without valid citations
             continue
         if len(cited) == 1:
             precise += 1
@@ -173,7 +173,8 @@ def rouge_l_prf(candidate: str, references: Sequence[str]) -> tuple[float, float
     from rageval.text_metrics import rouge_l_scores
 
     scores = [rouge_l_scores(candidate, reference) for reference in references]
-    return tuple(max((s[i] for s in scores), default=0.0) for i in range(3))
+    precision, recall, f1 = (max((s[i] for s in scores), default=0.0) for i in range(3))
+    return precision, recall, f1
 
 
 def correctness(candidate: str, references: Sequence[str], bert_scorer=None) -> dict[str, float]:

@@ -264,7 +264,7 @@ def nli_training_examples(config: NliTrainingConfig, data_dir: Path = DATA_DIR) 
     import random
 
     rng = random.Random(config.seed)
-    examples = []
+    examples: list[tuple[str, str, float]] = []
     for source in config.sources:
         pairs = training_pairs(data_dir, (source,))
         if config.max_pairs_per_source is not None and len(pairs) > config.max_pairs_per_source:

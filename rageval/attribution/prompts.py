@@ -17,8 +17,8 @@ Layout of the citation prompt (blank line between blocks)::
     Question: <question>
     Answer:
 
-The answer is decoded greedily until the end of its line (the examples' answers are one line each). The closed-book prompt has the same
-examples without passages or citations.
+The answer is decoded greedily until the end of its line (the examples' answers are one line each). The closed-book
+prompt has the same examples without passages or citations.
 """
 
 from __future__ import annotations
@@ -97,9 +97,8 @@ def build_attributed_prompt(question: str, passages: Sequence[tuple[str, str]],
                             template: PromptTemplate = CITATION_FEW_SHOT) -> str:
     """The citation prompt for ``question`` over ``passages`` ((title, text), cited as [1], [2], ... in order)."""
     blocks = [_one_line(template.instruction)]
-    for example in template.examples:
-        blocks.append("\n".join([*_numbered(example.passages), f"Question: {_one_line(example.question)}",
-                                 f"Answer: {_one_line(example.answer)}"]))
+    blocks.extend("\n".join([*_numbered(example.passages), f"Question: {_one_line(example.question)}",
+                             f"Answer: {_one_line(example.answer)}"]) for example in template.examples)
     blocks.append("\n".join([*_numbered(passages), f"Question: {_one_line(question)}", "Answer:"]))
     return "\n\n".join(blocks)
 

@@ -139,8 +139,8 @@ def usability_markdown(usability: Mapping[str, Mapping[str, int]]) -> list[str]:
         if scenario == "G":
             continue
         answers, non_empty = u["answers"], u["non_empty_answers"]
-        rows.append([scenario, str(answers), str(non_empty),
-                     f"{u['answers_with_valid_citation']} ({_cell(100 * u['answers_with_valid_citation'] / max(1, answers), 0)}%)",
+        valid = u["answers_with_valid_citation"]
+        rows.append([scenario, str(answers), str(non_empty), f"{valid} ({_cell(100 * valid / max(1, answers), 0)}%)",
                      f"{u['cited_statements']} / {u['statements']}", f"{u['invalid_citations']} / {u['citations']}"])
     return _table(("scenario", "answers", "non-empty", "with a valid citation", "statements cited",
                    "invalid citations"), rows) + [""]

@@ -164,7 +164,7 @@ def human_agreement(scored: Sequence[ScoredAnswer]) -> list[Agreement]:
     (sentence level: max over its citations; and p(entail) of its best cited passage) with the human labels."""
     answer_rows = [s for s in scored if s.citations is not None and s.answer.human_attributable is not None
                    and s.citations.statements]
-    human = [s.answer.human_attributable for s in answer_rows]
+    human = [s.answer.human_attributable for s in answer_rows if s.answer.human_attributable is not None]
     result = [agreement("answer", name, human, [getattr(s.citations, name) for s in answer_rows])
               for name in ("autoais_cit", "alce_recall", "alce_precision", "autoais_pssg")]
     sentence_human, sentence_verdict, sentence_probability = [], [], []

@@ -42,7 +42,8 @@ class Statement:
 
 
 def parse_citations(sentence: str) -> tuple[str, tuple[int, ...]]:
-    """``(text without markers, cited numbers)`` of one sentence; ``"a [1][2], b [2, 3]."`` -> ``("a, b.", (1, 2, 3))``."""
+    """``(text without markers, cited numbers)`` of one sentence:
+    ``"a [1][2], b [2, 3]."`` -> ``("a, b.", (1, 2, 3))``."""
     cited = [int(n) for group in CITATION.findall(sentence) for n in group.split(",")]
     text = _SPACE_BEFORE_PUNCTUATION.sub(r"\1", " ".join(CITATION.sub(" ", sentence).split()))
     return text, tuple(dict.fromkeys(cited))

@@ -87,6 +87,8 @@ def read_user_answers(path: str | Path, warn: Log | None = None) -> list[UserAns
         passages = _read_passages(fields, query_id or "?", unknown_seen)
         if not fields.ok:
             continue
+        assert query_id is not None and answer_id is not None and question is not None  # fields.ok: all were read
+        assert answer is not None and gold is not None
         key = (query_id, answer_id)
         if key in first_line:
             named = "query_id" if "answer_id" not in record else "answer_id"
@@ -111,10 +113,10 @@ def read_user_answers(path: str | Path, warn: Log | None = None) -> list[UserAns
     errors = sorted((p for p in found if p.severity == ERROR), key=lambda p: p.line or 0)  # the earliest line
     if errors:
         first = errors[0]
-        named = _FIELD_PREFIX.match(first.message)
-        message = first.message[named.end():] if named else first.message
+        prefix = _FIELD_PREFIX.match(first.message)
+        message = first.message[prefix.end():] if prefix else first.message
         more = f" ({len(errors) - 1} more error(s) after it)" if len(errors) > 1 else ""
-        raise DataError(first.file, message + more, line=first.line, field=named.group(1) if named else None)
+        raise DataError(first.file, message + more, line=first.line, field=prefix.group(1) if prefix else None)
     return answers
 
 
@@ -141,6 +143,7 @@ def _read_passages(fields, query_id: str, unknown_seen: set[str]) -> tuple[Input
         title = inner.text("title", required=False)
         text = inner.text("text")
         if inner.ok:
+            assert passage_id is not None and title is not None and text is not None  # inner.ok: all were read
             passages.append(InputPassage(number, passage_id, title, text))
         else:
             fields.ok = False

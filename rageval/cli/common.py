@@ -6,12 +6,16 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rageval.generation.factory import BACKENDS, DEFAULT_BASE_URL, DEFAULT_MODEL, DTYPES, SMOLLM2_MODEL
 
+if TYPE_CHECKING:
+    from tqdm import tqdm as Tqdm
+
 CORPUS_NOTE = (
-    "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, 2Wiki and "
-    "wiki-18 samples). Only the NQ gold passages are on-topic for NQ, so retrieval here is easier than over "
+    "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, "
+    "2Wiki and wiki-18 samples). Only the NQ gold passages are on-topic for NQ, so retrieval here is easier than over "
     "full Wikipedia.")
 
 
@@ -31,7 +35,7 @@ def stage_progress():
     """A ``(stage, done, total)`` callback drawing one tqdm bar per pipeline stage (rate and ETA), on stderr."""
     from tqdm import tqdm
 
-    bars: dict[str, object] = {}
+    bars: dict[str, Tqdm] = {}
 
     def update(stage: str, done: int, total: int) -> None:
         bar = bars.get(stage)

@@ -169,8 +169,11 @@ def cmd_train_reranker(args: argparse.Namespace) -> int:
         systems = {"bm25": bm25.batch_search(queries, 10)}
         started = time.perf_counter()
         with tqdm(total=len(queries), desc="reranking", unit="query", file=sys.stderr, dynamic_ncols=True) as bar:
+            def advance(done: int, _total: int) -> None:
+                bar.update(done - bar.n)
+
             systems[f"bm25 top-{args.first_k} -> rerank"] = rerank.two_stage(
-                bm25, reranker, queries, passages, args.first_k, 10, lambda done, _: bar.update(done - bar.n))
+                bm25, reranker, queries, passages, args.first_k, 10, advance)
         seconds = time.perf_counter() - started
         measures = ["R@1", "R@5", "R@10", "nDCG@10", "Hit@1", "Hit@10"]
         rows = {name: aggregate_measures(compute_measures(measures, {q: list(r.passage_ids) for q, r in run.items()},
@@ -377,7 +380,8 @@ def add_parsers(sub) -> None:
     subq.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     subq.add_argument("--data-dir", type=Path, default=DATA_DIR)
     subq.add_argument("--reranker", type=Path,
-                      help="cross-encoder folder for --fusion rerank (default: the latest `rageval train-reranker` model)")
+                      help="cross-encoder folder for --fusion rerank "
+                           "(default: the latest `rageval train-reranker` model)")
     subq.add_argument("--out", type=Path, help="also write the table (and the sub-queries) as JSON")
     subq.set_defaults(handler=cmd_subquery_retrieval)
 

@@ -65,7 +65,7 @@ def convert_gguf(gguf: Path | Callable[[Path], Path], target: Path, provenance: 
         model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **extra)
         # The weights are now plain float32 tensors; drop the GGUF quantiser marker so that save_pretrained
         # writes them instead of refusing a "quantized" model.
-        model.hf_quantizer = None
+        model.hf_quantizer = None  # type: ignore[assignment]  # torch types Module attributes as Tensor | Module
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
         out = work / "model"

@@ -202,11 +202,11 @@ class OpenAIGenerator:
                                   thread_name_prefix="rageval-openai")
         futures = [pool.submit(self._complete, client, prompt, settings) for prompt in prompts]
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-        failed = [f for f in futures if f in done and f.exception() is not None]
+        failed = [error for f in futures if f in done and (error := f.exception()) is not None]
         # Stop queued prompts on the first failure; requests already in flight finish (bounded by the timeout).
         pool.shutdown(wait=True, cancel_futures=bool(failed))
         if failed:
-            raise failed[0].exception()
+            raise failed[0]
         return [f.result() for f in futures]
 
     def _complete(self, client, prompt: str, settings: DecodingSettings) -> str:

@@ -24,6 +24,7 @@ Differences from OpenAI, by design of the :class:`Generator` interface:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
@@ -174,8 +175,8 @@ class _App:
         if model != self.model_name:
             raise RequestError(f"The model {model!r} does not exist; this server serves {self.model_name!r}",
                                "model", status=404, error_type="model_not_found")
-        messages = parse_messages(body) if chat else None
-        prompts = None if chat else parse_prompts(body)
+        messages = parse_messages(body) if chat else []
+        prompts = [] if chat else parse_prompts(body)
         settings = parse_decoding(body)
         # The tokenizer is used under the lock too: a fast tokenizer raises "Already borrowed" when one thread
         # encodes while another changes its padding settings (as generate does).
@@ -265,6 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # idle keep-alive connections must not keep the process alive
+    server_address: tuple[str, int]  # an IPv4 socket's (host, port) once bound (typeshed allows any address form)
 
     def __init__(self, address: tuple[str, int], app: _App, verbose: bool):
         self.app = app
@@ -353,11 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     host, port = httpd.server_address[:2]
     print(f"serving {httpd.app.model_name!r} ({generator.model_id}) at http://{host}:{port}/v1 (Ctrl-C stops)",
           file=sys.stderr)
-    with httpd:
-        try:
-            httpd.serve_forever()
-        except KeyboardInterrupt:
-            pass
+    with httpd, contextlib.suppress(KeyboardInterrupt):
+        httpd.serve_forever()
     return 0
 
 

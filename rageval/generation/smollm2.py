@@ -52,7 +52,7 @@ def smollm2_gguf_path() -> Path:
     spec = importlib.util.find_spec(_MODULE)
     if spec is None or not spec.submodule_search_locations:
         raise _missing(f"the package {SMOLLM2_PACKAGE} is not installed")
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
     if not path.is_file():
         raise _missing(f"{path} is missing")
     return path

@@ -140,7 +140,7 @@ class TransformersGenerator:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(
             source, local_files_only=True, dtype=getattr(torch, dtype_name), **extra
-        ).to(self.device)
+        ).to(self.device)  # type: ignore[arg-type]  # transformers' wrapped to() is typed as taking the model
         self.model.eval()
         self.prefix_reuse = prefix_reuse
         self.min_prefix_tokens = min_prefix_tokens
@@ -177,7 +177,7 @@ class TransformersGenerator:
         devices = [torch.device(self.device)] if self.device.startswith("cuda") else []
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(settings.seed)
-            cache = self.prefix_caches.get(prefix, self._compute_prefix_cache) if with_prefix else None
+            cache = self.prefix_caches.get(prefix, self._compute_prefix_cache) if with_prefix and prefix else None
             if cache is None:  # no shared prefix, or a model whose cache cannot be copied and merged row by row
                 with_prefix, plain = [], list(range(len(prompts)))
             for batch in length_sorted_batches([len(token_lists[i]) for i in plain], self.batch_size):
@@ -185,7 +185,7 @@ class TransformersGenerator:
                 texts = self._generate_batch([token_lists[i] for i in rows], settings)
                 for i, text in zip(rows, texts):
                     answers[i] = apply_stop(text, settings.stop)
-            if with_prefix:
+            if with_prefix and prefix:  # (with_prefix is empty without a prefix)
                 for batch in length_sorted_batches([len(token_lists[i]) for i in with_prefix], self.batch_size):
                     rows = [with_prefix[j] for j in batch]
                     suffixes = [token_lists[i][len(prefix):] for i in rows]
@@ -220,7 +220,8 @@ class TransformersGenerator:
         return choose_prefix(token_lists, self.prefix_caches.prefixes(), self.min_prefix_tokens, self._ends_line)
 
     def _ends_line(self, token_id: int) -> bool:
-        return self.tokenizer.decode([token_id]).endswith("\n")
+        # transformers types decode() as str | list[str] (a batch); one sequence decodes to a str.
+        return self.tokenizer.decode([token_id]).endswith("\n")  # type: ignore[union-attr]
 
     def _compute_prefix_cache(self, prefix: tuple[int, ...]):
         import torch
@@ -296,7 +297,7 @@ class TransformersGenerator:
         """A row is done at an eos token or once its text (leading whitespace ignored) holds a stop string."""
         if tokens[-1] in eos:
             return True
-        text = self.tokenizer.decode(tokens, skip_special_tokens=True).lstrip()
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True).lstrip()  # type: ignore[union-attr]  # a str
         return any(s in text for s in stop)
 
     def _greedy_prefix_batch(self, prefix: tuple[int, ...], prefix_cache, suffixes: Sequence[Sequence[int]],

@@ -99,9 +99,11 @@ def build_agents(specs: Sequence[AgentSpec], generators: Mapping[str, object],
             raise ValueError(f"agent {spec.name}: no generator for model {spec.model_id!r}")
         generator = generators[spec.model_id]
         if spec.model_id in chat_prompts:
-            wrap = chat_prompts[spec.model_id]
-            agents.append(Agent(spec, generator, lambda q, ps, wrap=wrap: wrap(chat_user_message(q, ps)),
-                                CHAT_DECODING))
+            def chat_prompt(q: str, ps: Sequence[Passage], wrap: Callable[[str], str] = chat_prompts[spec.model_id]
+                            ) -> str:
+                return wrap(chat_user_message(q, ps))
+
+            agents.append(Agent(spec, generator, chat_prompt, CHAT_DECODING))
         else:
             agents.append(Agent(spec, generator, build_qa_prompt, BASE_DECODING))
     return agents

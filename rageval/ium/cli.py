@@ -32,9 +32,10 @@ def cmd_ium(args: argparse.Namespace) -> int:
     resources = Resources(corpus)
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     dtype = args.dtype or None
-    generators = {"gemma": CachedGenerator(load_gemma_generator(batch_size=8, dtype=dtype), cache),
-                  "smollm2": CachedGenerator(load_smollm2_generator(batch_size=8, dtype=dtype), cache)}
-    smollm2_tokenizer = generators["smollm2"].generator.tokenizer
+    gemma = load_gemma_generator(batch_size=8, dtype=dtype)
+    smollm2 = load_smollm2_generator(batch_size=8, dtype=dtype)
+    generators = {"gemma": CachedGenerator(gemma, cache), "smollm2": CachedGenerator(smollm2, cache)}
+    smollm2_tokenizer = smollm2.tokenizer
     agents = build_agents(plan.agents, generators,
                           {"smollm2": lambda message: chat_prompt(smollm2_tokenizer, message)})
     split = plan_queries(plan, corpus.nq_queries, hotpotqa_queries(corpus, args.data_dir))
@@ -57,7 +58,8 @@ def add_parsers(sub) -> None:
     ium = sub.add_parser("ium", help="Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
                                      "offline + online IUM and the baselines, into a run file")
     ium.add_argument("--preset", choices=("default", "full"), default="default",
-                     help="'full': the GPU configuration (rageval.ium.experiment.FULL_PLAN); the size flags are ignored")
+                     help="'full': the GPU configuration (rageval.ium.experiment.FULL_PLAN); "
+                          "the size flags are ignored")
     ium.add_argument("--num-train", type=int, default=40, help="training queries per dataset (shared by its agents)")
     ium.add_argument("--num-test", type=int, default=30, help="test queries per dataset")
     ium.add_argument("--depth", type=int, default=30, help="BM25 candidates re-scored per query (paper: 100)")

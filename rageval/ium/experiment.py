@@ -129,7 +129,10 @@ def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[li
                                       ("offline-IUM-nonpersonalised", plain_iterations, False)):
         for iteration in runs:
             method = f"{label}@t{iteration.number}"
-            serve_all(method, lambda a, m=iteration.model, p=personalised: SearchEngine(candidates, passages, m, p))
+            def engine(a: Agent, m: object = iteration.model, p: bool = personalised) -> SearchEngine:
+                return SearchEngine(candidates, passages, m, p)
+
+            serve_all(method, engine)
             feedback_frames.append(_feedback_frame(iteration.feedback, f"{label}@t{iteration.number}"))
         served[f"{label}@t0"] = served["BM25"]
     served["offline-IUM"] = served[f"offline-IUM@t{config.iterations}"]
@@ -139,7 +142,10 @@ def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[li
     baselines = train_baselines(agents, iterations[0].feedback, train, passages, config, log=log,
                                 checkpoints=checkpoints)
     for method, per_agent in baselines.items():
-        serve_all(method, lambda a, pa=per_agent: SearchEngine(candidates, passages, pa[a.name][0], pa[a.name][1]))
+        def baseline_engine(a: Agent, pa: Mapping[str, tuple[object, bool]] = per_agent) -> SearchEngine:
+            return SearchEngine(candidates, passages, pa[a.name][0], pa[a.name][1])
+
+        serve_all(method, baseline_engine)
     log(f"baselines ({time.perf_counter() - started:.0f} s)")
 
     trained_on_rows = []

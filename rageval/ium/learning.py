@@ -234,7 +234,8 @@ def online_ium(agent: Agent, test_queries: Sequence[Query], start_model, candida
     specs = {agent.name: agent.spec}
     queries = {q.query_id: q for q in test_queries}
     result = OnlineResult(batch_size)
-    model, seen = start_model, ()
+    seen: tuple[str, ...] = ()
+    model = start_model
     for start in range(0, len(test_queries), batch_size):
         batch = list(test_queries[start:start + batch_size])
         lists = SearchEngine(candidates, passages, model, personalised=True).serve(agent.spec, batch, agent.spec.k)

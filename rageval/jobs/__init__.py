@@ -96,7 +96,7 @@ from rageval.jobs.spec import (
                                process_alive,
                                worker_alive,
 )
-from rageval.jobs.store import _SCHEMA, SCHEMA_VERSION, JobStore, default_jobs_db
+from rageval.jobs.store import SCHEMA_VERSION, JobStore, default_jobs_db
 from rageval.jobs.worker import run_complete_job, run_job
 
 __all__ = [

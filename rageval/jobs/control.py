@@ -149,7 +149,7 @@ def cancel_job(job_id: int, store: JobStore, *, terminate: bool = False) -> Job:
         if Path(job.run_path).is_file():
             recover_run_file(job.run_path)
         return store.finish(job_id, CANCELLED)
-    if terminate:
+    if terminate and job.pid is not None:  # (a live worker has a pid)
         with contextlib.suppress(ProcessLookupError):
             os.kill(job.pid, signal.SIGTERM)
     return store.get(job_id)

@@ -92,7 +92,7 @@ class JobSpec:
             if not ok:
                 raise JobError(message)
         try:
-            self.model_settings  # the model fields are checked where they are defined
+            _ = self.model_settings  # the model fields are checked where they are defined
         except factory.ModelError as error:
             raise JobError(str(error)) from error
 

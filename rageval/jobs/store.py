@@ -128,6 +128,7 @@ class JobStore:
                 "INSERT INTO jobs (run_path, method, spec, status, total, created) VALUES (?, ?, ?, ?, ?, ?)",
                 (spec.run_path, method, spec.to_json(), QUEUED, total, time.time()))
             job_id = cursor.lastrowid
+        assert job_id is not None  # an INSERT sets it
         return self.get(job_id)
 
     def get(self, job_id: int) -> Job:

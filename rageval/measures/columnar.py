@@ -239,7 +239,7 @@ def _delimiter(path: Path) -> str:
 def _parse_c(path: Path, layout: _TrecLayout) -> pd.DataFrame:
     """The file read by pandas' C parser in whitespace mode (any run of spaces and tabs)."""
     # Ids as str, never "category": the C parser would guess numeric categories ("007" -> 7).
-    dtypes = dict.fromkeys(layout.fields, "category")
+    dtypes: dict[str, str | type] = dict.fromkeys(layout.fields, "category")
     dtypes.update(query_id=str, passage_id=str)
     dtypes[layout.value_field] = np.float64
     with warnings.catch_warnings():

@@ -275,9 +275,10 @@ def _ideal_gains(rows: np.ndarray, gains: np.ndarray, n_queries: int, ideal_dept
 def required_depths(measures: Sequence[Measure]) -> tuple[int | None, int | None]:
     """The ranking depth and ideal depth that ``measures`` read (None: everything)."""
     cutoffs = [measure.cutoff for measure in measures]
-    if not cutoffs or any(cutoff is None for cutoff in cutoffs):
+    depths = [cutoff for cutoff in cutoffs if cutoff is not None]
+    if not cutoffs or len(depths) < len(cutoffs):
         return None, None
-    return max(cutoffs), max(cutoffs)
+    return max(depths), max(depths)
 
 
 def compute_measure_values(

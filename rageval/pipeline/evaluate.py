@@ -304,7 +304,8 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
                                        judges=tuple(j for j in options.reteval.judges
                                                     if not (dry_run and j == "cosine")))
             semi_gold, verdicts, failures = run_reteval(queries, rankings, passages, e2e_outputs, meter,
-                                                        reteval_settings, encoder, build_prompt=settings.prompt_builder(meter))
+                                                        reteval_settings, encoder,
+                                                        build_prompt=settings.prompt_builder(meter))
             timings["reteval"] = round(time.perf_counter() - started, 1)
             log(f"reteval: {timings['reteval']} s")
 

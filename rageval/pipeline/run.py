@@ -27,7 +27,7 @@ def _stderr(message: str) -> None:
 
 def default_out_path(config: EvaluateConfig, inputs: LoadedInputs) -> Path:
     """``<user runs folder>/<dataset>-<retriever or run>-<model>.sqlite``."""
-    candidates = config.retriever or Path(config.run).stem
+    candidates = config.retriever or Path(config.run or "").stem  # (load_inputs checked: one of the two)
     model = Path(config.model.rstrip("/")).name
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{inputs.run.settings.get('dataset', 'run')}-{candidates}-{model}")
     return user_runs_dir() / f"{name.strip('-.')[:100]}.sqlite"

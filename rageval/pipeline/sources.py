@@ -32,6 +32,7 @@ from rageval.upload import (
     UploadError,
     UploadFile,
     UploadLimits,
+    UploadResult,
     convert_jsonl_upload,
     convert_trec_upload,
     read_passages_file,
@@ -105,7 +106,9 @@ def is_beir_record(record: Mapping | None) -> bool:
 
 
 def _beir_question(record: dict, answers_field: str | None) -> dict:
-    metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    metadata = record.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
     field = answers_field or "answers"
     answers = record.get(field, metadata.get(field))
     if isinstance(answers, str):
@@ -262,7 +265,8 @@ def load_inputs(paths: SourcePaths, k: int, *, dataset: str = "", log=lambda mes
     if (paths.run is None) == (paths.retriever is None):
         raise RagevalError("give the candidate lists (--run R.trec or R.jsonl) or a retriever "
                            f"(--retriever {'|'.join(RETRIEVERS)}), not both and not neither")
-    dataset = dataset or (Path(paths.queries).stem if paths.queries else Path(paths.run).stem)
+    named_by = paths.queries or paths.run  # (a retriever without questions is refused below)
+    dataset = dataset or (Path(named_by).stem if named_by else "")
     if paths.run is not None and _first_record(_read_bytes(paths.run, "run")) is not None:
         return _from_jsonl_run(paths, dataset)
     if paths.queries is None or paths.corpus is None:
@@ -271,7 +275,7 @@ def load_inputs(paths: SourcePaths, k: int, *, dataset: str = "", log=lambda mes
     lines = read_questions(paths.queries, paths.answers_field)
     queries = {qid: query for qid, (_, query) in lines.items()}
     question_lines = {qid: number for qid, (number, _) in lines.items()}
-    if paths.retriever is None:
+    if paths.run is not None:  # (given lists, so no retriever: checked above)
         corpus = _corpus_bytes(paths.corpus)
         result = convert_trec_upload(
             UploadFile(str(paths.run), _read_bytes(paths.run, "run")),
@@ -279,13 +283,13 @@ def load_inputs(paths: SourcePaths, k: int, *, dataset: str = "", log=lambda mes
             UploadFile(str(paths.corpus), corpus),
             UploadFile(str(paths.qrels), _qrels_bytes(paths.qrels)) if paths.qrels else None,
             dataset=dataset, limits=PIPELINE_LIMITS)
-        _raise_errors(result)
-        run = result.run
+        run = _raise_errors(result)
         corpus_size = sum(1 for line in corpus.splitlines() if line.strip())  # validated: one passage a line
         description = {"retriever": run.settings["retriever"] or f"given lists ({Path(paths.run).name})",
                        "candidates": f"the user's run file {paths.run}"}
         return LoadedInputs(_only_inputs(run), corpus_size, description, Path(paths.queries), question_lines)
 
+    assert paths.retriever is not None  # (no run file, so a retriever: checked above)
     passages = read_corpus(paths.corpus)
     qrels = _read_qrels(paths.qrels, queries) if paths.qrels else {}
     queries = {qid: replace(q, dataset=dataset, gold_passage_ids=tuple(p for p, v in qrels[qid].items() if v > 0))
@@ -343,11 +347,14 @@ def _check_gold_ids(queries: Mapping[str, Query], passages: Mapping[str, Passage
                             field="gold_passage_ids")
 
 
-def _raise_errors(result) -> None:
+def _raise_errors(result: UploadResult) -> Run:
+    """The converted run; the first error (with the count of the others) raises :class:`DataError`."""
     if result.errors:
         first = result.errors[0]
         more = f" ({len(result.errors) - 1} more problems)" if len(result.errors) > 1 else ""
         raise DataError(first.file, first.message + more, line=first.line)
+    assert result.run is not None  # a result without errors has its run
+    return result.run
 
 
 def _only_inputs(run: Run) -> Run:
@@ -358,10 +365,10 @@ def _only_inputs(run: Run) -> Run:
 
 def _from_jsonl_run(paths: SourcePaths, dataset: str) -> LoadedInputs:
     """The one-JSONL upload form as candidates: each record carries its question, answers and ranked passages."""
+    assert paths.run is not None  # (the caller found a JSON record in it)
     result = convert_jsonl_upload(UploadFile(str(paths.run), _read_bytes(paths.run, "run")), dataset=dataset,
                                   limits=PIPELINE_LIMITS)
-    _raise_errors(result)
-    run = result.run
+    run = _raise_errors(result)
     if paths.queries is not None:  # the questions file's answers and gold ids win over the records'
         queries = {qid: query for qid, (_, query) in read_questions(paths.queries, paths.answers_field).items()}
         missing = [q.query_id for q in run.queries if q.query_id not in queries]

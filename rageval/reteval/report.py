@@ -54,7 +54,7 @@ def reteval_table(queries: pd.DataFrame, rankings: Mapping[str, Sequence[str]], 
         refined = [i for i, q in enumerate(ids) if q not in recall_failed]
         verdict = semi.loc[ids].to_numpy()
         e2e_k = e2e[e2e["k"] == k].set_index("query_id")["score"]
-        row = {"k": int(k), "n": len(ids)}
+        row: dict[str, float] = {"k": int(k), "n": len(ids)}
         for category in RECALL_FAILURES + RETEVAL_FAILURES:
             row[category] = int((k_cases["category"] == category).sum())
         row["recall_failures"] = len(recall_failed)

@@ -34,8 +34,8 @@ class SemiGoldSettings:
 
 
 def sample_semi_gold(queries: Sequence[Query], gold_passages: Mapping[str, Sequence[Passage]], generator: Generator,
-                     build_prompt: Callable[[str, Sequence[Passage]], str], settings: SemiGoldSettings = SemiGoldSettings(),
-                     batch_size: int = 64) -> list[SemiGoldOutput]:
+                     build_prompt: Callable[[str, Sequence[Passage]], str],
+                     settings: SemiGoldSettings = SemiGoldSettings(), batch_size: int = 64) -> list[SemiGoldOutput]:
     """``settings.samples`` answers per query from its gold passages alone (queries without gold are skipped)."""
     answerable = [q for q in queries if gold_passages.get(q.query_id)]
     prompts = [build_prompt(q.text, gold_passages[q.query_id]) for q in answerable]

@@ -274,12 +274,13 @@ def build_faiss_index(matrix: np.ndarray, index: str = "flat", hnsw: HnswSetting
         raise ValueError(f"index must be one of {INDEX_KINDS}, got {index!r}")
     vectors = np.ascontiguousarray(matrix, dtype=np.float32)
     dim = vectors.shape[1]
+    built: faiss.Index
     if index == "flat":
         built = faiss.IndexFlatIP(dim)
     else:
-        built = faiss.IndexHNSWFlat(dim, hnsw.m, faiss.METRIC_INNER_PRODUCT)
-        built.hnsw.efConstruction = hnsw.ef_construction
-        built.hnsw.efSearch = hnsw.ef_search
+        built = graph = faiss.IndexHNSWFlat(dim, hnsw.m, faiss.METRIC_INNER_PRODUCT)
+        graph.hnsw.efConstruction = hnsw.ef_construction
+        graph.hnsw.efSearch = hnsw.ef_search
     built.add(vectors)
     return built
 

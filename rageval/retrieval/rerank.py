@@ -34,10 +34,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Self, TypeVar, runtime_checkable
 
 from rageval.errors import RagevalError
 from rageval.types import Passage, Query, Ranking, ScoredPassage
+
+if TYPE_CHECKING:
+    import torch
 
 CONFIG_NAME = "cross_encoder.json"  # written last when saving: its presence marks a complete model folder
 WEIGHTS_NAME = "model.safetensors"
@@ -105,6 +108,9 @@ class CrossEncoder:
     trains. ``batch_size`` is the scoring batch; ``device`` is CUDA when available, else CPU.
     """
 
+    #: IUM's key of how the model was trained (set by :mod:`rageval.ium.learning`; absent otherwise).
+    lineage: str
+
     def __init__(self, encoder, head, tokenizer, settings: CrossEncoderSettings, model_id: str,
                  batch_size: int = 32, device: str | None = None, base_model: str = ""):
         import torch
@@ -125,7 +131,7 @@ class CrossEncoder:
     @classmethod
     def from_encoder(cls, path: str | Path, settings: CrossEncoderSettings = CrossEncoderSettings(),
                      model_id: str = "", seed: int = 0, batch_size: int = 32,
-                     device: str | None = None) -> CrossEncoder:
+                     device: str | None = None) -> Self:
         """A cross-encoder over the local Hugging Face encoder at ``path`` with a fresh linear head.
 
         The head (and the embedding rows of ``settings.special_tokens``) is initialised from ``seed``:
@@ -148,7 +154,7 @@ class CrossEncoder:
                    device, base_model=str(path))
 
     @classmethod
-    def load(cls, directory: str | Path, batch_size: int = 32, device: str | None = None) -> CrossEncoder:
+    def load(cls, directory: str | Path, batch_size: int = 32, device: str | None = None) -> Self:
         """A cross-encoder saved by :meth:`save` (safetensors weights, tokenizer, JSON configs)."""
         import torch
         from safetensors.torch import load_model
@@ -198,7 +204,8 @@ class CrossEncoder:
             os.chmod(work, 0o755)  # mkdtemp's 0o700 would hide the model from other users of a shared cache
             save_model(self.network, str(work / WEIGHTS_NAME))
             self.tokenizer.save_pretrained(work)
-            self.network["encoder"].config.to_json_file(work / ENCODER_CONFIG_NAME)
+            # torch types a Module's attributes as Tensor | Module; this one is the Hugging Face model's config.
+            self.network["encoder"].config.to_json_file(work / ENCODER_CONFIG_NAME)  # type: ignore[union-attr,operator]
             config = {"format": FORMAT, "version": FORMAT_VERSION, "model_id": self.model_id,
                       "base_model": self.base_model, "settings": dataclasses.asdict(self.settings)}
             (work / CONFIG_NAME).write_text(json.dumps(config, indent=1), encoding="utf-8")
@@ -357,10 +364,13 @@ class TrainingLog:
         return len(self.losses)
 
 
-def train_cross_encoder(model: CrossEncoder, examples: Sequence[Example], epochs: int = 1, lr: float = 5e-5,
+_Model = TypeVar("_Model", bound=CrossEncoder)
+
+
+def train_cross_encoder(model: _Model, examples: Sequence[Example], epochs: int = 1, lr: float = 5e-5,
                         batch_size: int = 16, seed: int = 0, warmup_ratio: float = 0.1,
                         weight_decay: float = 0.01, trainable_layers: int | None = None,
-                        progress: ProgressCallback | None = None) -> tuple[CrossEncoder, TrainingLog]:
+                        progress: ProgressCallback | None = None) -> tuple[_Model, TrainingLog]:
     """Fine-tune ``model`` in place on labelled pairs with pointwise binary cross-entropy; return it and a log.
 
     Loss per batch: mean over pairs of BCE(σ(s(a, b)), y) = -[y log σ(s) + (1 - y) log(1 - σ(s))], computed from
@@ -391,7 +401,7 @@ def train_cross_encoder(model: CrossEncoder, examples: Sequence[Example], epochs
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=lr)
     total = len(_length_bucketed_batches(lengths, batch_size, random.Random(0))) * epochs
-    warmup = max(1, int(round(warmup_ratio * total)))
+    warmup = max(1, round(warmup_ratio * total))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: min((step + 1) / warmup, max(0.0, (total - step) / max(1, total - warmup))))
     loss_function = torch.nn.BCEWithLogitsLoss()
@@ -427,7 +437,7 @@ def _length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: rando
     order = list(range(len(lengths)))
     rng.shuffle(order)
     span = batch_size * bucket_batches
-    batches = []
+    batches: list[list[int]] = []
     for start in range(0, len(order), span):
         bucket = sorted(order[start:start + span], key=lambda i: lengths[i])
         batches.extend(bucket[i:i + batch_size] for i in range(0, len(bucket), batch_size))
@@ -435,7 +445,8 @@ def _length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: rando
     return batches
 
 
-def _trainable_parameters(model: CrossEncoder, trainable_layers: int | None) -> list[tuple[str, object]]:
+def _trainable_parameters(model: CrossEncoder, trainable_layers: int | None
+                          ) -> list[tuple[str, torch.nn.Parameter]]:
     """The (name, parameter) pairs to optimise; freezes the others (``requires_grad = False``)."""
     named = list(model.network.named_parameters())
     if trainable_layers is None:
@@ -508,8 +519,8 @@ def build_nq_training_examples(queries: Sequence[Query], rankings: Mapping[str, 
         ranking = rankings.get(query.query_id)
         pool = [pid for pid in (ranking.passage_ids[:negative_depth] if ranking else ())
                 if pid not in query.gold_passage_ids and pid in passages]
-        for pid in rng.sample(pool, min(negatives_per_query, len(pool))):
-            examples.append((query.text, passages[pid].as_document(), 0.0))
+        examples.extend((query.text, passages[pid].as_document(), 0.0)
+                        for pid in rng.sample(pool, min(negatives_per_query, len(pool))))
     return examples
 
 

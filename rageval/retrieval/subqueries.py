@@ -67,8 +67,8 @@ def build_subquery_prompt(question: str, template: PromptTemplate = SUBQUERY_FEW
     """The instruction, then ``Question: ...\\nQueries:\\n<one per line>`` blocks separated by blank lines, the
     last one open after ``Queries:``."""
     blocks = [_one_line(template.instruction)]
-    for ex in template.examples:
-        blocks.append("\n".join([f"Question: {_one_line(ex.question)}", "Queries:", *map(_one_line, ex.queries)]))
+    blocks.extend("\n".join([f"Question: {_one_line(ex.question)}", "Queries:", *map(_one_line, ex.queries)])
+                  for ex in template.examples)
     blocks.append(f"Question: {_one_line(question)}\nQueries:")
     return "\n\n".join(blocks)
 

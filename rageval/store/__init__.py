@@ -48,8 +48,8 @@ ANNOTATION_APPLICATION_ID = ANNOTATIONS.application_id
 
 __all__ = [
     "ANNOTATIONS", "ANNOTATION_APPLICATION_ID", "APPLICATION_ID", "ATTRIBUTION", "ATTRIBUTION_APPLICATION_ID", "IUM",
-    "IUM_APPLICATION_ID", "JOBS", "KINDS", "LLM_CACHE", "RUN", "SCHEMA_VERSION", "Correlation", "DocOutput", "E2EOutput",
-    "FailureCase", "Label", "LabelEvidence", "MeasureValue", "Run", "RunReader", "SemiGoldOutput", "SqliteKind",
-    "Verdict", "check_kind", "kind_of", "labels_as_qrels", "list_runs", "open_for_write", "open_readonly",
+    "IUM_APPLICATION_ID", "JOBS", "KINDS", "LLM_CACHE", "RUN", "SCHEMA_VERSION", "Correlation", "DocOutput",
+    "E2EOutput", "FailureCase", "Label", "LabelEvidence", "MeasureValue", "Run", "RunReader", "SemiGoldOutput",
+    "SqliteKind", "Verdict", "check_kind", "kind_of", "labels_as_qrels", "list_runs", "open_for_write", "open_readonly",
     "read_run", "sqlite_application_id", "sqlite_uri", "stamp", "write_run", "write_sqlite_atomically",
 ]

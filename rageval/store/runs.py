@@ -353,9 +353,11 @@ def read_run(path: str | os.PathLike) -> Run:
             settings=reader.settings(), queries=queries,
             passages=[Passage(*r) for r in rows("passages", "SELECT passage_id, title, text, source FROM passages")],
             rankings=[rankings[q.query_id] for q in queries if q.query_id in rankings],
-            doc_outputs=[DocOutput(*r) for r in rows("doc_outputs", "SELECT query_id, passage_id, output FROM doc_outputs")],
+            doc_outputs=[DocOutput(*r) for r in rows(
+                "doc_outputs", "SELECT query_id, passage_id, output FROM doc_outputs")],
             labels=[Label(*r) for r in rows("labels", "SELECT method, query_id, passage_id, value FROM labels")],
-            e2e_outputs=[E2EOutput(*r) for r in rows("e2e_outputs", "SELECT query_id, k, output, score FROM e2e_outputs")],
+            e2e_outputs=[E2EOutput(*r) for r in rows(
+                "e2e_outputs", "SELECT query_id, k, output, score FROM e2e_outputs")],
             measure_values=[MeasureValue(*r) for r in rows(
                 "measure_values", "SELECT method, measure, query_id, value FROM measure_values")],
             label_evidence=[LabelEvidence(*r) for r in rows(
@@ -366,7 +368,8 @@ def read_run(path: str | os.PathLike) -> Run:
                 "verdicts", "SELECT judge, reference, query_id, k, verdict, evidence FROM verdicts")],
             failure_cases=[FailureCase(*r) for r in rows(
                 "failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases")],
-            correlations=[Correlation(int(r.k), r.method, r.measure, int(r.n), *map(float, r[4:10]),
+            correlations=[Correlation(int(r.k), r.method, r.measure, int(r.n), float(r.tau), float(r.tau_low),
+                                      float(r.tau_high), float(r.rho), float(r.rho_low), float(r.rho_high),
                                       int(r.n_resamples), float(r.confidence))
                           for r in reader.correlations().itertuples(index=False)])
 

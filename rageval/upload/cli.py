@@ -38,15 +38,16 @@ def cmd_upload(args: argparse.Namespace) -> int:
                             dataset=args.dataset, retriever=args.retriever, model=args.model, limits=limits)
     for problem in result.problems:
         print(problem, file=sys.stderr)
-    if not result.ok:
+    run = result.run
+    if run is None or not result.ok:
         print(f"rageval upload: {len(result.errors)} error(s); nothing was written", file=sys.stderr)
         return 1
     if args.check:
-        print(f"valid: {len(result.run.queries)} queries, {len(result.warnings)} warning(s)")
+        print(f"valid: {len(run.queries)} queries, {len(result.warnings)} warning(s)")
         return 0
-    path = save_upload(result.run, args.runs_dir or user_runs_dir(), args.name, overwrite=args.overwrite,
+    path = save_upload(run, args.runs_dir or user_runs_dir(), args.name, overwrite=args.overwrite,
                        command="rageval " + " ".join(sys.argv[1:]))
-    print(f"wrote {path} ({len(result.run.queries)} queries, {len(result.warnings)} warning(s))")
+    print(f"wrote {path} ({len(run.queries)} queries, {len(result.warnings)} warning(s))")
     return 0
 
 

@@ -20,11 +20,12 @@ def convert_upload(form: str, files: Mapping[str, UploadFile | None], *, dataset
     UploadError."""
     if form not in FORMS:
         raise UploadError(f"upload form {form!r}: expected one of {', '.join(FORMS)}")
-    missing = [key for key in FORMS[form] if key != "qrels" and files.get(key) is None]
+    given = {key: file for key, file in files.items() if file is not None}
+    missing = [key for key in FORMS[form] if key != "qrels" and key not in given]
     if missing:
         raise UploadError(f"missing the {', '.join(missing)} file(s) of a {form} upload")
-    options = {"dataset": dataset or "uploaded", "retriever": retriever or None, "model": model or None,
-               "limits": limits}
+    dataset, retriever, model = dataset or "uploaded", retriever or None, model or None
     if form == "jsonl":
-        return convert_jsonl_upload(files["jsonl"], **options)
-    return convert_trec_upload(files["run"], files["queries"], files["passages"], files.get("qrels"), **options)
+        return convert_jsonl_upload(given["jsonl"], dataset=dataset, retriever=retriever, model=model, limits=limits)
+    return convert_trec_upload(given["run"], given["queries"], given["passages"], given.get("qrels"),
+                               dataset=dataset, retriever=retriever, model=model, limits=limits)

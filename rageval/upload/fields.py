@@ -106,7 +106,8 @@ class FieldReader:
         if value is None:
             return None
         if not isinstance(value, str):
-            hint = f' (write it as a string: "{value}")' if isinstance(value, int) and not isinstance(value, bool) else ""
+            numeric = isinstance(value, int) and not isinstance(value, bool)
+            hint = f' (write it as a string: "{value}")' if numeric else ""
             self.fail(key, f"expected a string id, found {describe(value)}{hint}")
             return None
         if not _ID_PATTERN.match(value):

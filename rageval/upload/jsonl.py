@@ -38,6 +38,7 @@ def read_queries(file: UploadFile, problems: Problems, limits: UploadLimits) -> 
         gold = fields.string_list("gold_passage_ids", "passage id")
         if not fields.ok:
             continue
+        assert query_id is not None and text is not None and answers is not None and gold is not None  # fields.ok
         if query_id in queries:
             problems.error(file.name, number, f"query id {query_id!r} is used twice (first on line "
                                               f"{queries[query_id][0]})")
@@ -60,6 +61,7 @@ def read_passages(file: UploadFile, problems: Problems, limits: UploadLimits) ->
         passage_id, title, text = fields.identifier("passage_id"), fields.text("title", False), fields.text("text")
         if not fields.ok:
             continue
+        assert passage_id is not None and title is not None and text is not None  # fields.ok: all were read
         if passage_id in passages:
             problems.error(file.name, number, f"passage id {passage_id!r} is used twice (first on line "
                                               f"{passages[passage_id][0]})")
@@ -113,7 +115,8 @@ def _read_ranked_passages(fields: FieldReader, query_id: str, run: _JsonlRun, se
     if len(items) > limits.max_passages_per_query:
         fields.fail("passages", f"{len(items):,} passages; the limit is {limits.max_passages_per_query:,} per query")
         return None
-    ranked, labels, outputs, scores = [], [], [], []
+    ranked, labels, outputs = [], [], []
+    scores: list[float | None] = []
     new_passages: dict[str, Passage] = {}
     for index, item in enumerate(items):
         where = f"passages[{index}]."
@@ -129,6 +132,7 @@ def _read_ranked_passages(fields: FieldReader, query_id: str, run: _JsonlRun, se
         if not passage.ok:
             fields.ok = False
             continue
+        assert passage_id is not None and title is not None and text is not None  # passage.ok: all were read
         if passage_id in new_passages:
             fields.fail(where + "passage_id", f"passage {passage_id!r} is listed twice for this query")
             continue
@@ -145,17 +149,18 @@ def _read_ranked_passages(fields: FieldReader, query_id: str, run: _JsonlRun, se
             outputs.append(DocOutput(query_id, passage_id, output))
     if not fields.ok:
         return None
-    if any(s is None for s in scores) and not all(s is None for s in scores):
+    given = [s for s in scores if s is not None]
+    if given and len(given) < len(scores):
         fields.fail("passages", "give a 'score' for every passage of the list or for none")
         return None
-    if all(s is None for s in scores):  # no scores: the list order is the ranking, shown as n, n-1, ..., 1
-        scores = [float(len(scores) - i) for i in range(len(scores))]
-    elif any(later > earlier for earlier, later in itertools.pairwise(scores)):
+    if not given:  # no scores: the list order is the ranking, shown as n, n-1, ..., 1
+        given = [float(len(scores) - i) for i in range(len(scores))]
+    elif any(later > earlier for earlier, later in itertools.pairwise(given)):
         problems.warning(file, number, f"query {query_id!r}: the scores are not in descending order; the list "
                                        "order is the ranking")
-    for passage_id, passage in new_passages.items():
-        run.passages.setdefault(passage_id, (number, passage))
-    return [ScoredPassage(p, s) for p, s in zip(ranked, scores)], labels, outputs
+    for passage_id, new in new_passages.items():
+        run.passages.setdefault(passage_id, (number, new))
+    return [ScoredPassage(p, s) for p, s in zip(ranked, given)], labels, outputs
 
 
 def _read_labels(fields: FieldReader, value: Any) -> dict[str, float]:
@@ -199,6 +204,7 @@ def _read_e2e(fields: FieldReader, query_id: str, depth: int, answers: Sequence[
         if not e2e.ok:
             fields.ok = False
             continue
+        assert output is not None  # e2e.ok: it was read
         if k in outputs:
             fields.fail(name + ".k", f"two end-to-end answers at k={k}")
             continue
@@ -233,6 +239,7 @@ def convert_jsonl_upload(file: UploadFile, *, dataset: str = "uploaded", retriev
             fields.fail("query_id", f"query id {query_id!r} is used twice (first on line {first_line[query_id]})")
         if not fields.ok:
             continue
+        assert query_id is not None and text is not None and answers is not None and gold is not None  # fields.ok
         if len(first_line) == limits.max_queries:
             problems.error(file.name, number, f"more than {limits.max_queries:,} queries; the limit is "
                                               f"{limits.max_queries:,} per run")

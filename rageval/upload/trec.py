@@ -155,8 +155,8 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
         if query_id not in ranked:
             problems.warning(queries_file.name, number, f"query {query_id!r} is not ranked in {run_file.name}: "
                                                         "it is left out of the run")
-    for query_id, (number, judged) in qrels.items():
-        if query_id not in queries:
+    for query_id, (number, judged) in qrels.items():  # (qrels only with a qrels file)
+        if query_id not in queries and qrels_file is not None:
             problems.warning(qrels_file.name, number, f"query {query_id!r} is not in {queries_file.name}: its "
                                                       f"{len(judged)} judgments are ignored")
     ordered = {query_id: _trec_order(lines) for query_id, lines in ranked.items()}
