@@ -1,6 +1,7 @@
-"""Ordinary path mistakes on the command line (a missing file, a folder given as a file, a file given as a folder)
-are one line naming the path and what was expected, exit status 2, no traceback and nothing written: for every
-command that takes a path. No model and no retrieval runs: each check is made before either would start."""
+"""Ordinary path mistakes on the command line (a missing file, a folder given as a file, a file given as a folder,
+a file in another encoding than UTF-8) are one line naming the path and what was expected, exit status 2, no
+traceback and nothing written: for every command that takes a path. No model and no retrieval runs: each check is
+made before either would start."""
 
 from __future__ import annotations
 
@@ -105,6 +106,24 @@ def test_output_paths_that_are_folders_or_under_a_file_are_named(inputs, tmp_pat
     ]
     for argv, expected in cases:
         assert one_line_error(argv, capsys, monkeypatch, tmp_path) == expected, argv
+
+
+def test_a_utf16_input_is_named_as_utf16_not_as_bad_json(inputs, tmp_path, capsys, monkeypatch):
+    f = inputs
+    utf16 = f["questions"].with_name("questions-utf16.jsonl")
+    utf16.write_bytes(f["questions"].read_text().encode("utf-16-le"))  # no byte-order mark: Windows' "Unicode"
+    said = f"{utf16}: the file is UTF-16 (little-endian, without a byte-order mark); save it as UTF-8"
+    assert one_line_error(["evaluate", "--queries", utf16, "--corpus", f["corpus"], "--run", f["run"], "--dry-run"],
+                          capsys, monkeypatch, tmp_path) == said
+    utf16_answers = f["answers"].with_name("answers-utf16.jsonl")
+    utf16_answers.write_bytes(f["answers"].read_text().encode("utf-16-le"))
+    message = one_line_error(["evaluate-citations", utf16_answers, "--out", tmp_path / "c.sqlite"], capsys,
+                             monkeypatch, tmp_path)
+    assert message == f"{utf16_answers}: {said.split(': ', 1)[1]}"
+    config = tmp_path / "evaluate.toml"
+    config.write_bytes('queries = "q.jsonl"\n'.encode("utf-16"))
+    assert one_line_error(["evaluate", "--config", config, "--dry-run"], capsys, monkeypatch, tmp_path) == (
+        f"{config}: the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8")
 
 
 def test_any_other_file_system_error_is_one_line_naming_the_file(inputs, tmp_path, capsys, monkeypatch):

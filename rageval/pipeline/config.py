@@ -137,8 +137,13 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if reason:
         raise DataError(path, "no such config file" if reason == "no such file" else f"{reason}; expected a TOML "
                                                                                       "config file")
+    from rageval.upload import encoding_problem
+
+    data = path.read_bytes()
+    if encoding_problem(data):
+        raise DataError(path, encoding_problem(data))
     try:
-        values = tomllib.loads(path.read_text(encoding="utf-8"))
+        values = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise DataError(path, f"not a valid TOML file: {error}") from error
     unknown = sorted(set(values) - set(FIELD_NAMES))
