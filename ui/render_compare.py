@@ -1,8 +1,8 @@
 """Views of the compare-runs page (``pages/6_Compare_runs.py``): run A against run B on one per-query score.
 
 Pure functions from :class:`rageval.compare.Comparison` and the runs' settings to display tables and plotly
-figures; outcome colours from :data:`ui.theme.OUTCOME_COLOURS`. Question text reaches plotly only through
-:func:`ui.render_correlations.plotly_text` and tables only through ``st.dataframe``.
+figures; outcome colours from :data:`ui.theme.OUTCOME_COLOURS`. Question text and names reach plotly only through
+:mod:`ui.plot_text` (escaped) and tables only through ``st.dataframe``.
 """
 
 from __future__ import annotations
