@@ -1,6 +1,8 @@
 """rageval dashboard, home page: pick a run, see what produced it and its aggregate measures.
 
-Run with ``streamlit run app.py``. Runs are read from your runs folder (``$RAGEVAL_RUNS_DIR``, else
+Run with ``streamlit run app.py`` from the checkout: its ``.streamlit/config.toml`` binds the server to 127.0.0.1
+only and turns Streamlit's usage statistics off, and nothing the dashboard loads asks an outside service
+(:mod:`rageval.offline`). Runs are read from your runs folder (``$RAGEVAL_RUNS_DIR``, else
 ``~/.local/share/rageval/runs``) and, read-only, from the shipped ``data/runs``; ``?run=<name>`` selects one by file
 name without ``.sqlite``. A run that lacks pieces (an upload: no eRAG labels, no E2E answers, no LLM-retEval) says so,
 with a button that computes them in the background.

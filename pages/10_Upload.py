@@ -7,7 +7,8 @@ documented in ``docs/upload_format.md``.
 
 import streamlit as st
 
-from rageval.upload import DEFAULT_LIMITS, UploadError, check_run_name, name_in_use, save_upload
+from rageval.upload import DEFAULT_LIMITS, MAX_UPLOAD_MIB, UploadError, check_run_name, name_in_use, save_upload
+from rageval.upload.problems import size_text
 from ui import data, data_upload, render
 from ui import render_upload as ru
 
@@ -21,14 +22,15 @@ st.markdown(
     f"Bring your own retrieval run: it is checked (every problem with its file and line) and saved as a run file "
     f"in the runs folder, where the overview, the query inspector and the other views show it. Formats, examples "
     f"and which problems are errors or warnings: `{ru.FORMAT_DOC}`. Limits: "
-    f"{DEFAULT_LIMITS.max_file_bytes // 2**20} MiB per file, {DEFAULT_LIMITS.max_queries:,} queries, "
+    f"{size_text(DEFAULT_LIMITS.max_file_bytes)} per file, {DEFAULT_LIMITS.max_queries:,} queries, "
     f"{DEFAULT_LIMITS.max_passages_per_query:,} passages per query, {DEFAULT_LIMITS.max_text_chars:,} characters "
     "per text field; UTF-8 only.")
 
 form = render.select_synced(st, "What you upload", list(ru.SLOTS), state_key=FORMAT_STATE, param="format",
                             format_func=ru.FORM_NAMES.get)
 columns = st.columns(len(ru.SLOTS[form]))
-chosen = {slot.key: column.file_uploader(slot.label, key=f"upload.file.{slot.key}", help=slot.help)
+chosen = {slot.key: column.file_uploader(slot.label, key=f"upload.file.{slot.key}", help=slot.help,
+                                         max_upload_size=MAX_UPLOAD_MIB)  # the engine's limit, in the widget's words
           for column, slot in zip(columns, ru.SLOTS[form])}
 missing = ru.missing_files(form, chosen)
 if missing:

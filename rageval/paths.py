@@ -53,3 +53,42 @@ def is_shipped(path: str | os.PathLike) -> bool:
     runs = shipped_runs_dir()
     shipped = [DATA_DIR, *([runs] if runs else [])]
     return any(resolved.is_relative_to(folder.expanduser().resolve()) for folder in shipped)
+
+
+
+def not_a_file(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be read as a file: "is a folder", "no such file" (also a dangling link, or a path under a
+    file), "cannot be read (...)"; None when it is a file. The one check of the paths every command takes; callers
+    raise the reason in their own error type, naming the path and what they expected."""
+    path = Path(path)
+    try:
+        if path.is_file():
+            return None
+        if path.is_dir():
+            return "is a folder"
+        return "no such file"
+    except OSError as error:  # a name too long, a folder without permission
+        return f"cannot be read ({error.strerror or error})"
+
+
+def not_writable_file(path: str | os.PathLike) -> str | None:
+    """Why a file cannot be written at ``path`` ("is a folder", "X is a file, not a folder"), or None to try."""
+    path = Path(path)
+    if path.is_dir():
+        return "is a folder"
+    return _file_above(path)
+
+
+def not_writable_folder(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot be (made) an output folder ("is a file", "X is a file, not a folder"), or None to try."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return "is a file, not a folder"
+    return _file_above(path)
+
+
+def _file_above(path: Path) -> str | None:
+    existing = next((parent for parent in path.parents if parent.exists()), None)
+    if existing is not None and not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    return None

@@ -113,8 +113,14 @@ def server_url(tmp_path_factory) -> Iterator[str]:
 
 @contextmanager
 def chromium_page(width: int = 1400, height: int = 1000):
-    """A page in headless Debian chromium, with the JavaScript errors it raises; the browser closes after."""
-    from playwright.sync_api import sync_playwright
+    """A page in headless Debian chromium, with the JavaScript errors it raises; the browser closes after.
+
+    Every ``expect`` of the browser tests waits for its condition up to :data:`WAIT_MS` (not Playwright's default
+    5 s): a Streamlit page draws its elements one by one as its script runs, and on a loaded machine the next one
+    may come more than 5 s after the one a test waited for."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=WAIT_MS)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -11,7 +11,6 @@ import json
 import re
 import socket
 import threading
-import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -61,6 +60,7 @@ def nq_prompts() -> list[str]:
 
 
 GREEDY = DecodingSettings(max_new_tokens=8)
+HANG_GUARD_S = 60  # a bound for a broken test, not a timing assumption
 
 
 # ---------------------------------------------------------------- a scripted raw HTTP server for failure modes
@@ -69,28 +69,29 @@ class Scripted:
     """Answers the n-th POST with ``script[n]`` (the last entry repeats) and records every request body.
 
     An entry is ``(status, body)`` (a dict is sent as JSON, a str as is), optionally with a headers dict,
-    or ``"drop"`` (close the connection without answering) or ``("hang", seconds)`` (answer nothing that long).
+    or ``"drop"`` (close the connection without answering) or ``"hang"`` (answer nothing until the ``with`` block
+    ends: the client's timeout, however short, always comes first).
     """
 
     def __init__(self, script):
         self.script = list(script)
         self.bodies: list[dict] = []
         self.authorizations: list[str | None] = []
-        lock = threading.Lock()
+        self.released = threading.Event()
+        self.received = threading.Condition()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers["Content-Length"]))
-                with lock:
+                with outer.received:
                     outer.bodies.append(json.loads(raw))
                     outer.authorizations.append(self.headers.get("Authorization"))
                     entry = outer.script[min(len(outer.bodies), len(outer.script)) - 1]
-                if entry == "drop":
-                    self.close_connection = True
-                    return
-                if entry[0] == "hang":
-                    time.sleep(entry[1])
+                    outer.received.notify_all()
+                if entry in ("drop", "hang"):
+                    if entry == "hang":
+                        outer.released.wait()
                     self.close_connection = True
                     return
                 status, body, *headers = entry
@@ -114,8 +115,16 @@ class Scripted:
         return self
 
     def __exit__(self, *exc):
+        self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def wait_for_requests(self, count: int) -> list[dict]:
+        """The bodies once ``count`` requests have been read (a client that gave up has sent its request, but the
+        server thread may not have read it yet)."""
+        with self.received:
+            self.received.wait_for(lambda: len(self.bodies) >= count, timeout=HANG_GUARD_S)
+            return list(self.bodies)
 
 
 def completion(text: str) -> dict:
@@ -220,9 +229,10 @@ def test_dropped_connections_are_retried_then_reported():
 
 
 def test_timeouts_are_retried_then_reported():
-    with Scripted([("hang", 1.0)]) as scripted, pytest.raises(RagevalError, match=r"timeout_s=0\.2; 2 attempts"):
-        fast_client(scripted.url, timeout_s=0.2, max_retries=1).generate(["q"], GREEDY)
-    assert len(scripted.bodies) == 2
+    with Scripted(["hang"]) as scripted:
+        with pytest.raises(RagevalError, match=r"timeout_s=0\.2; 2 attempts"):
+            fast_client(scripted.url, timeout_s=0.2, max_retries=1).generate(["q"], GREEDY)
+        assert len(scripted.wait_for_requests(2)) == 2
 
 
 def test_server_errors_and_429_are_retried_until_success():

@@ -6,9 +6,11 @@ measure code; every validation problem names the right file and line; the limits
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import re
 import sqlite3
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from rageval.paths import RUNS_DIR
 from rageval.store import Label, Run, RunReader, list_runs
 from rageval.upload import (
     ERROR,
+    MAX_UPLOAD_MIB,
     WARNING,
     Problem,
     UploadError,
@@ -33,6 +36,7 @@ from rageval.upload import (
     convert_upload,
     save_upload,
 )
+from rageval.upload.problems import size_text
 from tests.run_fixtures import INJECTION, INJECTION_ID, K, build_small_run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -397,6 +401,36 @@ def test_not_utf8_and_empty_files_are_errors(files):
     assert bom.ok and bom.problems == ()
 
 
+@pytest.mark.parametrize(("encoding", "said"), [
+    ("utf-16-le", "the file is UTF-16 (little-endian, without a byte-order mark); save it as UTF-8"),
+    ("utf-16-be", "the file is UTF-16 (big-endian, without a byte-order mark); save it as UTF-8"),
+    ("utf-16", "the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8"),
+    ("utf-32-le", "the file is UTF-32 (without a byte-order mark); save it as UTF-8"),
+    ("utf-32", "the file is UTF-32 (it starts with a UTF-32 byte-order mark); save it as UTF-8"),
+])
+def test_a_file_in_another_encoding_is_named_as_such(files, encoding, said):
+    """UTF-16-LE without a byte-order mark is valid UTF-8 (each ASCII character followed by a NUL byte): it must be
+    reported as UTF-16, not as "not valid JSON" on every line."""
+    text = files["queries"].data.decode("utf-8")
+    problem = only_problem(convert(replace(files, "queries", text.encode(encoding))))
+    assert (problem.file, problem.line, problem.message) == ("queries.jsonl", None, said)
+    problem = only_problem(convert(replace(files, "run", files["run"].data.decode().encode(encoding))))
+    assert (problem.file, problem.message) == ("run.trec", said)  # TREC files too
+
+
+def test_latin1_bytes_compressed_and_binary_files_are_named(files):
+    latin1 = files["passages"].data.decode("utf-8").replace("a", "é", 1).encode("latin-1")
+    problem = only_problem(convert(replace(files, "passages", latin1)))
+    assert problem.message == ("expected UTF-8 text, found the byte 0xe9 ('é' in Windows-1252/Latin-1: the file looks "
+                               "saved in that encoding); save the file as UTF-8")
+    problem = only_problem(convert(replace(files, "queries", gzip.compress(files["queries"].data))))
+    assert problem.message == "the file is gzip-compressed, not text: decompress it (gunzip) and give the text file"
+    problem = only_problem(convert(replace(files, "run", b"SQLite format 3\x00" + bytes(200))))
+    assert problem.message.startswith("the file is an SQLite database (a rageval run file?), not text")
+    problem = only_problem(convert(replace(files, "qrels", b"\x00\x01\x02\x03binary" * 20)))
+    assert problem.message == "the file holds NUL bytes: it is not a text file (save it as UTF-8 text)"
+
+
 JSONL_CASES = [
     # (record index, how to break it, field/message fragment)
     (1, lambda r: r.pop("passages"), "field 'passages': missing (required)"),
@@ -465,8 +499,11 @@ def test_size_limits(fixture_run, files):
     small = UploadLimits(max_file_bytes=len(largest.data) - 1)
     problem = only_problem(convert(files, limits=small))
     assert (problem.file, problem.line) == (largest.name, None)
-    assert problem.message == f"the file is larger than the limit of {small.max_file_bytes:,} bytes per file"
-    assert UploadFile.from_path(Path(__file__), small).data == Path(__file__).read_bytes()[:len(largest.data)]
+    assert problem.message == (f"the file is {len(largest.data):,} bytes, larger than the limit of "
+                               f"{small.max_file_bytes:,} bytes ({size_text(small.max_file_bytes)}) per file")
+    read = UploadFile.from_path(Path(__file__), small)
+    assert read.data == Path(__file__).read_bytes()[:len(largest.data)]  # one byte past the limit, no more
+    assert read.size == Path(__file__).stat().st_size  # the size reported is the file's
 
     errors = convert(files, limits=UploadLimits(max_queries=4)).errors
     assert [(p.file, p.line) for p in errors] == [("queries.jsonl", 5), ("run.trec", 21)]  # the 5th query of each
@@ -587,9 +624,34 @@ def test_cli_upload_defaults_to_the_user_runs_folder_and_names_bad_paths(files, 
         assert f"{bad}: {reason}" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in user_runs.iterdir()) == ["mine.sqlite"]
 
+    # A runs folder that is a file: one line, nothing written.
+    assert cli_main([*args, "--name", "mine2", "--runs-dir", str(paths["run"])]) == 2
+    err = capsys.readouterr().err
+    assert err == f"rageval: error: runs folder {paths['run']}: is a file, not a folder; save the run into a folder\n"
+
     # The shipped runs folder is refused.
     shipped = tmp_path / "shipped"
     monkeypatch.setenv("RAGEVAL_SHIPPED_RUNS_DIR", str(shipped))
     assert cli_main([*args, "--name", "mine", "--runs-dir", str(shipped)]) == 2
     assert "the shipped runs folder is read-only" in capsys.readouterr().err
     assert not shipped.exists()
+
+
+def test_one_size_limit_for_the_engine_the_cli_and_the_page(files, tmp_path, capsys):
+    """The engine, ``rageval upload`` and the Upload page's widgets (Streamlit's ``server.maxUploadSize``, in MiB)
+    share one limit and one message; the CLI reports a file over it by its size without loading it."""
+    config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MIB
+    assert UploadLimits().max_file_bytes == MAX_UPLOAD_MIB * 2**20
+    page = (REPO / "pages" / "10_Upload.py").read_text(encoding="utf-8")
+    assert page.count("file_uploader(") == page.count("max_upload_size=MAX_UPLOAD_MIB")
+
+    paths = write_files(tmp_path, files)
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as handle:  # sparse: 150 MiB on paper, nothing on disk
+        handle.truncate(150 * 2**20)
+    assert cli_main(["upload", "--check", "--run", str(paths["run"]), "--queries", str(big), "--passages",
+                     str(paths["passages"])]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {big}: the file is 150 MiB, larger than the limit of 100 MiB per file" in err
+    assert "Traceback" not in err

@@ -26,6 +26,7 @@ from rageval.store import E2EOutput
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
 from ui import data
+from ui.plot_text import plot_texts
 
 METHOD_NAMES = {
     "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
@@ -454,7 +455,8 @@ def k_sweep_figure(sweep: pd.DataFrame):
     ordered = order_label_methods(list(sweep["method"].unique()))
     shown = sweep.iloc[sorted(range(len(sweep)), key=lambda i: (ordered.index(sweep["method"].iat[i]),
                                                                   sweep["k"].iat[i]))]
-    shown = shown.assign(Labels=[f"{method_name(m)} ({f})" for m, f in zip(shown["method"], shown["family"])])
+    names = [f"{method_name(m)} ({f})" for m, f in zip(shown["method"], shown["family"])]
+    shown = shown.assign(Labels=plot_texts(names), measure=plot_texts(shown["measure"]))
     figure = px.line(shown, x="k", y="tau", color="Labels", markers=True,
                      labels={"k": "k (passages given to the LLM)", "tau": "Kendall's tau-b with E2E EM"},
                      hover_data={"measure": True, "n": True})

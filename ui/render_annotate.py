@@ -17,6 +17,7 @@ import streamlit as st
 
 from rageval import annotations as ann
 from ui import data, render, theme
+from ui.plot_text import plot_text
 from ui.render import escape_markdown
 
 ANNOTATOR_STATE = "annotate.annotator"
@@ -167,13 +168,14 @@ def kappa_figure(table: pd.DataFrame, annotator: str):
     defined = defined.set_index("method").loc[methods]
     colours = theme.method_colours(methods)
     figure = go.Figure(go.Bar(
-        x=[method_display_name(m) for m in methods], y=defined["kappa"].tolist(),
+        x=[plot_text(method_display_name(m)) for m in methods], y=defined["kappa"].tolist(),
         marker_color=[colours[m] for m in methods],
         customdata=list(zip(defined["n"].astype(int), defined["observed"], defined["expected"])),
         hovertemplate="%{x}<br>Cohen's kappa %{y:.3f}<br>n = %{customdata[0]} items<br>"
                       "observed agreement %{customdata[1]:.3f}<br>chance agreement %{customdata[2]:.3f}"
                       "<extra></extra>"))
-    figure.update_layout(title={"text": f"Cohen's kappa between {annotator}'s labels and each automatic method"},
+    figure.update_layout(title={"text": f"Cohen's kappa between {plot_text(annotator)}'s labels and each automatic "
+                                        "method"},
                          xaxis_title="automatic label method", yaxis_title="Cohen's kappa",
                          yaxis_range=[min(-0.1, float(defined["kappa"].min()) - 0.05) if len(defined) else -0.1, 1.0])
     return figure

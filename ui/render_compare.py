@@ -1,8 +1,8 @@
 """Views of the compare-runs page (``pages/6_Compare_runs.py``): run A against run B on one per-query score.
 
 Pure functions from :class:`rageval.compare.Comparison` and the runs' settings to display tables and plotly
-figures; outcome colours from :data:`ui.theme.OUTCOME_COLOURS`. Question text reaches plotly only through
-:func:`ui.render_correlations.plotly_text` and tables only through ``st.dataframe``.
+figures; outcome colours from :data:`ui.theme.OUTCOME_COLOURS`. Question text and names reach plotly only through
+:mod:`ui.plot_text` (escaped) and tables only through ``st.dataframe``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pandas as pd
 from rageval.compare import E2E_METHOD, OUTCOMES, Comparison, e2e_k
 from rageval.report import measure_family, measure_sort_key
 from ui import render, theme
-from ui.render_correlations import e2e_metric_name, jitter, plotly_text
+from ui.plot_text import plot_text, plotly_text
+from ui.render_correlations import e2e_metric_name, jitter
 
 NOT_SET = "–"
 
@@ -123,7 +124,7 @@ def tests_view(comparison: Comparison) -> pd.DataFrame:
 
 
 def _hover(pairs: pd.DataFrame, texts: Mapping[str, str]) -> list[list]:
-    return [[q, plotly_text(texts.get(q, "")), float(a), float(b), float(d)]
+    return [[plot_text(q), plotly_text(texts.get(q, "")), float(a), float(b), float(d)]
             for q, a, b, d in zip(pairs["query_id"], pairs["a"], pairs["b"], pairs["difference"])]
 
 
@@ -136,6 +137,7 @@ def paired_scatter_figure(pairs: pd.DataFrame, texts: Mapping[str, str], run_a: 
     the diagonal of ties; hover shows the query, its question and the exact values."""
     import plotly.graph_objects as go
 
+    run_a, run_b, score = plot_text(run_a), plot_text(run_b), plot_text(score)
     figure = go.Figure()
     x, y = jitter(pairs["a"], 0), jitter(pairs["b"], 1)
     values = pd.concat([pairs["a"], pairs["b"]])
@@ -158,6 +160,7 @@ def difference_figure(pairs: pd.DataFrame, score: str):
     """Histogram of the per-query differences A - B, stacked by outcome."""
     import plotly.graph_objects as go
 
+    score = plot_text(score)
     figure = go.Figure()
     for outcome in OUTCOMES:
         chosen = pairs[pairs["outcome"] == outcome]

@@ -1,13 +1,12 @@
 """Views of the correlations page (``pages/5_Correlations.py``): how well a label method's per-query measure
 predicts the downstream (end-to-end) score, query by query.
 
-Pure functions from the data layer's tables to display tables and plotly figures, plus :func:`plotly_text`, the
-one way data text (questions) goes into a plotly hover label: HTML-escaped, so plotly shows it literally.
+Pure functions from the data layer's tables to display tables and plotly figures; names and questions go into a
+figure through :mod:`ui.plot_text` (HTML-escaped, so plotly shows them literally).
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +15,7 @@ import pandas as pd
 
 from rageval.report import measure_sort_key
 from ui import render, theme
+from ui.plot_text import HOVER_CHARS, plot_text, plotly_text  # noqa: F401 (HOVER_CHARS, plotly_text: re-exported)
 
 #: Downstream metric names (the run's ``label_metric`` setting scores the E2E answers too; ``rageval.erag``).
 METRIC_NAMES = {"em": "EM", "f1": "token F1", "accuracy": "accuracy", "rougeL": "ROUGE-L", "bertscore": "BERTScore"}
@@ -23,16 +23,6 @@ JITTER_SEED = 0
 #: Crosstab rows/columns: a value of its own up to this many distinct values, else equal-width bins.
 MAX_COUNT_LEVELS = 12
 COUNT_BINS = 5
-HOVER_CHARS = 120
-
-
-def plotly_text(text: Any, limit: int = HOVER_CHARS) -> str:
-    """Data text for a plotly label: whitespace collapsed, cut to ``limit`` characters, HTML-escaped (plotly
-    renders a subset of HTML in labels; escaped, ``<b>`` shows as ``<b>``)."""
-    flat = " ".join(str(text).split())
-    if len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    return html.escape(flat, quote=False)
 
 
 def e2e_metric_name(settings: Mapping[str, Any]) -> str:
@@ -69,12 +59,12 @@ def scatter_figure(points: pd.DataFrame, method: str, measure: str, k: int, metr
     question, value, e2e (:func:`ui.data_correlations.load_scatter_points`)."""
     import plotly.graph_objects as go
 
-    label = render.method_name(method)
     colour = theme.method_colours([method])[method]
+    label, measure, metric = plot_text(render.method_name(method)), plot_text(measure), plot_text(metric)
     figure = go.Figure(go.Scatter(
         x=jitter(points["value"], JITTER_SEED).tolist(), y=jitter(points["e2e"], JITTER_SEED + 1).tolist(),
         mode="markers", name=label, marker={"color": colour, "size": 8, "opacity": 0.6},
-        customdata=[[str(q), plotly_text(text), float(v), float(e)] for q, text, v, e in
+        customdata=[[plot_text(q), plotly_text(text), float(v), float(e)] for q, text, v, e in
                     zip(points["query_id"], points["question"], points["value"], points["e2e"])],
         hovertemplate=("query %{customdata[0]}<br>%{customdata[1]}<br>" + f"{label} {measure}"
                        + " = %{customdata[2]:.3f}<br>" + f"{metric}@{k}" + " = %{customdata[3]:.3f}<extra></extra>")))
@@ -127,12 +117,13 @@ def k_sweep_figure(sweep: pd.DataFrame, metric: str):
     """:func:`ui.render.k_sweep_figure` with a title, the E2E metric's name and each method's colour from
     :mod:`ui.theme` (line names are ``<method name> (<family>)``)."""
     figure = render.k_sweep_figure(sweep)
-    names = {render.method_name(m): m for m in sweep["method"].unique()}
+    names = {plot_text(render.method_name(m)): m for m in sweep["method"].unique()}
     colours = theme.method_colours(list(names.values()))
     for trace in figure.data:
         method = names.get(str(trace.name).rsplit(" (", 1)[0])
         if method is not None:
             trace.update(line={"color": colours[method]}, marker={"color": colours[method]})
+    metric = plot_text(metric)
     figure.update_layout(title={"text": f"Kendall's tau-b with the {metric} at each k (best measure family per "
                                         "label method)"},
                          yaxis_title=f"Kendall's tau-b with {metric}@k")

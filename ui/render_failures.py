@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from rageval.reteval import CATEGORY_NAMES
+from ui.plot_text import plot_text, plot_texts
 from ui.render import failure_cases_view, inspector_url
 from ui.theme import CATEGORY_COLOURS
 
@@ -35,11 +36,12 @@ def count_figure(cases: pd.DataFrame, judge_label: str):
     counts = cases.groupby(["run", "k", "category"]).query_id.nunique().rename("queries").reset_index()
     counts["meaning"] = counts["category"].map(CATEGORY_NAMES)
     counts["k"] = counts["k"].astype(int).astype(str)
+    counts["run"] = plot_texts(counts["run"])  # facet titles and hover: run names are file names
     figure = px.bar(counts, x="k", y="queries", color="category", facet_col="run", facet_col_wrap=2,
                     color_discrete_map=CATEGORY_COLOURS, category_orders={"category": list(CATEGORY_NAMES)},
                     hover_data={"meaning": True, "run": True},
                     labels={"k": "k (passages the reader saw)", "queries": "queries", "category": "category"},
-                    title=f"LLM-retEval failure cases per k (judge: {judge_label})")
+                    title=f"LLM-retEval failure cases per k (judge: {plot_text(judge_label)})")
     figure.for_each_annotation(lambda a: a.update(text=a.text.split("=", 1)[-1]))
     figure.update_layout(legend_title_text="category", bargap=0.25)
     figure.update_xaxes(type="category")  # k values are labels, not a continuous axis

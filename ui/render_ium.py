@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from rageval.ium.experiment import MAIN_METHODS
+from ui.plot_text import plot_texts
 from ui.render import escape_markdown
 
 MACRO = "macro average"
@@ -77,8 +78,9 @@ def summary_figure(summary: pd.DataFrame):
 
     long = (100 * summary).rename_axis("agent").reset_index().melt(id_vars="agent", var_name="method",
                                                                    value_name="score")
+    long = long.assign(agent=plot_texts(long["agent"]), method=plot_texts(long["method"]))
     figure = px.bar(long, x="method", y="score", color="agent", barmode="group",
-                    category_orders={"method": list(summary.columns), "agent": list(summary.index)},
+                    category_orders={"method": plot_texts(summary.columns), "agent": plot_texts(summary.index)},
                     labels={"method": "method (search engine)", "score": "downstream score (%)", "agent": "agent"},
                     title="Downstream score of each agent's answer from its top k, per method")
     figure.update_traces(hovertemplate="%{fullData.name}<br>%{x}: %{y:.1f}%<extra></extra>")
@@ -90,6 +92,7 @@ def iteration_figure(curves: pd.DataFrame):
     import plotly.express as px
 
     long = (100 * curves).rename_axis("t").reset_index().melt(id_vars="t", var_name="engine", value_name="score")
+    long = long.assign(engine=plot_texts(long["engine"]))
     figure = px.line(long.dropna(), x="t", y="score", color="engine", markers=True,
                      labels={"t": "offline iteration t (0 = BM25)", "score": "macro-average downstream score (%)",
                              "engine": "engine input"},
@@ -145,7 +148,7 @@ def personalisation_figure(summary: pd.DataFrame, statistic: str):
     wide = wide[method_order(wide.columns)]
     name, low = ("Kendall's tau", -1.0) if statistic == "kendall_tau" else ("Jaccard", 0.0)
     figure = go.Figure(go.Heatmap(
-        z=wide.to_numpy(dtype=float).tolist(), x=list(wide.columns), y=list(wide.index), zmin=low, zmax=1.0,
+        z=wide.to_numpy(dtype=float).tolist(), x=plot_texts(wide.columns), y=plot_texts(wide.index), zmin=low, zmax=1.0,
         colorscale="RdBu" if low < 0 else "Blues", colorbar={"title": {"text": name}}, texttemplate="%{z:.2f}",
         hovertemplate=f"%{{y}}<br>%{{x}}: mean {name} = %{{z:.3f}}<extra></extra>"))
     figure.update_layout(title={"text": f"{name} between the lists two agents are served for the same query"},

@@ -34,6 +34,7 @@ from typing import Any
 from rageval.attribution.metrics import InputPassage
 from rageval.attribution.scoring import AnswerRecord, StatementRecord, score_answers
 from rageval.errors import DataError, RagevalError
+from rageval.paths import not_a_file
 
 USER_SCENARIO = "user"
 SOURCE = "user-answers"  # settings["source"] of a run this module wrote
@@ -68,8 +69,9 @@ def read_user_answers(path: str | Path, warn: Log | None = None) -> list[UserAns
     from rageval.upload import DEFAULT_LIMITS, ERROR, FieldReader, Problems, UploadFile, read_json_records
 
     path = Path(path)
-    if not path.is_file():
-        raise DataError(path, "no such file")
+    reason = not_a_file(path)
+    if reason:
+        raise DataError(path, reason if reason == "no such file" else f"{reason}; expected the answers file")
     file = UploadFile.from_path(path)
     problems = Problems(DEFAULT_LIMITS.max_problems_per_file)
     answers: list[UserAnswer] = []

@@ -46,6 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     except RagevalError as error:
         print(f"rageval: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a path mistake no command foresaw: one line naming the file, never a traceback
+        print(f"rageval: error: {describe_os_error(error)}", file=sys.stderr)
+        return 2
+
+
+def describe_os_error(error: OSError) -> str:
+    """``FILE: reason`` for a file-system error (``FILE -> OTHER: reason`` for a rename or link)."""
+    reason = error.strerror or str(error)
+    if error.filename is None:
+        return reason
+    names = str(error.filename) + (f" -> {error.filename2}" if error.filename2 is not None else "")
+    return f"{names}: {reason[0].lower() + reason[1:] if reason else reason}"
 
 
 if __name__ == "__main__":

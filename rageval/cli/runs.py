@@ -33,6 +33,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     from rageval.pipeline.summary import run_summary
     from rageval.store import RunReader
 
+    if Path(args.run).is_dir():
+        raise RagevalError(f"{args.run}: is a folder; expected a run file")
     if not Path(args.run).is_file():
         raise RagevalError(f"{args.run}: no such run file")
     if args.json:
@@ -52,7 +54,11 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from rageval.export import export_run
+    from rageval.paths import not_writable_file
 
+    reason = not_writable_file(args.out)
+    if reason:
+        raise RagevalError(f"--out {args.out}: {reason}; expected a file name")
     path = export_run(args.run, args.what, args.out, fmt=args.format, method=args.method)
     print(f"wrote {path}")
     return 0

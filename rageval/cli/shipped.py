@@ -19,7 +19,7 @@ from rageval.cli.common import load_corpus as _load_corpus
 from rageval.cli.common import progress_bar as _progress_bar
 from rageval.errors import RagevalError
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings, load_generator
-from rageval.paths import DATA_DIR, REPO_ROOT, RUNS_DIR, user_runs_dir
+from rageval.paths import DATA_DIR, REPO_ROOT, RUNS_DIR, not_writable_folder, user_runs_dir
 
 
 def cmd_erag(args: argparse.Namespace) -> int:
@@ -72,6 +72,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
     systems = ev.parse_systems(args.systems)
     started = time.perf_counter()
+    if args.out_dir and not_writable_folder(args.out_dir):
+        raise RagevalError(f"--out-dir {args.out_dir}: {not_writable_folder(args.out_dir)}")
     if args.queries or args.corpus:  # your own questions, corpus and qrels
         from rageval.pipeline.sources import load_retrieval_inputs
 

@@ -101,7 +101,7 @@ def _run_transaction(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
     :data:`RUN_WRITE_TIMEOUT_S` for readers."""
     path = Path(path)
     if not path.is_file():
-        raise JobError(f"{path}: no such run file")
+        raise JobError(f"{path}: " + ("is a folder; expected a run file" if path.is_dir() else "no such run file"))
     try:
         connection = open_for_write(path, RUN, timeout_s=RUN_WRITE_TIMEOUT_S, isolation_level=None)
     except StoreError as error:

@@ -25,6 +25,7 @@ from rageval import erag
 from rageval.errors import DataError, RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings
+from rageval.paths import not_a_file
 from rageval.pipeline.evaluate import METHODS, EvaluationOptions, parse_ks, parse_methods
 from rageval.pipeline.sources import RETRIEVERS, SourcePaths
 from rageval.prompts import QA_FEW_SHOT, FewShotExample, PromptTemplate
@@ -132,10 +133,18 @@ def read_config_file(path: Path) -> dict[str, Any]:
     """A TOML config file's values (names as :class:`EvaluateConfig`'s; ``k`` may be a list). Relative paths are
     relative to the file's folder."""
     path = Path(path)
-    if not path.is_file():
-        raise DataError(path, "no such config file")
+    reason = not_a_file(path)
+    if reason:
+        raise DataError(path, "no such config file" if reason == "no such file" else f"{reason}; expected a TOML "
+                                                                                      "config file")
+    from rageval.upload import encoding_problem
+
+    data = path.read_bytes()
+    problem = encoding_problem(data)
+    if problem:
+        raise DataError(path, problem)
     try:
-        values = tomllib.loads(path.read_text(encoding="utf-8"))
+        values = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise DataError(path, f"not a valid TOML file: {error}") from error
     unknown = sorted(set(values) - set(FIELD_NAMES))

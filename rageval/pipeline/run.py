@@ -12,7 +12,7 @@ from pathlib import Path
 from rageval.errors import RagevalError
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.generation.factory import check_model, expected_model_id, load_generator
-from rageval.paths import REPO_ROOT, user_runs_dir
+from rageval.paths import REPO_ROOT, not_writable_file, user_runs_dir
 from rageval.pipeline.config import EvaluateConfig
 from rageval.pipeline.evaluate import LLM_STAGES, DryRunGenerator, EvaluationOptions, Log, Progress, evaluate_run
 from rageval.pipeline.sources import LoadedInputs, load_inputs
@@ -39,8 +39,9 @@ def check_out_path(path: Path) -> Path:
     if resolved.is_relative_to(REPO_ROOT / "data"):
         raise RagevalError(f"--out {path}: the shipped data folder is read-only; write user runs elsewhere (default: "
                            f"{user_runs_dir()}, or $RAGEVAL_RUNS_DIR)")
-    if resolved.is_dir():
-        raise RagevalError(f"--out {path}: is a folder; expected a .sqlite file name")
+    reason = not_writable_file(resolved)
+    if reason:
+        raise RagevalError(f"--out {path}: {reason}; expected a .sqlite file name")
     return resolved
 
 
@@ -67,6 +68,8 @@ def evaluate(config: EvaluateConfig, *, generator=None, log: Log = _stderr, prog
     ``generator``: a ready model (tests); else loaded with :func:`rageval.generation.factory.load_generator`.
     Every LLM call goes through the LLM-call cache, so a killed run resumes at no LLM cost."""
     started = time.perf_counter()
+    if config.out:
+        check_out_path(Path(config.out))  # before the inputs are read and retrieved
     inputs, options = prepare(config, log)
     out = check_out_path(Path(config.out) if config.out else default_out_path(config, inputs))
     cache = LLMCache(config.cache) if config.cache else LLMCache()
@@ -116,6 +119,8 @@ def dry_run(config: EvaluateConfig, *, log: Log = _stderr) -> DryRunReport:
     """What :func:`evaluate` would do, and how many LLM calls it would make (and how many are already in the
     cache), without loading any model: the pipeline runs with a :class:`DryRunGenerator` that only reads the
     cache. Scoring that loads a model (BERTScore, the cosine judge) and the measures are skipped."""
+    if config.out:
+        check_out_path(Path(config.out))  # before the inputs are read and retrieved
     inputs, options = prepare(config, log)
     out = check_out_path(Path(config.out) if config.out else default_out_path(config, inputs))
     cache = LLMCache(config.cache) if config.cache else LLMCache()

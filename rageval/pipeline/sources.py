@@ -35,6 +35,7 @@ from rageval.upload import (
     UploadResult,
     convert_jsonl_upload,
     convert_trec_upload,
+    encoding_problem,
     read_passages_file,
     read_queries_file,
 )
@@ -74,6 +75,9 @@ def _read_bytes(path: Path, what: str) -> bytes:
             data = gzip.decompress(data)
         except (OSError, EOFError) as error:
             raise DataError(path, f"not a readable gzip file: {error}") from error
+    not_text = encoding_problem(data)
+    if not_text:
+        raise DataError(path, not_text)
     return data
 
 

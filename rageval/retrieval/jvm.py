@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 from rageval.errors import RagevalError
+from rageval.offline import apply_opt_outs
 
 JAVA_MIN_MAJOR = 21
 DEFAULT_MAX_HEAP = "2g"  # BM25 over ~20k passages needs < 200 MB; the index itself is memory-mapped, off-heap
@@ -94,6 +95,8 @@ def ensure_jvm():
     setup then finds the JVM running and is skipped). Importing pyserini's searcher also imports torch (through
     ``pyserini.encode``), about 8 s on a cold start, paid once per process.
 
+    pyserini's searcher also loads onnxruntime, whose telemetry :mod:`rageval.offline` turns off first.
+
     Raises :class:`RagevalError` if no Java 21+ is installed, or if another module already started a JVM that
     is older than Java 21.
     """
@@ -101,6 +104,7 @@ def ensure_jvm():
     with _lock:
         if _searcher_class is not None:
             return _searcher_class
+        apply_opt_outs()  # already done at ``import rageval``; again here, right before onnxruntime can load
         import jnius_config
 
         if not jnius_config.vm_running:

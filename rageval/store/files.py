@@ -110,12 +110,16 @@ def check_kind(connection: sqlite3.Connection, path: str | os.PathLike, kind: Sq
     return version
 
 
+def _not_a_file(path: Path, kind: SqliteKind) -> str:
+    return f"is a folder; expected a {kind.noun}" if path.is_dir() else f"no such {kind.noun}"
+
+
 def open_readonly(path: str | os.PathLike, kind: SqliteKind, *, check_same_thread: bool = True
                   ) -> sqlite3.Connection:
     """A read-only connection to the ``kind`` file ``path``, its kind and schema version checked."""
     path = Path(path)
     if not path.is_file():
-        raise StoreError(f"{path}: no such {kind.noun}")
+        raise StoreError(f"{path}: {_not_a_file(path, kind)}")
     if path.stat().st_size == 0:
         raise StoreError(f"{path}: empty file, not a rageval {kind.noun}")
     try:
@@ -137,8 +141,8 @@ def open_for_write(path: str | os.PathLike, kind: SqliteKind, *, create: bool = 
     and calls :func:`stamp`. ``connect_args`` go to :func:`sqlite3.connect` (``isolation_level``,
     ``check_same_thread``)."""
     path = Path(path)
-    if not create and not path.is_file():
-        raise StoreError(f"{path}: no such {kind.noun}")
+    if path.is_dir() or (not create and not path.is_file()):
+        raise StoreError(f"{path}: {_not_a_file(path, kind)}")
     try:
         connection = sqlite3.connect(path, timeout=timeout_s, **connect_args)
     except sqlite3.Error as error:

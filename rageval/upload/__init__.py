@@ -25,11 +25,12 @@ atomic write), :mod:`~rageval.upload.cli` (``rageval upload``).
 from rageval.upload.build import STANDARD_CUTOFFS, compute_upload_measures, is_graded, measure_cutoffs
 from rageval.upload.cli import add_parsers, cmd_upload
 from rageval.upload.convert import FORMS, convert_upload
-from rageval.upload.fields import FieldReader, describe, read_json_records
+from rageval.upload.fields import FieldReader, describe, encoding_problem, read_json_records
 from rageval.upload.jsonl import convert_jsonl_upload, read_passages_file, read_queries_file
 from rageval.upload.problems import (
                                      DEFAULT_LIMITS,
                                      ERROR,
+                                     MAX_UPLOAD_MIB,
                                      WARNING,
                                      Problem,
                                      Problems,
@@ -46,6 +47,7 @@ __all__ = [
                                      "DEFAULT_LIMITS",
                                      "ERROR",
                                      "FORMS",
+                                     "MAX_UPLOAD_MIB",
                                      "STANDARD_CUTOFFS",
                                      "TREC_QRELS_FIELDS",
                                      "TREC_RUN_FIELDS",
@@ -65,6 +67,7 @@ __all__ = [
                                      "convert_trec_upload",
                                      "convert_upload",
                                      "describe",
+                                     "encoding_problem",
                                      "is_graded",
                                      "measure_cutoffs",
                                      "name_in_use",

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rageval.paths import user_runs_dir
+from rageval.paths import not_writable_folder, user_runs_dir
 from rageval.upload.convert import convert_upload
 from rageval.upload.problems import DEFAULT_LIMITS, UploadError, UploadFile
 from rageval.upload.save import check_run_name, save_upload
@@ -19,6 +19,9 @@ def cmd_upload(args: argparse.Namespace) -> int:
         raise UploadError("give --name (or --check to validate only)")
     if args.name and check_run_name(args.name):
         raise UploadError(check_run_name(args.name))
+    runs_dir = args.runs_dir or user_runs_dir()
+    if not args.check and not_writable_folder(runs_dir):  # said before any file is read
+        raise UploadError(f"runs folder {runs_dir}: {not_writable_folder(runs_dir)}; save the run into a folder")
 
     def read(path: Path) -> UploadFile:
         if path.is_dir():
@@ -45,7 +48,7 @@ def cmd_upload(args: argparse.Namespace) -> int:
     if args.check:
         print(f"valid: {len(run.queries)} queries, {len(result.warnings)} warning(s)")
         return 0
-    path = save_upload(run, args.runs_dir or user_runs_dir(), args.name, overwrite=args.overwrite,
+    path = save_upload(run, runs_dir, args.name, overwrite=args.overwrite,
                        command="rageval " + " ".join(sys.argv[1:]))
     print(f"wrote {path} ({len(run.queries)} queries, {len(result.warnings)} warning(s))")
     return 0

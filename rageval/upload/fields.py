@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rageval.upload.problems import Problems, UploadFile, UploadLimits
+from rageval.upload.problems import Problems, UploadFile, UploadLimits, too_large_message
 
 #: Ids: what stays one field in a TREC file and one safe token in a URL.
 _ID_PATTERN = re.compile(r"^\S+$")
@@ -18,25 +18,78 @@ _ID_PATTERN = re.compile(r"^\S+$")
 def read_lines(file: UploadFile, problems: Problems, limits: UploadLimits) -> list[tuple[int, str]] | None:
     """The non-blank lines of ``file`` with their 1-based numbers, or None (reported) when the file is too large,
     empty or not UTF-8. Lines end at ``\\n`` only (a JSON string may hold U+2028); a trailing ``\\r`` is dropped."""
-    size = len(file.data)
-    if size > limits.max_file_bytes:
-        problems.error(file.name, None, f"the file is larger than the limit of {limits.max_file_bytes:,} bytes "
-                                        "per file")
+    if file.size > limits.max_file_bytes:
+        problems.error(file.name, None, too_large_message(file.size, limits.max_file_bytes))
+        return None
+    not_text = encoding_problem(file.data)
+    if not_text:
+        problems.error(file.name, None, not_text)
         return None
     try:
         text = file.data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = file.data.count(b"\n", 0, error.start) + 1
-        problems.error(file.name, line, f"expected UTF-8 text, found the byte {file.data[error.start]:#04x} "
-                                        f"(save the file as UTF-8)")
+        problems.error(file.name, line, not_utf8_message(file.data, error.start))
         return None
-    text = text.removeprefix("\ufeff")  # a byte-order mark some editors write
+    text = text.removeprefix("\ufeff")  # the UTF-8 byte-order mark some editors write: fine
     lines = [(number, line.removesuffix("\r")) for number, line in enumerate(text.split("\n"), start=1)
              if line.strip()]
     if not lines:
         problems.error(file.name, None, "the file is empty: expected one record per line")
         return None
     return lines
+
+
+#: Byte-order marks of the encodings other than UTF-8, longest first (UTF-32-LE's starts like UTF-16-LE's).
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+         (b"\xfe\xff", "UTF-16"))
+#: The first bytes of files that are no text at all, and what to do about each.
+_SIGNATURES = (
+    (b"\x1f\x8b", "gzip-compressed", "decompress it (gunzip) and give the text file"),
+    (b"PK\x03\x04", "a zip archive (a spreadsheet or a zipped folder?)", "give the text file itself"),
+    (b"SQLite format 3\x00", "an SQLite database (a rageval run file?)", "give the text file; a run file is "
+                                                                          "read from the runs folder as it is"),
+    (b"%PDF-", "a PDF document", "give the text file"),
+)
+_SAMPLE_BYTES = 4096
+
+
+def encoding_problem(data: bytes) -> str | None:
+    """Why ``data`` is plainly not UTF-8 text, in words that say what to do; None when it may be.
+
+    Recognised: UTF-16 and UTF-32 with a byte-order mark, and without one by their NUL bytes (ASCII characters
+    in UTF-16-LE are each followed by a NUL byte: valid UTF-8, which would otherwise surface as a baffling "not
+    valid JSON"); gzip, zip, SQLite and PDF files by their first bytes; any other file with NUL bytes as binary.
+    The UTF-8 byte-order mark is fine (readers drop it)."""
+    head = data[:_SAMPLE_BYTES]
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return f"the file is {name} (it starts with a {name} byte-order mark); save it as UTF-8"
+    for signature, what, advice in _SIGNATURES:
+        if head.startswith(signature):
+            return f"the file is {what}, not text: {advice}"
+    if b"\x00" not in head:
+        return None
+    quarters = [head[i::4] for i in range(4)]
+    zeros = [part.count(0) / max(len(part), 1) for part in quarters]
+    mostly, rarely = [z > 0.5 for z in zeros], [z < 0.1 for z in zeros]
+    if all(rarely[i] == (i % 2 == 0) and mostly[i] == (i % 2 == 1) for i in range(4)):
+        return "the file is UTF-16 (little-endian, without a byte-order mark); save it as UTF-8"
+    if all(rarely[i] == (i % 2 == 1) and mostly[i] == (i % 2 == 0) for i in range(4)):
+        return "the file is UTF-16 (big-endian, without a byte-order mark); save it as UTF-8"
+    if (rarely[0] and all(mostly[1:])) or (rarely[3] and all(mostly[:3])):
+        return "the file is UTF-32 (without a byte-order mark); save it as UTF-8"
+    return "the file holds NUL bytes: it is not a text file (save it as UTF-8 text)"
+
+
+def not_utf8_message(data: bytes, position: int) -> str:
+    """The message of a byte at ``position`` that is not UTF-8, with what it would be in Windows-1252 / Latin-1
+    (the usual other encoding of a text file: ``0xe9`` is ``é``)."""
+    byte = data[position]
+    guess = bytes([byte]).decode("cp1252", errors="replace")
+    hint = (f" ({guess!r} in Windows-1252/Latin-1: the file looks saved in that encoding)"
+            if guess.isprintable() and guess != "\ufffd" else "")
+    return f"expected UTF-8 text, found the byte {byte:#04x}{hint}; save the file as UTF-8"
 
 
 def _reject_constant(name: str) -> float:

@@ -15,6 +15,27 @@ ERROR = "error"
 WARNING = "warning"
 
 
+#: The one size limit of an uploaded file, in MiB (2**20 bytes): the engine's check (:class:`UploadLimits`),
+#: ``rageval upload``'s, the Upload page's file widgets and Streamlit's ``server.maxUploadSize`` in
+#: ``.streamlit/config.toml`` (whose "MB" are MiB too; a test keeps the two equal).
+MAX_UPLOAD_MIB = 100
+
+
+def size_text(n_bytes: int) -> str:
+    """A file size in words, to one decimal: ``532 bytes``, ``1.5 KiB``, ``100 MiB``, ``2.3 GiB``."""
+    if n_bytes < 1024:
+        return f"{n_bytes:,} bytes"
+    unit, scale = next((u, s) for u, s in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)) if n_bytes >= s)
+    return f"{n_bytes / scale:,.1f}".removesuffix(".0") + f" {unit}"
+
+
+def too_large_message(size: int, limit: int) -> str:
+    """The one message of a file over the size limit (the engine, ``rageval upload``, the Upload page)."""
+    if size_text(size) == size_text(limit):  # the limit and a few bytes: exact numbers
+        return f"the file is {size:,} bytes, larger than the limit of {limit:,} bytes ({size_text(limit)}) per file"
+    return f"the file is {size_text(size)}, larger than the limit of {size_text(limit)} per file"
+
+
 class UploadError(RagevalError):
     """An upload that cannot be saved (a bad run name, an existing run not to be replaced, errors left)."""
 
@@ -23,7 +44,7 @@ class UploadError(RagevalError):
 class UploadLimits:
     """Size limits of one upload; every one is checked and reported as an error naming the file and line."""
 
-    max_file_bytes: int = 100 * 2**20  # per uploaded file
+    max_file_bytes: int = MAX_UPLOAD_MIB * 2**20  # per uploaded file
     max_queries: int = 20_000  # queries per run
     max_passages_per_query: int = 1_000  # ranked passages per query
     max_text_chars: int = 50_000  # per text field (question, answer, title, passage text, output)
@@ -36,16 +57,24 @@ DEFAULT_LIMITS = UploadLimits()
 
 @dataclass(frozen=True)
 class UploadFile:
-    """One uploaded file: the name it is reported under, and its bytes."""
+    """One uploaded file: the name it is reported under, its bytes, and its size on disk when only its first bytes
+    were read (:meth:`from_path` of a file over the limit)."""
 
     name: str
     data: bytes
+    file_size: int | None = None
+
+    @property
+    def size(self) -> int:
+        return len(self.data) if self.file_size is None else self.file_size
 
     @classmethod
     def from_path(cls, path: str | os.PathLike, limits: UploadLimits = DEFAULT_LIMITS) -> UploadFile:
         """Read ``path``, at most one byte past the size limit (so an oversized file is reported, not loaded)."""
         with open(path, "rb") as handle:
-            return cls(str(path), handle.read(limits.max_file_bytes + 1))
+            data = handle.read(limits.max_file_bytes + 1)
+            size = os.fstat(handle.fileno()).st_size
+        return cls(str(path), data, max(size, len(data)) if len(data) > limits.max_file_bytes else None)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from rageval.paths import is_shipped, user_runs_dir
+from rageval.paths import is_shipped, not_writable_folder, user_runs_dir
 from rageval.store import Run, list_runs, write_run
 from rageval.upload.problems import UploadError
 
@@ -58,6 +58,9 @@ def save_upload(run: Run, folder: str | os.PathLike, name: str, *, overwrite: bo
     if is_shipped(path):
         raise UploadError(f"{path.parent}: the shipped runs folder is read-only; save uploads into your runs folder "
                           f"({user_runs_dir()}, or $RAGEVAL_RUNS_DIR)")
+    blocked = not_writable_folder(path.parent)
+    if blocked:
+        raise UploadError(f"runs folder {path.parent}: {blocked}; save the run into a folder")
     existing = name_in_use(path.parent, name)
     if existing is not None and existing.resolve() != path:
         raise UploadError(f"run name {name!r} is already used by {existing}; choose another name")
