@@ -32,3 +32,13 @@ class DataError(RagevalError):
 
 class StoreError(RagevalError):
     """A run file or cache file that cannot be read (unknown or newer schema, not SQLite, ...)."""
+
+
+def not_utf8_message(data: bytes, position: int) -> str:
+    """The message of a byte at ``position`` that is not UTF-8, with what it would be in Windows-1252 / Latin-1
+    (the usual other encoding of a text file: ``0xe9`` is ``é``)."""
+    byte = data[position]
+    guess = bytes([byte]).decode("cp1252", errors="replace")
+    hint = (f" ({guess!r} in Windows-1252/Latin-1: the file looks saved in that encoding)"
+            if guess.isprintable() and guess != "\ufffd" else "")
+    return f"expected UTF-8 text, found the byte {byte:#04x}{hint}; save the file as UTF-8"

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rageval.errors import not_utf8_message
 from rageval.upload.problems import Problems, UploadFile, UploadLimits, too_large_message
 
 #: Ids: what stays one field in a TREC file and one safe token in a URL.
@@ -80,16 +81,6 @@ def encoding_problem(data: bytes) -> str | None:
     if (rarely[0] and all(mostly[1:])) or (rarely[3] and all(mostly[:3])):
         return "the file is UTF-32 (without a byte-order mark); save it as UTF-8"
     return "the file holds NUL bytes: it is not a text file (save it as UTF-8 text)"
-
-
-def not_utf8_message(data: bytes, position: int) -> str:
-    """The message of a byte at ``position`` that is not UTF-8, with what it would be in Windows-1252 / Latin-1
-    (the usual other encoding of a text file: ``0xe9`` is ``é``)."""
-    byte = data[position]
-    guess = bytes([byte]).decode("cp1252", errors="replace")
-    hint = (f" ({guess!r} in Windows-1252/Latin-1: the file looks saved in that encoding)"
-            if guess.isprintable() and guess != "\ufffd" else "")
-    return f"expected UTF-8 text, found the byte {byte:#04x}{hint}; save the file as UTF-8"
 
 
 def _reject_constant(name: str) -> float:
