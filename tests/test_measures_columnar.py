@@ -1,27 +1,18 @@
-"""rageval.measures.columnar: the table/TREC-file path must equal the dict path and pytrec_eval."""
+"""rageval.measures.columnar: the table path must equal the dict path and pytrec_eval (TREC files: test_trec.py)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pandas as pd
 import pytest
-import pytrec_eval
 
-from rageval.errors import DataError
 from rageval.measures import (
-    columnar,
     compute_measures,
     compute_measures_from_frames,
     compute_measures_from_run,
     parse_measure,
-    read_trec_qrels,
-    read_trec_run,
-    write_trec_qrels,
-    write_trec_run,
 )
-from tests.test_measures import FRACTIONAL_QRELS, MEASURES, TREC_MEASURES, random_case, reference_values, trec_order
+from tests.test_measures import FRACTIONAL_QRELS, MEASURES, random_case, reference_values
 
 
 def run_frame(run: dict[str, dict[str, float]]) -> pd.DataFrame:
@@ -142,172 +133,33 @@ def test_inputs_are_not_mutated():
     pd.testing.assert_frame_equal(qrels, qrels_before)
 
 
-# ----------------------------------------------------------------------------------------------
-# TREC files
-# ----------------------------------------------------------------------------------------------
+def test_categorical_ids_in_any_category_order_give_the_same_values():
+    # Categories sorted (not first-seen), unused categories, numeric categories: codes are renumbered as needed.
+    run, qrels = random_case(3, graded=True)
+    expected = compute_measures_from_run(MEASURES, run, qrels)
+    run_table, qrels_table = run_frame(run), qrels_frame(qrels)
+    for column in ("query_id", "passage_id"):
+        values = sorted(set(run_table[column]) | set(qrels_table[column]))
+        categories = pd.CategoricalDtype(["unused"] + values[::-1])
+        run_table[column] = run_table[column].astype(categories)
+        qrels_table[column] = qrels_table[column].astype(categories)
+    pd.testing.assert_frame_equal(compute_measures_from_frames(MEASURES, run_table, qrels_table), expected,
+                                  check_exact=True)
 
 
-@pytest.fixture(params=["arrow", "pandas-c"])
-def parser(request, monkeypatch):
-    """Run a file test twice: with the Arrow fast path, and with pandas' C parser alone (no pyarrow)."""
-    if request.param == "pandas-c":
-        monkeypatch.setattr(columnar, "_parse_arrow", lambda path, layout: None)
-    return request.param
-
-
-def test_trec_files_give_pytrec_eval_values(tmp_path, parser):
-    run, qrels = random_case(6, graded=True)  # empty rankings have no line in the file
-    run_path = write_trec_run(run_frame(run), tmp_path / "run.trec")
-    qrels_path = write_trec_qrels(qrels_frame(qrels), tmp_path / "qrels.trec")
-    ours = compute_measures_from_frames(MEASURES, read_trec_run(run_path), read_trec_qrels(qrels_path))
-    with open(run_path) as run_file, open(qrels_path) as qrels_file:
-        reference = pytrec_eval.RelevanceEvaluator(
-            pytrec_eval.parse_qrel(qrels_file), TREC_MEASURES
-        ).evaluate(pytrec_eval.parse_run(run_file))
-    assert set(reference) <= set(ours["query_id"])
-    for name in ("P@5", "R@5", "AP", "nDCG@5", "nDCG", "RR", "Rprec", "Hit@5"):
-        key = {"P@5": "P_5", "R@5": "recall_5", "AP": "map", "nDCG@5": "ndcg_cut_5", "nDCG": "ndcg",
-               "RR": "recip_rank", "Rprec": "Rprec", "Hit@5": "success_5"}[name]
-        values = ours[ours["measure"] == name].set_index("query_id")["value"]
-        for query_id, expected in reference.items():
-            assert values[query_id] == pytest.approx(expected[key], abs=1e-12), (name, query_id)
-
-
-def test_run_round_trip_keeps_ids_as_strings_and_scores_exactly(tmp_path, parser):
-    scores = [0.1, 1 / 3, 1e-300, -2.5, -2.5, 123456789.123456789]
-    frame = pd.DataFrame({
-        "query_id": ["007", "007", "NA", "nan", "nan", "301"],
-        "passage_id": ["01", "1", "null", "d9", "d10", "-"],
-        "score": scores,
-    })
-    path = write_trec_run(frame, tmp_path / "run.trec", tag="bm25")
-    lines = path.read_text().splitlines()
-    # trec_eval order within a query: 1/3 before 0.1; d9 before d10 (tied at -2.5, so by id, strcmp).
-    assert lines[:2] == ["007 Q0 1 1 0.3333333333333333 bm25", "007 Q0 01 2 0.1 bm25"]
-    assert [line.split()[3] for line in lines] == ["1", "2", "1", "1", "2", "1"]
-    back = read_trec_run(path)
-    assert list(back.columns) == ["query_id", "passage_id", "score"]
-    expected = frame.iloc[[1, 0, 2, 3, 4, 5]].reset_index(drop=True)  # file order is trec order
-    assert back.astype({"query_id": str, "passage_id": str}).to_dict("list") == expected.to_dict("list")
-    assert all(isinstance(value, str) for value in back["query_id"].tolist() + back["passage_id"].tolist())
-
-
-def test_qrels_round_trip_integral_and_fractional_labels(tmp_path, parser):
-    integral = pd.DataFrame({"query_id": ["q1", "q1", "q2"], "passage_id": ["a", "b", "a"], "label": [1, 0, 2]})
-    path = write_trec_qrels(integral, tmp_path / "qrels.trec")
-    assert path.read_text().splitlines() == ["q1 0 a 1", "q1 0 b 0", "q2 0 a 2"]  # trec_eval wants ints
-    back = read_trec_qrels(path)
-    assert back["label"].tolist() == [1.0, 0.0, 2.0] and back["query_id"].tolist() == ["q1", "q1", "q2"]
-    fractional = integral.assign(label=[0.25, 1 / 3, 1.0])
-    back = read_trec_qrels(write_trec_qrels(fractional, tmp_path / "erag.qrels"))
-    assert back["label"].tolist() == [0.25, 1 / 3, 1.0]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "q1\tQ0\td1\t1\t0.5\tbm25\nq1\tQ0\td2\t2\t0.25\tbm25\n",  # tabs
-        "q1  Q0 d1 1 0.5   bm25\n q1 Q0 d2 2 0.25 bm25 \n",  # repeated, leading and trailing spaces
-        "q1 Q0 d1 1 0.5 bm25\r\n\r\n\nq1 Q0 d2 2 0.25 bm25\r\n",  # CRLF and blank lines
-    ],
-    ids=["tabs", "spaces", "crlf-blank-lines"],
-)
-def test_any_whitespace_layout_reads_the_same(tmp_path, parser, text):
-    path = tmp_path / "run.trec"
-    path.write_bytes(text.encode())
-    frame = read_trec_run(path)
-    assert frame.to_dict("list") == {"query_id": ["q1", "q1"], "passage_id": ["d1", "d2"], "score": [0.5, 0.25]}
-
-
-def test_empty_file_reads_as_an_empty_table(tmp_path, parser):
-    path = tmp_path / "empty.trec"
-    path.write_text("\n\n")
-    frame = read_trec_run(path)
-    assert list(frame.columns) == ["query_id", "passage_id", "score"] and frame.empty
-    path.write_text("")
-    assert read_trec_qrels(path).empty
-
-
-GOOD_RUN_LINE = "q1 Q0 d1 1 0.5 bm25\n"
-
-
-@pytest.mark.parametrize(
-    ("bad_line", "message"),
-    [
-        ("q1 Q0 d2 2 0.4\n", "expected 6 whitespace-separated fields 'query_id Q0 passage_id rank score tag', found 5"),
-        ("q1 Q0 d2 2 0.4 bm25 extra\n", "expected 6 whitespace-separated fields .*, found 7"),
-        ("q1 Q0 d2 2 high bm25\n", "field 'score': expected a finite number, found 'high'"),
-        ("q1 Q0 d2 2 nan bm25\n", "field 'score': expected a finite number, found 'nan'"),
-        ("q1 Q0 d2 2 -inf bm25\n", "field 'score': expected a finite number, found '-inf'"),
-        ("q1  Q0 d2 2 0.4\n", "found 5"),  # a missing tag hidden behind a double space
-    ],
-    ids=["short", "long", "not-a-number", "nan", "inf", "double-space-short"],
-)
-def test_malformed_run_line_is_named(tmp_path, parser, bad_line, message):
-    path = tmp_path / "run.trec"
-    # The bad line is line 4: two good lines and a blank line before it (blank lines still count).
-    path.write_text(GOOD_RUN_LINE * 2 + "\n" + bad_line + GOOD_RUN_LINE)
-    with pytest.raises(DataError, match=message) as error:
-        read_trec_run(path)
-    assert error.value.line == 4 and error.value.path == str(path)
-    assert str(error.value).startswith(f"{path}, line 4: ")
-
-
-@pytest.mark.parametrize(
-    ("bad_line", "message"),
-    [
-        ("q1 0 d2\n", "expected 4 whitespace-separated fields 'query_id iteration passage_id label', found 3"),
-        ("q1 0 d2 relevant\n", "field 'label': expected a number, found 'relevant'"),
-    ],
-)
-def test_malformed_qrels_line_is_named(tmp_path, parser, bad_line, message):
-    path = tmp_path / "qrels.trec"
-    path.write_text("q1 0 d1 1\n" + bad_line)
-    with pytest.raises(DataError, match=message) as error:
-        read_trec_qrels(path)
-    assert error.value.line == 2
-
-
-def test_file_that_is_not_utf8_is_named(tmp_path, parser):
-    path = tmp_path / "run.trec"
-    path.write_bytes(GOOD_RUN_LINE.encode() + b"q1 Q0 d\xff 2 0.4 bm25\n")
-    with pytest.raises(DataError, match="line 2: expected UTF-8 text"):
-        read_trec_run(path)
-
-
-def test_writers_refuse_what_cannot_be_read_back(tmp_path):
-    with pytest.raises(ValueError, match="cannot write passage_id 'has space'"):
-        write_trec_run(pd.DataFrame({"query_id": ["q"], "passage_id": ["has space"], "score": [1.0]}), tmp_path / "r")
-    with pytest.raises(ValueError, match="run tag 'my tag'"):
-        write_trec_run(run_frame({"q": {"a": 1.0}}), tmp_path / "r", tag="my tag")
-    with pytest.raises(ValueError, match="query 'q' has a score that is not finite"):
-        write_trec_run(pd.DataFrame({"query_id": ["q"], "passage_id": ["a"], "score": [math.inf]}), tmp_path / "r")
-
-
-def test_written_rank_order_is_trec_order(tmp_path):
-    # write_trec_run orders lines as trec_order (written independently in test_measures) does;
-    # empty rankings have no lines.
-    run, _ = random_case(7, graded=False)
-    path = write_trec_run(run_frame(run), tmp_path / "run.trec")
-    back = read_trec_run(path)
-    assert {q: group["passage_id"].tolist() for q, group in back.groupby("query_id", sort=False)} == \
-        {q: trec_order(scores) for q, scores in run.items() if scores}
-    # The table read back holds categoricals in first-seen order, not string order; written again
-    # (shuffled, so queries come in another order) every line, rank included, is the same.
-    again = write_trec_run(back.sample(frac=1.0, random_state=0), tmp_path / "again.trec")
-    assert sorted(again.read_text().splitlines()) == sorted(path.read_text().splitlines())
-
-
-@pytest.mark.parametrize("separator", [" ", "\t"])
-def test_cleanly_delimited_files_take_the_fast_path(tmp_path, monkeypatch, separator):
-    # The Arrow reader alone must read what write_trec_run writes (and tab-separated MS MARCO style
-    # files); pandas' whitespace mode is about half as fast, so it is kept for irregular files.
-    def refuse(path, layout):
-        raise AssertionError("fell back to the slower parser")
-
-    monkeypatch.setattr(columnar, "_parse_c", refuse)
-    path = tmp_path / "run.trec"
-    path.write_text(separator.join(["007", "Q0", "d1", "1", "0.5", "bm25"]) + "\n")
-    assert read_trec_run(path).astype(str).to_dict("list") == {
-        "query_id": ["007"], "passage_id": ["d1"], "score": ["0.5"],
-    }
+def test_many_relevant_passages_per_query_and_uneven_rankings():
+    # Rows with 0..60 positive judgments and rankings of 0..80 passages: every block size of the rank count.
+    rng = np.random.default_rng(7)
+    run, qrels = {}, {}
+    for q in range(60):
+        n = int(rng.integers(0, 80))
+        run[f"q{q}"] = {f"d{i}": float(rng.integers(0, 5)) for i in rng.permutation(200)[:n]}
+        qrels[f"q{q}"] = {f"d{i}": int(rng.integers(0, 3)) for i in rng.permutation(200)[:q]}
+    expected = compute_measures_from_run(MEASURES, run, qrels)
+    ours = compute_measures_from_frames(MEASURES, run_frame(run), qrels_frame(qrels), queries=list(qrels))
+    pd.testing.assert_frame_equal(ours, expected, check_exact=True)  # (q0 has no judgment row: named)
+    for name in MEASURES:
+        values = expected[expected["measure"] == name].set_index("query_id")["value"]
+        reference = reference_values(run, qrels, parse_measure(name))
+        for query_id, value in values.items():
+            assert value == pytest.approx(reference.get(query_id, 0.0), abs=1e-12), (name, query_id)

@@ -334,7 +334,7 @@ TREC_CASES = [
     ("run", 5, "nq:0 Q0 nq_oracle:99 5 20.0 fx", "passage 'nq_oracle:99' is not in passages.jsonl"),
     ("run", 7, "nq:9 Q0 nq_oracle:1 1 20.0 fx", "query 'nq:9' is not in queries.jsonl"),
     ("qrels", 2, "nq:1 0 nq_oracle:1", "expected 4 whitespace-separated fields"),
-    ("qrels", 2, "nq:1 0 nq_oracle:1 yes", "field 'relevance': expected a number, found 'yes'"),
+    ("qrels", 2, "nq:1 0 nq_oracle:1 yes", "field 'relevance': expected a finite number, found 'yes'"),
     ("qrels", 3, "nq:0 0 nq_oracle:0 1", "query 'nq:0' judges passage 'nq_oracle:0' twice (first on line 1)"),
     ("queries", 7, '{"query_id": "nq:1", "text": "who"', "not valid JSON"),
     ("queries", 7, '["nq:1", "who"]', "expected a JSON object {...}, found a list"),

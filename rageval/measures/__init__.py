@@ -8,18 +8,16 @@
 Each measure lives in its own module and registers itself in :mod:`rageval.measures.registry`;
 label semantics (binary, integer-graded and fractional eRAG labels) are in :mod:`rageval.measures.base`.
 Runs and qrels held as tables or TREC files take the columnar path of :mod:`rageval.measures.columnar`
-(``read_trec_run``, ``compute_measures_from_frames``), which fills the same label matrices.
+(``compute_measures_from_frames``, ``compute_measures_from_files``), which fills the same label matrices;
+TREC files are read by :mod:`rageval.trec`, the one TREC reader (``read_trec_run``, re-exported here).
 """
 
 from rageval.measures.average_precision import AP
 from rageval.measures.base import Measure, MeasureDefinition, RankedLabels
 from rageval.measures.columnar import (
     build_ranked_labels_from_frames,
+    compute_measures_from_files,
     compute_measures_from_frames,
-    read_trec_qrels,
-    read_trec_run,
-    write_trec_qrels,
-    write_trec_run,
 )
 from rageval.measures.compute import (
     aggregate_measures,
@@ -40,6 +38,7 @@ from rageval.measures.recall import R
 from rageval.measures.reciprocal_rank import RR
 from rageval.measures.registry import get_definition, parse_measure, register_measure, registered_measures
 from rageval.measures.rprec import Rprec
+from rageval.trec import read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
 
 __all__ = [
     "AP",
@@ -57,6 +56,7 @@ __all__ = [
     "build_ranked_labels_from_run",
     "compute_measure_values",
     "compute_measures",
+    "compute_measures_from_files",
     "compute_measures_from_frames",
     "compute_measures_from_run",
     "get_definition",

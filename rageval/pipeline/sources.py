@@ -331,15 +331,15 @@ def load_retrieval_inputs(queries_path: Path | None, corpus_path: Path | None, q
 
 
 def _read_qrels(path: Path, queries: Mapping[str, Query]) -> dict[str, dict[str, float]]:
-    """The qrels judgments ``{query: {passage: relevance}}``, validated by the upload's TREC qrels reader."""
-    from rageval.upload import DEFAULT_LIMITS, Problems, raise_first_error, read_trec_qrels
+    """The qrels judgments ``{query: {passage: relevance}}``, validated by the upload's TREC qrels reader (the one
+    TREC line rule, :mod:`rageval.trec`); the first error raises :class:`DataError` naming the file and line."""
+    from rageval.upload import DEFAULT_LIMITS, ERROR, Problems, read_trec_qrels
 
     problems = Problems(DEFAULT_LIMITS.max_problems_per_file)
     judged = read_trec_qrels(UploadFile(str(path), _qrels_bytes(path)), problems, PIPELINE_LIMITS)
-    try:
-        raise_first_error(problems)
-    except UploadError as error:
-        raise _data_error(path, error) from error
+    first = next((problem for problem in problems.result() if problem.severity == ERROR), None)
+    if first is not None:
+        raise DataError(path, first.message, line=first.line)
     return {qid: values for qid, (_, values) in judged.items()}
 
 

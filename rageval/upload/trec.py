@@ -1,45 +1,70 @@
 """Form (a): a TREC run file (``qid Q0 docid rank score tag``) and optional qrels (``qid 0 docid rel``), with the
-queries and passages JSONL, into a run ranked as trec_eval ranks it."""
+queries and passages JSONL, into a run ranked as trec_eval ranks it. Lines are split and checked by the one TREC
+reader's line rule (:func:`rageval.trec.parse_trec_line`, :func:`rageval.trec.trec_lines`), here reporting every
+broken line as a problem rather than stopping at the first."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 
 from rageval.erag import QRELS
 from rageval.store import Label
+from rageval.trec import QRELS as QRELS_LAYOUT
+from rageval.trec import RUN as RUN_LAYOUT
+from rageval.trec import TrecLayout, TrecLine, TrecLineError, parse_trec_line, repeated_pair_message, trec_lines
 from rageval.types import Ranking, ScoredPassage
 from rageval.upload.build import finish_upload
-from rageval.upload.fields import read_lines
+from rageval.upload.fields import encoding_problem
 from rageval.upload.jsonl import read_passages, read_queries
-from rageval.upload.problems import DEFAULT_LIMITS, Problems, UploadFile, UploadLimits, UploadResult
+from rageval.upload.problems import (
+    DEFAULT_LIMITS,
+    Problems,
+    UploadFile,
+    UploadLimits,
+    UploadResult,
+    too_large_message,
+)
 
-TREC_RUN_FIELDS = ("query_id", "Q0", "passage_id", "rank", "score", "tag")
-TREC_QRELS_FIELDS = ("query_id", "iteration", "passage_id", "relevance")
+TREC_RUN_FIELDS = RUN_LAYOUT.fields
+TREC_QRELS_FIELDS = QRELS_LAYOUT.fields
 
 
-def _split_trec_line(file: UploadFile, number: int, line: str, expected: tuple[str, ...],
-                     problems: Problems, limits: UploadLimits) -> list[str] | None:
-    fields = line.split()
-    if len(fields) != len(expected):
-        problems.error(file.name, number, f"expected {len(expected)} whitespace-separated fields "
-                                          f"'{' '.join(expected)}', found {len(fields)}")
+def _read_trec_lines(file: UploadFile, problems: Problems, limits: UploadLimits) -> list[tuple[int, str]] | None:
+    """The non-blank lines of a TREC file with their numbers, or None (reported) when the file is too large, not
+    text, not UTF-8 (at the first such line) or empty."""
+    if file.size > limits.max_file_bytes:
+        problems.error(file.name, None, too_large_message(file.size, limits.max_file_bytes))
+        return None
+    not_text = encoding_problem(file.data)
+    if not_text:
+        problems.error(file.name, None, not_text)
+        return None
+    try:
+        lines = list(trec_lines(file.data))
+    except TrecLineError as error:
+        problems.error(file.name, error.line, error.message)
+        return None
+    if not lines:
+        problems.error(file.name, None, "the file is empty: expected one record per line")
+        return None
+    return lines
+
+
+def _parse_line(file: UploadFile, number: int, text: str, layout: TrecLayout, problems: Problems,
+                limits: UploadLimits) -> TrecLine | None:
+    try:
+        line = parse_trec_line(text, layout)
+    except TrecLineError as error:
+        problems.error(file.name, number, error.message)
         return None
     for index in (0, 2):  # query_id and passage_id, in both formats
-        if len(fields[index]) > limits.max_id_chars:
-            problems.error(file.name, number, f"field '{expected[index]}': the id has {len(fields[index]):,} "
-                                              f"characters; the limit is {limits.max_id_chars:,}")
+        if len(line.fields[index]) > limits.max_id_chars:
+            problems.error(file.name, number, f"field '{layout.fields[index]}': the id has "
+                                              f"{len(line.fields[index]):,} characters; the limit is "
+                                              f"{limits.max_id_chars:,}")
             return None
-    return fields
-
-
-def _finite(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+    return line
 
 
 @dataclass
@@ -56,23 +81,15 @@ def _read_trec_run(file: UploadFile, problems: Problems, limits: UploadLimits
     ranked: dict[str, list[_RankedLine]] = {}
     where: dict[tuple[str, str], int] = {}
     tags: dict[str, None] = {}
-    for number, line in read_lines(file, problems, limits) or ():
-        fields = _split_trec_line(file, number, line, TREC_RUN_FIELDS, problems, limits)
-        if fields is None:
+    for number, text in _read_trec_lines(file, problems, limits) or ():
+        line = _parse_line(file, number, text, RUN_LAYOUT, problems, limits)
+        if line is None:
             continue
-        query_id, _q0, passage_id, rank_text, score_text, tag = fields
-        score = _finite(score_text)
-        if score is None:
-            problems.error(file.name, number, f"field 'score': expected a finite number, found {score_text!r}")
-            continue
-        try:
-            rank = int(rank_text)
-        except ValueError:
-            problems.error(file.name, number, f"field 'rank': expected an integer, found {rank_text!r}")
-            continue
+        query_id, _q0, passage_id, _rank, _score, tag = line.fields
+        rank, score = int(line.rank or 0), line.value
         if (query_id, passage_id) in where:
-            problems.error(file.name, number, f"query {query_id!r} ranks passage {passage_id!r} twice (first on "
-                                              f"line {where[query_id, passage_id]})")
+            problems.error(file.name, number, repeated_pair_message(RUN_LAYOUT, query_id, passage_id,
+                                                                    where[query_id, passage_id]))
             continue
         if query_id not in ranked and len(ranked) == limits.max_queries:
             problems.error(file.name, number, f"more than {limits.max_queries:,} queries; the limit is "
@@ -94,18 +111,15 @@ def read_trec_qrels(file: UploadFile, problems: Problems, limits: UploadLimits
     """Each judged query's first line and its judgments ``{passage_id: relevance}``."""
     qrels: dict[str, tuple[int, dict[str, float]]] = {}
     where: dict[tuple[str, str], int] = {}
-    for number, line in read_lines(file, problems, limits) or ():
-        fields = _split_trec_line(file, number, line, TREC_QRELS_FIELDS, problems, limits)
-        if fields is None:
+    for number, text in _read_trec_lines(file, problems, limits) or ():
+        line = _parse_line(file, number, text, QRELS_LAYOUT, problems, limits)
+        if line is None:
             continue
-        query_id, _iteration, passage_id, label_text = fields
-        label = _finite(label_text)
-        if label is None:
-            problems.error(file.name, number, f"field 'relevance': expected a number, found {label_text!r}")
-            continue
+        query_id, _iteration, passage_id, _relevance = line.fields
+        label = line.value
         if (query_id, passage_id) in where:
-            problems.error(file.name, number, f"query {query_id!r} judges passage {passage_id!r} twice (first on "
-                                              f"line {where[query_id, passage_id]})")
+            problems.error(file.name, number, repeated_pair_message(QRELS_LAYOUT, query_id, passage_id,
+                                                                    where[query_id, passage_id]))
             continue
         where[query_id, passage_id] = number
         qrels.setdefault(query_id, (number, {}))[1][passage_id] = label
