@@ -1,216 +1,506 @@
-"""Time rageval's measures against pytrec_eval on the same inputs, and check they agree.
+"""rageval's measures against pytrec_eval, ranx and ir_measures, from Python dicts and from TREC files, in one process.
 
-    python benchmarks/bench_measures.py                      # 100,000 queries x 100 passages
-    python benchmarks/bench_measures.py --queries 1000 --docs 20
+    python benchmarks/bench_measures.py                                # 100,000 and 1,000,000 queries x 100 docs
+    python benchmarks/bench_measures.py --sizes 100000 --peers pytrec_eval,ranx,ir_measures --repeat 3
+    python benchmarks/bench_measures.py --sizes 2000 --docs 20         # seconds
 
-Random scores rounded to 3 decimals (so about 1 in 10 passages shares its score with another),
-about 5 relevant passages per query among the retrieved ones plus some unretrieved and judged
-non-relevant ones, and every 50th query without any relevant passage. Everything runs in one
-process, one timing each (no warm-up). Three comparisons:
+The inputs are generated (seeded): every query retrieves ``--docs`` passages out of a pool of 20 x that many,
+with scores rounded to 3 decimals (so about 1 passage in 10 shares its score with another: ties are broken by
+passage id as trec_eval does), 5 relevant passages among the retrieved ones (one of grade 2), 3 judged
+non-relevant retrieved ones, 2 judged non-relevant unretrieved ones and one relevant passage never retrieved;
+every 50th query has no relevant passage. To fit a million queries in memory the run dicts share one Python float
+per distinct score (real dicts hold one per entry; both rageval and the peers read them alike).
 
-1. from Python dicts: both sides start from the same ``{query: {passage: score}}`` dicts;
-2. from TREC files on disk (written once, not timed): pytrec_eval's ``parse_run``/``parse_qrel`` +
-   evaluate vs rageval's ``read_trec_run``/``read_trec_qrels`` + ``compute_measures_from_frames``;
-3. from in-memory DataFrames (the tables read in 2) vs pytrec_eval on its dicts.
+Every tool computes the same 7 measures per query (P@10, R@10, AP@100, nDCG@10, RR, R-precision, Hit@10) from the
+same inputs:
+
+- from dicts: ``{query: {passage: score}}`` and ``{query: {passage: label}}``, built once, not timed;
+- from files: a TREC run and a TREC qrels file, written once to a temporary folder, not timed; each tool's own
+  reader (rageval: ``compute_measures_from_files``; pytrec_eval: ``parse_run``/``parse_qrel``; ranx:
+  ``Run.from_file``/``Qrels.from_file``; ir_measures: ``read_trec_run``/``read_trec_qrels``), and, as the floor,
+  a plain ``pyarrow.csv.read_csv`` of both files (every column, types inferred, nothing computed).
+
+Seconds are wall-clock, best of ``--repeat``; CPU seconds are the process's (Arrow reads with its thread pool, ranx
+computes with numba's threads). Peak memory is the resident set's high-water mark during the call above what was
+resident before it (``/proc/self/clear_refs`` resets the mark; where that is not allowed, RSS sampled every 5 ms).
+"x rageval" is a tool's seconds over rageval's on the same input and size. Peers are skipped, with a note, above
+``--peer-max-queries`` (their time or memory rules them out on a small machine); pytrec_eval from dicts is run in
+calls of ``--pytrec-chunk`` queries above that (one call copies the whole run: ~6 GB at a million queries), which
+can only make it faster. Every value is checked against pytrec_eval on a sample of queries.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import gc
+import os
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from rageval.measures import (
-    build_ranked_labels_from_run,
-    compute_measure_values,
-    compute_measures,
-    compute_measures_from_frames,
-    compute_measures_from_run,
-    parse_measure,
-    rank_by_score,
-    read_trec_qrels,
-    read_trec_run,
-    required_depths,
-    write_trec_qrels,
-    write_trec_run,
-)
+from rageval.measures import compute_measures_from_files, compute_measures_from_run, parse_measure
 
-# Our measure -> the pytrec_eval measure it must equal (RR@100 is recip_rank because docs <= 100).
+#: rageval's measure -> (pytrec_eval, ranx, ir_measures) names of the same measure (RR@100 = RR: docs <= 100).
 MEASURES = {
-    "P@10": "P_10",
-    "R@10": "recall_10",
-    "AP@100": "map_cut_100",
-    "nDCG@10": "ndcg_cut_10",
-    "RR@100": "recip_rank",
-    "Rprec": "Rprec",
-    "Hit@10": "success_10",
+    "P@10": ("P_10", "precision@10", "P@10"),
+    "R@10": ("recall_10", "recall@10", "R@10"),
+    "AP@100": ("map_cut_100", "map@100", "AP@100"),
+    "nDCG@10": ("ndcg_cut_10", "ndcg@10", "nDCG@10"),
+    "RR@100": ("recip_rank", "mrr@100", "RR"),
+    "Rprec": ("Rprec", "r-precision", "Rprec"),
+    "Hit@10": ("success_10", "hit_rate@10", "Success@10"),
 }
+PEERS = ("pytrec_eval", "ranx", "ir_measures")
+PYTREC_NAMES = {"P.10", "recall.10", "map_cut.100", "ndcg_cut.10", "recip_rank", "Rprec", "success.10"}
 
 
-def make_inputs(n_queries: int, n_docs: int, seed: int = 0):
-    """A scored run ``{query: {passage: score}}`` and binary qrels ``{query: {passage: 0|1}}``."""
+# ----------------------------------------------------------------------------------------------
+# Inputs
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Inputs:
+    """The generated run and qrels as arrays: query ``q`` retrieves passages ``docs[q]`` with ``scores[q]``."""
+
+    docs: np.ndarray  # int32 [n, d], passage numbers (names "p<number>")
+    scores: np.ndarray  # float64 [n, d], rounded to 3 decimals
+    judged: np.ndarray  # int32 [n, 10], judged passage numbers
+    labels: np.ndarray  # int8 [n, 10]
+    pool: int
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.docs)
+
+
+def make_inputs(n_queries: int, n_docs: int, seed: int = 0) -> Inputs:
     rng = np.random.default_rng(seed)
     pool = 20 * n_docs
-    names = np.array([f"p{i}" for i in range(pool)], dtype=object)
-    doc_ids = np.argsort(rng.random((n_queries, pool)), axis=1)[:, :n_docs] if n_queries * pool <= 5e7 \
-        else np.stack([rng.choice(pool, n_docs, replace=False) for _ in range(n_queries)])
+    docs = np.empty((n_queries, n_docs), dtype=np.int32)
+    judged = np.empty((n_queries, 10), dtype=np.int32)
+    chunk = max(1, 2**22 // pool)
+    for start in range(0, n_queries, chunk):
+        size = min(chunk, n_queries - start)
+        drawn = np.argpartition(rng.random((size, pool), dtype=np.float32), n_docs + 2, axis=1)[:, :n_docs + 2]
+        docs[start:start + size] = drawn[:, :n_docs]
+        picked = np.argpartition(rng.random((size, n_docs), dtype=np.float32), 8, axis=1)[:, :8]
+        judged[start:start + size, :8] = np.take_along_axis(drawn[:, :n_docs], picked, axis=1)
+        judged[start:start + size, 8:] = drawn[:, n_docs:]  # judged, never retrieved
+    labels = np.zeros((n_queries, 10), dtype=np.int8)
+    labels[:, :5] = 1
+    labels[:, 0] = 2
+    labels[::50] = 0
     scores = np.round(rng.random((n_queries, n_docs)), 3)
-    n_relevant = min(5, n_docs)
+    return Inputs(docs, scores, judged, labels, pool)
+
+
+def as_dicts(inputs: Inputs) -> tuple[dict, dict]:
+    """The inputs as pytrec_eval takes them; the relevant unretrieved passage is ``u<query>``."""
+    names = [f"p{i}" for i in range(inputs.pool)]
+    floats = [i / 1000 for i in range(1001)]  # one object per distinct score
     run, qrels = {}, {}
-    for q in range(n_queries):
+    for q, (docs, codes, judged, labels) in enumerate(zip(
+            inputs.docs.tolist(), np.rint(inputs.scores * 1000).astype(np.int64).tolist(), inputs.judged.tolist(),
+            inputs.labels.tolist())):
         query_id = f"q{q}"
-        docs = names[doc_ids[q]].tolist()
-        run[query_id] = dict(zip(docs, scores[q].tolist()))
-        judged = dict.fromkeys(names[rng.integers(0, pool, 5)].tolist(), 0)
+        run[query_id] = dict(zip(map(names.__getitem__, docs), map(floats.__getitem__, codes)))
+        judgments = dict(zip(map(names.__getitem__, judged), labels))
         if q % 50:
-            # Relevant passages spread over the ranking, plus one relevant passage never retrieved.
-            judged.update(dict.fromkeys(rng.choice(docs, n_relevant, replace=False).tolist(), 1))
-            judged[f"unretrieved{q}"] = 1
-        qrels[query_id] = judged
+            judgments[f"u{q}"] = 1
+        qrels[query_id] = judgments
     return run, qrels
 
 
-def as_frames(run, qrels) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The dict inputs as tables ``query_id, passage_id, score`` and ``query_id, passage_id, label``."""
-    def table(nested, value):
-        lengths = [len(inner) for inner in nested.values()]
-        return pd.DataFrame({
-            "query_id": np.repeat(np.array(list(nested), dtype=object), lengths),
-            "passage_id": [key for inner in nested.values() for key in inner],
-            value: [number for inner in nested.values() for number in inner.values()],
-        })
-    return table(run, "score"), table(qrels, "label")
+def write_files(inputs: Inputs, folder: Path) -> tuple[Path, Path]:
+    """The TREC run (lines in retrieval order, rank 1..d) and qrels, written with Arrow's CSV writer."""
+    import pyarrow as pa
+    from pyarrow import csv as pacsv
+
+    n, d = inputs.docs.shape
+    names = pa.array([f"p{i}" for i in range(inputs.pool)])
+    options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none")
+    run_path, qrels_path = folder / "run.trec", folder / "qrels.trec"
+    run_schema = pa.schema([("q", pa.string()), ("q0", pa.string()), ("p", pa.string()), ("rank", pa.int32()),
+                            ("score", pa.float64()), ("tag", pa.string())])
+    qrels_schema = pa.schema([("q", pa.string()), ("i", pa.int8()), ("p", pa.string()), ("label", pa.int8())])
+    with pacsv.CSVWriter(run_path, run_schema, write_options=options) as run_file, \
+            pacsv.CSVWriter(qrels_path, qrels_schema, write_options=options) as qrels_file:
+        for start in range(0, n, 50_000):
+            stop = min(n, start + 50_000)
+            query_ids = pa.array([f"q{q}" for q in range(start, stop)])
+            rows = np.repeat(np.arange(stop - start), d)
+            run_file.write_table(pa.table([
+                query_ids.take(rows), pa.array(np.full(len(rows), "Q0")), names.take(inputs.docs[start:stop].ravel()),
+                np.tile(np.arange(1, d + 1, dtype=np.int32), stop - start), inputs.scores[start:stop].ravel(),
+                pa.array(np.full(len(rows), "rageval")),
+            ], schema=run_schema))
+            judged = inputs.judged[start:stop]
+            relevant = np.flatnonzero(np.arange(start, stop) % 50)  # the unretrieved relevant passage
+            query_column = np.concatenate([np.repeat(np.arange(stop - start), judged.shape[1]), relevant])
+            order = np.argsort(query_column, kind="stable")
+            passages = pa.concat_arrays([names.take(judged.ravel()),
+                                         pa.array([f"u{start + q}" for q in relevant.tolist()], pa.string())])
+            qrels_file.write_table(pa.table([
+                query_ids.take(query_column[order]), pa.array(np.zeros(len(order), np.int8)), passages.take(order),
+                np.concatenate([inputs.labels[start:stop].ravel(), np.ones(len(relevant), np.int8)])[order],
+            ], schema=qrels_schema))
+    return run_path, qrels_path
 
 
-def largest_differences(reference, table: pd.DataFrame, measures) -> dict[str, float]:
-    """Per measure, the largest |ours - pytrec_eval| over the queries pytrec_eval returns."""
-    differences = {}
-    for measure in measures:
-        ours = table[table["measure"] == str(measure)].set_index("query_id")["value"]
-        trec = pd.Series({query_id: scores[MEASURES[str(measure)]] for query_id, scores in reference.items()})
-        differences[str(measure)] = float((ours.reindex(trec.index) - trec).abs().max())
-    return differences
+# ----------------------------------------------------------------------------------------------
+# Measuring one call
+# ----------------------------------------------------------------------------------------------
 
 
-def timed(function, *args):
-    start = time.perf_counter()
-    result = function(*args)
-    return result, time.perf_counter() - start
+@dataclass
+class Timing:
+    size: int
+    source: str
+    tool: str
+    seconds: float | None = None
+    cpu: float | None = None
+    peak_mb: float | None = None
+    note: str = ""
+    result: object = None
 
 
-def main() -> None:
+def _status(field: str) -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def _release_memory() -> None:
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)  # hand freed heap back, so the next baseline is honest
+
+
+class PeakMemory:
+    """The resident set's high-water mark above its level at the start, over a ``with`` block."""
+
+    def __enter__(self) -> PeakMemory:
+        _release_memory()
+        self.sampled = 0
+        self.base = _status("VmRSS")
+        try:
+            with open("/proc/self/clear_refs", "w") as handle:
+                handle.write("5")  # reset VmHWM to the current RSS
+            self.sampler = None
+        except OSError:
+            self.stop = threading.Event()
+            self.sampler = threading.Thread(target=self._sample, daemon=True)
+            self.sampler.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self.stop.wait(0.005):
+            self.sampled = max(self.sampled, _status("VmRSS"))
+
+    def __exit__(self, *exc) -> None:
+        if self.sampler is None:
+            self.peak = _status("VmHWM")
+        else:
+            self.stop.set()
+            self.sampler.join()
+            self.peak = max(self.sampled, _status("VmRSS"))
+        self.mb = max(self.peak - self.base, 0) / 2**20
+
+
+def measure(size: int, source: str, tool: str, call: Callable[[], object], repeat: int) -> Timing:
+    timing = Timing(size, source, tool)
+    for _ in range(repeat):
+        timing.result = None
+        with PeakMemory() as memory:
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = call()
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if timing.seconds is None or wall < timing.seconds:
+            timing.seconds, timing.cpu = wall, cpu
+        timing.peak_mb = max(timing.peak_mb or 0.0, memory.mb)
+        timing.result = result
+        del result
+    print(f"  {tool:16s} {source:6s} {timing.seconds:8.2f} s  {timing.cpu:8.2f} cpu s  {timing.peak_mb:8.0f} MB",
+          flush=True)
+    return timing
+
+
+def skipped(size: int, source: str, tool: str, note: str) -> Timing:
+    print(f"  {tool:16s} {source:6s} skipped: {note}", flush=True)
+    return Timing(size, source, tool, note=note)
+
+
+# ----------------------------------------------------------------------------------------------
+# The tools
+# ----------------------------------------------------------------------------------------------
+
+
+def rageval_dicts(run, qrels):
+    return compute_measures_from_run(list(MEASURES), run, qrels)
+
+
+def rageval_files(run_path, qrels_path):
+    return compute_measures_from_files(list(MEASURES), run_path, qrels_path)
+
+
+def pyarrow_floor(run_path, qrels_path):
+    from pyarrow import csv as pacsv
+
+    space = pacsv.ParseOptions(delimiter=" ")
+    run = pacsv.read_csv(run_path, read_options=pacsv.ReadOptions(column_names=["q", "q0", "p", "rank", "s", "t"]),
+                         parse_options=space)
+    qrels = pacsv.read_csv(qrels_path, read_options=pacsv.ReadOptions(column_names=["q", "i", "p", "label"]),
+                           parse_options=space)
+    return run.num_rows + qrels.num_rows
+
+
+def pytrec_dicts(run, qrels, chunk: int | None):
+    import pytrec_eval
+
+    if chunk is None or len(qrels) <= chunk:
+        return pytrec_eval.RelevanceEvaluator(qrels, PYTREC_NAMES).evaluate(run)
+    results, query_ids = {}, list(qrels)
+    for start in range(0, len(query_ids), chunk):
+        part = query_ids[start:start + chunk]
+        evaluator = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in part}, PYTREC_NAMES)
+        results.update(evaluator.evaluate({q: run[q] for q in part if q in run}))
+    return results
+
+
+def pytrec_files(run_path, qrels_path):
+    import pytrec_eval
+
+    with open(run_path) as run_file, open(qrels_path) as qrels_file:
+        run, qrels = pytrec_eval.parse_run(run_file), pytrec_eval.parse_qrel(qrels_file)
+    return pytrec_eval.RelevanceEvaluator(qrels, PYTREC_NAMES).evaluate(run)
+
+
+def _ranx_metrics() -> list[str]:
+    return [names[1] for names in MEASURES.values()]
+
+
+def ranx_dicts(run, qrels):
+    import ranx
+
+    ranx_run, ranx_qrels = ranx.Run(run), ranx.Qrels(qrels)
+    ranx.evaluate(ranx_qrels, ranx_run, _ranx_metrics(), make_comparable=True)
+    return ranx_run.scores
+
+
+def ranx_files(run_path, qrels_path):
+    import ranx
+
+    ranx_run, ranx_qrels = ranx.Run.from_file(str(run_path), kind="trec"), ranx.Qrels.from_file(str(qrels_path),
+                                                                                                 kind="trec")
+    ranx.evaluate(ranx_qrels, ranx_run, _ranx_metrics(), make_comparable=True)
+    return ranx_run.scores
+
+
+def _ir_measures_measures():
+    import ir_measures
+
+    return [ir_measures.parse_measure(names[2]) for names in MEASURES.values()]
+
+
+def ir_measures_dicts(run, qrels):
+    import ir_measures
+
+    return list(ir_measures.iter_calc(_ir_measures_measures(), qrels, run))
+
+
+def ir_measures_files(run_path, qrels_path):
+    import ir_measures
+
+    return list(ir_measures.iter_calc(_ir_measures_measures(), ir_measures.read_trec_qrels(str(qrels_path)),
+                                      ir_measures.read_trec_run(str(run_path))))
+
+
+def warm_up(peers: list[str]) -> None:
+    """Import every tool and compile ranx's numba kernels on a tiny input, so no timing includes them."""
+    tiny = make_inputs(3, 10)
+    run, qrels = as_dicts(tiny)
+    rageval_dicts(run, qrels)
+    with tempfile.TemporaryDirectory(prefix="bench-measures-") as folder:
+        run_path, qrels_path = write_files(tiny, Path(folder))
+        rageval_files(run_path, qrels_path)
+        for peer in peers:
+            {"pytrec_eval": lambda: pytrec_dicts(run, qrels, None), "ranx": lambda: ranx_dicts(run, qrels),
+             "ir_measures": lambda: ir_measures_dicts(run, qrels)}[peer]()
+            {"pytrec_eval": pytrec_files, "ranx": ranx_files, "ir_measures": ir_measures_files}[peer](run_path,
+                                                                                                     qrels_path)
+
+
+# ----------------------------------------------------------------------------------------------
+# Checking values
+# ----------------------------------------------------------------------------------------------
+
+
+def per_query(tool: str, result) -> dict[tuple[str, str], float]:
+    """``{(query_id, our measure name): value}`` from any tool's result."""
+    ours = {names[i]: measure for measure, names in MEASURES.items() for i in range(3)}
+    if tool == "rageval":
+        return dict(zip(zip(result["query_id"], result["measure"]), result["value"]))
+    if tool == "pytrec_eval":
+        return {(q, ours[name]): value for q, values in result.items() for name, value in values.items()}
+    if tool == "ranx":
+        return {(q, ours[metric]): float(value) for metric, values in result.items() for q, value in values.items()}
+    return {(m.query_id, ours[str(m.measure)]): m.value for m in result}
+
+
+def largest_difference(reference: dict, values: dict, sample: list[str]) -> str:
+    """The largest |value - pytrec_eval's| over the sample, with its measure and how many queries differ."""
+    gaps = {(q, measure): abs(values.get((q, measure), 0.0) - reference[q, measure])
+            for q in sample for measure in MEASURES}
+    (query, measure), gap = max(gaps.items(), key=lambda item: item[1])
+    if gap <= 1e-12:
+        return f"{gap:.3g}"
+    differing = {q for (q, m), g in gaps.items() if g > 1e-12}
+    return f"{gap:.3g} ({measure} of {query}; {len(differing)} of {len(sample)} queries differ)"
+
+
+# ----------------------------------------------------------------------------------------------
+# Main
+# ----------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=100_000)
-    parser.add_argument("--docs", type=int, default=100)
-    args = parser.parse_args()
-
-    import pytrec_eval
-
-    run, qrels = make_inputs(args.queries, args.docs)
-    print(f"{args.queries:,} queries x {args.docs} passages, {sum(map(len, qrels.values())):,} judgments")
-    measures = [parse_measure(name) for name in MEASURES]
-
-    trec_names = {"P.10", "recall.10", "map_cut.100", "ndcg_cut.10", "recip_rank", "Rprec", "success.10"}
-
-    def run_pytrec_eval():
-        return pytrec_eval.RelevanceEvaluator(qrels, trec_names).evaluate(run)
-
-    reference, seconds_trec = timed(run_pytrec_eval)
-    direct, seconds_direct = timed(compute_measures_from_run, measures, run, qrels)
-    rankings, seconds_rank = timed(rank_by_score, run)
-    per_query, seconds_compute = timed(compute_measures, measures, rankings, qrels)
-    depth, ideal_depth = required_depths(measures)
-    labels, seconds_build = timed(
-        lambda: build_ranked_labels_from_run(run, qrels, depth=depth, ideal_depth=ideal_depth)
-    )
-    values, seconds_kernels = timed(compute_measure_values, measures, labels)
-    seconds_two_step = seconds_rank + seconds_compute
-
-    def line(label, seconds):
-        print(f"  {label:52s} {seconds:7.3f} s   pytrec_eval / this = {seconds_trec / seconds:6.1f}x")
-
-    print(f"  {'pytrec_eval: RelevanceEvaluator(qrels).evaluate(run)':52s} {seconds_trec:7.3f} s")
-    line("rageval compute_measures_from_run(run, qrels) -> df", seconds_direct)
-    line("  of which build_ranked_labels_from_run (dicts->arrays)", seconds_build)
-    line("  of which the 7 kernels (arrays ready, no dicts)", seconds_kernels)
-    line("rageval rank_by_score(run) + compute_measures(...)", seconds_two_step)
-    line("  rank_by_score(run) alone", seconds_rank)
-    line("  compute_measures(rankings, qrels) alone", seconds_compute)
-
-    # pytrec_eval leaves out the queries it finds nothing for; here every query retrieved passages,
-    # and the queries without a relevant passage are still in its output (scored 0).
-    row_of = {query_id: row for row, query_id in enumerate(labels.query_ids)}
-    rows = np.array([row_of[query_id] for query_id in reference])
-    print(f"compared on {len(rows):,} queries; largest absolute difference per measure, both paths:")
-    tables = {"from_run": direct, "rankings": per_query}
-    for measure in measures:
-        trec = np.array([scores[MEASURES[str(measure)]] for scores in reference.values()])
-        differences = [np.abs(values[measure][rows] - trec).max()]
-        for table in tables.values():
-            ours = table.loc[table["measure"] == str(measure), "value"].to_numpy()[rows]
-            differences.append(np.abs(ours - trec).max())
-        print(f"  {measure!s:8s} vs {MEASURES[str(measure)]:12s} {max(differences):.3g}")
-
-    with tempfile.TemporaryDirectory() as folder:
-        compare_from_files(Path(folder), run, qrels, measures, trec_names, reference, seconds_trec)
+    parser.add_argument("--sizes", default="100000,1000000", help="numbers of queries, comma-separated")
+    parser.add_argument("--docs", type=int, default=100, help="retrieved passages per query")
+    parser.add_argument("--peers", default=",".join(PEERS), help=f"any of {', '.join(PEERS)}, or none")
+    parser.add_argument("--repeat", type=int, default=1, help="best of this many runs of every tool")
+    parser.add_argument("--peer-max-queries", type=int, default=200_000,
+                        help="skip ranx, ir_measures and pytrec_eval from files above this many queries")
+    parser.add_argument("--pytrec-chunk", type=int, default=200_000,
+                        help="above this many queries, pytrec_eval from dicts runs in calls of this many")
+    parser.add_argument("--sample", type=int, default=1000, help="queries whose values are checked")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.docs < 10:
+        parser.error("--docs: at least 10 (each query has 8 judged retrieved passages)")
+    sizes = [int(size) for size in args.sizes.split(",")]
+    peers = [] if args.peers == "none" else [peer for peer in args.peers.split(",") if peer]
+    unknown = set(peers) - set(PEERS)
+    if unknown:
+        parser.error(f"--peers: unknown {', '.join(sorted(unknown))}; expected any of {', '.join(PEERS)}")
+    parse_measure("P@10")  # fail early on a broken install
+    warm_up(peers)
+    print(f"{args.docs} docs a query; Arrow threads: {os.cpu_count()} cores; best of {args.repeat}")
+    timings: list[Timing] = []
+    checks: list[str] = []
+    for size in sizes:
+        timings += run_size(size, args, peers, checks)
+    print_table(timings)
+    print("values against pytrec_eval on a sample of queries (largest absolute difference over 7 measures):")
+    for line in checks:
+        print("  " + line)
+    return 0
 
 
-def compare_from_files(folder: Path, run, qrels, measures, trec_names, reference, seconds_trec: float) -> None:
-    """Comparisons 2 and 3: TREC files on disk, then in-memory DataFrames."""
-    import pytrec_eval
+def run_size(size: int, args, peers: list[str], checks: list[str]) -> list[Timing]:
+    print(f"{size:,} queries: generating", flush=True)
+    inputs = make_inputs(size, args.docs, args.seed)
+    rng = np.random.default_rng(args.seed + 1)
+    sample = [f"q{q}" for q in sorted(rng.choice(size, min(args.sample, size), replace=False).tolist())]
+    too_big = size > args.peer_max_queries
+    note = f"above --peer-max-queries {args.peer_max_queries:,}"
+    timings = []
+    results: dict[tuple[str, str], dict] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-measures-") as folder:
+        run_path, qrels_path = write_files(inputs, Path(folder))
+        megabytes = (run_path.stat().st_size + qrels_path.stat().st_size) / 1e6
+        print(f"  files: {megabytes:,.0f} MB run + qrels", flush=True)
+        timings.append(measure(size, "files", "pyarrow read", lambda: pyarrow_floor(run_path, qrels_path),
+                               args.repeat))
+        timings.append(measure(size, "files", "rageval", lambda: rageval_files(run_path, qrels_path), args.repeat))
+        results["rageval", "files"] = _sampled("rageval", timings[-1], sample)
+        file_tools = {"pytrec_eval": pytrec_files, "ranx": ranx_files, "ir_measures": ir_measures_files}
+        for peer in peers:
+            if too_big:
+                timings.append(skipped(size, "files", peer, note))
+                continue
+            timings.append(measure(size, "files", peer, lambda tool=file_tools[peer]: tool(run_path, qrels_path),
+                                   args.repeat))
+            results[peer, "files"] = _sampled(peer, timings[-1], sample)
+    print("  building the dicts", flush=True)
+    run, qrels = as_dicts(inputs)
+    del inputs
+    timings.append(measure(size, "dicts", "rageval", lambda: rageval_dicts(run, qrels), args.repeat))
+    results["rageval", "dicts"] = _sampled("rageval", timings[-1], sample)
+    for peer in peers:
+        if peer == "pytrec_eval":
+            chunk = args.pytrec_chunk if size > args.pytrec_chunk else None
+            label = peer if chunk is None else f"{peer} /{chunk // 1000}k"
+            timings.append(measure(size, "dicts", label, partial(pytrec_dicts, run, qrels, chunk), args.repeat))
+            if chunk is not None:
+                timings[-1].note = f"in calls of {chunk:,} queries (one call would copy the whole run)"
+        elif too_big:
+            timings.append(skipped(size, "dicts", peer, note))
+            continue
+        else:
+            tool = {"ranx": ranx_dicts, "ir_measures": ir_measures_dicts}[peer]
+            timings.append(measure(size, "dicts", peer, lambda tool=tool: tool(run, qrels), args.repeat))
+        results[peer, "dicts"] = _sampled(peer, timings[-1], sample)
+    reference = per_query("pytrec_eval", pytrec_dicts({q: run[q] for q in sample}, {q: qrels[q] for q in sample},
+                                                      None))
+    for (tool, source), values in results.items():
+        checks.append(f"{size:>9,} {source:5s} {tool:12s} {largest_difference(reference, values, sample)}")
+    return timings
 
-    run_table, qrels_table = as_frames(run, qrels)
-    run_path = write_trec_run(run_table, folder / "run.trec")
-    qrels_path = write_trec_qrels(qrels_table, folder / "qrels.trec")
-    del run_table, qrels_table
-    size = (run_path.stat().st_size + qrels_path.stat().st_size) / 1e6
-    print(f"from TREC files ({size:,.0f} MB run + qrels, written once, not timed):")
 
-    def pytrec_eval_from_files():
-        with open(run_path) as run_file, open(qrels_path) as qrels_file:
-            parsed_run, parsed_qrels = pytrec_eval.parse_run(run_file), pytrec_eval.parse_qrel(qrels_file)
-        return pytrec_eval.RelevanceEvaluator(parsed_qrels, trec_names).evaluate(parsed_run)
+def _sampled(tool: str, timing: Timing, sample: list[str]) -> dict:
+    """The sample's values of a result, and the result dropped (a million queries' output is large)."""
+    wanted = set(sample)
+    if tool == "rageval":
+        frame = timing.result
+        values = per_query(tool, frame[frame["query_id"].isin(wanted)])  # type: ignore[index]
+    elif tool == "pytrec_eval":
+        values = per_query(tool, {q: timing.result[q] for q in sample if q in timing.result})  # type: ignore
+    elif tool == "ranx":
+        values = {key: value for key, value in per_query(tool, timing.result).items() if key[0] in wanted}
+    else:
+        values = per_query(tool, [m for m in timing.result if m.query_id in wanted])  # type: ignore[attr-defined]
+    timing.result = None
+    return values
 
-    def ours_from_files():
-        return compute_measures_from_frames(measures, read_trec_run(run_path), read_trec_qrels(qrels_path))
 
-    def pytrec_eval_parse_only():
-        with open(run_path) as run_file, open(qrels_path) as qrels_file:
-            return pytrec_eval.parse_run(run_file), pytrec_eval.parse_qrel(qrels_file)
-
-    reference_files, seconds_trec_files = timed(pytrec_eval_from_files)
-    _, seconds_trec_parse = timed(pytrec_eval_parse_only)
-    from_files, seconds_files = timed(ours_from_files)
-    run_frame, seconds_read_run = timed(read_trec_run, run_path)
-    qrels_frame, seconds_read_qrels = timed(read_trec_qrels, qrels_path)
-    from_frames, seconds_frames = timed(compute_measures_from_frames, measures, run_frame, qrels_frame)
-
-    print(f"  {'pytrec_eval: parse_run + parse_qrel + evaluate':52s} {seconds_trec_files:7.3f} s")
-    print(f"  {'  parse_run + parse_qrel alone (timed again)':52s} {seconds_trec_parse:7.3f} s")
-    print(f"  {'rageval: read_trec_* + compute_measures_from_frames':52s} {seconds_files:7.3f} s   "
-          f"pytrec_eval / this = {seconds_trec_files / seconds_files:6.1f}x")
-    print(f"  {'  read_trec_run alone (Arrow reader, timed again)':52s} {seconds_read_run:7.3f} s")
-    print(f"  {'  read_trec_qrels alone (timed again)':52s} {seconds_read_qrels:7.3f} s")
-    print("from in-memory DataFrames (the tables read above) vs pytrec_eval on its dicts:")
-    print(f"  {'rageval compute_measures_from_frames(run, qrels)':52s} {seconds_frames:7.3f} s   "
-          f"pytrec_eval / this = {seconds_trec / seconds_frames:6.1f}x")
-
-    print(f"compared on {len(reference_files):,} queries; largest absolute difference per measure:")
-    print(f"  {'':24s} {'files vs files':>15s} {'frames vs dicts':>15s} {'pytrec files vs dicts':>22s}")
-    files = largest_differences(reference_files, from_files, measures)
-    frames = largest_differences(reference, from_frames, measures)
-    for measure in measures:
-        name = str(measure)
-        trec_gap = max(abs(reference_files[q][MEASURES[name]] - reference[q][MEASURES[name]]) for q in reference)
-        print(f"  {name:8s} vs {MEASURES[name]:12s} {files[name]:15.3g} {frames[name]:15.3g} {trec_gap:22.3g}")
+def print_table(timings: list[Timing]) -> None:
+    ours = {(t.size, t.source): t.seconds for t in timings if t.tool == "rageval"}
+    ours_cpu = {(t.size, t.source): t.cpu for t in timings if t.tool == "rageval"}
+    print()
+    print(f"{'queries':>9} {'input':6s} {'tool':16s} {'seconds':>8} {'cpu s':>8} {'peak MB':>8} {'x rageval':>9} "
+          f"{'cpu x':>6}")
+    for t in timings:
+        if t.seconds is None:
+            print(f"{t.size:>9,} {t.source:6s} {t.tool:16s} {'':>8} {'':>8} {'':>8} {'':>9} {'':>6}  {t.note}")
+            continue
+        base, base_cpu = ours[t.size, t.source], ours_cpu[t.size, t.source]
+        ratio = f"{t.seconds / base:.2f}" if base else ""
+        cpu_ratio = f"{t.cpu / base_cpu:.2f}" if base_cpu and t.cpu is not None else ""
+        print(f"{t.size:>9,} {t.source:6s} {t.tool:16s} {t.seconds:8.2f} {t.cpu:8.2f} {t.peak_mb:8.0f} {ratio:>9} "
+              f"{cpu_ratio:>6}  {t.note}")
+    print("x rageval: the tool's seconds over rageval's (above 1: rageval is faster)")
+    for t in timings:
+        if t.tool == "pyarrow read" and t.seconds:
+            ratio = ours[t.size, t.source] / t.seconds
+            cpu = ours_cpu[t.size, t.source] / t.cpu if t.cpu else float("nan")
+            print(f"{t.size:>9,} queries: rageval from files (read + measures) = {ratio:.2f} x a plain pyarrow read "
+                  f"of the same files (cpu {cpu:.2f} x)")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
