@@ -26,7 +26,9 @@ resident before it (``/proc/self/clear_refs`` resets the mark; where that is not
 "x rageval" is a tool's seconds over rageval's on the same input and size. Peers are skipped, with a note, above
 ``--peer-max-queries`` (their time or memory rules them out on a small machine); pytrec_eval from dicts is run in
 calls of ``--pytrec-chunk`` queries above that (one call copies the whole run: ~6 GB at a million queries), which
-can only make it faster. Every value is checked against pytrec_eval on a sample of queries.
+can only make it faster. Every value is checked against pytrec_eval on a sample of queries: rageval, pytrec_eval
+and ir_measures (which calls pytrec_eval) agree to 1e-15; ranx breaks ties between equal scores its own way, not by
+passage id as trec_eval does, so its values differ on the queries whose relevant passages tie with others.
 """
 
 from __future__ import annotations
@@ -185,9 +187,14 @@ def _status(field: str) -> int:
 
 
 def _release_memory() -> None:
+    """Hand freed memory back to the system, so that the next call's baseline is what is really in use."""
     gc.collect()
+    with contextlib.suppress(ImportError):
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()  # Arrow's allocator keeps freed blocks otherwise
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)  # hand freed heap back, so the next baseline is honest
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 class PeakMemory:

@@ -360,23 +360,26 @@ def first_repeated_pair(query_codes: np.ndarray, passage_codes: np.ndarray, n_pa
     """
     if len(query_codes) < 2:
         return None
-    queries = query_codes.astype(np.int64)
-    grouped = bool((queries[1:] >= queries[:-1]).all())
-    order = None if grouped else np.argsort(queries, kind="stable")
-    rows = queries if order is None else queries[order]
+    grouped = bool((query_codes[1:] >= query_codes[:-1]).all())
+    order = None if grouped else np.argsort(query_codes, kind="stable")
+    rows = query_codes if order is None else query_codes[order]
     passages = passage_codes if order is None else passage_codes[order]
     lengths = np.bincount(rows)
     width = int(lengths.max())
     if len(lengths) * width <= 4 * len(rows) + 1024:
         matrix = np.sort(pad_rows(passages, lengths, width, fill=-1), axis=1)
-        repeats = (matrix[:, 1:] == matrix[:, :-1]) & (matrix[:, 1:] >= 0)
-        suspect = np.flatnonzero(repeats.any(axis=1))
+        same = matrix[:, 1:] == matrix[:, :-1]
+        if not same.any():
+            return None
+        if not (lengths == width).all():
+            same &= matrix[:, 1:] >= 0  # padding cells equal each other
+        suspect = np.flatnonzero(same.any(axis=1))
         if not len(suspect):
             return None
-        candidates = np.flatnonzero(np.isin(queries, suspect))
-    else:  # a few very long rows: no matrix, one sort of all pairs
-        candidates = np.arange(len(queries))
-    keys = pd.Series(queries[candidates] * max(n_passages, 1) + passage_codes[candidates])
+        candidates = np.flatnonzero(np.isin(query_codes, suspect))
+    else:  # a few very long rows: no matrix, one hash of all pairs
+        candidates = np.arange(len(query_codes))
+    keys = pd.Series(query_codes[candidates].astype(np.int64) * max(n_passages, 1) + passage_codes[candidates])
     later = keys.duplicated(keep="first").to_numpy()
     if not later.any():
         return None

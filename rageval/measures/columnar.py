@@ -174,7 +174,7 @@ def _build_ranked_labels(run: _Columns, qrels: _Columns, queries: Iterable[str] 
     if not checked:
         _check_unique_judgments(query_ids, judged_rows, judged_codes, qrels.passage_ids)
 
-    rows, passage_codes, scores = _run_rows(run, query_ids)
+    rows, passage_codes, scores = _run_rows(run, query_ids, checked)
     lengths = np.bincount(rows, minlength=len(query_ids)).astype(np.int64)
     width = int(lengths.max(initial=0))
     score_matrix = pad_rows(scores, lengths, width, fill=-np.inf)  # -inf never ranks above a real score
@@ -190,7 +190,7 @@ def _build_ranked_labels(run: _Columns, qrels: _Columns, queries: Iterable[str] 
     # Only positively labelled retrieved passages add gain: find their ranks.
     candidates = np.flatnonzero((judged_labels > 0) & (judged_run_codes >= 0))
     ranks = rank_entries(score_matrix, judged_rows[candidates], code_matrix=code_matrix,
-                         codes=judged_run_codes[candidates])
+                         codes=judged_run_codes[candidates].astype(code_matrix.dtype))
     entries, rank = candidates[ranks.found], ranks.above[ranks.found]
     entry_rows = judged_rows[entries]
     if len(ranks.tie_entries):
@@ -243,7 +243,7 @@ def _check_unique_judgments(query_ids, rows: np.ndarray, passage_codes: np.ndarr
                          f"{passage_ids[passage_codes[entry]]!r} more than once")
 
 
-def _run_rows(run: _Columns, query_ids: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _run_rows(run: _Columns, query_ids: tuple, checked: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The run's lines of evaluated queries grouped by query row: (row, passage code, score).
 
     Passage codes index the run's passage ids in first-seen order, not sorted: ties are rare and are
@@ -259,7 +259,7 @@ def _run_rows(run: _Columns, query_ids: tuple) -> tuple[np.ndarray, np.ndarray, 
     keep = rows >= 0
     if not keep.all():
         rows, passage_codes, scores = rows[keep], passage_codes[keep], scores[keep]
-    bad = np.flatnonzero(~np.isfinite(scores))
+    bad = np.empty(0, dtype=np.int64) if checked else np.flatnonzero(~np.isfinite(scores))
     if len(bad):
         raise ValueError(f"run: query {query_ids[rows[bad[0]]]!r} has a score that is not finite: {scores[bad[0]]}")
     if len(rows) and (rows[1:] < rows[:-1]).any():
