@@ -258,6 +258,7 @@ def _read_delimited(source: Path | bytes, layout: TrecLayout, extra_fields: Extr
         return None
     arrow = arrow.unify_dictionaries()
     values = _numpy(arrow.column(layout.value_field), np.float64)
+    arrow = arrow.drop_columns([layout.value_field])
     if not np.isfinite(values).all():
         return None
     distinct = {name: _dictionary(arrow.column(name), pa) for name in layout.fields if name != layout.value_field}
@@ -266,14 +267,13 @@ def _read_delimited(source: Path | bytes, layout: TrecLayout, extra_fields: Extr
             return None
         if name == layout.rank_field and not pc.all(pc.match_substring_regex(dictionary, r"^[+-]?[0-9]+$")).as_py():
             return None
-    return TrecTable(
-        layout,
-        _numpy(arrow.column("query_id"), np.int32, indices=True),
-        _index(distinct["query_id"]),
-        _numpy(arrow.column("passage_id"), np.int32, indices=True),
-        _index(distinct["passage_id"]),
-        values,
-    )
+    arrow = arrow.select(["query_id", "passage_id"])  # the checked fields' memory goes back now
+    query_codes = _numpy(arrow.column("query_id"), np.int32, indices=True)
+    arrow = arrow.select(["passage_id"])
+    passage_codes = _numpy(arrow.column("passage_id"), np.int32, indices=True)
+    del arrow
+    return TrecTable(layout, query_codes, _index(distinct["query_id"]), passage_codes,
+                     _index(distinct["passage_id"]), values)
 
 
 def _first_line(head: bytes) -> bytes | None:

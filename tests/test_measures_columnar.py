@@ -163,3 +163,19 @@ def test_many_relevant_passages_per_query_and_uneven_rankings():
         reference = reference_values(run, qrels, parse_measure(name))
         for query_id, value in values.items():
             assert value == pytest.approx(reference.get(query_id, 0.0), abs=1e-12), (name, query_id)
+
+
+def test_blocks_of_any_size_give_the_same_values(monkeypatch):
+    # The dicts are read in blocks of queries and the ranks counted in blocks of rows; one row or one query at a
+    # time must give what one block gives.
+    from rageval.measures import compute as compute_module
+    from rageval.measures import ranks
+
+    run, qrels = random_case(4, graded=True)
+    expected = compute_measures_from_run(MEASURES, run, qrels)
+    monkeypatch.setattr(ranks, "_BLOCK_CELLS", 1)
+    monkeypatch.setattr(ranks, "_STRETCH_CELLS", 7)
+    monkeypatch.setattr(compute_module, "_QUERY_BLOCK_CELLS", 5)
+    pd.testing.assert_frame_equal(compute_measures_from_run(MEASURES, run, qrels), expected, check_exact=True)
+    pd.testing.assert_frame_equal(compute_measures_from_frames(MEASURES, run_frame(run), qrels_frame(qrels),
+                                                               queries=list(qrels)), expected, check_exact=True)
