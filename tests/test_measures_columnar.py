@@ -179,3 +179,17 @@ def test_blocks_of_any_size_give_the_same_values(monkeypatch):
     pd.testing.assert_frame_equal(compute_measures_from_run(MEASURES, run, qrels), expected, check_exact=True)
     pd.testing.assert_frame_equal(compute_measures_from_frames(MEASURES, run_frame(run), qrels_frame(qrels),
                                                                queries=list(qrels)), expected, check_exact=True)
+
+
+def test_numpy_huge_page_hint_is_off_during_a_computation_and_restored_after():
+    from numpy._core import multiarray
+
+    from rageval.measures.compute import without_huge_pages
+
+    before = multiarray._set_madvise_hugepage(True)
+    try:
+        with without_huge_pages():
+            assert multiarray._set_madvise_hugepage(False) is False
+        assert multiarray._set_madvise_hugepage(True) is True
+    finally:
+        multiarray._set_madvise_hugepage(before)

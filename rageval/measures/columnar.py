@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from rageval.measures.base import Measure, RankedLabels
-from rageval.measures.compute import _per_query_frame, _ranked_labels, required_depths
+from rageval.measures.compute import _per_query_frame, _ranked_labels, required_depths, without_huge_pages
 from rageval.measures.ranks import rank_entries
 from rageval.measures.registry import parse_measure
 from rageval.trec import (
@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 
+@without_huge_pages()
 def compute_measures_from_frames(
     measures: Iterable[Measure | str],
     run: pd.DataFrame,
@@ -85,6 +86,7 @@ def compute_measures_from_frames(
     return _per_query_frame(parsed, labels)
 
 
+@without_huge_pages()
 def compute_measures_from_files(
     measures: Iterable[Measure | str],
     run_path: str | os.PathLike,

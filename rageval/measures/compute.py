@@ -7,7 +7,9 @@ at once, with no Python loop over queries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import importlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import chain, compress, repeat
 from operator import attrgetter, eq, methodcaller
 
@@ -326,6 +328,27 @@ def compute_measure_values(
     return {measure: measure.compute(labels) for measure in map(parse_measure, measures)}
 
 
+@contextmanager
+def without_huge_pages() -> Iterator[None]:
+    """numpy's huge-page hint turned off while the measures' large, short-lived arrays come and go.
+
+    numpy asks the kernel for 2 MB pages for every array over 4 MB; on a busy machine such a page fault can stall
+    while the kernel compacts memory to find one. Measured on 2 shared cores at a million queries x 100 passages
+    (measures from dicts): 15.3-16.0 s with the hint, 10.6-11.1 s without; at 100k queries no difference beyond
+    the noise. The previous setting is restored on leaving.
+    """
+    toggle = getattr(importlib.import_module("numpy._core.multiarray"), "_set_madvise_hugepage", None)
+    if toggle is None:
+        yield
+        return
+    previous = toggle(False)
+    try:
+        yield
+    finally:
+        toggle(previous)
+
+
+@without_huge_pages()
 def compute_measures(
     measures: Iterable[Measure | str],
     rankings: Rankings,
@@ -348,6 +371,7 @@ def compute_measures(
     return _per_query_frame(parsed, labels)
 
 
+@without_huge_pages()
 def compute_measures_from_run(
     measures: Iterable[Measure | str],
     run: ScoredRun,
