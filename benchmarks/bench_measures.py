@@ -410,13 +410,17 @@ def main(argv: list[str] | None = None) -> int:
 
     # Arrow's default allocator (jemalloc) keeps freed blocks: the plain read of the 1M-query run peaked at 12 GB
     # with it, 6 GB with the system allocator, in the same time. Every tool here allocates through it alike.
+    previous_pool = pa.default_memory_pool()
     pa.set_memory_pool(pa.system_memory_pool())
-    warm_up(peers)
-    print(f"{args.docs} docs a query; Arrow threads: {os.cpu_count()} cores; best of {args.repeat}")
-    timings: list[Timing] = []
-    checks: list[str] = []
-    for size in sizes:
-        timings += run_size(size, args, peers, checks)
+    try:
+        warm_up(peers)
+        print(f"{args.docs} docs a query; Arrow threads: {os.cpu_count()} cores; best of {args.repeat}")
+        timings: list[Timing] = []
+        checks: list[str] = []
+        for size in sizes:
+            timings += run_size(size, args, peers, checks)
+    finally:
+        pa.set_memory_pool(previous_pool)
     print_table(timings)
     print("values against pytrec_eval on a sample of queries (largest absolute difference over 7 measures):")
     for line in checks:
