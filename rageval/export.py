@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from rageval.errors import RagevalError
-from rageval.measures.columnar import write_trec_qrels
 from rageval.store import RunReader
+from rageval.trec import write_trec_qrels
 
 EXPORTS = ("labels", "verdicts", "failures")
 

@@ -16,10 +16,10 @@ from rageval.corpus import build_corpus
 from rageval.experiments import DEMO_PLANS, Resources, RunPlan, build_run
 from rageval.generation.base import FakeGenerator
 from rageval.generation.cache import CachedGenerator, LLMCache
-from rageval.measures.columnar import read_trec_qrels
 from rageval.reteval import RetEvalSettings, recall_precision_f1
 from rageval.store import RunReader, write_run
 from rageval.text_metrics import contains_answer
+from rageval.trec import read_trec_qrels
 
 NUM_QUESTIONS = 16
 
