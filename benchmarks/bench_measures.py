@@ -1,6 +1,7 @@
 """rageval's measures against pytrec_eval, ranx and ir_measures, from Python dicts and from TREC files, in one process.
 
     python benchmarks/bench_measures.py                                # 100,000 and 1,000,000 queries x 100 docs
+    python benchmarks/bench_measures.py --sizes 1000000 --floor-max-queries 1000000   # ~12 GB for the floor
     python benchmarks/bench_measures.py --sizes 100000 --peers pytrec_eval,ranx,ir_measures --repeat 3
     python benchmarks/bench_measures.py --sizes 2000 --docs 20         # seconds
 
@@ -18,7 +19,8 @@ same inputs:
 - from files: a TREC run and a TREC qrels file, written once to a temporary folder, not timed; each tool's own
   reader (rageval: ``compute_measures_from_files``; pytrec_eval: ``parse_run``/``parse_qrel``; ranx:
   ``Run.from_file``/``Qrels.from_file``; ir_measures: ``read_trec_run``/``read_trec_qrels``), and, as the floor,
-  a plain ``pyarrow.csv.read_csv`` of both files (every column, types inferred, nothing computed).
+  a plain ``pyarrow.csv.read_csv`` of both files (every column, types inferred, nothing computed; skipped above
+  ``--floor-max-queries``: its string columns took 12 GB at a million queries).
 
 Seconds are wall-clock, best of ``--repeat``; CPU seconds are the process's (Arrow reads with its thread pool, ranx
 computes with numba's threads; Arrow allocates with the system allocator, see ``main``). Peak memory is the
@@ -393,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="best of this many runs of every tool")
     parser.add_argument("--peer-max-queries", type=int, default=200_000,
                         help="skip ranx, ir_measures and pytrec_eval from files above this many queries")
+    parser.add_argument("--floor-max-queries", type=int, default=200_000,
+                        help="skip the plain pyarrow read above this many queries (its string columns took 12 GB "
+                             "at a million queries x 100 docs)")
     parser.add_argument("--pytrec-chunk", type=int, default=200_000,
                         help="above this many queries, pytrec_eval from dicts runs in calls of this many")
     parser.add_argument("--sample", type=int, default=1000, help="queries whose values are checked")
@@ -441,8 +446,12 @@ def run_size(size: int, args, peers: list[str], checks: list[str]) -> list[Timin
         run_path, qrels_path = write_files(inputs, Path(folder))
         megabytes = (run_path.stat().st_size + qrels_path.stat().st_size) / 1e6
         print(f"  files: {megabytes:,.0f} MB run + qrels", flush=True)
-        timings.append(measure(size, "files", "pyarrow read", lambda: pyarrow_floor(run_path, qrels_path),
-                               args.repeat))
+        if size > args.floor_max_queries:
+            timings.append(skipped(size, "files", "pyarrow read", f"above --floor-max-queries "
+                                                                  f"{args.floor_max_queries:,} (memory)"))
+        else:
+            timings.append(measure(size, "files", "pyarrow read", lambda: pyarrow_floor(run_path, qrels_path),
+                                   args.repeat))
         timings.append(measure(size, "files", "rageval", lambda: rageval_files(run_path, qrels_path), args.repeat))
         results["rageval", "files"] = _sampled("rageval", timings[-1], sample)
         file_tools = {"pytrec_eval": pytrec_files, "ranx": ranx_files, "ir_measures": ir_measures_files}

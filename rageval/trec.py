@@ -26,6 +26,7 @@ finds the first broken line (or, with ``extra_fields="ignore"`` and lines of dif
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import math
 import os
@@ -217,33 +218,61 @@ def _read_delimited(source: Path | bytes, layout: TrecLayout, extra_fields: Extr
     of columns, a score that is not a number or text that is not UTF-8; the checks here refuse an empty field
     (two delimiters in a row), a field holding the other blank, an infinite score and a rank that is not an
     integer. What is left is exactly what the line rules accept.
+
+    Ids are read as dictionaries (each distinct id stored once). The fields that are only checked (Q0, tag,
+    iteration) are first read as booleans that are true for the first line's values only, which costs almost
+    nothing when, as usual, every line repeats them; the rank as plain text, checked on its bytes. A file where
+    those fields vary is read again with them as dictionaries (hashing them cost a third of the read).
     """
-    try:
-        import pyarrow as pa
-        from pyarrow import compute as pc
-        from pyarrow import csv as pacsv
-    except ImportError:  # pyarrow is a dependency; without it every file takes the slower paths
+    if importlib.util.find_spec("pyarrow") is None:  # a dependency; without it every file takes the slower paths
         return None
     if isinstance(source, bytes):
-        head, readable = source[:1 << 16], pa.BufferReader(source)
+        head = source[:1 << 16]
     else:
         with open(source, "rb") as handle:
-            head, readable = handle.read(1 << 16), str(source)
+            head = handle.read(1 << 16)
     first = _first_line(head)
     if first is None:
         return None
     delimiter = b"\t" if b"\t" in first and b" " not in first else b" "
-    width = first.count(delimiter) + 1
+    first_fields = first.split(delimiter)
     wanted = len(layout.fields)
-    if width < wanted or (width > wanted and extra_fields != "ignore"):
+    if len(first_fields) < wanted or (len(first_fields) > wanted and extra_fields != "ignore"):
         return None
-    names = list(layout.fields) + [f"extra {i}" for i in range(1, width - wanted + 1)]
-    strings = pa.dictionary(pa.int32(), pa.string())  # each distinct id stored once; "007" stays a string
+    names = list(layout.fields) + [f"extra {i}" for i in range(1, len(first_fields) - wanted + 1)]
+    constant = [name for name in layout.fields if name not in ("query_id", "passage_id", layout.value_field,
+                                                               layout.rank_field)]
+    repeated = {first_fields[names.index(name)] for name in constant}
+    if all(value and not _SEPARATORS.search(value.decode("utf-8", "replace")) for value in repeated):
+        arrow = _arrow_csv(source, names, delimiter, layout, constant=constant,
+                           true_values=[value.decode("utf-8", "replace") for value in repeated])
+        if arrow is not None:
+            table = _checked_table(arrow, layout, constant=constant)
+            if table is not None:
+                return table
+    arrow = _arrow_csv(source, names, delimiter, layout)
+    return None if arrow is None else _checked_table(arrow, layout)
+
+
+def _arrow_csv(source: Path | bytes, names: list[str], delimiter: bytes, layout: TrecLayout,
+               constant: list[str] | None = None, true_values: list[str] | None = None):
+    """Arrow's reading of the file with ids as dictionaries; ``constant`` fields as booleans true for
+    ``true_values`` only and the rank as text, or else every field but the number as a dictionary. None where
+    Arrow refuses the file (a wrong number of fields, a value that is not a number or not one of
+    ``true_values``, text that is not UTF-8)."""
+    import pyarrow as pa
+    from pyarrow import csv as pacsv
+
+    strings = pa.dictionary(pa.int32(), pa.string())  # "007" stays a string
     types = dict.fromkeys(names, strings)
     types[layout.value_field] = pa.float64()
+    if constant is not None:
+        types.update(dict.fromkeys(constant, pa.bool_()))
+        if layout.rank_field is not None:
+            types[layout.rank_field] = pa.string()
     try:
-        arrow = pacsv.read_csv(
-            readable,
+        return pacsv.read_csv(
+            pa.BufferReader(source) if isinstance(source, bytes) else str(source),
             read_options=pacsv.ReadOptions(column_names=names),
             parse_options=pacsv.ParseOptions(
                 delimiter=delimiter.decode(), quote_char=False, escape_char=False, double_quote=False,
@@ -251,29 +280,60 @@ def _read_delimited(source: Path | bytes, layout: TrecLayout, extra_fields: Extr
             ),
             convert_options=pacsv.ConvertOptions(
                 column_types=types, include_columns=names, null_values=[], strings_can_be_null=False,
-                quoted_strings_can_be_null=False,
+                quoted_strings_can_be_null=False, true_values=true_values or ["\n"], false_values=["\n"],
             ),
         )
-    except pa.ArrowInvalid:  # a wrong number of fields, a value that is not a number, text that is not UTF-8
+    except pa.ArrowInvalid:
         return None
+
+
+def _checked_table(arrow, layout: TrecLayout, constant: list[str] | None = None) -> TrecTable | None:
+    """The :class:`TrecTable` of an Arrow reading, or None if a field breaks a rule Arrow does not check."""
+    import pyarrow as pa
+    from pyarrow import compute as pc
+
     arrow = arrow.unify_dictionaries()
     values = _numpy(arrow.column(layout.value_field), np.float64)
-    arrow = arrow.drop_columns([layout.value_field])
     if not np.isfinite(values).all():
         return None
-    distinct = {name: _dictionary(arrow.column(name), pa) for name in layout.fields if name != layout.value_field}
+    rank_as_text = constant is not None and layout.rank_field is not None
+    if rank_as_text and not _all_integers(arrow.column(layout.rank_field)):
+        return None
+    skipped = {layout.value_field, *(constant or ()), *([layout.rank_field] if rank_as_text else [])}
+    checked = [name for name in layout.fields if name not in skipped]
+    arrow = arrow.select(checked)  # the checked fields' memory goes back now
+    distinct = {name: _dictionary(arrow.column(name), pa) for name in checked}
     for name, dictionary in distinct.items():
         if len(dictionary) and pc.any(pc.match_substring_regex(dictionary, "^$|[ \t]")).as_py():
             return None
         if name == layout.rank_field and not pc.all(pc.match_substring_regex(dictionary, r"^[+-]?[0-9]+$")).as_py():
             return None
-    arrow = arrow.select(["query_id", "passage_id"])  # the checked fields' memory goes back now
+    arrow = arrow.select(["query_id", "passage_id"])
     query_codes = _numpy(arrow.column("query_id"), np.int32, indices=True)
     arrow = arrow.select(["passage_id"])
     passage_codes = _numpy(arrow.column("passage_id"), np.int32, indices=True)
     del arrow
     return TrecTable(layout, query_codes, _index(distinct["query_id"]), passage_codes,
                      _index(distinct["passage_id"]), values)
+
+
+def _all_integers(column) -> bool:
+    """Whether every value of an Arrow string column is ``[+-]?[0-9]+``, checked on its bytes at numpy speed."""
+    for chunk in column.chunks:
+        if not len(chunk):
+            continue
+        _, offsets_buffer, data_buffer = chunk.buffers()
+        offsets = np.frombuffer(offsets_buffer, np.int32, count=len(chunk) + 1, offset=4 * chunk.offset)
+        lengths = np.diff(offsets)
+        if data_buffer is None or (lengths == 0).any():
+            return False
+        data = np.frombuffer(data_buffer, np.uint8)[offsets[0]:offsets[-1]]
+        first = data[offsets[:-1] - offsets[0]]
+        signed = (first == ord("+")) | (first == ord("-"))
+        # Every byte that is not a digit must be a sign opening its value (and a sign alone is no number).
+        if np.count_nonzero((data - ord("0")) > 9) != np.count_nonzero(signed) or (lengths[signed] < 2).any():
+            return False
+    return True
 
 
 def _first_line(head: bytes) -> bytes | None:

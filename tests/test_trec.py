@@ -220,7 +220,7 @@ def test_an_extra_field_is_refused_on_any_line_and_ignored_on_every_line_when_as
 
 
 def test_a_passage_twice_in_a_query_is_an_error_naming_both_lines(tmp_path, way):
-    # trec_eval refuses duplicate documents in a query too; a dict (pytrec_eval's parse_run) would keep the last.
+    # An error rather than a silent choice: a dict (pytrec_eval's parse_run) would keep the last line.
     path = write(tmp_path, GOOD_RUN_LINE + "q2 Q0 d1 1 0.5 bm25\n\nq1 Q0 d2 2 0.4 bm25\nq1 Q0 d1 3 0.3 bm25\n")
     with pytest.raises(DataError, match=r"line 5: query 'q1' ranks passage 'd1' twice \(first on line 1\)"):
         read_trec_run(path)
@@ -409,3 +409,28 @@ def test_export_writes_qrels_the_reader_reads_back(tmp_path):
         labels = reader.labels("gold")
     assert dict(zip(zip(read["query_id"].astype(str), read["passage_id"].astype(str)), read["label"])) == \
         dict(zip(zip(labels["query_id"], labels["passage_id"]), labels["value"]))
+
+
+def test_fields_that_vary_between_lines_are_read_by_arrow_too(tmp_path, monkeypatch):
+    # Q0 and tag are first read as "equal to line 1's"; lines that differ send the file to a second Arrow
+    # reading with those fields as dictionaries, not to the slower paths.
+    def refuse(*args):
+        raise AssertionError("left Arrow")
+
+    monkeypatch.setattr(trec, "_read_normalised", refuse)
+    path = write(tmp_path, "q1 Q0 d1 1 0.5 bm25\nq1 0 d2 2 0.25 dense\nq2 Q0 d1 -3 1 false\n")
+    assert table_of(read_trec_run(path))["passage_id"] == ["d1", "d2", "d1"]
+    qrels = write(tmp_path, "q1 0 d1 1\nq1 1 d2 0\n", "qrels")
+    assert read_trec_qrels(qrels)["label"].tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(("ranks", "integers"), [
+    (["1", "22", "-3", "+4", "007"], True), (["1", "-"], False), (["1", "+"], False), (["1", "2-"], False),
+    (["1", "1+1"], False), (["1", "x"], False), (["1", "１"], False), (["1", "1.0"], False),
+])
+def test_rank_text_is_checked_as_the_line_rule_checks_it(ranks, integers):
+    import pyarrow as pa
+
+    column = pa.chunked_array([pa.array(ranks[:1]), pa.array(ranks[1:])])
+    assert trec._all_integers(column) is integers
+    assert all(trec._INTEGER.fullmatch(rank) for rank in ranks) is integers
