@@ -106,6 +106,7 @@ def compute_measures_from_files(
     run = _Columns.of_table(read_trec_table(run_path, RUN, extra_fields))
     qrels = _Columns.of_table(read_trec_table(qrels_path, QRELS, extra_fields))
     labels = _build_ranked_labels(run, qrels, queries, depth, ideal_depth, checked=True)
+    del run, qrels  # the measure kernels' temporaries are the peak: a million queries' codes need not wait
     return _per_query_frame(parsed, labels)
 
 
