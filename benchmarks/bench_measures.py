@@ -413,8 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     parse_measure("P@10")  # fail early on a broken install
     import pyarrow as pa
 
-    # Arrow's default allocator (jemalloc) keeps freed blocks: the plain read of the 1M-query run peaked at 12 GB
-    # with it, 6 GB with the system allocator, in the same time. Every tool here allocates through it alike.
+    # Arrow's default allocator (jemalloc) keeps freed blocks, so a call's peak could hide under the previous
+    # call's leftovers; with the system allocator freed memory goes back before each call (_release_memory).
+    # Every tool here allocates through it alike.
     previous_pool = pa.default_memory_pool()
     pa.set_memory_pool(pa.system_memory_pool())
     try:
