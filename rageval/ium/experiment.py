@@ -290,17 +290,17 @@ def write_ium_run(result: IumResult, path: Path) -> Path:
 
 def read_ium_run(path: Path) -> tuple[dict, dict[str, pd.DataFrame]]:
     """(settings, tables) of an IUM run file (kind "RAGI", schema version 1: one table per :class:`IumResult`
-    field); raises StoreError for another kind of file or a newer schema."""
-    import json
-
-    from rageval.store.files import IUM, open_readonly
+    field); raises StoreError naming the file for another kind of file, a newer schema or a damaged file."""
+    from rageval.store.files import IUM, json_object, open_readonly, reading
 
     connection = open_readonly(path, IUM)
     try:
-        settings = json.loads(connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
-        tables = {name: pd.read_sql_query(f"SELECT * FROM {name}", connection)
-                  for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                  if name != "meta"}
+        with reading(path, IUM):
+            row = connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+            settings = json_object(row[0], path, IUM) if row else {}
+            tables = {name: pd.read_sql_query(f"SELECT * FROM \"{name}\"", connection)
+                      for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                      if name != "meta"}
     finally:
         connection.close()
     return settings, tables

@@ -6,18 +6,33 @@ Every file carries its kind in SQLite's ``application_id`` (four ASCII letters) 
 another kind (named when it is one of ours), a schema newer than this rageval or older than it still reads.
 
 Paths are opened through proper ``file:`` URIs (:func:`sqlite_uri`), so ``#``, ``?`` and ``%`` in a file name are
-just characters. The jobs database and the LLM cache were first written without an ``application_id``; such
-unmarked files of a known version are still accepted (and the cache is stamped when next opened for writing).
+just characters, and a read-only open never creates a file. A write that a killed writer left half done (a "hot"
+rollback journal beside the file) is rolled back when the file and its folder can be written
+(:func:`recover_hot_journal`); otherwise the file is read as it is on disk (SQLite's ``immutable``) and the
+connection says so (:attr:`ReadonlyConnection.note`).
+
+Damage past the header is found as early as it can be: :func:`open_readonly` runs SQLite's ``quick_check``; what
+only shows when a row is read (undecodable text, a table of another shape, malformed JSON) is turned into the same
+:class:`~rageval.errors.StoreError` by :func:`reading` / :func:`checked_reads`, which every reader uses, and
+:func:`json_object` parses a JSON column that must hold an object.
+
+The jobs database and the LLM cache were first written without an ``application_id``; such unmarked files of a
+known version are still accepted (and the cache is stamped when next opened for writing).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from rageval.errors import StoreError
 
@@ -52,15 +67,19 @@ LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmark
 KINDS = (RUN, ATTRIBUTION, IUM, ANNOTATIONS, JOBS, LLM_CACHE)
 
 
-def sqlite_uri(path: str | os.PathLike, mode: str = "ro") -> str:
-    """The ``file:`` URI of ``path`` opened with ``mode``, every special character escaped (``a#b.sqlite`` ->
-    ``file:///.../a%23b.sqlite?mode=ro``)."""
-    return f"{Path(path).resolve().as_uri()}?mode={mode}"
+def sqlite_uri(path: str | os.PathLike, mode: str = "ro", *, immutable: bool = False) -> str:
+    """The ``file:`` URI of ``path`` opened with ``mode`` (``ro``, ``rw``, ``rwc``), every special character escaped
+    (``a#b.sqlite`` -> ``file:///.../a%23b.sqlite?mode=ro``); ``immutable``: read the file as it is on disk, without
+    locks or journals."""
+    return f"{Path(path).resolve().as_uri()}?mode={mode}" + ("&immutable=1" if immutable else "")
 
 
 def sqlite_application_id(path: str | os.PathLike) -> int | None:
-    """The ``application_id`` of a SQLite file (big-endian at byte 68 of its header), None if not SQLite."""
+    """The ``application_id`` of a SQLite file (big-endian at byte 68 of its header), None if not SQLite (or not a
+    regular file: a pipe would block the read)."""
     try:
+        if not Path(path).is_file():
+            return None
         with open(path, "rb") as handle:
             header = handle.read(72)
     except OSError:
@@ -110,37 +129,126 @@ def check_kind(connection: sqlite3.Connection, path: str | os.PathLike, kind: Sq
     return version
 
 
-def open_readonly(path: str | os.PathLike, kind: SqliteKind, *, check_same_thread: bool = True
-                  ) -> sqlite3.Connection:
-    """A read-only connection to the ``kind`` file ``path``, its kind and schema version checked."""
+class ReadonlyConnection(sqlite3.Connection):
+    """A connection :func:`open_readonly` made; ``note`` says why the file may not read as its writer left it
+    (None when it does)."""
+
+    note: str | None = None
+
+
+def journal_path(path: str | os.PathLike) -> Path:
+    """The rollback journal SQLite keeps beside ``path`` while a write is in progress."""
+    return Path(f"{path}-journal")
+
+
+def recover_hot_journal(path: str | os.PathLike, timeout_s: float = 30.0) -> bool:
+    """Roll back a write that a killed writer left half done: with a "hot" rollback journal beside ``path``, SQLite
+    rolls it back on the first read of a read-write connection. Returns whether a journal was there and is gone;
+    False, touching nothing, when there is none or the file or its folder cannot be written. Never creates a file."""
     path = Path(path)
-    if not path.is_file():
-        raise StoreError(f"{path}: no such {kind.noun}")
-    if path.stat().st_size == 0:
-        raise StoreError(f"{path}: empty file, not a rageval {kind.noun}")
+    journal = journal_path(path)
+    if not journal.exists() or not path.is_file():
+        return False
+    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return False
     try:
-        connection = sqlite3.connect(sqlite_uri(path), uri=True, check_same_thread=check_same_thread)
+        connection = sqlite3.connect(sqlite_uri(path, "rw"), uri=True, timeout=timeout_s)
+        try:
+            connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return False
+    return not journal.exists()
+
+
+def _interrupted_write_note(path: Path) -> str:
+    return (f"{path}: a write to this file was interrupted (its journal {journal_path(path).name} is still there) and "
+            f"it cannot be rolled back here (the file or its folder is read-only), so it is read as it is on disk and "
+            f"may hold half of that write")
+
+
+def _connect_readonly(path: Path, kind: SqliteKind, check_same_thread: bool, immutable: bool = False
+                      ) -> ReadonlyConnection:
+    try:
+        return sqlite3.connect(sqlite_uri(path, immutable=immutable), uri=True, check_same_thread=check_same_thread,
+                               factory=ReadonlyConnection)
     except sqlite3.Error as error:
         raise StoreError(f"{path}: cannot open the {kind.noun} (SQLite says: {error})") from error
+
+
+def _needs_rollback(connection: sqlite3.Connection) -> bool:
+    """Whether the file has a hot journal that this read-only connection may not roll back."""
+    try:
+        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as error:
+        return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY_ROLLBACK
+    return False
+
+
+def open_readonly(path: str | os.PathLike, kind: SqliteKind, *, check_same_thread: bool = True
+                  ) -> ReadonlyConnection:
+    """A read-only connection to the ``kind`` file ``path``, its kind and schema version checked and its pages
+    checked by SQLite's ``quick_check``. Creates no file; a hot journal is rolled back where that is possible, else
+    read around (the connection's ``note`` says so)."""
+    path = Path(path)
+    describe_missing(path, kind)
+    connection = _connect_readonly(path, kind, check_same_thread)
+    if _needs_rollback(connection):
+        connection.close()
+        immutable = not recover_hot_journal(path)
+        connection = _connect_readonly(path, kind, check_same_thread, immutable=immutable)
+        if immutable:
+            connection.note = _interrupted_write_note(path)
     try:
         check_kind(connection, path, kind)
+        check_pages(connection, path, kind)
     except BaseException:
         connection.close()
         raise
     return connection
 
 
+def describe_missing(path: Path, kind: SqliteKind) -> None:
+    """:class:`StoreError` naming ``path`` when it is not a regular, non-empty file (missing, a dangling link, a
+    directory, a pipe or device, empty)."""
+    if path.is_symlink() and not path.exists():
+        raise StoreError(f"{path}: a link to {os.readlink(path)}, which does not exist")
+    if not path.exists():
+        raise StoreError(f"{path}: no such {kind.noun}")
+    if path.is_dir():
+        raise StoreError(f"{path}: a folder, not a rageval {kind.noun}")
+    if not path.is_file():
+        raise StoreError(f"{path}: not a regular file, so not a rageval {kind.noun}")
+    if path.stat().st_size == 0:
+        raise StoreError(f"{path}: empty file, not a rageval {kind.noun}")
+
+
+def check_pages(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind) -> None:
+    """SQLite's ``quick_check`` of the open file (every page and index, about 1 ms per MB): :class:`StoreError`
+    naming ``path`` and the first problem when the file is damaged."""
+    try:
+        problems = [row[0] for row in connection.execute("PRAGMA quick_check(3)")]
+    except sqlite3.Error as error:
+        raise StoreError(f"{path}: damaged {kind.noun} (SQLite says: {error})") from error
+    if problems != ["ok"]:
+        raise StoreError(f"{path}: damaged {kind.noun} (SQLite's check: {_shorten('; '.join(problems))})")
+
+
 def open_for_write(path: str | os.PathLike, kind: SqliteKind, *, create: bool = False, timeout_s: float = 30.0,
                    **connect_args) -> sqlite3.Connection:
     """A read-write connection to the ``kind`` file ``path``, its kind and schema version checked. With
     ``create`` a missing or empty database is fine (its ``user_version`` reads 0): the caller creates its schema
-    and calls :func:`stamp`. ``connect_args`` go to :func:`sqlite3.connect` (``isolation_level``,
-    ``check_same_thread``)."""
+    and calls :func:`stamp`; without it, a missing file is an error and never created. ``connect_args`` go to
+    :func:`sqlite3.connect` (``isolation_level``, ``check_same_thread``)."""
     path = Path(path)
-    if not create and not path.is_file():
-        raise StoreError(f"{path}: no such {kind.noun}")
+    if not create:
+        describe_missing(path, kind)
+    elif path.exists() and not path.is_file():
+        raise StoreError(f"{path}: not a regular file, so not a rageval {kind.noun}")
     try:
-        connection = sqlite3.connect(path, timeout=timeout_s, **connect_args)
+        connection = sqlite3.connect(sqlite_uri(path, "rwc" if create else "rw"), uri=True, timeout=timeout_s,
+                                     **connect_args)
     except sqlite3.Error as error:
         raise StoreError(f"{path}: cannot open the {kind.noun} (SQLite says: {error})") from error
     try:
@@ -149,6 +257,118 @@ def open_for_write(path: str | os.PathLike, kind: SqliteKind, *, create: bool = 
         connection.close()
         raise
     return connection
+
+
+def schema_shape(schema: str) -> dict[str, dict[str, bool]]:
+    """table -> column -> NOT NULL, as the SQL ``schema`` creates them (read back from an in-memory database)."""
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.executescript(schema)
+        tables = [r[0] for r in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'")]
+        return {t: {r[1]: bool(r[3]) for r in connection.execute(f"PRAGMA table_info('{t}')")} for t in tables}
+    finally:
+        connection.close()
+
+
+def check_shape(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind,
+                shape: dict[str, dict[str, bool]], required: Sequence[str]) -> set[str]:
+    """The file's tables, after checking each table of ``shape`` (:func:`schema_shape` of the writer's schema) is of
+    that shape: :class:`StoreError` naming the file for a missing ``required`` table, a missing column, or a column
+    that allows NULL where the writer's does not (rageval never wrote such a file)."""
+    with reading(path, kind):
+        tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        for table, columns in shape.items():
+            if table not in tables:
+                if table in required:
+                    raise StoreError(f"{path}: damaged {kind.noun} (no table {table!r})")
+                continue
+            # notnull, or part of the primary key (v1 files declared "query_id TEXT PRIMARY KEY" without NOT NULL)
+            found = {r[1]: bool(r[3] or r[5]) for r in connection.execute(f"PRAGMA table_info('{table}')")}
+            missing = [c for c in columns if c not in found]
+            if missing:
+                raise StoreError(f"{path}: damaged {kind.noun} (table {table!r} has no column {', '.join(missing)}; "
+                                 f"it has {', '.join(found) or 'none'})")
+            nullable = [c for c, not_null in columns.items() if not_null and not found[c]]
+            if nullable:
+                raise StoreError(f"{path}: damaged {kind.noun} (table {table!r} allows empty (NULL) "
+                                 f"{', '.join(nullable)}, which rageval never writes)")
+    return tables
+
+
+# --- reading past the header ------------------------------------------------------------------------------
+
+#: What reading a damaged file can raise past its header: SQLite's errors (pandas wraps them in its DatabaseError,
+#: an OSError), undecodable text and malformed JSON (ValueError), rows of another shape (TypeError, KeyError,
+#: IndexError) and JSON nested deeper than the parser goes (RecursionError).
+READ_ERRORS = (sqlite3.Error, OSError, ValueError, TypeError, KeyError, IndexError, RecursionError)
+_MESSAGE_CHARS = 240
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS - 1] + "…"
+
+
+def damaged(path: str | os.PathLike, kind: SqliteKind, error: BaseException) -> StoreError:
+    """The :class:`StoreError` for ``error``, raised while reading the ``kind`` file ``path``: the file and the
+    innermost cause in one line (pandas' "Execution failed on sql ..." is reduced to SQLite's own words)."""
+    cause = error
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    detail = "nested too deeply" if isinstance(cause, RecursionError) else (str(cause) or type(cause).__name__)
+    return StoreError(f"{path}: unreadable {kind.noun} ({_shorten(detail)})")
+
+
+@contextmanager
+def reading(path: str | os.PathLike, kind: SqliteKind) -> Iterator[None]:
+    """Reads inside turn any failure of a damaged file (:data:`READ_ERRORS`) into :func:`damaged`'s StoreError."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except READ_ERRORS as error:
+        raise damaged(path, kind, error) from error
+
+
+C = TypeVar("C", bound=type)
+
+
+def checked_reads(kind: SqliteKind, *, path_attribute: str = "path") -> Callable[[C], C]:
+    """Class decorator of a reader of ``kind`` files: each of its public methods runs inside :func:`reading` on the
+    reader's ``path``, so a read that fails past the header is one StoreError naming the file."""
+    def decorate(cls: C) -> C:
+        for name, member in list(vars(cls).items()):
+            if name.startswith("_") or name == "close" or not inspect.isfunction(member):
+                continue
+            setattr(cls, name, _checked_method(member, kind, path_attribute))
+        return cls
+    return decorate
+
+
+def _checked_method(method: Callable[..., Any], kind: SqliteKind, path_attribute: str) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        with reading(getattr(self, path_attribute), kind):
+            return method(self, *args, **kwargs)
+    return checked
+
+
+def json_object(text: Any, path: str | os.PathLike, kind: SqliteKind, what: str = "settings") -> dict[str, Any]:
+    """``text`` (a JSON column of the ``kind`` file ``path``) parsed, which must give a JSON object; StoreError
+    naming the file and ``what`` otherwise (not JSON, another JSON type, nested too deeply)."""
+    try:
+        value = json.loads(text)
+    except RecursionError as error:
+        raise StoreError(f"{path}: damaged {kind.noun} ({what}: JSON nested too deeply)") from error
+    except (ValueError, TypeError) as error:
+        raise StoreError(f"{path}: damaged {kind.noun} ({what}: not JSON: {_shorten(str(error))})") from error
+    if not isinstance(value, dict):
+        raise StoreError(f"{path}: damaged {kind.noun} ({what}: {_JSON_TYPES.get(type(value), 'not')} JSON, "
+                         f"expected an object)")
+    return value
 
 
 def write_sqlite_atomically(path: str | os.PathLike, fill: Callable[[sqlite3.Connection], None]) -> Path:
