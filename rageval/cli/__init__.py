@@ -40,10 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; an error of the user's input (a bad or broken file, a wrong argument: a
+    :class:`RagevalError`, or a file the system cannot read or write) is one line on stderr and exit status 2."""
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
     except RagevalError as error:
+        print(f"rageval: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # names the file: "[Errno 21] Is a directory: 'out.csv'"
         print(f"rageval: error: {error}", file=sys.stderr)
         return 2
 
