@@ -118,7 +118,7 @@ class AnnotationStore:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        if self.path.exists():
+        if self.path.exists() or self.path.is_symlink():  # a dangling link is an error, not "no labels yet"
             self._check()
 
     def _check(self) -> None:

@@ -154,6 +154,7 @@ class AttributionReader:
         self._connection = open_readonly(self.path, ATTRIBUTION, check_same_thread=False)
         try:
             check_shape(self._connection, self.path, ATTRIBUTION, _SHAPE, tuple(_SHAPE))
+            self.settings()  # must parse: every view shows them
         except BaseException:
             self._connection.close()
             raise

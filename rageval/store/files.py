@@ -177,6 +177,16 @@ def _connect_readonly(path: Path, kind: SqliteKind, check_same_thread: bool, imm
         raise StoreError(f"{path}: cannot open the {kind.noun} (SQLite says: {error})") from error
 
 
+def _in_wal_mode(path: Path) -> bool:
+    """Whether the SQLite header of ``path`` marks it as a write-ahead-log database (bytes 18-19 are 2)."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return False
+    return header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x02\x02"
+
+
 def _needs_rollback(connection: sqlite3.Connection) -> bool:
     """Whether the file has a hot journal that this read-only connection may not roll back."""
     try:
@@ -193,7 +203,10 @@ def open_readonly(path: str | os.PathLike, kind: SqliteKind, *, check_same_threa
     read around (the connection's ``note`` says so)."""
     path = Path(path)
     describe_missing(path, kind)
-    connection = _connect_readonly(path, kind, check_same_thread)
+    # A WAL-mode file with no write-ahead log holds everything in itself; opened the usual way, a read-only
+    # connection would still leave empty -wal and -shm files beside it.
+    quiet_wal = _in_wal_mode(path) and not Path(f"{path}-wal").exists()
+    connection = _connect_readonly(path, kind, check_same_thread, immutable=quiet_wal)
     if _needs_rollback(connection):
         connection.close()
         immutable = not recover_hot_journal(path)
@@ -242,10 +255,10 @@ def open_for_write(path: str | os.PathLike, kind: SqliteKind, *, create: bool = 
     and calls :func:`stamp`; without it, a missing file is an error and never created. ``connect_args`` go to
     :func:`sqlite3.connect` (``isolation_level``, ``check_same_thread``)."""
     path = Path(path)
-    if not create:
+    if not create or (path.is_symlink() and not path.exists()):  # never create the target of a dangling link
         describe_missing(path, kind)
     elif path.exists() and not path.is_file():
-        raise StoreError(f"{path}: not a regular file, so not a rageval {kind.noun}")
+        describe_missing(path, kind)
     try:
         connection = sqlite3.connect(sqlite_uri(path, "rwc" if create else "rw"), uri=True, timeout=timeout_s,
                                      **connect_args)

@@ -167,8 +167,9 @@ _SHAPE = schema_shape(_SCHEMA)
 class RunReader:
     """Read access to one run file, query by query (the dashboard never loads a whole run into memory).
 
-    Opens the file read-only and checks it is a rageval run with a schema this version understands and tables of
-    the shape it writes; every read that fails on a damaged file raises :class:`StoreError` naming the file.
+    Opens the file read-only and checks it is a rageval run with a schema this version understands, tables of the
+    shape it writes and settings that parse; every read that fails on a damaged file raises :class:`StoreError`
+    naming the file.
     ``note`` says why the file may not read as its writer left it (an interrupted write read around), else None.
     """
 
@@ -180,6 +181,7 @@ class RunReader:
             with reading(self.path, RUN):
                 self.schema_version = self._connection.execute("PRAGMA user_version").fetchone()[0]
                 self._tables = check_shape(self._connection, self.path, RUN, _SHAPE, REQUIRED_TABLES)
+                self.settings()  # what produced the run must parse: every view shows it
         except BaseException:
             self._connection.close()
             raise
