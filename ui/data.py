@@ -94,8 +94,9 @@ def list_run_files(folder: Path | None) -> tuple[list[Path], list[str]]:
         return [], [f"{folder}: cannot be listed ({error})"]
     for depth, path in candidates:
         try:
-            describe_missing(path, RUN)
-        except StoreError as error:  # a folder, a dangling link, a pipe, an empty file: said, and left out
+            if not path.is_file():
+                describe_missing(path, RUN)  # raises, saying what it is: a folder, a dangling link, a pipe
+        except StoreError as error:
             problems.append(str(error))
             continue
         try:
