@@ -30,9 +30,13 @@ import pandas as pd
 from rageval.errors import StoreError
 from rageval.store.files import (
     ATTRIBUTION,
+    check_settings,
     check_shape,
     checked_reads,
+    is_integer,
     json_object,
+    list_of,
+    object_of,
     open_readonly,
     schema_shape,
     stamp,
@@ -142,6 +146,12 @@ def _fill(connection: sqlite3.Connection, run: AttributionRun) -> None:
 
 
 _SHAPE = schema_shape(_SCHEMA)
+#: The settings the views compute with, each with its JSON type in words and its test (see check_settings).
+SETTINGS_TYPES = {
+    "invalid_citations": ("an object of counts with a list of {line} objects",
+                          object_of(citations=is_integer, answers=is_integer,
+                                    first=list_of(object_of(line=lambda v: True)))),
+}
 
 
 @checked_reads(ATTRIBUTION)
@@ -178,7 +188,8 @@ class AttributionReader:
 
     def settings(self) -> dict[str, Any]:
         row = self._connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        return json_object(row[0], self.path, ATTRIBUTION) if row else {}
+        return check_settings(json_object(row[0], self.path, ATTRIBUTION), self.path, ATTRIBUTION,
+                              SETTINGS_TYPES) if row else {}
 
     def scenarios(self) -> list[str]:
         return [r[0] for r in self._connection.execute("SELECT DISTINCT scenario FROM answers ORDER BY rowid")]

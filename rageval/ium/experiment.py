@@ -308,18 +308,26 @@ IUM_SHAPE = {
 }
 
 
+def _ium_settings_types() -> dict:
+    """The settings the views compute with, each with its JSON type in words and its test (see check_settings)."""
+    from rageval.store.files import is_string, object_of
+
+    return {"plan": ("an object (its config an object)", object_of(config=object_of())),
+            "generators": ("an object of strings", lambda v: object_of()(v) and all(map(is_string, v.values())))}
+
+
 def read_ium_run(path: Path) -> tuple[dict, dict[str, pd.DataFrame]]:
     """(settings, tables) of an IUM run file (kind "RAGI", schema version 1: one table per :class:`IumResult`
     field); raises StoreError naming the file for another kind of file, a newer schema, or a damaged file (tables
     of another shape included)."""
-    from rageval.store.files import IUM, check_shape, json_object, open_readonly, reading
+    from rageval.store.files import IUM, check_settings, check_shape, json_object, open_readonly, reading
 
     connection = open_readonly(path, IUM)
     try:
         check_shape(connection, path, IUM, IUM_SHAPE, ())
         with reading(path, IUM):
             row = connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-            settings = json_object(row[0], path, IUM) if row else {}
+            settings = check_settings(json_object(row[0], path, IUM), path, IUM, _ium_settings_types()) if row else {}
             tables = {name: pd.read_sql_query(f"SELECT * FROM \"{name}\"", connection)
                       for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
                       if name != "meta"}

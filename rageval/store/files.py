@@ -407,6 +407,41 @@ def json_object(text: Any, path: str | os.PathLike, kind: SqliteKind, what: str 
     return value
 
 
+def is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_string(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def list_of(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A test: a JSON array whose every item passes ``test``."""
+    return lambda value: isinstance(value, list) and all(test(item) for item in value)
+
+
+def object_of(**fields: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A test: a JSON object whose ``fields``, where present and not null, pass their tests."""
+    return lambda value: isinstance(value, dict) and all(
+        value.get(name) is None or test(value[name]) for name, test in fields.items())
+
+
+def check_settings(settings: dict[str, Any], path: str | os.PathLike, kind: SqliteKind,
+                   types: dict[str, tuple[str, Callable[[Any], bool]]]) -> dict[str, Any]:
+    """``settings`` (of the ``kind`` file ``path``), after checking that every setting named in ``types`` (name ->
+    (its type in words, its test)) that it has is of that type: StoreError naming the file and the setting
+    otherwise. rageval never writes such settings, and its views compute with them."""
+    for name, (words, test) in types.items():
+        if settings.get(name) is not None and not test(settings[name]):
+            raise StoreError(f"{path}: damaged {kind.noun} (setting {name!r} is not {words}: "
+                             f"{_shorten(repr(settings[name]))})")
+    return settings
+
+
 def write_sqlite_atomically(path: str | os.PathLike, fill: Callable[[sqlite3.Connection], None]) -> Path:
     """Create the SQLite file ``path`` with ``fill(connection)`` in a temporary sibling, commit, then rename.
 

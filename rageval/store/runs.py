@@ -33,9 +33,15 @@ import pandas as pd
 from rageval.errors import StoreError
 from rageval.store.files import (
     RUN,
+    check_settings,
     check_shape,
     checked_reads,
+    is_integer,
+    is_number,
+    is_string,
     json_object,
+    list_of,
+    object_of,
     open_readonly,
     reading,
     schema_shape,
@@ -163,6 +169,28 @@ REQUIRED_TABLES = ("meta", "queries", "passages", "rankings", "doc_outputs", "la
 _SHAPE = schema_shape(_SCHEMA)
 
 
+#: The settings readers rely on, each with its JSON type in words and its test (a setting may be absent or null).
+SETTINGS_TYPES = {
+    "k": ("an integer", is_integer),
+    "num_queries": ("an integer", is_integer),
+    "cutoffs": ("an array of integers", list_of(is_integer)),
+    "graded_label_methods": ("an array of strings", list_of(is_string)),
+    "label_methods": ("an array of strings", list_of(is_string)),
+    "e2e_metric": ("a string", is_string),
+    "label_metric": ("a string", is_string),
+    "notes": ("a string", is_string),
+    "config": ("an object", object_of()),
+    "rescored": ("an object of objects", lambda v: object_of()(v) and all(object_of()(x) for x in v.values())),
+    "completed": ("an array", list_of(lambda _: True)),
+    "timing_s": ("an object", object_of()),
+    "llm_calls": ("an object", object_of()),
+    "correlations": ("an object", object_of()),
+    "reteval": ("an object (numeric thresholds, semi_gold an object)",
+                object_of(f1_threshold=is_number, cosine_threshold=is_number, semi_gold=object_of(),
+                          ks=list_of(is_integer))),
+}
+
+
 @checked_reads(RUN)
 class RunReader:
     """Read access to one run file, query by query (the dashboard never loads a whole run into memory).
@@ -201,7 +229,7 @@ class RunReader:
     def settings(self) -> dict[str, Any]:
         """What produced the run (a JSON object in ``meta``; {} when absent)."""
         row = self._connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        return json_object(row[0], self.path, RUN) if row else {}
+        return check_settings(json_object(row[0], self.path, RUN), self.path, RUN, SETTINGS_TYPES) if row else {}
 
     def counts(self) -> dict[str, int]:
         """Row counts of the main tables (the run's sizes)."""

@@ -83,6 +83,17 @@ RUN_SPECIFIC = [
             sql(f"UPDATE meta SET value = '{'[' * 100_000}' WHERE key = 'settings'")),
     BadFile("run", "settings-bad-utf8", "settings: invalid UTF-8",
             sql("UPDATE meta SET value = CAST(X'7B226B223A80FF7D' AS TEXT) WHERE key = 'settings'")),
+    BadFile("run", "settings-k-text", "setting k: a string ('five')",
+            sql("UPDATE meta SET value = json_set(value, '$.k', 'five') WHERE key = 'settings'")),
+    BadFile("run", "settings-reteval-list", "setting reteval: a list",
+            sql("UPDATE meta SET value = json_set(value, '$.reteval', json('[1]')) WHERE key = 'settings'")),
+    BadFile("run", "settings-cutoffs-text", "setting cutoffs: strings",
+            sql("""UPDATE meta SET value = json_set(value, '$.cutoffs', json('["x"]')) WHERE key = 'settings'""")),
+    BadFile("run", "settings-odd-display-values", "displayed settings of odd JSON types (lists, objects, null)",
+            sql("UPDATE meta SET value = json_set(value, '$.dataset', json('[\"a\", 1]'), '$.model_id', "
+                "json('{\"a\": 1}'), '$.retriever', 3, '$.created_at', NULL, '$.duration_s', 'long', "
+                "'$.corpus', json('{\"name\": 1, \"size\": \"x\"}'), '$.prompt', 5) WHERE key = 'settings'"),
+            "shown"),
     BadFile("run", "settings-missing", "no settings row (what produced it unknown)",
             sql("DELETE FROM meta WHERE key = 'settings'"), "shown"),
     BadFile("run", "no-meta-table", "table meta missing", sql("DROP TABLE meta")),
@@ -141,6 +152,9 @@ RUN_SPECIFIC = [
 OTHER_SPECIFIC = [
     BadFile("attribution", "settings-list", "settings: a JSON list",
             sql("UPDATE meta SET value = '[]' WHERE key = 'settings'")),
+    BadFile("attribution", "settings-odd-types", "settings of other JSON types (invalid_citations a string)",
+            sql("UPDATE meta SET value = json_set(value, '$.nli', json('[1]'), '$.dataset', json('{\"a\": 1}'), "
+                "'$.invalid_citations', 'many', '$.source', 5) WHERE key = 'settings'")),
     BadFile("attribution", "answers-other-shape", "table answers of another shape",
             sql("DROP TABLE answers", "CREATE TABLE answers (a TEXT)")),
     BadFile("attribution", "bad-utf8-answer", "invalid UTF-8 in an answer",
@@ -149,6 +163,9 @@ OTHER_SPECIFIC = [
             sql("UPDATE statements SET citations = '[1,'"), "reported"),
     BadFile("ium", "settings-not-json", "settings: 'not json {'",
             sql("UPDATE meta SET value = 'not json {' WHERE key = 'settings'")),
+    BadFile("ium", "settings-odd-types", "settings of other JSON types (plan a list, generators a number)",
+            sql("UPDATE meta SET value = json_set(value, '$.plan', json('[1]'), '$.generators', 5, "
+                "'$.online_default_batch_size', 'x', '$.first_stage', json('{}')) WHERE key = 'settings'")),
     BadFile("ium", "outcomes-other-shape", "table outcomes of another shape",
             sql("DROP TABLE outcomes", "CREATE TABLE outcomes (method TEXT, agent TEXT)")),
     BadFile("ium", "text-score", "text in a number column (outcomes.score)",
