@@ -56,7 +56,7 @@ from tests.bad_inputs.arguments import (
     upload_files,
 )
 from tests.bad_inputs.good import FAILING_QUERY, GOOD
-from tests.user_run_fixtures import write_user_files
+from tests.user_run_fixtures import build_uploaded_run, write_user_files
 
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 120
@@ -335,6 +335,22 @@ def test_unknown_or_malformed_url_parameters_are_named_in_a_warning(case: UrlCas
     assert not missing, (missing, shown)
     assert not errors(app)
     record("URL parameter", case.name, "warned", "warned")
+
+
+def test_a_value_this_session_put_in_the_url_is_no_unknown_link(folders, tmp_path):
+    """Choosing another run keeps the previous run's ``?query=`` in the URL for a moment: that is no link the user
+    opened, so no warning (while the same value in a link opened afresh is named)."""
+    runs, _ = folders
+    GOOD["run"][1](runs / f"{GOOD_RUN}.sqlite")
+    build_uploaded_run(tmp_path / "user-files", runs, "mine")  # another dataset: query ids t1..t6
+    app = open_page(INSPECTOR, run=GOOD_RUN, query="nq:1")
+    assert not warnings(app) and app.query_params["query"] == "nq:1"
+    app.sidebar.selectbox[0].set_value("mine").run()
+    no_traceback(app)
+    assert app.query_params["run"] == "mine" and app.query_params["query"] == "t1"
+    assert not warnings(app)
+    fresh = open_page(INSPECTOR, run="mine", query="nq:1")
+    assert any("query 'nq:1'" in w for w in warnings(fresh))
 
 
 @pytest.mark.parametrize("case", UPLOAD_CASES, ids=[case.name for case in UPLOAD_CASES])
