@@ -28,7 +28,7 @@ import pytrec_eval
 
 from rageval import jobs
 from rageval.cli import main
-from rageval.errors import RagevalError, StoreError
+from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings, FakeGenerator
 from rageval.generation.server import serve
 from rageval.prompts import build_qa_prompt

@@ -255,9 +255,8 @@ def open_for_write(path: str | os.PathLike, kind: SqliteKind, *, create: bool = 
     and calls :func:`stamp`; without it, a missing file is an error and never created. ``connect_args`` go to
     :func:`sqlite3.connect` (``isolation_level``, ``check_same_thread``)."""
     path = Path(path)
-    if not create or (path.is_symlink() and not path.exists()):  # never create the target of a dangling link
-        describe_missing(path, kind)
-    elif path.exists() and not path.is_file():
+    dangling = path.is_symlink() and not path.exists()  # never create the target of a dangling link
+    if not create or dangling or (path.exists() and not path.is_file()):
         describe_missing(path, kind)
     try:
         connection = sqlite3.connect(sqlite_uri(path, "rwc" if create else "rw"), uri=True, timeout=timeout_s,
