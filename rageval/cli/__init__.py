@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; an error of the user's input (a bad or broken file, a wrong argument: a
+    :class:`RagevalError`, or a file the system cannot read or write) is one line on stderr and exit status 2."""
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)

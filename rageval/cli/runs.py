@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rageval.errors import RagevalError
+from rageval.errors import RagevalError, StoreError
 
 
 def print_summary(path: Path) -> None:
@@ -31,12 +31,10 @@ def print_summary(path: Path) -> None:
 
 def cmd_info(args: argparse.Namespace) -> int:
     from rageval.pipeline.summary import run_summary
-    from rageval.store import RunReader
+    from rageval.store import RUN, RunReader
+    from rageval.store.files import describe_missing
 
-    if Path(args.run).is_dir():
-        raise RagevalError(f"{args.run}: is a folder; expected a run file")
-    if not Path(args.run).is_file():
-        raise RagevalError(f"{args.run}: no such run file")
+    describe_missing(Path(args.run), RUN)  # no such file, a folder, a dangling link, empty: said in one line
     if args.json:
         print(json.dumps(run_summary(args.run), indent=1, sort_keys=True))
     elif args.config:
@@ -46,7 +44,10 @@ def cmd_info(args: argparse.Namespace) -> int:
             config = reader.settings().get("config")
         if not config:
             raise RagevalError(f"{args.run}: this run was not made by rageval evaluate, so it stores no config")
-        print(EvaluateConfig(**config).to_toml(), end="")
+        try:
+            print(EvaluateConfig(**config).to_toml(), end="")
+        except (TypeError, ValueError) as error:
+            raise StoreError(f"{args.run}: the stored config is not one this rageval reads ({error})") from error
     else:
         print_summary(args.run)
     return 0

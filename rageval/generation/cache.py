@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rageval.errors import StoreError
 from rageval.generation.base import DecodingSettings, Generator
-from rageval.store.files import LLM_CACHE, open_for_write, stamp
+from rageval.store.files import LLM_CACHE, checked_reads, open_for_write, stamp
 
 SCHEMA_VERSION = LLM_CACHE.version
 _LOOKUP_CHUNK = 500  # stays under SQLite's bound-parameter limit (999 on old builds)
@@ -54,8 +54,10 @@ def default_cache_path() -> Path:
     return cache_dir() / "llm_cache.sqlite"
 
 
+@checked_reads(LLM_CACHE)
 class LLMCache:
-    """The SQLite store behind :class:`CachedGenerator`; safe to share between threads and processes.
+    """The SQLite store behind :class:`CachedGenerator`; safe to share between threads and processes (a damaged
+    file is a StoreError naming it, on opening or on any later read).
 
     WAL mode lets readers proceed while one process writes; a busy timeout makes a second writer wait for
     the lock instead of failing. Rows are only ever inserted (``INSERT OR IGNORE``), never changed.

@@ -26,13 +26,18 @@ from rageval.jobs.spec import (
     job_progress,
     job_status,
 )
-from rageval.jobs.store import JobStore
+from rageval.jobs.store import JobStore, default_jobs_db
 from rageval.jobs.worker import run_job
 from rageval.store import RunReader
 
 
-def _store(args: argparse.Namespace) -> JobStore:
-    return JobStore(args.jobs_db) if args.jobs_db else JobStore()
+def _store(args: argparse.Namespace, *, create: bool = True) -> JobStore:
+    """The jobs database; without ``create`` (commands that only look at jobs) a missing one is an error naming it,
+    never created."""
+    path = Path(args.jobs_db) if args.jobs_db else default_jobs_db()
+    if not create and not (path.exists() or path.is_symlink()):
+        raise JobError(f"{path}: no jobs database yet (no job was ever started with it)")
+    return JobStore(path)
 
 
 def _raise_cancelled(signum, frame) -> None:
@@ -67,6 +72,7 @@ def _parse_pieces(text: str | None) -> tuple[str, ...] | None:
 def cmd_start(args: argparse.Namespace) -> int:
     if args.pieces and not args.complete:
         raise JobError("--pieces goes with --complete")
+    RunReader(args.run).close()  # a missing or broken run file is refused before the jobs database is touched
     if args.complete:
         spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=COMPLETE,
                        pieces=_parse_pieces(args.pieces), base_url=args.base_url, api=args.api,
@@ -100,12 +106,12 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         return _run_here(args.job_id, store, exit_when_stopped=True)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         job = resume_job(args.job_id, store, launch=args.detach)
         if args.detach:
             print(f"job {job.job_id}: resumed in the background (pid {job.pid})")
@@ -114,13 +120,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         job = cancel_job(args.job_id, store, terminate=args.now)
         print(f"job {job.job_id}: cancel requested ({job_status(job)})")
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    path = Path(args.jobs_db) if args.jobs_db else default_jobs_db()
+    if not (path.exists() or path.is_symlink()):  # no job yet: nothing to list, and looking creates nothing
+        return 0
     with _store(args) as store:
         for job in store.list():
             progress = job_progress(job)

@@ -20,6 +20,7 @@ from rageval import erag
 from rageval.errors import StoreError
 from rageval.jobs.spec import JobError, JobSpec
 from rageval.store import RUN, Correlation, Label, LabelEvidence, MeasureValue, RunReader, open_for_write, open_readonly
+from rageval.store.files import recover_hot_journal
 from rageval.store.runs import CORRELATION_COLUMNS
 from rageval.types import Passage, Query, Ranking
 
@@ -120,17 +121,10 @@ def _run_transaction(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
 
 def recover_run_file(path: str | os.PathLike) -> bool:
     """Roll back a write that a killed worker left half done. A worker killed inside a commit leaves a "hot"
-    rollback journal beside the run file, and read-only readers (the dashboard's) cannot open the file until a
-    read-write connection has rolled it back; opening one and reading does that. Returns whether a journal was
-    there."""
-    if not Path(f"{path}-journal").exists():
-        return False
-    connection = sqlite3.connect(path, timeout=RUN_WRITE_TIMEOUT_S)
-    try:
-        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    finally:
-        connection.close()
-    return True
+    rollback journal beside the run file, and read-only readers can only read around it until a read-write
+    connection has rolled it back (:func:`rageval.store.files.recover_hot_journal`; a reader does that itself where
+    it can). Returns whether a journal was there and is now gone; creates no file."""
+    return recover_hot_journal(path, timeout_s=RUN_WRITE_TIMEOUT_S)
 
 
 def write_labels(path: str | os.PathLike, labels: Sequence[Label], evidence: Sequence[LabelEvidence]) -> None:
