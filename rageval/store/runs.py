@@ -171,7 +171,13 @@ REQUIRED_TABLES = ("meta", "queries", "passages", "rankings", "doc_outputs", "la
                    "measure_values")
 
 
-_SHAPE = schema_shape(_SCHEMA)
+#: Columns rageval writes NOT NULL but reads a missing (NULL) value of as an odd row rather than damage: a measure
+#: value or E2E score another tool left empty (or a NaN, which SQLite stores as NULL). The views count such rows,
+#: say so and work on the rest.
+NULLABLE_WHEN_READ = {("measure_values", "value"), ("e2e_outputs", "score")}
+_SHAPE = {table: {column: (declared, not_null and (table, column) not in NULLABLE_WHEN_READ)
+                  for column, (declared, not_null) in columns.items()}
+          for table, columns in schema_shape(_SCHEMA).items()}
 
 
 #: The settings readers rely on, each with its JSON type in words and its test (a setting may be absent or null).
