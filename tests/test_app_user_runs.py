@@ -115,7 +115,7 @@ def test_one_unreadable_file_in_either_folder_breaks_no_other_view(runs_env, tmp
     monkeypatch.setenv("RAGEVAL_SHIPPED_RUNS_DIR", str(shipped))
     home = start(HOME)
     warning = " ".join(w.value for w in home.sidebar.warning)
-    assert escape_markdown("folder.sqlite: a folder, not a rageval run file") in warning
+    assert escape_markdown("folder.sqlite: is a folder; expected a run file") in warning
     assert escape_markdown(f"dangling.sqlite: a link to {tmp_path / 'gone.sqlite'}, which does not exist") in warning
     assert home.sidebar.selectbox[0].value == "evaluated" and not home.error
     empty = start(HOME, run="empty").error[0].value

@@ -230,7 +230,7 @@ def describe_missing(path: Path, kind: SqliteKind) -> None:
     if not path.exists():
         raise StoreError(f"{path}: no such {kind.noun}")
     if path.is_dir():
-        raise StoreError(f"{path}: a folder, not a rageval {kind.noun}")
+        raise StoreError(f"{path}: is a folder; expected a {kind.noun}")
     if not path.is_file():
         raise StoreError(f"{path}: not a regular file, so not a rageval {kind.noun}")
     if path.stat().st_size == 0:
