@@ -50,7 +50,13 @@ from rageval.measures.precision import P
 from rageval.measures.rbp import RBP
 from rageval.measures.recall import R
 from rageval.measures.reciprocal_rank import RR
-from rageval.measures.registry import get_definition, parse_measure, register_measure, registered_measures
+from rageval.measures.registry import (
+    get_definition,
+    parse_measure,
+    parse_measure_list,
+    register_measure,
+    registered_measures,
+)
 from rageval.measures.rprec import Rprec
 from rageval.measures.set_measures import SetAP, SetP, SetR
 
@@ -92,6 +98,7 @@ __all__ = [
     "infAP",
     "nDCG",
     "parse_measure",
+    "parse_measure_list",
     "rank_by_score",
     "read_trec_qrels",
     "read_trec_run",

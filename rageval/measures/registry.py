@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -38,6 +38,7 @@ _MEASURE_PATTERN = re.compile(
 _RANK = re.compile(r"^\d+$")
 _RECALL = re.compile(r"^(?:\d+(?:\.\d*)?|\.\d+)$")
 EXAMPLES = "'nDCG@10', 'P(rel=2)@5', 'AP(judged_only=True)', \"nDCG(dcg='exp-log2')@10\", 'IPrec@0.5'"
+
 
 
 def register_measure(definition: MeasureDefinition) -> MeasureDefinition:
@@ -93,6 +94,33 @@ def parse_measure(text: str | Measure) -> Measure:
                                                                        or not isinstance(cutoff, int)):
         raise ValueError(f"cannot parse measure {text!r}: cutoff must be an integer >= 1, got {cutoff!r}")
     return Measure(definition, cutoff, tuple(params.items()))
+
+
+def parse_measure_list(measures: str | Iterable[str | Measure]) -> list[Measure]:
+    """Several measures: a string of measure strings separated by commas (commas inside parentheses or braces
+    belong to a measure: ``"P(rel=2,judged_only=True)@5, nDCG@10"``), or an iterable of strings or Measures.
+    Each is parsed by :func:`parse_measure`; repeats are dropped (first kept), the order is kept."""
+    items = split_measure_list(measures) if isinstance(measures, str) else list(measures)
+    return list(dict.fromkeys(parse_measure(item) for item in items))
+
+
+def split_measure_list(text: str) -> list[str]:
+    """``"P(rel=2,judged_only=True)@5, nDCG@10"`` -> ``["P(rel=2,judged_only=True)@5", "nDCG@10"]``."""
+    parts, depth, quote, start = [], 0, "", 0
+    for index, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
 
 
 def _parse_cutoff(text: str, definition: MeasureDefinition, cutoff: str) -> int | float:
