@@ -13,6 +13,12 @@ from rageval.generation.factory import BACKENDS, DEFAULT_BASE_URL, DEFAULT_MODEL
 if TYPE_CHECKING:
     from tqdm import tqdm as Tqdm
 
+#: The measure syntax in one line, for the help of every option taking measures (rageval.measures.parse_measure;
+#: not imported from there, so that ``rageval --help`` loads no numpy or pandas).
+MEASURE_SYNTAX = ("ir_measures' syntax NAME(param=value,...)@k, comma-separated, e.g. "
+                  "\"P@5,P(rel=2)@5,AP(judged_only=True),nDCG(dcg='exp-log2')@10,RBP(p=0.9),IPrec@0.5\"; "
+                  "the measures and their parameters are listed in docs/measures.md")
+
 CORPUS_NOTE = (
     "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, "
     "2Wiki and wiki-18 samples). Only the NQ gold passages are on-topic for NQ, so retrieval here is easier than over "

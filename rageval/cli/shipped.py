@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from rageval import __version__
-from rageval.cli.common import CORPUS_NOTE, stage_progress
+from rageval.cli.common import CORPUS_NOTE, MEASURE_SYNTAX, stage_progress
 from rageval.cli.common import bm25_index as _bm25_index
 from rageval.cli.common import load_corpus as _load_corpus
 from rageval.cli.common import progress_bar as _progress_bar
@@ -71,6 +71,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from rageval.store import write_run
 
     systems = ev.parse_systems(args.systems)
+    measures = ev.parse_retrieval_measures(args.measures or ",".join(ev.RETRIEVAL_MEASURES))
     started = time.perf_counter()
     if args.out_dir and not_writable_folder(args.out_dir):
         raise RagevalError(f"--out-dir {args.out_dir}: {not_writable_folder(args.out_dir)}")
@@ -121,7 +122,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     }
     per_query = {}
     for system, result in results.items():
-        per_query[system] = ev.compute_retrieval_measures(result.rankings, queries)
+        per_query[system] = ev.compute_retrieval_measures(result.rankings, queries, measures)
         run = ev.build_retrieval_run(dataset, result, queries, passages, per_query[system], settings,
                                      stored_depth=args.stored_depth)
         print(f"wrote {write_run(run, out_dir / ev.run_file_name(dataset, system))}")
@@ -340,6 +341,8 @@ def add_parsers(sub) -> None:
                            help="a saved cross-encoder folder (default: the latest `rageval train-reranker` model)")
     retrieval.add_argument("--batch-size", type=int, default=64, help="texts per embedding batch")
     retrieval.add_argument("--stored-depth", type=int, default=10, help="ranks kept in the run files")
+    retrieval.add_argument("--measures", help="the measures against the gold passages (default: R@1, R@5, R@10, "
+                                              "R@20, R@100, nDCG@10, RR@10), in " + MEASURE_SYNTAX)
     retrieval.add_argument("--data-dir", type=Path, default=DATA_DIR)
     retrieval.add_argument("--queries", type=Path, help="your questions (JSONL or BEIR queries.jsonl) instead of "
                                                         "--dataset; gold passages from gold_passage_ids or --qrels")

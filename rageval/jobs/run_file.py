@@ -17,8 +17,10 @@ from pathlib import Path
 import pandas as pd
 
 from rageval import erag
+from rageval.erag.measures import STORED_MEASURES
 from rageval.errors import StoreError
 from rageval.jobs.spec import JobError, JobSpec
+from rageval.measures import parse_measure_list
 from rageval.store import RUN, Correlation, Label, LabelEvidence, MeasureValue, RunReader, open_for_write, open_readonly
 from rageval.store.files import recover_hot_journal
 from rageval.store.runs import CORRELATION_COLUMNS
@@ -174,13 +176,14 @@ def labelled_depth(ranking: Ranking, labelled: set[str]) -> float:
 
 
 def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking], run_cutoffs: Sequence[int],
-                            base_method: str, method: str) -> list[MeasureValue]:
+                            base_method: str, method: str, extra_measures: Sequence[str] = ()) -> list[MeasureValue]:
     """Per-query measure values of a re-scored method, by the run builders' own rules
     (:func:`rageval.erag.compute_measure_values` applied as to ``base_method``, e.g. ``erag:em``: binary or
     graded, cut to the top c at cutoff c), for the queries that have its labels.
 
     Cutoffs: the run's own cutoffs no deeper than the labelled depth d (the fewest top passages labelled in a
-    query), plus d itself, so no measure counts an unlabelled passage as not relevant.
+    query), plus d itself, so no measure counts an unlabelled passage as not relevant. ``extra_measures`` (the
+    run's own, settings ``extra_measures``) are computed too, those at a rank cutoff only up to d.
     """
     per_query: dict[str, set[str]] = {}
     for query_id, passage_id in zip(labels["query_id"], labels["passage_id"]):
@@ -197,18 +200,22 @@ def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking
     cutoffs = sorted({c for c in run_cutoffs if c <= depth} | {depth})
     base_labels = [Label(base_method, q, p, float(v))
                    for q, p, v in zip(labels["query_id"], labels["passage_id"], labels["value"]) if q in measured]
-    values = erag.compute_measure_values(base_labels, measured, cutoffs)
+    extras = [m for m in parse_measure_list(extra_measures)
+              if m.cutoff is None or m.definition.cutoff_kind != "rank" or m.cutoff <= depth]
+    values = erag.compute_measure_values(base_labels, measured, cutoffs, extra_measures=extras)
     return [dataclasses.replace(v, method=method) for v in values]
 
 
 def run_cutoffs(path: str | os.PathLike) -> list[int]:
-    """The cutoffs of the measures a run already stores (``P@5`` -> 5), ascending."""
+    """The cutoffs of the measures of the stored set a run already stores (``P@5`` -> 5), ascending; the cutoffs of
+    a user's own measures (``P(rel=2)@7``, ``DCG@7``) do not add to the stored set."""
     connection = open_readonly(path, RUN)
     try:
         names = [row[0] for row in connection.execute("SELECT DISTINCT measure FROM measure_values")]
     finally:
         connection.close()
-    return sorted({int(match.group(1)) for name in names if (match := re.search(r"@(\d+)$", name))})
+    stored = [re.fullmatch(r"([A-Za-z]+)@(\d+)", name) for name in names]
+    return sorted({int(match.group(2)) for match in stored if match and match.group(1) in STORED_MEASURES})
 
 
 def write_method_measures(path: str | os.PathLike, method: str, base_method: str) -> list[MeasureValue]:
@@ -216,7 +223,8 @@ def write_method_measures(path: str | os.PathLike, method: str, base_method: str
     with RunReader(path) as reader:
         labels = reader.labels(method)
         rankings = reader.rankings()
-    values = compute_method_measures(labels, rankings, run_cutoffs(path), base_method, method)
+        extras = reader.settings().get("extra_measures") or ()
+    values = compute_method_measures(labels, rankings, run_cutoffs(path), base_method, method, extras)
     correlations = _method_correlations(path, values)
     with _run_transaction(path) as conn:
         conn.execute("DELETE FROM measure_values WHERE method = ?", (method,))

@@ -31,7 +31,14 @@ import pandas as pd
 
 from rageval.errors import DataError
 from rageval.measures.base import Measure, RankedLabels
-from rageval.measures.compute import _count_better, _pad, _per_query_frame, _ranked_labels, required_depths
+from rageval.measures.compute import (
+    _count_better,
+    _pad,
+    _per_query_frame,
+    _ranked_labels,
+    required_depths,
+    requires_judgments,
+)
 from rageval.measures.registry import parse_measure
 
 RUN_COLUMNS = ("query_id", "passage_id", "score")
@@ -325,7 +332,8 @@ def compute_measures_from_frames(
     """
     parsed = list(dict.fromkeys(map(parse_measure, measures)))
     depth, ideal_depth = required_depths(parsed)
-    labels = build_ranked_labels_from_frames(run, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth)
+    labels = build_ranked_labels_from_frames(run, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth,
+                                             judgments=requires_judgments(parsed))
     return _per_query_frame(parsed, labels)
 
 
@@ -336,11 +344,12 @@ def build_ranked_labels_from_frames(
     queries: Iterable[str] | None = None,
     depth: int | None = None,
     ideal_depth: int | None = None,
+    judgments: bool = False,
 ) -> RankedLabels:
     """:class:`RankedLabels` of a run table ranked by score, against a qrels table.
 
     The columnar counterpart of :func:`~rageval.measures.build_ranked_labels_from_run`, with the
-    same queries, depths and label semantics. The run is laid out as a ``[n_queries x width]``
+    same queries, depths, ``judgments`` and label semantics. The run is laid out as a ``[n_queries x width]``
     score matrix (width: the longest ranking), so memory grows with the longest ranking.
     """
     _require_columns(run, RUN_COLUMNS, "run")
@@ -364,9 +373,9 @@ def build_ranked_labels_from_frames(
         if len(judged_codes) else judged_codes.astype(np.int64)
 
     kept = lengths if depth is None else np.minimum(lengths, depth)
-    labels = np.zeros((len(query_ids), int(kept.max(initial=0))))
-    # Only positively labelled retrieved passages add gain: find their ranks.
-    entries = np.flatnonzero((judged_labels > 0) & (judged_codes >= 0))
+    labels = np.full((len(query_ids), int(kept.max(initial=0))), np.nan if judgments else 0.0)
+    # Only positively labelled retrieved passages add gain: find their ranks (all judged ones for the judgments).
+    entries = np.flatnonzero(((judged_labels > 0) | judgments) & (judged_codes >= 0))
     entries, columns = _locate(code_matrix, judged_rows[entries], judged_codes[entries], entries)
     entry_rows = judged_rows[entries]
     rank, tie_entries, tie_columns = _count_better(score_matrix, entry_rows, score_matrix[entry_rows, columns])
@@ -378,7 +387,7 @@ def build_ranked_labels_from_frames(
         rank += np.bincount(tie_entries, weights=greater, minlength=len(rank)).astype(np.int64)
     inside = rank < kept[entry_rows]
     labels[entry_rows[inside], rank[inside]] = judged_labels[entries[inside]]
-    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth)
+    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth, judgments)
 
 
 def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...], name: str) -> None:

@@ -77,6 +77,7 @@ def build_ranked_labels(
     queries: Iterable[str] | None = None,
     depth: int | None = None,
     ideal_depth: int | None = None,
+    judgments: bool = False,
 ) -> RankedLabels:
     """Lay out the labels of every ranking as the dense matrices of :class:`RankedLabels`.
 
@@ -86,7 +87,8 @@ def build_ranked_labels(
     (trec_eval ignores them too; unlike trec_eval, a judged query that was not retrieved for counts,
     as with ``trec_eval -c``). Unjudged passages get label 0. ``depth`` keeps only the top ``depth``
     ranks and ``ideal_depth`` only that many ideal gains (None: all), which is all a set of cutoff
-    measures needs. Passage ids must be unique within a ranking.
+    measures needs. ``judgments=True`` also fills ``ranked_judgments`` (see :func:`requires_judgments`).
+    Passage ids must be unique within a ranking.
     """
     query_ids = tuple(qrels) if queries is None else tuple(queries)
     judged = [qrels.get(query_id, _EMPTY) for query_id in query_ids]
@@ -96,11 +98,12 @@ def build_ranked_labels(
         ranked_lists = [ranked if len(ranked) <= depth else ranked[:depth] for ranked in ranked_lists]
     kept = lengths if depth is None else np.minimum(lengths, depth)
     _check_unique(query_ids, ranked_lists, kept)
-    lookups = (map(labels.get, ranked, repeat(0.0)) for labels, ranked in zip(judged, ranked_lists))
+    unjudged = np.nan if judgments else 0.0
+    lookups = (map(labels.get, ranked, repeat(unjudged)) for labels, ranked in zip(judged, ranked_lists))
     flat_labels = _floats(chain.from_iterable(lookups), int(kept.sum()), query_ids, judged)
-    labels = _pad(flat_labels, kept, width=int(kept.max(initial=0)))
+    labels = _pad(flat_labels, kept, width=int(kept.max(initial=0)), fill=unjudged)
     judged_rows, judged_labels = _judged_table(query_ids, judged)
-    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth)
+    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth, judgments)
 
 
 def build_ranked_labels_from_run(
@@ -110,13 +113,15 @@ def build_ranked_labels_from_run(
     queries: Iterable[str] | None = None,
     depth: int | None = None,
     ideal_depth: int | None = None,
+    judgments: bool = False,
 ) -> RankedLabels:
     """:func:`build_ranked_labels` of ``rank_by_score(run)``, computed without sorting the run.
 
     Only the rank of each positively labelled passage matters to the measures, so instead of sorting
     every query's passages this counts, for each judged passage that was retrieved, the passages that
-    rank above it under trec_eval's order (score descending, then passage id descending). The same
-    queries are evaluated as in :func:`build_ranked_labels`.
+    rank above it under trec_eval's order (score descending, then passage id descending); with
+    ``judgments=True`` every judged retrieved passage is placed, whatever its label. The same queries are
+    evaluated as in :func:`build_ranked_labels`.
     """
     query_ids = tuple(qrels) if queries is None else tuple(queries)
     judged = [qrels.get(query_id, _EMPTY) for query_id in query_ids]
@@ -125,14 +130,15 @@ def build_ranked_labels_from_run(
     scores = np.fromiter(chain.from_iterable(s.values() for s in scored), dtype=np.float64, count=int(lengths.sum()))
     _check_scores(scores, lengths, query_ids)
     kept = lengths if depth is None else np.minimum(lengths, depth)
-    labels = np.zeros((len(query_ids), int(kept.max(initial=0))))
+    labels = np.full((len(query_ids), int(kept.max(initial=0))), np.nan if judgments else 0.0)
     # -inf padding never ranks above a real score nor ties with one.
     score_matrix = _pad(scores, lengths, width=int(lengths.max(initial=0)), fill=-np.inf)
 
     judged_rows, judged_labels = _judged_table(query_ids, judged)
     lookups = (map(s.get, j, repeat(np.nan)) for s, j in zip(scored, judged))
     judged_scores = np.fromiter(chain.from_iterable(lookups), dtype=np.float64, count=len(judged_rows))
-    useful = (judged_labels > 0) & ~np.isnan(judged_scores)  # only positive retrieved labels add gain
+    # Only positive retrieved labels add gain; the judgments place every judged retrieved passage.
+    useful = ~np.isnan(judged_scores) if judgments else (judged_labels > 0) & ~np.isnan(judged_scores)
     entries = np.flatnonzero(useful)
     rows, entry_scores = judged_rows[entries], judged_scores[entries]
 
@@ -150,7 +156,7 @@ def build_ranked_labels_from_run(
         rank += np.bincount(tie_entries, weights=greater, minlength=len(rank)).astype(np.int64)
     inside = rank < kept[rows]
     labels[rows[inside], rank[inside]] = judged_labels[entries[inside]]
-    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth)
+    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth, judgments)
 
 
 def _count_better(
@@ -186,11 +192,21 @@ def _judged_table(query_ids, judged) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ranked_labels(
-    query_ids, judged_rows: np.ndarray, judged_labels: np.ndarray, labels: np.ndarray, lengths: np.ndarray, ideal_depth
+    query_ids, judged_rows: np.ndarray, judged_labels: np.ndarray, labels: np.ndarray, lengths: np.ndarray, ideal_depth,
+    judgments: bool = False,
 ) -> RankedLabels:
-    """Complete :class:`RankedLabels` from the ranked label matrix and the flattened judgments."""
+    """Complete :class:`RankedLabels` from the ranked label matrix and the flattened judgments.
+
+    With ``judgments`` the matrix holds every judged ranked passage's label and NaN elsewhere; without, the
+    positive labels and 0 elsewhere.
+    """
     relevance = np.clip(judged_labels, 0.0, 1.0)
     fractional = (relevance > 0) & (relevance < 1)
+    ranked_judgments = None
+    if judgments:
+        ranked_judgments = labels.copy()
+        ranked_judgments.flags.writeable = False
+        np.nan_to_num(labels, copy=False, nan=0.0)
     gains = np.maximum(labels, 0.0, out=labels)  # ``labels`` is a fresh array owned by the caller
     # With labels <= 1 (binary and eRAG labels) relevance equals the gains: share the matrix.
     ranked_relevance = gains if judged_labels.max(initial=0.0) <= 1.0 else np.minimum(gains, 1.0)
@@ -203,7 +219,16 @@ def _ranked_labels(
         n_relevant=np.bincount(judged_rows, weights=relevance, minlength=len(query_ids)),
         has_fractional=np.bincount(judged_rows, weights=fractional, minlength=len(query_ids)) > 0,
         lengths=lengths,
+        ranked_judgments=ranked_judgments,
+        judgment_rows=_read_only(judged_rows),
+        judgment_labels=_read_only(judged_labels),
     )
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 def _lengths(collections: Sequence) -> np.ndarray:
@@ -273,12 +298,26 @@ def _ideal_gains(rows: np.ndarray, gains: np.ndarray, n_queries: int, ideal_dept
 
 
 def required_depths(measures: Sequence[Measure]) -> tuple[int | None, int | None]:
-    """The ranking depth and ideal depth that ``measures`` read (None: everything)."""
-    cutoffs = [measure.cutoff for measure in measures]
-    depths = [cutoff for cutoff in cutoffs if cutoff is not None]
-    if not cutoffs or len(depths) < len(cutoffs):
+    """The ranking depth and ideal depth that ``measures`` read (None: everything; no measure: everything)."""
+    if not measures:
         return None, None
-    return max(depths), max(depths)
+    return _deepest(measure.depth for measure in measures), _deepest(measure.ideal_depth for measure in measures)
+
+
+def _deepest(depths: Iterable[int | None]) -> int | None:
+    deepest = 0
+    for depth in depths:
+        if depth is None:
+            return None
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def requires_judgments(measures: Iterable[Measure]) -> bool:
+    """Whether any of ``measures`` reads the judgment of every ranked passage (``judged_only``, bpref, infAP,
+    Judged, a gain for label 0): the label builders then place every judged retrieved passage, not only the
+    positively labelled ones."""
+    return any(measure.needs_judgments for measure in measures)
 
 
 def compute_measure_values(
@@ -286,9 +325,11 @@ def compute_measure_values(
 ) -> dict[Measure, np.ndarray]:
     """Each measure's per-query values, aligned with ``labels.query_ids`` (the kernels alone).
 
-    ``labels`` must be at least as deep as :func:`required_depths` says for these measures.
+    ``labels`` must be at least as deep as :func:`required_depths` says for these measures, and built with
+    judgments if :func:`requires_judgments` says so. Measures sharing label parameters share their view.
     """
-    return {measure: measure.compute(labels) for measure in map(parse_measure, measures)}
+    views: dict = {}
+    return {measure: measure.compute(labels, views) for measure in map(parse_measure, measures)}
 
 
 def compute_measures(
@@ -309,7 +350,8 @@ def compute_measures(
     """
     parsed = list(dict.fromkeys(map(parse_measure, measures)))
     depth, ideal_depth = required_depths(parsed)
-    labels = build_ranked_labels(rankings, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth)
+    labels = build_ranked_labels(rankings, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth,
+                                 judgments=requires_judgments(parsed))
     return _per_query_frame(parsed, labels)
 
 
@@ -328,7 +370,8 @@ def compute_measures_from_run(
     """
     parsed = list(dict.fromkeys(map(parse_measure, measures)))
     depth, ideal_depth = required_depths(parsed)
-    labels = build_ranked_labels_from_run(run, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth)
+    labels = build_ranked_labels_from_run(run, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth,
+                                          judgments=requires_judgments(parsed))
     return _per_query_frame(parsed, labels)
 
 
@@ -345,9 +388,23 @@ def _per_query_frame(parsed: list[Measure], labels: RankedLabels) -> pd.DataFram
 
 
 def aggregate_measures(per_query: pd.DataFrame) -> pd.DataFrame:
-    """Mean value per measure over queries: columns ``measure, value, n_queries``.
+    """Value per measure over queries: columns ``measure, value, n_queries``.
 
-    The mean of AP is MAP, of RR is MRR, of Hit is the hit rate. Measures keep their first-seen order.
+    The mean for most measures (the mean of AP is MAP, of RR is MRR, of Hit is the hit rate); the sum for the
+    counts (``NumRet``, ``NumRel``, ``NumRelRet``, and ``NumQ``, which is then the number of queries, as
+    ``n_queries`` is), as trec_eval and ir_measures total them. Measures keep their first-seen order; a measure
+    string that does not parse is averaged.
     """
     grouped = per_query.groupby("measure", sort=False)["value"]
-    return pd.DataFrame({"value": grouped.mean(), "n_queries": grouped.size()}).reset_index()
+    summary = pd.DataFrame({"value": grouped.mean(), "n_queries": grouped.size()})
+    summed = [name for name in summary.index if _aggregate_of(name) == "sum"]
+    if summed:
+        summary.loc[summed, "value"] = grouped.sum()[summed]
+    return summary.reset_index()
+
+
+def _aggregate_of(name: str) -> str:
+    try:
+        return parse_measure(name).definition.aggregate
+    except ValueError:
+        return "mean"

@@ -9,6 +9,7 @@ win over the file. The resolved config is written into the run file (settings ``
     retriever = "bm25"           # or: run = "runs/bm25.trec"
     k = [1, 5, 10]
     methods = "all"
+    measures = ["P(rel=2)@5", "AP(judged_only=True)"]   # optional: IR measures beyond the stored set
     model = "gemma-3-270m"       # a Hugging Face folder or id, or a served model with backend = "openai"
     prompt_template = "qa.toml"  # optional: the QA prompt as a file (name, version, instruction, [[examples]])
 """
@@ -25,6 +26,7 @@ from rageval import erag
 from rageval.errors import DataError, RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings
+from rageval.measures import parse_measure_list
 from rageval.paths import not_a_file
 from rageval.pipeline.evaluate import METHODS, EvaluationOptions, parse_ks, parse_methods
 from rageval.pipeline.sources import RETRIEVERS, SourcePaths
@@ -49,6 +51,7 @@ class EvaluateConfig:
     methods: str = "all"
     metric: str = "em"
     label_metrics: str = ",".join(erag.ALL_METRICS)
+    measures: str = ""  # IR measures beyond the stored set, comma-separated (rageval.measures.MEASURE_SYNTAX)
     llm_relevance: bool = True
     judges: str = ",".join(JUDGE_NAMES)
     semi_gold_samples: int = 3
@@ -72,6 +75,7 @@ class EvaluateConfig:
             raise RagevalError(f"retriever {self.retriever!r}: expected one of {', '.join(RETRIEVERS)}")
         parse_ks(self.k)
         parse_methods(self.methods)
+        self.extra_measures()
         if self.semi_gold_samples < 1 or self.max_new_tokens < 1:
             raise RagevalError("semi_gold_samples and max_new_tokens: expected at least 1")
         self.model_settings()  # the model fields are checked where they are defined (a ModelError otherwise)
@@ -90,6 +94,13 @@ class EvaluateConfig:
                              api_key_env=self.api_key_env, device=self.device, dtype=self.dtype,
                              batch_size=self.batch_size)
 
+    def extra_measures(self) -> tuple[str, ...]:
+        """The ``measures`` setting as canonical measure strings."""
+        try:
+            return tuple(str(m) for m in parse_measure_list(self.measures))
+        except ValueError as error:
+            raise RagevalError(f"measures: {error}") from None
+
     def options(self) -> EvaluationOptions:
         ks = parse_ks(self.k)
         judges = tuple(x.strip() for x in self.judges.split(",") if x.strip())
@@ -99,7 +110,7 @@ class EvaluateConfig:
         return EvaluationOptions(
             methods=parse_methods(self.methods), ks=ks,
             label_metrics=tuple(x.strip() for x in self.label_metrics.split(",") if x.strip()),
-            metric=self.metric, llm_relevance=self.llm_relevance,
+            metric=self.metric, llm_relevance=self.llm_relevance, measures=self.extra_measures(),
             reteval=RetEvalSettings(ks=ks, judges=judges,
                                     semi_gold=SemiGoldSettings(samples=self.semi_gold_samples,
                                                                max_new_tokens=self.max_new_tokens)),
@@ -152,9 +163,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise DataError(path, f"unknown setting {unknown[0]!r}; known: {', '.join(FIELD_NAMES)}", field=unknown[0])
     if isinstance(values.get("k"), list):
         values["k"] = ",".join(str(x) for x in values["k"])
-    for name in ("methods", "label_metrics", "judges"):
+    for name in ("methods", "label_metrics", "judges", "measures"):
         if isinstance(values.get(name), list):
-            values[name] = ",".join(values[name])
+            values[name] = ",".join(map(str, values[name]))
     for name in PATH_FIELDS:
         if isinstance(values.get(name), str) and not Path(values[name]).expanduser().is_absolute():
             values[name] = str(path.parent / values[name])
