@@ -221,6 +221,11 @@ class _App:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so a pooled client reuses its connections
+    # Headers and body leave in one write, without waiting: unbuffered, they went as two small writes, and Nagle's
+    # algorithm held the second until the client's delayed ACK, 40 ms later (measured: 20 answers/s at
+    # concurrency 1; benchmarks/bench_http_backend.py). handle_one_request flushes after each request.
+    wbufsize = -1
+    disable_nagle_algorithm = True
     server: _Server
 
     def do_GET(self) -> None:
