@@ -326,3 +326,16 @@ def test_evaluate_labels_through_two_replicas_and_stores_them_in_the_config(data
     finally:
         for server in servers:
             server.close()
+
+
+def test_the_cache_sends_a_fleet_as_many_prompts_at_once_as_it_has_requests_in_flight(tmp_path):
+    class Wide(FakeGenerator):
+        concurrency = 200
+
+    wide = Wide()
+    with LLMCache(tmp_path / "llm.sqlite") as cache:
+        CachedGenerator(wide, cache).generate([f"Passage: P {i}" for i in range(150)], GREEDY)
+        assert wide.calls == 1  # one call of 150, not chunks of 64 (which would cap a fleet at 64 in flight)
+        narrow = FakeGenerator()
+        CachedGenerator(narrow, cache).generate([f"Passage: Q {i}" for i in range(150)], GREEDY)
+        assert narrow.calls == 3  # a local model: chunks of 64, each committed before the next
