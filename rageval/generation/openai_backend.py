@@ -236,7 +236,10 @@ class OpenAIGenerator:
         with self._start_lock:
             if self._client is None:
                 headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-                limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+                # At most `concurrency` requests are in flight (the threads); each endpoint may keep that many idle
+                # connections, so moving between endpoints never closes one to open another.
+                limits = httpx.Limits(max_connections=None,
+                                      max_keepalive_connections=self.concurrency * len(self.base_urls))
                 self._client = httpx.Client(timeout=self.timeout_s, headers=headers, limits=limits)
                 self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rageval-openai")
             return self._client, self._pool
