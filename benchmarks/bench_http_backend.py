@@ -82,7 +82,7 @@ def cpu_seconds_of(pids: list[int]) -> float:
 
 def measure(urls: list[str], concurrency: int, prompts: list[str], server_pids: list[int], waves: bool) -> dict:
     settings = DecodingSettings(max_new_tokens=16)
-    with OpenAIGenerator(urls, SERVED, concurrency=concurrency, max_retries=0) as generator:
+    with OpenAIGenerator(urls, SERVED, concurrency=concurrency) as generator:
         generator.generate(prompts[:2 * concurrency], settings)  # connections open, threads started
         wall, cpu, server = time.perf_counter(), time.process_time(), cpu_seconds_of(server_pids)
         if waves:

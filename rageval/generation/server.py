@@ -276,6 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # idle keep-alive connections must not keep the process alive
+    request_queue_size = 256  # socketserver's 5 reset connections when 32 clients connected at once
     server_address: tuple[str, int]  # an IPv4 socket's (host, port) once bound (typeshed allows any address form)
 
     def __init__(self, address: tuple[str, int], app: _App, verbose: bool):
