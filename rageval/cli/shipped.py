@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 from rageval import __version__
-from rageval.cli.common import CORPUS_NOTE, MEASURE_SYNTAX, stage_progress
+from rageval.cli.common import CORPUS_NOTE, MEASURE_SYNTAX, add_server_arguments, stage_progress
 from rageval.cli.common import bm25_index as _bm25_index
 from rageval.cli.common import load_corpus as _load_corpus
 from rageval.cli.common import progress_bar as _progress_bar
 from rageval.errors import RagevalError
-from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings, load_generator
+from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator
 from rageval.paths import DATA_DIR, REPO_ROOT, RUNS_DIR, not_writable_folder, user_runs_dir
 
 
@@ -35,7 +35,8 @@ def cmd_erag(args: argparse.Namespace) -> int:
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     generator = CachedGenerator(load_generator(ModelSettings(
         model=args.model, backend=args.backend, base_url=args.base_url, api=args.api, api_key_env=args.api_key_env,
-        batch_size=args.batch_size)), cache)
+        batch_size=args.batch_size, balance=args.balance, max_requests_per_minute=args.max_requests_per_minute,
+        max_tokens_per_minute=args.max_tokens_per_minute)), cache)
     run = build_run(plan, Resources(_load_corpus(args.data_dir)), generator, batch_size=args.batch_size,
                     command="rageval " + " ".join(sys.argv[1:]), progress=stage_progress())
     path = write_run(run, args.out)
@@ -319,7 +320,7 @@ def add_parsers(sub) -> None:
     run.add_argument("--backend", choices=("transformers", "openai"), default="transformers",
                      help="run the model in process, or call an OpenAI-compatible server (vLLM, Ollama, "
                           "python -m rageval.generation.server); then --model is the served model name")
-    run.add_argument("--base-url", default=DEFAULT_BASE_URL, help="the OpenAI-compatible server (--backend openai)")
+    add_server_arguments(run)
     run.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
     run.add_argument("--api", choices=("completions", "chat"), default="completions",
                      help="/v1/completions (raw prompt) or /v1/chat/completions (--backend openai)")

@@ -137,11 +137,15 @@ class CachedGenerator:
 
     Misses (deduplicated) go to the wrapped generator in chunks of ``chunk_size`` prompts (one call when there
     are fewer), and each chunk is committed before the next starts, so a killed run keeps what it finished.
+    The default chunk is 64 prompts, or the wrapped generator's ``concurrency`` when larger (a server fleet
+    answering 512 requests at a time must be sent 512 at a time).
     ``hits`` counts prompts answered from the cache, ``misses`` prompts sent to the wrapped generator;
     a prompt repeated within one call is generated once and its repeats count as hits.
     """
 
-    def __init__(self, generator: Generator, cache: LLMCache, *, chunk_size: int = 64):
+    def __init__(self, generator: Generator, cache: LLMCache, *, chunk_size: int | None = None):
+        if chunk_size is None:
+            chunk_size = max(64, getattr(generator, "concurrency", 0))
         if chunk_size < 1:
             raise ValueError(f"CachedGenerator.chunk_size: expected >= 1, got {chunk_size}")
         self.generator = generator

@@ -11,6 +11,8 @@ win over the file. The resolved config is written into the run file (settings ``
     methods = "all"
     measures = ["P(rel=2)@5", "AP(judged_only=True)"]   # optional: IR measures beyond the stored set
     model = "gemma-3-270m"       # a Hugging Face folder or id, or a served model with backend = "openai"
+    # backend = "openai"; base_url = ["http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"]   # replicas
+    # max_requests_per_minute = 6000; max_tokens_per_minute = 5000000
     prompt_template = "qa.toml"  # optional: the QA prompt as a file (name, version, instruction, [[examples]])
 """
 
@@ -57,7 +59,10 @@ class EvaluateConfig:
     semi_gold_samples: int = 3
     model: str = DEFAULT_MODEL
     backend: str = "local"
-    base_url: str = DEFAULT_BASE_URL
+    base_url: str = DEFAULT_BASE_URL  # several servers: separated by commas (a list in the TOML file)
+    balance: str = "least-in-flight"
+    max_requests_per_minute: float | None = None
+    max_tokens_per_minute: float | None = None
     api: str = "completions"
     api_key_env: str | None = None
     device: str = "auto"
@@ -92,7 +97,9 @@ class EvaluateConfig:
     def model_settings(self) -> ModelSettings:
         return ModelSettings(model=self.model, backend=self.backend, base_url=self.base_url, api=self.api,
                              api_key_env=self.api_key_env, device=self.device, dtype=self.dtype,
-                             batch_size=self.batch_size)
+                             batch_size=self.batch_size, balance=self.balance,
+                             max_requests_per_minute=self.max_requests_per_minute,
+                             max_tokens_per_minute=self.max_tokens_per_minute)
 
     def extra_measures(self) -> tuple[str, ...]:
         """The ``measures`` setting as canonical measure strings."""
@@ -163,7 +170,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise DataError(path, f"unknown setting {unknown[0]!r}; known: {', '.join(FIELD_NAMES)}", field=unknown[0])
     if isinstance(values.get("k"), list):
         values["k"] = ",".join(str(x) for x in values["k"])
-    for name in ("methods", "label_metrics", "judges", "measures"):
+    for name in ("methods", "label_metrics", "judges", "measures", "base_url"):
         if isinstance(values.get(name), list):
             values[name] = ",".join(map(str, values[name]))
     for name in PATH_FIELDS:

@@ -26,9 +26,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from rageval.errors import StoreError
 from rageval.store.files import (
@@ -63,6 +61,9 @@ from rageval.store.records import (
 )
 from rageval.store.text import text_window
 from rageval.types import Passage, Query, Ranking, ScoredPassage
+
+if TYPE_CHECKING:  # pandas is imported by the readers that return frames: `rageval info` starts without it
+    import pandas as pd
 
 SCHEMA_VERSION = RUN.version
 APPLICATION_ID = RUN.application_id  # "RAGE": marks a SQLite file as a rageval run
@@ -235,6 +236,8 @@ class RunReader:
         self.close()
 
     def _frame(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.read_sql_query(sql, self._connection, params=list(params))
 
     def settings(self) -> dict[str, Any]:
@@ -251,6 +254,8 @@ class RunReader:
                         ) -> pd.DataFrame:
         """``sql`` on a table that older schemas lack: an empty frame with ``columns`` when it is absent."""
         if table not in self._tables:
+            import pandas as pd
+
             return pd.DataFrame(columns=list(columns))
         return self._frame(sql, params)
 
@@ -337,6 +342,8 @@ class RunReader:
         sizes in UTF-8 bytes), so a huge passage is never loaded whole; :meth:`passage_text` reads the rest piece
         by piece. Without it, the whole texts and their sizes in characters. Rows are returned as stored: a file
         written by another tool may hold the same rank, or the same passage, twice."""
+        import pandas as pd
+
         whole = preview is None
         ranked = self._frame(
             f"SELECT r.rank, r.passage_id, r.score, p.title, {'p.text' if whole else 'NULL'} AS text, "
@@ -474,6 +481,8 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
 
 def labels_as_qrels(labels: Iterable[Label] | pd.DataFrame, method: str) -> dict[str, dict[str, float]]:
     """The labels of one method as a qrels mapping ``{query_id: {passage_id: value}}``."""
+    import pandas as pd
+
     if isinstance(labels, pd.DataFrame):
         rows = labels[labels["method"] == method].itertuples(index=False)
         triples = ((r.query_id, r.passage_id, r.value) for r in rows)
