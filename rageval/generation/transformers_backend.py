@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.generation.base import DecodingSettings, apply_stop
+from rageval.generation.precision import PrecisionCheck, cached_check, check_enabled, measure_precision, save_check
 from rageval.generation.prefix import PrefixCacheStore, choose_prefix, starts_with
 from rageval.generation.shared_prefix import PrefixKV, SharedPrefixDecoder, supports
 
@@ -109,7 +110,10 @@ class TransformersGenerator:
     prefixes (``computed`` counts them).
 
     ``dtype`` overrides the default (float32 on CPU, bfloat16 on CUDA); it is then part of ``model_id``, so
-    cached answers of different precisions never mix.
+    cached answers of different precisions never mix. ``dtype="auto"``: the default on CUDA; on the CPU, bfloat16
+    when a check on eRAG labels (:mod:`rageval.generation.precision`, made once per model and cached) says it
+    gives float32's labels faster, with ``[bfloat16]`` in ``model_id``, else float32; ``precision_check`` holds
+    the verdict.
     """
 
     def __init__(
@@ -131,8 +135,8 @@ class TransformersGenerator:
 
         if batch_size < 1:
             raise ValueError(f"TransformersGenerator.batch_size: expected >= 1, got {batch_size}")
-        if dtype is not None and dtype not in _DTYPES:
-            raise ValueError(f"TransformersGenerator.dtype: expected one of {_DTYPES} or None, got {dtype!r}")
+        if dtype is not None and dtype != "auto" and dtype not in _DTYPES:
+            raise ValueError(f"TransformersGenerator.dtype: expected auto, one of {_DTYPES} or None, got {dtype!r}")
         if min_prefix_tokens < 1:
             raise ValueError(f"TransformersGenerator.min_prefix_tokens: expected >= 1, got {min_prefix_tokens}")
         if decode_memory_mb <= 0:
@@ -141,6 +145,15 @@ class TransformersGenerator:
         self.batch_size = batch_size
         self.device, dtype_name = resolve_device(device)
         base_id = model_id or (f"{model_path_or_id}::{gguf_file}" if gguf_file else str(model_path_or_id))
+        self.precision_check: PrecisionCheck | None = None  # the auto precision's verdict, when one was made
+        check_precision = False
+        if dtype == "auto":  # CUDA: its default (bfloat16); CPU: the check's verdict, float32 until it is made
+            dtype = None
+            if not self.device.startswith("cuda") and check_enabled():
+                self.precision_check = cached_check(base_id)
+                check_precision = self.precision_check is None
+                if self.precision_check is not None and self.precision_check.dtype != dtype_name:
+                    dtype = self.precision_check.dtype
         dtype_name = dtype or dtype_name
         self.dtype = dtype_name
         self._model_id = f"{base_id} [{dtype}]" if dtype else base_id
@@ -162,6 +175,17 @@ class TransformersGenerator:
         self._sliding_window = getattr(text_config, "sliding_window", None) or float("inf")
         self._shared_prefix_attention = supports(self.model)
         self.decode_groups = 0  # row groups the greedy shared-prefix path decoded (tests and benchmarks read it)
+        if check_precision:
+            self._check_precision(base_id)
+
+    def _check_precision(self, base_id: str) -> None:
+        """Make and cache the auto precision's verdict (:mod:`rageval.generation.precision`); switch to bfloat16
+        when it says so."""
+        check, bfloat16_model = measure_precision(self, base_id)
+        save_check(check)
+        self.precision_check = check
+        if check.dtype == "bfloat16":
+            self.model, self.dtype, self._model_id = bfloat16_model, "bfloat16", f"{base_id} [bfloat16]"
 
     @property
     def model_id(self) -> str:
