@@ -17,8 +17,8 @@ prefix copy as a single product.
 - **Decode.** The rows of a group step together; each row's new key and value are written into its own buffer,
   sized for its suffix and answer (no padding to the longest row, no concatenation per step), and a row leaves
   the batch, its buffers freed, as soon as it finishes.
-- **Groups.** Rows (longest first) are split into groups whose key/value buffers and logits fit three quarters
-  of ``memory_bytes`` (:func:`plan_groups`), at most ``max_rows`` a group; the last quarter bounds a prefill pass.
+- **Groups.** Rows (longest first) are split into groups whose key/value buffers and logits fit seven eighths of
+  ``memory_bytes`` (:func:`plan_groups`), at most ``max_rows`` a group; the last eighth bounds a prefill pass.
 
 Positions, causality and sliding windows are applied from each token's position (a key at position p is seen
 from position q when p <= q, and p > q - window on a sliding-window layer), so rows of any length, inside a
@@ -255,8 +255,8 @@ class RowBatch:
 class SharedPrefixDecoder:
     """Greedy answers of suffixes after one shared prefix (see the module docstring).
 
-    ``memory_bytes`` is split: three quarters for one group's key/value buffers and logits (:func:`plan_groups`,
-    at most ``max_rows`` rows), a quarter for the activations of one prefill pass (``chunk_tokens`` suffix tokens
+    ``memory_bytes`` is split: seven eighths for one group's key/value buffers and logits (:func:`plan_groups`,
+    at most ``max_rows`` rows), an eighth for the activations of one prefill pass (``chunk_tokens`` suffix tokens
     a pass).
     """
 
@@ -270,12 +270,12 @@ class SharedPrefixDecoder:
         intermediate = getattr(config, "intermediate_size", None) or 4 * config.hidden_size
         self.activation_bytes = (ACTIVATION_WIDTHS * config.hidden_size + 3 * intermediate) * element
         self.logits_bytes = config.vocab_size * element
-        self.chunk_tokens = max(MIN_CHUNK_TOKENS, memory_bytes // 4 // self.activation_bytes)
+        self.chunk_tokens = max(MIN_CHUNK_TOKENS, memory_bytes // 8 // self.activation_bytes)
         self.groups_run = 0  # how many groups were decoded (tests and benchmarks read it)
 
     def plan(self, lengths: Sequence[int], max_new_tokens: int) -> list[list[int]]:
         return plan_groups(lengths, max_new_tokens, self.prefix.bytes_per_token(), self.logits_bytes,
-                           self.memory_bytes * 3 // 4, self.max_rows)
+                           self.memory_bytes * 7 // 8, self.max_rows)
 
     def generate(self, suffixes: Sequence[Sequence[int]], max_new_tokens: int,
                  finished: Callable[[list[int]], bool]) -> list[list[int]]:

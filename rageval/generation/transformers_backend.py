@@ -25,7 +25,7 @@ from rageval.generation.shared_prefix import PrefixKV, SharedPrefixDecoder, supp
 
 #: Default of ``TransformersGenerator.decode_memory_mb``: what one group of greedy rows after a shared prefix may
 #: hold (key/value buffers, prefill activations, logits). Gemma-3-270M in bfloat16 fits a query's 20 eRAG rows.
-DEFAULT_DECODE_MEMORY_MB = 128
+DEFAULT_DECODE_MEMORY_MB = 192
 
 _DTYPES = ("float32", "bfloat16", "float16")
 
