@@ -23,7 +23,8 @@ prefix copy as a single product.
 Positions, causality and sliding windows are applied from each token's position (a key at position p is seen
 from position q when p <= q, and p > q - window on a sliding-window layer), so rows of any length, inside a
 sliding window or past it, decode in one batch. The model runs through transformers' attention interface
-(:data:`ATTENTION_NAME`, switched on for these forward passes only) without a transformers cache.
+(:data:`ATTENTION_NAME`, switched on for these forward passes only) without a transformers cache; the switch is
+the model's, so another thread must not run the same model meanwhile (it would fail, not answer wrongly).
 """
 
 from __future__ import annotations
