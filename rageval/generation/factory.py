@@ -33,7 +33,9 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"  # vLLM's and our test server's de
 #: ``local`` is the documented name of the in-process backend; ``transformers`` is kept for older commands and jobs.
 BACKENDS = ("local", "transformers", "openai")
 APIS = ("completions", "chat")
-DTYPES = ("float32", "bfloat16", "float16")
+#: ``auto``: bfloat16 on CUDA; on the CPU bfloat16 where a one-time check finds float32's eRAG labels and a faster
+#: run (:mod:`rageval.generation.precision`), else float32.
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 class ModelError(RagevalError):
@@ -42,12 +44,13 @@ class ModelError(RagevalError):
 
 @dataclass(frozen=True)
 class ModelSettings:
-    """Which RAG LLM to run and how. ``dtype=None``: the device default (float32 on CPU, bfloat16 on CUDA);
-    ``device="auto"``: CUDA when present. ``batch_size``: prompts per forward batch (local) or concurrent requests
-    (openai). ``api_key_env`` names the environment variable holding the server's key (never the key itself).
-    Server only: ``base_url`` may list several servers separated by commas, shared by ``balance``
-    (least-in-flight or round-robin); ``max_requests_per_minute`` / ``max_tokens_per_minute`` (None: no limit)
-    bound what is sent to them together."""
+    """Which RAG LLM to run and how. ``dtype="auto"`` (the default): bfloat16 on CUDA, and on the CPU bfloat16 where
+    the precision check passes (:mod:`rageval.generation.precision`), else float32; ``None``: the device default
+    (float32 on CPU, bfloat16 on CUDA) without a check. ``device="auto"``: CUDA when present. ``batch_size``:
+    prompts per forward batch (local) or concurrent requests (openai). ``api_key_env`` names the environment
+    variable holding the server's key (never the key itself). Server only: ``base_url`` may list several servers
+    separated by commas, shared by ``balance`` (least-in-flight or round-robin); ``max_requests_per_minute`` /
+    ``max_tokens_per_minute`` (None: no limit) bound what is sent to them together."""
 
     model: str = DEFAULT_MODEL
     backend: str = "local"
@@ -55,7 +58,7 @@ class ModelSettings:
     api: str = "completions"
     api_key_env: str | None = None
     device: str = "auto"
-    dtype: str | None = None
+    dtype: str | None = "auto"
     batch_size: int = 8
     max_requests_per_minute: float | None = None
     max_tokens_per_minute: float | None = None
@@ -133,8 +136,10 @@ def check_model(settings: ModelSettings) -> None:
 
 
 def expected_model_id(settings: ModelSettings) -> str:
-    """The ``model_id`` the loaded generator will report (and the LLM-call cache keys on), without loading it."""
-    suffix = f" [{settings.dtype}]" if settings.dtype else ""
+    """The ``model_id`` the loaded generator will report (and the LLM-call cache keys on), without loading it.
+
+    ``dtype="auto"`` on the CPU reads the cached precision verdict; before the model's first check it gives the
+    float32 id (the check, made when the model loads, may then choose bfloat16)."""
     if settings.is_server:
         from rageval.generation.openai_backend import served_model_id
 
@@ -142,15 +147,28 @@ def expected_model_id(settings: ModelSettings) -> str:
     if settings.model == DEFAULT_MODEL:
         from rageval.generation.gemma import gemma_model_id
 
-        return gemma_model_id() + suffix
-    if settings.model == SMOLLM2_MODEL:
+        base = gemma_model_id()
+    elif settings.model == SMOLLM2_MODEL:
         from rageval.generation.smollm2 import smollm2_model_id
 
-        return smollm2_model_id() + suffix
-    folder = _local_folder(settings.model)
-    if folder is not None and _is_encoder_decoder(folder):
-        return str(settings.model)
-    return str(settings.model) + suffix
+        base = smollm2_model_id()
+    else:
+        folder = _local_folder(settings.model)
+        if folder is not None and _is_encoder_decoder(folder):
+            return str(settings.model)
+        base = str(settings.model)
+    return base + _dtype_suffix(settings, base)
+
+
+def _dtype_suffix(settings: ModelSettings, base_id: str) -> str:
+    if settings.dtype != "auto":
+        return f" [{settings.dtype}]" if settings.dtype else ""
+    from rageval.generation.precision import cached_check, check_enabled
+    from rageval.generation.transformers_backend import resolve_device
+
+    device, default = resolve_device(settings.device)
+    check = cached_check(base_id) if not device.startswith("cuda") and check_enabled() else None
+    return f" [{check.dtype}]" if check is not None and check.dtype != default else ""
 
 
 def load_generator(settings: ModelSettings) -> Generator:

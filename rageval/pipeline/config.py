@@ -66,7 +66,7 @@ class EvaluateConfig:
     api: str = "completions"
     api_key_env: str | None = None
     device: str = "auto"
-    dtype: str | None = None
+    dtype: str | None = "auto"
     # 32 prompts a forward batch: the rate of bench_generation.py's optimised path (benchmarks/bench_pipeline.py:
     # at 8 a batch the eRAG stage took 1.16x as long on the 2-core CPU); for a server, 32 concurrent requests.
     batch_size: int = 32

@@ -37,6 +37,7 @@ from rageval import reteval as llm_reteval
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import LLMCache, cache_key
+from rageval.generation.precision import precision_of
 from rageval.measures import parse_measure_list
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -337,6 +338,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     run_settings = dict(base.settings) | {
         "num_queries": len(queries), "k": options.depth, "e2e_ks": sorted({o.k for o in e2e_outputs}),
         "cutoffs": list(options.cutoffs), "model_id": generator.model_id,
+        "precision": precision_of(generator),
         "prompt": options.prompt.identifier,
         "prompts": {t.identifier: asdict(t) for t in (options.prompt, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)},
         "decoding": {"max_new_tokens": options.decoding.max_new_tokens, "temperature": options.decoding.temperature,
