@@ -1,18 +1,22 @@
-"""eRAG against end-to-end (E2E) evaluation: wall time and peak memory, same model, questions and passages.
+"""eRAG against end-to-end (E2E) evaluation: CPU time and peak memory above the loaded model, same model, questions
+and passages, at several k.
 
-    python benchmarks/bench_erag_cost.py                       # 10 questions of the shipped BM25 run, top-10
-    python benchmarks/bench_erag_cost.py --num-queries 4 --k 5 --dtype float32
+    nice python benchmarks/bench_erag_cost.py                 # 8 questions of the shipped k=20 BM25 run, k=10 and 20
+    nice python benchmarks/bench_erag_cost.py --ks 10 --num-queries 4 --dtype float32 --json cost.json
 
-Runs the three configurations of :mod:`rageval.erag.cost` (E2E one query per batch; eRAG with a query's k passages as
-one batch; eRAG one passage at a time), each in a fresh process, uncached, and prints each one's time and peak
-memory above the loaded model with its ratio to E2E (the eRAG paper's Table 2: eRAG 2.47x faster on average,
-7-48x less GPU memory). Other processes on the machine change absolute times; compare the ratios. ``rageval
-cost-report`` runs the same code and writes the JSON file ``docs/results.md`` reads.
+Each configuration of :mod:`rageval.erag.cost` runs in a fresh process, uncached (``e2e``: one top-k prompt per
+question, batch 1; ``erag-query``: a question's k single-passage prompts as one ``generate`` call, the paper's
+query-level setting; ``erag-document``: one passage per call, with ``--configurations``). The table gives each one's
+CPU time (all threads of its process; on a shared machine far steadier than wall time) and peak resident memory above
+the loaded model, with E2E's value divided by it: above 1, eRAG is cheaper. The eRAG paper (Salemi & Zamani, SIGIR
+2024, Table 2; T5-small FiD, 50 passages, GPU) measured eRAG 2.47x faster on average and 7-15x less memory at query
+level. ``--threads`` defaults to 1 (one core each, no oversubscription beside other work).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -22,26 +26,49 @@ from rageval.erag.cost import CONFIGURATIONS, cost_prompts, measure_configuratio
 from rageval.paths import RUNS_DIR
 
 
+def ratio(e2e: float | None, this: float | None) -> str:
+    return f"{e2e / this:.2f}" if e2e and this else "–"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run", type=Path, default=RUNS_DIR / "nq_open-bm25-gemma3_270m.sqlite")
-    parser.add_argument("--num-queries", type=int, default=10)
-    parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--dtype", default="bfloat16")
-    parser.add_argument("--threads", type=int)
+    parser.add_argument("--run", type=Path, default=RUNS_DIR / "demo" / "nq_open-bm25-gemma3_270m-k20.sqlite",
+                        help="a run file with at least max(--ks) passages per question")
+    parser.add_argument("--num-queries", type=int, default=8)
+    parser.add_argument("--ks", default="10,20", help="comma-separated k values")
+    parser.add_argument("--model", default=None, help="gemma-3-270m (default), smollm2-135m-instruct or a folder")
+    parser.add_argument("--dtype", default="bfloat16", help="float32, bfloat16 ('' for the device default)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--configurations", default="e2e,erag-query",
+                        help=f"comma-separated, from {', '.join(CONFIGURATIONS)}")
+    parser.add_argument("--option", action="append", default=[], metavar="NAME=INT",
+                        help="a generator attribute set in each child, e.g. decode_memory_mb=16")
+    parser.add_argument("--json", type=Path, help="also write the measurements here")
     args = parser.parse_args()
 
-    erag_prompts, e2e_prompts, described = cost_prompts(args.run, args.num_queries, args.k)
-    print(f"{described['num_queries']} questions of {args.run.name}, top-{args.k}, Gemma-3-270M [{args.dtype}]")
-    results = {c: measure_configuration(c, erag_prompts, e2e_prompts, dtype=args.dtype, threads=args.threads)
-               for c in CONFIGURATIONS}
-    e2e = results["e2e"]
-    print(f"{'configuration':<15}{'prompts':>8}{'batch':>6}{'wall s':>9}{'E2E/this':>10}{'peak MB':>9}{'E2E/this':>10}")
-    for name, m in results.items():
-        time_ratio = e2e.wall_s / m.wall_s if m.wall_s else float("nan")
-        memory_ratio = e2e.peak_above_model_mb / m.peak_above_model_mb if m.peak_above_model_mb else float("nan")
-        print(f"{name:<15}{m.prompts:>8}{m.batch_size:>6}{m.wall_s:>9.1f}{time_ratio:>10.2f}"
-              f"{m.peak_above_model_mb:>9.0f}{memory_ratio:>10.1f}")
+    options = {name: int(value) for name, value in (item.split("=", 1) for item in args.option)}
+    configurations = args.configurations.split(",")
+    model = args.model or "gemma-3-270m"
+    print(f"{model} [{args.dtype or 'device default'}], {args.threads} thread(s), run {args.run.name}, "
+          f"options {options or 'none'}")
+    header = (f"{'k':>3} {'configuration':<14}{'prompts':>8}{'CPU s':>9}{'wall s':>8}{'E2E/this':>9}"
+              f"{'peak MB':>9}{'E2E/this':>9}")
+    print(header)
+    report = []
+    for k in (int(value) for value in args.ks.split(",")):
+        erag_prompts, e2e_prompts, described = cost_prompts(args.run, args.num_queries, k)
+        results = {c: measure_configuration(c, erag_prompts, e2e_prompts, dtype=args.dtype or None,
+                                            threads=args.threads, model=args.model, options=options)
+                   for c in configurations}
+        e2e = results.get("e2e")
+        for name, m in results.items():
+            print(f"{k:>3} {name:<14}{m.prompts:>8}{m.cpu_s:>9.1f}{m.wall_s:>8.1f}"
+                  f"{ratio(e2e.cpu_s if e2e else None, m.cpu_s):>9}{m.peak_above_model_mb:>9.0f}"
+                  f"{ratio(e2e.peak_above_model_mb if e2e else None, m.peak_above_model_mb):>9}", flush=True)
+        report.append(described | {"measurements": [m.__dict__ for m in results.values()]})
+    if args.json:
+        args.json.write_text(json.dumps({"model": model, "dtype": args.dtype, "threads": args.threads,
+                                         "options": options, "runs": report}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

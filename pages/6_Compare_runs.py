@@ -9,7 +9,6 @@ changed most, each linked to the query inspector in both runs.
 import streamlit as st
 
 from rageval.compare import DEFAULT_PERMUTATIONS, DEFAULT_SEED, E2E_METHOD, changed_most
-from rageval.errors import StoreError
 from ui import data, render
 from ui import data_compare as loaders
 from ui import render_compare as view
@@ -23,39 +22,38 @@ CHANGED_ROWS = 25
 st.set_page_config(page_title="Compare runs · rageval", page_icon="🆚", layout="wide")
 
 listing = data.find_all_runs()  # your runs, then the shipped ones
-paths = listing.runs
-if not paths:
+# Every run is opened on its own: one that cannot be read is named in a warning and left out, never fatal.
+keys = {stem: key for stem, path in listing.runs.items() for key in data.safe_run_keys([path])}
+readable, problems = data.readable_runs(tuple(keys.values()))
+unreadable = [*listing.problems, *problems.values()]
+settings_by_run = {stem: readable[key[0]] for stem, key in keys.items() if key[0] in readable}
+
+
+def warn_unreadable() -> None:
+    if unreadable:
+        st.warning(render.escape_markdown(f"{len(unreadable)} run file(s) could not be read and are left out: "
+                                          + "; ".join(unreadable)))
+
+
+if not settings_by_run:
     render.render_empty_state()
+    warn_unreadable()
     st.stop()
 
-
-def read_settings(stem: str) -> dict:
-    try:
-        return data.load_settings(*data.run_key(paths[stem]))
-    except (StoreError, OSError) as error:
-        st.error(str(error))  # our own message (file name and reason), not corpus text
-        st.stop()
-
-
-stems = list(paths)
+stems = list(settings_by_run)
 st.session_state.setdefault(RUN_A_STATE, st.session_state.get(render.RUN_STATE))  # the run other pages show
 run_a = render.select_synced(st.sidebar, "Run A", stems, state_key=RUN_A_STATE, param="run_a",
                              help="Run files (*.sqlite), newest first")
-settings_a = read_settings(run_a)
-settings_by_run = {}
-for stem in stems:  # the default partner needs every run's dataset and retriever; unreadable files count as unknown
-    try:
-        settings_by_run[stem] = data.load_settings(*data.run_key(paths[stem]))
-    except (StoreError, OSError):
-        settings_by_run[stem] = {}
+settings_a = settings_by_run[run_a]
 st.session_state.setdefault(RUN_B_STATE, view.default_partner(run_a, stems, settings_by_run))
 run_b = render.select_synced(st.sidebar, "Run B", stems, state_key=RUN_B_STATE, param="run_b",
                              help="The run compared with A (default: the same dataset, another retriever)")
-settings_b = read_settings(run_b)
+settings_b = settings_by_run[run_b]
 render.render_run_folders(listing)
-key_a, key_b = data.run_key(paths[run_a]), data.run_key(paths[run_b])
+key_a, key_b = keys[run_a], keys[run_b]
 
 st.title("Compare runs")
+warn_unreadable()
 st.caption(render.escape_markdown(f"A: {run_a} · B: {run_b}"))
 settings_columns = {"Run A": st.column_config.TextColumn(f"A: {run_a}", width="large"),
                     "Run B": st.column_config.TextColumn(f"B: {run_b}", width="large")}

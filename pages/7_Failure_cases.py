@@ -18,11 +18,13 @@ st.title("Failure cases")
 listing = data.find_all_runs()
 run_keys = data.safe_run_keys(list(listing.runs.values()))
 cases = data.load_failure_overview(run_keys)
-unreadable = [*listing.problems, *data.load_unreadable_runs(run_keys)]
+problems = data.readable_runs(run_keys, data.read_failure_tables)[1]  # each run on its own: one bad file hides none
+unreadable = [*listing.problems, *problems.values()]
 if unreadable:
     st.warning(render.escape_markdown(f"{len(unreadable)} run file(s) could not be read and are left out: "
                                       + "; ".join(unreadable)))
-without = [name for name in listing.runs if name not in set(cases["run"])]
+without = [name for name, path in listing.runs.items()
+           if name not in set(cases["run"]) and data.run_id(path) not in problems]
 with st.expander(f"Runs without failure cases ({len(without)})", expanded=cases.empty):
     if without:
         chosen_run = st.selectbox("Run", without, key="failures.lacking_run",

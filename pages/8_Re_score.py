@@ -11,7 +11,7 @@ import math
 import streamlit as st
 
 from rageval import jobs
-from rageval.errors import RagevalError
+from rageval.errors import RagevalError, StoreError
 from ui import data, render
 from ui import data_jobs as loaders
 from ui import render_jobs as view
@@ -58,7 +58,11 @@ if notice:
     getattr(slot, notice[0])(render.escape_markdown(notice[1]))
 
 st.subheader("Jobs")
-job_list = loaders.load_folder_jobs()
+try:
+    job_list = loaders.load_folder_jobs()
+except StoreError as error:  # a damaged jobs database: said here, the rest of the page still works
+    st.error(render.escape_markdown(str(error)))
+    st.stop()
 active = any(jobs.job_progress(job).status in jobs.ACTIVE for job in job_list)
 
 

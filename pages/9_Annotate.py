@@ -40,9 +40,8 @@ st.title("Annotate")
 annotator = view.annotator_input(st)
 try:
     store_key = annotations.annotation_key(store_path)
-except StoreError as error:
-    st.error(str(error))  # our own message (file name and reason)
-    st.stop()
+except StoreError as error:  # our own message: the file and what is wrong with it
+    render.stop_with_error(error)
 if not annotator:
     st.info("Enter your name to start labelling: every label is saved with it and the time (UTC), and you can change "
             "a label later (the history is kept; your latest label counts).")

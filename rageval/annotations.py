@@ -31,7 +31,15 @@ from typing import ClassVar
 
 import pandas as pd
 
-from rageval.store.files import ANNOTATIONS, open_readonly, stamp
+from rageval.store.files import (
+    ANNOTATIONS,
+    check_shape,
+    open_for_write,
+    open_readonly,
+    reading,
+    schema_shape,
+    stamp,
+)
 
 SCHEMA_VERSION = ANNOTATIONS.version
 ANNOTATIONS_FILE = "annotations.sqlite"
@@ -67,6 +75,7 @@ CREATE TABLE labels (
     note TEXT NOT NULL DEFAULT '');
 CREATE INDEX labels_by_run ON labels (run, kind, annotator);
 """
+_SHAPE = schema_shape(_SCHEMA)
 
 
 @dataclass(frozen=True)
@@ -109,11 +118,16 @@ class AnnotationStore:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        if self.path.exists():
+        if self.path.exists() or self.path.is_symlink():  # a dangling link is an error, not "no labels yet"
             self._check()
 
     def _check(self) -> None:
-        open_readonly(self.path, ANNOTATIONS).close()  # StoreError unless an annotation file this rageval reads
+        """StoreError unless the file is an annotation file this rageval reads, its tables of the shape it writes."""
+        connection = open_readonly(self.path, ANNOTATIONS)
+        try:
+            check_shape(connection, self.path, ANNOTATIONS, _SHAPE, tuple(_SHAPE))
+        finally:
+            connection.close()
 
     def _create(self) -> None:
         """Build the empty file in a hidden sibling and link it into place (never over an existing file)."""
@@ -144,10 +158,14 @@ class AnnotationStore:
         self._check()
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        connection = sqlite3.connect(self.path, timeout=30)
+    def _connect(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection to the file, its kind checked (read-only unless ``write``); a failure while it is used is
+        a StoreError naming the file."""
+        connection = open_for_write(self.path, ANNOTATIONS, timeout_s=30) if write else open_readonly(
+            self.path, ANNOTATIONS)
         try:
-            yield connection
+            with reading(self.path, ANNOTATIONS):
+                yield connection
         finally:
             connection.close()
 
@@ -175,7 +193,7 @@ class AnnotationStore:
             raise TypeError(f"expected a PassageItem or a StatementItem, got {type(item).__name__}")
         if not self.path.exists():
             self._create()
-        with self._connect() as connection:
+        with self._connect(write=True) as connection:
             cursor = connection.execute(
                 "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
                 "annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -199,7 +217,7 @@ class AnnotationStore:
         with self._connect() as connection:
             frame = pd.read_sql_query(f"SELECT {', '.join(LABEL_COLUMNS)} FROM labels{where} ORDER BY id",
                                       connection, params=params)
-        return _typed(frame)
+            return _typed(frame)
 
     def revision(self) -> int:
         """The id of the newest label (0 when there is none): changes with every save, a cache key."""

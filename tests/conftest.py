@@ -14,6 +14,14 @@ def no_shipped_runs(monkeypatch):
     monkeypatch.setenv("RAGEVAL_SHIPPED_RUNS_DIR", "")
 
 
+@pytest.fixture(autouse=True)
+def no_precision_check(monkeypatch):
+    """``dtype="auto"`` (the model settings' default) would time float32 against bfloat16 on a test's tiny model and
+    pick by the timing; tests get the device default instead, unless they test the check
+    (``monkeypatch.delenv("RAGEVAL_DTYPE_CHECK")``)."""
+    monkeypatch.setenv("RAGEVAL_DTYPE_CHECK", "off")
+
+
 @pytest.fixture(scope="session")
 def corpus():
     """The rageval corpus built from the shipped data (a module may define its own ``corpus`` instead)."""

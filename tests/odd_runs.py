@@ -63,11 +63,13 @@ def with_negative_labels(path: Path, method: str = "erag:em", n: int = 2) -> lis
 
 
 def with_duplicate_rankings(path: Path) -> int:
-    """Rebuild ``rankings`` without its primary key (as another tool may write it) and add two duplicates for
+    """Rebuild ``rankings`` without its primary key (as another tool may write it; its columns still NOT NULL, as
+    the store's shape check requires) and add two duplicates for
     :data:`QUERY`: rank 1 stored twice, and the rank-2 passage again at rank 6. Returns the rows added (2)."""
     make_small_run(path)
     _edit(path, f"""
-        CREATE TABLE loose (query_id TEXT, rank INTEGER, passage_id TEXT, score REAL);
+        CREATE TABLE loose (query_id TEXT NOT NULL, rank INTEGER NOT NULL, passage_id TEXT NOT NULL,
+                            score REAL NOT NULL);
         INSERT INTO loose SELECT query_id, rank, passage_id, score FROM rankings;
         INSERT INTO loose SELECT query_id, rank, passage_id, score FROM rankings
             WHERE query_id = '{QUERY}' AND rank = 1;
@@ -79,12 +81,12 @@ def with_duplicate_rankings(path: Path) -> int:
 
 
 def with_nonfinite_measures(path: Path) -> dict[tuple[str, str], int]:
-    """Rebuild ``measure_values`` without NOT NULL and store, for every method and measure, NULL for query nq:1
+    """Rebuild ``measure_values`` with a nullable ``value`` and store, for every method and measure, NULL for query nq:1
     and +inf for nq:2, and -inf for nq:3 under ``gold`` only (SQLite keeps inf; a NaN is stored as NULL).
     Returns the values changed per (method, measure)."""
     make_small_run(path)
     _edit(path, """
-        CREATE TABLE loose (method TEXT, measure TEXT, query_id TEXT, value REAL);
+        CREATE TABLE loose (method TEXT NOT NULL, measure TEXT NOT NULL, query_id TEXT NOT NULL, value REAL);
         INSERT INTO loose SELECT method, measure, query_id, value FROM measure_values;
         DROP TABLE measure_values;
         ALTER TABLE loose RENAME TO measure_values;

@@ -115,10 +115,11 @@ def test_one_unreadable_file_in_either_folder_breaks_no_other_view(runs_env, tmp
     monkeypatch.setenv("RAGEVAL_SHIPPED_RUNS_DIR", str(shipped))
     home = start(HOME)
     warning = " ".join(w.value for w in home.sidebar.warning)
-    assert escape_markdown("folder.sqlite: not a file") in warning
-    assert escape_markdown("dangling.sqlite: not a file") in warning
+    assert escape_markdown("folder.sqlite: is a folder; expected a run file") in warning
+    assert escape_markdown(f"dangling.sqlite: a link to {tmp_path / 'gone.sqlite'}, which does not exist") in warning
     assert home.sidebar.selectbox[0].value == "evaluated" and not home.error
-    assert "not a rageval run file" in start(HOME, run="empty").error[0].value
+    empty = start(HOME, run="empty").error[0].value
+    assert escape_markdown("empty.sqlite: empty file, not a rageval run file") in empty
     failures = start(FAILURES)
     assert escape_markdown("empty.sqlite") in " ".join(w.value for w in failures.warning)
     assert {"evaluated"} <= set(next(df.value for df in failures.dataframe if "Run" in df.value.columns)["Run"])

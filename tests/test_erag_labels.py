@@ -279,6 +279,31 @@ def test_graded_methods_get_only_p_ndcg_hit(nq):
     assert em["R@3"] == em["Hit@3"] == 1.0  # R = Hit for list-bound binary labels, as in eRAG's Table 1
 
 
+def test_users_extra_measures_follow_the_same_rules(nq):
+    nobel = nq(NOBEL)
+    ids = ["nq-dpr:2", "nq-dpr:1", "nq-dpr:6"]
+    rankings = {nobel.query_id: ranking(nobel.query_id, ids)}
+    labels = [Label("erag:f1", nobel.query_id, pid, v) for pid, v in zip(ids, [0.5, 1.0, 0.0])]
+    labels += [Label("erag:em", nobel.query_id, pid, v) for pid, v in zip(ids, [0.0, 1.0, 0.0])]
+    extras = ["P(rel=0.5)@3", "AP(rel=1)", "DCG@3", "nDCG@3", "Bpref", "P@1"]
+    values = erag.compute_measure_values(labels, rankings, (1, 3), extra_measures=extras)
+    by_method: dict[str, dict[str, float]] = {}
+    for v in values:
+        assert v.measure not in by_method.get(v.method, {}), "a measure stored twice"
+        by_method.setdefault(v.method, {})[v.measure] = v.value
+    # Graded labels get the extras defined for them (rel= makes any measure binary); Bpref needs 0/1 labels.
+    assert set(by_method["erag:f1"]) == set(erag.measure_names((1, 3), graded=True)) | {
+        "P(rel=0.5)@3", "AP(rel=1)", "DCG@3"}
+    assert set(by_method["erag:em"]) == set(erag.measure_names((1, 3))) | {"P(rel=0.5)@3", "AP(rel=1)", "DCG@3",
+                                                                           "Bpref"}
+    f1, em = by_method["erag:f1"], by_method["erag:em"]
+    assert f1["P(rel=0.5)@3"] == pytest.approx(2 / 3) and f1["AP(rel=1)"] == 0.5
+    assert f1["DCG@3"] == pytest.approx(0.5 + 1 / math.log2(3))
+    assert em["Bpref"] == 0.0  # the relevant passage has one of the two judged non-relevant ones above it
+    with pytest.raises(ValueError, match="unknown measure 'Prec'"):
+        erag.compute_measure_values(labels, rankings, (1,), extra_measures=["Prec@5"])
+
+
 # ------------------------------------------------------------------------------------------- E2E sweep
 
 

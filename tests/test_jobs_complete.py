@@ -202,3 +202,24 @@ def test_rewriting_a_methods_labels_replaces_its_stored_correlations_and_no_othe
     assert_frame_equal(mine, expected.sort_values(["k", "method", "measure"]).reset_index(drop=True),
                        check_dtype=False)
     assert not mine[["tau", "rho"]].equals(before.loc[~others, ["tau", "rho"]].reset_index(drop=True))
+
+
+def test_a_rescored_method_gets_the_runs_own_extra_measures_up_to_its_labelled_depth():
+    """The run's extra measures (settings ``extra_measures``) are recomputed for a re-scored method, those at a
+    rank cutoff only up to the labelled depth; their cutoffs do not add to the stored set's."""
+    import pandas as pd
+
+    from rageval.jobs.run_file import compute_method_measures
+    from rageval.types import Ranking, ScoredPassage
+
+    rankings = {q: Ranking(q, tuple(ScoredPassage(f"{q}p{i}", 5.0 - i) for i in range(5))) for q in ("a", "b")}
+    # labels for the top 3 of each ranking: labelled depth 3
+    labels = pd.DataFrame([(q, f"{q}p{i}", float(i == 1)) for q in ("a", "b") for i in range(3)],
+                          columns=["query_id", "passage_id", "value"])
+    values = compute_method_measures(labels, rankings, [1, 5], "erag:em", "erag:em@m",
+                                     extra_measures=["P(rel=1)@2", "DCG@5", "Bpref"])
+    measures = {v.measure for v in values}
+    assert {"P(rel=1)@2", "Bpref"} <= measures and "DCG@5" not in measures  # 5 > the labelled depth 3
+    assert {"P@1", "P@3", "Rprec"} <= measures and "P@2" not in measures and "P@5" not in measures
+    assert {v.method for v in values} == {"erag:em@m"}
+    assert {v.value for v in values if v.measure == "P(rel=1)@2"} == {0.5}

@@ -269,7 +269,8 @@ def test_binary_only_measures_refuse_fractional_labels(name):
 
 def test_accepts_graded_is_declared_per_measure():
     graded = {name for name, definition in registered_measures().items() if definition.accepts_graded}
-    assert graded == {"P", "nDCG", "Hit"}
+    # The measures defined on label values (means, maxima, gains, counts); the others need a count of relevant.
+    assert graded == {"P", "nDCG", "DCG", "Hit", "RBP", "SetP", "Judged", "NumRet", "NumRel", "NumRelRet", "NumQ"}
 
 
 # ----------------------------------------------------------------------------------------------

@@ -305,8 +305,12 @@ def test_base_url_and_model_id():
     assert normalize_base_url("http://localhost:11434/v1/") == "http://localhost:11434/v1"
     with pytest.raises(RagevalError, match="localhost:8000"):
         normalize_base_url("localhost:8000")
-    assert OpenAIGenerator("http://h:1/", "qwen").model_id == "openai-compatible:qwen@http://h:1/v1"
-    assert OpenAIGenerator("http://h:1", "qwen", api="chat").model_id == "openai-compatible:qwen@http://h:1/v1#chat"
+    # The served model and the route, never the endpoint: replicas (or a moved server) share the cached answers.
+    assert OpenAIGenerator("http://h:1/", "qwen").model_id == "openai-compatible:qwen"
+    assert OpenAIGenerator("http://h:1,http://h:2/v1", "qwen").model_id == "openai-compatible:qwen"
+    assert OpenAIGenerator("http://h:1", "qwen", api="chat").model_id == "openai-compatible:qwen#chat"
+    assert OpenAIGenerator(["http://h:1", "http://h:2/", "http://h:1/v1"], "q").base_urls == ("http://h:1/v1",
+                                                                                           "http://h:2/v1")
     with pytest.raises(ValueError, match="concurrency"):
         OpenAIGenerator("http://h:1", "qwen", concurrency=0)
 
@@ -318,7 +322,7 @@ def test_factory_loads_the_openai_backend_with_the_key_from_the_environment(monk
     with Scripted([(200, completion("Paris"))]) as scripted:
         settings = ModelSettings("qwen", "openai", base_url=scripted.url, api_key_env="RAGEVAL_TEST_KEY", batch_size=3)
         generator = load_generator(settings)
-        assert generator.model_id == f"openai-compatible:qwen@{scripted.url}/v1" and generator.concurrency == 3
+        assert generator.model_id == "openai-compatible:qwen" and generator.concurrency == 3
         assert expected_model_id(settings) == generator.model_id  # what --dry-run looks the cache up with
         assert generator.generate(["q"], GREEDY) == ["Paris"]
     assert scripted.authorizations == ["Bearer sk-local"] and scripted.bodies[0]["model"] == "qwen"

@@ -319,6 +319,33 @@ def test_prompt_template_is_a_file(dataset, tmp_path):
     assert RunReader(path).settings()["prompt"].startswith("terse@2#")
 
 
+def test_users_own_measures_are_stored_with_the_run(dataset, tmp_path):
+    """``measures`` (flag, config value or TOML list) adds measures in ir_measures' syntax to the stored set, for
+    every label method, and the run records them (settings ``extra_measures``)."""
+    from rageval.errors import RagevalError
+    from rageval.pipeline.config import read_config_file
+
+    (tmp_path / "m.toml").write_text(
+        'measures = ["P(rel=1, judged_only=True)@2", "NumQ", "nDCG(dcg=\'exp-log2\')@3"]\n')
+    assert read_config_file(tmp_path / "m.toml")["measures"] == \
+        "P(rel=1, judged_only=True)@2,NumQ,nDCG(dcg='exp-log2')@3"
+    config = _config(dataset, tmp_path, "gemma-3-270m", methods="erag", label_metrics="em",
+                     measures=read_config_file(tmp_path / "m.toml")["measures"])
+    extras = ("P(judged_only=True,rel=1)@2", "NumQ", "nDCG(dcg='exp-log2')@3")
+    assert config.options().measures == extras  # canonical spellings
+    path = pipeline.evaluate(config, generator=FakeGenerator(model_id="fake"), log=lambda _: None)
+    with RunReader(path) as reader:
+        assert reader.settings()["extra_measures"] == list(extras)
+        table = reader.measure_table()
+    assert "erag:em" in set(table["method"])
+    for method in set(table["method"]):
+        stored = set(table[table["method"] == method]["measure"])
+        assert set(extras) <= stored and {"P@1", "nDCG@3", "Rprec"} <= stored, method
+    assert (table[table["measure"] == "NumQ"]["value"] == 1.0).all()
+    with pytest.raises(RagevalError, match="measures: unknown measure 'Prec'"):
+        _config(dataset, tmp_path, "gemma-3-270m", measures="P@5,Prec@5")
+
+
 def test_eval_retrieval_on_own_beir_data(beir, tmp_path, capsys, monkeypatch):
     """``rageval eval-retrieval --queries --corpus --qrels``: retrievers scored on the user's own files; R@5 and
     nDCG@10 cross-checked with pytrec_eval on the stored rankings."""
@@ -326,17 +353,25 @@ def test_eval_retrieval_on_own_beir_data(beir, tmp_path, capsys, monkeypatch):
 
     code, _, err = run_cli(["eval-retrieval", "--queries", beir / "queries.jsonl", "--corpus",
                             beir / "corpus.jsonl", "--qrels", beir / "qrels" / "test.tsv", "--systems", "bm25",
-                            "--k", 10, "--out-dir", tmp_path / "retrieval"], capsys, monkeypatch, tmp_path / "c")
+                            "--k", 10, "--out-dir", tmp_path / "retrieval",
+                            "--measures", "R@5, nDCG@10, P(rel=1)@3, SetF(beta=0.5), NumRelRet"],
+                           capsys, monkeypatch, tmp_path / "c")
     assert code == 0, err
     path = tmp_path / "retrieval" / "retrieval-queries-bm25.sqlite"
     run = read_run(path)
     qrels = {q: dict.fromkeys(gold, 1) for q, _, _, gold, _ in QUESTIONS}
     trec = {r.query_id: {p.passage_id: p.score for p in r.passages} for r in run.rankings}
-    expected = pytrec_eval.RelevanceEvaluator(qrels, {"recall.5", "ndcg_cut.10"}).evaluate(trec)
+    expected = pytrec_eval.RelevanceEvaluator(qrels, {"recall.5", "ndcg_cut.10", "P.3", "num_rel_ret"}).evaluate(trec)
     stored = {(m.measure, m.query_id): m.value for m in run.measure_values}
+    assert {m.measure for m in run.measure_values} == {"R@5", "nDCG@10", "P(rel=1)@3", "SetF(beta=0.5)", "NumRelRet"}
     for query_id, values in expected.items():
         assert stored["R@5", query_id] == pytest.approx(values["recall_5"])
         assert stored["nDCG@10", query_id] == pytest.approx(values["ndcg_cut_10"])
+        assert stored["P(rel=1)@3", query_id] == pytest.approx(values["P_3"])
+        assert stored["NumRelRet", query_id] == values["num_rel_ret"]
+    code, _, err = run_cli(["eval-retrieval", "--queries", beir / "queries.jsonl", "--corpus", beir / "corpus.jsonl",
+                            "--measures", "R@5,P(rel=2@3"], capsys, monkeypatch, tmp_path / "c")
+    assert code == 2 and "--measures: cannot parse measure 'P(rel=2@3'" in err and "Traceback" not in err
 
 
 def test_the_run_stores_what_the_correlations_page_shows(dataset, tmp_path):

@@ -111,7 +111,7 @@ SHORT_PREFIX = "Q: capital of Peru?\nA: Lima\n"
 
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_tiny_model_prefix_reuse_with_padded_suffixes(tiny_model_dir, batch_size):
-    """Short prompts inside the sliding window: suffixes of different lengths share one batch (masked padding)."""
+    """Short prompts inside the sliding window: suffixes of different lengths share one batch."""
     prefix = SHORT_PREFIX
     prompts = [prefix + "Q: capital of X?\nA:", prefix + "Q: a much longer one?\nA:", prefix + "Q: y?\nA:"]
     settings = DecodingSettings(max_new_tokens=6, stop=())
@@ -127,8 +127,11 @@ def test_tiny_model_prefix_reuse_with_padded_suffixes(tiny_model_dir, batch_size
     assert reuse.prefix_caches.computed == 1
     n_prefix = len(reuse.tokenizer(prefix)["input_ids"])
     assert forwards[0] == (1, n_prefix)  # the prefix, run once
-    # Prefill forwards run only the (padded) suffixes, never the prefix again.
-    assert all(shape[1] <= max(lengths) - n_prefix for shape in forwards[1:])
+    # Then each group's suffixes packed into one sequence (no padding, never the prefix again), then decode steps
+    # of one token per row.
+    packed = [shape for shape in forwards[1:] if shape[1] > 1]
+    assert len(packed) == -(-len(prompts) // batch_size) and all(shape[0] == 1 for shape in packed)
+    assert sum(shape[1] for shape in packed) == sum(lengths) - len(prompts) * n_prefix
 
 
 def test_tiny_model_sampling_is_unchanged_by_prefix_reuse(tiny_model_dir):

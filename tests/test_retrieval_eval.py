@@ -92,6 +92,21 @@ def test_retrieval_measures_on_a_hand_made_ranking():
     assert summary.loc["sys", "RR@10"] == pytest.approx(0.25)  # (0.5 + 0) / 2
 
 
+def test_retrieval_measures_accept_the_measure_grammar():
+    assert ev.parse_retrieval_measures(",".join(ev.RETRIEVAL_MEASURES)) == list(ev.RETRIEVAL_MEASURES)
+    assert ev.parse_retrieval_measures("MRR@10, P(rel=1,judged_only=True)@5,NumRet") == [
+        "RR@10", "P(judged_only=True,rel=1)@5", "NumRet"]
+    with pytest.raises(RagevalError, match="--measures: unknown measure 'Prec'"):
+        ev.parse_retrieval_measures("R@5,Prec@5")
+    with pytest.raises(RagevalError, match="at least one measure"):
+        ev.parse_retrieval_measures(" , ")
+    queries = [Query("q1", "?", gold_passage_ids=("g1",)), Query("q2", "?", gold_passage_ids=("g2",))]
+    rankings = {"q1": ranking("q1", "x", "g1"), "q2": ranking("q2", "g2")}
+    frame = ev.compute_retrieval_measures(rankings, queries, ["NumRet", "P@1"])
+    summary = ev.summarize({"sys": frame})
+    assert summary.loc["sys", "NumRet"] == 3 and summary.loc["sys", "P@1"] == 0.5  # counts are summed
+
+
 def test_parse_systems_names_what_it_rejects():
     assert ev.parse_systems("bm25, dense,hybrid") == ["bm25", "dense", "hybrid"]
     with pytest.raises(RagevalError, match="splade"):

@@ -97,7 +97,8 @@ def _ium_file(path, version=IUM.version):
         connection.execute(f"PRAGMA user_version = {version}")
         connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         connection.execute("INSERT INTO meta VALUES ('settings', ?)", (json.dumps({"seed": 0}),))
-        connection.execute("CREATE TABLE agents (agent TEXT)")
+        connection.execute("CREATE TABLE agents (name TEXT, dataset TEXT, task_id TEXT, model_id TEXT, k INTEGER, "
+                           "utility TEXT)")
     return write_sqlite_atomically(path, fill)
 
 

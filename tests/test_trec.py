@@ -434,3 +434,20 @@ def test_rank_text_is_checked_as_the_line_rule_checks_it(ranks, integers):
     column = pa.chunked_array([pa.array(ranks[:1]), pa.array(ranks[1:])])
     assert trec._all_integers(column) is integers
     assert all(trec._INTEGER.fullmatch(rank) for rank in ranks) is integers
+
+
+@pytest.mark.parametrize("judged_only", [False, True])
+def test_files_give_the_frames_values_for_every_measure_family(tmp_path, judged_only):
+    # Every family, including those that read each ranked passage's judgment (bpref, infAP, judged_only): the
+    # codes from the reader go through the same label builder as tables do.
+    from tests.test_measures_families import as_frames, measure_pairs
+    from tests.test_measures_families import random_case as family_case
+
+    run, qrels = family_case(2)
+    measures = list(measure_pairs(2, judged_only))
+    run_path = write_trec_run(run_frame(run), tmp_path / "run.trec")
+    qrels_path = write_trec_qrels(qrels_frame(qrels), tmp_path / "qrels.trec")
+    expected = compute_measures_from_frames(measures, *as_frames(run, qrels))
+    ours = compute_measures_from_files(measures, run_path, qrels_path)
+    pd.testing.assert_frame_equal(ours.sort_values(["measure", "query_id"], ignore_index=True),
+                                  expected.sort_values(["measure", "query_id"], ignore_index=True), check_exact=True)

@@ -6,7 +6,10 @@ and ``rageval evaluate`` write, and the shipped demo runs (``data/runs``), liste
 that cannot even be listed is reported, never fatal to the list.
 
 Pages identify a run by ``(path, mtime_ns)`` (see :func:`run_key`): a run file rewritten in place gets a new
-key, so no page ever shows stale tables. Open readers are shared resources (one SQLite connection per run
+key, so no page ever shows stale tables. A file that turns out to be damaged while a page reads it (every reader
+raises :class:`~rageval.errors.StoreError` naming the file) stops that page with the error in a box
+(:func:`unreadable`); code that reads many runs for one page does so :func:`isolated`, so one bad file never hides
+the others. Open readers are shared resources (one SQLite connection per run
 file, guarded by a lock because Streamlit serves sessions from several threads); tables are cached copies.
 Nothing here creates widgets.
 """
@@ -15,12 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -34,12 +38,17 @@ from rageval.report import measure_sort_key
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from rageval.store import (
     APPLICATION_ID,
+    ATTRIBUTION,
     ATTRIBUTION_APPLICATION_ID,
+    IUM,
     IUM_APPLICATION_ID,
+    RUN,
     E2EOutput,
     RunReader,
+    SqliteKind,
     sqlite_application_id,
 )
+from rageval.store.files import describe_missing, reading
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
 
@@ -89,8 +98,11 @@ def list_run_files(folder: Path | None) -> tuple[list[Path], list[str]]:
     for depth, path in candidates:
         try:
             if not path.is_file():
-                problems.append(f"{path}: not a file")
-                continue
+                describe_missing(path, RUN)  # raises, saying what it is: a folder, a dangling link, a pipe
+        except StoreError as error:
+            problems.append(str(error))
+            continue
+        try:
             mtime = path.stat().st_mtime
         except OSError as error:
             problems.append(f"{path}: cannot be read ({error.strerror or error})")
@@ -140,9 +152,15 @@ def find_runs(folder: Path | None = None) -> list[Path]:
     return list_run_files(folder)[0]
 
 
+def run_id(path: Path) -> str:
+    """A run file's absolute path, links not resolved: the name every message about the file uses is the one the
+    user sees in the runs folder."""
+    return os.path.abspath(path)
+
+
 def run_key(path: Path) -> tuple[str, int]:
-    """The cache key of a run file: its resolved path and modification time in nanoseconds."""
-    return str(path.resolve()), path.stat().st_mtime_ns
+    """The cache key of a run file: its absolute path (:func:`run_id`) and modification time in nanoseconds."""
+    return run_id(path), path.stat().st_mtime_ns
 
 
 @dataclass(frozen=True)
@@ -160,15 +178,56 @@ def _open_run(path: str, mtime_ns: int, kind: str = "erag") -> _OpenRun:
     return _OpenRun(_READERS[kind](path), threading.Lock())
 
 
+_ISOLATION = threading.local()
+
+
+@contextmanager
+def isolated() -> Iterator[None]:
+    """Within, a damaged file raises its :class:`StoreError` to the caller instead of stopping the page: for code
+    that reads many runs (the cross-run pages), so it can name the bad ones and show every other."""
+    _ISOLATION.depth = getattr(_ISOLATION, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _ISOLATION.depth -= 1
+
+
+def unreadable(error: StoreError) -> NoReturn:
+    """A file the page needs is damaged: the error (file and reason) in a box, and the page stops there; within
+    :func:`isolated`, the error is raised instead."""
+    if getattr(_ISOLATION, "depth", 0):
+        raise error
+    from ui.render import stop_with_error
+
+    stop_with_error(error)
+
+
+@contextmanager
+def checked(path: str | Path, kind: SqliteKind = RUN) -> Iterator[None]:
+    """Reading (or computing on what was read from) the ``kind`` file ``path``: a failure of a damaged file is
+    :func:`unreadable`."""
+    try:
+        with reading(path, kind):
+            yield
+    except StoreError as error:
+        unreadable(error)
+
+
 def _read(path: str, mtime_ns: int, read: Callable[[Any], T], kind: str = "erag") -> T:
-    run = _open_run(path, mtime_ns, kind)
-    with run.lock:
-        return read(run.reader)
+    with checked(path, ATTRIBUTION if kind == "attribution" else RUN):
+        run = _open_run(path, mtime_ns, kind)
+        with run.lock:
+            return read(run.reader)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_settings(path: str, mtime_ns: int) -> dict[str, Any]:
     return _read(path, mtime_ns, RunReader.settings)
+
+
+def load_read_note(path: str, mtime_ns: int) -> str | None:
+    """Why the run file may not read as its writer left it (an interrupted write read around), else None."""
+    return _read(path, mtime_ns, lambda reader: reader.note)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
@@ -300,7 +359,8 @@ def load_correlation_table(path: str, mtime_ns: int, cutoff: int,
     from rageval.report import correlation_table_at_k
 
     measures, e2e = load_measure_table(path, mtime_ns), load_e2e_table(path, mtime_ns)
-    return correlation_table_at_k(measures, e2e, cutoff, n_resamples, with_rprec=True).drop(columns="family")
+    with checked(path):
+        return correlation_table_at_k(measures, e2e, cutoff, n_resamples, with_rprec=True).drop(columns="family")
 
 
 @dataclass(frozen=True)
@@ -358,7 +418,9 @@ def load_main_k(path: str, mtime_ns: int) -> int | None:
 def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
     """:func:`compute_k_sweep` on the run, best families chosen at its main k."""
     main_k = _read(path, mtime_ns, RunReader.main_k)
-    return compute_k_sweep(load_measure_table(path, mtime_ns), load_e2e_table(path, mtime_ns), main_k)
+    measures, e2e = load_measure_table(path, mtime_ns), load_e2e_table(path, mtime_ns)
+    with checked(path):
+        return compute_k_sweep(measures, e2e, main_k)
 
 
 # --- one query's outputs and evidence -------------------------------------------------------------------
@@ -485,8 +547,10 @@ def load_reteval_table(path: str, mtime_ns: int, judge: str) -> pd.DataFrame:
     from rageval.reteval import reteval_table
 
     rankings = _read(path, mtime_ns, lambda reader: {q: list(r.passage_ids) for q, r in reader.rankings().items()})
-    return reteval_table(load_gold_table(path, mtime_ns), rankings, load_verdicts(path, mtime_ns),
-                         load_failure_cases(path, mtime_ns), load_e2e_table(path, mtime_ns), judge)
+    tables = (load_gold_table(path, mtime_ns), rankings, load_verdicts(path, mtime_ns),
+              load_failure_cases(path, mtime_ns), load_e2e_table(path, mtime_ns))
+    with checked(path):
+        return reteval_table(*tables, judge)
 
 
 def load_failure_case_table(path: str, mtime_ns: int, judge: str) -> pd.DataFrame:
@@ -507,12 +571,13 @@ def load_failure_overview(run_keys: tuple[tuple[str, int], ...]) -> pd.DataFrame
     frames = []
     for path, mtime_ns in run_keys:
         try:
-            cases = load_failure_cases(path, mtime_ns)
-            if cases.empty:
-                continue
-            settings = load_settings(path, mtime_ns)
-            texts = load_gold_table(path, mtime_ns)[["query_id", "text"]]
-        except (StoreError, OSError, sqlite3.DatabaseError, pd.errors.DatabaseError, ValueError):
+            with isolated():
+                cases = load_failure_cases(path, mtime_ns)
+                if cases.empty:
+                    continue
+                settings = load_settings(path, mtime_ns)
+                texts = load_gold_table(path, mtime_ns)[["query_id", "text"]]
+        except (StoreError, OSError):
             continue  # listed by load_unreadable_runs; one bad file never hides the others
         frames.append(cases.merge(texts, on="query_id", how="left").assign(
             run=Path(path).stem, dataset=str(settings.get("dataset", "?")),
@@ -523,16 +588,35 @@ def load_failure_overview(run_keys: tuple[tuple[str, int], ...]) -> pd.DataFrame
     return pd.concat(frames, ignore_index=True)[columns]
 
 
+def read_failure_tables(path: str, mtime_ns: int) -> None:
+    """Read what :func:`load_failure_overview` reads of one run (its failure cases, and when it has any its
+    settings and questions)."""
+    if not load_failure_cases(path, mtime_ns).empty:
+        load_settings(path, mtime_ns)
+        load_gold_table(path, mtime_ns)
+
+
 def load_unreadable_runs(run_keys: tuple[tuple[str, int], ...]) -> list[str]:
-    """``"file: reason"`` for each run of ``run_keys`` that cannot be opened (the cross-run pages warn about them
-    and show every other run)."""
-    problems = []
+    """``"file: reason"`` for each run of ``run_keys`` that cannot be read as the Failure-cases page reads it (the
+    page warns about them and shows every other run)."""
+    return list(readable_runs(run_keys, read_failure_tables)[1].values())
+
+
+def readable_runs(run_keys: tuple[tuple[str, int], ...], read: Callable[[str, int], Any] = load_settings
+                  ) -> tuple[dict[str, Any], dict[str, str]]:
+    """(path -> ``read(path, mtime_ns)`` for each run of ``run_keys`` that can be read, path -> ``"file: reason"``
+    for each that cannot): every run is read on its own (:func:`isolated`), so one bad file never hides the
+    others. By default ``read`` is :func:`load_settings`: the file opens (kind, version, pages, tables checked) and
+    its settings parse."""
+    found: dict[str, Any] = {}
+    problems: dict[str, str] = {}
     for path, mtime_ns in run_keys:
         try:
-            load_settings(path, mtime_ns)
-        except (StoreError, OSError, sqlite3.DatabaseError, ValueError) as error:
-            problems.append(str(error) if str(path) in str(error) else f"{path}: {error}")
-    return problems
+            with isolated():
+                found[path] = read(path, mtime_ns)
+        except (StoreError, OSError) as error:
+            problems[path] = str(error) if str(path) in str(error) else f"{path}: {error}"
+    return found, problems
 
 
 def safe_run_keys(runs: list[Path]) -> tuple[tuple[str, int], ...]:
@@ -619,8 +703,9 @@ def load_attribution_answers(path: str, mtime_ns: int) -> pd.DataFrame:
     human_informative, question ("" for the gold answers of queries outside the run's sample), in run order."""
     answers = _read_attribution(path, mtime_ns, lambda reader: reader.frame("answers"))
     queries = _read_attribution(path, mtime_ns, lambda reader: reader.frame("queries"))
-    questions = dict(zip(queries["query_id"], queries["text"]))
-    return answers.assign(question=[questions.get(q, "") for q in answers["query_id"]])
+    with checked(path, ATTRIBUTION):
+        questions = dict(zip(queries["query_id"], queries["text"]))
+        return answers.assign(question=[questions.get(q, "") for q in answers["query_id"]])
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
@@ -630,8 +715,10 @@ def load_attribution_statements(path: str, mtime_ns: int, scenario: str, query_i
     human_attributable, supported (AutoAIS_cit's verdict), alce_recall (ALCE's joint-premise verdict)."""
     frame = _read_attribution(path, mtime_ns, lambda reader: reader.frame(
         "statements", "scenario = ? AND query_id = ? AND answer_id = ?", (scenario, query_id, answer_id)))
-    frame = frame.drop(columns=["scenario", "query_id", "answer_id"]).sort_values("statement")
-    return frame.assign(citations=[[int(n) for n in json.loads(c)] for c in frame["citations"]]).reset_index(drop=True)
+    with checked(path, ATTRIBUTION):
+        frame = frame.drop(columns=["scenario", "query_id", "answer_id"]).sort_values("statement")
+        return frame.assign(citations=[[int(n) for n in json.loads(c)] for c in frame["citations"]]
+                            ).reset_index(drop=True)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
@@ -677,7 +764,8 @@ def load_ium_run(path: str, mtime_ns: int) -> tuple[dict[str, Any], dict[str, pd
     """(settings, tables) of an IUM run file (:func:`rageval.ium.experiment.read_ium_run`)."""
     from rageval.ium.experiment import read_ium_run
 
-    return read_ium_run(Path(path))
+    with checked(path, IUM):
+        return read_ium_run(Path(path))
 
 
 def load_ium_settings(path: str, mtime_ns: int) -> dict[str, Any]:
@@ -696,13 +784,18 @@ def load_ium_summary(path: str, mtime_ns: int) -> pd.DataFrame:
     average``, the mean over agents) and main method (columns)."""
     from rageval.ium.experiment import summary_table
 
-    return summary_table(load_ium_table(path, mtime_ns, "outcomes"))
+    outcomes = load_ium_table(path, mtime_ns, "outcomes")
+    with checked(path, IUM):
+        return summary_table(outcomes)
 
 
 def load_ium_test_counts(path: str, mtime_ns: int) -> dict[str, int]:
     """The number of test queries each agent answered (what each agent's mean is over)."""
     outcomes = load_ium_table(path, mtime_ns, "outcomes")
-    return {agent: int(n) for agent, n in outcomes.groupby("agent")["query_id"].nunique().items()}
+    if outcomes.empty:
+        return {}
+    with checked(path, IUM):
+        return {agent: int(n) for agent, n in outcomes.groupby("agent")["query_id"].nunique().items()}
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
@@ -712,8 +805,9 @@ def load_ium_iteration_curves(path: str, mtime_ns: int) -> pd.DataFrame:
     from rageval.ium.experiment import iteration_curve
 
     outcomes = load_ium_table(path, mtime_ns, "outcomes")
-    return pd.DataFrame({"personalised": iteration_curve(outcomes, "offline-IUM"),
-                         "non-personalised": iteration_curve(outcomes, "offline-IUM-nonpersonalised")})
+    with checked(path, IUM):
+        return pd.DataFrame({"personalised": iteration_curve(outcomes, "offline-IUM"),
+                             "non-personalised": iteration_curve(outcomes, "offline-IUM-nonpersonalised")})
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
@@ -722,7 +816,9 @@ def load_ium_batch_curve(path: str, mtime_ns: int) -> pd.Series:
     (:func:`rageval.ium.experiment.batch_size_curve`)."""
     from rageval.ium.experiment import batch_size_curve
 
-    return batch_size_curve(load_ium_table(path, mtime_ns, "outcomes"))
+    outcomes = load_ium_table(path, mtime_ns, "outcomes")
+    with checked(path, IUM):
+        return batch_size_curve(outcomes)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
@@ -733,7 +829,8 @@ def load_ium_personalisation(path: str, mtime_ns: int) -> pd.DataFrame:
     table = load_ium_table(path, mtime_ns, "personalisation")
     if table.empty:
         return pd.DataFrame(columns=["method", "agent_a", "agent_b", "kendall_tau", "jaccard", "n"])
-    return personalisation_summary(table)
+    with checked(path, IUM):
+        return personalisation_summary(table)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from rageval import annotations as ann
-from rageval.errors import RagevalError
+from rageval.errors import RagevalError, StoreError
 from ui import data
 
 _TTL_S = 3600
@@ -48,8 +48,12 @@ def save_label(path: str, run: str, annotator: str, item: ann.PassageItem | ann.
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_history(path: str, revision: int, run: str, kind: str) -> pd.DataFrame:
-    """Every label row of one run and kind (all annotators, the full history), oldest first."""
-    return ann.AnnotationStore(path).labels(run, kind)
+    """Every label row of one run and kind (all annotators, the full history), oldest first; a damaged file stops
+    the page with its error (:func:`ui.data.unreadable`)."""
+    try:
+        return ann.AnnotationStore(path).labels(run, kind)
+    except StoreError as error:
+        data.unreadable(error)
 
 
 def load_latest(path: str, revision: int, run: str, kind: str, annotator: str | None = None) -> pd.DataFrame:

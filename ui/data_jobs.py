@@ -49,7 +49,7 @@ def load_folder_jobs(folder: Path | None = None) -> list[jobs.Job]:
     """The jobs on run files in the dashboard's runs folder (or ``folder``), newest first. The run file of a job
     whose worker died is repaired on the way (:func:`rageval.jobs.recover_run_file`), so every page can read it."""
     path = jobs_db()
-    if not path.exists():  # no job was ever started: looking must not create the database
+    if not (path.exists() or path.is_symlink()):  # no job yet (a dangling link is an error)
         return []
     folder = (folder or data.runs_dir()).resolve()
     found = [job for job in load_jobs(str(path), jobs_revision(path)) if Path(job.run_path).is_relative_to(folder)]

@@ -33,7 +33,7 @@ def lacks_text(lacking: dict[str, str]) -> str:
 def load_run_jobs(path: Path) -> list[jobs.Job]:
     """The complete jobs on this run file, newest first (a dead worker's run file is repaired on the way)."""
     db = data_jobs.jobs_db()
-    if not db.exists():  # no job was ever started: looking must not create the database
+    if not (db.exists() or db.is_symlink()):  # no job yet (a dangling link is an error)
         return []
     resolved = str(Path(path).resolve())
     found = [job for job in data_jobs.load_jobs(str(db), data_jobs.jobs_revision(db))

@@ -11,11 +11,10 @@ from __future__ import annotations
 import functools
 import math
 import re
-import sqlite3
 import string
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pandas as pd
 import streamlit as st
@@ -47,6 +46,8 @@ SETTING_NAMES = {
     "command": "Command", "duration_s": "Duration",
 }
 RUN_STATE = "app.run"  # shared by every page, so it carries the page name "app"
+URL_VALUES_STATE = "app.url_values"  # param -> the values this session wrote into the URL (not the user's link)
+URL_VALUE_CHARS = 80
 _MARKDOWN_SPECIALS = frozenset(string.punctuation)
 _WHITESPACE_RUN = re.compile(r"\s+")
 EMPTY_STATE_COMMAND = "rageval evaluate --queries Q.jsonl --corpus C.jsonl --run R.trec --k 1,5,10 --methods all"
@@ -223,6 +224,30 @@ def _widget_key(state_key: str) -> str:
     return f"{state_key}.widget"
 
 
+def _remember_url_values(param: str, values: Sequence[Any]) -> None:
+    written = st.session_state.setdefault(URL_VALUES_STATE, {})
+    written.setdefault(param, set()).update(str(v) for v in values)
+
+
+def _written_by_us(param: str, value: str) -> bool:
+    """Whether ``?param=value`` was put in the URL by this session (a choice made on another run, say), not by the
+    link the user opened."""
+    return value in st.session_state.get(URL_VALUES_STATE, {}).get(param, ())
+
+
+def _shown_value(value: Any) -> str:
+    text = str(value)
+    return repr(text if len(text) <= URL_VALUE_CHARS else text[:URL_VALUE_CHARS - 1] + "…")
+
+
+def warn_unknown_url_value(param: str, values: Sequence[str], instead: str) -> None:
+    """A visible warning that the link's ``?param=`` names something this page does not have (an unknown run or
+    query id, a k that is not a number or not one of the run's), and what is shown instead."""
+    unknown = ", ".join(_shown_value(v) for v in values)
+    st.warning(escape_markdown(f"The link asks for {param} {unknown}, which is not one of the choices here; "
+                               f"showing {instead} instead."))
+
+
 def commit_choice(state_key: str, param: str, value: str) -> None:
     """Make ``value`` the current choice: in session state (kept across pages), in the selectbox and in
     the URL (``?param=value``) so the view can be shared. Safe inside widget callbacks."""
@@ -231,6 +256,7 @@ def commit_choice(state_key: str, param: str, value: str) -> None:
         st.session_state[_widget_key(state_key)] = value
     if st.query_params.get(param) != value:
         st.query_params[param] = value
+    _remember_url_values(param, [value])
 
 
 def _on_select(state_key: str, param: str) -> None:
@@ -238,16 +264,20 @@ def _on_select(state_key: str, param: str) -> None:
 
 
 def select_synced(where: Any, label: str, options: Sequence[str], *, state_key: str, param: str,
-                  format_func: Callable[[Any], str] = str, **selectbox_args: Any) -> str:
-    """A selectbox whose choice comes from ``?param=`` (if valid), else the session, else the first
-    option, and is written back to both."""
+                  format_func: Callable[[Any], str] = str, default: Callable[[], str] | None = None,
+                  **selectbox_args: Any) -> str:
+    """A selectbox whose choice comes from ``?param=`` (if valid), else the session, else ``default()`` (the first
+    option without one), and is written back to both. A link naming something that is not an option gets a
+    visible warning naming it (never a silent substitute)."""
     from_url = st.query_params.get(param)
     if from_url in options:
         chosen = from_url
     elif st.session_state.get(state_key) in options:
         chosen = st.session_state[state_key]
     else:
-        chosen = options[0]
+        chosen = default() if default is not None else options[0]
+    if from_url is not None and from_url not in options and not _written_by_us(param, from_url):
+        warn_unknown_url_value(param, [from_url], _shown_value(format_func(chosen)))
     commit_choice(state_key, param, chosen)
     # Streamlit puts the page in a widget's id, so the same key on another page is another widget, which a
     # value kept in the session from the previous page does not set: seed it on every run, before it exists.
@@ -258,6 +288,7 @@ def select_synced(where: Any, label: str, options: Sequence[str], *, state_key: 
 
 def _on_multiselect(param: str, widget_key: str) -> None:
     st.query_params[param] = [str(value) for value in st.session_state[widget_key]]
+    _remember_url_values(param, st.query_params.get_all(param))
 
 
 def multiselect_synced(where: Any, label: str, options: Sequence[Any], *, key: str, param: str,
@@ -267,8 +298,12 @@ def multiselect_synced(where: Any, label: str, options: Sequence[Any], *, key: s
     text, so they must differ as text."""
     by_text = {str(option): option for option in options}
     if key not in st.session_state:
-        from_url = [by_text[t] for t in st.query_params.get_all(param) if t in by_text]
+        in_url = st.query_params.get_all(param)
+        from_url = [by_text[t] for t in in_url if t in by_text]
+        unknown = [t for t in in_url if t not in by_text and not _written_by_us(param, t)]
         st.session_state[key] = from_url or list(options)
+        if unknown:
+            warn_unknown_url_value(param, unknown, ", ".join(map(str, st.session_state[key])) or "none")
     else:  # drop choices that are no longer options (another run, another judge)
         st.session_state[key] = [v for v in st.session_state[key] if str(v) in by_text]
     return where.multiselect(label, list(options), key=key, on_change=_on_multiselect, args=(param, key),
@@ -323,15 +358,39 @@ def select_run() -> Path:
             st.warning(escape_markdown(problem))
         st.stop()
     stem = select_synced(st.sidebar, "Run", list(runs), state_key=RUN_STATE, param="run",
-                         format_func=lambda name: run_label(name, listing),
+                         format_func=lambda name: run_label(name, listing), default=lambda: first_readable(runs),
                          help="Your run files (*.sqlite), newest first, then the shipped demo runs")
     render_run_folders(listing)
     try:
-        data.load_settings(*data.run_key(runs[stem]))
-    except (StoreError, OSError) as error:
-        st.error(str(error))  # our own message (file name and reason), not corpus text
-        st.stop()
+        key = data.run_key(runs[stem])
+    except OSError as error:  # deleted since it was listed
+        stop_with_error(error)
+    data.load_settings(*key)  # a damaged file stops the page with its error (data.unreadable)
+    note = data.load_read_note(*key)
+    if note:
+        st.warning(escape_markdown(note))
     return runs[stem]
+
+
+def first_readable(runs: Mapping[str, Path]) -> str:
+    """The first of ``runs`` that opens (the default run: a damaged newest file does not hide the others); the
+    first of all when none does, so its error is shown."""
+    for stem, path in runs.items():
+        try:
+            with data.isolated():
+                data.load_settings(*data.run_key(path))
+        except (StoreError, OSError):
+            continue
+        return stem
+    return next(iter(runs))
+
+
+def stop_with_error(error: Exception) -> NoReturn:
+    """The page cannot go on (a file it needs is missing or damaged): the error, which names the file and says
+    what is wrong, in a box; then the page stops."""
+    st.error(escape_markdown(str(error)))
+    st.stop()
+    raise AssertionError("st.stop() returned")  # outside a script run (a unit test); never reached in the app
 
 
 def select_kind_run(title: str, runs: Sequence[Path], folder: Path, *, state_key: str, command: str,
@@ -351,10 +410,9 @@ def select_kind_run(title: str, runs: Sequence[Path], folder: Path, *, state_key
                          help="Run files (*.sqlite) of this kind, newest first")
     st.sidebar.caption(escape_markdown(f"from {folder}"))
     try:
-        read_settings(*data.run_key(by_stem[stem]))
-    except (StoreError, OSError, sqlite3.DatabaseError) as error:
-        st.error(str(error))  # our own message (file name and reason), not corpus text
-        st.stop()
+        read_settings(*data.run_key(by_stem[stem]))  # a damaged file stops the page with its error
+    except (StoreError, OSError) as error:
+        stop_with_error(error)
     return by_stem[stem]
 
 

@@ -78,7 +78,11 @@ def render_lacks_panel(path: Path) -> dict[str, str]:
     except (StoreError, OSError) as error:
         st.warning(render.escape_markdown(f"Cannot tell what this run lacks: {error}"))
         return {}
-    job_list = loaders.load_run_jobs(path)
+    try:
+        job_list = loaders.load_run_jobs(path)
+    except StoreError as error:  # a damaged jobs database: no job can be shown or started
+        st.warning(render.escape_markdown(f"Cannot list the jobs on this run: {error}"))
+        return lacking
     latest = job_list[0] if job_list else None
     if not lacking and not _active(job_list):
         return lacking

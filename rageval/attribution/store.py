@@ -28,7 +28,20 @@ from typing import Any
 import pandas as pd
 
 from rageval.errors import StoreError
-from rageval.store.files import ATTRIBUTION, open_readonly, stamp, write_sqlite_atomically
+from rageval.store.files import (
+    ATTRIBUTION,
+    check_settings,
+    check_shape,
+    checked_reads,
+    is_integer,
+    json_object,
+    list_of,
+    object_of,
+    open_readonly,
+    schema_shape,
+    stamp,
+    write_sqlite_atomically,
+)
 from rageval.store.text import text_window
 
 SCHEMA_VERSION = ATTRIBUTION.version
@@ -133,12 +146,29 @@ def _fill(connection: sqlite3.Connection, run: AttributionRun) -> None:
          _nullable(a.human_positive_rate), _nullable(a.model_positive_rate)) for a in run.agreement])
 
 
+_SHAPE = schema_shape(_SCHEMA)
+#: The settings the views compute with, each with its JSON type in words and its test (see check_settings).
+SETTINGS_TYPES = {
+    "invalid_citations": ("an object of counts with a list of {line} objects",
+                          object_of(citations=is_integer, answers=is_integer,
+                                    first=list_of(object_of(line=lambda v: True)))),
+}
+
+
+@checked_reads(ATTRIBUTION)
 class AttributionReader:
-    """Read-only access to an attributed-answer run file."""
+    """Read-only access to an attributed-answer run file; a read that fails on a damaged file raises
+    :class:`StoreError` naming the file."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._connection = open_readonly(self.path, ATTRIBUTION, check_same_thread=False)
+        try:
+            check_shape(self._connection, self.path, ATTRIBUTION, _SHAPE, tuple(_SHAPE))
+            self.settings()  # must parse: every view shows them
+        except BaseException:
+            self._connection.close()
+            raise
 
     def close(self) -> None:
         self._connection.close()
@@ -175,7 +205,8 @@ class AttributionReader:
 
     def settings(self) -> dict[str, Any]:
         row = self._connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        return json.loads(row[0]) if row else {}
+        return check_settings(json_object(row[0], self.path, ATTRIBUTION), self.path, ATTRIBUTION,
+                              SETTINGS_TYPES) if row else {}
 
     def scenarios(self) -> list[str]:
         return [r[0] for r in self._connection.execute("SELECT DISTINCT scenario FROM answers ORDER BY rowid")]
@@ -218,7 +249,7 @@ def attribution_summary(path: str | os.PathLike) -> dict[str, Any]:
                 scenarios.setdefault(scenario, {})[metric] = float(value)
             invalid = connection.execute("SELECT COALESCE(SUM(value), 0) FROM answer_metrics "
                                          "WHERE metric = 'invalid_citations'").fetchone()[0]
-        except (sqlite3.Error, TypeError, ValueError) as error:
+        except (sqlite3.Error, OSError, TypeError, ValueError) as error:
             raise StoreError(f"{reader.path}: not a complete attribution run file ({error})") from error
     return {"statements": int(statements), "pairs": int(pairs), "answers": int(answers), "metrics": metrics,
             "scenarios": scenarios, "invalid_citations": int(invalid)}

@@ -16,31 +16,96 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from rageval import __version__
 from rageval.errors import RagevalError
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from rageval.attribution.cli import add_parsers as attribution_parsers
-    from rageval.cli import evaluate, runs, shipped
-    from rageval.ium.cli import add_parsers as ium_parsers
-    from rageval.jobs import add_parsers as rescore_parsers
-    from rageval.upload import add_parsers as upload_parsers
+class Command(NamedTuple):
+    """Where a command is defined (the module whose ``add_parsers`` adds it) and its line in ``rageval --help``."""
 
+    module: str
+    help: str
+
+
+#: Every command, in ``rageval --help`` order. Only the module of the command being run is imported: the others,
+#: and the libraries they import (pandas, numpy, torch), cost nothing, so ``rageval --help`` and ``rageval info``
+#: start in a fraction of a second (``benchmarks/bench_startup.py``; ``tests/test_cli_startup.py`` keeps this table
+#: equal to what the modules define).
+COMMANDS: dict[str, Command] = {
+    "evaluate": Command("rageval.cli.evaluate", "your questions + corpus + run file or retriever + model -> one run "
+                                                "file with eRAG, E2E, baselines and LLM-retEval"),
+    "info": Command("rageval.cli.runs", "print what a run file holds (--json: machine-readable)"),
+    "export": Command("rageval.cli.runs", "write a run's labels, verdicts or failure cases as CSV, or one label "
+                                          "method as TREC qrels"),
+    "upload": Command("rageval.upload.cli", "validate your own run (TREC run + qrels + queries/passages JSONL, or "
+                                            "one JSONL with answers; docs/upload_format.md) into a run file"),
+    "rescore": Command("rageval.jobs.cli", "label a run's passages again with another model, in the background; "
+                                           "labels saved as produced, resumable"),
+    "build-corpus": Command("rageval.cli.shipped", "build the deduplicated corpus and print its sizes"),
+    "build-index": Command("rageval.cli.shipped", "build the BM25 index over the corpus (cached)"),
+    "erag": Command("rageval.cli.shipped", "eRAG labels + E2E answers for an NQ-open slice into a run file"),
+    "eval-retrieval": Command("rageval.cli.shipped", "Recall/nDCG/MRR of retrieval systems against gold passages; "
+                                                     "one run file per system"),
+    "train-reranker": Command("rageval.cli.shipped", "train (once, cached) the MiniLM cross-encoder NQ reranker; "
+                                                     "optionally compare BM25 with BM25 -> rerank on held-out "
+                                                     "queries"),
+    "subquery-retrieval": Command("rageval.cli.shipped", "LLM sub-queries -> BM25 per sub-query -> fusion; "
+                                                         "Recall@10/nDCG@10 vs BM25 and the MAX oracle"),
+    "demo-runs": Command("rageval.cli.shipped", "build the shipped demo runs (eRAG with every label method and a k "
+                                                "sweep, LLM-retEval) into data/runs through the LLM-call cache"),
+    "cost-report": Command("rageval.cli.shipped", "eRAG vs E2E wall time and peak memory (fresh process each)"),
+    "results": Command("rageval.cli.shipped", "regenerate docs/results.md from the demo runs"),
+    "train-nli": Command("rageval.attribution.cli", "fine-tune (once, cached) the MiniLM NLI cross-encoder on "
+                                                    "data/nli train/dev rows and report accuracy on every held-out "
+                                                    "test split"),
+    "attribution": Command("rageval.attribution.cli", "HAGRID attributed answers: scenarios G / RTG-gold / "
+                                                      "RTG-vanilla / RTG-monot5 / RTG-query-gen / GTR and the gold "
+                                                      "answers, NLI-scored, into a run file"),
+    "evaluate-citations": Command("rageval.attribution.cli", "AutoAIS and ALCE citation metrics (and ROUGE-L/BLEU "
+                                                             "against gold answers) of your own attributed answers "
+                                                             "(JSONL, docs/citations_format.md), into an attribution "
+                                                             "run file"),
+    "ium": Command("rageval.ium.cli", "Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
+                                      "offline + online IUM and the baselines, into a run file"),
+}
+
+
+def command_name(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs: its first argument that is not an option (the top level has no option taking a
+    value), or None."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``command``: its module's commands fully defined, every other command by its name and help
+    line only. ``command=None`` (or one not in :data:`COMMANDS`): help lines only, so ``rageval --help`` imports
+    no command module; ``command="*"``: every command fully defined (every module imported)."""
     parser = argparse.ArgumentParser(prog="rageval", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"rageval {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add_parsers in (evaluate.add_parsers, runs.add_parsers, upload_parsers, rescore_parsers, shipped.add_parsers,
-                        attribution_parsers, ium_parsers):
-        add_parsers(sub)
+    wanted = {c.module for c in COMMANDS.values()} if command == "*" else (
+        {COMMANDS[command].module} if command in COMMANDS else set())
+    for name, entry in COMMANDS.items():
+        if name in sub.choices:
+            continue
+        if entry.module in wanted:  # a module adds all its commands, which follow each other in the table
+            importlib.import_module(entry.module).add_parsers(sub)
+        else:
+            sub.add_parser(name, help=entry.help, add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; an error of the user's input (a bad or broken file, a wrong argument: a
+    :class:`RagevalError`, or a file the system cannot read or write) is one line on stderr and exit status 2."""
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_name(argv)).parse_args(argv)
     try:
         return args.handler(args)
     except RagevalError as error:

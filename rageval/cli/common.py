@@ -3,15 +3,23 @@ model flags (one set, read into :class:`~rageval.generation.factory.ModelSetting
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rageval.generation.endpoints import BALANCES
 from rageval.generation.factory import BACKENDS, DEFAULT_BASE_URL, DEFAULT_MODEL, DTYPES, SMOLLM2_MODEL
 
 if TYPE_CHECKING:
     from tqdm import tqdm as Tqdm
+
+#: The measure syntax in one line, for the help of every option taking measures (rageval.measures.parse_measure;
+#: not imported from there, so that ``rageval --help`` loads no numpy or pandas).
+MEASURE_SYNTAX = ("ir_measures' syntax NAME(param=value,...)@k, comma-separated, e.g. "
+                  "\"P@5,P(rel=2)@5,AP(judged_only=True),nDCG(dcg='exp-log2')@10,RBP(p=0.9),IPrec@0.5\"; "
+                  "the measures and their parameters are listed in docs/measures.md")
 
 CORPUS_NOTE = (
     "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, "
@@ -70,6 +78,31 @@ def bm25_index(corpus):
     return index_dir
 
 
+class BaseUrls(argparse.Action):
+    """``--base-url``, repeatable and comma-separated: every URL given, joined by commas (what ``base_url`` holds
+    everywhere). The first one given replaces the default rather than adding to it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        current = getattr(namespace, self.dest, None)
+        given = [] if current is None or current is self.default else [current]  # the default object: not given
+        setattr(namespace, self.dest, ",".join([*given, *(u.strip() for u in str(values).split(",") if u.strip())]))
+
+
+def add_server_arguments(parser, *, defaults: bool = True) -> None:
+    """The flags of an OpenAI-compatible server or fleet: ``--base-url`` (repeatable), ``--balance`` and the rate
+    limits. ``defaults=False`` leaves every default None."""
+    parser.add_argument("--base-url", action=BaseUrls, default=DEFAULT_BASE_URL if defaults else None,
+                        metavar="URL", help="the server (--backend openai); repeat it or separate URLs with commas "
+                                            "for several replicas of the model, which then share the requests")
+    parser.add_argument("--balance", choices=BALANCES, default="least-in-flight" if defaults else None,
+                        help="how requests are spread over several --base-url servers (default least-in-flight)")
+    parser.add_argument("--max-requests-per-minute", type=float, metavar="N",
+                        help="at most N requests a minute to the servers together (retries count; default: no limit)")
+    parser.add_argument("--max-tokens-per-minute", type=float, metavar="N",
+                        help="at most N tokens a minute (prompt + answer: estimated as prompt characters / 4 + "
+                             "--max-new-tokens, settled with the server's usage count; default: no limit)")
+
+
 def add_model_arguments(parser, *, defaults: bool = True) -> None:
     """The model flags. ``defaults=False`` leaves every default None (so a config file's value can stand)."""
     def default(value):
@@ -81,11 +114,14 @@ def add_model_arguments(parser, *, defaults: bool = True) -> None:
     parser.add_argument("--backend", choices=BACKENDS, default=default("local"),
                         help="run the model in process (local), or call an OpenAI-compatible server (vLLM, Ollama, "
                              "python -m rageval.generation.server)")
-    parser.add_argument("--base-url", default=default(DEFAULT_BASE_URL), help="the server (--backend openai)")
+    add_server_arguments(parser, defaults=defaults)
     parser.add_argument("--api", choices=("completions", "chat"), default=default("completions"),
                         help="/v1/completions (raw prompt) or /v1/chat/completions (--backend openai)")
     parser.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
-    parser.add_argument("--dtype", choices=DTYPES, help="precision (default: float32 on CPU, bfloat16 on CUDA)")
+    parser.add_argument("--dtype", choices=DTYPES, default=default("auto"),
+                        help="precision of a local model; auto (the default): bfloat16 on CUDA, and on the CPU "
+                             "bfloat16 where a one-time check on 30 eRAG labels finds float32's labels and a faster "
+                             "run (cached per model), else float32")
     parser.add_argument("--device", default=default("auto"), help="auto (CUDA when present), cpu or cuda")
     parser.add_argument("--batch-size", type=int, default=default(8),
                         help="prompts per model batch (local) or concurrent requests (openai)")

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rageval.cli.common import add_model_arguments, stage_progress
+from rageval.cli.common import MEASURE_SYNTAX, add_model_arguments, stage_progress
 from rageval.pipeline.sources import RETRIEVERS
 
 
@@ -62,6 +62,8 @@ def add_parsers(sub) -> None:
     what.add_argument("--methods", help="all (default) or a comma list of erag, e2e, baselines, reteval")
     what.add_argument("--metric", help="answer metric of the E2E scores: em (default), f1, accuracy, rougeL, bertscore")
     what.add_argument("--label-metrics", help="answer metrics of the eRAG labels (default: all five)")
+    what.add_argument("--measures", help="IR measures to store beyond the default set (P, R, AP, RR, nDCG, Hit at "
+                                         "each k, and Rprec), in " + MEASURE_SYNTAX)
     what.add_argument("--no-llm-relevance", action="store_true", help="skip the LLM yes/no relevance baseline")
     what.add_argument("--judges", help="LLM-retEval judges, comma list of llm, em, token_f1, cosine (default: all)")
     what.add_argument("--semi-gold-samples", type=int, help="semi-gold answers per question (default 3)")

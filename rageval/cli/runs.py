@@ -4,39 +4,77 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
-from rageval.errors import RagevalError
+from rageval.errors import RagevalError, StoreError
 
 
 def print_summary(path: Path) -> None:
-    """The human-readable summary: what produced the run, label shares, E2E score, mean measures."""
+    """The human-readable summary: what produced the run, label shares, E2E score, mean measures. Every number is
+    aggregated by SQLite, so this loads neither pandas nor the run's rows."""
     from rageval.store import RunReader
 
     with RunReader(path) as reader:
         settings = reader.settings()
+        connection = reader._connection
         print(f"{settings.get('dataset')} | {settings.get('retriever')} | k={settings.get('k')} | "
               f"{settings.get('model_id')} | {settings.get('num_queries')} queries")
-        labels = reader.labels()
-        for method, group in labels.groupby("method"):
-            print(f"  share of labels = 1 ({method}): {group['value'].mean():.3f} over {len(group)} labels")
-        queries = reader.query_table()
-        print(f"  E2E {settings.get('e2e_metric') or settings.get('label_metric')}: {queries['e2e_score'].mean():.3f} "
-              f"over {queries['e2e_score'].notna().sum()} queries")
-        table = reader.measure_table()
-        if not table.empty:
-            wide = table.groupby(["method", "measure"])["value"].mean().unstack("measure")
-            print(wide.round(3).to_string())
+        for method, share, count in connection.execute(
+                "SELECT method, AVG(value), COUNT(*) FROM labels GROUP BY method ORDER BY method"):
+            print(f"  share of labels = 1 ({method}): {_number(share):.3f} over {count} labels")
+        main_k = reader.main_k()
+        mean, answered = connection.execute(
+            "SELECT AVG(e.score), COUNT(e.score) FROM queries q "
+            "LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = ?",
+            (main_k if main_k is not None else -1,)).fetchone()
+        print(f"  E2E {settings.get('e2e_metric') or settings.get('label_metric')}: {_number(mean):.3f} "
+              f"over {answered} queries")
+        means = connection.execute("SELECT method, measure, AVG(value) FROM measure_values "
+                                   "GROUP BY method, measure ORDER BY method, measure").fetchall()
+        if means:
+            print(measure_means_table(means))
+
+
+def _number(value: float | None) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def measure_means_table(means: list[tuple[str, str, float | None]]) -> str:
+    """``(method, measure, mean)`` rows as a method x measure table of means rounded to 3 decimals, laid out
+    exactly as pandas prints one (``DataFrame.round(3).to_string()``: per column the fewest decimals that show
+    every value, a sign place before numbers and their header, NaN where a method lacks a measure, cells
+    right-aligned)."""
+    methods = sorted({m for m, _, _ in means})
+    measures = sorted({x for _, x, _ in means})
+    values = {(m, x): _number(v) for m, x, v in means}
+
+    def decimals(value: float) -> int:  # of a finite value rounded to 3 places, trailing zeros dropped
+        return max(len(f"{round(value, 3):.3f}".rstrip("0").split(".")[1]), 1) if math.isfinite(value) else 1
+
+    columns = []
+    for measure in measures:
+        column = [values.get((method, measure), float("nan")) for method in methods]
+        places = max((decimals(v) for v in column), default=1)
+        sign_place = "" if all(math.isnan(v) for v in column) else " "
+        cells = ["NaN" if math.isnan(v) else f"{round(v, 3):.{places}f}" for v in column]
+        cells = [cell if cell.startswith("-") else sign_place + cell for cell in cells]
+        width = max(len(sign_place + measure), *(len(c) for c in cells))
+        columns.append((measure.rjust(width), [c.rjust(width) for c in cells]))
+    label_width = max(len("measure"), len("method"), *(len(m) for m in methods))
+    lines = ["measure".ljust(label_width) + "".join(" " + header for header, _ in columns),
+             "method".ljust(label_width) + "".join(" " + " " * len(header) for header, _ in columns)]
+    lines += [method.ljust(label_width) + "".join(" " + cells[row] for _, cells in columns)
+              for row, method in enumerate(methods)]
+    return "\n".join(lines)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     from rageval.pipeline.summary import run_summary
-    from rageval.store import RunReader
+    from rageval.store import RUN, RunReader
+    from rageval.store.files import describe_missing
 
-    if Path(args.run).is_dir():
-        raise RagevalError(f"{args.run}: is a folder; expected a run file")
-    if not Path(args.run).is_file():
-        raise RagevalError(f"{args.run}: no such run file")
+    describe_missing(Path(args.run), RUN)  # no such file, a folder, a dangling link, empty: said in one line
     if args.json:
         print(json.dumps(run_summary(args.run), indent=1, sort_keys=True))
     elif args.config:
@@ -46,7 +84,10 @@ def cmd_info(args: argparse.Namespace) -> int:
             config = reader.settings().get("config")
         if not config:
             raise RagevalError(f"{args.run}: this run was not made by rageval evaluate, so it stores no config")
-        print(EvaluateConfig(**config).to_toml(), end="")
+        try:
+            print(EvaluateConfig(**config).to_toml(), end="")
+        except (TypeError, ValueError) as error:
+            raise StoreError(f"{args.run}: the stored config is not one this rageval reads ({error})") from error
     else:
         print_summary(args.run)
     return 0

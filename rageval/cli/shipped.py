@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 
 from rageval import __version__
-from rageval.cli.common import CORPUS_NOTE, stage_progress
+from rageval.cli.common import CORPUS_NOTE, MEASURE_SYNTAX, add_server_arguments, stage_progress
 from rageval.cli.common import bm25_index as _bm25_index
 from rageval.cli.common import load_corpus as _load_corpus
 from rageval.cli.common import progress_bar as _progress_bar
 from rageval.errors import RagevalError
-from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings, load_generator
+from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator
 from rageval.paths import DATA_DIR, REPO_ROOT, RUNS_DIR, not_writable_folder, user_runs_dir
 
 
@@ -35,7 +35,8 @@ def cmd_erag(args: argparse.Namespace) -> int:
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     generator = CachedGenerator(load_generator(ModelSettings(
         model=args.model, backend=args.backend, base_url=args.base_url, api=args.api, api_key_env=args.api_key_env,
-        batch_size=args.batch_size)), cache)
+        batch_size=args.batch_size, balance=args.balance, max_requests_per_minute=args.max_requests_per_minute,
+        max_tokens_per_minute=args.max_tokens_per_minute)), cache)
     run = build_run(plan, Resources(_load_corpus(args.data_dir)), generator, batch_size=args.batch_size,
                     command="rageval " + " ".join(sys.argv[1:]), progress=stage_progress())
     path = write_run(run, args.out)
@@ -71,6 +72,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from rageval.store import write_run
 
     systems = ev.parse_systems(args.systems)
+    measures = ev.parse_retrieval_measures(args.measures or ",".join(ev.RETRIEVAL_MEASURES))
     started = time.perf_counter()
     if args.out_dir and not_writable_folder(args.out_dir):
         raise RagevalError(f"--out-dir {args.out_dir}: {not_writable_folder(args.out_dir)}")
@@ -121,7 +123,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     }
     per_query = {}
     for system, result in results.items():
-        per_query[system] = ev.compute_retrieval_measures(result.rankings, queries)
+        per_query[system] = ev.compute_retrieval_measures(result.rankings, queries, measures)
         run = ev.build_retrieval_run(dataset, result, queries, passages, per_query[system], settings,
                                      stored_depth=args.stored_depth)
         print(f"wrote {write_run(run, out_dir / ev.run_file_name(dataset, system))}")
@@ -318,7 +320,7 @@ def add_parsers(sub) -> None:
     run.add_argument("--backend", choices=("transformers", "openai"), default="transformers",
                      help="run the model in process, or call an OpenAI-compatible server (vLLM, Ollama, "
                           "python -m rageval.generation.server); then --model is the served model name")
-    run.add_argument("--base-url", default=DEFAULT_BASE_URL, help="the OpenAI-compatible server (--backend openai)")
+    add_server_arguments(run)
     run.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
     run.add_argument("--api", choices=("completions", "chat"), default="completions",
                      help="/v1/completions (raw prompt) or /v1/chat/completions (--backend openai)")
@@ -340,6 +342,8 @@ def add_parsers(sub) -> None:
                            help="a saved cross-encoder folder (default: the latest `rageval train-reranker` model)")
     retrieval.add_argument("--batch-size", type=int, default=64, help="texts per embedding batch")
     retrieval.add_argument("--stored-depth", type=int, default=10, help="ranks kept in the run files")
+    retrieval.add_argument("--measures", help="the measures against the gold passages (default: R@1, R@5, R@10, "
+                                              "R@20, R@100, nDCG@10, RR@10), in " + MEASURE_SYNTAX)
     retrieval.add_argument("--data-dir", type=Path, default=DATA_DIR)
     retrieval.add_argument("--queries", type=Path, help="your questions (JSONL or BEIR queries.jsonl) instead of "
                                                         "--dataset; gold passages from gold_passage_ids or --qrels")

@@ -1,9 +1,11 @@
-"""eRAG versus end-to-end evaluation cost: wall time and peak memory above the loaded model (eRAG, Table 2).
+"""eRAG versus end-to-end evaluation cost: wall time, CPU time and peak memory above the loaded model (eRAG,
+Table 2).
 
 Each configuration runs in a fresh process (``multiprocessing`` spawn) that loads the model, runs the same short
 warm-up prompt (the first single-passage prompt, whatever the configuration, so no configuration's working memory
 is already in the baseline), records its resident set size (RSS) as the baseline, resets the kernel's peak-RSS
-mark (``/proc/self/clear_refs``) and generates, uncached. "Peak memory above the loaded model" is peak RSS -
+mark (``/proc/self/clear_refs``) and generates, uncached. CPU time is the process's (all its threads), which other
+processes on a shared machine change far less than wall time. "Peak memory above the loaded model" is peak RSS -
 baseline, the peak being the kernel's ``VmHWM`` (or, where it cannot be reset, RSS sampled every ``interval_s``):
 on CPU, RSS holds the activations and the key/value cache. On CUDA the same code reads
 ``torch.cuda.max_memory_allocated`` instead.
@@ -39,6 +41,7 @@ class CostMeasurement:
     baseline_mb: float
     peak_above_model_mb: float
     device: str
+    cpu_s: float | None = None  # measurements written before CPU time was recorded have none
 
 
 def _rss_mb() -> float:
@@ -92,24 +95,23 @@ class _PeakSampler:
 
 
 def _measure_in_child(configuration: str, batches: list[list[str]], warm_up: str, batch_size: int,
-                      dtype: str | None, threads: int | None, interval_s: float, model: str | None, queue) -> None:
+                      dtype: str | None, threads: int | None, interval_s: float, model: str | None,
+                      options: dict, queue) -> None:
     try:
         import torch
 
         if threads:
             torch.set_num_threads(threads)
         from rageval.generation.base import DecodingSettings
-        if model is None:
-            from rageval.generation.gemma import load_gemma_generator
+        from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator
 
-            generator = load_gemma_generator(batch_size=batch_size, dtype=dtype)
-        else:
-            from rageval.generation.transformers_backend import TransformersGenerator
-
-            generator = TransformersGenerator(model, batch_size=batch_size, dtype=dtype)
+        generator = load_generator(ModelSettings(model=model or DEFAULT_MODEL, batch_size=batch_size, dtype=dtype))
+        for name, value in options.items():  # e.g. the decoding memory budget
+            setattr(generator, name, value)
         decoding = DecodingSettings()
         generator.generate([warm_up], decoding)  # lazy initialisation is not the workload
-        cuda = generator.device.startswith("cuda")
+        device = str(getattr(generator, "device", "cpu"))
+        cuda = device.startswith("cuda")
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -117,28 +119,31 @@ def _measure_in_child(configuration: str, batches: list[list[str]], warm_up: str
         else:
             baseline = _rss_mb()
         kernel_peak = not cuda and _reset_peak_rss()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         with _PeakSampler(interval_s) as sampler:
             for batch in batches:
                 generator.generate(batch, decoding)
-        wall = time.perf_counter() - started
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         if cuda:
             peak = torch.cuda.max_memory_allocated() / 2**20
         else:
             peak = max(sampler.peak, _kernel_peak_rss_mb()) if kernel_peak else sampler.peak
         queue.put(asdict(CostMeasurement(configuration, sum(map(len, batches)), batch_size, round(wall, 2),
-                                         round(baseline, 1), round(peak - baseline, 1), generator.device)))
+                                         round(baseline, 1), round(peak - baseline, 1), device,
+                                         round(cpu, 2))))
     except BaseException as error:  # report, never hang the parent
         queue.put({"error": f"{type(error).__name__}: {error}"})
 
 
 def measure_configuration(configuration: str, erag_prompts: Sequence[Sequence[str]], e2e_prompts: Sequence[str],
                           *, dtype: str | None = None, threads: int | None = None, interval_s: float = 0.002,
-                          model: str | None = None) -> CostMeasurement:
+                          model: str | None = None, options: dict | None = None) -> CostMeasurement:
     """Run ``configuration`` (one of :data:`CONFIGURATIONS`) in a fresh process and measure it, with the
-    packaged Gemma (``model=None``) or the local Hugging Face model folder ``model``.
+    packaged Gemma (``model=None``) or any other local model :func:`~rageval.generation.factory.load_generator`
+    loads (``"smollm2-135m-instruct"``, a Hugging Face model folder).
 
-    ``erag_prompts[i]`` are query i's single-passage prompts, ``e2e_prompts[i]`` its top-k prompt.
+    ``erag_prompts[i]`` are query i's single-passage prompts, ``e2e_prompts[i]`` its top-k prompt. ``options``:
+    generator attributes set after loading (e.g. ``{"decode_memory_mb": 32}``).
     """
     if configuration == "e2e":
         batches, batch_size = [[p] for p in e2e_prompts], 1
@@ -153,7 +158,8 @@ def measure_configuration(configuration: str, erag_prompts: Sequence[Sequence[st
     queue = context.Queue()
     process = context.Process(target=_measure_in_child,
                               args=(configuration, batches, erag_prompts[0][0], batch_size, dtype, threads,
-                                    interval_s, None if model is None else str(model), queue))
+                                    interval_s, None if model is None else str(model), dict(options or {}),
+                                    queue))
     process.start()
     result = None
     while result is None:

@@ -7,6 +7,9 @@ measures (:mod:`rageval.measures`: P, R, AP, RR, nDCG, Hit at each cutoff c, and
   P@c (mean label), Hit@c (max label) and nDCG@c (graded gains);
 - **list-bound** methods label only retrieved passages, so at cutoff c they see the labels of the top c only,
   as eRAG defines G_q on R_c (Salemi & Zamani, SIGIR 2024: hence R@c = Hit@c for binary eRAG labels).
+
+Users may add measures of their own (``extra_measures``: any measure string of :mod:`rageval.measures`, e.g.
+``P(rel=2)@5``, ``AP(judged_only=True)``, ``nDCG(dcg='exp-log2')@10``); the same two rules apply to them.
 """
 
 from __future__ import annotations
@@ -15,19 +18,21 @@ from collections.abc import Collection, Mapping, Sequence
 
 from rageval.erag.labels import BINARY_METRICS
 from rageval.erag.methods import CONTAINS_ANSWER, ERAG_PREFIX, GOLD, GOLD_PAGE, LLM_RELEVANCE, parse_label_method
-from rageval.measures import compute_measures
+from rageval.measures import Measure, compute_measures, parse_measure_list
 from rageval.store import Label, MeasureValue, labels_as_qrels
 from rageval.types import Ranking
 
 #: Measures that accept graded labels (P@k = mean label, Hit@k = max label, nDCG with graded gains); the others
 #: (R, AP, RR, R-precision) are only defined for 0/1 labels and are not computed for graded label methods.
 GRADED_MEASURES = ("P", "nDCG", "Hit")
+#: The measures every run stores at each cutoff (and R-precision); users may add their own (``extra_measures``).
+STORED_MEASURES = ("P", "R", "AP", "RR", "nDCG", "Hit")
 
 
 def measure_names(cutoffs: Sequence[int], graded: bool = False) -> list[str]:
     """The measures every run stores: P, R, AP, RR, nDCG and Hit at each cutoff, and R-precision; for graded
     labels only the measures of :data:`GRADED_MEASURES`."""
-    kinds = GRADED_MEASURES if graded else ("P", "R", "AP", "RR", "nDCG", "Hit")
+    kinds = GRADED_MEASURES if graded else STORED_MEASURES
     names = [f"{m}@{k}" for k in cutoffs for m in kinds]
     return names if graded else names + ["Rprec"]
 
@@ -61,12 +66,17 @@ def is_list_bound_method(method: str) -> bool:
 
 
 def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranking],
-                           cutoffs: Sequence[int], graded_methods: Collection[str] = ()) -> list[MeasureValue]:
+                           cutoffs: Sequence[int], graded_methods: Collection[str] = (),
+                           extra_measures: Sequence[str | Measure] = ()) -> list[MeasureValue]:
     """Per-query values of every stored measure, for every label method, on the same rankings; every query of
     ``rankings`` gets a value (0 when it has no relevant passage). Dataset gold labels are global; list-bound
     labels (:func:`is_list_bound_method`) are cut to the top c at cutoff c (page-level gold keeps the gold
     passages themselves); R-precision uses all of a method's labels. Methods :func:`is_graded_method` names, and
-    those in ``graded_methods`` (e.g. an uploaded method with fractional labels), get the graded measures only."""
+    those in ``graded_methods`` (e.g. an uploaded method with fractional labels), get the graded measures only.
+
+    ``extra_measures`` are computed too, after the stored set (those it already holds are skipped), by the same
+    rules: a graded method gets those accepting graded labels; a list-bound method's labels are cut to the top k
+    for a measure at rank cutoff k, and kept whole for the others (as for R-precision)."""
     run = {query_id: list(r.passage_ids) for query_id, r in rankings.items()}
     query_ids = list(run)
     gold = labels_as_qrels(labels, GOLD)
@@ -87,7 +97,32 @@ def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranki
                 frames.append(compute_measures(names, run, kept, queries=query_ids))
             if not graded:
                 frames.append(compute_measures(["Rprec"], run, qrels, queries=query_ids))
+        frames += _extra_frames(extra_measures, method, graded, run, qrels, gold, query_ids,
+                                set(measure_names(cutoffs, graded)))
         for frame in frames:
             values.extend(MeasureValue(method, r.measure, r.query_id, float(r.value))
                           for r in frame.itertuples(index=False))
     return values
+
+
+def _extra_frames(extra_measures, method: str, graded: bool, run, qrels, gold, query_ids, stored: set[str]) -> list:
+    """The frames of the user's own measures for one method (see :func:`compute_measure_values`)."""
+    wanted = [m for m in parse_measure_list(extra_measures)
+              if str(m) not in stored and (m.accepts_graded or not graded)]
+    if not wanted:
+        return []
+    if not is_list_bound_method(method):
+        return [compute_measures(wanted, run, qrels, queries=query_ids)]
+    page_level = _base(method) == GOLD_PAGE
+    frames = []
+    at_rank = {m.cutoff for m in wanted if m.cutoff is not None and m.definition.cutoff_kind == "rank"}
+    for cutoff in sorted(at_rank):
+        kept = {q: {p: v for p, v in rels.items()
+                    if p in run.get(q, [])[:cutoff] or (page_level and p in gold.get(q, {}))}
+                for q, rels in qrels.items()}
+        frames.append(compute_measures([m for m in wanted if m.cutoff == cutoff
+                                        and m.definition.cutoff_kind == "rank"], run, kept, queries=query_ids))
+    whole = [m for m in wanted if m.cutoff is None or m.definition.cutoff_kind != "rank"]
+    if whole:
+        frames.append(compute_measures(whole, run, qrels, queries=query_ids))
+    return frames

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rageval.errors import StoreError
 from rageval.generation.base import DecodingSettings, Generator
-from rageval.store.files import LLM_CACHE, open_for_write, stamp
+from rageval.store.files import LLM_CACHE, checked_reads, open_for_write, stamp
 
 SCHEMA_VERSION = LLM_CACHE.version
 _LOOKUP_CHUNK = 500  # stays under SQLite's bound-parameter limit (999 on old builds)
@@ -54,8 +54,10 @@ def default_cache_path() -> Path:
     return cache_dir() / "llm_cache.sqlite"
 
 
+@checked_reads(LLM_CACHE)
 class LLMCache:
-    """The SQLite store behind :class:`CachedGenerator`; safe to share between threads and processes.
+    """The SQLite store behind :class:`CachedGenerator`; safe to share between threads and processes (a damaged
+    file is a StoreError naming it, on opening or on any later read).
 
     WAL mode lets readers proceed while one process writes; a busy timeout makes a second writer wait for
     the lock instead of failing. Rows are only ever inserted (``INSERT OR IGNORE``), never changed.
@@ -135,11 +137,15 @@ class CachedGenerator:
 
     Misses (deduplicated) go to the wrapped generator in chunks of ``chunk_size`` prompts (one call when there
     are fewer), and each chunk is committed before the next starts, so a killed run keeps what it finished.
+    The default chunk is 64 prompts, or the wrapped generator's ``concurrency`` when larger (a server fleet
+    answering 512 requests at a time must be sent 512 at a time).
     ``hits`` counts prompts answered from the cache, ``misses`` prompts sent to the wrapped generator;
     a prompt repeated within one call is generated once and its repeats count as hits.
     """
 
-    def __init__(self, generator: Generator, cache: LLMCache, *, chunk_size: int = 64):
+    def __init__(self, generator: Generator, cache: LLMCache, *, chunk_size: int | None = None):
+        if chunk_size is None:
+            chunk_size = max(64, getattr(generator, "concurrency", 0))
         if chunk_size < 1:
             raise ValueError(f"CachedGenerator.chunk_size: expected >= 1, got {chunk_size}")
         self.generator = generator

@@ -1,8 +1,11 @@
-"""A :class:`~rageval.generation.base.Generator` over any OpenAI-compatible HTTP server (vLLM, Ollama, ...).
+"""A :class:`~rageval.generation.base.Generator` over any OpenAI-compatible HTTP server (vLLM, Ollama, ...), or a
+fleet of them serving one model.
 
 One HTTP request per prompt, to ``/v1/completions`` (the prompt as is, for base models and our few-shot QA
 prompt) or ``/v1/chat/completions`` (the prompt as one user message, rendered by the server's chat template),
-sent concurrently by a thread pool and returned in prompt order. Only ``httpx`` is used, no OpenAI SDK.
+sent concurrently by a thread pool and returned in prompt order. Only ``httpx`` is used, no OpenAI SDK. Several
+base URLs share the requests (:mod:`~rageval.generation.endpoints`); a rate limit in requests and tokens per
+minute holds for all threads together (:mod:`~rageval.generation.rate_limit`).
 
 Route conventions: vLLM (``vllm serve <model>``, base URL ``http://localhost:8000/v1``) and Ollama
 (``ollama serve``, base URL ``http://localhost:11434/v1``) both serve the OpenAI routes under ``/v1``; a base
@@ -19,6 +22,7 @@ default ``"\\n"``) are applied client-side only, else an answer opening with a n
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -26,6 +30,8 @@ from typing import Any
 
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings, apply_stop
+from rageval.generation.endpoints import Endpoint, EndpointPool
+from rageval.generation.rate_limit import RateLimiter, estimate_tokens
 
 APIS = ("completions", "chat")
 _ROUTES = {"completions": "completions", "chat": "chat/completions"}
@@ -41,6 +47,23 @@ class MalformedResponse(RagevalError):
     def __init__(self, field: str, message: str):
         self.field = field
         super().__init__(f"field {field!r}: {message}")
+
+
+def served_model_id(model: str, api: str = "completions") -> str:
+    """``openai-compatible:<model>``, plus ``#chat`` for the chat route (its chat template changes the answers, so
+    they are cached apart). The endpoints are not part of it: replicas serve the same model."""
+    return f"openai-compatible:{model}{'#chat' if api == 'chat' else ''}"
+
+
+def split_base_urls(base_urls: str | Sequence[str]) -> tuple[str, ...]:
+    """Every base URL of ``base_urls`` (one, several separated by commas, or a list of such), normalised
+    (:func:`normalize_base_url`), duplicates dropped, in order."""
+    parts = [base_urls] if isinstance(base_urls, str) else list(base_urls)
+    urls = [normalize_base_url(url) for part in parts for url in part.split(",") if url.strip()]
+    if not urls:
+        raise RagevalError("OpenAI-compatible base URL: none given; expected http://host:port[/v1], several "
+                           "separated by commas")
+    return tuple(dict.fromkeys(urls))
 
 
 def normalize_base_url(base_url: str) -> str:
@@ -134,18 +157,30 @@ def _retry_after_s(response) -> float | None:
         return None  # an HTTP date; the exponential back-off applies
 
 
-class OpenAIGenerator:
-    """Answers through an OpenAI-compatible server, one request per prompt, ``concurrency`` at a time.
+def usage_tokens(body: Any) -> int | None:
+    """``usage.total_tokens`` of a response body (what the request cost the server), or None when absent."""
+    usage = body.get("usage") if isinstance(body, dict) else None
+    total = usage.get("total_tokens") if isinstance(usage, dict) else None
+    return total if isinstance(total, int) and not isinstance(total, bool) else None
 
-    Connection errors, timeouts, HTTP 429 and 5xx are retried ``max_retries`` times, waiting
-    ``backoff_s * 2**(attempt - 1)`` seconds (or the server's numeric ``Retry-After``, at most 60 s); any other
-    4xx fails at once with the server's message. ``timeout_s`` bounds each request. ``api_key`` is sent as
-    ``Authorization: Bearer``.
+
+class OpenAIGenerator:
+    """Answers through one or several OpenAI-compatible servers, one request per prompt, ``concurrency`` at a time.
+
+    ``base_url``: one URL, several separated by commas, or a list: the replicas of one served model, chosen per
+    request by ``balance`` (:mod:`~rageval.generation.endpoints`: ``least-in-flight`` or ``round-robin``).
+    Connection errors, timeouts, HTTP 429 and 5xx are retried ``max_retries`` times: on another endpoint at once
+    when one is up (the failed one is down for ``endpoint_down_s``), else after ``backoff_s * 2**(attempt - 1)``
+    seconds (or the server's numeric ``Retry-After``, at most 60 s); any other 4xx fails at once with the server's
+    message. ``timeout_s`` bounds each request. ``api_key`` is sent as ``Authorization: Bearer``.
+    ``max_requests_per_minute`` / ``max_tokens_per_minute`` limit what all worker threads send together
+    (:mod:`~rageval.generation.rate_limit`; a retry is a request too). The HTTP client and the worker threads are
+    kept between calls (:meth:`close` ends them).
     """
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | Sequence[str],
         model: str,
         api: str = "completions",
         timeout_s: float = 60.0,
@@ -153,6 +188,11 @@ class OpenAIGenerator:
         backoff_s: float = 0.5,
         concurrency: int = 4,
         api_key: str | None = None,
+        *,
+        balance: str = "least-in-flight",
+        endpoint_down_s: float = 30.0,
+        max_requests_per_minute: float | None = None,
+        max_tokens_per_minute: float | None = None,
     ):
         if api not in APIS:
             raise ValueError(f"OpenAIGenerator.api: expected one of {APIS}, got {api!r}")
@@ -163,7 +203,8 @@ class OpenAIGenerator:
         if timeout_s <= 0 or backoff_s < 0:
             raise ValueError(f"OpenAIGenerator: expected timeout_s > 0 and backoff_s >= 0, "
                              f"got {timeout_s} and {backoff_s}")
-        self.base_url = normalize_base_url(base_url)
+        self.base_urls = split_base_urls(base_url)
+        self.base_url = self.base_urls[0]
         self.model = model
         self.api = api
         self.url = f"{self.base_url}/{_ROUTES[api]}"
@@ -171,41 +212,78 @@ class OpenAIGenerator:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.concurrency = concurrency
+        self.endpoints = EndpointPool(self.base_urls, balance, down_s=endpoint_down_s)
+        self.rate_limiter = RateLimiter(max_requests_per_minute, max_tokens_per_minute)
         self._api_key = api_key
+        self._client: Any = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._start_lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
-        """``openai-compatible:<model>@<base_url>``, plus ``#chat`` for the chat route.
+        """:func:`served_model_id`: the served model and the route, never the endpoints (the LLM-call cache keys
+        on it, so a run resumed on other replicas, or more of them, reuses every answer)."""
+        return served_model_id(self.model, self.api)
 
-        The chat route wraps the prompt in the server's chat template, so its answers differ from the
-        completions route's and must not share cache entries.
-        """
-        suffix = "#chat" if self.api == "chat" else ""
-        return f"openai-compatible:{self.model}@{self.base_url}{suffix}"
+    def endpoint_stats(self) -> list[dict]:
+        """Per endpoint: base URL, requests sent, failures, whether it is down now."""
+        return self.endpoints.stats()
 
-    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+    def _started(self):
+        """The HTTP client and the worker threads, made on first use and kept (connections stay open)."""
         import httpx
 
+        with self._start_lock:
+            if self._client is None:
+                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+                # At most `concurrency` requests are in flight (the threads); each endpoint may keep that many idle
+                # connections, so moving between endpoints never closes one to open another.
+                limits = httpx.Limits(max_connections=None,
+                                      max_keepalive_connections=self.concurrency * len(self.base_urls))
+                self._client = httpx.Client(timeout=self.timeout_s, headers=headers, limits=limits)
+                self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="rageval-openai")
+            return self._client, self._pool
+
+    def close(self) -> None:
+        """Close the connections and end the worker threads (a later call starts them again)."""
+        with self._start_lock:
+            if self._client is not None:
+                self._client.close()
+                assert self._pool is not None
+                self._pool.shutdown(wait=True, cancel_futures=True)
+            self._client = self._pool = None
+
+    def __enter__(self) -> OpenAIGenerator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
         if not prompts:
             return []
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        with httpx.Client(timeout=self.timeout_s, headers=headers, limits=limits) as client:
-            if self.concurrency == 1 or len(prompts) == 1:
-                texts = [self._complete(client, prompt, settings) for prompt in prompts]
-            else:
-                texts = self._complete_concurrently(client, prompts, settings)
+        client, pool = self._started()
+        if self.concurrency == 1 or len(prompts) == 1:
+            texts = [self._complete(client, prompt, settings) for prompt in prompts]
+        else:
+            texts = self._complete_concurrently(client, pool, prompts, settings)
         return [apply_stop(text, settings.stop) for text in texts]
 
-    def _complete_concurrently(self, client, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts)),
-                                  thread_name_prefix="rageval-openai")
+    def _complete_concurrently(self, client, pool: ThreadPoolExecutor, prompts: Sequence[str],
+                               settings: DecodingSettings) -> list[str]:
         futures = [pool.submit(self._complete, client, prompt, settings) for prompt in prompts]
-        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        try:
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        except BaseException:  # a cancelled job (SIGTERM) or Ctrl-C: send nothing more
+            for future in futures:
+                future.cancel()
+            raise
         failed = [error for f in futures if f in done and (error := f.exception()) is not None]
-        # Stop queued prompts on the first failure; requests already in flight finish (bounded by the timeout).
-        pool.shutdown(wait=True, cancel_futures=bool(failed))
         if failed:
+            # Stop queued prompts on the first failure; requests already in flight finish (bounded by the timeout).
+            for future in futures:
+                future.cancel()
+            wait(futures)
             raise failed[0]
         return [f.result() for f in futures]
 
@@ -213,43 +291,63 @@ class OpenAIGenerator:
         import httpx
 
         body = build_request_body(self.model, prompt, settings, self.api)
+        estimated = estimate_tokens(prompt, settings.max_new_tokens)
         attempts = self.max_retries + 1
         last_failure, reachable, delay = "", False, 0.0
+        failed_on: list[Endpoint] = []
         for attempt in range(attempts):
-            if attempt:
-                time.sleep(delay)
+            if attempt and not self.endpoints.has_fresh(failed_on):
+                time.sleep(delay)  # no other endpoint to try at once: back off
             delay = self.backoff_s * 2 ** attempt  # the wait before the next attempt, should this one fail
+            self.rate_limiter.acquire(estimated)
+            endpoint = self.endpoints.acquire(failed_on)
+            url = f"{endpoint.base_url}/{_ROUTES[self.api]}"
+            where = f"{url}: " if len(self.base_urls) > 1 else ""  # which server failed, when there are several
+            failed, down_for_s = False, None
+            used: int | None = 0  # what the server counts this request at: nothing unless it answers
             try:
-                response = client.post(self.url, json=body)
-            except httpx.TimeoutException:
-                last_failure = f"no answer within timeout_s={self.timeout_s:g}"
-                continue
-            except httpx.TransportError as exc:
-                last_failure = f"{type(exc).__name__}: {exc}"
-                continue
-            reachable = True
-            status = response.status_code
-            if status == 429 or status >= 500:
-                last_failure = f"HTTP {status}: {server_error_message(response)}"
-                delay = max(delay, _retry_after_s(response) or 0.0)
-                continue
-            if status >= 400:
-                raise RagevalError(f"{self.url} rejected the request for model {self.model!r} with HTTP {status}: "
-                                   f"{server_error_message(response)}")
-            return self._parse(response)
+                try:
+                    response = client.post(url, json=body)
+                except httpx.TimeoutException:
+                    failed, last_failure = True, f"{where}no answer within timeout_s={self.timeout_s:g}"
+                    continue
+                except httpx.TransportError as exc:
+                    failed, last_failure = True, f"{where}{type(exc).__name__}: {exc}"
+                    continue
+                reachable = True
+                status = response.status_code
+                if status == 429 or status >= 500:
+                    failed, last_failure = True, f"{where}HTTP {status}: {server_error_message(response)}"
+                    retry_after = _retry_after_s(response)
+                    delay = max(delay, retry_after or 0.0)
+                    down_for_s = retry_after if status == 429 else None
+                    continue
+                if status >= 400:
+                    raise RagevalError(f"{url} rejected the request for model {self.model!r} with HTTP {status}: "
+                                       f"{server_error_message(response)}")
+                text, used = self._parse(response, url)
+                return text
+            finally:
+                self.endpoints.release(endpoint, failed=failed, down_for_s=down_for_s)
+                self.rate_limiter.settle(estimated, used)
+                if failed:
+                    failed_on.append(endpoint)
+        servers = self.url if len(self.base_urls) == 1 else \
+            f"any of the {len(self.base_urls)} servers ({', '.join(self.base_urls)})"
         if reachable:
-            raise RagevalError(f"{self.url} kept failing for model {self.model!r}: {last_failure} "
+            raise RagevalError(f"{servers} kept failing for model {self.model!r}: {last_failure} "
                                f"(after {attempts} attempts)")
-        raise RagevalError(f"cannot reach the OpenAI-compatible server at {self.url} ({last_failure}; "
+        raise RagevalError(f"cannot reach the OpenAI-compatible server at {servers} ({last_failure}; "
                            f"{attempts} attempts): {_UNREACHABLE_HINT}")
 
-    def _parse(self, response) -> str:
+    def _parse(self, response, url: str) -> tuple[str, int | None]:
+        """The answer's text and its cost in tokens (None when the server does not say)."""
         try:
             payload = response.json()
         except ValueError:
             start = response.text[:200]
-            raise RagevalError(f"{self.url}: the answer (HTTP {response.status_code}) is not JSON: {start!r}") from None
+            raise RagevalError(f"{url}: the answer (HTTP {response.status_code}) is not JSON: {start!r}") from None
         try:
-            return extract_text(payload, self.api)
+            return extract_text(payload, self.api), usage_tokens(payload)
         except MalformedResponse as exc:
-            raise RagevalError(f"{self.url}: malformed answer (HTTP {response.status_code}), {exc}") from None
+            raise RagevalError(f"{url}: malformed answer (HTTP {response.status_code}), {exc}") from None

@@ -3,6 +3,10 @@
 For tests and for trying :class:`~rageval.generation.openai_backend.OpenAIGenerator` without vLLM or Ollama::
 
     python -m rageval.generation.server --model gemma-3-270m --port 8000   # then --base-url http://127.0.0.1:8000/v1
+    python -m rageval.generation.server --model fake --port 8001           # answers at once (benchmarks/)
+
+``--model fake`` serves :class:`~rageval.generation.base.FakeGenerator`: no model, each answer is the first
+capitalised words of the prompt's passage, so what is measured is the HTTP path alone.
 
 Routes: ``GET /v1/models``, ``POST /v1/completions`` (``prompt``: a string or a list of strings, one choice
 each) and ``POST /v1/chat/completions`` (``messages``). Bodies are validated; a bad one gets HTTP 400 with an
@@ -34,9 +38,10 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from rageval.generation.base import DecodingSettings, Generator
+from rageval.generation.base import DecodingSettings, FakeGenerator, Generator
 
 _MAX_BODY_BYTES = 16 * 1024 * 1024
+FAKE_MODEL = "fake"
 
 
 class RequestError(Exception):
@@ -216,6 +221,11 @@ class _App:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so a pooled client reuses its connections
+    # Headers and body leave in one write, without waiting: unbuffered, they went as two small writes, and Nagle's
+    # algorithm held the second until the client's delayed ACK, 40 ms later (measured: 20 answers/s at
+    # concurrency 1; benchmarks/bench_http_backend.py). handle_one_request flushes after each request.
+    wbufsize = -1
+    disable_nagle_algorithm = True
     server: _Server
 
     def do_GET(self) -> None:
@@ -266,6 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # idle keep-alive connections must not keep the process alive
+    request_queue_size = 256  # socketserver's 5 reset connections when 32 clients connected at once
     server_address: tuple[str, int]  # an IPv4 socket's (host, port) once bound (typeshed allows any address form)
 
     def __init__(self, address: tuple[str, int], app: _App, verbose: bool):
@@ -342,16 +353,19 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m rageval.generation.server", description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=DEFAULT_MODEL,
-                        help=f"{DEFAULT_MODEL!r} (the packaged default) or a local Hugging Face model directory")
+                        help=f"{DEFAULT_MODEL!r} (the packaged default), a local Hugging Face model directory, or "
+                             f"{FAKE_MODEL!r} (an instant answer, no model: for measuring the HTTP path)")
     parser.add_argument("--served-model-name", help="the name clients send as 'model' (default: --model)")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--quiet", action="store_true", help="log no request (stderr)")
     args = parser.parse_args(argv)
 
-    generator = load_generator(ModelSettings(model=args.model, batch_size=args.batch_size))
+    generator: Generator = FakeGenerator() if args.model == FAKE_MODEL else \
+        load_generator(ModelSettings(model=args.model, batch_size=args.batch_size))
     httpd = make_server(generator, args.host, args.port, model_name=args.served_model_name or args.model,
-                        verbose=True)
+                        verbose=not args.quiet)
     host, port = httpd.server_address[:2]
     print(f"serving {httpd.app.model_name!r} ({generator.model_id}) at http://{host}:{port}/v1 (Ctrl-C stops)",
           file=sys.stderr)

@@ -6,7 +6,8 @@ only when a model is loaded.
 
 Prompts that share a long token prefix (every eRAG prompt starts with the same few-shot examples) reuse that
 prefix's key/value cache, computed once per generator and prefix (see :mod:`rageval.generation.prefix`); greedy
-answers are the same as without reuse.
+rows then decode against that one copy of it (:mod:`rageval.generation.shared_prefix`), in groups under a memory
+budget. Greedy answers are the same as without reuse.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.generation.base import DecodingSettings, apply_stop
+from rageval.generation.precision import PrecisionCheck, cached_check, check_enabled, measure_precision, save_check
 from rageval.generation.prefix import PrefixCacheStore, choose_prefix, starts_with
+from rageval.generation.shared_prefix import PrefixKV, SharedPrefixDecoder, supports
+
+#: Default of ``TransformersGenerator.decode_memory_mb``: what one group of greedy rows after a shared prefix may
+#: hold (key/value buffers, prefill activations, logits). Gemma-3-270M in bfloat16 fits a query's 20 eRAG rows.
+DEFAULT_DECODE_MEMORY_MB = 192
 
 _DTYPES = ("float32", "bfloat16", "float16")
 
@@ -95,13 +102,18 @@ class TransformersGenerator:
     Prefix reuse (``prefix_reuse=True``): the prompts of a call that start with a shared token prefix of at
     least ``min_prefix_tokens`` tokens (``prefix`` when given, else their longest common prefix cut at a line
     end, or a prefix already cached) get that prefix's key/value cache, computed once and kept for later calls;
-    each prompt then runs only its suffix. Greedy suffixes are prefilled one by one (no padding) and decoded
-    ``batch_size`` at a time, finished rows leaving the batch; sampled ones run as padded ``generate`` batches.
-    A prompt whose tokenisation does not start with the prefix's tokens takes the plain path, so the model's
-    input tokens never change. ``prefix_caches`` holds the computed prefixes (``computed`` counts them).
+    each prompt then runs only its suffix. Greedy suffixes run through :class:`SharedPrefixDecoder`: every row
+    attends to the one prefix copy, suffixes packed into one prefill pass, rows decoded together and leaving the
+    batch as they finish, in groups of at most ``batch_size`` rows whose buffers fit ``decode_memory_mb``. Sampled
+    suffixes run as padded ``generate`` batches. A prompt whose tokenisation does not start with the prefix's
+    tokens takes the plain path, so the model's input tokens never change. ``prefix_caches`` holds the computed
+    prefixes (``computed`` counts them).
 
     ``dtype`` overrides the default (float32 on CPU, bfloat16 on CUDA); it is then part of ``model_id``, so
-    cached answers of different precisions never mix.
+    cached answers of different precisions never mix. ``dtype="auto"``: the default on CUDA; on the CPU, bfloat16
+    when a check on eRAG labels (:mod:`rageval.generation.precision`, made once per model and cached) says it
+    gives float32's labels faster, with ``[bfloat16]`` in ``model_id``, else float32; ``precision_check`` holds
+    the verdict.
     """
 
     def __init__(
@@ -116,21 +128,34 @@ class TransformersGenerator:
         prefix_reuse: bool = True,
         prefix: str | None = None,
         min_prefix_tokens: int = 32,
+        decode_memory_mb: float = DEFAULT_DECODE_MEMORY_MB,
     ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if batch_size < 1:
             raise ValueError(f"TransformersGenerator.batch_size: expected >= 1, got {batch_size}")
-        if dtype is not None and dtype not in _DTYPES:
-            raise ValueError(f"TransformersGenerator.dtype: expected one of {_DTYPES} or None, got {dtype!r}")
+        if dtype is not None and dtype != "auto" and dtype not in _DTYPES:
+            raise ValueError(f"TransformersGenerator.dtype: expected auto, one of {_DTYPES} or None, got {dtype!r}")
         if min_prefix_tokens < 1:
             raise ValueError(f"TransformersGenerator.min_prefix_tokens: expected >= 1, got {min_prefix_tokens}")
+        if decode_memory_mb <= 0:
+            raise ValueError(f"TransformersGenerator.decode_memory_mb: expected > 0, got {decode_memory_mb}")
+        self.decode_memory_mb = decode_memory_mb
         self.batch_size = batch_size
         self.device, dtype_name = resolve_device(device)
+        base_id = model_id or (f"{model_path_or_id}::{gguf_file}" if gguf_file else str(model_path_or_id))
+        self.precision_check: PrecisionCheck | None = None  # the auto precision's verdict, when one was made
+        check_precision = False
+        if dtype == "auto":  # CUDA: its default (bfloat16); CPU: the check's verdict, float32 until it is made
+            dtype = None
+            if not self.device.startswith("cuda") and check_enabled():
+                self.precision_check = cached_check(base_id)
+                check_precision = self.precision_check is None
+                if self.precision_check is not None and self.precision_check.dtype != dtype_name:
+                    dtype = self.precision_check.dtype
         dtype_name = dtype or dtype_name
         self.dtype = dtype_name
-        base_id = model_id or (f"{model_path_or_id}::{gguf_file}" if gguf_file else str(model_path_or_id))
         self._model_id = f"{base_id} [{dtype}]" if dtype else base_id
         source = str(model_path_or_id)
         extra = {"gguf_file": gguf_file} if gguf_file else {}
@@ -148,6 +173,19 @@ class TransformersGenerator:
         self.prefix_caches = PrefixCacheStore()
         text_config = self.model.config.get_text_config()
         self._sliding_window = getattr(text_config, "sliding_window", None) or float("inf")
+        self._shared_prefix_attention = supports(self.model)
+        self.decode_groups = 0  # row groups the greedy shared-prefix path decoded (tests and benchmarks read it)
+        if check_precision:
+            self._check_precision(base_id)
+
+    def _check_precision(self, base_id: str) -> None:
+        """Make and cache the auto precision's verdict (:mod:`rageval.generation.precision`); switch to bfloat16
+        when it says so."""
+        check, bfloat16_model = measure_precision(self, base_id)
+        save_check(check)
+        self.precision_check = check
+        if check.dtype == "bfloat16":
+            self.model, self.dtype, self._model_id = bfloat16_model, "bfloat16", f"{base_id} [bfloat16]"
 
     @property
     def model_id(self) -> str:
@@ -178,14 +216,19 @@ class TransformersGenerator:
         with torch.random.fork_rng(devices=devices), torch.inference_mode():
             torch.manual_seed(settings.seed)
             cache = self.prefix_caches.get(prefix, self._compute_prefix_cache) if with_prefix and prefix else None
-            if cache is None:  # no shared prefix, or a model whose cache cannot be copied and merged row by row
+            if cache is None:  # no shared prefix, or a model whose prefix cache is not a dynamic one
                 with_prefix, plain = [], list(range(len(prompts)))
             for batch in length_sorted_batches([len(token_lists[i]) for i in plain], self.batch_size):
                 rows = [plain[j] for j in batch]
                 texts = self._generate_batch([token_lists[i] for i in rows], settings)
                 for i, text in zip(rows, texts):
                     answers[i] = apply_stop(text, settings.stop)
-            if with_prefix and prefix:  # (with_prefix is empty without a prefix)
+            if with_prefix and prefix and settings.greedy and self._shared_prefix_attention:
+                rows = sorted(with_prefix, key=lambda i: -len(token_lists[i]))  # longest first: little slack
+                suffixes = [token_lists[i][len(prefix):] for i in rows]
+                for i, text in zip(rows, self._greedy_shared_prefix(prefix, cache, suffixes, settings)):
+                    answers[i] = apply_stop(text, settings.stop)
+            elif with_prefix and prefix:  # (with_prefix is empty without a prefix)
                 for batch in length_sorted_batches([len(token_lists[i]) for i in with_prefix], self.batch_size):
                     rows = [with_prefix[j] for j in batch]
                     suffixes = [token_lists[i][len(prefix):] for i in rows]
@@ -246,18 +289,16 @@ class TransformersGenerator:
                                settings: DecodingSettings) -> list[str]:
         """Suffixes after a cached prefix.
 
-        Greedy: :meth:`_greedy_prefix_batch`. Sampling: one ``generate`` call on rows ``prefix + left padding +
-        suffix``, the padding masked out; positions come from the attention mask (generate counts only unmasked
-        tokens), so every real token keeps the position it has in the plain path, and the random draws are those
-        of the plain path's batch. A sliding-window layer, though, measures its window in cache slots, padding
-        included: when a padded row could reach past the window, the longest rows (no padding) run on their own
-        and the shorter ones as a narrower batch.
+        Sampling (and greedy on a model without shared-prefix attention): one ``generate`` call on rows ``prefix +
+        left padding + suffix``, the padding masked out; positions come from the attention mask (generate counts
+        only unmasked tokens), so every real token keeps the position it has in the plain path, and the random
+        draws are those of the plain path's batch. A sliding-window layer, though, measures its window in cache
+        slots, padding included: when a padded row could reach past the window, the longest rows (no padding) run
+        on their own and the shorter ones as a narrower batch.
         """
         import torch
 
         width = max(len(s) for s in suffixes)
-        if settings.greedy:
-            return self._greedy_prefix_batch(prefix, prefix_cache, suffixes, settings)
         if len(prefix) + width + settings.max_new_tokens > self._sliding_window and any(
             len(s) != width for s in suffixes
         ):
@@ -282,7 +323,7 @@ class TransformersGenerator:
 
     @staticmethod
     def _is_dynamic(cache) -> bool:
-        """Whether every layer of ``cache`` is a plain or sliding-window dynamic layer (the ones merged below)."""
+        """Whether every layer of ``cache`` is a plain or sliding-window dynamic layer (keys and values as tensors)."""
         from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
 
         return type(cache) is DynamicCache and all(
@@ -300,100 +341,18 @@ class TransformersGenerator:
         text = self.tokenizer.decode(tokens, skip_special_tokens=True).lstrip()  # type: ignore[union-attr]  # a str
         return any(s in text for s in stop)
 
-    def _greedy_prefix_batch(self, prefix: tuple[int, ...], prefix_cache, suffixes: Sequence[Sequence[int]],
-                             settings: DecodingSettings) -> list[str]:
-        """Greedy answers: each suffix prefilled alone on a copy of the prefix cache, then decoded together.
-
-        Prefilling row by row wastes nothing on padding (prefill is compute-bound, so batching it gains little);
-        decoding is where batching pays, so the rows' caches are then merged into one batch, each row's suffix
-        left-padded after the shared prefix and the padding masked out. Finished rows leave the batch (and the
-        cache) at once, instead of running until the last row stops as ``generate`` does. Every forward pass
-        gets what ``generate`` would give it (new tokens, positions counted over unmasked tokens,
-        ``logits_to_keep=1``) and the next token is the argmax, so the answers are those of the plain path.
-        A row that could reach past a sliding window (measured in cache slots, padding included) is decoded
-        alone on its own cache, as is a row left alone.
-        """
-        import torch
-
-        n_prefix = len(prefix)
+    def _greedy_shared_prefix(self, prefix: tuple[int, ...], prefix_cache, suffixes: Sequence[Sequence[int]],
+                              settings: DecodingSettings) -> list[str]:
+        """Greedy answers of ``suffixes`` (longest first) after the cached ``prefix``: every row attends to the
+        one prefix copy (:class:`SharedPrefixDecoder`); groups of at most ``batch_size`` rows within
+        ``decode_memory_mb``."""
+        decoder = SharedPrefixDecoder(self.model, PrefixKV.from_cache(prefix_cache, len(prefix)),
+                                      memory_bytes=int(self.decode_memory_mb * 2**20), max_rows=self.batch_size)
         eos = self._eos_ids()
-        generated: list[list[int]] = [[] for _ in suffixes]
-        caches, active = [], []
-        for row, suffix in enumerate(suffixes):
-            cache = copy.deepcopy(prefix_cache)  # decoding extends the cache in place; the stored one stays
-            positions = torch.arange(n_prefix, n_prefix + len(suffix), device=self.device)[None]
-            logits = self.model(
-                input_ids=torch.tensor([suffix], device=self.device), position_ids=positions,
-                past_key_values=cache, use_cache=True, logits_to_keep=1,
-            ).logits[:, -1, :]
-            generated[row].append(int(logits.float().argmax(-1)))
-            if settings.max_new_tokens > 1 and not self._is_finished(generated[row], settings.stop, eos):
-                caches.append(cache)
-                active.append(row)
-        if not active:
-            return self.tokenizer.batch_decode(generated, skip_special_tokens=True)
-        fits = [n_prefix + len(suffixes[row]) + settings.max_new_tokens <= self._sliding_window for row in active]
-        merged = [j for j, ok in enumerate(fits) if ok] if sum(fits) > 1 else []
-        for j in sorted(set(range(len(active))) - set(merged)):
-            length = torch.tensor([n_prefix + len(suffixes[active[j]])], device=self.device)
-            self._greedy_steps(caches[j], None, length, [active[j]], generated, settings, eos)
-        if merged:
-            lengths = [len(suffixes[active[j]]) for j in merged]
-            cache, mask = self._merge_row_caches([caches[j] for j in merged], lengths, n_prefix, max(lengths))
-            positions = torch.tensor([n_prefix + length for length in lengths], device=self.device)
-            self._greedy_steps(cache, mask, positions, [active[j] for j in merged], generated, settings, eos)
+        generated = decoder.generate(suffixes, settings.max_new_tokens,
+                                     lambda tokens: self._is_finished(tokens, settings.stop, eos))
+        self.decode_groups += decoder.groups_run
         return self.tokenizer.batch_decode(generated, skip_special_tokens=True)
-
-    def _merge_row_caches(self, caches, suffix_lengths: Sequence[int], n_prefix: int, width: int):
-        """One batch cache from single-row caches: per row ``prefix | zeros | suffix`` (``width`` suffix slots),
-        and the 2-D attention mask marking the zeros as padding. Only called when nothing was cropped by a
-        sliding window, so every layer holds all ``n_prefix + length`` positions."""
-        import torch
-        from transformers.cache_utils import DynamicCache
-
-        layers = []
-        for index in range(len(caches[0].layers)):
-            merged = []
-            for name in ("keys", "values"):
-                rows = []
-                for cache, length in zip(caches, suffix_lengths):
-                    states = getattr(cache.layers[index], name)
-                    gap = states.new_zeros(states.shape[:2] + (width - length,) + states.shape[3:])
-                    rows.append(torch.cat([states[:, :, :n_prefix], gap, states[:, :, n_prefix:]], dim=2))
-                merged.append(torch.cat(rows, dim=0))
-            layers.append(tuple(merged))
-        mask = torch.tensor([[1] * n_prefix + [0] * (width - length) + [1] * length for length in suffix_lengths],
-                            device=self.device)
-        return DynamicCache(layers, config=self.model.config), mask
-
-    def _greedy_steps(self, cache, attention_mask, next_positions, rows: list[int], generated: list[list[int]],
-                      settings: DecodingSettings, eos: set[int]) -> None:
-        """Decode ``rows`` (their first token already in ``generated``) until each finishes; rows leave the
-        batch and the cache as they finish. ``attention_mask`` is ``None`` for one unpadded row, as in
-        ``generate``, which drops an all-ones mask."""
-        import torch
-
-        while rows:
-            step_ids = torch.tensor([[generated[row][-1]] for row in rows], device=self.device)
-            if attention_mask is not None:
-                attention_mask = torch.cat([attention_mask, attention_mask.new_ones((len(rows), 1))], dim=-1)
-            logits = self.model(
-                input_ids=step_ids, attention_mask=attention_mask, position_ids=next_positions[:, None],
-                past_key_values=cache, use_cache=True, logits_to_keep=1,
-            ).logits[:, -1, :]
-            keep = []
-            for j, (row, token) in enumerate(zip(rows, logits.float().argmax(-1).tolist())):
-                generated[row].append(token)
-                if len(generated[row]) < settings.max_new_tokens and not self._is_finished(
-                        generated[row], settings.stop, eos):
-                    keep.append(j)
-            if len(keep) < len(rows) and keep:
-                index = torch.tensor(keep, device=self.device)
-                cache.batch_select_indices(index)
-                next_positions = next_positions[index]
-                attention_mask = attention_mask[index] if attention_mask is not None else None
-            rows = [rows[j] for j in keep]
-            next_positions = next_positions + 1
 
     def _run_generate(self, input_ids, attention_mask, settings: DecodingSettings, past_key_values=None) -> list[str]:
         from transformers import StoppingCriteriaList

@@ -294,19 +294,49 @@ def write_ium_run(result: IumResult, path: Path) -> Path:
     return write_sqlite_atomically(path, fill)
 
 
+def _columns(text: str) -> dict[str, tuple[str, bool]]:
+    """``"name TEXT, k INTEGER"`` -> column -> (declared type, NOT NULL: never, pandas writes these tables)."""
+    return {name: (declared, False) for name, declared in (item.split() for item in text.split(","))}
+
+
+#: The columns of each table the readers use, as pandas writes them (a run may lack a table: it reads as empty).
+IUM_SHAPE = {
+    "agents": _columns("name TEXT, dataset TEXT, task_id TEXT, model_id TEXT, k INTEGER, utility TEXT"),
+    "queries": _columns("agent TEXT, split TEXT, query_id TEXT, text TEXT, answers TEXT"),
+    "served": _columns("method TEXT, agent TEXT, query_id TEXT, rank INTEGER, passage_id TEXT"),
+    "outcomes": _columns("method TEXT, agent TEXT, query_id TEXT, output TEXT, score REAL"),
+    "feedback": _columns("phase TEXT, agent TEXT, query_id TEXT, passage_id TEXT, utility REAL"),
+    "online_trained_on": _columns("method TEXT, agent TEXT, query_id TEXT, trained_on TEXT"),
+    "significance": _columns("agent TEXT, method_a TEXT, method_b TEXT, n INTEGER, only_a INTEGER, only_b INTEGER, "
+                             "p_value REAL"),
+    "personalisation": _columns("method TEXT, agent_a TEXT, agent_b TEXT, query_id TEXT, kendall_tau REAL, "
+                                "jaccard REAL"),
+}
+
+
+def _ium_settings_types() -> dict:
+    """The settings the views compute with, each with its JSON type in words and its test (see check_settings)."""
+    from rageval.store.files import is_string, object_of
+
+    return {"plan": ("an object (its config an object)", object_of(config=object_of())),
+            "generators": ("an object of strings", lambda v: object_of()(v) and all(map(is_string, v.values())))}
+
+
 def read_ium_run(path: Path) -> tuple[dict, dict[str, pd.DataFrame]]:
     """(settings, tables) of an IUM run file (kind "RAGI", schema version 1: one table per :class:`IumResult`
-    field); raises StoreError for another kind of file or a newer schema."""
-    import json
-
-    from rageval.store.files import IUM, open_readonly
+    field); raises StoreError naming the file for another kind of file, a newer schema, or a damaged file (tables
+    of another shape included)."""
+    from rageval.store.files import IUM, check_settings, check_shape, json_object, open_readonly, reading
 
     connection = open_readonly(path, IUM)
     try:
-        settings = json.loads(connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
-        tables = {name: pd.read_sql_query(f"SELECT * FROM {name}", connection)
-                  for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                  if name != "meta"}
+        check_shape(connection, path, IUM, IUM_SHAPE, ())
+        with reading(path, IUM):
+            row = connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+            settings = check_settings(json_object(row[0], path, IUM), path, IUM, _ium_settings_types()) if row else {}
+            tables = {name: pd.read_sql_query(f"SELECT * FROM \"{name}\"", connection)
+                      for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                      if name != "meta"}
     finally:
         connection.close()
     return settings, tables

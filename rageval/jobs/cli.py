@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from rageval import erag
-from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
+from rageval.cli.common import add_server_arguments
+from rageval.generation.factory import DEFAULT_MODEL
 from rageval.jobs.control import cancel_job, create_job, lacking_pieces, launch_worker, resume_job
 from rageval.jobs.spec import (
     BACKENDS,
@@ -26,13 +27,18 @@ from rageval.jobs.spec import (
     job_progress,
     job_status,
 )
-from rageval.jobs.store import JobStore
+from rageval.jobs.store import JobStore, default_jobs_db
 from rageval.jobs.worker import run_job
 from rageval.store import RunReader
 
 
-def _store(args: argparse.Namespace) -> JobStore:
-    return JobStore(args.jobs_db) if args.jobs_db else JobStore()
+def _store(args: argparse.Namespace, *, create: bool = True) -> JobStore:
+    """The jobs database; without ``create`` (commands that only look at jobs) a missing one is an error naming it,
+    never created."""
+    path = Path(args.jobs_db) if args.jobs_db else default_jobs_db()
+    if not create and not (path.exists() or path.is_symlink()):
+        raise JobError(f"{path}: no jobs database yet (no job was ever started with it)")
+    return JobStore(path)
 
 
 def _raise_cancelled(signum, frame) -> None:
@@ -64,14 +70,21 @@ def _parse_pieces(text: str | None) -> tuple[str, ...] | None:
     return tuple(names)
 
 
+def _server_settings(args: argparse.Namespace) -> dict:
+    """The server flags (``add_server_arguments``) as :class:`JobSpec` fields."""
+    return {"base_url": args.base_url, "balance": args.balance, "max_requests_per_minute": args.max_requests_per_minute,
+            "max_tokens_per_minute": args.max_tokens_per_minute}
+
+
 def cmd_start(args: argparse.Namespace) -> int:
     if args.pieces and not args.complete:
         raise JobError("--pieces goes with --complete")
+    RunReader(args.run).close()  # a missing or broken run file is refused before the jobs database is touched
     if args.complete:
         spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=COMPLETE,
-                       pieces=_parse_pieces(args.pieces), base_url=args.base_url, api=args.api,
-                       api_key_env=args.api_key_env, device=args.device, dtype=args.dtype, batch_size=args.batch_size,
-                       llm_cache=str(args.cache) if args.cache else None)
+                       pieces=_parse_pieces(args.pieces), api=args.api, api_key_env=args.api_key_env,
+                       device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+                       llm_cache=str(args.cache) if args.cache else None, **_server_settings(args))
         with _store(args) as store:
             job = create_job(spec, store)
             print(f"job {job.job_id}: {job.method}, computing "
@@ -86,9 +99,10 @@ def cmd_start(args: argparse.Namespace) -> int:
         with RunReader(args.run) as reader:
             query_ids = tuple(reader.query_table()["query_id"][:args.num_queries])
     spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=args.labels,
-                   metric=args.metric, k=args.k, query_ids=query_ids, base_url=args.base_url, api=args.api,
-                   api_key_env=args.api_key_env, device=args.device, dtype=args.dtype, batch_size=args.batch_size,
-                   max_new_tokens=args.max_new_tokens, llm_cache=str(args.cache) if args.cache else None)
+                   metric=args.metric, k=args.k, query_ids=query_ids, api=args.api, api_key_env=args.api_key_env,
+                   device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+                   max_new_tokens=args.max_new_tokens, llm_cache=str(args.cache) if args.cache else None,
+                   **_server_settings(args))
     with _store(args) as store:
         job = create_job(spec, store)
         print(f"job {job.job_id}: {job.method}, {job.total} items on {job.run_path}")
@@ -100,12 +114,12 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         return _run_here(args.job_id, store, exit_when_stopped=True)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         job = resume_job(args.job_id, store, launch=args.detach)
         if args.detach:
             print(f"job {job.job_id}: resumed in the background (pid {job.pid})")
@@ -114,13 +128,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    with _store(args) as store:
+    with _store(args, create=False) as store:
         job = cancel_job(args.job_id, store, terminate=args.now)
         print(f"job {job.job_id}: cancel requested ({job_status(job)})")
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    path = Path(args.jobs_db) if args.jobs_db else default_jobs_db()
+    if not (path.exists() or path.is_symlink()):  # no job yet: nothing to list, and looking creates nothing
+        return 0
     with _store(args) as store:
         for job in store.list():
             progress = job_progress(job)
@@ -155,7 +172,7 @@ def add_parsers(sub) -> None:
     start.add_argument("--model", default=DEFAULT_MODEL,
                        help=f"'{DEFAULT_MODEL}', a local Hugging Face model folder or cached id, or a served model")
     start.add_argument("--backend", choices=BACKENDS, default="transformers")
-    start.add_argument("--base-url", default=DEFAULT_BASE_URL, help="OpenAI-compatible server (--backend openai)")
+    add_server_arguments(start)
     start.add_argument("--api", choices=("completions", "chat"), default="completions")
     start.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
     start.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda, cuda:1, ...")

@@ -37,7 +37,8 @@ def device_of(generator) -> str:
     inner = getattr(generator, "generator", generator)
     if hasattr(inner, "device"):
         return str(inner.device)
-    return f"server {inner.base_url}" if hasattr(inner, "base_url") else "unknown"
+    urls = getattr(inner, "base_urls", None) or ([inner.base_url] if hasattr(inner, "base_url") else [])
+    return f"server{'s' if len(urls) > 1 else ''} {', '.join(urls)}" if urls else "unknown"
 
 
 def decoding_for(spec: JobSpec, settings: Mapping) -> DecodingSettings:

@@ -17,9 +17,12 @@ from pathlib import Path
 import pandas as pd
 
 from rageval import erag
+from rageval.erag.measures import STORED_MEASURES
 from rageval.errors import StoreError
 from rageval.jobs.spec import JobError, JobSpec
+from rageval.measures import parse_measure_list
 from rageval.store import RUN, Correlation, Label, LabelEvidence, MeasureValue, RunReader, open_for_write, open_readonly
+from rageval.store.files import recover_hot_journal
 from rageval.store.runs import CORRELATION_COLUMNS
 from rageval.types import Passage, Query, Ranking
 
@@ -120,17 +123,10 @@ def _run_transaction(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
 
 def recover_run_file(path: str | os.PathLike) -> bool:
     """Roll back a write that a killed worker left half done. A worker killed inside a commit leaves a "hot"
-    rollback journal beside the run file, and read-only readers (the dashboard's) cannot open the file until a
-    read-write connection has rolled it back; opening one and reading does that. Returns whether a journal was
-    there."""
-    if not Path(f"{path}-journal").exists():
-        return False
-    connection = sqlite3.connect(path, timeout=RUN_WRITE_TIMEOUT_S)
-    try:
-        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-    finally:
-        connection.close()
-    return True
+    rollback journal beside the run file, and read-only readers can only read around it until a read-write
+    connection has rolled it back (:func:`rageval.store.files.recover_hot_journal`; a reader does that itself where
+    it can). Returns whether a journal was there and is now gone; creates no file."""
+    return recover_hot_journal(path, timeout_s=RUN_WRITE_TIMEOUT_S)
 
 
 def write_labels(path: str | os.PathLike, labels: Sequence[Label], evidence: Sequence[LabelEvidence]) -> None:
@@ -180,13 +176,14 @@ def labelled_depth(ranking: Ranking, labelled: set[str]) -> float:
 
 
 def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking], run_cutoffs: Sequence[int],
-                            base_method: str, method: str) -> list[MeasureValue]:
+                            base_method: str, method: str, extra_measures: Sequence[str] = ()) -> list[MeasureValue]:
     """Per-query measure values of a re-scored method, by the run builders' own rules
     (:func:`rageval.erag.compute_measure_values` applied as to ``base_method``, e.g. ``erag:em``: binary or
     graded, cut to the top c at cutoff c), for the queries that have its labels.
 
     Cutoffs: the run's own cutoffs no deeper than the labelled depth d (the fewest top passages labelled in a
-    query), plus d itself, so no measure counts an unlabelled passage as not relevant.
+    query), plus d itself, so no measure counts an unlabelled passage as not relevant. ``extra_measures`` (the
+    run's own, settings ``extra_measures``) are computed too, those at a rank cutoff only up to d.
     """
     per_query: dict[str, set[str]] = {}
     for query_id, passage_id in zip(labels["query_id"], labels["passage_id"]):
@@ -203,18 +200,22 @@ def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking
     cutoffs = sorted({c for c in run_cutoffs if c <= depth} | {depth})
     base_labels = [Label(base_method, q, p, float(v))
                    for q, p, v in zip(labels["query_id"], labels["passage_id"], labels["value"]) if q in measured]
-    values = erag.compute_measure_values(base_labels, measured, cutoffs)
+    extras = [m for m in parse_measure_list(extra_measures)
+              if m.cutoff is None or m.definition.cutoff_kind != "rank" or m.cutoff <= depth]
+    values = erag.compute_measure_values(base_labels, measured, cutoffs, extra_measures=extras)
     return [dataclasses.replace(v, method=method) for v in values]
 
 
 def run_cutoffs(path: str | os.PathLike) -> list[int]:
-    """The cutoffs of the measures a run already stores (``P@5`` -> 5), ascending."""
+    """The cutoffs of the measures of the stored set a run already stores (``P@5`` -> 5), ascending; the cutoffs of
+    a user's own measures (``P(rel=2)@7``, ``DCG@7``) do not add to the stored set."""
     connection = open_readonly(path, RUN)
     try:
         names = [row[0] for row in connection.execute("SELECT DISTINCT measure FROM measure_values")]
     finally:
         connection.close()
-    return sorted({int(match.group(1)) for name in names if (match := re.search(r"@(\d+)$", name))})
+    stored = [re.fullmatch(r"([A-Za-z]+)@(\d+)", name) for name in names]
+    return sorted({int(match.group(2)) for match in stored if match and match.group(1) in STORED_MEASURES})
 
 
 def write_method_measures(path: str | os.PathLike, method: str, base_method: str) -> list[MeasureValue]:
@@ -222,7 +223,8 @@ def write_method_measures(path: str | os.PathLike, method: str, base_method: str
     with RunReader(path) as reader:
         labels = reader.labels(method)
         rankings = reader.rankings()
-    values = compute_method_measures(labels, rankings, run_cutoffs(path), base_method, method)
+        extras = reader.settings().get("extra_measures") or ()
+    values = compute_method_measures(labels, rankings, run_cutoffs(path), base_method, method, extras)
     correlations = _method_correlations(path, values)
     with _run_transaction(path) as conn:
         conn.execute("DELETE FROM measure_values WHERE method = ?", (method,))

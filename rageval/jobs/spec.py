@@ -47,7 +47,8 @@ class JobSpec:
     ``max_new_tokens=None``: the run's decoding (eRAG) or 3 tokens (yes/no relevance); ``llm_cache=None``: the
     user's LLM-call cache. ``device="auto"`` runs on CUDA when present, else on the CPU.
     ``label_kind="complete"``: compute the run's missing pieces (``pieces``, None: all it lacks); ``metric``,
-    ``k``, ``query_ids`` and ``max_new_tokens`` do not apply to it."""
+    ``k``, ``query_ids`` and ``max_new_tokens`` do not apply to it. With ``backend="openai"``, ``base_url`` may
+    name several servers (comma-separated), shared by ``balance``, under the optional rate limits."""
 
     run_path: str
     model: str = DEFAULT_MODEL
@@ -65,6 +66,9 @@ class JobSpec:
     max_new_tokens: int | None = None
     llm_cache: str | None = None
     pieces: tuple[str, ...] | None = None
+    balance: str = "least-in-flight"
+    max_requests_per_minute: float | None = None
+    max_tokens_per_minute: float | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "run_path", str(Path(self.run_path).expanduser().resolve()))
@@ -101,7 +105,9 @@ class JobSpec:
         """The job's model as the one generator factory describes it."""
         return factory.ModelSettings(model=self.model, backend=self.backend, base_url=self.base_url, api=self.api,
                                      api_key_env=self.api_key_env, device=self.device, dtype=self.dtype,
-                                     batch_size=self.batch_size)
+                                     batch_size=self.batch_size, balance=self.balance,
+                                     max_requests_per_minute=self.max_requests_per_minute,
+                                     max_tokens_per_minute=self.max_tokens_per_minute)
 
     @property
     def base_method(self) -> str:

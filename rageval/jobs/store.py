@@ -15,6 +15,7 @@ from typing import Self
 from rageval.errors import StoreError
 from rageval.jobs.spec import QUEUED, RUNNING, Job, JobError, JobSpec, worker_alive
 from rageval.store import JOBS, open_for_write, stamp
+from rageval.store.files import checked_reads
 
 SCHEMA_VERSION = JOBS.version  # 2: the stage column of the complete job
 
@@ -55,9 +56,11 @@ def default_jobs_db() -> Path:
     return cache_dir() / "jobs.sqlite"
 
 
+@checked_reads(JOBS)
 class JobStore:
     """The jobs database (SQLite, WAL mode, so the dashboard reads while a worker writes). One connection, guarded
-    by a lock, so a worker's heartbeat thread may share it."""
+    by a lock, so a worker's heartbeat thread may share it. A damaged database is a StoreError naming it, on opening
+    or on any later read."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, timeout_s: float = 30.0):
         self.path = Path(path) if path is not None else default_jobs_db()

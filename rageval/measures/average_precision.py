@@ -2,7 +2,8 @@
 
 AP@k = (1/|relevant judged|) * sum_{i=1..k} rel_i * P@i (Buckley & Voorhees; trec_eval's
 ``map_cut_k``, and ``map`` without a cutoff). The denominator counts every relevant judged passage,
-retrieved or not, and the query scores 0 when it has none. Binary labels only.
+retrieved or not, and the query scores 0 when it has none. Binary labels only. Parameters ``rel`` and
+``judged_only`` (``AP(judged_only=True)`` is trec_eval ``-J``'s map, the "condensed list" AP of Sakai 2007).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide, top
+from rageval.measures.params import LEVEL_PARAMS
 from rageval.measures.registry import register_measure
 
 
@@ -27,5 +29,6 @@ AP = register_measure(
         summary="Average precision (its mean over queries is MAP; binary labels).",
         accepts_graded=False,
         aliases=("MAP",),
+        params=LEVEL_PARAMS,
     )
 )

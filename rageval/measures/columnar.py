@@ -25,7 +25,13 @@ import numpy as np
 import pandas as pd
 
 from rageval.measures.base import Measure, RankedLabels
-from rageval.measures.compute import _per_query_frame, _ranked_labels, required_depths, without_huge_pages
+from rageval.measures.compute import (
+    _per_query_frame,
+    _ranked_labels,
+    required_depths,
+    requires_judgments,
+    without_huge_pages,
+)
 from rageval.measures.ranks import rank_entries
 from rageval.measures.registry import parse_measure
 from rageval.trec import (
@@ -82,7 +88,8 @@ def compute_measures_from_frames(
     """
     parsed = list(dict.fromkeys(map(parse_measure, measures)))
     depth, ideal_depth = required_depths(parsed)
-    labels = build_ranked_labels_from_frames(run, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth)
+    labels = build_ranked_labels_from_frames(run, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth,
+                                             judgments=requires_judgments(parsed))
     return _per_query_frame(parsed, labels)
 
 
@@ -105,7 +112,7 @@ def compute_measures_from_files(
     depth, ideal_depth = required_depths(parsed)
     run = _Columns.of_table(read_trec_table(run_path, RUN, extra_fields))
     qrels = _Columns.of_table(read_trec_table(qrels_path, QRELS, extra_fields))
-    labels = _build_ranked_labels(run, qrels, queries, depth, ideal_depth, checked=True)
+    labels = _build_ranked_labels(run, qrels, queries, depth, ideal_depth, requires_judgments(parsed), checked=True)
     del run, qrels  # the measure kernels' temporaries are the peak: a million queries' codes need not wait
     return _per_query_frame(parsed, labels)
 
@@ -117,17 +124,18 @@ def build_ranked_labels_from_frames(
     queries: Iterable[str] | None = None,
     depth: int | None = None,
     ideal_depth: int | None = None,
+    judgments: bool = False,
 ) -> RankedLabels:
     """:class:`RankedLabels` of a run table ranked by score, against a qrels table.
 
     The columnar counterpart of :func:`~rageval.measures.build_ranked_labels_from_run`, with the
-    same queries, depths and label semantics. The run is laid out as a ``[n_queries x width]`` score
+    same queries, depths, ``judgments`` and label semantics. The run is laid out as a ``[n_queries x width]`` score
     matrix (width: the longest ranking), so memory grows with the longest ranking.
     """
     require_columns(run, RUN_COLUMNS, "run")
     require_columns(qrels, QRELS_COLUMNS, "qrels")
     return _build_ranked_labels(_Columns.of_run(run), _Columns.of_qrels(qrels), queries, depth, ideal_depth,
-                                checked=False)
+                                judgments, checked=False)
 
 
 @dataclass(frozen=True)
@@ -166,9 +174,10 @@ class _Columns:
 
 
 def _build_ranked_labels(run: _Columns, qrels: _Columns, queries: Iterable[str] | None, depth: int | None,
-                         ideal_depth: int | None, *, checked: bool) -> RankedLabels:
-    """The label matrices of ``run`` against ``qrels``; ``checked``: the inputs come from the TREC reader, which
-    already refused non-finite numbers and repeated (query, passage) pairs."""
+                         ideal_depth: int | None, judgments: bool, *, checked: bool) -> RankedLabels:
+    """The label matrices of ``run`` against ``qrels`` (``judgments``: every judged retrieved passage placed, NaN
+    elsewhere; see :func:`~rageval.measures.requires_judgments`); ``checked``: the inputs come from the TREC reader,
+    which already refused non-finite numbers and repeated (query, passage) pairs."""
     query_ids, judged_query_rows = _evaluated_queries(qrels, queries)
     judged_rows = judged_query_rows[qrels.query_codes] if len(qrels.query_codes) else np.empty(0, np.int64)
     evaluated = judged_rows >= 0
@@ -189,9 +198,9 @@ def _build_ranked_labels(run: _Columns, qrels: _Columns, queries: Iterable[str] 
     run_code_of = run.passage_ids.get_indexer(qrels.passage_ids)
     judged_run_codes = run_code_of[judged_codes] if len(judged_codes) else judged_codes.astype(np.int64)
     kept = lengths if depth is None else np.minimum(lengths, depth)
-    labels = np.zeros((len(query_ids), int(kept.max(initial=0))))
-    # Only positively labelled retrieved passages add gain: find their ranks.
-    candidates = np.flatnonzero((judged_labels > 0) & (judged_run_codes >= 0))
+    labels = np.full((len(query_ids), int(kept.max(initial=0))), np.nan if judgments else 0.0)
+    # Only positively labelled retrieved passages add gain: find their ranks (all judged ones for the judgments).
+    candidates = np.flatnonzero(((judged_labels > 0) | judgments) & (judged_run_codes >= 0))
     ranks = rank_entries(score_matrix, judged_rows[candidates], code_matrix=code_matrix,
                          codes=judged_run_codes[candidates].astype(code_matrix.dtype))
     entries, rank = candidates[ranks.found], ranks.above[ranks.found]
@@ -206,7 +215,7 @@ def _build_ranked_labels(run: _Columns, qrels: _Columns, queries: Iterable[str] 
         rank = rank + extra[ranks.found]
     inside = rank < kept[entry_rows]
     labels[entry_rows[inside], rank[inside]] = judged_labels[entries[inside]]
-    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth)
+    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth, judgments)
 
 
 def _evaluated_queries(qrels: _Columns, queries: Iterable[str] | None) -> tuple[tuple, np.ndarray]:

@@ -81,6 +81,7 @@ def build_ranked_labels(
     queries: Iterable[str] | None = None,
     depth: int | None = None,
     ideal_depth: int | None = None,
+    judgments: bool = False,
 ) -> RankedLabels:
     """Lay out the labels of every ranking as the dense matrices of :class:`RankedLabels`.
 
@@ -90,7 +91,8 @@ def build_ranked_labels(
     (trec_eval ignores them too; unlike trec_eval, a judged query that was not retrieved for counts,
     as with ``trec_eval -c``). Unjudged passages get label 0. ``depth`` keeps only the top ``depth``
     ranks and ``ideal_depth`` only that many ideal gains (None: all), which is all a set of cutoff
-    measures needs. Passage ids must be unique within a ranking.
+    measures needs. ``judgments=True`` also fills ``ranked_judgments`` (see :func:`requires_judgments`).
+    Passage ids must be unique within a ranking.
     """
     query_ids = tuple(qrels) if queries is None else tuple(queries)
     judged = _values_in_order(qrels, query_ids)
@@ -100,11 +102,12 @@ def build_ranked_labels(
         ranked_lists = [ranked if len(ranked) <= depth else ranked[:depth] for ranked in ranked_lists]
     kept = lengths if depth is None else np.minimum(lengths, depth)
     _check_unique(query_ids, ranked_lists, kept)
-    lookups = (map(labels.get, ranked, repeat(0.0)) for labels, ranked in zip(judged, ranked_lists))
+    unjudged = np.nan if judgments else 0.0
+    lookups = (map(labels.get, ranked, repeat(unjudged)) for labels, ranked in zip(judged, ranked_lists))
     flat_labels = _floats(chain.from_iterable(lookups), int(kept.sum()), query_ids, judged)
-    labels = _pad(flat_labels, kept, width=int(kept.max(initial=0)))
+    labels = _pad(flat_labels, kept, width=int(kept.max(initial=0)), fill=unjudged)
     judged_rows, judged_labels = _judged_table(query_ids, judged)
-    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth)
+    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth, judgments)
 
 
 def build_ranked_labels_from_run(
@@ -114,12 +117,14 @@ def build_ranked_labels_from_run(
     queries: Iterable[str] | None = None,
     depth: int | None = None,
     ideal_depth: int | None = None,
+    judgments: bool = False,
 ) -> RankedLabels:
     """:func:`build_ranked_labels` of ``rank_by_score(run)``, computed without sorting the run.
 
     Only the rank of each positively labelled passage matters to the measures, so instead of sorting
     every query's passages this counts, for each judged passage that was retrieved, the passages that
-    rank above it under trec_eval's order (score descending, then passage id descending). The same
+    rank above it under trec_eval's order (score descending, then passage id descending); with
+    ``judgments=True`` every judged retrieved passage is placed, whatever its label. The same
     queries are evaluated as in :func:`build_ranked_labels`. The dicts are read at C speed, with no
     Python code run per query or per passage, in blocks of queries whose arrays stay in the cache
     (:data:`_QUERY_BLOCK_CELLS`): at a million queries, whole-run arrays made every step 1.5-2 times
@@ -131,36 +136,36 @@ def build_ranked_labels_from_run(
     lengths = _lengths(scored)
     judged_rows, judged_labels = _judged_table(query_ids, judged)
     kept = lengths if depth is None else np.minimum(lengths, depth)
-    labels = np.zeros((len(query_ids), int(kept.max(initial=0))))
+    labels = np.full((len(query_ids), int(kept.max(initial=0))), np.nan if judgments else 0.0)
     judged_starts = np.concatenate([[0], np.cumsum(_lengths(judged))])
     step = max(1, _QUERY_BLOCK_CELLS // max(int(lengths.max(initial=0)), 1))
     for start in range(0, len(query_ids), step):
         stop = min(start + step, len(query_ids))
         first, last = judged_starts[start], judged_starts[stop]
         block_labels = judged_labels[first:last]
-        rows, rank, entries = _ranks_of_positive_judgments(
-            scored[start:stop], judged[start:stop], lengths[start:stop], judged_rows[first:last] - start,
-            block_labels, query_ids[start:stop])
+        # Only positive labels add gain; the judgments place every judged retrieved passage.
+        placed = np.ones(len(block_labels), dtype=bool) if judgments else block_labels > 0
+        rows, rank, entries = _ranks_of_judgments(
+            scored[start:stop], judged[start:stop], lengths[start:stop], judged_rows[first:last] - start, placed,
+            query_ids[start:stop])
         inside = rank < kept[start + rows]
         labels[start + rows[inside], rank[inside]] = block_labels[entries[inside]]
-    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth)
+    return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth, judgments)
 
 
 #: Scores per block of queries in :func:`build_ranked_labels_from_run` (32 MB of float64).
 _QUERY_BLOCK_CELLS = 2**22
 
 
-def _ranks_of_positive_judgments(scored: list, judged: list, lengths: np.ndarray, judged_rows: np.ndarray,
-                                 judged_labels: np.ndarray, query_ids: tuple
-                                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For the positively labelled judged passages that were retrieved: (row, 0-based rank, judgment index)."""
-    positive = judged_labels > 0  # only positive labels add gain: only their scores are needed
-    scores, positive_scores = _scores_and_lookups(scored, judged, lengths, positive, judged_rows)
+def _ranks_of_judgments(scored: list, judged: list, lengths: np.ndarray, judged_rows: np.ndarray, placed: np.ndarray,
+                        query_ids: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For the ``placed`` judgments whose passage was retrieved: (row, 0-based rank, judgment index)."""
+    scores, positive_scores = _scores_and_lookups(scored, judged, lengths, placed, judged_rows)
     _check_scores(scores, lengths, query_ids)
     # -inf padding never ranks above a real score nor ties with one.
     score_matrix = _pad(scores, lengths, width=int(lengths.max(initial=0)), fill=-np.inf)
     retrieved = ~np.isnan(positive_scores)
-    entries = np.flatnonzero(positive)[retrieved]
+    entries = np.flatnonzero(placed)[retrieved]
     rows = judged_rows[entries]
     ranks = rank_entries(score_matrix, rows, scores=positive_scores[retrieved])
     rank = ranks.above
@@ -221,11 +226,21 @@ def _judged_table(query_ids, judged) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _ranked_labels(
-    query_ids, judged_rows: np.ndarray, judged_labels: np.ndarray, labels: np.ndarray, lengths: np.ndarray, ideal_depth
+    query_ids, judged_rows: np.ndarray, judged_labels: np.ndarray, labels: np.ndarray, lengths: np.ndarray, ideal_depth,
+    judgments: bool = False,
 ) -> RankedLabels:
-    """Complete :class:`RankedLabels` from the ranked label matrix and the flattened judgments."""
+    """Complete :class:`RankedLabels` from the ranked label matrix and the flattened judgments.
+
+    With ``judgments`` the matrix holds every judged ranked passage's label and NaN elsewhere; without, the
+    positive labels and 0 elsewhere.
+    """
     relevance = np.clip(judged_labels, 0.0, 1.0)
     fractional = (relevance > 0) & (relevance < 1)
+    ranked_judgments = None
+    if judgments:
+        ranked_judgments = labels.copy()
+        ranked_judgments.flags.writeable = False
+        np.nan_to_num(labels, copy=False, nan=0.0)
     gains = np.maximum(labels, 0.0, out=labels)  # ``labels`` is a fresh array owned by the caller
     # With labels <= 1 (binary and eRAG labels) relevance equals the gains: share the matrix.
     ranked_relevance = gains if judged_labels.max(initial=0.0) <= 1.0 else np.minimum(gains, 1.0)
@@ -238,7 +253,16 @@ def _ranked_labels(
         n_relevant=np.bincount(judged_rows, weights=relevance, minlength=len(query_ids)),
         has_fractional=np.bincount(judged_rows, weights=fractional, minlength=len(query_ids)) > 0,
         lengths=lengths,
+        ranked_judgments=ranked_judgments,
+        judgment_rows=_read_only(judged_rows),
+        judgment_labels=_read_only(judged_labels),
     )
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 def _lengths(collections: Sequence) -> np.ndarray:
@@ -310,12 +334,26 @@ def _ideal_gains(rows: np.ndarray, gains: np.ndarray, n_queries: int, ideal_dept
 
 
 def required_depths(measures: Sequence[Measure]) -> tuple[int | None, int | None]:
-    """The ranking depth and ideal depth that ``measures`` read (None: everything)."""
-    cutoffs = [measure.cutoff for measure in measures]
-    depths = [cutoff for cutoff in cutoffs if cutoff is not None]
-    if not cutoffs or len(depths) < len(cutoffs):
+    """The ranking depth and ideal depth that ``measures`` read (None: everything; no measure: everything)."""
+    if not measures:
         return None, None
-    return max(depths), max(depths)
+    return _deepest(measure.depth for measure in measures), _deepest(measure.ideal_depth for measure in measures)
+
+
+def _deepest(depths: Iterable[int | None]) -> int | None:
+    deepest = 0
+    for depth in depths:
+        if depth is None:
+            return None
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def requires_judgments(measures: Iterable[Measure]) -> bool:
+    """Whether any of ``measures`` reads the judgment of every ranked passage (``judged_only``, bpref, infAP,
+    Judged, a gain for label 0): the label builders then place every judged retrieved passage, not only the
+    positively labelled ones."""
+    return any(measure.needs_judgments for measure in measures)
 
 
 def compute_measure_values(
@@ -323,9 +361,11 @@ def compute_measure_values(
 ) -> dict[Measure, np.ndarray]:
     """Each measure's per-query values, aligned with ``labels.query_ids`` (the kernels alone).
 
-    ``labels`` must be at least as deep as :func:`required_depths` says for these measures.
+    ``labels`` must be at least as deep as :func:`required_depths` says for these measures, and built with
+    judgments if :func:`requires_judgments` says so. Measures sharing label parameters share their view.
     """
-    return {measure: measure.compute(labels) for measure in map(parse_measure, measures)}
+    views: dict = {}
+    return {measure: measure.compute(labels, views) for measure in map(parse_measure, measures)}
 
 
 @contextmanager
@@ -367,7 +407,8 @@ def compute_measures(
     """
     parsed = list(dict.fromkeys(map(parse_measure, measures)))
     depth, ideal_depth = required_depths(parsed)
-    labels = build_ranked_labels(rankings, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth)
+    labels = build_ranked_labels(rankings, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth,
+                                 judgments=requires_judgments(parsed))
     return _per_query_frame(parsed, labels)
 
 
@@ -387,7 +428,8 @@ def compute_measures_from_run(
     """
     parsed = list(dict.fromkeys(map(parse_measure, measures)))
     depth, ideal_depth = required_depths(parsed)
-    labels = build_ranked_labels_from_run(run, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth)
+    labels = build_ranked_labels_from_run(run, qrels, queries=queries, depth=depth, ideal_depth=ideal_depth,
+                                          judgments=requires_judgments(parsed))
     return _per_query_frame(parsed, labels)
 
 
@@ -415,9 +457,23 @@ def _repeated_strings(strings: Sequence[str], positions: np.ndarray) -> pd.Serie
 
 
 def aggregate_measures(per_query: pd.DataFrame) -> pd.DataFrame:
-    """Mean value per measure over queries: columns ``measure, value, n_queries``.
+    """Value per measure over queries: columns ``measure, value, n_queries``.
 
-    The mean of AP is MAP, of RR is MRR, of Hit is the hit rate. Measures keep their first-seen order.
+    The mean for most measures (the mean of AP is MAP, of RR is MRR, of Hit is the hit rate); the sum for the
+    counts (``NumRet``, ``NumRel``, ``NumRelRet``, and ``NumQ``, which is then the number of queries, as
+    ``n_queries`` is), as trec_eval and ir_measures total them. Measures keep their first-seen order; a measure
+    string that does not parse is averaged.
     """
     grouped = per_query.groupby("measure", sort=False)["value"]
-    return pd.DataFrame({"value": grouped.mean(), "n_queries": grouped.size()}).reset_index()
+    summary = pd.DataFrame({"value": grouped.mean(), "n_queries": grouped.size()})
+    summed = [name for name in summary.index if _aggregate_of(name) == "sum"]
+    if summed:
+        summary.loc[summed, "value"] = grouped.sum()[summed]
+    return summary.reset_index()
+
+
+def _aggregate_of(name: str) -> str:
+    try:
+        return parse_measure(name).definition.aggregate
+    except ValueError:
+        return "mean"

@@ -4,6 +4,7 @@ P@k = (1/k) * sum_{i=1..k} rel_i, with rel_i = clip(label_i, 0, 1). The denomina
 ranking is shorter than k (trec_eval's ``P_k``). With fractional labels this is the mean label in
 the top k, as eRAG defines it (Salemi & Zamani, SIGIR 2024, Table 1 footnote a). Without a cutoff
 (``P``) the denominator is the ranking length (trec_eval's ``set_P``); an empty ranking scores 0.
+Parameters ``rel`` and ``judged_only`` (trec_eval ``-l``, ``-J``): ``P(rel=2)@5``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide, top
+from rageval.measures.params import LEVEL_PARAMS
 from rageval.measures.registry import register_measure
 
 
@@ -26,5 +28,6 @@ P = register_measure(
         kernel=precision,
         summary="Precision: mean relevance of the top k (graded labels: mean label).",
         accepts_graded=True,
+        params=LEVEL_PARAMS,
     )
 )

@@ -2,7 +2,8 @@
 
 R@k = |relevant in top k| / |relevant judged|, trec_eval's ``recall_k`` (0 when the query has no
 relevant passage). Binary (or integer-graded, label >= 1 is relevant) labels only: with a fractional
-label the number of relevant passages is undefined, so it raises ``ValueError``.
+label the number of relevant passages is undefined, so it raises ``ValueError`` (unless ``rel=`` sets a level).
+Parameters ``rel`` and ``judged_only``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide, top
+from rageval.measures.params import LEVEL_PARAMS
 from rageval.measures.registry import register_measure
 
 
@@ -24,5 +26,6 @@ R = register_measure(
         summary="Recall: share of the relevant passages retrieved in the top k (binary labels).",
         accepts_graded=False,
         aliases=("Recall",),
+        params=LEVEL_PARAMS,
     )
 )

@@ -2,7 +2,7 @@
 
 RR@k = 1 / (rank of the first relevant passage), 0 when none is in the top k; trec_eval's
 ``recip_rank`` on the ranking cut at k (``RR`` without a cutoff is ``recip_rank`` itself).
-Binary labels only.
+Binary labels only. Parameters ``rel`` and ``judged_only``: ``RR(rel=2)``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from rageval.measures.base import MeasureDefinition, RankedLabels, top
+from rageval.measures.params import LEVEL_PARAMS
 from rageval.measures.registry import register_measure
 
 
@@ -28,5 +29,6 @@ RR = register_measure(
         summary="Reciprocal rank of the first relevant passage (its mean is MRR; binary labels).",
         accepts_graded=False,
         aliases=("MRR",),
+        params=LEVEL_PARAMS,
     )
 )

@@ -1,7 +1,9 @@
 """R-precision (``Rprec``): precision at rank R, where R is the number of relevant judged passages.
 
 Rprec = |relevant in top R| / R (trec_eval's ``Rprec``; 0 when R = 0). R sets its own cutoff, so
-the measure takes none. Binary labels only.
+the measure takes none. Binary labels only. Parameters ``rel``, ``judged_only`` and ``mult``:
+``Rprec(mult=0.5)`` is the precision at rank c = floor(0.5 R + 0.9), trec_eval's ``Rprec_mult_0.50`` (c past
+the end of the ranking divides by c, as P@k does; c = 0 scores 0).
 """
 
 from __future__ import annotations
@@ -9,19 +11,22 @@ from __future__ import annotations
 import numpy as np
 
 from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide
+from rageval.measures.params import LEVEL_PARAMS, MULT
 from rageval.measures.registry import register_measure
 
 
-def r_precision(labels: RankedLabels, cutoff: int | None) -> np.ndarray:
+def r_precision(labels: RankedLabels, cutoff: int | None, mult: float = 1.0) -> np.ndarray:
     n_queries, depth = labels.relevance.shape
     if depth == 0:
         return np.zeros(n_queries)
     # n_relevant is an integer count here: Rprec only runs on binary labels.
     r = np.rint(labels.n_relevant).astype(np.int64)
+    # trec_eval's (long)(mult * R + 0.9); with mult = 1 this is R itself.
+    rank = r if mult == 1.0 else np.floor(mult * r + 0.9).astype(np.int64)
     cumulative = np.cumsum(labels.relevance, axis=1)
-    last = np.clip(np.minimum(r, depth) - 1, 0, None)  # past the ranking's end the padding adds 0
-    found = np.where(r > 0, cumulative[np.arange(n_queries), last], 0.0)
-    return safe_divide(found, r)
+    last = np.clip(np.minimum(rank, depth) - 1, 0, None)  # past the ranking's end the padding adds 0
+    found = np.where(rank > 0, cumulative[np.arange(n_queries), last], 0.0)
+    return safe_divide(found, rank)
 
 
 Rprec = register_measure(
@@ -31,5 +36,6 @@ Rprec = register_measure(
         summary="R-precision: precision at rank R = number of relevant passages (binary labels).",
         accepts_graded=False,
         accepts_cutoff=False,
+        params=(*LEVEL_PARAMS, MULT),
     )
 )

@@ -9,7 +9,10 @@ win over the file. The resolved config is written into the run file (settings ``
     retriever = "bm25"           # or: run = "runs/bm25.trec"
     k = [1, 5, 10]
     methods = "all"
+    measures = ["P(rel=2)@5", "AP(judged_only=True)"]   # optional: IR measures beyond the stored set
     model = "gemma-3-270m"       # a Hugging Face folder or id, or a served model with backend = "openai"
+    # backend = "openai"; base_url = ["http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"]   # replicas
+    # max_requests_per_minute = 6000; max_tokens_per_minute = 5000000
     prompt_template = "qa.toml"  # optional: the QA prompt as a file (name, version, instruction, [[examples]])
 """
 
@@ -25,6 +28,7 @@ from rageval import erag
 from rageval.errors import DataError, RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings
+from rageval.measures import parse_measure_list
 from rageval.paths import not_a_file
 from rageval.pipeline.evaluate import METHODS, EvaluationOptions, parse_ks, parse_methods
 from rageval.pipeline.sources import RETRIEVERS, SourcePaths
@@ -49,16 +53,20 @@ class EvaluateConfig:
     methods: str = "all"
     metric: str = "em"
     label_metrics: str = ",".join(erag.ALL_METRICS)
+    measures: str = ""  # IR measures beyond the stored set, comma-separated (rageval.measures.MEASURE_SYNTAX)
     llm_relevance: bool = True
     judges: str = ",".join(JUDGE_NAMES)
     semi_gold_samples: int = 3
     model: str = DEFAULT_MODEL
     backend: str = "local"
-    base_url: str = DEFAULT_BASE_URL
+    base_url: str = DEFAULT_BASE_URL  # several servers: separated by commas (a list in the TOML file)
+    balance: str = "least-in-flight"
+    max_requests_per_minute: float | None = None
+    max_tokens_per_minute: float | None = None
     api: str = "completions"
     api_key_env: str | None = None
     device: str = "auto"
-    dtype: str | None = None
+    dtype: str | None = "auto"
     # 32 prompts a forward batch: the rate of bench_generation.py's optimised path (benchmarks/bench_pipeline.py:
     # at 8 a batch the eRAG stage took 1.16x as long on the 2-core CPU); for a server, 32 concurrent requests.
     batch_size: int = 32
@@ -72,6 +80,7 @@ class EvaluateConfig:
             raise RagevalError(f"retriever {self.retriever!r}: expected one of {', '.join(RETRIEVERS)}")
         parse_ks(self.k)
         parse_methods(self.methods)
+        self.extra_measures()
         if self.semi_gold_samples < 1 or self.max_new_tokens < 1:
             raise RagevalError("semi_gold_samples and max_new_tokens: expected at least 1")
         self.model_settings()  # the model fields are checked where they are defined (a ModelError otherwise)
@@ -88,7 +97,16 @@ class EvaluateConfig:
     def model_settings(self) -> ModelSettings:
         return ModelSettings(model=self.model, backend=self.backend, base_url=self.base_url, api=self.api,
                              api_key_env=self.api_key_env, device=self.device, dtype=self.dtype,
-                             batch_size=self.batch_size)
+                             batch_size=self.batch_size, balance=self.balance,
+                             max_requests_per_minute=self.max_requests_per_minute,
+                             max_tokens_per_minute=self.max_tokens_per_minute)
+
+    def extra_measures(self) -> tuple[str, ...]:
+        """The ``measures`` setting as canonical measure strings."""
+        try:
+            return tuple(str(m) for m in parse_measure_list(self.measures))
+        except ValueError as error:
+            raise RagevalError(f"measures: {error}") from None
 
     def options(self) -> EvaluationOptions:
         ks = parse_ks(self.k)
@@ -99,7 +117,7 @@ class EvaluateConfig:
         return EvaluationOptions(
             methods=parse_methods(self.methods), ks=ks,
             label_metrics=tuple(x.strip() for x in self.label_metrics.split(",") if x.strip()),
-            metric=self.metric, llm_relevance=self.llm_relevance,
+            metric=self.metric, llm_relevance=self.llm_relevance, measures=self.extra_measures(),
             reteval=RetEvalSettings(ks=ks, judges=judges,
                                     semi_gold=SemiGoldSettings(samples=self.semi_gold_samples,
                                                                max_new_tokens=self.max_new_tokens)),
@@ -152,9 +170,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise DataError(path, f"unknown setting {unknown[0]!r}; known: {', '.join(FIELD_NAMES)}", field=unknown[0])
     if isinstance(values.get("k"), list):
         values["k"] = ",".join(str(x) for x in values["k"])
-    for name in ("methods", "label_metrics", "judges"):
+    for name in ("methods", "label_metrics", "judges", "measures", "base_url"):
         if isinstance(values.get(name), list):
-            values[name] = ",".join(values[name])
+            values[name] = ",".join(map(str, values[name]))
     for name in PATH_FIELDS:
         if isinstance(values.get(name), str) and not Path(values[name]).expanduser().is_absolute():
             values[name] = str(path.parent / values[name])

@@ -37,6 +37,8 @@ from rageval import reteval as llm_reteval
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import LLMCache, cache_key
+from rageval.generation.precision import precision_of
+from rageval.measures import parse_measure_list
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rageval.store import Correlation, E2EOutput, MeasureValue, Run
@@ -94,6 +96,7 @@ class EvaluationOptions:
     batch_size: int = 8
     prompt: PromptTemplate = QA_FEW_SHOT
     measure_cutoffs: tuple[int, ...] = ()  # more cutoffs of the IR measures than the E2E sweep's
+    measures: tuple[str, ...] = ()  # IR measures beyond the stored set, e.g. "P(rel=2)@5" (rageval.measures)
 
     def __post_init__(self):
         unknown = [m for m in self.methods if m not in METHODS]
@@ -104,6 +107,11 @@ class EvaluationOptions:
         bad = [m for m in (*self.label_metrics, self.metric) if m not in erag.ALL_METRICS]
         if bad:
             raise RagevalError(f"answer metric {bad[0]!r}: expected one of {', '.join(erag.ALL_METRICS)}")
+        try:
+            canonical = tuple(str(m) for m in parse_measure_list(self.measures))
+        except ValueError as error:
+            raise RagevalError(f"measures: {error}") from None
+        object.__setattr__(self, "measures", canonical)
 
     @property
     def depth(self) -> int:
@@ -313,7 +321,8 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     measure_values = []
     if not dry_run:
         started = time.perf_counter()
-        measure_values = erag.compute_measure_values(labels, rankings, options.cutoffs, graded_methods=given_graded)
+        measure_values = erag.compute_measure_values(labels, rankings, options.cutoffs, graded_methods=given_graded,
+                                                     extra_measures=options.measures)
         timed("measures", started)
 
     correlations = []
@@ -329,13 +338,15 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     run_settings = dict(base.settings) | {
         "num_queries": len(queries), "k": options.depth, "e2e_ks": sorted({o.k for o in e2e_outputs}),
         "cutoffs": list(options.cutoffs), "model_id": generator.model_id,
+        "precision": precision_of(generator),
         "prompt": options.prompt.identifier,
         "prompts": {t.identifier: asdict(t) for t in (options.prompt, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)},
         "decoding": {"max_new_tokens": options.decoding.max_new_tokens, "temperature": options.decoding.temperature,
                      "stop": list(options.decoding.stop)},
         "label_metric": options.metric, "e2e_metric": options.metric, "label_metrics": list(metrics),
         "label_methods": method_names, "graded_label_methods": graded,
-        "graded_measures": list(erag.GRADED_MEASURES), "methods": list(options.methods),
+        "graded_measures": list(erag.GRADED_MEASURES), "extra_measures": list(options.measures),
+        "methods": list(options.methods),
         "reteval": reteval_settings.as_dict() if reteval_settings else None,
         "correlations": ({"n_resamples": DEFAULT_RESAMPLES, "confidence": DEFAULT_CONFIDENCE, "seed": DEFAULT_SEED,
                           "interval": "percentile bootstrap over queries", "ks": sorted({c.k for c in correlations})}

@@ -72,11 +72,11 @@ def evaluate(config: EvaluateConfig, *, generator=None, log: Log = _stderr, prog
         check_out_path(Path(config.out))  # before the inputs are read and retrieved
     inputs, options = prepare(config, log)
     out = check_out_path(Path(config.out) if config.out else default_out_path(config, inputs))
-    cache = LLMCache(config.cache) if config.cache else LLMCache()
-    model = generator if generator is not None else load_generator(config.model_settings())
-    cached = CachedGenerator(model, cache)
-    base = replace(inputs.run, settings=_settings_of(config, inputs, command))
-    run = evaluate_run(base, cached, options, log=log, progress=progress)
+    with LLMCache(config.cache) if config.cache else LLMCache() as cache:  # closed: no -wal/-shm left behind
+        model = generator if generator is not None else load_generator(config.model_settings())
+        cached = CachedGenerator(model, cache)
+        base = replace(inputs.run, settings=_settings_of(config, inputs, command))
+        run = evaluate_run(base, cached, options, log=log, progress=progress)
     run.settings["timing_s"]["total"] = round(time.perf_counter() - started, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
     return write_run(run, out)
@@ -123,9 +123,9 @@ def dry_run(config: EvaluateConfig, *, log: Log = _stderr) -> DryRunReport:
         check_out_path(Path(config.out))  # before the inputs are read and retrieved
     inputs, options = prepare(config, log)
     out = check_out_path(Path(config.out) if config.out else default_out_path(config, inputs))
-    cache = LLMCache(config.cache) if config.cache else LLMCache()
-    generator = DryRunGenerator(expected_model_id(config.model_settings()), cache)
-    run = evaluate_run(inputs.run, generator, options, dry_run=True)
+    with LLMCache(config.cache) if config.cache else LLMCache() as cache:  # closed: no -wal/-shm left behind
+        generator = DryRunGenerator(expected_model_id(config.model_settings()), cache)
+        run = evaluate_run(inputs.run, generator, options, dry_run=True)
     calls = run.settings["llm_calls"]["by_stage"]
     pairs = sum(min(len(r.passages), options.depth) for r in inputs.run.rankings)
     return DryRunReport(len(inputs.run.queries), pairs, inputs.corpus_size, generator.model_id, options, calls, out)

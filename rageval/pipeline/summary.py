@@ -10,13 +10,11 @@ method -> labelled (query, passage) pairs); ``e2e`` (k -> answer metric -> mean)
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import StoreError
 from rageval.store import RunReader
-from rageval.store.files import ATTRIBUTION, kind_of
+from rageval.store.files import ATTRIBUTION, RUN, kind_of, reading
 
 #: The pieces a complete eRAG run holds, in the order the dashboard lists them.
 PIECES = ("erag", "e2e", "baselines", "reteval")
@@ -38,27 +36,24 @@ def run_summary(path: str | os.PathLike) -> dict[str, Any]:
         summary["queries"] = summary["attribution"].get("queries", summary["attribution"].get("answers", 0))
         return summary
     summary = _empty()
-    try:
-        with RunReader(path) as reader:
-            conn = reader._connection
-            summary["queries"] = conn.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
-            summary["labels"] = dict(conn.execute(
-                "SELECT method, COUNT(*) FROM labels GROUP BY method ORDER BY method"))
-            settings = reader.settings()
-            metric = settings.get("e2e_metric") or settings.get("label_metric") or "em"
-            for k, mean, n in conn.execute("SELECT k, AVG(score), COUNT(*) FROM e2e_outputs GROUP BY k ORDER BY k"):
-                summary["e2e"][str(k)] = {metric: mean, "n": n}
-            if "verdicts" in reader._tables:
-                for k, judge, yes, total in conn.execute(
-                        "SELECT k, judge, SUM(verdict), COUNT(*) FROM verdicts WHERE reference = 'semi_gold' "
-                        "GROUP BY k, judge ORDER BY k, judge"):
-                    summary["reteval"].setdefault(str(k), {})[judge] = {"yes": int(yes), "no": int(total - yes)}
-            if "failure_cases" in reader._tables:
-                for k, category, count in conn.execute(
-                        "SELECT k, category, COUNT(*) FROM failure_cases GROUP BY k, category ORDER BY k, category"):
-                    summary["failures"].setdefault(str(k), {})[category] = count
-    except sqlite3.DatabaseError as error:
-        raise StoreError(f"{path}: the run file is damaged (SQLite says: {error})") from error
+    with RunReader(path) as reader, reading(path, RUN):
+        conn = reader._connection
+        summary["queries"] = conn.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+        summary["labels"] = dict(conn.execute(
+            "SELECT method, COUNT(*) FROM labels GROUP BY method ORDER BY method"))
+        settings = reader.settings()
+        metric = settings.get("e2e_metric") or settings.get("label_metric") or "em"
+        for k, mean, n in conn.execute("SELECT k, AVG(score), COUNT(*) FROM e2e_outputs GROUP BY k ORDER BY k"):
+            summary["e2e"][str(k)] = {metric: mean, "n": n}
+        if "verdicts" in reader._tables:
+            for k, judge, yes, total in conn.execute(
+                    "SELECT k, judge, SUM(verdict), COUNT(*) FROM verdicts WHERE reference = 'semi_gold' "
+                    "GROUP BY k, judge ORDER BY k, judge"):
+                summary["reteval"].setdefault(str(k), {})[judge] = {"yes": int(yes), "no": int(total - yes)}
+        if "failure_cases" in reader._tables:
+            for k, category, count in conn.execute(
+                    "SELECT k, category, COUNT(*) FROM failure_cases GROUP BY k, category ORDER BY k, category"):
+                summary["failures"].setdefault(str(k), {})[category] = count
     return summary
 
 

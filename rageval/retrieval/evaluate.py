@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from rageval.errors import RagevalError
-from rageval.measures import compute_measures
+from rageval.measures import aggregate_measures, compute_measures, parse_measure_list
 from rageval.paths import DATA_DIR
 from rageval.retrieval.fusion import comb_sum, reciprocal_rank_fusion
 from rageval.store import Label, MeasureValue, Run
@@ -122,6 +122,18 @@ def compute_retrieval_measures(rankings: Mapping[str, Ranking], queries: Sequenc
     return compute_measures(measures, run, gold_qrels(queries), queries=[q.query_id for q in queries])
 
 
+def parse_retrieval_measures(text: str) -> list[str]:
+    """``--measures``: measure strings separated by commas (:data:`rageval.measures.MEASURE_SYNTAX`) -> their
+    canonical strings; a string that does not parse is an error saying why."""
+    try:
+        measures = [str(m) for m in parse_measure_list(text)]
+    except ValueError as error:
+        raise RagevalError(f"--measures: {error}") from None
+    if not measures:
+        raise RagevalError("--measures: expected at least one measure, e.g. " + ",".join(RETRIEVAL_MEASURES))
+    return measures
+
+
 def parse_systems(text: str) -> list[str]:
     """``"bm25,dense"`` -> ``["bm25", "dense"]``; unknown or repeated names are an error naming them."""
     systems = [name.strip() for name in text.split(",") if name.strip()]
@@ -132,8 +144,9 @@ def parse_systems(text: str) -> list[str]:
 
 
 def summarize(per_query: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Mean of every measure per system: one row per system (input order), one column per measure."""
-    rows = {system: frame.groupby("measure", sort=False)["value"].mean() for system, frame in per_query.items()}
+    """Every measure per system (the mean over queries; the sum for counts such as NumRet): one row per system
+    (input order), one column per measure."""
+    rows = {system: aggregate_measures(frame).set_index("measure")["value"] for system, frame in per_query.items()}
     return pd.DataFrame(rows).T.rename_axis("system")
 
 

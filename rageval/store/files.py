@@ -6,18 +6,33 @@ Every file carries its kind in SQLite's ``application_id`` (four ASCII letters) 
 another kind (named when it is one of ours), a schema newer than this rageval or older than it still reads.
 
 Paths are opened through proper ``file:`` URIs (:func:`sqlite_uri`), so ``#``, ``?`` and ``%`` in a file name are
-just characters. The jobs database and the LLM cache were first written without an ``application_id``; such
-unmarked files of a known version are still accepted (and the cache is stamped when next opened for writing).
+just characters, and a read-only open never creates a file. A write that a killed writer left half done (a "hot"
+rollback journal beside the file) is rolled back when the file and its folder can be written
+(:func:`recover_hot_journal`); otherwise the file is read as it is on disk (SQLite's ``immutable``) and the
+connection says so (:attr:`ReadonlyConnection.note`).
+
+Damage past the header is found as early as it can be: :func:`open_readonly` runs SQLite's ``quick_check``; what
+only shows when a row is read (undecodable text, a table of another shape, malformed JSON) is turned into the same
+:class:`~rageval.errors.StoreError` by :func:`reading` / :func:`checked_reads`, which every reader uses, and
+:func:`json_object` parses a JSON column that must hold an object.
+
+The jobs database and the LLM cache were first written without an ``application_id``; such unmarked files of a
+known version are still accepted (and the cache is stamped when next opened for writing).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import json
 import os
 import sqlite3
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from rageval.errors import StoreError
 
@@ -52,15 +67,19 @@ LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmark
 KINDS = (RUN, ATTRIBUTION, IUM, ANNOTATIONS, JOBS, LLM_CACHE)
 
 
-def sqlite_uri(path: str | os.PathLike, mode: str = "ro") -> str:
-    """The ``file:`` URI of ``path`` opened with ``mode``, every special character escaped (``a#b.sqlite`` ->
-    ``file:///.../a%23b.sqlite?mode=ro``)."""
-    return f"{Path(path).resolve().as_uri()}?mode={mode}"
+def sqlite_uri(path: str | os.PathLike, mode: str = "ro", *, immutable: bool = False) -> str:
+    """The ``file:`` URI of ``path`` opened with ``mode`` (``ro``, ``rw``, ``rwc``), every special character escaped
+    (``a#b.sqlite`` -> ``file:///.../a%23b.sqlite?mode=ro``); ``immutable``: read the file as it is on disk, without
+    locks or journals."""
+    return f"{Path(path).resolve().as_uri()}?mode={mode}" + ("&immutable=1" if immutable else "")
 
 
 def sqlite_application_id(path: str | os.PathLike) -> int | None:
-    """The ``application_id`` of a SQLite file (big-endian at byte 68 of its header), None if not SQLite."""
+    """The ``application_id`` of a SQLite file (big-endian at byte 68 of its header), None if not SQLite (or not a
+    regular file: a pipe would block the read)."""
     try:
+        if not Path(path).is_file():
+            return None
         with open(path, "rb") as handle:
             header = handle.read(72)
     except OSError:
@@ -110,41 +129,138 @@ def check_kind(connection: sqlite3.Connection, path: str | os.PathLike, kind: Sq
     return version
 
 
-def _not_a_file(path: Path, kind: SqliteKind) -> str:
-    return f"is a folder; expected a {kind.noun}" if path.is_dir() else f"no such {kind.noun}"
+class ReadonlyConnection(sqlite3.Connection):
+    """A connection :func:`open_readonly` made; ``note`` says why the file may not read as its writer left it
+    (None when it does)."""
+
+    note: str | None = None
+
+
+def journal_path(path: str | os.PathLike) -> Path:
+    """The rollback journal SQLite keeps beside ``path`` while a write is in progress."""
+    return Path(f"{path}-journal")
+
+
+def recover_hot_journal(path: str | os.PathLike, timeout_s: float = 30.0) -> bool:
+    """Roll back a write that a killed writer left half done: with a "hot" rollback journal beside ``path``, SQLite
+    rolls it back on the first read of a read-write connection. Returns whether a journal was there and is gone;
+    False, touching nothing, when there is none or the file or its folder cannot be written. Never creates a file."""
+    path = Path(path)
+    journal = journal_path(path)
+    if not journal.exists() or not path.is_file():
+        return False
+    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        return False
+    try:
+        connection = sqlite3.connect(sqlite_uri(path, "rw"), uri=True, timeout=timeout_s)
+        try:
+            connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return False
+    return not journal.exists()
+
+
+def _interrupted_write_note(path: Path) -> str:
+    return (f"{path}: a write to this file was interrupted (its journal {journal_path(path).name} is still there) and "
+            f"it cannot be rolled back here (the file or its folder is read-only), so it is read as it is on disk and "
+            f"may hold half of that write")
+
+
+def _connect_readonly(path: Path, kind: SqliteKind, check_same_thread: bool, immutable: bool = False
+                      ) -> ReadonlyConnection:
+    try:
+        return sqlite3.connect(sqlite_uri(path, immutable=immutable), uri=True, check_same_thread=check_same_thread,
+                               factory=ReadonlyConnection)
+    except sqlite3.Error as error:
+        raise StoreError(f"{path}: cannot open the {kind.noun} (SQLite says: {error})") from error
+
+
+def _in_wal_mode(path: Path) -> bool:
+    """Whether the SQLite header of ``path`` marks it as a write-ahead-log database (bytes 18-19 are 2)."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return False
+    return header.startswith(b"SQLite format 3\x00") and header[18:20] == b"\x02\x02"
+
+
+def _needs_rollback(connection: sqlite3.Connection) -> bool:
+    """Whether the file has a hot journal that this read-only connection may not roll back."""
+    try:
+        connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as error:
+        return getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_READONLY_ROLLBACK
+    return False
 
 
 def open_readonly(path: str | os.PathLike, kind: SqliteKind, *, check_same_thread: bool = True
-                  ) -> sqlite3.Connection:
-    """A read-only connection to the ``kind`` file ``path``, its kind and schema version checked."""
+                  ) -> ReadonlyConnection:
+    """A read-only connection to the ``kind`` file ``path``, its kind and schema version checked and its pages
+    checked by SQLite's ``quick_check``. Creates no file; a hot journal is rolled back where that is possible, else
+    read around (the connection's ``note`` says so)."""
     path = Path(path)
-    if not path.is_file():
-        raise StoreError(f"{path}: {_not_a_file(path, kind)}")
-    if path.stat().st_size == 0:
-        raise StoreError(f"{path}: empty file, not a rageval {kind.noun}")
-    try:
-        connection = sqlite3.connect(sqlite_uri(path), uri=True, check_same_thread=check_same_thread)
-    except sqlite3.Error as error:
-        raise StoreError(f"{path}: cannot open the {kind.noun} (SQLite says: {error})") from error
+    describe_missing(path, kind)
+    # A WAL-mode file with no write-ahead log holds everything in itself; opened the usual way, a read-only
+    # connection would still leave empty -wal and -shm files beside it.
+    quiet_wal = _in_wal_mode(path) and not Path(f"{path}-wal").exists()
+    connection = _connect_readonly(path, kind, check_same_thread, immutable=quiet_wal)
+    if _needs_rollback(connection):
+        connection.close()
+        immutable = not recover_hot_journal(path)
+        connection = _connect_readonly(path, kind, check_same_thread, immutable=immutable)
+        if immutable:
+            connection.note = _interrupted_write_note(path)
     try:
         check_kind(connection, path, kind)
+        check_pages(connection, path, kind)
     except BaseException:
         connection.close()
         raise
     return connection
 
 
+def describe_missing(path: Path, kind: SqliteKind) -> None:
+    """:class:`StoreError` naming ``path`` when it is not a regular, non-empty file (missing, a dangling link, a
+    directory, a pipe or device, empty)."""
+    if path.is_symlink() and not path.exists():
+        raise StoreError(f"{path}: a link to {os.readlink(path)}, which does not exist")
+    if not path.exists():
+        raise StoreError(f"{path}: no such {kind.noun}")
+    if path.is_dir():
+        raise StoreError(f"{path}: is a folder; expected a {kind.noun}")
+    if not path.is_file():
+        raise StoreError(f"{path}: not a regular file, so not a rageval {kind.noun}")
+    if path.stat().st_size == 0:
+        raise StoreError(f"{path}: empty file, not a rageval {kind.noun}")
+
+
+def check_pages(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind) -> None:
+    """SQLite's ``quick_check`` of the open file (every page and index, about 1 ms per MB): :class:`StoreError`
+    naming ``path`` and the first problem when the file is damaged."""
+    try:
+        problems = [row[0] for row in connection.execute("PRAGMA quick_check(3)")]
+    except sqlite3.Error as error:
+        raise StoreError(f"{path}: damaged {kind.noun} (SQLite says: {error})") from error
+    if problems != ["ok"]:
+        raise StoreError(f"{path}: damaged {kind.noun} (SQLite's check: {_shorten('; '.join(problems))})")
+
+
 def open_for_write(path: str | os.PathLike, kind: SqliteKind, *, create: bool = False, timeout_s: float = 30.0,
                    **connect_args) -> sqlite3.Connection:
     """A read-write connection to the ``kind`` file ``path``, its kind and schema version checked. With
     ``create`` a missing or empty database is fine (its ``user_version`` reads 0): the caller creates its schema
-    and calls :func:`stamp`. ``connect_args`` go to :func:`sqlite3.connect` (``isolation_level``,
-    ``check_same_thread``)."""
+    and calls :func:`stamp`; without it, a missing file is an error and never created. ``connect_args`` go to
+    :func:`sqlite3.connect` (``isolation_level``, ``check_same_thread``)."""
     path = Path(path)
-    if path.is_dir() or (not create and not path.is_file()):
-        raise StoreError(f"{path}: {_not_a_file(path, kind)}")
+    dangling = path.is_symlink() and not path.exists()  # never create the target of a dangling link
+    if not create or dangling or (path.exists() and not path.is_file()):
+        describe_missing(path, kind)
     try:
-        connection = sqlite3.connect(path, timeout=timeout_s, **connect_args)
+        connection = sqlite3.connect(sqlite_uri(path, "rwc" if create else "rw"), uri=True, timeout=timeout_s,
+                                     **connect_args)
     except sqlite3.Error as error:
         raise StoreError(f"{path}: cannot open the {kind.noun} (SQLite says: {error})") from error
     try:
@@ -153,6 +269,176 @@ def open_for_write(path: str | os.PathLike, kind: SqliteKind, *, create: bool = 
         connection.close()
         raise
     return connection
+
+
+#: SQLite's ``typeof`` of the values a column of each declared type holds when rageval wrote it.
+_STORED_TYPES = {"TEXT": ("text",), "REAL": ("real", "integer"), "INTEGER": ("integer",)}
+
+
+def schema_shape(schema: str) -> dict[str, dict[str, tuple[str, bool]]]:
+    """table -> column -> (declared type, NOT NULL), as the SQL ``schema`` creates them (read back from an in-memory
+    database)."""
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.executescript(schema)
+        tables = [r[0] for r in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'")]
+        return {t: {r[1]: (r[2].upper(), bool(r[3])) for r in connection.execute(f"PRAGMA table_info('{t}')")}
+                for t in tables}
+    finally:
+        connection.close()
+
+
+def check_shape(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind,
+                shape: dict[str, dict[str, tuple[str, bool]]], required: Sequence[str]) -> set[str]:
+    """The file's tables, after checking each table of ``shape`` (:func:`schema_shape` of the writer's schema) is of
+    that shape: :class:`StoreError` naming the file for a missing ``required`` table, a missing column, a column
+    that allows NULL where the writer's does not, or a value of another type than the writer stores (text in a
+    number column; one scan per table, about 5 ms per MB). rageval never writes such a file."""
+    with reading(path, kind):
+        tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        for table, columns in shape.items():
+            if table not in tables:
+                if table in required:
+                    raise StoreError(f"{path}: damaged {kind.noun} (no table {table!r})")
+                continue
+            # notnull, or part of the primary key (v1 files declared "query_id TEXT PRIMARY KEY" without NOT NULL)
+            found = {r[1]: bool(r[3] or r[5]) for r in connection.execute(f"PRAGMA table_info('{table}')")}
+            missing = [c for c in columns if c not in found]
+            if missing:
+                raise StoreError(f"{path}: damaged {kind.noun} (table {table!r} has no column {', '.join(missing)}; "
+                                 f"it has {', '.join(found) or 'none'})")
+            nullable = [c for c, (_, not_null) in columns.items() if not_null and not found[c]]
+            if nullable:
+                raise StoreError(f"{path}: damaged {kind.noun} (table {table!r} allows empty (NULL) "
+                                 f"{', '.join(nullable)}, which rageval never writes)")
+            _check_types(connection, path, kind, table, columns)
+    return tables
+
+
+def _check_types(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind, table: str,
+                 columns: dict[str, tuple[str, bool]]) -> None:
+    tests = {column: tuple(_STORED_TYPES[declared]) + (() if not_null else ("null",))
+             for column, (declared, not_null) in columns.items() if declared in _STORED_TYPES}
+    if not tests:
+        return
+    kinds = ", ".join(f'typeof("{column}")' for column in tests)
+    wrong = " OR ".join(f'typeof("{column}") NOT IN ({", ".join(map(repr, types))})' for column, types in tests.items())
+    row = connection.execute(f'SELECT {kinds} FROM "{table}" WHERE {wrong} LIMIT 1').fetchone()
+    if row is not None:
+        column, found = next((c, t) for (c, types), t in zip(tests.items(), row) if t not in types)
+        raise StoreError(f"{path}: damaged {kind.noun} (table {table!r}, column {column}: a {found} value where "
+                         f"rageval stores {' or '.join(tests[column])})")
+
+
+# --- reading past the header ------------------------------------------------------------------------------
+
+#: What reading a damaged file can raise past its header: SQLite's errors (pandas wraps them in its DatabaseError,
+#: an OSError), undecodable text and malformed JSON (ValueError), rows of another shape (TypeError, KeyError,
+#: IndexError) and JSON nested deeper than the parser goes (RecursionError).
+READ_ERRORS = (sqlite3.Error, OSError, ValueError, TypeError, KeyError, IndexError, RecursionError)
+_MESSAGE_CHARS = 240
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean",
+               type(None): "null"}
+
+
+def _shorten(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= _MESSAGE_CHARS else text[:_MESSAGE_CHARS - 1] + "…"
+
+
+def damaged(path: str | os.PathLike, kind: SqliteKind, error: BaseException) -> StoreError:
+    """The :class:`StoreError` for ``error``, raised while reading the ``kind`` file ``path``: the file and the
+    innermost cause in one line (pandas' "Execution failed on sql ..." is reduced to SQLite's own words)."""
+    cause = error
+    while cause.__cause__ is not None:
+        cause = cause.__cause__
+    detail = "nested too deeply" if isinstance(cause, RecursionError) else (str(cause) or type(cause).__name__)
+    return StoreError(f"{path}: unreadable {kind.noun} ({_shorten(detail)})")
+
+
+@contextmanager
+def reading(path: str | os.PathLike, kind: SqliteKind) -> Iterator[None]:
+    """Reads inside turn any failure of a damaged file (:data:`READ_ERRORS`) into :func:`damaged`'s StoreError."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except READ_ERRORS as error:
+        raise damaged(path, kind, error) from error
+
+
+C = TypeVar("C", bound=type)
+
+
+def checked_reads(kind: SqliteKind, *, path_attribute: str = "path") -> Callable[[C], C]:
+    """Class decorator of a reader of ``kind`` files: each of its public methods runs inside :func:`reading` on the
+    reader's ``path``, so a read that fails past the header is one StoreError naming the file."""
+    def decorate(cls: C) -> C:
+        for name, member in list(vars(cls).items()):
+            if name.startswith("_") or name == "close" or not inspect.isfunction(member):
+                continue
+            setattr(cls, name, _checked_method(member, kind, path_attribute))
+        return cls
+    return decorate
+
+
+def _checked_method(method: Callable[..., Any], kind: SqliteKind, path_attribute: str) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def checked(self, *args, **kwargs):
+        with reading(getattr(self, path_attribute), kind):
+            return method(self, *args, **kwargs)
+    return checked
+
+
+def json_object(text: Any, path: str | os.PathLike, kind: SqliteKind, what: str = "settings") -> dict[str, Any]:
+    """``text`` (a JSON column of the ``kind`` file ``path``) parsed, which must give a JSON object; StoreError
+    naming the file and ``what`` otherwise (not JSON, another JSON type, nested too deeply)."""
+    try:
+        value = json.loads(text)
+    except RecursionError as error:
+        raise StoreError(f"{path}: damaged {kind.noun} ({what}: JSON nested too deeply)") from error
+    except (ValueError, TypeError) as error:
+        raise StoreError(f"{path}: damaged {kind.noun} ({what}: not JSON: {_shorten(str(error))})") from error
+    if not isinstance(value, dict):
+        raise StoreError(f"{path}: damaged {kind.noun} ({what}: {_JSON_TYPES.get(type(value), 'not')} JSON, "
+                         f"expected an object)")
+    return value
+
+
+def is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_string(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def list_of(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A test: a JSON array whose every item passes ``test``."""
+    return lambda value: isinstance(value, list) and all(test(item) for item in value)
+
+
+def object_of(**fields: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    """A test: a JSON object whose ``fields``, where present and not null, pass their tests."""
+    return lambda value: isinstance(value, dict) and all(
+        value.get(name) is None or test(value[name]) for name, test in fields.items())
+
+
+def check_settings(settings: dict[str, Any], path: str | os.PathLike, kind: SqliteKind,
+                   types: dict[str, tuple[str, Callable[[Any], bool]]]) -> dict[str, Any]:
+    """``settings`` (of the ``kind`` file ``path``), after checking that every setting named in ``types`` (name ->
+    (its type in words, its test)) that it has is of that type: StoreError naming the file and the setting
+    otherwise. rageval never writes such settings, and its views compute with them."""
+    for name, (words, test) in types.items():
+        if settings.get(name) is not None and not test(settings[name]):
+            raise StoreError(f"{path}: damaged {kind.noun} (setting {name!r} is not {words}: "
+                             f"{_shorten(repr(settings[name]))})")
+    return settings
 
 
 def write_sqlite_atomically(path: str | os.PathLike, fill: Callable[[sqlite3.Connection], None]) -> Path:

@@ -14,7 +14,9 @@ missing tables read as empty). The ``correlations`` table came later within v2: 
 stays 2 (an older rageval reads these files and ignores it) and v2 files without it read as having none.
 
 Files are written atomically (a temporary file in the same folder, then ``os.replace``), so a reader never sees
-half a run. A file with an unknown or newer schema fails with a message naming the file and both versions.
+half a run. A file with an unknown or newer schema fails with a message naming the file and both versions; one whose
+tables are missing or of another shape fails on opening, and a read that fails past the header (undecodable text,
+malformed JSON, a damaged page) is a :class:`~rageval.errors.StoreError` naming the file too.
 """
 
 from __future__ import annotations
@@ -24,12 +26,27 @@ import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from rageval.errors import StoreError
-from rageval.store.files import RUN, open_readonly, sqlite_application_id, stamp, write_sqlite_atomically
+from rageval.store.files import (
+    RUN,
+    check_settings,
+    check_shape,
+    checked_reads,
+    is_integer,
+    is_number,
+    is_string,
+    json_object,
+    list_of,
+    object_of,
+    open_readonly,
+    reading,
+    schema_shape,
+    sqlite_application_id,
+    stamp,
+    write_sqlite_atomically,
+)
 from rageval.store.records import (
     Correlation,
     DocOutput,
@@ -44,6 +61,9 @@ from rageval.store.records import (
 )
 from rageval.store.text import text_window
 from rageval.types import Passage, Query, Ranking, ScoredPassage
+
+if TYPE_CHECKING:  # pandas is imported by the readers that return frames: `rageval info` starts without it
+    import pandas as pd
 
 SCHEMA_VERSION = RUN.version
 APPLICATION_ID = RUN.application_id  # "RAGE": marks a SQLite file as a rageval run
@@ -147,17 +167,64 @@ def _sql_value(value: Any) -> Any:
     return None if isinstance(value, float) and value != value else value
 
 
+#: The tables every run file has (v1 and v2); the others came with v2 or later within it and may be absent.
+REQUIRED_TABLES = ("meta", "queries", "passages", "rankings", "doc_outputs", "labels", "e2e_outputs",
+                   "measure_values")
+
+
+#: Columns rageval writes NOT NULL but reads a missing (NULL) value of as an odd row rather than damage: a measure
+#: value or E2E score another tool left empty (or a NaN, which SQLite stores as NULL). The views count such rows,
+#: say so and work on the rest.
+NULLABLE_WHEN_READ = {("measure_values", "value"), ("e2e_outputs", "score")}
+_SHAPE = {table: {column: (declared, not_null and (table, column) not in NULLABLE_WHEN_READ)
+                  for column, (declared, not_null) in columns.items()}
+          for table, columns in schema_shape(_SCHEMA).items()}
+
+
+#: The settings readers rely on, each with its JSON type in words and its test (a setting may be absent or null).
+SETTINGS_TYPES = {
+    "k": ("an integer", is_integer),
+    "num_queries": ("an integer", is_integer),
+    "cutoffs": ("an array of integers", list_of(is_integer)),
+    "graded_label_methods": ("an array of strings", list_of(is_string)),
+    "label_methods": ("an array of strings", list_of(is_string)),
+    "e2e_metric": ("a string", is_string),
+    "label_metric": ("a string", is_string),
+    "notes": ("a string", is_string),
+    "config": ("an object", object_of()),
+    "rescored": ("an object of objects", lambda v: object_of()(v) and all(object_of()(x) for x in v.values())),
+    "completed": ("an array", list_of(lambda _: True)),
+    "timing_s": ("an object", object_of()),
+    "llm_calls": ("an object", object_of()),
+    "correlations": ("an object", object_of()),
+    "reteval": ("an object (numeric thresholds, semi_gold an object)",
+                object_of(f1_threshold=is_number, cosine_threshold=is_number, semi_gold=object_of(),
+                          ks=list_of(is_integer))),
+}
+
+
+@checked_reads(RUN)
 class RunReader:
     """Read access to one run file, query by query (the dashboard never loads a whole run into memory).
 
-    Opens the file read-only and checks it is a rageval run with a schema this version understands.
+    Opens the file read-only and checks it is a rageval run with a schema this version understands, tables of the
+    shape it writes and settings that parse; every read that fails on a damaged file raises :class:`StoreError`
+    naming the file.
+    ``note`` says why the file may not read as its writer left it (an interrupted write read around), else None.
     """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self._connection = open_readonly(self.path, RUN, check_same_thread=False)
-        self.schema_version = self._connection.execute("PRAGMA user_version").fetchone()[0]
-        self._tables = {r[0] for r in self._connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        self.note = self._connection.note
+        try:
+            with reading(self.path, RUN):
+                self.schema_version = self._connection.execute("PRAGMA user_version").fetchone()[0]
+                self._tables = check_shape(self._connection, self.path, RUN, _SHAPE, REQUIRED_TABLES)
+                self.settings()  # what produced the run must parse: every view shows it
+        except BaseException:
+            self._connection.close()
+            raise
 
     def close(self) -> None:
         self._connection.close()
@@ -169,11 +236,14 @@ class RunReader:
         self.close()
 
     def _frame(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.read_sql_query(sql, self._connection, params=list(params))
 
     def settings(self) -> dict[str, Any]:
+        """What produced the run (a JSON object in ``meta``; {} when absent)."""
         row = self._connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        return json.loads(row[0]) if row else {}
+        return check_settings(json_object(row[0], self.path, RUN), self.path, RUN, SETTINGS_TYPES) if row else {}
 
     def counts(self) -> dict[str, int]:
         """Row counts of the main tables (the run's sizes)."""
@@ -184,6 +254,8 @@ class RunReader:
                         ) -> pd.DataFrame:
         """``sql`` on a table that older schemas lack: an empty frame with ``columns`` when it is absent."""
         if table not in self._tables:
+            import pandas as pd
+
             return pd.DataFrame(columns=list(columns))
         return self._frame(sql, params)
 
@@ -245,7 +317,7 @@ class RunReader:
             (query_id,)).fetchone()
         if row is None:
             raise StoreError(f"{self.path}: no query {query_id!r} in this run")
-        return Query(row[0], row[1], tuple(json.loads(row[2])), tuple(json.loads(row[3])), row[4])
+        return _query(row)
 
     def label_methods(self) -> list[str]:
         return [r[0] for r in self._connection.execute("SELECT DISTINCT method FROM labels ORDER BY method")]
@@ -270,6 +342,8 @@ class RunReader:
         sizes in UTF-8 bytes), so a huge passage is never loaded whole; :meth:`passage_text` reads the rest piece
         by piece. Without it, the whole texts and their sizes in characters. Rows are returned as stored: a file
         written by another tool may hold the same rank, or the same passage, twice."""
+        import pandas as pd
+
         whole = preview is None
         ranked = self._frame(
             f"SELECT r.rank, r.passage_id, r.score, p.title, {'p.text' if whole else 'NULL'} AS text, "
@@ -338,15 +412,30 @@ class RunReader:
         return {q: Ranking(q, tuple(ps)) for q, ps in grouped.items()}
 
 
+def _strings(text: str, query_id: str, column: str) -> tuple[str, ...]:
+    """A JSON array of strings from the ``queries`` table (ValueError naming the query and column otherwise)."""
+    value = json.loads(text)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"query {query_id!r}, column {column}: expected a JSON array of strings")
+    return tuple(value)
+
+
+def _query(row: Sequence[Any]) -> Query:
+    """A :class:`Query` from a ``queries`` row (query_id, text, answers, gold_passage_ids, dataset)."""
+    query_id, text, answers, gold, dataset = row
+    return Query(query_id, text, _strings(answers, query_id, "answers"),
+                 _strings(gold, query_id, "gold_passage_ids"), dataset)
+
+
 def read_run(path: str | os.PathLike) -> Run:
     """The whole run file as a :class:`Run` (what a job that completes a run starts from and rewrites)."""
-    with RunReader(path) as reader:
+    with RunReader(path) as reader, reading(path, RUN):
         conn = reader._connection
 
         def rows(table: str, sql: str) -> list[tuple]:
             return list(conn.execute(sql)) if table in reader._tables else []
 
-        queries = [Query(q, t, tuple(json.loads(a)), tuple(json.loads(g)), d) for q, t, a, g, d in rows(
+        queries = [_query(row) for row in rows(
             "queries", "SELECT query_id, text, answers, gold_passage_ids, dataset FROM queries ORDER BY rowid")]
         rankings = reader.rankings()
         return Run(
@@ -392,6 +481,8 @@ def list_runs(folder: str | os.PathLike) -> list[Path]:
 
 def labels_as_qrels(labels: Iterable[Label] | pd.DataFrame, method: str) -> dict[str, dict[str, float]]:
     """The labels of one method as a qrels mapping ``{query_id: {passage_id: value}}``."""
+    import pandas as pd
+
     if isinstance(labels, pd.DataFrame):
         rows = labels[labels["method"] == method].itertuples(index=False)
         triples = ((r.query_id, r.passage_id, r.value) for r in rows)

@@ -38,7 +38,7 @@ def utf8_window(raw: bytes, size: int, *, at_start: bool) -> str:
     end = limit
     while end < len(raw) and _is_continuation(raw[end]):
         end += 1
-    return raw[begin:end].decode("utf-8", errors="replace")
+    return raw[begin:end].decode("utf-8")  # invalid UTF-8 is damage: the reader names the file
 
 
 def text_window(connection: sqlite3.Connection, table: str, where: str, params: Sequence[Any], start: int,
