@@ -1,5 +1,5 @@
 # The two commands of the README.
-.PHONY: dashboard test
+.PHONY: dashboard test check
 
 # Install everything (a virtual environment with the pinned requirements) and open the dashboard on the
 # shipped runs at http://127.0.0.1:8501. Bound to 127.0.0.1 only, no usage statistics: .streamlit/config.toml.
@@ -11,6 +11,10 @@ dashboard:
 # everything, mypy on the engine; settings in pyproject.toml), then the whole suite.
 test:
 	scripts/setup_env.sh --dev
+	$(MAKE) check
+	.venv/bin/python -m pytest -q
+
+# The static checks (settings in pyproject.toml): the linter over everything, the type checker over the engine.
+check:
 	.venv/bin/ruff check .
 	.venv/bin/mypy rageval
-	.venv/bin/python -m pytest -q
