@@ -116,7 +116,7 @@ def time_pages(run_file: Path, query_ids: tuple[str, str]) -> dict[str, float]:
 
     overview = timed("overview, cold", page(None))
     timed("overview, warm", page(None))
-    inspector = "pages/1_Query_inspector.py"
+    inspector = "app_pages/1_Query_inspector.py"
     timed("inspector, cold", page(inspector, query=query_ids[0]))
     app = timed("inspector, warm", page(inspector, query=query_ids[0]))
     timed("inspector, another query", lambda: app.selectbox(key="inspect.query_id.widget").select(query_ids[1]).run())

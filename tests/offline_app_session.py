@@ -31,8 +31,8 @@ PAGE_WAIT_MS = 120_000
 
 
 def page_paths() -> list[str]:
-    """The URL path of the home page and of every page file (``pages/4_Agents_IUM.py`` -> ``Agents_IUM``)."""
-    names = sorted((REPO / "pages").glob("*.py"), key=lambda p: int(p.name.split("_", 1)[0]))
+    """The URL path of the home page and of every page file (``app_pages/4_Agents_IUM.py`` -> ``Agents_IUM``)."""
+    names = sorted((REPO / "app_pages").glob("*.py"), key=lambda p: int(p.name.split("_", 1)[0]))
     return ["", *(p.stem.split("_", 1)[1] for p in names)]
 
 

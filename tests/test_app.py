@@ -33,9 +33,9 @@ from ui.render import escape_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 HOME = str(REPO / "app.py")
-INSPECTOR = str(REPO / "pages" / "1_Query_inspector.py")
-RETEVAL = str(REPO / "pages" / "2_LLM_retEval.py")
-CORRELATIONS = str(REPO / "pages" / "5_Correlations.py")
+INSPECTOR = str(REPO / "app_pages" / "1_Query_inspector.py")
+RETEVAL = str(REPO / "app_pages" / "2_LLM_retEval.py")
+CORRELATIONS = str(REPO / "app_pages" / "5_Correlations.py")
 QUERY_WIDGET = "inspect.query_id.widget"
 TIMEOUT_S = 120
 
@@ -246,12 +246,12 @@ def test_previous_next_and_select_keep_the_url_in_sync(runs_env):
 
 def test_chosen_query_survives_a_round_trip_to_the_home_page(runs_env):
     app = start(HOME)
-    app.switch_page("pages/1_Query_inspector.py").run()
+    app.switch_page("app_pages/1_Query_inspector.py").run()
     query_box(app).select("nq:2").run()
-    app.switch_page("app.py").run()
+    app.switch_page("app_pages/0_Home.py").run()
     assert app.title[0].value.startswith("rageval")
     app.query_params.clear()  # the sidebar navigation drops the URL's query parameters
-    app.switch_page("pages/1_Query_inspector.py").run()
+    app.switch_page("app_pages/1_Query_inspector.py").run()
     assert not app.exception
     assert query_box(app).value == "nq:2" and app.query_params["query"] == "nq:2"
 
@@ -268,7 +268,7 @@ def test_escape_markdown_backslashes_every_punctuation_character():
 
 
 def test_no_page_renders_raw_html():
-    sources = [REPO / "app.py", *sorted((REPO / "pages").glob("*.py")), *sorted((REPO / "ui").glob("*.py"))]
+    sources = [REPO / "app.py", *sorted((REPO / "app_pages").glob("*.py")), *sorted((REPO / "ui").glob("*.py"))]
     for source in sources:
         code = source.read_text(encoding="utf-8")
         for unsafe in ("unsafe_allow_html", "st.html", "components.html"):
@@ -629,13 +629,13 @@ def test_failure_case_browser_filters_and_links_to_the_inspector(reteval_env):
     # Following the link: the inspector opens on that query of that run.
     app.query_params.clear()
     app.query_params.update(params)
-    app.switch_page("pages/1_Query_inspector.py").run()
+    app.switch_page("app_pages/1_Query_inspector.py").run()
     assert not app.exception
     assert query_box(app).value == query_id and app.query_params["run"] == RETEVAL_RUN
     assert app.subheader[0].value == escape_markdown(texts[query_id])
 
     # No category chosen: an explanation instead of an empty table.
-    app.switch_page("pages/2_LLM_retEval.py").run()
+    app.switch_page("app_pages/2_LLM_retEval.py").run()
     app.multiselect(key="reteval.categories").set_value([]).run()
     assert "No failure case" in app.info[0].value and not any("Reason" in df.value.columns for df in app.dataframe)
 
@@ -661,7 +661,7 @@ def test_the_chosen_run_survives_the_sidebar_navigation(reteval_run, tmp_path, m
     app = start(RETEVAL, run=RETEVAL_RUN)
     assert app.selectbox(key="app.run.widget").value == RETEVAL_RUN
     app.query_params.clear()  # the sidebar navigation drops the URL's query parameters
-    app.switch_page("pages/1_Query_inspector.py").run()
+    app.switch_page("app_pages/1_Query_inspector.py").run()
     assert not app.exception
     assert app.selectbox(key="app.run.widget").value == RETEVAL_RUN and app.query_params["run"] == RETEVAL_RUN
     assert query_box(app).value == first_query

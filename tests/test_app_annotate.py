@@ -1,4 +1,4 @@
-"""AppTest tests of the annotation page (pages/9_Annotate.py) on the fixture run (tests/run_fixtures.py) and on a small
+"""AppTest tests of the annotation page (app_pages/9_Annotate.py) on the fixture run (tests/run_fixtures.py) and a small
 attributed-answer run (tests/test_annotations.make_small_attribution_run), each test in its own runs folder so the
 annotation file starts empty. What the page saved is read back from the SQLite file itself; kappa is recomputed with
 scikit-learn from the run's own labels."""
@@ -21,7 +21,7 @@ from tests.test_app import start
 from ui.render import METHOD_NAMES, escape_markdown
 
 REPO = Path(__file__).resolve().parent.parent
-ANNOTATE = str(REPO / "pages" / "9_Annotate.py")
+ANNOTATE = str(REPO / "app_pages" / "9_Annotate.py")
 NAME_WIDGET = "annotate.annotator.widget"
 
 

@@ -31,8 +31,8 @@ from tests.test_app import HOME, plotly_array, start
 from ui.render import escape_markdown, format_label
 
 REPO = Path(__file__).resolve().parent.parent
-CITATIONS = str(REPO / "pages" / "3_Citations.py")
-AGENTS = str(REPO / "pages" / "4_Agents_IUM.py")
+CITATIONS = str(REPO / "app_pages" / "3_Citations.py")
+AGENTS = str(REPO / "app_pages" / "4_Agents_IUM.py")
 SCRIPT = "<script>alert(1)</script>"
 ATTRIBUTION_RUN = "hagrid-test"
 IUM_RUN = "ium-test"

@@ -25,8 +25,8 @@ from ui import render, render_correlations, theme
 from ui.render import escape_markdown, format_correlation
 
 REPO = Path(__file__).resolve().parent.parent
-CORRELATIONS = str(REPO / "pages" / "5_Correlations.py")
-COMPARE = str(REPO / "pages" / "6_Compare_runs.py")
+CORRELATIONS = str(REPO / "app_pages" / "5_Correlations.py")
+COMPARE = str(REPO / "app_pages" / "6_Compare_runs.py")
 SCATTER_TITLE_END = "one point per query"
 
 

@@ -1,4 +1,4 @@
-"""AppTest tests of the cross-run failure-case browser (pages/7_Failure_cases.py) on two complete runs built with
+"""AppTest tests of the cross-run failure-case browser (app_pages/7_Failure_cases.py) on two complete runs built with
 the fake reader (tests/test_app.py's ``reteval_run_file``; the second a copy relabelled as another retriever) and
 on the shipped runs. Expected counts are recomputed from the run files."""
 
@@ -18,7 +18,7 @@ from tests.run_fixtures import make_small_run
 from tests.test_app import RETEVAL_RUN, plotly_array, reteval_run_file, start
 
 REPO = Path(__file__).resolve().parent.parent
-FAILURES = str(REPO / "pages" / "7_Failure_cases.py")
+FAILURES = str(REPO / "app_pages" / "7_Failure_cases.py")
 COPY = "reteval-copy-as-dense"
 
 

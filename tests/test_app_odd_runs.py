@@ -20,11 +20,11 @@ from ui import data
 from ui.render import escape_markdown
 
 REPO = Path(__file__).resolve().parent.parent
-INSPECTOR = str(REPO / "pages" / "1_Query_inspector.py")
-ANNOTATE = str(REPO / "pages" / "9_Annotate.py")
-CORRELATIONS = str(REPO / "pages" / "5_Correlations.py")
-COMPARE = str(REPO / "pages" / "6_Compare_runs.py")
-CITATIONS = str(REPO / "pages" / "3_Citations.py")
+INSPECTOR = str(REPO / "app_pages" / "1_Query_inspector.py")
+ANNOTATE = str(REPO / "app_pages" / "9_Annotate.py")
+CORRELATIONS = str(REPO / "app_pages" / "5_Correlations.py")
+COMPARE = str(REPO / "app_pages" / "6_Compare_runs.py")
+CITATIONS = str(REPO / "app_pages" / "3_Citations.py")
 PART = data.PASSAGE_PAGE_SIZE
 
 
@@ -229,8 +229,8 @@ def test_rendering_a_huge_passage_costs_about_what_a_small_run_does(big_run, tmp
     170 MB of Python objects (tracemalloc); now neither grows by a tenth of the passage."""
     folder, _, length = big_run
     make_small_run(tmp_path / "big.sqlite")
-    small = measure_page(tmp_path, "pages/1_Query_inspector.py")
-    big = measure_page(folder, "pages/1_Query_inspector.py")
+    small = measure_page(tmp_path, "app_pages/1_Query_inspector.py")
+    big = measure_page(folder, "app_pages/1_Query_inspector.py")
     assert small["exceptions"] == big["exceptions"] == []
     growth_kib = (big["maxrss_kib"] - big["maxrss_before_kib"]) - (small["maxrss_kib"] - small["maxrss_before_kib"])
     assert growth_kib * 1024 < length / 10, (small, big)

@@ -1,4 +1,4 @@
-"""AppTest tests of the Re-score page (pages/8_Re_score.py) on the fixture run (tests/run_fixtures.py).
+"""AppTest tests of the Re-score page (app_pages/8_Re_score.py) on the fixture run (tests/run_fixtures.py).
 
 Starting a job from the form is checked with the worker launcher replaced by a recorder (the real background
 worker is tested in tests/test_jobs.py and, through the browser, in tests/test_browser_rescore.py); progress,
@@ -22,8 +22,8 @@ from ui.render import escape_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 HOME = str(REPO / "app.py")
-RESCORE = "pages/8_Re_score.py"
-INSPECTOR = "pages/1_Query_inspector.py"
+RESCORE = "app_pages/8_Re_score.py"
+INSPECTOR = "app_pages/1_Query_inspector.py"
 TIMEOUT_S = 120
 
 

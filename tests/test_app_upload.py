@@ -1,4 +1,4 @@
-"""AppTest tests of the Upload page (pages/10_Upload.py): files go in through Streamlit 1.67's file_uploader test
+"""AppTest tests of the Upload page (app_pages/10_Upload.py): files go in through Streamlit 1.67's file_uploader test
 API (``AppTest.file_uploader(...).upload``), are validated (problems as a table with file and line), saved into
 ``$RAGEVAL_RUNS_DIR``, and the new run then opens on the home page and in the query inspector. The upload files are
 built from the fixture run of real NQ-open records (tests/run_fixtures.py) by tests/test_upload.py's helpers."""
@@ -20,8 +20,8 @@ from ui.render import escape_markdown
 
 REPO = Path(__file__).resolve().parent.parent
 HOME = str(REPO / "app.py")
-UPLOAD = "pages/10_Upload.py"
-INSPECTOR = "pages/1_Query_inspector.py"
+UPLOAD = "app_pages/10_Upload.py"
+INSPECTOR = "app_pages/1_Query_inspector.py"
 TIMEOUT_S = 120
 
 

@@ -24,11 +24,11 @@ from tests.user_run_fixtures import QUESTIONS, build_evaluated_run, build_upload
 from ui import render
 from ui.render import SHIPPED_MARK, escape_markdown
 
-PAGES = [HOME, *sorted(str(p) for p in (REPO / "pages").glob("*.py"))]
-CORRELATIONS = str(REPO / "pages" / "5_Correlations.py")
-RETEVAL = str(REPO / "pages" / "2_LLM_retEval.py")
-FAILURES = str(REPO / "pages" / "7_Failure_cases.py")
-INSPECTOR = str(REPO / "pages" / "1_Query_inspector.py")
+PAGES = [HOME, *sorted(str(p) for p in (REPO / "app_pages").glob("*.py"))]
+CORRELATIONS = str(REPO / "app_pages" / "5_Correlations.py")
+RETEVAL = str(REPO / "app_pages" / "2_LLM_retEval.py")
+FAILURES = str(REPO / "app_pages" / "7_Failure_cases.py")
+INSPECTOR = str(REPO / "app_pages" / "1_Query_inspector.py")
 LACKS_PAGES = (HOME, CORRELATIONS, RETEVAL)
 #: Commands that run only on the shipped data (or are code, not commands): no page may send a user there.
 DEAD_ENDS = ("rageval erag", "demo-runs", "RunPlan", "rageval attribution --help", "eval-retrieval")

@@ -64,7 +64,7 @@ GOOD_RUN, GOOD_ATTRIBUTION, GOOD_IUM = "good-run", "good-attribution", "good-ium
 REPORT_ENV = "RAGEVAL_BAD_INPUTS_REPORT"
 #: The pages that show one file of each kind, opened with ``?run=<its name>``.
 KIND_PAGES = {"run": (HOME, INSPECTOR), "attribution": (CITATIONS,), "ium": (AGENTS,)}
-SHOWN_RUN_PAGES = (RETEVAL, "pages/5_Correlations.py")  # a run that reads shows here too
+SHOWN_RUN_PAGES = (RETEVAL, "app_pages/5_Correlations.py")  # a run that reads shows here too
 
 
 # --- helpers ----------------------------------------------------------------------------------------------------
@@ -300,7 +300,7 @@ def test_every_page_shows_the_good_runs_beside_every_bad_file(page, crowded_fold
         assert len(shown_errors) == 1 and str(cache / "jobs.sqlite") in shown_errors[0], shown_errors
     else:
         assert not shown_errors, shown_errors
-    if page in (HOME, INSPECTOR, RETEVAL, "pages/5_Correlations.py", RESCORE, ANNOTATE):
+    if page in (HOME, INSPECTOR, RETEVAL, "app_pages/5_Correlations.py", RESCORE, ANNOTATE):
         assert app.query_params["run"] == GOOD_RUN  # the default is the run that reads, not the newest file
     if page == CITATIONS:
         assert app.query_params["run"] == GOOD_ATTRIBUTION

@@ -167,7 +167,7 @@ def test_summary_inspector_and_escaping_in_chromium(server_url):
 
         # The choice survives a trip to the home page and back through the sidebar navigation.
         navigation = page.get_by_test_id("stSidebarNav")
-        navigation.get_by_role("link", name="app").click()
+        navigation.get_by_role("link", name="Findings").click()
         expect(page.get_by_role("heading", name="Aggregate measures")).to_be_visible(timeout=WAIT_MS)
         navigation.get_by_role("link", name="Query inspector").click()
         expect(page.get_by_role("heading", name="who is the owner of reading football club")).to_be_visible(
@@ -217,7 +217,7 @@ def test_reteval_page_failure_case_to_inspector_in_chromium(server_url, tmp_path
         page.screenshot(path=str(SHOTS / "inspector_reteval.png"), full_page=True)
 
         # Back through the sidebar navigation, then another judge from the sidebar.
-        page.get_by_test_id("stSidebarNav").get_by_role("link", name="LLM retEval").click()
+        page.get_by_test_id("stSidebarNav").get_by_role("link", name="LLM-retEval").click()
         expect(page.get_by_role("heading", name="Retriever evaluation, judge: exact match")).to_be_visible(
             timeout=WAIT_MS)
         page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").filter(has_text="Judge").click()

@@ -643,7 +643,7 @@ def test_one_size_limit_for_the_engine_the_cli_and_the_page(files, tmp_path, cap
     config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
     assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MIB
     assert UploadLimits().max_file_bytes == MAX_UPLOAD_MIB * 2**20
-    page = (REPO / "pages" / "10_Upload.py").read_text(encoding="utf-8")
+    page = (REPO / "app_pages" / "10_Upload.py").read_text(encoding="utf-8")
     assert page.count("file_uploader(") == page.count("max_upload_size=MAX_UPLOAD_MIB")
 
     paths = write_files(tmp_path, files)

@@ -1,4 +1,4 @@
-"""Cached loaders of the compare-runs page (``pages/6_Compare_runs.py``), on top of :mod:`ui.data`'s tables.
+"""Cached loaders of the compare-runs page (``app_pages/6_Compare_runs.py``), on top of :mod:`ui.data`'s tables.
 
 Keyed like every loader of the data layer by ``(path, mtime_ns, ...)`` (:func:`ui.data.run_key`), the pair of
 runs by both keys. No widgets.

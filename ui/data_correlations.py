@@ -1,4 +1,4 @@
-"""Cached loaders of the correlations page (``pages/5_Correlations.py``), on top of :mod:`ui.data`'s tables.
+"""Cached loaders of the correlations page (``app_pages/5_Correlations.py``), on top of :mod:`ui.data`'s tables.
 
 Keyed like every loader of the data layer by ``(path, mtime_ns, ...)`` (:func:`ui.data.run_key`). No widgets.
 """

@@ -1,4 +1,4 @@
-"""Cached loader of the Upload page (``pages/10_Upload.py``): an upload converted once per content.
+"""Cached loader of the Upload page (``app_pages/10_Upload.py``): an upload converted once per content.
 
 Uploaded files have no path or modification time, so the key is their content: ``(slot, file name, bytes)``
 plus the run options. Validate and Save, and every rerun in between, then parse the files once. No widgets.

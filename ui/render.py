@@ -24,7 +24,7 @@ from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
-from ui import data
+from ui import data, navigation
 from ui.plot_text import plot_texts
 
 METHOD_NAMES = {
@@ -430,7 +430,7 @@ def render_empty_state() -> None:
             "lists with the command below (`rageval evaluate --help`; it writes into that folder), or point the "
             f"dashboard at another folder with the `{data.RUNS_DIR_ENV}` environment variable:")
     st.code(EMPTY_STATE_COMMAND, language="bash")
-    st.page_link("pages/10_Upload.py", label="Upload a run", icon="📤")
+    st.page_link(navigation.UPLOAD, label="Upload a run", icon=":material/upload_file:")
 
 
 def labelled_count(n: int, n_queries: int) -> str:
@@ -617,7 +617,7 @@ def render_failure_case(case: Mapping[str, Any], run: str, k: int) -> None:
             f"run {run} · query {case['query_id']}"))
         st.text(case["text"])
         st.text(case["reason"])
-        st.page_link("pages/1_Query_inspector.py", label="Open this query in the query inspector", icon="🔍",
+        st.page_link(navigation.INSPECTOR, label="Open this query in the query inspector", icon=":material/search:",
                      query_params={"run": run, "query": case["query_id"]})
 
 

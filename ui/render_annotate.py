@@ -1,4 +1,4 @@
-"""Views of the annotation page (``pages/9_Annotate.py``): the annotator's name, the blocks a person labels, the
+"""Views of the annotation page (``app_pages/9_Annotate.py``): the annotator's name, the blocks a person labels, the
 agreement tables and figure, the disagreements and the downloads.
 
 Passage, statement and question text is shown through ``st.text`` / ``st.dataframe`` or escaped Markdown, never as

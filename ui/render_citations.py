@@ -1,4 +1,4 @@
-"""Views of the citations page (``pages/3_Citations.py``): attributed-answer runs (``rageval attribution``,
+"""Views of the citations page (``app_pages/3_Citations.py``): attributed-answer runs (``rageval attribution``,
 ``rageval evaluate-citations``).
 
 Pure functions from the data layer's tables to display tables and figures, plus the passage block. Answer,

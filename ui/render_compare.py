@@ -1,4 +1,4 @@
-"""Views of the compare-runs page (``pages/6_Compare_runs.py``): run A against run B on one per-query score.
+"""Views of the compare-runs page (``app_pages/6_Compare_runs.py``): run A against run B on one per-query score.
 
 Pure functions from :class:`rageval.compare.Comparison` and the runs' settings to display tables and plotly
 figures; outcome colours from :data:`ui.theme.OUTCOME_COLOURS`. Question text and names reach plotly only through

@@ -1,4 +1,4 @@
-"""Views of the correlations page (``pages/5_Correlations.py``): how well a label method's per-query measure
+"""Views of the correlations page (``app_pages/5_Correlations.py``): how well a label method's per-query measure
 predicts the downstream (end-to-end) score, query by query.
 
 Pure functions from the data layer's tables to display tables and plotly figures; names and questions go into a

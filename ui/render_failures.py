@@ -1,4 +1,4 @@
-"""Pure table and figure builders of the cross-run failure-case browser (pages/7_Failure_cases.py): counts of the
+"""Pure table and figure builders of the cross-run failure-case browser (app_pages/7_Failure_cases.py): counts of the
 LLM-retEval failure categories A-F per run and k, and the example list with links to the query inspector."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Views of the agents page (``pages/4_Agents_IUM.py``): Iterative Utility Maximization runs (``rageval ium``).
+"""Views of the agents page (``app_pages/4_Agents_IUM.py``): Iterative Utility Maximization runs (``rageval ium``).
 
 Pure functions from the data layer's tables to display tables and plotly figures. Scores are shown in percent;
 model answers only through ``st.dataframe`` (never Markdown or HTML).

@@ -17,7 +17,7 @@ import streamlit as st
 
 from rageval import erag, jobs
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
-from ui import render
+from ui import navigation, render
 
 LABEL_KIND_NAMES = {"erag": "eRAG utility: the model answers from each passage alone, scored against the gold answers",
                     "llm_relevance": "LLM relevance: the model is asked whether each passage is relevant (yes/no)"}
@@ -29,7 +29,7 @@ DTYPE_CHOICES = ("device default", *jobs.DTYPES)
 QUERY_CHOICES = ("all", "first", "chosen")
 STATUS_NAMES = {jobs.QUEUED: "… queued", jobs.RUNNING: "▶ running", jobs.DONE: "✓ done", jobs.FAILED: "✗ failed",
                 jobs.CANCELLED: "■ cancelled", jobs.INTERRUPTED: "⚠ interrupted (worker gone)"}
-INSPECTOR = "pages/1_Query_inspector.py"
+INSPECTOR = navigation.INSPECTOR
 
 
 # --- formatting (pure) ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Pure helpers of the Upload page (``pages/10_Upload.py``): the file slots of each upload form, the problems
+"""Pure helpers of the Upload page (``app_pages/10_Upload.py``): the file slots of each upload form, the problems
 table, the summary of a converted run and a suggested run name. Nothing here creates widgets; the engine side
 is :mod:`rageval.upload`.
 """

@@ -82,10 +82,10 @@ class UrlCase:
     named: tuple[str, ...]
 
 
-HOME, INSPECTOR, RETEVAL = "app.py", "pages/1_Query_inspector.py", "pages/2_LLM_retEval.py"
-CITATIONS, AGENTS, CORRELATIONS = "pages/3_Citations.py", "pages/4_Agents_IUM.py", "pages/5_Correlations.py"
-COMPARE, FAILURES, RESCORE = "pages/6_Compare_runs.py", "pages/7_Failure_cases.py", "pages/8_Re_score.py"
-ANNOTATE, UPLOAD = "pages/9_Annotate.py", "pages/10_Upload.py"
+HOME, INSPECTOR, RETEVAL = "app.py", "app_pages/1_Query_inspector.py", "app_pages/2_LLM_retEval.py"
+CITATIONS, AGENTS, CORRELATIONS = "app_pages/3_Citations.py", "app_pages/4_Agents_IUM.py", "app_pages/5_Correlations.py"
+COMPARE, FAILURES, RESCORE = "app_pages/6_Compare_runs.py", "app_pages/7_Failure_cases.py", "app_pages/8_Re_score.py"
+ANNOTATE, UPLOAD = "app_pages/9_Annotate.py", "app_pages/10_Upload.py"
 PAGES = (HOME, INSPECTOR, RETEVAL, CITATIONS, AGENTS, CORRELATIONS, COMPARE, FAILURES, RESCORE, ANNOTATE, UPLOAD)
 
 URL_CASES = [

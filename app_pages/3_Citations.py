@@ -20,7 +20,6 @@ SCENARIO_STATE = "citations.scenario"
 QUERY_STATE = "citations.query_id"
 ANSWER_STATE = "citations.answer_id"
 
-st.set_page_config(page_title="Citations · rageval", page_icon="📑", layout="wide")
 
 path = render.select_kind_run("attribution", data.find_attribution_runs(), data.attribution_runs_dir(),
                               state_key=RUN_STATE, command=render.citations_command(),

@@ -17,7 +17,6 @@ AGENT_STATE = "ium.agent"
 QUERY_STATE = "ium.query_id"
 SIGNIFICANCE_STATE = "ium.significance_agent"
 
-st.set_page_config(page_title="Agents (IUM) · rageval", page_icon="🤖", layout="wide")
 
 path = render.select_kind_run("IUM", data.find_ium_runs(), data.ium_runs_dir(), state_key=RUN_STATE,
                               command="rageval ium --help", read_settings=data.load_ium_settings)

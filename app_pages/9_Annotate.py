@@ -21,7 +21,6 @@ ATTRIBUTION_RUN_STATE = "annotate.attribution_run"
 SCENARIO_STATE = "annotate.scenario"
 ANSWER_STATE = "annotate.answer_id"
 
-st.set_page_config(page_title="Annotate · rageval", page_icon="✍️", layout="wide")
 
 mode = render.select_synced(st.sidebar, "What to label", list(view.MODES), state_key=MODE_STATE, param="mode",
                             format_func=view.MODES.get)

@@ -7,11 +7,10 @@ LLM-retEval facts: semi-gold answers, the judges' verdicts and the failure cases
 
 import streamlit as st
 
-from ui import data, render
+from ui import data, navigation, render
 
 QUERY_STATE = "inspect.query_id"
 
-st.set_page_config(page_title="Query inspector · rageval", page_icon="🔍", layout="wide")
 
 path = render.select_run()
 
@@ -88,7 +87,7 @@ if not data.load_verdicts(*key).empty:
                      column_config={"Evidence": st.column_config.TextColumn(width="large")})
         st.caption("Each judge's Yes/No on the top-k answer against the semi-gold answers (LLM-retEval) and "
                    "against the dataset's gold answers (QA accuracy). " + render.provenance(settings))
-    st.page_link("pages/2_LLM_retEval.py", label="LLM-retEval over the whole run", icon="⚖️",
+    st.page_link(navigation.RETEVAL, label="LLM-retEval over the whole run", icon=":material/gavel:",
                  query_params={"run": path.stem})
 
 st.subheader("Passages")

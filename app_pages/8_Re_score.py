@@ -19,7 +19,6 @@ from ui import render_jobs as view
 REFRESH_S = 2.0
 ACTIVE_STATE = "rescore.active"
 
-st.set_page_config(page_title="Re-score · rageval", page_icon="🔁", layout="wide")
 
 path = render.select_run()
 key = data.run_key(path)

@@ -12,7 +12,6 @@ from ui import data, render
 from ui.render_failures import count_figure, count_table, example_view, filter_cases
 from ui.render_lacks import render_lacks_panel
 
-st.set_page_config(page_title="Failure cases · rageval", page_icon="🧯", layout="wide")
 st.title("Failure cases")
 
 listing = data.find_all_runs()

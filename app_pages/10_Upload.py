@@ -9,14 +9,13 @@ import streamlit as st
 
 from rageval.upload import DEFAULT_LIMITS, MAX_UPLOAD_MIB, UploadError, check_run_name, name_in_use, save_upload
 from rageval.upload.problems import size_text
-from ui import data, data_upload, render
+from ui import data, data_upload, navigation, render
 from ui import render_upload as ru
 
 FORMAT_STATE = "upload.format"
 CHECKED_STATE = "upload.checked"  # the upload_key the last Validate was pressed for
 SAVED_STATE = "upload.saved"  # the name of the run saved last
 
-st.set_page_config(page_title="Upload · rageval", page_icon="📤", layout="wide")
 st.title("Upload a run")
 st.markdown(
     f"Bring your own retrieval run: it is checked (every problem with its file and line) and saved as a run file "
@@ -89,6 +88,7 @@ if st.button("Save", key="upload.save", disabled=bool(name_problem) or saved or 
 
 if st.session_state.get(SAVED_STATE) == name:
     st.success(render.escape_markdown(f"Saved run {name} into {folder}."))
-    st.page_link("app.py", label="Open its overview", icon="🔎", query_params={"run": name})
-    st.page_link("pages/1_Query_inspector.py", label="Inspect its queries", icon="🔍", query_params={"run": name})
+    st.page_link(navigation.HOME, label="Open its overview", icon=":material/insights:", query_params={"run": name})
+    st.page_link(navigation.INSPECTOR, label="Inspect its queries", icon=":material/search:",
+                 query_params={"run": name})
     st.caption("The new run: " + render.provenance(result.run.settings, len(result.run.queries)))

@@ -14,7 +14,6 @@ from ui.render_lacks import complete_command, render_lacks_panel
 JUDGE_STATE = "reteval.judge"
 CASE_STATE = "reteval.case"
 
-st.set_page_config(page_title="LLM-retEval · rageval", page_icon="⚖️", layout="wide")
 
 path = render.select_run()
 

@@ -19,7 +19,6 @@ METHOD_STATE = "compare.method"
 MEASURE_STATE = "compare.measure"
 CHANGED_ROWS = 25
 
-st.set_page_config(page_title="Compare runs · rageval", page_icon="🆚", layout="wide")
 
 listing = data.find_all_runs()  # your runs, then the shipped ones
 # Every run is opened on its own: one that cannot be read is named in a warning and left out, never fatal.

@@ -18,7 +18,6 @@ METHOD_STATE = "correlations.method"
 K_STATE = "correlations.k"
 MEASURE_STATE = "correlations.measure"
 
-st.set_page_config(page_title="Correlations · rageval", page_icon="📈", layout="wide")
 
 path = render.select_run()
 key = data.run_key(path)
