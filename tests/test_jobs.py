@@ -417,3 +417,17 @@ def test_progress_and_eta_follow_from_the_stored_counts():
     assert stale.status == jobs.INTERRUPTED and stale.eta_s is None
     assert jobs.model_short_name("/models/tiny-gemma3/") == "tiny-gemma3"
     assert jobs.model_short_name("google/gemma-3-270m", "bfloat16") == "gemma-3-270m-bfloat16"
+
+
+def test_the_same_served_model_on_another_replica_keeps_its_identity(tmp_path):
+    """The identity that decides whether a re-score job's labels belong to an existing method ignores the server's
+    URL (another replica or port of the same served model), and tells apart another model or precision."""
+    from rageval.jobs.spec import model_identity
+
+    run = str(tmp_path / "run.sqlite")
+    first = jobs.JobSpec(run, model=MODEL, backend="openai", base_url="http://127.0.0.1:8001/v1")
+    replica = jobs.JobSpec(run, model=MODEL, backend="openai", base_url="http://10.0.0.7:9000/v1")
+    assert model_identity(first) == model_identity(replica)
+    assert jobs.method_name(first) == jobs.method_name(replica)
+    other_model = jobs.JobSpec(run, model=MODEL + "-instruct", backend="openai", base_url=first.base_url)
+    assert model_identity(other_model) != model_identity(first)

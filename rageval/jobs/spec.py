@@ -148,8 +148,10 @@ def method_name(spec: JobSpec) -> str:
 
 
 def model_identity(spec: JobSpec) -> str:
-    where = spec.base_url if spec.backend == "openai" else ""
-    return f"{spec.backend}|{spec.model}|{spec.dtype or ''}|{spec.api if spec.backend == 'openai' else ''}|{where}"
+    """What makes two jobs' labels the same model's: backend, model, precision and (for a server) its API; not the
+    server's URL, so the same served model behind another replica or port keeps its method name (the LLM-call
+    cache keys on the served model id alike)."""
+    return f"{spec.backend}|{spec.model}|{spec.dtype or ''}|{spec.api if spec.backend == 'openai' else ''}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,102 @@
+"""The README's screenshots: Home, Query inspector, Correlations and Annotate on the shipped NQ run, in the light and
+the dark theme (the browser's colour-scheme preference, which the dashboard follows), at 1400 and 800 px wide.
+
+    .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/<page>-<theme>-<width>.png
+
+Starts ``streamlit run app.py`` on 127.0.0.1 with an empty runs folder (so the shipped runs are what it shows) and a
+throwaway annotations file, drives Debian's Chromium with Playwright, waits for each page's content and for the
+script to finish (no fixed sleeps), and takes the first screen (900 px high) of each page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "docs" / "screenshots"
+RUN = "nq_open-bm25-gemma3_270m"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+#: page name -> (URL path with query, a heading that shows the page drew)
+PAGES = {
+    "home": (f"?run={RUN}", "Findings"),
+    "inspector": (f"Query_inspector?run={RUN}", "Query inspector"),
+    "correlations": (f"Correlations?run={RUN}", "Correlations"),
+    "annotate": (f"Annotate?run={RUN}", "Annotate"),
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _wait_healthy(url: str, server: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit(f"streamlit exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.2)  # readiness polling, not a wait for content
+    raise SystemExit("streamlit did not start within 60 s")
+
+
+def take(url: str, widths: list[int], themes: list[str]) -> list[Path]:
+    from playwright.sync_api import expect, sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    written = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        for theme in themes:
+            for width in widths:
+                page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=theme)
+                for name, (path, heading) in PAGES.items():
+                    page.goto(f"{url}/{path}")
+                    expect(page.get_by_role("heading", name=heading).first).to_be_visible(timeout=60_000)
+                    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=60_000)
+                    target = OUT / f"{name}-{theme}-{width}.png"
+                    page.screenshot(path=str(target))
+                    written.append(target)
+                page.close()
+        browser.close()
+    return written
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--widths", default="1400,800")
+    parser.add_argument("--themes", default="light,dark")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "RAGEVAL_RUNS_DIR": tmp, "RAGEVAL_ANNOTATIONS": str(Path(tmp) / "annotations.sqlite")}
+        port = _free_port()
+        server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
+                                  cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_healthy(url, server)
+            written = take(url, [int(w) for w in args.widths.split(",")], args.themes.split(","))
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+    for path in written:
+        print(path.relative_to(REPO))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
