@@ -608,9 +608,11 @@ def failure_cases_view(cases: pd.DataFrame, *, with_judge: bool = True) -> pd.Da
     return view
 
 
-def render_failure_case(case: Mapping[str, Any], run: str, k: int) -> None:
+def render_failure_case(case: Mapping[str, Any], run: str, k: int,
+                        list_params: Mapping[str, str] | None = None) -> None:
     """One failure case in a box: category, its meaning, k, run and query; the question and the rule's reason as
-    text; a link to the query in the inspector. ``case`` has query_id, text, category and reason."""
+    text; a link to the query in the inspector (walking the worklist ``list_params``, ``list`` and ``list_name``,
+    when given). ``case`` has query_id, text, category and reason."""
     with st.container(border=True):
         st.caption(escape_markdown(
             f"{case['category']} · {CATEGORY_NAMES.get(case['category'], 'unknown category')} · k={k} · "
@@ -618,7 +620,7 @@ def render_failure_case(case: Mapping[str, Any], run: str, k: int) -> None:
         st.text(case["text"])
         st.text(case["reason"])
         st.page_link(navigation.INSPECTOR, label="Open this query in the query inspector", icon=":material/search:",
-                     query_params={"run": run, "query": case["query_id"]})
+                     query_params={"run": run, **(list_params or {}), "query": case["query_id"]})
 
 
 RETEVAL_ROWS = (

@@ -227,7 +227,7 @@ if (!doc.__ragevalInspectorKeys) {
 
 
 def render_walk_keys() -> None:
-    """The keyboard script (:data:`_WALK_KEYS_SCRIPT`, a fixed string) in a 1-pixel iframe (its height must be positive)."""
+    """The keyboard script (:data:`_WALK_KEYS_SCRIPT`, a fixed string) in a 1-pixel iframe (0 is refused)."""
     st.iframe(_WALK_KEYS_SCRIPT, height=1)
 
 
@@ -289,3 +289,31 @@ def render_passages(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, s
             render_passage_text(ranking_row["text"], ranking_row["text_size"], gold=gold, wrong=wrong_texts,
                                 key=f"{key}.{int(row['Rank'])}",
                                 load_page=functools.partial(data.load_passage_page, *run_key, passage_id))
+
+
+# --- links from the pages that list queries ----------------------------------------------------------------
+
+def worklist_query_params(run: str, query_ids: Sequence[str], run_order: Sequence[str], name: str) -> dict[str, str]:
+    """The inspector's query parameters that walk ``query_ids`` (at most :data:`ui.worklist.MAX_QUERIES`, the
+    name then says so) from the first."""
+    ids, name = worklist.capped(query_ids, name)
+    return worklist.worklist_params(run, ids, run_order, name)
+
+
+def render_walk_link(run: str, query_ids: Sequence[str], run_order: Sequence[str], name: str, *,
+                     where: Any = st, label: str | None = None) -> None:
+    """A same-tab link (``st.page_link``) that opens the first of ``query_ids`` in the inspector and walks them all
+    with Prev / Next; nothing when there is no query."""
+    ids = list(dict.fromkeys(query_ids))
+    if not ids:
+        return
+    where.page_link(navigation.INSPECTOR, icon=":material/playlist_play:",
+                    label=label or f"Walk these {len(ids):,} queries in the query inspector",
+                    query_params=worklist_query_params(run, ids, run_order, name))
+
+
+def inspect_links(run: str, query_ids: Sequence[str], run_order: Sequence[str], name: str) -> list[str]:
+    """One link per row (``query_ids``, repeats allowed) for a link column: that query in the inspector, walking
+    the list of all of them (:func:`ui.worklist.worklist_links`)."""
+    path = navigation.BY_FILE[navigation.INSPECTOR].url_path
+    return worklist.worklist_links(path, run, query_ids, run_order, name)
