@@ -558,6 +558,13 @@ def test_inspector_shows_every_k_label_evidence_and_reteval_facts(reteval_env):
         sorted(zip(cases["k"], cases["category"], cases["reason"]))
     assert all(meaning == reteval.CATEGORY_NAMES[c] for c, meaning in zip(failures["Category"], failures["Meaning"]))
 
+    # The verdicts as one judge x k table (rows: judge and reference), the evidence of each in a table below.
+    pivot = next(df.value for df in app.dataframe if df.value.index.name == "Judge vs reference")
+    assert list(pivot.columns) == [f"k={k}" for k in sorted(verdicts["k"].unique())]
+    assert len(pivot) == verdicts.groupby(["judge", "reference"]).ngroups
+    for row in verdicts.itertuples():
+        cell = pivot.loc[f"{render.judge_name(row.judge)} vs {render.REFERENCE_NAMES[row.reference]}", f"k={row.k}"]
+        assert cell == ("Yes" if row.verdict else "No")
     judged = next(df.value for df in app.dataframe if "Verdict" in df.value.columns)
     assert sorted(zip(judged["k"], judged["Verdict"], judged["Evidence"])) == \
         sorted(zip(verdicts["k"], ["Yes" if v else "No" for v in verdicts["verdict"]], verdicts["evidence"]))
