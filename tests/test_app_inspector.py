@@ -41,8 +41,7 @@ def counter(app) -> str:
 
 
 def warnings(app) -> list[str]:
-    """The page's warnings but the distractor notes (the fixture's wrong answers come from their top passage)."""
-    return [w.value for w in app.warning if not w.value.startswith("Distractor")]
+    return [w.value for w in app.warning]
 
 
 # --- worklists --------------------------------------------------------------------------------------------
@@ -192,7 +191,8 @@ def test_a_passage_whose_own_answer_is_the_wrong_e2e_answer_is_flagged(tmp_path,
     assert [f"distractor at k={K}" in label for label in labels] == [False, False, False, True, False]
     assert [e.proto.expanded for e in app.expander if "· score" in e.label] == [True, True, True, True, False]
     assert escape_markdown(f"Distractor at k={K}: the answer from this passage alone, \"Geography of Nigeria\", is "
-                           "the wrong end-to-end answer there.") in [w.value for w in app.warning]
+                           "the wrong end-to-end answer there.") in [m.value.removeprefix(":material/warning: ")
+                                                                    for m in app.markdown]
 
 
 def test_distractor_needs_the_passage_in_the_top_k_and_a_wrong_answer():

@@ -97,8 +97,8 @@ def test_duplicate_ranking_rows_are_dropped_with_a_warning_and_annotate_still_la
     app = start(INSPECTOR, query=odd_runs.QUERY)
     assert warnings(app) == [expected]
     assert list(frame_with(app, "Passage")["Rank"]) == list(range(1, K + 1))
-    assert [m.value.split(" · ")[-1] for m in app.markdown if m.value.startswith("**") and " · score " in m.value] == [
-        escape_markdown(p) for p in shown]
+    assert [c.value.split(" · ")[0] for c in app.caption if "single\\-passage answer" in c.value] == [
+        escape_markdown(p) for p in shown]  # each passage row opens with its id
 
 
 @pytest.fixture

@@ -285,7 +285,7 @@ def render_passages(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, s
             st.caption(render.escape_markdown(f"{passage_id} · single-passage answer: {row['Single-passage answer']}")
                        + others)
             if flagged:
-                st.warning(distractor_note(row["Single-passage answer"], flagged), icon=":material/warning:")
+                st.markdown(":material/warning: " + distractor_note(row["Single-passage answer"], flagged))
             render_passage_text(ranking_row["text"], ranking_row["text_size"], gold=gold, wrong=wrong_texts,
                                 key=f"{key}.{int(row['Rank'])}",
                                 load_page=functools.partial(data.load_passage_page, *run_key, passage_id))
