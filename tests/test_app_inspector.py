@@ -216,3 +216,23 @@ def test_verdicts_pivot_to_judges_by_k():
     # verdict = (k + len(judge)) is even: "em" never, "llm" always; the dropped row shows "–".
     assert pivot.iloc[:2].to_numpy().tolist() == [["No", "No"], ["No", "No"]]
     assert pivot.iloc[2:].to_numpy().tolist() == [["Yes", "Yes"], ["Yes", "–"]]
+
+
+# --- worklist links -----------------------------------------------------------------------------------------------
+
+def test_row_links_name_each_query_once_in_the_list_and_drop_it_past_the_limit():
+    from tests.test_app import link_walk
+
+    rows = ["nq:3", "nq:1", "nq:3", "nq:0"]  # a query with two failure cases has two rows
+    links = worklist.worklist_links("Query_inspector", "fixture", rows, RUN_ORDER, NAME)
+    assert [link_walk(url, RUN_ORDER) for url in links] == [("fixture", q, ["nq:3", "nq:1", "nq:0"], NAME)
+                                                            for q in rows]
+    plain = worklist.worklist_links("Query_inspector", "fixture", rows, RUN_ORDER, NAME, limit=2)
+    assert [link_walk(url, RUN_ORDER) for url in plain] == [("fixture", q, [], "") for q in rows]
+
+
+def test_a_long_list_is_cut_to_the_first_queries_and_its_name_says_so():
+    order = [f"q{i}" for i in range(5_000)]
+    ids, name = worklist.capped(order[::-1], "everything")
+    assert ids == order[::-1][:worklist.MAX_QUERIES] and name == "everything (first 2,000 of 5,000)"
+    assert worklist.capped(["q1", "q1", "q2"], "short") == (["q1", "q2"], "short")
