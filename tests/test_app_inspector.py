@@ -236,3 +236,15 @@ def test_a_long_list_is_cut_to_the_first_queries_and_its_name_says_so():
     ids, name = worklist.capped(order[::-1], "everything")
     assert ids == order[::-1][:worklist.MAX_QUERIES] and name == "everything (first 2,000 of 5,000)"
     assert worklist.capped(["q1", "q1", "q2"], "short") == (["q1", "q2"], "short")
+
+
+def test_switching_run_with_a_list_in_the_url_warns_instead_of_walking_other_queries(runs_env):
+    run = build_small_run()
+    write_run(dataclasses.replace(run, queries=list(reversed(run.queries))), runs_env.parent / "reversed.sqlite")
+    app = open_list(run="fixture")
+    assert counter(app) == escape_markdown(f"Case 1 of 3 · {NAME}")
+    app.selectbox(key="app.run.widget").set_value("reversed").run()
+    assert not app.exception and app.query_params["run"] == "reversed"
+    # The same positions in the reversed run would be other queries (nq:1, nq:4, nq:2): the list is refused.
+    assert any(escape_markdown("made for another run") in w for w in warnings(app))
+    assert len(query_box(app).options) == 6 and query_box(app).value == "nq:4"
