@@ -248,3 +248,15 @@ def test_switching_run_with_a_list_in_the_url_warns_instead_of_walking_other_que
     # The same positions in the reversed run would be other queries (nq:1, nq:4, nq:2): the list is refused.
     assert any(escape_markdown("made for another run") in w for w in warnings(app))
     assert len(query_box(app).options) == 6 and query_box(app).value == "nq:4"
+
+
+def test_a_scatter_selection_links_walk_the_selected_queries_worst_answer_first():
+    from tests.test_app import link_walk
+    from ui.render_correlations import points_view
+
+    points = pd.DataFrame({"query_id": ["nq:0", "nq:2", "nq:5"], "question": ["a", "b", "c"],
+                           "value": [0.2, 0.9, 0.5], "e2e": [1.0, 0.0, 0.0]})
+    view = points_view(points, "fixture", "P@5", "E2E EM@5", RUN_ORDER, "selected: eRAG EM P@5")
+    assert view["Query"].tolist() == ["nq:2", "nq:5", "nq:0"]  # wrong answers first, then the higher measure
+    assert [link_walk(url, RUN_ORDER) for url in view["Inspect"]] == [
+        ("fixture", q, ["nq:2", "nq:5", "nq:0"], "selected: eRAG EM P@5") for q in view["Query"]]
