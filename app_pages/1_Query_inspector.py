@@ -2,12 +2,14 @@
 ranked passage with its labels, their evidence and its single-passage answer, and (when the run has them) the
 LLM-retEval facts: semi-gold answers, the judges' verdicts and the failure cases with their reasons.
 
-``?run=<name>&query=<query id>`` selects the run and the query, so a view can be shared.
+``?run=<name>&query=<query id>`` selects the run and the query, so a view can be shared; ``&list=TOKEN&list_name=
+NAME`` (ui/worklist.py, made by the pages that list queries) is the list Prev / Next walk, "case 3 of 130".
 """
 
 import streamlit as st
 
 from ui import data, navigation, render
+from ui import render_inspector as inspect
 
 QUERY_STATE = "inspect.query_id"
 
@@ -18,11 +20,14 @@ key = data.run_key(path)
 settings = data.load_settings(*key)
 queries = data.load_query_table(*key)
 st.title("Query inspector")
+st.caption(render.escape_markdown(f"Run {path.stem} · ") + render.provenance(settings)
+           + render.escape_markdown(". Every table below is of this run and this query."))
 if queries.empty:
     st.info("This run has no queries.")
     st.stop()
 
-query_id = render.select_query(dict(zip(queries["query_id"], queries["text"])), state_key=QUERY_STATE)
+query_id = inspect.select_query(dict(zip(queries["query_id"], queries["text"])), run=path.stem,
+                                state_key=QUERY_STATE)
 
 query = data.load_query(*key, query_id)
 ranked = data.load_ranking(*key, query_id)
@@ -30,12 +35,14 @@ ranking = ranked.table
 render.render_question(query, data.load_e2e_output(*key, query_id))
 
 e2e_outputs = data.load_query_e2e_outputs(*key, query_id)
+wrong = inspect.wrong_answers(e2e_outputs, query.answers) if not e2e_outputs.empty else {}
 if not e2e_outputs.empty:
     st.dataframe(render.e2e_outputs_view(e2e_outputs), hide_index=True,
                  column_config={"End-to-end answer": st.column_config.TextColumn(width="large")})
-    st.caption("The end-to-end answer from the top-k passages at every k of the run, with its exact match "
-               "against the gold answers. " + render.provenance(settings, k=", ".join(map(str, e2e_outputs["k"])))
-               + render.escape_markdown(f" · query {query_id}"))
+    e2e_ks = ", ".join(map(str, e2e_outputs["k"]))
+    st.caption(render.escape_markdown(
+        f"The end-to-end answer from the top-k passages at every k of the run (k={e2e_ks}), with its exact match "
+        f"against the gold answers · query {query_id}"))
 
 st.subheader("Ranked passages")
 render.render_ranking_notes(ranked)
@@ -44,8 +51,7 @@ st.dataframe(render.ranking_view(ranking, rescored), hide_index=True,
              column_config={"Score": st.column_config.NumberColumn(format="%.2f"),
                             "Passage": st.column_config.TextColumn(width="large")})
 st.caption("Labels: ✓ relevant, ✗ not, – no label (graded labels show their value). "
-           + ("Answer (method): the answer the re-scoring model gave from that passage alone. " if rescored else "")
-           + render.provenance(settings) + render.escape_markdown(f" · query {query_id}"))
+           + ("Answer (method): the answer the re-scoring model gave from that passage alone. " if rescored else ""))
 
 evidence = data.load_label_evidence(*key, query_id)
 if not evidence.empty:
@@ -53,7 +59,7 @@ if not evidence.empty:
     st.dataframe(render.evidence_view(evidence, ranking), hide_index=True,
                  column_config={"Evidence": st.column_config.TextColumn(width="large")})
     st.caption("What each label was decided on, e.g. the LLM's reply to the relevance prompt (a reply that is "
-               "neither Yes nor No counts as not relevant). " + render.provenance(settings))
+               "neither Yes nor No counts as not relevant).")
 
 if not data.load_verdicts(*key).empty:
     st.subheader("LLM-retEval")
@@ -67,8 +73,7 @@ if not data.load_verdicts(*key).empty:
         st.dataframe(render.semi_gold_view(semi_gold), hide_index=True)
         sampling = reteval_settings.get("semi_gold") or {}
         st.caption(render.escape_markdown(
-            f"{len(semi_gold)} samples at temperature {sampling.get('temperature', '?')}.") + " "
-            + render.provenance(settings))
+            f"{len(semi_gold)} samples at temperature {sampling.get('temperature', '?')}."))
 
         failures = data.load_query_failure_cases(*key, query_id)
         st.markdown("**Failure cases**")
@@ -78,17 +83,21 @@ if not data.load_verdicts(*key).empty:
             st.dataframe(render.failure_cases_view(failures), hide_index=True, height="content",
                          column_config={"Reason": st.column_config.TextColumn(width="large")})
             st.caption("Categories A-C are failures of Recall@k, D-F failures of LLM-retEval; each is decided by "
-                       "an explicit rule over the stored facts (rageval.reteval.classify\\_failures). "
-                       + render.provenance(settings))
+                       "an explicit rule over the stored facts (rageval.reteval.classify\\_failures).")
 
         verdicts = data.load_query_verdicts(*key, query_id)
         st.markdown("**Verdicts**")
-        st.dataframe(render.verdicts_view(verdicts), hide_index=True, height="content",
-                     column_config={"Evidence": st.column_config.TextColumn(width="large")})
-        st.caption("Each judge's Yes/No on the top-k answer against the semi-gold answers (LLM-retEval) and "
-                   "against the dataset's gold answers (QA accuracy). " + render.provenance(settings))
+        st.dataframe(inspect.verdict_pivot(verdicts), height="content")
+        st.caption("Each judge's Yes/No on the top-k answer (columns: k) against the semi-gold answers "
+                   "(LLM-retEval) and against the dataset's gold answers (QA accuracy).")
+        with st.expander("What each judge saw (the evidence of every verdict)"):
+            st.dataframe(render.verdicts_view(verdicts), hide_index=True, height="content",
+                         column_config={"Evidence": st.column_config.TextColumn(width="large")})
     st.page_link(navigation.RETEVAL, label="LLM-retEval over the whole run", icon=":material/gavel:",
                  query_params={"run": path.stem})
 
 st.subheader("Passages")
-render.render_passages(ranking, rescored, run_key=key, key=f"inspect.passage_page.{query_id}")
+st.markdown(":green-background[gold answer] · :red-background[a wrong end-to-end answer] · "
+            ":material/warning: distractor: the answer from the passage alone is the wrong end-to-end answer")
+inspect.render_passages(ranking, rescored, gold=query.answers, wrong=wrong, run_key=key,
+                        key=f"inspect.passage_page.{query_id}")

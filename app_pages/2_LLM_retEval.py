@@ -1,17 +1,20 @@
 """LLM-retEval: how a run's retriever fares when judged by the answer its top-k yields against the answer the
 gold passages yield (Alinejad et al. 2024, Tables 1-2), and a browser of the failure cases A-F with their reasons.
 
-``?run=<name>&judge=<judge>`` selects the run and the judge; each failure case links to the query inspector
-(``?run=<name>&query=<query id>``).
+``?run=<name>&judge=<judge>&k=<k>&category=A&category=C&case=<query id> <category>`` selects the run, the judge, the
+failure cases shown and the case opened, so a view can be shared; the cases link to the query inspector with the
+shown queries as its worklist (Prev / Next walk them).
 """
 
 import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from ui import data, render
+from ui import render_inspector as inspect
 from ui.render_lacks import complete_command, render_lacks_panel
 
 JUDGE_STATE = "reteval.judge"
+K_STATE = "reteval.k"
 CASE_STATE = "reteval.case"
 
 
@@ -58,30 +61,37 @@ st.subheader("Failure cases")
 cases = data.load_failure_case_table(*key, judge)
 ks = sorted(int(k) for k in table["k"])
 filter_k, filter_category = st.columns([1, 4])
-k = filter_k.selectbox("k", ks, key="reteval.k")
-categories = filter_category.multiselect(
-    "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES), default=list(CATEGORY_NAMES),
-    key="reteval.categories", help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
+k = int(render.select_synced(filter_k, "k", [str(k) for k in ks], state_key=K_STATE, param="k",
+                             help="The failure cases of the answer from the top k passages"))
+categories = render.multiselect_synced(
+    filter_category, "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES),
+    key="reteval.categories", param="category",
+    help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
 shown = cases[(cases["k"] == k) & cases["category"].isin(categories)].reset_index(drop=True)
 if shown.empty:
     st.info(render.escape_markdown(f"No failure case of the chosen categories at k={k} under judge {judge_note}."))
     st.stop()
 
+run_order = data.load_query_table(*key)["query_id"].tolist()
+list_name = f"LLM-retEval failures, {render.judge_name(judge)}, k={k}, {''.join(sorted(set(shown['category'])))}"
+inspect.render_walk_link(path.stem, shown["query_id"].tolist(), run_order, list_name)
 view = render.failure_cases_view(shown, with_judge=False).drop(columns="k")
 view.insert(view.columns.get_loc("Category") + 1, "Inspect",
-            [render.inspector_url(path.stem, q) for q in shown["query_id"]])
+            inspect.inspect_links(path.stem, shown["query_id"].tolist(), run_order, list_name))
 st.dataframe(view, hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
     "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",
-                                           help="Open this query in the query inspector")})
+                                           help="Open this query in the query inspector (a new tab), walking the "
+                                                "queries of this table")})
 st.caption(render.escape_markdown(
     f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) at k={k} under judge {judge_note}, "
     f"categories {', '.join(sorted(set(shown['category'])))}.") + " " + render.provenance(settings, n_judged, k=k))
 
 case_ids = [f"{row.query_id} {row.category}" for row in shown.itertuples()]
 labels = {i: f"{row.category} · {row.text}  [{row.query_id}]" for i, row in zip(case_ids, shown.itertuples())}
-chosen = st.selectbox("Open a case", case_ids, format_func=labels.__getitem__, key=CASE_STATE,
-                      filter_mode="contains")
+chosen = render.select_synced(st, "Open a case", case_ids, state_key=CASE_STATE, param="case",
+                              format_func=lambda i: labels.get(i, i), filter_mode="contains")
 case = shown.iloc[case_ids.index(chosen)]
-render.render_failure_case(case, path.stem, k)
+walk = inspect.worklist_query_params(path.stem, shown["query_id"].tolist(), run_order, list_name)
+render.render_failure_case(case, path.stem, k, {p: walk[p] for p in ("list", "list_name")})

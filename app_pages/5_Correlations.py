@@ -12,6 +12,7 @@ from rageval.report import best_measures
 from ui import data, render
 from ui import data_correlations as loaders
 from ui import render_correlations as view
+from ui import render_inspector as inspect
 from ui.render_lacks import complete_command, render_lacks_panel
 
 METHOD_STATE = "correlations.method"
@@ -98,12 +99,18 @@ counts_column.caption(render.escape_markdown(
 selected = [i for i in view.selected_rows(event) if i < len(points)]
 shown = points.iloc[selected] if selected else points
 st.markdown(f"**{'Selected queries' if selected else 'The queries'}** ({len(shown)})")
-st.dataframe(view.points_view(shown, path.stem, measure, f"{metric}@{k}"), hide_index=True, column_config={
+run_order = data.load_query_table(*key)["query_id"].tolist()
+list_name = f"{'selected' if selected else 'all'}: {label} vs {metric}@{k}"
+table = view.points_view(shown, path.stem, measure, f"{metric}@{k}", run_order, list_name)
+inspect.render_walk_link(path.stem, table["Query"].tolist(), run_order, list_name,
+                         label=f"Open these {len(table):,} in the query inspector (worst answers first)")
+st.dataframe(table, hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="large"),
     measure: st.column_config.NumberColumn(format="%.3f"),
     f"{metric}@{k}": st.column_config.NumberColumn(format="%.3f"),
     "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",
-                                           help="Open this query in the query inspector")})
+                                           help="Open this query in the query inspector (a new tab), walking the "
+                                                "queries of this table")})
 st.caption(render.escape_markdown(
     f"Lowest {metric}@{k} first, then highest {label}: the top rows are the queries whose labels look good but "
     f"whose answer is wrong.") + " " + render.provenance(settings, len(shown), k=k))

@@ -12,6 +12,7 @@ from rageval.compare import DEFAULT_PERMUTATIONS, DEFAULT_SEED, E2E_METHOD, chan
 from ui import data, render
 from ui import data_compare as loaders
 from ui import render_compare as view
+from ui import render_inspector as inspect
 
 RUN_A_STATE = "compare.run_a"
 RUN_B_STATE = "compare.run_b"
@@ -129,12 +130,21 @@ changed = changed_most(comparison.pairs, CHANGED_ROWS)
 if changed.empty:
     st.info(render.escape_markdown(f"No query changed: every shared query has the same {score} in both runs."))
     st.stop()
-st.dataframe(view.changed_view(changed, texts, run_a, run_b), hide_index=True, column_config={
+orders = tuple(data.load_query_table(*run_key)["query_id"].tolist() for run_key in (key_a, key_b))
+list_name = f"changed most: {score}, {run_a} vs {run_b}"
+table = view.changed_view(changed, texts, run_a, run_b, orders, list_name)
+walk_a, walk_b = st.columns(2)
+for where, run, order in ((walk_a, run_a, orders[0]), (walk_b, run_b, orders[1])):
+    inspect.render_walk_link(run, table["Query"].tolist(), order, list_name, where=where,
+                             label=f"Walk these {len(table):,} queries in run {run}'s inspector")
+st.dataframe(table, hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="large"),
     **{c: st.column_config.NumberColumn(format="%.3f") for c in ("A", "B")},
     "A - B": st.column_config.NumberColumn(format="%+.3f"),
-    "Inspect in A": st.column_config.LinkColumn(display_text="open in A ↗", help="This query in run A's inspector"),
-    "Inspect in B": st.column_config.LinkColumn(display_text="open in B ↗", help="This query in run B's inspector")})
+    "Inspect in A": st.column_config.LinkColumn(display_text="open in A ↗",
+                                                help="This query in run A's inspector (new tab), walking this table"),
+    "Inspect in B": st.column_config.LinkColumn(display_text="open in B ↗",
+                                                help="This query in run B's inspector (new tab), walking this table")})
 st.caption(render.escape_markdown(
     f"The {len(changed)} shared queries with the largest |A - B| of {score} (ties left out), largest first.")
     + " " + both)

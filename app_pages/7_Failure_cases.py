@@ -9,7 +9,8 @@ import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from ui import data, render
-from ui.render_failures import count_figure, count_table, example_view, filter_cases
+from ui import render_inspector as inspect
+from ui.render_failures import count_figure, count_table, example_view, filter_cases, inspect_links, run_worklists
 from ui.render_lacks import render_lacks_panel
 
 st.title("Failure cases")
@@ -72,11 +73,18 @@ st.caption(render.escape_markdown(
     + " Queries with a case, per run: " + provenance)
 
 st.subheader("Cases")
-st.dataframe(example_view(shown), hide_index=True, column_config={
+worklists = run_worklists(shown)
+run_orders = {run: data.load_query_table(*data.run_key(listing.runs[run]))["query_id"].tolist() for run in worklists}
+list_name = f"failure cases, {judge_label}, {''.join(categories)}, k={','.join(map(str, ks))}"
+for run, ids in worklists.items():
+    inspect.render_walk_link(run, ids, run_orders[run], f"{list_name} · {run}",
+                             label=f"Walk the {len(ids):,} queries of run {run} in the query inspector")
+st.dataframe(example_view(shown, inspect_links(shown, run_orders, list_name)), hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
     "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",
-                                           help="Open this query of this run in the query inspector")})
+                                           help="Open this query of this run in the query inspector (a new tab), "
+                                                "walking this run's queries of the table")})
 st.caption(render.escape_markdown(
     f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) in {shown['run'].nunique()} runs, judge "
     f"{judge_label}."))
@@ -87,4 +95,6 @@ labels = {i: f"{row.category} · k={row.k} · {row.text}  [{row.run} · {row.que
 chosen = st.selectbox("Open a case", case_ids, format_func=labels.__getitem__, key="failures.case",
                       filter_mode="contains")
 case = shown.iloc[case_ids.index(chosen)]
-render.render_failure_case(case, case["run"], int(case["k"]))
+walk = inspect.worklist_query_params(case["run"], worklists[case["run"]], run_orders[case["run"]],
+                                     f"{list_name} · {case['run']}")
+render.render_failure_case(case, case["run"], int(case["k"]), {p: walk[p] for p in ("list", "list_name")})

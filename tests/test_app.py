@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import html
 import json
 import os
 import re
@@ -69,6 +70,26 @@ def ranked_passages(app: AppTest):
 
 def query_box(app: AppTest):
     return app.selectbox(key=QUERY_WIDGET)
+
+
+MARKED_TEXT = '<div style="white-space: pre-wrap'
+
+
+def link_walk(url: str, run_order) -> tuple[str, str, list[str], str]:
+    """An inspector link read back: its run, query, the worklist's query ids (decoded against ``run_order``; []
+    without one) and the list's name."""
+    from ui.worklist import decode_worklist
+
+    params = {key: value[0] for key, value in parse_qs(urlsplit(url).query).items()}
+    walked = decode_worklist(params["list"], list(run_order)) if "list" in params else []
+    return params["run"], params["query"], walked, params.get("list_name", "")
+
+
+def passage_texts(app: AppTest) -> list[str]:
+    """The passage texts the inspector shows, read back as text from its escaped, marked-up HTML
+    (ui.render_inspector.highlight_html)."""
+    return [html.unescape(re.sub(r"</?(div|mark)\b[^>]*>", "", m.value).replace("<br>", "\n"))
+            for m in app.markdown if m.value.startswith(MARKED_TEXT)]
 
 
 # --- the fixture itself ------------------------------------------------------------------------------
@@ -190,7 +211,7 @@ def test_a_bare_run_without_settings_labels_or_measures_still_renders(tmp_path, 
     assert "not stored" in " ".join(m.value for m in inspector.markdown)
     assert list(ranked_passages(inspector).columns) == ["Rank", "Title", "Score", "Single-passage answer",
                                                         "Passage"]
-    assert len(inspector.text) == K
+    assert len(passage_texts(inspector)) == K
 
 
 # --- query inspector ---------------------------------------------------------------------------------
@@ -214,9 +235,9 @@ def test_inspector_shows_the_first_query_with_passages_answers_and_labels(runs_e
     for method, name in zip(LABEL_METHODS, ["eRAG EM", "contains-answer", "gold"]):
         assert list(table[name]) == ["✓" if v == 1 else "✗" for v in ranking[method]]
     assert list(table["Single-passage answer"]) == list(ranking["output"])
-    # Passage text is shown verbatim (st.text), the injection passage included.
-    assert [t.value for t in app.text] == list(ranking["text"])
-    assert any(INJECTION in t.value for t in app.text)
+    # Passage text is shown verbatim (escaped, answers marked), the injection passage included.
+    assert passage_texts(app) == list(ranking["text"])
+    assert any(INJECTION in t for t in passage_texts(app))
 
 
 def test_query_param_selects_the_query_and_bad_values_fall_back(runs_env):
@@ -225,7 +246,7 @@ def test_query_param_selects_the_query_and_bad_values_fall_back(runs_env):
     app = start(INSPECTOR, query="nq:3")
     assert query_box(app).value == "nq:3"
     assert app.subheader[0].value == escape_markdown(question)
-    assert len(app.text) == K
+    assert len(passage_texts(app)) == K
 
     app = start(INSPECTOR, query="no-such-query")
     assert query_box(app).value == "nq:0" and app.query_params["query"] == "nq:0"
@@ -267,12 +288,18 @@ def test_escape_markdown_backslashes_every_punctuation_character():
     assert escape_markdown("  · query  nq:5 ") == " · query nq\\:5 "
 
 
+#: The one module that renders HTML: the inspector's marked passage text, whose every markup character it escapes
+#: itself first (test_highlighting_escapes_corpus_text_and_marks_answers), and its fixed keyboard script.
+RAW_HTML_ALLOWED = {"render_inspector.py": {"unsafe_allow_html=True": 1, "st.iframe(": 1}}
+
+
 def test_no_page_renders_raw_html():
     sources = [REPO / "app.py", *sorted((REPO / "app_pages").glob("*.py")), *sorted((REPO / "ui").glob("*.py"))]
     for source in sources:
         code = source.read_text(encoding="utf-8")
-        for unsafe in ("unsafe_allow_html", "st.html", "components.html"):
-            assert unsafe not in code, f"{source.name} uses {unsafe}"
+        allowed = RAW_HTML_ALLOWED.get(source.name, {})
+        for unsafe in ("unsafe_allow_html=True", "st.html(", "components.html(", "st.iframe("):
+            assert code.count(unsafe) == allowed.get(unsafe, 0), f"{source.name} uses {unsafe}"
 
 
 def settings_table(app):
@@ -302,7 +329,7 @@ def test_untitled_passage_gets_a_readable_header(tmp_path, monkeypatch):
     write_run(run, tmp_path / "untitled.sqlite")
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
     app = start(INSPECTOR)
-    headers = [m.value for m in app.markdown if "· score" in m.value]
+    headers = [e.label for e in app.expander if "· score" in e.label]
     assert headers and all(re.match(r"\*\*\d+\\\. \(untitled passage\)\*\* · score", h) for h in headers), headers
 
 
@@ -531,6 +558,13 @@ def test_inspector_shows_every_k_label_evidence_and_reteval_facts(reteval_env):
         sorted(zip(cases["k"], cases["category"], cases["reason"]))
     assert all(meaning == reteval.CATEGORY_NAMES[c] for c, meaning in zip(failures["Category"], failures["Meaning"]))
 
+    # The verdicts as one judge x k table (rows: judge and reference), the evidence of each in a table below.
+    pivot = next(df.value for df in app.dataframe if df.value.index.name == "Judge vs reference")
+    assert list(pivot.columns) == [f"k={k}" for k in sorted(verdicts["k"].unique())]
+    assert len(pivot) == verdicts.groupby(["judge", "reference"]).ngroups
+    for row in verdicts.itertuples():
+        cell = pivot.loc[f"{render.judge_name(row.judge)} vs {render.REFERENCE_NAMES[row.reference]}", f"k={row.k}"]
+        assert cell == ("Yes" if row.verdict else "No")
     judged = next(df.value for df in app.dataframe if "Verdict" in df.value.columns)
     assert sorted(zip(judged["k"], judged["Verdict"], judged["Evidence"])) == \
         sorted(zip(verdicts["k"], ["Yes" if v else "No" for v in verdicts["verdict"]], verdicts["evidence"]))
@@ -609,30 +643,40 @@ def test_failure_case_browser_filters_and_links_to_the_inspector(reteval_env):
 
     # Filter to the (k, category) with the most cases (which one depends on the fake reader's answers).
     k_chosen, category = cases.groupby(["k", "category"]).size().idxmax()
-    app.selectbox(key="reteval.k").select(int(k_chosen)).run()
+    app.selectbox(key="reteval.k.widget").select(str(k_chosen)).run()
+    assert app.query_params["k"] == str(k_chosen)
     app.multiselect(key="reteval.categories").set_value([category]).run()
+    assert app.query_params["category"] == category  # AppTest keeps the one value of ?category= as a string
     shown, want = failure_browser(app), expected(k_chosen, category)
     assert len(want) and list(shown["Category"]) == [category] * len(want)
     assert sorted(shown["Reason"]) == sorted(want["reason"])
     assert escape_markdown(f"{len(want)} failure cases") in app.caption[1].value
 
-    case_box = app.selectbox(key="reteval.case")
+    case_box = app.selectbox(key="reteval.case.widget")
     assert len(case_box.options) == len(want)
     case_box.select_index(len(want) - 1).run()
-    query_id, category = app.selectbox(key="reteval.case").value.rsplit(" ", 1)
+    query_id, category = app.selectbox(key="reteval.case.widget").value.rsplit(" ", 1)
+    assert app.query_params["case"] == f"{query_id} {category}"  # the opened case is in the URL too
     reason = want[(want["query_id"] == query_id) & (want["category"] == category)]["reason"].item()
     assert [t.value for t in app.text] == [texts[query_id], reason]
-    link = next(link.proto for link in app.get("page_link") if link.proto.page == "Query_inspector")
-    params = {key: value[0] for key, value in parse_qs(link.query_string).items()}
-    assert params == {"run": RETEVAL_RUN, "query": query_id}
+    links = {link.proto.label: link.proto for link in app.get("page_link") if link.proto.page == "Query_inspector"}
+    listed = list(dict.fromkeys(shown["Question"].map({t: q for q, t in texts.items()})))
+    assert f"Walk these {len(listed)} queries in the query inspector" in links
+    params = {key: value[0] for key, value in parse_qs(links["Open this query in the query inspector"]
+                                                       .query_string).items()}
+    assert params["run"] == RETEVAL_RUN and params["query"] == query_id
+    assert params["list_name"] == f"LLM-retEval failures, exact match, k={k_chosen}, {category}"
 
-    # Following the link: the inspector opens on that query of that run.
+    # Following the link: the inspector opens on that query of that run, inside the list of the shown cases.
     app.query_params.clear()
     app.query_params.update(params)
     app.switch_page("app_pages/1_Query_inspector.py").run()
     assert not app.exception
     assert query_box(app).value == query_id and app.query_params["run"] == RETEVAL_RUN
     assert app.subheader[0].value == escape_markdown(texts[query_id])
+    assert query_box(app).options == [f"{texts[q]}  [{q}]" for q in listed]
+    assert escape_markdown(f"Case {listed.index(query_id) + 1} of {len(listed)} · {params['list_name']}") in \
+        [m.value for m in app.markdown]
 
     # No category chosen: an explanation instead of an empty table.
     app.switch_page("app_pages/2_LLM_retEval.py").run()

@@ -19,7 +19,7 @@ from rageval.stats.correlation import DEFAULT_RESAMPLES, kendall_tau_b
 from rageval.store import RunReader, write_run
 from tests.app_helpers import captions, chart_specs, frame_with, use_shipped_runs
 from tests.run_fixtures import MEASURES, K, build_small_run, make_small_run
-from tests.test_app import MARKUP, SHIPPED_PATHS, marked_query, plotly_array, reteval_run_file, start
+from tests.test_app import MARKUP, SHIPPED_PATHS, link_walk, marked_query, plotly_array, reteval_run_file, start
 from tests.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
 from ui import render, render_correlations, theme
 from ui.render import escape_markdown, format_correlation
@@ -99,7 +99,13 @@ def test_correlations_default_view_shows_the_runs_per_query_values(fixture_env):
     assert counts.drop(index="all", columns="all").to_numpy().tolist() == expected.to_numpy().tolist()
 
     queries = frame_with(app, "Inspect")
-    assert queries["Inspect"].tolist() == [render.inspector_url("fixture", q) for q in queries["Query"]]
+    with RunReader(fixture_env) as reader:
+        order = reader.query_table()["query_id"]
+    # Each row's link opens its query and walks the table's queries in the table's order; so does the page link.
+    shown = queries["Query"].tolist()
+    assert [link_walk(url, order)[:3] for url in queries["Inspect"]] == [("fixture", q, shown) for q in shown]
+    walk = next(link.proto for link in app.get("page_link") if link.proto.label.startswith("Open these 6"))
+    assert link_walk("?" + walk.query_string, order)[:3] == ("fixture", shown[0], shown)
     assert queries["E2E EM@5"].is_monotonic_increasing  # wrong answers first
     assert escape_markdown("6 queries") in captions(app) and escape_markdown("k=5") in captions(app)
 
@@ -323,8 +329,11 @@ def test_compare_fixture_runs_wins_ties_losses_and_tests(pair_env):
     assert changed["Query"].tolist() == ["nq:4", "nq:1", "nq:3"]
     assert changed["A"].tolist() == pytest.approx([a[q] for q in changed["Query"]])
     assert changed["B"].tolist() == pytest.approx([b[q] for q in changed["Query"]])
-    assert changed["Inspect in A"].tolist() == [render.inspector_url(RUN_A, q) for q in changed["Query"]]
-    assert changed["Inspect in B"].tolist() == [render.inspector_url(RUN_B, q) for q in changed["Query"]]
+    ids = changed["Query"].tolist()
+    for run, column in ((RUN_A, "Inspect in A"), (RUN_B, "Inspect in B")):
+        with RunReader(pair_env / f"{run}.sqlite") as reader:
+            order = reader.query_table()["query_id"]
+        assert [link_walk(url, order)[:3] for url in changed[column]] == [(run, q, ids) for q in ids]
 
     settings = frame_with(app, "Same").set_index("Setting")
     assert settings.loc["Retriever", "Run B"] == "fixture ranking, reversed"

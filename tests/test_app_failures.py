@@ -15,7 +15,7 @@ import pytest
 from rageval.store import RunReader
 from tests.app_helpers import use_shipped_runs
 from tests.run_fixtures import make_small_run
-from tests.test_app import RETEVAL_RUN, plotly_array, reteval_run_file, start
+from tests.test_app import RETEVAL_RUN, link_walk, plotly_array, reteval_run_file, start
 
 REPO = Path(__file__).resolve().parent.parent
 FAILURES = str(REPO / "app_pages" / "7_Failure_cases.py")
@@ -131,5 +131,17 @@ def test_a_chosen_case_shows_its_question_and_reason_as_text_and_links_to_its_ru
         text = dict(zip(reader.query_table()["query_id"], reader.query_table()["text"]))[query_id]
     reason = cases[(cases["query_id"] == query_id) & (cases["k"] == int(k)) & (cases["category"] == category)]
     assert [t.value for t in app.text] == [text, reason["reason"].item()]
-    link = next(link.proto for link in app.get("page_link") if link.proto.page == "Query_inspector")
-    assert {key: value[0] for key, value in parse_qs(link.query_string).items()} == {"run": COPY, "query": query_id}
+    link = next(link.proto for link in app.get("page_link") if link.proto.label.startswith("Open this query"))
+    with RunReader(runs_folder / f"{COPY}.sqlite") as reader:
+        order = reader.query_table()["query_id"]
+    run, query, walked, name = link_walk("?" + link.query_string, order)
+    assert (run, query) == (COPY, query_id)
+    # It walks the run's queries of the table in the table's order (one worklist per run on this page), as each
+    # row's own link does.
+    rows = [link_walk(url, order) for url, row_run in zip(cases_table(app)["Inspect"], cases_table(app)["Run"])
+            if row_run == COPY]
+    assert walked == list(dict.fromkeys(q for _, q, _, _ in rows)) and all(w == walked for _, _, w, _ in rows)
+    assert name.endswith(f"· {COPY}")
+    walks = {link.proto.label: link.proto.query_string for link in app.get("page_link")}
+    walk = walks[f"Walk the {len(walked)} queries of run {COPY} in the query inspector"]
+    assert link_walk("?" + walk, order)[1:3] == (walked[0], walked)

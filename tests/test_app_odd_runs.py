@@ -15,7 +15,7 @@ from rageval.store import RunReader
 from tests import odd_runs
 from tests.app_helpers import frame_with
 from tests.run_fixtures import N_QUERIES, K, make_small_run
-from tests.test_app import start
+from tests.test_app import passage_texts, start
 from ui import data
 from ui.render import escape_markdown
 
@@ -54,8 +54,8 @@ def test_ranked_passages_missing_from_the_passages_table_are_listed_and_counted(
     table = frame_with(app, "Passage")
     assert list(table["Rank"]) == list(range(1, K + 1))  # ranks 1 and 2 are still there
     assert list(table["Passage"][:2]) == [data.MISSING_PASSAGE_TEXT] * 2
-    assert [t.value for t in app.text][:2] == [data.MISSING_PASSAGE_TEXT] * 2
-    assert any(escape_markdown(gone[0]) in m.value for m in app.markdown)  # the passage id in its block's header
+    assert passage_texts(app)[:2] == [data.MISSING_PASSAGE_TEXT] * 2
+    assert any(c.value.startswith(escape_markdown(gone[0])) for c in app.caption)  # the id opens its passage row
     assert warnings(app) == [escape_markdown(
         "2 ranked passage(s) of this query are missing from the run file's passages table: they are listed at their "
         f'rank with "{data.MISSING_PASSAGE_TEXT}".')]
@@ -97,8 +97,8 @@ def test_duplicate_ranking_rows_are_dropped_with_a_warning_and_annotate_still_la
     app = start(INSPECTOR, query=odd_runs.QUERY)
     assert warnings(app) == [expected]
     assert list(frame_with(app, "Passage")["Rank"]) == list(range(1, K + 1))
-    assert [m.value.split(" · ")[-1] for m in app.markdown if m.value.startswith("**") and " · score " in m.value] == [
-        escape_markdown(p) for p in shown]
+    assert [c.value.split(" · ")[0] for c in app.caption if "single\\-passage answer" in c.value] == [
+        escape_markdown(p) for p in shown]  # each passage row opens with its id
 
 
 @pytest.fixture
@@ -171,15 +171,15 @@ def test_a_huge_passage_is_shown_a_part_at_a_time(big_run, monkeypatch):
     assert table["Passage"][0] == odd_runs.big_text(0, PART) + f" … (part 1 of {parts:,})"
     key = f"inspect.passage_page.{odd_runs.QUERY}.1"
     assert app.number_input(key=key).value == 1
-    assert app.text[0].value == odd_runs.big_text(0, PART)
+    assert passage_texts(app)[0] == odd_runs.big_text(0, PART)
     assert escape_markdown(f"Part 1 of {parts:,}:") in " ".join(c.value for c in app.caption)
 
     app.number_input(key=key).set_value(2).run()
     no_exception(app)
-    assert app.text[0].value == odd_runs.big_text(PART, 2 * PART)
+    assert passage_texts(app)[0] == odd_runs.big_text(PART, 2 * PART)
     app.number_input(key=key).set_value(parts).run()
-    assert app.text[0].value == odd_runs.big_text((parts - 1) * PART, length)
-    assert all(len(t.value) <= PART for t in app.text)
+    assert passage_texts(app)[0] == odd_runs.big_text((parts - 1) * PART, length)
+    assert all(len(t) <= PART for t in passage_texts(app))
 
     app = annotate_as(start(ANNOTATE, query=odd_runs.QUERY))
     assert app.text[0].value == odd_runs.big_text(0, PART)

@@ -159,10 +159,10 @@ def test_summary_inspector_and_escaping_in_chromium(server_url):
         expect(page.get_by_role("heading", name="who is the owner of reading football club")).to_be_visible(
             timeout=WAIT_MS)
         expect(page).to_have_url(re.compile(r"[?&]query=nq(%3A|:)5\b"))
-        texts = page.get_by_test_id("stText")
-        expect(texts).to_have_count(5)  # K = 5 passages per query (tests/run_fixtures.py)
+        passages = page.get_by_test_id("stExpander")
+        expect(passages).to_have_count(5)  # K = 5 passages per query (tests/run_fixtures.py), one row each
         # nq:5's ranking misses its own gold passage and starts with nq:0's (tests/run_fixtures.py).
-        expect(texts.first).to_contain_text("The first Nobel Prize in Physics was awarded in 1901")
+        expect(passages.first).to_contain_text("The first Nobel Prize in Physics was awarded in 1901")
         page.screenshot(path=str(SHOTS / "inspector_query.png"), full_page=True)
 
         # The choice survives a trip to the home page and back through the sidebar navigation.
@@ -175,10 +175,14 @@ def test_summary_inspector_and_escaping_in_chromium(server_url):
 
         # Open the injection passage's query (nq:0) by a shared link.
         page.goto(f"{server_url}/Query_inspector?query=nq:0")
-        injected = page.get_by_test_id("stText").filter(has_text="<script>window.__pwned=1</script>")
+        injected = page.get_by_test_id("stExpander").filter(has_text="<script>window.__pwned=1</script>")
         expect(injected).to_be_visible(timeout=WAIT_MS)
-        expect(injected).to_contain_text(INJECTION)
-        expect(page.get_by_test_id("stMarkdown").filter(has_text="3. Escaping test <b>bold?</b>")).to_be_visible()
+        expect(injected).to_contain_text(INJECTION)  # rank 3: open, its text escaped before the answers are marked
+        expect(injected).to_contain_text("3. Escaping test <b>bold?</b>")
+        assert page.locator("b", has_text="bold?").count() == 0 and page.locator("img[src=x]").count() == 0
+        # nq:0's gold answer is marked in its top passage (green), as text inside our own <mark>.
+        gold_marks = page.locator("mark[title='a gold answer']")
+        expect(gold_marks.first).to_have_text("Wilhelm Conrad Röntgen")
         injected.scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / "inspector_escaping.png"), full_page=True)
         assert page.evaluate("typeof window.__pwned") == "undefined"

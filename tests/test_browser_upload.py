@@ -76,7 +76,7 @@ def test_upload_trec_files_then_open_the_new_run_in_chromium(upload_server):
         page.get_by_role("link", name="Inspect queries one by one").click()
         expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
         expect(page).to_have_url(f"{url}/Query_inspector?run={RUN_NAME}&query=nq%3A0", timeout=WAIT_MS)
-        injected = page.get_by_test_id("stText").filter(has_text="<script>window.__pwned=1</script>")
+        injected = page.get_by_test_id("stExpander").filter(has_text="<script>window.__pwned=1</script>")
         expect(injected).to_be_visible(timeout=WAIT_MS)  # nq:0, the first query, ranks it third: shown as text
         expect(injected).to_contain_text(INJECTION)
         assert page.evaluate("typeof window.__pwned") == "undefined"  # ... and never run

@@ -8,7 +8,6 @@ before any Markdown element.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import string
@@ -535,27 +534,6 @@ def render_question(query: Query, e2e: E2EOutput | None) -> None:
     right.metric("E2E exact match", f"{format_label(e2e.score)} {e2e.score:g}")
 
 
-def render_passages(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]] | None = None, *,
-                    run_key: tuple[str, int], key: str) -> None:
-    """One bordered block per ranked passage: header, labels, single-passage answer (and the re-scored models'
-    answers), then the text, a page at a time when it is long (:func:`render_passage_text`; widget keys
-    ``<key>.<rank>``, read from the run ``run_key``)."""
-    view = ranking_view(ranking, rescored)
-    answer_columns = [rescored_answer_column(m) for m in (rescored or {})]
-    label_columns = [c for c in view.columns if c not in ("Rank", "Title", "Score", "Single-passage answer",
-                                                          "Passage", *answer_columns)]
-    for passage_id, row, ranking_row in zip(ranking["passage_id"], view.to_dict("records"),
-                                            ranking.to_dict("records")):
-        with st.container(border=True):
-            title = escape_markdown(row["Title"]) if row["Title"] else "(untitled passage)"
-            st.markdown(f"**{row['Rank']}\\. {title}** · score {row['Score']:.2f} · {escape_markdown(passage_id)}")
-            labels = " · ".join(f"{escape_markdown(c)} {row[c]}" for c in label_columns)
-            others = "".join(f" · {escape_markdown(c)}: {escape_markdown(row[c])}" for c in answer_columns if row[c])
-            st.caption(f"{labels} · single-passage answer: {escape_markdown(row['Single-passage answer'])}{others}")
-            render_passage_text(ranking_row["text"], ranking_row["text_size"], key=f"{key}.{int(row['Rank'])}",
-                                load_page=functools.partial(data.load_passage_page, *run_key, passage_id))
-
-
 # --- end-to-end outputs, evidence and LLM-retEval facts (tables: their text is never Markdown) ------------
 
 def e2e_outputs_view(outputs: pd.DataFrame) -> pd.DataFrame:
@@ -608,9 +586,11 @@ def failure_cases_view(cases: pd.DataFrame, *, with_judge: bool = True) -> pd.Da
     return view
 
 
-def render_failure_case(case: Mapping[str, Any], run: str, k: int) -> None:
+def render_failure_case(case: Mapping[str, Any], run: str, k: int,
+                        list_params: Mapping[str, str] | None = None) -> None:
     """One failure case in a box: category, its meaning, k, run and query; the question and the rule's reason as
-    text; a link to the query in the inspector. ``case`` has query_id, text, category and reason."""
+    text; a link to the query in the inspector (walking the worklist ``list_params``, ``list`` and ``list_name``,
+    when given). ``case`` has query_id, text, category and reason."""
     with st.container(border=True):
         st.caption(escape_markdown(
             f"{case['category']} · {CATEGORY_NAMES.get(case['category'], 'unknown category')} · k={k} · "
@@ -618,7 +598,7 @@ def render_failure_case(case: Mapping[str, Any], run: str, k: int) -> None:
         st.text(case["text"])
         st.text(case["reason"])
         st.page_link(navigation.INSPECTOR, label="Open this query in the query inspector", icon=":material/search:",
-                     query_params={"run": run, "query": case["query_id"]})
+                     query_params={"run": run, **(list_params or {}), "query": case["query_id"]})
 
 
 RETEVAL_ROWS = (

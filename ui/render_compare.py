@@ -17,6 +17,7 @@ from rageval.report import measure_family, measure_sort_key
 from ui import render, theme
 from ui.plot_text import plot_text, plotly_text
 from ui.render_correlations import e2e_metric_name, jitter
+from ui.render_inspector import inspect_links
 
 NOT_SET = "–"
 
@@ -173,15 +174,23 @@ def difference_figure(pairs: pd.DataFrame, score: str):
     return figure
 
 
-def changed_view(changed: pd.DataFrame, texts: Mapping[str, str], run_a: str, run_b: str) -> pd.DataFrame:
+def changed_view(changed: pd.DataFrame, texts: Mapping[str, str], run_a: str, run_b: str,
+                 run_orders: tuple[Sequence[str], Sequence[str]] | None = None, list_name: str = "") -> pd.DataFrame:
     """The queries that changed most: id, question, both values, the difference, the outcome and a link to the
-    query inspector in each run."""
+    query inspector in each run, which walks these queries in this order when the runs' query orders
+    ``run_orders`` (A, B) are given (:func:`ui.render_inspector.inspect_links`)."""
+    ids = changed["query_id"].tolist()
+    if run_orders is None:
+        links_a = [render.inspector_url(run_a, q) for q in ids]
+        links_b = [render.inspector_url(run_b, q) for q in ids]
+    else:
+        links_a = inspect_links(run_a, ids, run_orders[0], list_name)
+        links_b = inspect_links(run_b, ids, run_orders[1], list_name)
     return pd.DataFrame({
-        "Query": changed["query_id"], "Question": [texts.get(q, "") for q in changed["query_id"]],
+        "Query": ids, "Question": [texts.get(q, "") for q in ids],
         "A": changed["a"].astype(float), "B": changed["b"].astype(float),
         "A - B": changed["difference"].astype(float), "Outcome": changed["outcome"],
-        "Inspect in A": [render.inspector_url(run_a, q) for q in changed["query_id"]],
-        "Inspect in B": [render.inspector_url(run_b, q) for q in changed["query_id"]],
+        "Inspect in A": links_a, "Inspect in B": links_b,
     })
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 from rageval.report import measure_sort_key
 from ui import render, theme
 from ui.plot_text import HOVER_CHARS, plot_text, plotly_text  # noqa: F401 (HOVER_CHARS, plotly_text: re-exported)
+from ui.render_inspector import inspect_links
 
 #: Downstream metric names (the run's ``label_metric`` setting scores the E2E answers too; ``rageval.erag``).
 METRIC_NAMES = {"em": "EM", "f1": "token F1", "accuracy": "accuracy", "rougeL": "ROUGE-L", "bertscore": "BERTScore"}
@@ -94,14 +95,21 @@ def count_table(points: pd.DataFrame, measure: str, e2e_name: str) -> pd.DataFra
     return table
 
 
-def points_view(points: pd.DataFrame, run: str, measure: str, e2e_name: str) -> pd.DataFrame:
+def points_view(points: pd.DataFrame, run: str, measure: str, e2e_name: str,
+                run_order: Sequence[str] | None = None, list_name: str = "") -> pd.DataFrame:
     """The scatter's queries as a table, surprising ones first (lowest E2E score, then highest measure): query id,
-    question, measure value, E2E score and a link to the query inspector."""
+    question, measure value, E2E score and a link to the query inspector, which walks the table's queries in this
+    order when the run's query order ``run_order`` is given (:func:`ui.render_inspector.inspect_links`)."""
     ordered = points.assign(_order=range(len(points))).sort_values(["e2e", "value", "_order"],
                                                                    ascending=[True, False, True])
-    return pd.DataFrame({"Query": ordered["query_id"], "Question": ordered["question"],
+    ids = ordered["query_id"].tolist()
+    if run_order is None:
+        links = [render.inspector_url(run, q) for q in ids]
+    else:
+        links = inspect_links(run, ids, run_order, list_name)
+    return pd.DataFrame({"Query": ids, "Question": ordered["question"],
                          measure: ordered["value"].astype(float), e2e_name: ordered["e2e"].astype(float),
-                         "Inspect": [render.inspector_url(run, q) for q in ordered["query_id"]]})
+                         "Inspect": links})
 
 
 def selected_rows(selection: Any) -> list[int]:

@@ -3,13 +3,14 @@ LLM-retEval failure categories A-F per run and k, and the example list with link
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from rageval.reteval import CATEGORY_NAMES
 from ui.plot_text import plot_text, plot_texts
 from ui.render import failure_cases_view, inspector_url
+from ui.render_inspector import inspect_links as run_links
 from ui.theme import CATEGORY_COLOURS
 
 
@@ -48,12 +49,29 @@ def count_figure(cases: pd.DataFrame, judge_label: str):
     return figure
 
 
-def example_view(cases: pd.DataFrame) -> pd.DataFrame:
+def example_view(cases: pd.DataFrame, links: Sequence[str] | None = None) -> pd.DataFrame:
     """The failure cases as a table: run, dataset, retriever, then the per-case columns of
-    :func:`ui.render.failure_cases_view`, and a link that opens the case in the query inspector."""
+    :func:`ui.render.failure_cases_view`, and a link that opens the case in the query inspector (``links``, one per
+    case, e.g. :func:`inspect_links`; plain links to the query when not given)."""
     view = failure_cases_view(cases, with_judge=False)
     view.insert(0, "Run", cases["run"].to_numpy())
     view.insert(1, "Dataset", cases["dataset"].to_numpy())
     view.insert(2, "Retriever", cases["retriever"].to_numpy())
-    view["Inspect"] = [inspector_url(run, qid) for run, qid in zip(cases["run"], cases["query_id"])]
+    view["Inspect"] = (list(links) if links is not None else
+                       [inspector_url(run, qid) for run, qid in zip(cases["run"], cases["query_id"])])
     return view
+
+
+def run_worklists(cases: pd.DataFrame) -> dict[str, list[str]]:
+    """Run -> the query ids of its cases, each once, in the order the cases are listed (a worklist per run: the
+    inspector walks one run at a time)."""
+    return {run: list(dict.fromkeys(group["query_id"])) for run, group in cases.groupby("run", sort=False)}
+
+
+def inspect_links(cases: pd.DataFrame, run_orders: Mapping[str, Sequence[str]], name: str) -> list[str]:
+    """One inspector link per case that opens its query and walks the cases' queries of its run
+    (:func:`ui.render_inspector.inspect_links`), in the order of ``cases``."""
+    links = pd.Series("", index=cases.index, dtype=object)
+    for run, group in cases.groupby("run", sort=False):
+        links[group.index] = run_links(run, group["query_id"].tolist(), run_orders[run], f"{name} · {run}")
+    return links.tolist()

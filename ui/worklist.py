@@ -5,7 +5,10 @@ A list is stored in the link itself, so it can be shared and survives a reload: 
 list_name=NAME``. ``TOKEN`` encodes the positions of the queries in the run's query order (``queries.query_id``, the
 order of :func:`ui.data.load_query_table`), as zigzag deltas in LEB128 varints, zlib-compressed, base64url without
 padding: a sorted list of 50,000 positions of 100,000 takes a few kB; a short list a few characters. Positions, not
-ids, because ids can be long and need escaping. Pure functions: no streamlit import.
+ids, because ids can be long and need escaping. The token ends with ``.`` and a CRC-32 of the run's query order, so a
+token read against another run (the sidebar switched run, a rebuilt run) is an error, never another list of queries.
+Links carry at most :data:`MAX_QUERIES` queries (a URL past some 64 kB is refused by the server). Pure functions: no
+streamlit import.
 """
 
 from __future__ import annotations
@@ -14,10 +17,15 @@ import base64
 import binascii
 import zlib
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 #: Query parameters of a worklist link.
 LIST_PARAM, NAME_PARAM = "list", "list_name"
+#: The most queries one link carries (the first ones): a few kB of URL even in random order over 100k queries.
+MAX_QUERIES = 2_000
+#: The most queries a per-row link (one link in each row of a table) carries: every row repeats the token (300
+#: rows of 300 random positions of 100k were 347 kB of links; 100 of 100, 47 kB).
+ROW_LINK_MAX_QUERIES = 100
 
 
 class WorklistError(ValueError):
@@ -67,16 +75,26 @@ def decode_positions(token: str) -> list[int]:
     return positions
 
 
+def order_tag(run_order: Sequence[str]) -> str:
+    """8 hex digits naming a query order: CRC-32 of the ids joined by the unit separator."""
+    return f"{zlib.crc32(chr(31).join(run_order).encode('utf-8')):08x}"
+
+
 def encode_worklist(query_ids: Iterable[str], run_order: Sequence[str]) -> str:
     """The token of ``query_ids`` (in the order given) against the run's query order ``run_order``; ids not in the
-    run are left out."""
+    run are left out. It ends with ``.`` + :func:`order_tag` of ``run_order``."""
     index = {query_id: i for i, query_id in enumerate(run_order)}
-    return encode_positions(index[q] for q in query_ids if q in index)
+    return encode_positions(index[q] for q in query_ids if q in index) + "." + order_tag(run_order)
 
 
 def decode_worklist(token: str, run_order: Sequence[str]) -> list[str]:
-    """The query ids of a token against ``run_order``; :class:`WorklistError` when a position is past the run (the
-    link was made for another run or an older version of it)."""
+    """The query ids of a token against ``run_order``; :class:`WorklistError` when the token was made for another
+    query order (another run, or another version of this one) or a position is past the run. A token without the
+    order tag is read by positions alone."""
+    token, _, tag = token.partition(".")
+    if tag and tag != order_tag(run_order):
+        raise WorklistError("the list was made for another run (or another version of this run): its query order "
+                            "differs")
     positions = decode_positions(token)
     if positions and max(positions) >= len(run_order):
         raise WorklistError(f"the list names query position {max(positions)}, but the run has {len(run_order)} "
@@ -91,6 +109,27 @@ def worklist_params(run: str, query_ids: Sequence[str], run_order: Sequence[str]
     if query_ids:
         params["query"] = query_ids[0]
     return params
+
+
+def worklist_links(page_path: str, run: str, query_ids: Sequence[str], run_order: Sequence[str], name: str,
+                   limit: int = ROW_LINK_MAX_QUERIES) -> list[str]:
+    """One relative link per query of ``query_ids`` (for a link column): each opens that query and walks the whole
+    list, the token encoded once. Past ``limit`` queries the links open the query alone (no list): every row would
+    repeat a long token."""
+    unique = list(dict.fromkeys(query_ids))  # a row per (query, category) names its query once in the list
+    if len(unique) > limit:
+        return [page_path + "?" + urlencode({"run": run, "query": q}) for q in query_ids]
+    base = page_path + "?" + urlencode({"run": run, LIST_PARAM: encode_worklist(unique, run_order),
+                                        NAME_PARAM: name})
+    return [f"{base}&query={quote(str(q), safe='')}" for q in query_ids]
+
+
+def capped(query_ids: Sequence[str], name: str, limit: int = MAX_QUERIES) -> tuple[list[str], str]:
+    """``query_ids`` cut to their first ``limit`` (a link's size) and the list's name, saying so when cut."""
+    ids = list(dict.fromkeys(query_ids))  # a list names each query once
+    if len(ids) <= limit:
+        return ids, name
+    return ids[:limit], f"{name} (first {limit:,} of {len(ids):,})"
 
 
 def worklist_url(page_path: str, run: str, query_ids: Sequence[str], run_order: Sequence[str], name: str,

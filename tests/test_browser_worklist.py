@@ -1,0 +1,87 @@
+"""The RAG engineer's journey in a real Chromium: from LLM-retEval's failure cases, one click (same tab) opens the
+query inspector on a worklist of the shown cases; j and the Next button walk it ("Case 2 of N"), the URL keeping
+the list; the browser's back button returns to the previous case. Then a link whose list cannot be read shows a
+warning naming it. Uses tests/test_browser.py's server and browser helpers (skipped without Chromium)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from rageval.store import RunReader
+from tests.test_app import RETEVAL_RUN, reteval_run_file
+from tests.test_browser import SHOTS, WAIT_MS, chromium_page, streamlit_server
+from ui.worklist import decode_worklist
+
+KEYS_READY = "() => window.document.__ragevalInspectorKeys === true"
+
+
+@pytest.fixture(scope="module")
+def journey(tmp_path_factory) -> Iterator[tuple[str, list[str], dict[str, str]]]:
+    runs = tmp_path_factory.mktemp("worklist_runs")
+    path = shutil.copy(reteval_run_file(tmp_path_factory), runs / f"{RETEVAL_RUN}.sqlite")
+    with RunReader(path) as reader:
+        table = reader.query_table()
+    with streamlit_server(runs, "streamlit_worklist.log") as url:
+        yield url, table["query_id"].tolist(), dict(zip(table["query_id"], table["text"]))
+
+
+def heading(page, text: str):
+    return page.get_by_role("heading", name=text, exact=True)
+
+
+def test_walk_a_worklist_from_failure_cases_with_keys_buttons_and_back(journey):
+    from playwright.sync_api import expect
+
+    url, run_order, texts = journey
+    with chromium_page() as (page, page_errors):
+        page.goto(f"{url}/LLM_retEval?run={RETEVAL_RUN}")
+        walk = page.get_by_role("link", name=re.compile(r"^Walk these \d+ queries in the query inspector"))
+        expect(walk).to_be_visible(timeout=WAIT_MS)
+        params = parse_qs(urlsplit(walk.get_attribute("href")).query)
+        listed = decode_worklist(params["list"][0], run_order)
+        name = params["list_name"][0]
+        assert len(listed) >= 3, listed  # the fake reader fails enough questions at k=1 (tests/test_app.py)
+        n = len(listed)
+
+        walk.click()  # one click, same tab
+        expect(page.get_by_text(f"Case 1 of {n} · {name}")).to_be_visible(timeout=WAIT_MS)
+        expect(heading(page, texts[listed[0]])).to_be_visible()
+        assert len(page.context.pages) == 1
+        page.wait_for_function(KEYS_READY, timeout=WAIT_MS)
+
+        page.keyboard.press("j")  # the keyboard's Next
+        expect(page.get_by_text(f"Case 2 of {n} · {name}")).to_be_visible(timeout=WAIT_MS)
+        expect(heading(page, texts[listed[1]])).to_be_visible(timeout=WAIT_MS)
+        second_url = page.url
+        assert parse_qs(urlsplit(second_url).query)["list"] == params["list"]  # the list stays in the URL
+
+        page.get_by_role("button", name="Next").click()
+        expect(page.get_by_text(f"Case 3 of {n} · {name}")).to_be_visible(timeout=WAIT_MS)
+        expect(heading(page, texts[listed[2]])).to_be_visible(timeout=WAIT_MS)
+        page.screenshot(path=str(SHOTS / "inspector_worklist.png"), full_page=True)
+        page.get_by_role("heading", name="Passages", exact=True).scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / "inspector_passages.png"))
+
+        page.go_back()  # the browser's back button: the previous case
+        expect(page.get_by_text(f"Case 2 of {n} · {name}")).to_be_visible(timeout=WAIT_MS)
+        expect(heading(page, texts[listed[1]])).to_be_visible(timeout=WAIT_MS)
+        assert page.url == second_url
+
+        # A key typed into a field is text, not a step: the question box keeps the case.
+        page.get_by_test_id("stSelectbox").filter(has_text="Question").click()
+        page.keyboard.type("j")
+        page.keyboard.press("Escape")
+        expect(page.get_by_text(f"Case 2 of {n} · {name}")).to_be_visible()
+
+        # A link whose list cannot be read says so and names it.
+        page.goto(f"{url}/Query_inspector?run={RETEVAL_RUN}&query={listed[0]}&list=broken&list_name=stale+list")
+        expect(page.get_by_text(re.compile(r"The link's list of queries 'stale list' cannot be walked here"))
+               ).to_be_visible(timeout=WAIT_MS)
+        expect(heading(page, texts[listed[0]])).to_be_visible(timeout=WAIT_MS)
+        assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert not page_errors, page_errors
