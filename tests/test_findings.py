@@ -21,8 +21,7 @@ from rageval.findings import (
     label_share_finding,
     two_by_two_finding,
 )
-from rageval.store import E2EOutput, Label, MeasureValue, RunReader, write_run
-from rageval.store import aggregates
+from rageval.store import E2EOutput, Label, MeasureValue, RunReader, aggregates, write_run
 from tests.run_fixtures import K, build_small_run, make_small_run
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
