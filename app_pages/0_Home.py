@@ -7,12 +7,9 @@ queries), the sentences ``rageval results`` derives (each linked to the page tha
 methods whose correlations mean little. A run that lacks pieces says which, with a button that computes them.
 """
 
-import math
-
 import streamlit as st
 
 from rageval import findings
-from rageval.stats.intervals import mean_interval
 from ui import data, navigation, render
 from ui import data_findings as loaders
 from ui import render_findings as view
@@ -49,8 +46,7 @@ else:
                 "or evaluate a run; the findings below use the labels the run has.")
         gold_answer = None
     else:
-        run_order = data.load_query_table(*key)["query_id"].tolist()
-        view.render_two_by_two(table, path.stem, run_order)
+        view.render_two_by_two(table, path.stem)
         left_out = [f"{n:,} {what}" for n, what in ((table.without_gold, "without gold passages"),
                                                    (table.without_answer, f"without an E2E answer at k={main_k}"))
                     if n]
@@ -78,11 +74,10 @@ if (finding := findings.failure_finding(loaders.load_failure_counts(*key), main_
 
 if found:
     st.subheader("What this run says")
-    run_order = data.load_query_table(*key)["query_id"].tolist()
     for finding in found:
         text_column, link_column = st.columns([4, 1.3])
         text_column.markdown(render.escape_markdown(finding.text))
-        link = view.finding_link(finding, path.stem, gold_answer.table if gold_answer else None, run_order)
+        link = view.finding_link(finding, path.stem, gold_answer.table if gold_answer else None)
         if link is not None:
             page, label, params, icon = link
             link_column.page_link(page, label=label, icon=icon, query_params=params)
@@ -114,7 +109,6 @@ st.caption("One row per run, best E2E score first: the E2E score at each run's o
 
 # --- this run in numbers -----------------------------------------------------------------------------------
 st.subheader("This run in numbers")
-queries = data.load_query_table(*key)
 summary = data.load_measure_summary(*key)
 sizes = st.columns(5)
 sizes[0].metric("Queries", f"{counts['queries']:,}")
@@ -122,13 +116,11 @@ sizes[1].metric("Passages", f"{counts['passages']:,}")
 sizes[2].metric("Ranking rows", f"{counts['rankings']:,}")
 sizes[3].metric("LLM outputs", f"{counts['doc_outputs'] + counts['e2e_outputs']:,}",
                 help=f"{counts['doc_outputs']:,} single-passage + {counts['e2e_outputs']:,} end-to-end")
-e2e_scores = queries["e2e_score"].dropna()
-e2e_mean = e2e_scores.mean() if len(e2e_scores) else math.nan
-e2e_interval = mean_interval(e2e_scores)
-sizes[4].metric(f"E2E {metric} (mean)", "-" if math.isnan(e2e_mean) else f"{e2e_mean:.3f}",
+e2e = loaders.load_leaderboard_row(*key)  # the run's own row of the leaderboard: SQLite aggregates, cached
+sizes[4].metric(f"E2E {metric} (mean)", "-" if not e2e["e2e_n"] else f"{e2e['e2e']:.3f}",
                 help=f"{metric} of the end-to-end answer from the top-{main_k} passages, mean over "
-                     f"{len(e2e_scores)} queries, 95% interval [{e2e_interval.low:.3f}, {e2e_interval.high:.3f}]"
-                     if main_k else "this run stores no end-to-end answers")
+                     f"{e2e['e2e_n']} queries, 95% interval [{e2e['e2e_low']:.3f}, {e2e['e2e_high']:.3f}] "
+                     f"({e2e['interval']})" if e2e["e2e_n"] else "this run stores no end-to-end answers")
 
 if summary.empty:
     st.info("This run stores no measure values.")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rageval.report import best_measures
@@ -43,12 +44,14 @@ def _is_erag(method: str) -> bool:
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell of the 2 x 2: its queries (run order) and their share of the table's queries (Wilson 95%)."""
+    """One cell of the 2 x 2: its queries (run order), their positions in the run's query order (what a worklist
+    link carries, :mod:`ui.worklist`) and their share of the table's queries (Wilson 95%)."""
 
     gold_retrieved: bool
     answer_right: bool
     query_ids: tuple[str, ...]
     share: MeanInterval
+    positions: tuple[int, ...] = ()
 
     @property
     def count(self) -> int:
@@ -81,8 +84,9 @@ class GoldAnswerTable:
 def compute_gold_answer_table(retrieval: pd.DataFrame, k: int, threshold: float = RIGHT_THRESHOLD
                               ) -> GoldAnswerTable:
     """The 2 x 2 at ``k`` from ``retrieval`` (:func:`rageval.store.aggregates.read_gold_retrieval`: one row per
-    query in run order with query_id, n_gold, gold_retrieved, e2e_score). A query is in the table when it has at
-    least one gold passage and a finite E2E score; its answer is right when that score is >= ``threshold``."""
+    query in run order with query_id, n_gold, gold_retrieved, e2e_score; a cell's ``positions`` are row numbers of
+    ``retrieval``). A query is in the table when it has at least one gold passage and a finite E2E score; its answer
+    is right when that score is >= ``threshold``."""
     has_gold = retrieval["n_gold"].to_numpy() > 0
     scores = retrieval["e2e_score"].to_numpy(dtype=float)
     scored = has_gold & ~pd.isna(scores)
@@ -91,11 +95,14 @@ def compute_gold_answer_table(retrieval: pd.DataFrame, k: int, threshold: float 
     retrieved = table["gold_retrieved"].to_numpy(dtype=bool)
     right = table["e2e_score"].to_numpy(dtype=float) >= threshold
     ids = table["query_id"].to_numpy()
+    rows = np.flatnonzero(scored)
     cells = []
     for gold in (True, False):
         for answer in (True, False):
-            chosen = ids[(retrieved == gold) & (right == answer)]
-            cells.append(Cell(gold, answer, tuple(str(q) for q in chosen), wilson_interval(len(chosen), n)))
+            mask = (retrieved == gold) & (right == answer)
+            chosen = ids[mask]
+            cells.append(Cell(gold, answer, tuple(str(q) for q in chosen), wilson_interval(len(chosen), n),
+                              tuple(int(i) for i in rows[mask])))
     return GoldAnswerTable(int(k), float(threshold), tuple(cells), n, len(retrieval),
                            int((~has_gold).sum()), int((has_gold & pd.isna(scores)).sum()))
 

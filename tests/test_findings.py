@@ -204,3 +204,20 @@ def test_failure_finding():
     assert finding.text.startswith("At k=5 (judge em), 10 of 40 judged queries (25% [")
     assert failure_finding(counts, 3).target["k"] == 5  # not judged at 3: the largest k
     assert failure_finding(counts.iloc[0:0], 5) is None
+
+
+def test_label_methods_by_skip_scan_equal_the_readers(fixture_run, tmp_path):
+    for path in (fixture_run, SHIPPED):
+        with RunReader(path) as reader:
+            assert aggregates.read_label_methods(reader) == reader.label_methods()
+    bare = write_run(dataclasses.replace(build_small_run(), labels=()), tmp_path / "bare.sqlite")
+    with RunReader(bare) as reader:
+        assert aggregates.read_label_methods(reader) == []
+
+
+def test_cell_positions_are_rows_of_the_run_order(fixture_run):
+    table = two_by_two_of(fixture_run, K)
+    with RunReader(fixture_run) as reader:
+        order = list(reader.query_table()["query_id"])
+    for cell in table.cells:
+        assert [order[i] for i in cell.positions] == list(cell.query_ids)

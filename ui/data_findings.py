@@ -44,7 +44,7 @@ def load_gold_answer(path: str, mtime_ns: int, k: int, threshold: float = findin
         source: str | None = "gold_passage_ids"
         method = None
         if not aggregates.has_gold_passage_ids(reader):
-            methods = set(reader.label_methods())
+            methods = set(aggregates.read_label_methods(reader))
             method = next((m for m in aggregates.GOLD_LABEL_METHODS if m in methods), None)
             source = method
         retrieval = aggregates.read_gold_retrieval(reader, k, method)
@@ -60,7 +60,7 @@ def load_label_warnings(path: str, mtime_ns: int, k: int) -> tuple[str, list[fin
 
     measure = f"P@{k}"
     spread = data._read(path, mtime_ns, lambda reader: aggregates.read_measure_spread(
-        reader, reader.label_methods(), measure))
+        reader, aggregates.read_label_methods(reader), measure))
     return measure, findings.label_method_warnings(spread, measure, name=method_name)
 
 

@@ -5,7 +5,7 @@ tables) plus :func:`render_two_by_two`, which lays the four cells out; no data i
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -45,14 +45,19 @@ def gold_source_text(source: str | None) -> str:
     return f"the passages the {render.method_name(str(source))} labels mark relevant (label above 0)"
 
 
-def cell_params(table: GoldAnswerTable, gold: bool, right: bool, run: str, run_order: Sequence[str]
-                ) -> dict[str, str]:
-    """The query parameters of the inspector link that walks one cell's queries (a worklist named after it)."""
+def cell_params(table: GoldAnswerTable, gold: bool, right: bool, run: str) -> dict[str, str]:
+    """The query parameters of the inspector link that walks one cell's queries (a worklist named after it): as
+    :func:`ui.worklist.worklist_params`, from the positions the cell holds (the table is in the run's query order,
+    so the page needs no 100,000-row query table to look them up)."""
     cell = table.cell(gold, right)
-    return worklist.worklist_params(run, list(cell.query_ids), run_order, cell.name(table.k))
+    params = {"run": run, worklist.LIST_PARAM: worklist.encode_positions(cell.positions),
+              worklist.NAME_PARAM: cell.name(table.k)}
+    if cell.query_ids:
+        params["query"] = cell.query_ids[0]
+    return params
 
 
-def render_two_by_two(table: GoldAnswerTable, run: str, run_order: Sequence[str]) -> None:
+def render_two_by_two(table: GoldAnswerTable, run: str) -> None:
     """The four cells, gold retrieved (rows) x answer right (columns): count, share with its interval, and a
     same-tab link to the query inspector walking that cell's queries."""
     header = st.columns([1.2, 2, 2])
@@ -69,12 +74,12 @@ def render_two_by_two(table: GoldAnswerTable, run: str, run_order: Sequence[str]
             if cell.count:
                 box.page_link(navigation.INSPECTOR, label=f"Inspect these {cell.count:,}",
                               icon=":material/playlist_play:",
-                              query_params=cell_params(table, gold, right, run, run_order))
+                              query_params=cell_params(table, gold, right, run))
             else:
                 box.caption("no query")
 
 
-def finding_link(finding: Finding, run: str, table: GoldAnswerTable | None, run_order: Sequence[str]
+def finding_link(finding: Finding, run: str, table: GoldAnswerTable | None
                  ) -> tuple[str, str, dict[str, str], str] | None:
     """(page, label, query parameters, icon) of the page that proves ``finding``."""
     target = finding.target
@@ -84,7 +89,7 @@ def finding_link(finding: Finding, run: str, table: GoldAnswerTable | None, run_
             ":material/scatter_plot:")
     if finding.kind == "two_by_two" and table is not None:
         return (navigation.INSPECTOR, "Inspect these queries",
-                cell_params(table, target["gold_retrieved"], target["answer_right"], run, run_order),
+                cell_params(table, target["gold_retrieved"], target["answer_right"], run),
                 ":material/playlist_play:")
     if finding.kind == "label_share":
         return (navigation.CORRELATIONS, "Its measures against the answer", {"run": run, "method": target["method"]},

@@ -27,6 +27,16 @@ GOLD_LABEL_METHODS = ("gold", "qrels")
 GOLD_COLUMNS = ["query_id", "n_gold", "gold_retrieved", "e2e_score"]
 
 
+def read_label_methods(reader: RunReader) -> list[str]:
+    """The run's label methods, sorted: :meth:`RunReader.label_methods` without its scan of every label (one step
+    down the ``labels`` primary key per method: 0.3 s -> milliseconds at 3M labels)."""
+    with reading(reader.path, RUN):
+        return [row[0] for row in reader._connection.execute(
+            "WITH RECURSIVE m(method) AS (SELECT MIN(method) FROM labels UNION ALL SELECT (SELECT MIN(method) FROM "
+            "labels WHERE method > m.method) FROM m WHERE m.method IS NOT NULL) "
+            "SELECT method FROM m WHERE method IS NOT NULL")]
+
+
 def has_gold_passage_ids(reader: RunReader) -> bool:
     """Whether any query of the run lists a gold passage (``queries.gold_passage_ids`` not empty)."""
     with reading(reader.path, RUN):
