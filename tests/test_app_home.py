@@ -141,3 +141,17 @@ def test_leaderboard_lists_every_run_and_names_a_damaged_one(tmp_path, monkeypat
     other = start(HOME, run="worse")  # a row's link: that run's findings
     assert other.query_params["run"] == "worse"
     assert "Run worse.sqlite" in plain(" ".join(c.value for c in other.caption))
+
+
+def test_leaderboard_best_erag_measure_is_the_correlation_pages_best(fixture_env):
+    """The fixture run stores no correlations and is small: the leaderboard shows the best eRAG measure of the
+    Correlations page's own table (rageval.report.best_measures), with its tau and interval."""
+    from rageval.report import best_measures, correlation_table_at_k
+
+    with RunReader(fixture_env) as reader:
+        table = correlation_table_at_k(reader.measure_table(), reader.e2e_table(), K, with_rprec=True)
+    best = best_measures(table, K)
+    best = best[best["method"].str.startswith("erag:")].iloc[0]
+    row = leaderboard(start(HOME)).set_index("Run").loc["fixture"]
+    assert best["method"] == "erag:em" and row["Best eRAG measure"] == f"eRAG EM {best['measure']}"
+    assert row["Kendall's tau"].startswith(f"{best['tau']:.3f} [")

@@ -108,17 +108,19 @@ def load_home_correlations(path: str, mtime_ns: int, k: int) -> HomeCorrelations
 def load_leaderboard_row(path: str, mtime_ns: int) -> dict[str, Any]:
     """One run in a row: run, dataset, retriever, model, k (its main k), queries, metric (the E2E metric's name),
     e2e / e2e_low / e2e_high / e2e_n (the mean E2E score at k with its 95% interval: Wilson for 0/1 scores, else
-    Student-t), interval ("Wilson" / "Student-t"), best (the eRAG method and measure whose Kendall's tau with the
-    E2E score is highest), tau / tau_low / tau_high, correlations ("stored", "computed" or "not stored")."""
+    Student-t), interval ("Wilson" / "Student-t"), the eRAG method and measure whose Kendall's tau with the
+    E2E score is highest (best_method, best_measure), tau / tau_low / tau_high, correlations ("stored",
+    "computed" or "not stored")."""
     settings = data.load_settings(path, mtime_ns)
     k = data.load_main_k(path, mtime_ns)
     queries = data.load_counts(path, mtime_ns)["queries"]
     row: dict[str, Any] = {
-        "run": Path(path).stem, "dataset": str(settings.get("dataset", "?")),
-        "retriever": str(settings.get("retriever", "?")), "model": str(settings.get("model_id", "?")), "k": k,
+        "run": Path(path).stem, "dataset": str(settings.get("dataset", "-")),
+        "retriever": str(settings.get("retriever", "-")), "model": str(settings.get("model_id", "-")), "k": k,
         "queries": queries, "metric": str(settings.get("e2e_metric") or settings.get("label_metric") or "em"),
         "e2e": math.nan, "e2e_low": math.nan, "e2e_high": math.nan, "e2e_n": 0, "interval": "",
-        "best": "", "tau": math.nan, "tau_low": math.nan, "tau_high": math.nan, "correlations": "",
+        "best_method": "", "best_measure": "", "tau": math.nan, "tau_low": math.nan, "tau_high": math.nan,
+        "correlations": "",
     }
     if k is None:
         return row
@@ -140,8 +142,8 @@ def load_leaderboard_row(path: str, mtime_ns: int) -> dict[str, Any]:
         best = best[best["method"].str.startswith("erag:")]
         if len(best):
             top = best.iloc[0]
-            row.update(best=f"{top['method']} {top['measure']}", tau=float(top["tau"]), tau_low=float(top["tau_low"]),
-                       tau_high=float(top["tau_high"]))
+            row.update(best_method=top["method"], best_measure=top["measure"], tau=float(top["tau"]),
+                       tau_low=float(top["tau_low"]), tau_high=float(top["tau_high"]))
     return row
 
 

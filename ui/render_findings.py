@@ -100,8 +100,8 @@ def finding_link(finding: Finding, run: str, table: GoldAnswerTable | None
     return None
 
 
-LEADERBOARD_COLUMNS = ["Run", "Dataset", "Retriever", "Model", "k", "Queries", "E2E score", "Best eRAG measure",
-                       "Kendall's tau", "Open"]
+LEADERBOARD_COLUMNS = ["Run", "E2E score", "Best eRAG measure", "Kendall's tau", "k", "Queries", "Dataset",
+                       "Retriever", "Model", "Open"]
 LEADERBOARD_HELP = {
     "Run": "The run file's name (without .sqlite)",
     "k": "The run's k: how many passages the LLM was given for its end-to-end answer",
@@ -129,17 +129,18 @@ def leaderboard_view(rows: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=LEADERBOARD_COLUMNS)
     ordered = rows.sort_values(["e2e", "run"], ascending=[False, True], na_position="last")
     view = pd.DataFrame({
-        "Run": ordered["run"], "Dataset": ordered["dataset"], "Retriever": ordered["retriever"],
-        "Model": ordered["model"],
-        "k": [("-" if k is None or (isinstance(k, float) and math.isnan(k)) else str(int(k))) for k in ordered["k"]],
-        "Queries": [f"{int(n):,}" for n in ordered["queries"]],
+        "Run": ordered["run"],
         "E2E score": [("-" if n == 0 else f"{METRIC_NAMES.get(m, m)} " + _interval_text(v, lo, hi))
                       for m, v, lo, hi, n in zip(ordered["metric"], ordered["e2e"], ordered["e2e_low"],
                                                  ordered["e2e_high"], ordered["e2e_n"])],
-        "Best eRAG measure": [b or ("-" if c != "not stored" else "not stored") for b, c in
-                              zip(ordered["best"], ordered["correlations"])],
+        "Best eRAG measure": [f"{render.method_name(m)} {x}" if m else ("-" if c != "not stored" else "not stored")
+                              for m, x, c in zip(ordered["best_method"], ordered["best_measure"],
+                                                 ordered["correlations"])],
         "Kendall's tau": [_interval_text(t, lo, hi) for t, lo, hi in
                           zip(ordered["tau"], ordered["tau_low"], ordered["tau_high"])],
+        "k": [("-" if k is None or (isinstance(k, float) and math.isnan(k)) else str(int(k))) for k in ordered["k"]],
+        "Queries": [f"{int(n):,}" for n in ordered["queries"]],
+        "Dataset": ordered["dataset"], "Retriever": ordered["retriever"], "Model": ordered["model"],
         "Open": [navigation.page_url(navigation.HOME, run=run) for run in ordered["run"]],
     })
     return view.reset_index(drop=True)
@@ -148,5 +149,7 @@ def leaderboard_view(rows: pd.DataFrame) -> pd.DataFrame:
 def leaderboard_column_config() -> dict[str, Any]:
     config: dict[str, Any] = {name: st.column_config.TextColumn(name, help=text)
                               for name, text in LEADERBOARD_HELP.items() if name != "Open"}
+    for name in ("Retriever", "Model"):  # long descriptions: after the numbers, cut to a readable width
+        config[name] = st.column_config.TextColumn(name, width="medium", help=f"The run's {name.lower()} setting")
     config["Open"] = st.column_config.LinkColumn("Open", display_text="findings", help=LEADERBOARD_HELP["Open"])
     return config
