@@ -42,6 +42,13 @@ def _is_erag(method: str) -> bool:
     return method.startswith("erag:")
 
 
+def _erag_rows(table: pd.DataFrame, erag: bool = True) -> pd.DataFrame:
+    """The rows of eRAG methods (or, ``erag=False``, of the others); an empty table stays a table with its columns
+    (indexing by an empty object Series would select columns)."""
+    mask = np.array([_is_erag(m) for m in table["method"]], dtype=bool)
+    return table[mask if erag else ~mask]
+
+
 @dataclass(frozen=True)
 class Cell:
     """One cell of the 2 x 2: its queries (run order), their positions in the run's query order (what a worklist
@@ -171,13 +178,11 @@ def correlation_finding(correlations: pd.DataFrame, k: int, name: Callable[[str]
     :func:`rageval.report.correlation_table_at_k` give them). Better or worse only when the intervals do not
     overlap. None without an eRAG method whose tau is defined."""
     best = best_measures(correlations, k)
-    erag = best[best["method"].map(_is_erag)]
+    erag = _erag_rows(best)
     if erag.empty:
         return None
     top = erag.iloc[0]
-    others = best[~best["method"].map(_is_erag)]
-    gold = next((others[others["method"] == m].iloc[0] for m in GOLD_METHODS if (others["method"] == m).any()),
-                others.iloc[0] if len(others) else None)
+    gold = _reference(best)
     n = int(top["n"])
     target = {"method": top["method"], "measure": top["measure"], "k": int(k)}
     if gold is None:
@@ -242,3 +247,48 @@ def failure_finding(counts: pd.DataFrame, k: int | None, judge_name: Callable[[s
         f"({_percent(recall)}) are recall failures (A-C: the retriever missed what the answer needs) and "
         f"{int(row['reteval_failures'])} ({_percent(reteval)}) LLM-retEval failures (D-F: the evaluation itself "
         "erred)."), {"judge": judges[0], "k": at})
+
+
+
+def _reference(best: pd.DataFrame) -> pd.Series | None:
+    """The row a best eRAG measure is compared with: the best measure of the first of :data:`GOLD_METHODS` present,
+    else the best non-eRAG method's (``best``: :func:`rageval.report.best_measures`, best first)."""
+    others = _erag_rows(best, erag=False)
+    for method in GOLD_METHODS:
+        if (others["method"] == method).any():
+            return others[others["method"] == method].iloc[0]
+    return others.iloc[0] if len(others) else None
+
+
+def key_correlations(measures: pd.DataFrame, e2e: pd.Series, k: int, n_resamples: int | None = None,
+                     confidence: float | None = None, seed: int | None = None) -> pd.DataFrame:
+    """The rows of a run's correlation table the findings use, computed alone: the best eRAG measure at ``k`` (the
+    highest Kendall's tau-b with the E2E score) and the measure it is compared with (:func:`correlation_finding`:
+    gold labels' best, else the best other method's), each with its percentile-bootstrap interval. The same numbers
+    as those rows of :func:`rageval.stats.correlation.compute_correlation_table` on the same values (same point
+    estimates, tie rule, resamples and seed), but only two pairs are bootstrapped instead of every method x measure.
+
+    ``measures``: method, measure, query_id, value (values at cutoff ``k``, in stored order); ``e2e``: query id ->
+    E2E score at ``k``. Returns method, measure, n, tau, tau_low, tau_high (0-2 rows, the eRAG one first)."""
+    from rageval.stats import correlation
+
+    columns = ["method", "measure", "n", "tau", "tau_low", "tau_high"]
+    at_k = measures[measures["measure"].str.endswith(f"@{k}") & measures["query_id"].isin(e2e.index)]
+    groups = dict(list(at_k.groupby(["method", "measure"], sort=True)))
+    points = pd.DataFrame([{"method": m, "measure": x, "n": len(g), "tau": correlation.kendall_tau_b(
+        g["value"].to_numpy(float), e2e.loc[g["query_id"]].to_numpy(float))} for (m, x), g in groups.items()],
+        columns=columns[:4])
+    best = best_measures(points, k)
+    erag = _erag_rows(best)
+    chosen = [row for row in (erag.iloc[0] if len(erag) else None, _reference(best)) if row is not None]
+    rows = []
+    for row in chosen:
+        group = groups[(row["method"], row["measure"])]
+        tau, _rho = correlation.bootstrap_rank_correlations(
+            group["value"].to_numpy(float), e2e.loc[group["query_id"]].to_numpy(float),
+            correlation.DEFAULT_RESAMPLES if n_resamples is None else n_resamples,
+            correlation.DEFAULT_CONFIDENCE if confidence is None else confidence,
+            correlation.DEFAULT_SEED if seed is None else seed)
+        rows.append({"method": row["method"], "measure": row["measure"], "n": int(row["n"]), "tau": tau.value,
+                     "tau_low": tau.low, "tau_high": tau.high})
+    return pd.DataFrame(rows, columns=columns)

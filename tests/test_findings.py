@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from rageval import findings
 from rageval.findings import (
     RIGHT_THRESHOLD,
     compute_gold_answer_table,
@@ -221,3 +222,37 @@ def test_cell_positions_are_rows_of_the_run_order(fixture_run):
         order = list(reader.query_table()["query_id"])
     for cell in table.cells:
         assert [order[i] for i in cell.positions] == list(cell.query_ids)
+
+
+
+@pytest.mark.parametrize("which", ["fixture", "shipped"])
+def test_key_correlations_equal_the_full_tables_rows(which, fixture_run):
+    """Bootstrapping only the best eRAG pair and its reference gives those rows of the full table (same point taus,
+    tie rule, resamples and seed), and the same finding."""
+    from rageval.report import correlation_table_at_k
+    from rageval.stats.correlation import DEFAULT_RESAMPLES
+
+    path = fixture_run if which == "fixture" else SHIPPED
+    with RunReader(path) as reader:
+        k = reader.main_k()
+        measures, e2e = aggregates.read_measures_at(reader, k)
+        full = correlation_table_at_k(reader.measure_table(), reader.e2e_table(), k, DEFAULT_RESAMPLES)
+    ours = findings.key_correlations(measures, e2e, k)
+    assert list(ours["method"]) == ["erag:em", "gold"]  # the best eRAG method, then gold labels
+    for row in ours.to_dict("records"):
+        theirs = full[(full["method"] == row["method"]) & (full["measure"] == row["measure"])].iloc[0]
+        assert row["n"] == theirs["n"]
+        for name in ("tau", "tau_low", "tau_high"):
+            assert row[name] == pytest.approx(theirs[name]), (row["method"], name)
+    assert correlation_finding(ours, k) == correlation_finding(full, k)
+
+
+def test_no_correlation_finding_when_the_answer_score_is_constant(tmp_path):
+    """Every E2E answer wrong: every tau is undefined, so no row is chosen and no sentence is made."""
+    run = build_small_run()
+    wrong = [dataclasses.replace(e, score=0.0) for e in run.e2e_outputs]
+    path = write_run(dataclasses.replace(run, e2e_outputs=wrong), tmp_path / "wrong.sqlite")
+    with RunReader(path) as reader:
+        table = findings.key_correlations(*aggregates.read_measures_at(reader, K), K)
+    assert table.empty and list(table.columns) == ["method", "measure", "n", "tau", "tau_low", "tau_high"]
+    assert correlation_finding(table, K) is None

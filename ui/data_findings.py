@@ -84,22 +84,27 @@ def load_stored_correlations(path: str, mtime_ns: int, k: int) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class HomeCorrelations:
-    """The correlation table the findings use: ``table`` (method, measure, n, tau, tau_low, tau_high, ...), or None
-    for a large run that stores none; ``stored`` whether ``rageval evaluate`` wrote it into the run."""
+    """The correlations the findings use: ``table`` (method, measure, n, tau, tau_low, tau_high), or None for a
+    large run that stores none; ``stored`` whether ``rageval evaluate`` wrote it into the run (the whole table),
+    else the best eRAG row and its reference computed now (:func:`rageval.findings.key_correlations`)."""
 
     table: pd.DataFrame | None
     stored: bool
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
 def load_home_correlations(path: str, mtime_ns: int, k: int) -> HomeCorrelations:
-    """A small run's correlations as the Correlations page shows them (:func:`ui.data.load_correlations`: stored
-    when they cover the run, else computed); a large run's as stored, never computed here."""
-    queries = data.load_counts(path, mtime_ns)["queries"]
-    if queries <= SMALL_RUN_QUERIES:
-        loaded = data.load_correlations(path, mtime_ns, k)
-        return HomeCorrelations(loaded.table, loaded.stored)
+    """The run's stored correlations at ``k``; without them, for a run of at most :data:`SMALL_RUN_QUERIES` queries,
+    :func:`rageval.findings.key_correlations` (two pairs bootstrapped, the numbers the Correlations page shows for
+    them); for a larger run, none (never a bootstrap at page load)."""
     stored = load_stored_correlations(path, mtime_ns, k)
-    return HomeCorrelations(None if stored.empty else stored, True)
+    if not stored.empty:
+        return HomeCorrelations(stored, True)
+    if data.load_counts(path, mtime_ns)["queries"] > SMALL_RUN_QUERIES:
+        return HomeCorrelations(None, False)
+    measures, e2e = data._read(path, mtime_ns, lambda reader: aggregates.read_measures_at(reader, k))
+    with data.checked(path):
+        return HomeCorrelations(findings.key_correlations(measures, e2e, k), False)
 
 
 # --- the leaderboard ----------------------------------------------------------------------------------------
@@ -109,8 +114,9 @@ def load_leaderboard_row(path: str, mtime_ns: int) -> dict[str, Any]:
     """One run in a row: run, dataset, retriever, model, k (its main k), queries, metric (the E2E metric's name),
     e2e / e2e_low / e2e_high / e2e_n (the mean E2E score at k with its 95% interval: Wilson for 0/1 scores, else
     Student-t), interval ("Wilson" / "Student-t"), the eRAG method and measure whose Kendall's tau with the
-    E2E score is highest (best_method, best_measure), tau / tau_low / tau_high, correlations ("stored",
-    "computed" or "not stored")."""
+    E2E score is highest (best_method, best_measure), tau / tau_low / tau_high, correlations ("stored": as
+    ``rageval evaluate`` stored them; "computed": for a run of at most :data:`SMALL_RUN_QUERIES` queries,
+    :func:`load_home_correlations`; or "not stored")."""
     settings = data.load_settings(path, mtime_ns)
     k = data.load_main_k(path, mtime_ns)
     queries = data.load_counts(path, mtime_ns)["queries"]
@@ -135,15 +141,16 @@ def load_leaderboard_row(path: str, mtime_ns: int) -> dict[str, Any]:
             row.update(e2e=t["mean"], e2e_low=t["low"], e2e_high=t["high"], interval="Student-t")
         row["e2e_n"] = n
     correlations = load_home_correlations(path, mtime_ns, k)
-    row["correlations"] = "not stored" if correlations.table is None else (
-        "stored" if correlations.stored else "computed")
+    row["correlations"] = ("not stored" if correlations.table is None else
+                           "stored" if correlations.stored else "computed")
+    top: Any = None
     if correlations.table is not None:
         best = best_measures(correlations.table, k)
-        best = best[best["method"].str.startswith("erag:")]
-        if len(best):
-            top = best.iloc[0]
-            row.update(best_method=top["method"], best_measure=top["measure"], tau=float(top["tau"]),
-                       tau_low=float(top["tau_low"]), tau_high=float(top["tau_high"]))
+        best = best[best["method"].str.startswith("erag:").astype(bool)]
+        top = best.iloc[0] if len(best) else None
+    if top is not None:
+        row.update(best_method=top["method"], best_measure=top["measure"], tau=float(top["tau"]),
+                   tau_low=float(top["tau_low"]), tau_high=float(top["tau_high"]))
     return row
 
 

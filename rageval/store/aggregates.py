@@ -133,3 +133,18 @@ def read_failure_counts(reader: RunReader) -> pd.DataFrame:
             "reteval_failures FROM failure_cases GROUP BY judge, k", reader._connection)
     table = judged.merge(failures, on=["judge", "k"], how="left").fillna(0)
     return table.astype({"k": int, "n": int, "recall_failures": int, "reteval_failures": int})[columns]
+
+
+def read_measures_at(reader: RunReader, k: int) -> tuple[pd.DataFrame, pd.Series]:
+    """(every label method's finite per-query measure values at cutoff ``k``: method, measure, query_id, value, in
+    stored order, as :meth:`RunReader.measure_table` returns them (the order a bootstrap resamples in); the finite
+    E2E scores at ``k`` by query id)."""
+    import pandas as pd
+
+    with reading(reader.path, RUN):
+        measures = pd.read_sql_query(
+            f"SELECT method, measure, query_id, value FROM measure_values WHERE measure LIKE ? AND "
+            f"{_FINITE.format('value')} ORDER BY rowid", reader._connection, params=(f"%@{int(k)}",))
+        e2e = pd.read_sql_query(f"SELECT query_id, score FROM e2e_outputs WHERE k = ? AND {_FINITE.format('score')}",
+                                reader._connection, params=(int(k),))
+    return measures, e2e.set_index("query_id")["score"].astype(float)
