@@ -46,7 +46,7 @@ else:
                 "or evaluate a run; the findings below use the labels the run has.")
         gold_answer = None
     else:
-        view.render_two_by_two(table, path.stem)
+        view.render_two_by_two(table, loaders.load_cell_links(*key, main_k))
         left_out = [f"{n:,} {what}" for n, what in ((table.without_gold, "without gold passages"),
                                                    (table.without_answer, f"without an E2E answer at k={main_k}"))
                     if n]
@@ -77,7 +77,7 @@ if found:
     for finding in found:
         text_column, link_column = st.columns([4, 1.3])
         text_column.markdown(render.escape_markdown(finding.text))
-        link = view.finding_link(finding, path.stem, gold_answer.table if gold_answer else None)
+        link = view.finding_link(finding, path.stem, loaders.load_cell_links(*key, main_k) if gold_answer else None)
         if link is not None:
             page, label, params, icon = link
             link_column.page_link(page, label=label, icon=icon, query_params=params)

@@ -57,9 +57,10 @@ def cell_params(table: GoldAnswerTable, gold: bool, right: bool, run: str) -> di
     return params
 
 
-def render_two_by_two(table: GoldAnswerTable, run: str) -> None:
+def render_two_by_two(table: GoldAnswerTable, links: Mapping[tuple[bool, bool], Mapping[str, str]]) -> None:
     """The four cells, gold retrieved (rows) x answer right (columns): count, share with its interval, and a
-    same-tab link to the query inspector walking that cell's queries."""
+    same-tab link to the query inspector walking that cell's queries (``links``: (gold, right) -> its query
+    parameters, :func:`cell_params`)."""
     header = st.columns([1.2, 2, 2])
     header[1].markdown("**answer right**")
     header[2].markdown("**answer wrong**")
@@ -74,22 +75,23 @@ def render_two_by_two(table: GoldAnswerTable, run: str) -> None:
             if cell.count:
                 box.page_link(navigation.INSPECTOR, label=f"Inspect these {cell.count:,}",
                               icon=":material/playlist_play:",
-                              query_params=cell_params(table, gold, right, run))
+                              query_params=dict(links[gold, right]))
             else:
                 box.caption("no query")
 
 
-def finding_link(finding: Finding, run: str, table: GoldAnswerTable | None
+def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], Mapping[str, str]] | None
                  ) -> tuple[str, str, dict[str, str], str] | None:
-    """(page, label, query parameters, icon) of the page that proves ``finding``."""
+    """(page, label, query parameters, icon) of the page that proves ``finding`` (``links``: the 2 x 2 cells'
+    inspector links, :func:`cell_params`)."""
     target = finding.target
     if finding.kind == "correlation":
         return (navigation.CORRELATIONS, "See the correlations", {
             "run": run, "method": target["method"], "measure": target["measure"], "k": str(target["k"])},
             ":material/scatter_plot:")
-    if finding.kind == "two_by_two" and table is not None:
-        return (navigation.INSPECTOR, "Inspect these queries",
-                cell_params(table, target["gold_retrieved"], target["answer_right"], run),
+    if finding.kind == "two_by_two" and links is not None:
+        return (navigation.INSPECTOR, "Inspect these queries", dict(links[target["gold_retrieved"],
+                                                                           target["answer_right"]]),
                 ":material/playlist_play:")
     if finding.kind == "label_share":
         return (navigation.CORRELATIONS, "Its measures against the answer", {"run": run, "method": target["method"]},
