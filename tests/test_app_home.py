@@ -16,7 +16,7 @@ import pytest
 
 from rageval.store import APPLICATION_ID, Label, MeasureValue, RunReader, write_run
 from tests.run_fixtures import K, build_small_run, make_small_run
-from tests.test_app import CORRELATIONS, HOME, start
+from tests.test_app import CORRELATIONS, HOME, RETEVAL_RUN, reteval_run_file, start
 from tests.test_findings import pandas_two_by_two
 from ui import worklist
 
@@ -155,3 +155,39 @@ def test_leaderboard_best_erag_measure_is_the_correlation_pages_best(fixture_env
     row = leaderboard(start(HOME)).set_index("Run").loc["fixture"]
     assert best["method"] == "erag:em" and row["Best eRAG measure"] == f"eRAG EM {best['measure']}"
     assert row["Kendall's tau"].startswith(f"{best['tau']:.3f} [")
+
+
+@pytest.fixture
+def complete_env(tmp_path_factory, monkeypatch) -> Path:
+    """The complete run of tests/test_app.py (built once per session) alone in a runs folder."""
+    folder = tmp_path_factory.mktemp("complete")
+    path = folder / f"{RETEVAL_RUN}.sqlite"
+    path.write_bytes(reteval_run_file(tmp_path_factory).read_bytes())
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(folder))
+    return path
+
+
+def test_findings_of_a_complete_run_link_to_llm_reteval_and_the_llm_relevance_measures(complete_env):
+    """The complete run (every label method, LLM-retEval): the LLM-relevance share of Yes and the failure cases
+    A-C / D-F at the run's k, each counted here from the run's tables, with links to the pages that show them."""
+    with RunReader(complete_env) as reader:
+        k = reader.main_k()
+        llm = reader.labels("llm_relevance")
+        verdicts, cases = reader.verdicts(), reader.failure_cases()
+    app = start(HOME, run=complete_env.stem)
+    texts = [plain(m.value) for m in app.markdown]
+    yes = int((llm["value"] > 0).sum())
+    assert any(t.startswith(f"The LLM relevance baseline says Yes (relevant) to {yes / len(llm):.0%} [") and
+               f"of the {len(llm):,} passages it labelled" in t for t in texts)
+    judged = verdicts[(verdicts["judge"] == "em") & (verdicts["k"] == k) & (verdicts["reference"] == "semi_gold")]
+    at_k = cases[(cases["judge"] == "em") & (cases["k"] == k)]
+    recall = at_k[at_k["category"].isin(["A", "B", "C"])]["query_id"].nunique()
+    reteval = at_k[at_k["category"].isin(["D", "E", "F"])]["query_id"].nunique()
+    n = judged["query_id"].nunique()
+    assert any(t.startswith(f"At k={k} (judge exact match), {recall} of {n} judged queries (") and
+               f"and {reteval} (" in t for t in texts)
+    by_label = {link.label: link for link in links(app)}
+    failures = by_label["See the failure cases"]
+    assert failures.page == "LLM_retEval" and params_of(failures) == {"run": complete_env.stem, "judge": "em"}
+    llm_link = by_label["Its measures against the answer"]
+    assert llm_link.page == "Correlations" and params_of(llm_link)["method"] == "llm_relevance"
