@@ -34,8 +34,11 @@ metric = view.metric_name(settings)
 gold_answer = None
 if main_k is None:
     st.info("This run stores no end-to-end answers, so whether retrieving a gold passage leads to a right answer "
-            "cannot be told. Compute the E2E answers with the button above (or `rageval evaluate` on your data); "
-            "the leaderboard and the measures below still show what the run has.")
+            "cannot be told. "
+            + ("It is a shipped run without answers: choose a run with answers in the sidebar or the leaderboard "
+               "below. " if data.is_shipped(path) else
+               "Compute the E2E answers with the button above (or `rageval evaluate` on your data). ")
+            + "The leaderboard and the measures below still show what the run has.")
 else:
     gold_answer = loaders.load_gold_answer(*key, main_k)
     table = gold_answer.table
@@ -87,8 +90,9 @@ if found:
 elif main_k is not None:
     st.caption("No finding: the run has neither correlations, gold passages, LLM-relevance labels nor LLM-retEval.")
 
-if main_k is not None:
-    measure, warnings = loaders.load_label_warnings(*key, main_k)
+warn_k = main_k if main_k is not None else settings.get("k")  # a retrieval-only run: its own depth
+if isinstance(warn_k, int):
+    measure, warnings = loaders.load_label_warnings(*key, warn_k)
     if warnings:
         st.warning("**Label methods whose correlations mean little**\n\n"
                    + "\n".join(f"- {render.escape_markdown(w.text)}" for w in warnings))
