@@ -191,3 +191,38 @@ def test_findings_of_a_complete_run_link_to_llm_reteval_and_the_llm_relevance_me
     assert failures.page == "LLM_retEval" and params_of(failures) == {"run": complete_env.stem, "judge": "em"}
     llm_link = by_label["Its measures against the answer"]
     assert llm_link.page == "Correlations" and params_of(llm_link)["method"] == "llm_relevance"
+
+
+def stored_correlation(method: str, measure: str, tau: float, low: float, high: float):
+    from rageval.store import Correlation
+
+    return Correlation(K, method, measure, 6, tau, low, high, tau, low, high, 300, 0.95)
+
+
+def test_stored_correlations_are_read_and_a_large_run_is_never_bootstrapped(tmp_path, monkeypatch):
+    """A run that stores its correlations: the sentence and the leaderboard use them as stored (made-up values here,
+    so that they cannot come from a computation). A run above SMALL_RUN_QUERIES without them: no correlation
+    sentence and no computed tau, but the caption says why."""
+    from ui import data_findings
+
+    run = build_small_run()
+    stored = [stored_correlation("erag:em", f"P@{K}", 0.61, 0.51, 0.71),
+              stored_correlation("gold", f"Hit@{K}", 0.11, 0.01, 0.21)]
+    write_run(dataclasses.replace(run, correlations=stored), tmp_path / "stored.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(HOME, run="stored")
+    texts = [plain(m.value) for m in app.markdown]
+    assert (f"eRAG EM labels predict the answer better than gold labels: Kendall's tau 0.61 [0.51, 0.71] (P@{K}) vs "
+            f"0.11 [0.01, 0.21] (Hit@{K}); 6 queries, k={K}.") in texts
+    row = leaderboard(app).set_index("Run").loc["stored"]
+    assert row["Best eRAG measure"] == f"eRAG EM P@{K}" and row["Kendall's tau"] == "0.610 [0.51, 0.71]"
+
+    make_small_run(tmp_path / "large.sqlite")
+    monkeypatch.setattr(data_findings, "SMALL_RUN_QUERIES", 3)  # the 6-query fixture counts as large
+    import streamlit as st
+
+    st.cache_data.clear()
+    app = start(HOME, run="large")
+    assert not [m for m in app.markdown if "labels predict the answer" in m.value]
+    assert any("stores no correlations" in c.value for c in app.caption)
+    assert leaderboard(app).set_index("Run").loc["large", "Best eRAG measure"] == "not stored"
