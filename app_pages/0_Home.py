@@ -105,11 +105,23 @@ unreadable = [*listing.problems, *unreadable]
 if unreadable:
     st.warning(render.escape_markdown(f"{len(unreadable)} run file(s) could not be read and are left out: "
                                       + "; ".join(unreadable)))
-st.dataframe(view.leaderboard_view(rows), hide_index=True, column_config=view.leaderboard_column_config())
-st.caption("One row per run, best E2E score first: the E2E score at each run's own k (95% interval: Wilson for 0/1 "
-           "scores, else Student-t) and the eRAG measure that best predicts it (Kendall's tau, 95% bootstrap "
-           f"interval; stored in the run by rageval evaluate, computed here only for runs of at most "
-           f"{loaders.SMALL_RUN_QUERIES:,} queries).")
+board = view.leaderboard_view(rows)
+board_key = f"home.leaderboard.{path.stem}"  # one per run: a pick made on another run's page is not carried over
+
+
+def open_picked_run() -> None:
+    """A selected row opens that run's findings here (a callback: it runs before the run selector exists)."""
+    picked = st.session_state[board_key]["selection"]["rows"]
+    if picked and (chosen := board["Run"].iloc[picked[0]]) != path.stem:
+        render.commit_choice(render.RUN_STATE, "run", chosen)
+
+
+st.dataframe(board, hide_index=True, column_config=view.leaderboard_column_config(), on_select=open_picked_run,
+             selection_mode="single-row", key=board_key)
+st.caption("Select a row to open that run's findings here. One row per run, best E2E score first: the E2E score "
+           "at each run's own k (95% interval: Wilson for 0/1 scores, else Student-t) and the eRAG measure that best "
+           "predicts it (Kendall's tau, 95% bootstrap interval; as stored in the run by rageval evaluate, else "
+           f"computed here for runs of at most {loaders.SMALL_RUN_QUERIES:,} queries).")
 
 # --- this run in numbers -----------------------------------------------------------------------------------
 st.subheader("This run in numbers")

@@ -229,9 +229,11 @@ def test_reteval_page_failure_case_to_inspector_in_chromium(server_url, tmp_path
 
 
 
-def test_a_two_by_two_cell_opens_the_inspector_on_its_queries_in_the_same_tab(server_url, tmp_path):
+def test_a_two_by_two_cell_opens_the_inspector_on_its_queries_in_the_same_tab(server_url, tmp_path,
+                                                                             tmp_path_factory):
     """The engineer's first click: a cell of the home page's 2 x 2 opens the query inspector in the same tab, with
-    the cell's queries as the worklist in the URL; Back returns to the findings."""
+    the cell's queries as the worklist in the URL; Back returns to the findings; a leaderboard row opens that run's
+    findings, in the same tab too."""
     from urllib.parse import parse_qs, urlsplit
 
     from playwright.sync_api import expect
@@ -259,4 +261,20 @@ def test_a_two_by_two_cell_opens_the_inspector_on_its_queries_in_the_same_tab(se
         assert ids == cells[params[worklist.NAME_PARAM]] and params["query"] == ids[0]
         page.go_back()
         expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
+
+        # The leaderboard: selecting the other run's row opens its findings in the same tab.
+        with RunReader(reteval_run_file(tmp_path_factory)) as reader:
+            other_mean = reader.query_table()["e2e_score"].mean()
+        with RunReader(fixture) as reader:
+            fixture_mean = reader.query_table()["e2e_score"].mean()
+        order = sorted([(-fixture_mean, "fixture"), (-other_mean, RETEVAL_RUN)])  # best E2E score first
+        row = [name for _, name in order].index(RETEVAL_RUN)
+        expect(page.get_by_role("heading", name="All runs")).to_be_visible(timeout=WAIT_MS)
+        board = page.get_by_test_id("stDataFrame").first
+        board.scroll_into_view_if_needed()
+        box = board.bounding_box()
+        page.mouse.click(box["x"] + 15, box["y"] + 35 * (row + 1) + 17)  # the row's selection box (35 px rows)
+        expect(page).to_have_url(re.compile(rf"[?&]run={RETEVAL_RUN}\b"), timeout=WAIT_MS)
+        expect(page.get_by_text(f"Run {RETEVAL_RUN}.sqlite").first).to_be_visible(timeout=WAIT_MS)
+        assert len(page.context.pages) == 1
         assert not page_errors, page_errors
