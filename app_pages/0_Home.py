@@ -1,14 +1,18 @@
-"""Home page (the default page of ``app.py``'s navigation): pick a run, see what produced it and its aggregate
-measures. ``?run=<name>`` selects one by file name without ``.sqlite``. A run that lacks pieces (an upload: no
-eRAG labels, no E2E answers, no LLM-retEval) says so, with a button that computes them in the background.
-"""
+"""Home page (the default page of ``app.py``'s navigation): the findings of the selected run, then the leaderboard of
+all runs, then what produced the run and its aggregate measures. ``?run=<name>`` selects a run by file name without
+``.sqlite``.
 
-import math
+Findings: the 2 x 2 of gold retrieved x answer right at the run's k (each cell opens the query inspector walking its
+queries), the sentences ``rageval results`` derives (each linked to the page that proves it), and warnings on label
+methods whose correlations mean little. A run that lacks pieces says which, with a button that computes them.
+"""
 
 import streamlit as st
 
-from rageval.stats.intervals import mean_interval
+from rageval import findings
 from ui import data, navigation, render
+from ui import data_findings as loaders
+from ui import render_findings as view
 from ui.render_lacks import render_lacks_panel
 
 path = render.select_run()
@@ -16,32 +20,124 @@ path = render.select_run()
 key = data.run_key(path)
 settings = data.load_settings(*key)
 counts = data.load_counts(*key)
-queries = data.load_query_table(*key)
-summary = data.load_measure_summary(*key)
-
 main_k = data.load_main_k(*key)
-e2e_ks = data.load_e2e_ks(*key)
 
-st.title("rageval · retrieval evaluation for RAG")
+st.title("Findings")
+st.caption(navigation.BY_FILE[navigation.HOME].question)
 st.caption(render.escape_markdown(f"Run {path.name}" + (f" · {render.SHIPPED_MARK}" if data.is_shipped(path)
-                                                          else "")))
+                                                          else "")) + " · " + render.provenance(settings,
+                                                                                                counts["queries"]))
 render_lacks_panel(path)
 
+# --- the 2 x 2 ---------------------------------------------------------------------------------------------
+metric = view.metric_name(settings)
+gold_answer = None
+if main_k is None:
+    st.info("This run stores no end-to-end answers, so whether retrieving a gold passage leads to a right answer "
+            "cannot be told. "
+            + ("It is a shipped run without answers: choose a run with answers in the sidebar or the leaderboard "
+               "below. " if data.is_shipped(path) else
+               "Compute the E2E answers with the button above (or `rageval evaluate` on your data). ")
+            + "The leaderboard and the measures below still show what the run has.")
+else:
+    gold_answer = loaders.load_gold_answer(*key, main_k)
+    table = gold_answer.table
+    st.subheader(f"Gold passage retrieved × answer right at k={main_k}")
+    if gold_answer.source is None or table.without_gold == table.n_queries:
+        st.info("No query of this run has gold passages (gold_passage_ids, or gold / qrels labels), so whether the "
+                "retriever found one cannot be told. Give the questions' gold passages (or qrels) when you upload "
+                "or evaluate a run; the findings below use the labels the run has.")
+        gold_answer = None
+    else:
+        view.render_two_by_two(table, loaders.load_cell_links(*key, main_k))
+        left_out = [f"{n:,} {what}" for n, what in ((table.without_gold, "without gold passages"),
+                                                   (table.without_answer, f"without an E2E answer at k={main_k}"))
+                    if n]
+        st.caption(render.escape_markdown(
+            f"Gold retrieved: at least one of {view.gold_source_text(gold_answer.source)} is ranked in the top "
+            f"{main_k}. Answer right: {view.right_rule(settings, table.threshold)}. Shares of the {table.n:,} "
+            f"queries with both, with Wilson 95% intervals"
+            + (f"; left out: {', '.join(left_out)}" if left_out else "") + ". ")
+            + render.provenance(settings, table.n, k=main_k))
+
+# --- the finding sentences ----------------------------------------------------------------------------------
+found: list[findings.Finding] = []
+if main_k is not None:
+    correlations = loaders.load_home_correlations(*key, main_k)
+    if correlations.table is not None and (finding := findings.correlation_finding(
+            correlations.table, main_k, render.method_name)) is not None:
+        found.append(finding)
+    if gold_answer is not None and (finding := findings.two_by_two_finding(gold_answer.table)) is not None:
+        found.append(finding)
+llm_share = loaders.load_label_share(*key, "llm_relevance")
+if (finding := findings.label_share_finding("llm_relevance", *llm_share, name=render.method_name)) is not None:
+    found.append(finding)
+if (finding := findings.failure_finding(loaders.load_failure_counts(*key), main_k, render.judge_name)) is not None:
+    found.append(finding)
+
+if found:
+    st.subheader("What this run says")
+    for finding in found:
+        text_column, link_column = st.columns([4, 1.3])
+        text_column.markdown(render.escape_markdown(finding.text))
+        link = view.finding_link(finding, path.stem, loaders.load_cell_links(*key, main_k) if gold_answer else None)
+        if link is not None:
+            page, label, params, icon = link
+            link_column.page_link(page, label=label, icon=icon, query_params=params)
+    if main_k is not None and loaders.load_home_correlations(*key, main_k).table is None:
+        st.caption("This run stores no correlations (a large run: they are not computed here); the Correlations page "
+                   "computes them.")
+elif main_k is not None:
+    st.caption("No finding: the run has neither correlations, gold passages, LLM-relevance labels nor LLM-retEval.")
+
+warn_k = main_k if main_k is not None else settings.get("k")  # a retrieval-only run: its own depth
+if isinstance(warn_k, int):
+    measure, warnings = loaders.load_label_warnings(*key, warn_k)
+    if warnings:
+        st.warning("**Label methods whose correlations mean little**\n\n"
+                   + "\n".join(f"- {render.escape_markdown(w.text)}" for w in warnings))
+
+# --- the leaderboard ---------------------------------------------------------------------------------------
+st.subheader("All runs")
+listing = data.find_all_runs()
+rows, unreadable = loaders.load_leaderboard(data.safe_run_keys(list(listing.runs.values())))
+unreadable = [*listing.problems, *unreadable]
+if unreadable:
+    st.warning(render.escape_markdown(f"{len(unreadable)} run file(s) could not be read and are left out: "
+                                      + "; ".join(unreadable)))
+board = view.leaderboard_view(rows)
+board_key = f"home.leaderboard.{path.stem}"  # one per run: a pick made on another run's page is not carried over
+
+
+def open_picked_run() -> None:
+    """A selected row opens that run's findings here (a callback: it runs before the run selector exists)."""
+    picked = st.session_state[board_key]["selection"]["rows"]
+    if picked and (chosen := board["Run"].iloc[picked[0]]) != path.stem:
+        render.commit_choice(render.RUN_STATE, "run", chosen)
+
+
+st.dataframe(board, hide_index=True, column_config=view.leaderboard_column_config(), on_select=open_picked_run,
+             selection_mode="single-row", key=board_key)
+st.caption("Select a row to open that run's findings here. One row per run, best E2E score first: the E2E score "
+           "at each run's own k (95% interval: Wilson for 0/1 scores, else Student-t) and the eRAG measure that best "
+           "predicts it (Kendall's tau, 95% bootstrap interval; as stored in the run by rageval evaluate, else "
+           f"computed here for runs of at most {loaders.SMALL_RUN_QUERIES:,} queries).")
+
+# --- this run in numbers -----------------------------------------------------------------------------------
+st.subheader("This run in numbers")
+summary = data.load_measure_summary(*key)
 sizes = st.columns(5)
 sizes[0].metric("Queries", f"{counts['queries']:,}")
 sizes[1].metric("Passages", f"{counts['passages']:,}")
 sizes[2].metric("Ranking rows", f"{counts['rankings']:,}")
 sizes[3].metric("LLM outputs", f"{counts['doc_outputs'] + counts['e2e_outputs']:,}",
                 help=f"{counts['doc_outputs']:,} single-passage + {counts['e2e_outputs']:,} end-to-end")
-e2e_scores = queries["e2e_score"].dropna()
-e2e_mean = e2e_scores.mean() if len(e2e_scores) else math.nan
-e2e_interval = mean_interval(e2e_scores)
-sizes[4].metric("E2E EM (mean)", "–" if math.isnan(e2e_mean) else f"{e2e_mean:.3f}",
-                help=f"exact match of the end-to-end answer from the top-{main_k} passages, mean over "
-                     f"{len(e2e_scores)} queries, 95% interval [{e2e_interval.low:.3f}, {e2e_interval.high:.3f}]"
-                     if main_k else "this run stores no end-to-end answers")
+e2e = loaders.load_leaderboard_row(*key)  # the run's own row of the leaderboard: SQLite aggregates, cached
+sizes[4].metric(f"E2E {metric} (mean)", "-" if not e2e["e2e_n"] else f"{e2e['e2e']:.3f}",
+                help=f"{metric} of the end-to-end answer from the top-{main_k} passages, mean over "
+                     f"{e2e['e2e_n']} queries, 95% interval [{e2e['e2e_low']:.3f}, {e2e['e2e_high']:.3f}] "
+                     f"({e2e['interval']})" if e2e["e2e_n"] else "this run stores no end-to-end answers")
 
-st.subheader("Aggregate measures")
 if summary.empty:
     st.info("This run stores no measure values.")
 else:
@@ -58,24 +154,17 @@ else:
                "intervals are Student-t over those queries (rageval.stats.intervals). "
                + render.provenance(settings, counts["queries"])
                + render.escape_markdown(render.partial_methods_note(summary, counts["queries"])))
-if len(e2e_scores):
-    st.caption(f"E2E EM {e2e_mean:.3f} (95% interval {e2e_interval.low:.3f}-{e2e_interval.high:.3f}): "
-               + render.provenance(settings, len(e2e_scores), k=main_k))
 
-if e2e_ks and not summary.empty:
+if main_k is not None and not summary.empty:
     st.page_link(navigation.CORRELATIONS, label="Which labels predict the end-to-end answer? Kendall's tau and "
                  "Spearman's rho with intervals, per-query scatter, k sweep", icon=":material/scatter_plot:",
                  query_params={"run": path.stem})
-
-st.subheader("What produced this run")
-st.dataframe(render.settings_frame(settings), hide_index=True)
-if settings.get("notes"):
-    st.info(render.escape_markdown(settings["notes"]))
-
 st.page_link(navigation.INSPECTOR, label="Inspect queries one by one", icon=":material/search:",
              query_params={"run": path.stem})
-if not data.load_verdicts(*key).empty:
-    st.page_link(navigation.RETEVAL, label="LLM-retEval: judged answers and failure cases", icon=":material/gavel:",
-                 query_params={"run": path.stem})
 st.page_link(navigation.COMPARE, label="Compare this run with another", icon=":material/compare_arrows:",
              query_params={"run_a": path.stem})
+
+with st.expander("What produced this run"):
+    st.dataframe(render.settings_frame(settings), hide_index=True)
+    if settings.get("notes"):
+        st.info(render.escape_markdown(settings["notes"]))

@@ -125,7 +125,7 @@ def test_valid_upload_is_saved_and_opens_on_the_home_page_and_in_the_inspector(r
     home = start(HOME, run="my-bm25")
     metrics = {m.label: m.value for m in home.metric}
     assert metrics["Queries"] == "6" and metrics["Passages"] == "7" and metrics["Ranking rows"] == "30"
-    summary = home.dataframe[0].value
+    summary = next(df.value for df in home.dataframe if df.value.index.name == "Labels" and "n" in df.value.columns)
     assert list(summary.index) == ["qrels"]
     for measure, value in expected.items():
         assert summary.loc["qrels", measure] == pytest.approx(value)

@@ -139,8 +139,7 @@ def test_summary_inspector_and_escaping_in_chromium(server_url):
     with chromium_page() as (page, page_errors):
         # Home: the summary of the fixture run (6 queries; dataset named in the provenance caption).
         page.goto(server_url)
-        expect(page.get_by_role("heading", name="rageval · retrieval evaluation for RAG")).to_be_visible(
-            timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
         queries_metric = page.get_by_test_id("stMetric").filter(has_text="Queries")
         expect(queries_metric).to_contain_text("6")
         expect(page.get_by_text("dataset nq_open (first 6 oracle questions)").first).to_be_visible()
@@ -168,7 +167,7 @@ def test_summary_inspector_and_escaping_in_chromium(server_url):
         # The choice survives a trip to the home page and back through the sidebar navigation.
         navigation = page.get_by_test_id("stSidebarNav")
         navigation.get_by_role("link", name="Findings").click()
-        expect(page.get_by_role("heading", name="Aggregate measures")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name="This run in numbers")).to_be_visible(timeout=WAIT_MS)
         navigation.get_by_role("link", name="Query inspector").click()
         expect(page.get_by_role("heading", name="who is the owner of reading football club")).to_be_visible(
             timeout=WAIT_MS)
@@ -230,4 +229,56 @@ def test_reteval_page_failure_case_to_inspector_in_chromium(server_url, tmp_path
                ).to_be_visible(timeout=WAIT_MS)
         expect(page).to_have_url(re.compile(r"[?&]judge=token_f1\b"))
         assert page.evaluate("typeof window.__pwned") == "undefined"
+        assert not page_errors, page_errors
+
+
+
+def test_a_two_by_two_cell_opens_the_inspector_on_its_queries_in_the_same_tab(server_url, tmp_path,
+                                                                             tmp_path_factory):
+    """The engineer's first click: a cell of the home page's 2 x 2 opens the query inspector in the same tab, with
+    the cell's queries as the worklist in the URL; Back returns to the findings; a leaderboard row opens that run's
+    findings, in the same tab too."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from playwright.sync_api import expect
+
+    from tests.run_fixtures import K
+    from tests.test_findings import pandas_two_by_two
+    from ui import worklist
+
+    fixture = make_small_run(tmp_path / "fixture.sqlite")  # the server's default run, built the same way
+    with RunReader(fixture) as reader:
+        order = reader.query_table()["query_id"].tolist()
+    cells = {f"gold {'retrieved' if g else 'not retrieved'}, answer {'right' if r else 'wrong'} at k={K}": ids
+             for (g, r), ids in pandas_two_by_two(fixture, K).items()}
+    with chromium_page() as (page, page_errors):
+        page.goto(server_url)
+        expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
+        link = page.get_by_role("link", name=re.compile(r"^Inspect these \d+$")).first
+        expect(link).to_be_visible(timeout=WAIT_MS)
+        link.click()
+        expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
+        assert len(page.context.pages) == 1  # the same tab
+        params = {key: values[0] for key, values in parse_qs(urlsplit(page.url).query).items()}
+        assert params["run"] == "fixture"
+        ids = worklist.decode_worklist(params[worklist.LIST_PARAM], order)
+        assert ids == cells[params[worklist.NAME_PARAM]] and params["query"] == ids[0]
+        page.go_back()
+        expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
+
+        # The leaderboard: selecting the other run's row opens its findings in the same tab.
+        with RunReader(reteval_run_file(tmp_path_factory)) as reader:
+            other_mean = reader.query_table()["e2e_score"].mean()
+        with RunReader(fixture) as reader:
+            fixture_mean = reader.query_table()["e2e_score"].mean()
+        order = sorted([(-fixture_mean, "fixture"), (-other_mean, RETEVAL_RUN)])  # best E2E score first
+        row = [name for _, name in order].index(RETEVAL_RUN)
+        expect(page.get_by_role("heading", name="All runs")).to_be_visible(timeout=WAIT_MS)
+        board = page.get_by_test_id("stDataFrame").first
+        board.scroll_into_view_if_needed()
+        box = board.bounding_box()
+        page.mouse.click(box["x"] + 15, box["y"] + 35 * (row + 1) + 17)  # the row's selection box (35 px rows)
+        expect(page).to_have_url(re.compile(rf"[?&]run={RETEVAL_RUN}\b"), timeout=WAIT_MS)
+        expect(page.get_by_text(f"Run {RETEVAL_RUN}.sqlite").first).to_be_visible(timeout=WAIT_MS)
+        assert len(page.context.pages) == 1
         assert not page_errors, page_errors

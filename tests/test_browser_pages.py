@@ -92,7 +92,7 @@ def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url):
 
 
 @pytest.mark.parametrize("path, ready, shot", [
-    ("", "What produced this run", "overview.png"),
+    ("", "This run in numbers", "overview.png"),
     (f"Correlations?run={BM25_RUN}", "How the agreement changes with k", "correlations.png"),
     (f"Compare_runs?run_a={BM25_RUN}", "Queries that changed most", "compare_runs.png"),
     ("Citations", "Agreement with HAGRID's human labels", "citations.png"),

@@ -67,8 +67,7 @@ def test_upload_trec_files_then_open_the_new_run_in_chromium(upload_server):
             assert reader.settings()["uploaded_files"]["run"] == "run.trec"
 
         page.get_by_role("link", name="Open its overview").click()
-        expect(page.get_by_role("heading", name="rageval · retrieval evaluation for RAG")).to_be_visible(
-            timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
         expect(page).to_have_url(f"{url}/?run={RUN_NAME}", timeout=WAIT_MS)
         expect(page.get_by_test_id("stMetric").filter(has_text="Queries")).to_contain_text("6")
         expect(page.get_by_text(f"Run {RUN_NAME}.sqlite")).to_be_visible()

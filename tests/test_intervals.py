@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rageval.stats.intervals import grouped_mean_intervals, mean_interval
+from rageval.stats.intervals import grouped_mean_intervals, mean_interval, wilson_interval
 from rageval.store import RunReader
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
@@ -63,3 +63,25 @@ def test_intervals_from_sqlite_moments_equal_those_from_every_value(measures):
     assert list(from_sql.index) == list(from_values.index)
     for column in ("mean", "low", "high", "n"):
         assert from_sql[column].to_numpy() == pytest.approx(from_values[column].to_numpy(), abs=1e-9, nan_ok=True)
+
+
+@pytest.mark.parametrize(("successes", "n"), [(0, 1), (1, 1), (0, 30), (3, 30), (15, 30), (247, 300), (300, 300),
+                                              (5, 100_000)])
+@pytest.mark.parametrize("confidence", [0.95, 0.9])
+def test_wilson_interval_equals_scipys(successes, n, confidence):
+    """scipy's ``binomtest(...).proportion_ci(method="wilson")`` is the reference (scipy.stats, Newcombe 1998)."""
+    ours = wilson_interval(successes, n, confidence)
+    theirs = stats.binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    assert ours.mean == successes / n and ours.n == n
+    assert ours.low == pytest.approx(theirs.low, abs=1e-12) and ours.high == pytest.approx(theirs.high, abs=1e-12)
+    assert 0 <= ours.low <= ours.mean <= ours.high <= 1
+
+
+def test_wilson_interval_by_hand_and_edges():
+    # 0 of 10 at 95%: the upper end is z^2 / (n + z^2) (the closed form at p = 0), 0.2775 with z = 1.95996.
+    z = 1.959963984540054
+    assert wilson_interval(0, 10).high == pytest.approx(z * z / (10 + z * z)) and wilson_interval(0, 10).low == 0
+    empty = wilson_interval(0, 0)
+    assert empty.n == 0 and all(math.isnan(v) for v in (empty.mean, empty.low, empty.high))
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)

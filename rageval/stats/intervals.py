@@ -72,3 +72,29 @@ def grouped_mean_intervals(frame: pd.DataFrame, by: list[str], value: str = "val
     moments = (values.assign(_sq=values[value] ** 2).groupby(by, sort=False)
                .agg(n=(value, "count"), mean=(value, "mean"), sum_sq=("_sq", "sum")).reset_index())
     return intervals_from_moments(moments, confidence)[[*by, "mean", "low", "high", "n"]]
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> MeanInterval:
+    """The share ``successes / n`` with its Wilson score interval (Wilson 1927; Brown, Cai & DasGupta, *Interval
+    Estimation for a Binomial Proportion*, Statistical Science 2001): for z = the two-sided normal quantile and
+    p̂ = successes / n,
+
+        (p̂ + z²/2n ± z·√(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n).
+
+    Unlike p̂ ± z·√(p̂(1 − p̂)/n) it stays within [0, 1] and is not empty at 0 or n successes: the interval for a
+    share of queries (a 0/1 mean). All NaN when n = 0."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n < 0 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
+    if n == 0:
+        return MeanInterval(math.nan, math.nan, math.nan, 0, confidence)
+    from scipy.special import ndtri
+
+    z = float(ndtri((1 + confidence) / 2))
+    share = successes / n
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exactly 0 (1) at the ends, not a rounding away
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return MeanInterval(share, low, high, n, confidence)

@@ -1,0 +1,294 @@
+"""What a run says, in a few numbers: the findings on the dashboard's home page.
+
+- :func:`compute_gold_answer_table`, the 2 x 2 of *gold retrieved* (at least one of the query's gold passages in
+  the top k) x *answer right* (the stored E2E score at k at or above a threshold), each cell with its queries
+  in run order and its share of the queries with a Wilson 95% interval;
+- :func:`label_method_warnings`, label methods whose measure hardly varies over queries (labels almost all 1 or
+  all 0) or whose labels are the same for every passage of most queries, so that their correlations with the
+  answer mean little;
+- the sentences ``rageval results`` writes about the shipped runs (:mod:`rageval.report`), for any run:
+  :func:`correlation_finding` (the best eRAG measure against gold labels, Kendall's tau with its interval),
+  :func:`two_by_two_finding`, :func:`label_share_finding` (the LLM-relevance baseline's share of Yes) and
+  :func:`failure_finding` (LLM-retEval's failure cases A-C and D-F).
+
+Pure functions of tables (read by :mod:`rageval.store.aggregates`, SQLite aggregates that stay fast at 100,000
+queries): no I/O, nothing rounded for display beyond the sentences' own numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rageval.report import best_measures
+from rageval.stats.intervals import MeanInterval, wilson_interval
+
+#: An E2E score at or above this counts as a right answer: exact match and accuracy are 0 or 1; for a graded
+#: metric (token F1, ROUGE-L) it is a threshold the page states.
+RIGHT_THRESHOLD = 0.5
+#: A label method is flagged when this share of queries has one and the same measure value, or the same label on
+#: every top-k passage.
+DEGENERATE_SHARE = 0.95
+#: Label methods whose positive labels stand for gold passages, best reference first.
+GOLD_METHODS = ("gold", "qrels", "gold_page")
+
+
+def _is_erag(method: str) -> bool:
+    return method.startswith("erag:")
+
+
+def _erag_rows(table: pd.DataFrame, erag: bool = True) -> pd.DataFrame:
+    """The rows of eRAG methods (or, ``erag=False``, of the others); an empty table stays a table with its columns
+    (indexing by an empty object Series would select columns)."""
+    mask = np.array([_is_erag(m) for m in table["method"]], dtype=bool)
+    return table[mask if erag else ~mask]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of the 2 x 2: its queries (run order), their positions in the run's query order (what a worklist
+    link carries, :mod:`ui.worklist`) and their share of the table's queries (Wilson 95%)."""
+
+    gold_retrieved: bool
+    answer_right: bool
+    query_ids: tuple[str, ...]
+    share: MeanInterval
+    positions: tuple[int, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.query_ids)
+
+    def name(self, k: int) -> str:
+        """``gold retrieved, answer wrong at k=10``: the cell in words (a worklist's name)."""
+        return (f"gold {'retrieved' if self.gold_retrieved else 'not retrieved'}, answer "
+                f"{'right' if self.answer_right else 'wrong'} at k={k}")
+
+
+@dataclass(frozen=True)
+class GoldAnswerTable:
+    """The 2 x 2 of gold retrieved x answer right at ``k`` over the ``n`` queries that have gold passages and a
+    finite E2E score at k; ``without_gold`` queries (no gold passage) and ``without_answer`` (gold passages but no
+    E2E score at k) are left out of it. ``n_queries``: every query of the run."""
+
+    k: int
+    threshold: float
+    cells: tuple[Cell, ...]
+    n: int
+    n_queries: int
+    without_gold: int
+    without_answer: int
+
+    def cell(self, gold_retrieved: bool, answer_right: bool) -> Cell:
+        return next(c for c in self.cells if c.gold_retrieved == gold_retrieved and c.answer_right == answer_right)
+
+
+def compute_gold_answer_table(retrieval: pd.DataFrame, k: int, threshold: float = RIGHT_THRESHOLD
+                              ) -> GoldAnswerTable:
+    """The 2 x 2 at ``k`` from ``retrieval`` (:func:`rageval.store.aggregates.read_gold_retrieval`: one row per
+    query in run order with query_id, n_gold, gold_retrieved, e2e_score; a cell's ``positions`` are row numbers of
+    ``retrieval``). A query is in the table when it has at least one gold passage and a finite E2E score; its answer
+    is right when that score is >= ``threshold``."""
+    has_gold = retrieval["n_gold"].to_numpy() > 0
+    scores = retrieval["e2e_score"].to_numpy(dtype=float)
+    scored = has_gold & ~pd.isna(scores)
+    table = retrieval[scored]
+    n = len(table)
+    retrieved = table["gold_retrieved"].to_numpy(dtype=bool)
+    right = table["e2e_score"].to_numpy(dtype=float) >= threshold
+    ids = table["query_id"].to_numpy()
+    rows = np.flatnonzero(scored)
+    cells = []
+    for gold in (True, False):
+        for answer in (True, False):
+            mask = (retrieved == gold) & (right == answer)
+            chosen = ids[mask]
+            cells.append(Cell(gold, answer, tuple(str(q) for q in chosen), wilson_interval(len(chosen), n),
+                              tuple(int(i) for i in rows[mask])))
+    return GoldAnswerTable(int(k), float(threshold), tuple(cells), n, len(retrieval),
+                           int((~has_gold).sum()), int((has_gold & pd.isna(scores)).sum()))
+
+
+@dataclass(frozen=True)
+class LabelWarning:
+    """A label method whose correlations with the answer mean little, and why (``text``, plain words)."""
+
+    method: str
+    reason: str  # "constant", "one_value" or "same_within_query"
+    text: str
+
+
+def label_method_warnings(spread: pd.DataFrame, measure: str, name: Callable[[str], str] = str,
+                          share: float = DEGENERATE_SHARE) -> list[LabelWarning]:
+    """The label methods of ``spread`` (:func:`rageval.store.aggregates.read_measure_spread` of ``measure``,
+    ``P@k``) whose labels say little: ``measure`` is the same for every query (its correlations are undefined),
+    or one value (its ``mode``, for ``n_mode`` queries) for at least ``share`` of the queries,
+    e.g. (almost) all labels 1 or all 0 on the top k; or, failing that, for at least ``share`` of the queries
+    every top-k passage gets the same label (``measure`` is 0 or 1), so the labels do not tell a query's
+    passages apart. One warning per method, the strongest reason."""
+    warnings = []
+    for row in spread.itertuples(index=False):
+        n, label = int(row.n), name(row.method)
+        if n == 0:
+            continue
+        mode, mode_count = float(row.mode), int(row.n_mode)
+        if row.min == row.max:
+            warnings.append(LabelWarning(row.method, "constant", (
+                f"{label}: {measure} is {row.min:g} for all {n} queries, so its correlation with the answer is "
+                "undefined.")))
+        elif mode_count >= share * n:
+            warnings.append(LabelWarning(row.method, "one_value", (
+                f"{label}: {measure} is {mode:g} for {mode_count} of {n} queries ({mode_count / n:.0%}; mean "
+                f"{row.mean:.3f}), so its correlations with the answer rest on the other {n - mode_count}.")))
+        elif row.n_zero + row.n_one >= share * n:
+            same = int(row.n_zero + row.n_one)
+            warnings.append(LabelWarning(row.method, "same_within_query", (
+                f"{label}: for {same} of {n} queries ({same / n:.0%}) every passage of the top "
+                f"{measure.partition('@')[2] or 'k'} gets the same label ({measure} is 0 or 1), so the labels hardly "
+                "tell a query's passages apart and rank-based measures (RR, AP, nDCG) say little more than P.")))
+    return warnings
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One sentence about the run, with what proves it: ``kind`` (``correlation``, ``two_by_two``,
+    ``label_share``, ``failures``) and ``target``, the facts a link to the proving page needs (method, measure,
+    k, judge, the cell)."""
+
+    kind: str
+    text: str
+    target: dict[str, Any] = field(default_factory=dict)
+
+
+def _tau(row: Any) -> str:
+    if math.isnan(row["tau_low"]):
+        return f"{row['tau']:.2f}"
+    return f"{row['tau']:.2f} [{row['tau_low']:.2f}, {row['tau_high']:.2f}]"
+
+
+def correlation_finding(correlations: pd.DataFrame, k: int, name: Callable[[str], str] = str) -> Finding | None:
+    """The best eRAG measure at ``k`` against the best gold-label measure (the first of :data:`GOLD_METHODS`
+    present, else the best other method): which predicts the E2E answer better, by Kendall's tau and its interval
+    (``correlations``: method, measure, n, tau, tau_low, tau_high, as the Correlations page and
+    :func:`rageval.report.correlation_table_at_k` give them). Better or worse only when the intervals do not
+    overlap. None without an eRAG method whose tau is defined."""
+    best = best_measures(correlations, k)
+    erag = _erag_rows(best)
+    if erag.empty:
+        return None
+    top = erag.iloc[0]
+    gold = _reference(best)
+    n = int(top["n"])
+    target = {"method": top["method"], "measure": top["measure"], "k": int(k)}
+    if gold is None:
+        return Finding("correlation", (
+            f"{name(top['method'])} labels predict the answer best: Kendall's tau {_tau(top)} ({top['measure']}); "
+            f"{n} queries, k={k}."), target)
+    if top["tau_low"] > gold["tau_high"]:
+        verb = "better than"
+    elif gold["tau_low"] > top["tau_high"]:
+        verb = "worse than"
+    else:
+        verb = "about as well as"
+    text = (f"{name(top['method'])} labels predict the answer {verb} {name(gold['method'])} labels: Kendall's tau "
+            f"{_tau(top)} ({top['measure']}) vs {_tau(gold)} ({gold['measure']})")
+    if verb == "about as well as":
+        text += ", the intervals overlap"
+    return Finding("correlation", text + f"; {n} queries, k={k}.", target)
+
+
+def _percent(interval: MeanInterval) -> str:
+    return f"{interval.mean:.0%} [{interval.low:.0%}, {interval.high:.0%}]"
+
+
+def two_by_two_finding(table: GoldAnswerTable) -> Finding | None:
+    """"247 of 300 queries (82% [78%, 87%]) retrieve a gold passage in the top 10 yet answer wrongly", the
+    cell where retrieval looks fine and the answer is not; None for an empty table."""
+    if table.n == 0:
+        return None
+    cell = table.cell(True, False)
+    return Finding("two_by_two", (
+        f"{cell.count} of {table.n} queries ({_percent(cell.share)}) retrieve a gold passage in the top {table.k} "
+        "yet answer wrongly."), {"gold_retrieved": True, "answer_right": False, "k": table.k})
+
+
+def label_share_finding(method: str, n: int, positive: int, name: Callable[[str], str] = str) -> Finding | None:
+    """"The LLM relevance baseline says Yes to 90% [89%, 91%] of the 3000 passages it labelled"; None without
+    labels."""
+    if n == 0:
+        return None
+    share = wilson_interval(positive, n)
+    return Finding("label_share", (
+        f"The {name(method)} baseline says Yes (relevant) to {_percent(share)} of the {n:,} passages it labelled."),
+        {"method": method})
+
+
+def failure_finding(counts: pd.DataFrame, k: int | None, judge_name: Callable[[str], str] = str) -> Finding | None:
+    """LLM-retEval's failure cases at ``k`` (else its largest k) under judge ``em`` (else the first): how many of
+    the judged queries are recall failures (A-C) and LLM-retEval failures (D-F), with Wilson intervals; None
+    without verdicts. ``counts``: :func:`rageval.store.aggregates.read_failure_counts`."""
+    if counts.empty:
+        return None
+    judges = sorted(counts["judge"].unique(), key=lambda j: (j != "em", j))
+    rows = counts[counts["judge"] == judges[0]]
+    at = k if k in set(rows["k"]) else int(rows["k"].max())
+    row = rows[rows["k"] == at].iloc[0]
+    n = int(row["n"])
+    if n == 0:
+        return None
+    recall, reteval = wilson_interval(int(row["recall_failures"]), n), wilson_interval(int(row["reteval_failures"]), n)
+    return Finding("failures", (
+        f"At k={at} (judge {judge_name(judges[0])}), {int(row['recall_failures'])} of {n} judged queries "
+        f"({_percent(recall)}) are recall failures (A-C: the retriever missed what the answer needs) and "
+        f"{int(row['reteval_failures'])} ({_percent(reteval)}) LLM-retEval failures (D-F: the evaluation itself "
+        "erred)."), {"judge": judges[0], "k": at})
+
+
+
+def _reference(best: pd.DataFrame) -> pd.Series | None:
+    """The row a best eRAG measure is compared with: the best measure of the first of :data:`GOLD_METHODS` present,
+    else the best non-eRAG method's (``best``: :func:`rageval.report.best_measures`, best first)."""
+    others = _erag_rows(best, erag=False)
+    for method in GOLD_METHODS:
+        if (others["method"] == method).any():
+            return others[others["method"] == method].iloc[0]
+    return others.iloc[0] if len(others) else None
+
+
+def key_correlations(measures: pd.DataFrame, e2e: pd.Series, k: int, n_resamples: int | None = None,
+                     confidence: float | None = None, seed: int | None = None) -> pd.DataFrame:
+    """The rows of a run's correlation table the findings use, computed alone: the best eRAG measure at ``k`` (the
+    highest Kendall's tau-b with the E2E score) and the measure it is compared with (:func:`correlation_finding`:
+    gold labels' best, else the best other method's), each with its percentile-bootstrap interval. The same numbers
+    as those rows of :func:`rageval.stats.correlation.compute_correlation_table` on the same values (same point
+    estimates, tie rule, resamples and seed), but only two pairs are bootstrapped instead of every method x measure.
+
+    ``measures``: method, measure, query_id, value (values at cutoff ``k``, in stored order); ``e2e``: query id ->
+    E2E score at ``k``. Returns method, measure, n, tau, tau_low, tau_high (0-2 rows, the eRAG one first)."""
+    from rageval.stats import correlation
+
+    columns = ["method", "measure", "n", "tau", "tau_low", "tau_high"]
+    at_k = measures[measures["measure"].str.endswith(f"@{k}") & measures["query_id"].isin(e2e.index)]
+    groups = dict(list(at_k.groupby(["method", "measure"], sort=True)))
+    points = pd.DataFrame([{"method": m, "measure": x, "n": len(g), "tau": correlation.kendall_tau_b(
+        g["value"].to_numpy(float), e2e.loc[g["query_id"]].to_numpy(float))} for (m, x), g in groups.items()],
+        columns=columns[:4])
+    best = best_measures(points, k)
+    erag = _erag_rows(best)
+    chosen = [row for row in (erag.iloc[0] if len(erag) else None, _reference(best)) if row is not None]
+    rows = []
+    for row in chosen:
+        group = groups[(row["method"], row["measure"])]
+        tau, _rho = correlation.bootstrap_rank_correlations(
+            group["value"].to_numpy(float), e2e.loc[group["query_id"]].to_numpy(float),
+            correlation.DEFAULT_RESAMPLES if n_resamples is None else n_resamples,
+            correlation.DEFAULT_CONFIDENCE if confidence is None else confidence,
+            correlation.DEFAULT_SEED if seed is None else seed)
+        rows.append({"method": row["method"], "measure": row["measure"], "n": int(row["n"]), "tau": tau.value,
+                     "tau_low": tau.low, "tau_high": tau.high})
+    return pd.DataFrame(rows, columns=columns)

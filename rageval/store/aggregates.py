@@ -1,0 +1,150 @@
+"""Summaries of a run file computed by SQLite, for the findings on the dashboard's home page (:mod:`rageval.findings`)
+and its leaderboard of runs: each is one indexed query or one pass over a table, so a 100,000-query run is summed
+up without loading its label or measure tables into memory.
+
+Each function takes an open :class:`~rageval.store.RunReader` (as :func:`rageval.pipeline.summary.run_summary`
+reads through one) and runs inside :func:`~rageval.store.files.reading`, so a damaged file is one
+:class:`~rageval.errors.StoreError` naming it. Values that are NULL or not finite numbers (a file another tool
+wrote) are left out, as :meth:`RunReader.measure_moments` leaves them out.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rageval.store.files import RUN, reading
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rageval.store.runs import RunReader
+
+#: An SQL condition true for a finite number in ``column`` (false for NULL, +-inf and text).
+_FINITE = "({0} > -9e999 AND {0} < 9e999)"
+#: Label methods whose positive labels stand for "a gold passage", in the order they are looked for when no query
+#: lists its gold passages (``queries.gold_passage_ids``).
+GOLD_LABEL_METHODS = ("gold", "qrels")
+GOLD_COLUMNS = ["query_id", "n_gold", "gold_retrieved", "e2e_score"]
+
+
+def read_label_methods(reader: RunReader) -> list[str]:
+    """The run's label methods, sorted: :meth:`RunReader.label_methods` without its scan of every label (one step
+    down the ``labels`` primary key per method: 0.3 s -> milliseconds at 3M labels)."""
+    with reading(reader.path, RUN):
+        return [row[0] for row in reader._connection.execute(
+            "WITH RECURSIVE m(method) AS (SELECT MIN(method) FROM labels UNION ALL SELECT (SELECT MIN(method) FROM "
+            "labels WHERE method > m.method) FROM m WHERE m.method IS NOT NULL) "
+            "SELECT method FROM m WHERE method IS NOT NULL")]
+
+
+def has_gold_passage_ids(reader: RunReader) -> bool:
+    """Whether any query of the run lists a gold passage (``queries.gold_passage_ids`` not empty)."""
+    with reading(reader.path, RUN):
+        row = reader._connection.execute(
+            "SELECT EXISTS (SELECT 1 FROM queries WHERE json_array_length(gold_passage_ids) > 0)").fetchone()
+    return bool(row[0])
+
+
+def read_gold_retrieval(reader: RunReader, k: int, method: str | None = None) -> pd.DataFrame:
+    """One row per query, in run order: ``query_id``; ``n_gold``, how many gold passages it has; ``gold_retrieved``
+    (0/1), whether at least one of them is ranked in the top ``k`` (ranks 1..k, as rageval writes them); and
+    ``e2e_score``, its E2E score at ``k`` (NaN without a stored finite one).
+
+    The gold passages are the query's ``gold_passage_ids`` (an upload's positive qrels are stored there too); with
+    ``method``, the passages that label method labels above 0 instead (for a run whose queries list none)."""
+    score = f"CASE WHEN {_FINITE.format('e.score')} THEN e.score END AS e2e_score"
+    if method is None:
+        sql = ("SELECT q.query_id, json_array_length(q.gold_passage_ids) AS n_gold, EXISTS (SELECT 1 FROM rankings r "
+               "WHERE r.query_id = q.query_id AND r.rank <= :k AND r.passage_id IN "
+               f"(SELECT value FROM json_each(q.gold_passage_ids))) AS gold_retrieved, {score} FROM queries q "
+               "LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = :k ORDER BY q.rowid")
+    else:
+        sql = ("SELECT q.query_id, (SELECT COUNT(*) FROM labels l WHERE l.method = :method AND l.query_id = q.query_id "
+               "AND l.value > 0) AS n_gold, EXISTS (SELECT 1 FROM rankings r JOIN labels l ON l.method = :method AND "
+               "l.query_id = r.query_id AND l.passage_id = r.passage_id WHERE r.query_id = q.query_id AND "
+               f"r.rank <= :k AND l.value > 0) AS gold_retrieved, {score} FROM queries q LEFT JOIN e2e_outputs e "
+               "ON e.query_id = q.query_id AND e.k = :k ORDER BY q.rowid")
+    import pandas as pd
+
+    with reading(reader.path, RUN):
+        frame = pd.read_sql_query(sql, reader._connection, params={"k": int(k), "method": method})
+    return frame.astype({"n_gold": int, "gold_retrieved": bool, "e2e_score": float})[GOLD_COLUMNS]
+
+
+def read_measure_spread(reader: RunReader, methods: list[str], measure: str) -> pd.DataFrame:
+    """Per label method (of ``methods``) with values of ``measure``: n (queries), mean, n_zero and n_one (queries
+    whose value is exactly 0 / 1), minimum, maximum, mode (the most common value; the smallest of equally common
+    ones) and n_mode (its queries). With ``measure`` = ``P@k`` this says how a method's labels
+    fall on the top k: the mean is the share of passages labelled relevant (the mean label, for graded labels) and
+    a query at 0 or 1 has the same label on all of them. One indexed range per method."""
+    import pandas as pd
+
+    value = _FINITE.format("value")
+    rows = []
+    with reading(reader.path, RUN):
+        for method in methods:
+            n, mean, zero, one, low, high = reader._connection.execute(
+                "SELECT COUNT(value), AVG(value), TOTAL(value = 0), TOTAL(value = 1), MIN(value), MAX(value) "
+                f"FROM measure_values WHERE method = ? AND measure = ? AND {value}", (method, measure)).fetchone()
+            if not n:
+                continue
+            mode, n_mode = reader._connection.execute(
+                f"SELECT value, COUNT(*) AS c FROM measure_values WHERE method = ? AND measure = ? AND {value} "
+                "GROUP BY value ORDER BY c DESC, value LIMIT 1", (method, measure)).fetchone()
+            rows.append((method, int(n), float(mean), int(zero), int(one), float(low), float(high), float(mode),
+                         int(n_mode)))
+    return pd.DataFrame(rows, columns=["method", "n", "mean", "n_zero", "n_one", "min", "max", "mode", "n_mode"])
+
+
+def read_label_share(reader: RunReader, method: str) -> tuple[int, int]:
+    """(labels, labels above 0) of one label method over every (query, passage) it labelled."""
+    with reading(reader.path, RUN):
+        n, positive = reader._connection.execute(
+            f"SELECT COUNT(value), TOTAL(value > 0) FROM labels WHERE method = ? AND {_FINITE.format('value')}",
+            (method,)).fetchone()
+    return int(n), int(positive)
+
+
+def read_e2e_moments(reader: RunReader, k: int) -> dict[str, float]:
+    """The finite E2E scores at ``k``: n, mean, sum_sq (Σ score²) and n_binary (how many are exactly 0 or 1)."""
+    with reading(reader.path, RUN):
+        n, mean, sum_sq, binary = reader._connection.execute(
+            "SELECT COUNT(score), AVG(score), TOTAL(score * score), TOTAL(score IN (0, 1)) FROM e2e_outputs "
+            f"WHERE k = ? AND {_FINITE.format('score')}", (int(k),)).fetchone()
+    return {"n": int(n), "mean": float(mean) if n else float("nan"), "sum_sq": float(sum_sq), "n_binary": int(binary)}
+
+
+def read_failure_counts(reader: RunReader) -> pd.DataFrame:
+    """Per (judge, k) of the LLM-retEval verdicts against the semi-gold answers: n (queries judged),
+    recall_failures (queries with a failure case A-C: the gold passages not retrieved) and reteval_failures (D-F).
+    Empty for a run without LLM-retEval."""
+    import pandas as pd
+
+    columns = ["judge", "k", "n", "recall_failures", "reteval_failures"]
+    if not {"verdicts", "failure_cases"} <= set(reader._tables):
+        return pd.DataFrame(columns=columns)
+    with reading(reader.path, RUN):
+        judged = pd.read_sql_query(
+            "SELECT judge, k, COUNT(DISTINCT query_id) AS n FROM verdicts WHERE reference = 'semi_gold' "
+            "GROUP BY judge, k", reader._connection)
+        failures = pd.read_sql_query(
+            "SELECT judge, k, COUNT(DISTINCT CASE WHEN category IN ('A', 'B', 'C') THEN query_id END) AS "
+            "recall_failures, COUNT(DISTINCT CASE WHEN category IN ('D', 'E', 'F') THEN query_id END) AS "
+            "reteval_failures FROM failure_cases GROUP BY judge, k", reader._connection)
+    table = judged.merge(failures, on=["judge", "k"], how="left").fillna(0)
+    return table.astype({"k": int, "n": int, "recall_failures": int, "reteval_failures": int})[columns]
+
+
+def read_measures_at(reader: RunReader, k: int) -> tuple[pd.DataFrame, pd.Series]:
+    """(every label method's finite per-query measure values at cutoff ``k``: method, measure, query_id, value, in
+    stored order, as :meth:`RunReader.measure_table` returns them (the order a bootstrap resamples in); the finite
+    E2E scores at ``k`` by query id)."""
+    import pandas as pd
+
+    with reading(reader.path, RUN):
+        measures = pd.read_sql_query(
+            f"SELECT method, measure, query_id, value FROM measure_values WHERE measure LIKE ? AND "
+            f"{_FINITE.format('value')} ORDER BY rowid", reader._connection, params=(f"%@{int(k)}",))
+        e2e = pd.read_sql_query(f"SELECT query_id, score FROM e2e_outputs WHERE k = ? AND {_FINITE.format('score')}",
+                                reader._connection, params=(int(k),))
+    return measures, e2e.set_index("query_id")["score"].astype(float)

@@ -1,0 +1,157 @@
+"""Views of the home page (``app_pages/0_Home.py``): the 2 x 2 of gold retrieved x answer right, the finding
+sentences with links to the pages that prove them, and the leaderboard of runs. Pure builders (text, link targets,
+tables) plus :func:`render_two_by_two`, which lays the four cells out; no data is read here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from rageval.findings import Finding, GoldAnswerTable
+from rageval.stats.intervals import MeanInterval
+from ui import navigation, render, worklist
+from ui.render_correlations import METRIC_NAMES
+
+
+def share_text(interval: MeanInterval) -> str:
+    """``82% [78%, 86%]``; ``-`` for an empty share."""
+    if math.isnan(interval.mean):
+        return "-"
+    return f"{interval.mean:.0%} [{interval.low:.0%}, {interval.high:.0%}]"
+
+
+def metric_name(settings: Mapping[str, Any]) -> str:
+    """The E2E score's metric in words (``EM``), from the run's ``e2e_metric`` (else ``label_metric``) setting."""
+    metric = str(settings.get("e2e_metric") or settings.get("label_metric") or "em")
+    return METRIC_NAMES.get(metric, metric)
+
+
+def right_rule(settings: Mapping[str, Any], threshold: float) -> str:
+    """How a right answer is decided, in words, for the caption."""
+    metric = str(settings.get("e2e_metric") or settings.get("label_metric") or "em")
+    binary = metric in ("em", "accuracy")
+    return (f"the stored E2E {metric_name(settings)} at k is at least {threshold:g}"
+            + (f" ({metric_name(settings)} is 0 or 1, so: it is 1)" if binary else
+               " (a graded score: the threshold is ours)"))
+
+
+def gold_source_text(source: str | None) -> str:
+    if source == "gold_passage_ids":
+        return "the query's gold passages (its gold_passage_ids)"
+    return f"the passages the {render.method_name(str(source))} labels mark relevant (label above 0)"
+
+
+def cell_params(table: GoldAnswerTable, gold: bool, right: bool, run: str) -> dict[str, str]:
+    """The query parameters of the inspector link that walks one cell's queries (a worklist named after it): as
+    :func:`ui.worklist.worklist_params`, from the positions the cell holds (the table is in the run's query order,
+    so the page needs no 100,000-row query table to look them up)."""
+    cell = table.cell(gold, right)
+    params = {"run": run, worklist.LIST_PARAM: worklist.encode_positions(cell.positions),
+              worklist.NAME_PARAM: cell.name(table.k)}
+    if cell.query_ids:
+        params["query"] = cell.query_ids[0]
+    return params
+
+
+def render_two_by_two(table: GoldAnswerTable, links: Mapping[tuple[bool, bool], Mapping[str, str]]) -> None:
+    """The four cells, gold retrieved (rows) x answer right (columns): count, share with its interval, and a
+    same-tab link to the query inspector walking that cell's queries (``links``: (gold, right) -> its query
+    parameters, :func:`cell_params`)."""
+    header = st.columns([1.2, 2, 2])
+    header[1].markdown("**answer right**")
+    header[2].markdown("**answer wrong**")
+    for gold in (True, False):
+        row = st.columns([1.2, 2, 2])
+        row[0].markdown(f"**gold {'retrieved' if gold else 'not retrieved'}** in the top {table.k}")
+        for column, right in zip(row[1:], (True, False)):
+            cell = table.cell(gold, right)
+            box = column.container(border=True)
+            box.markdown(f"### {cell.count:,}")
+            box.caption(f"{share_text(cell.share)} of {table.n:,} queries")
+            if cell.count:
+                box.page_link(navigation.INSPECTOR, label=f"Inspect these {cell.count:,}",
+                              icon=":material/playlist_play:",
+                              query_params=dict(links[gold, right]))
+            else:
+                box.caption("no query")
+
+
+def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], Mapping[str, str]] | None
+                 ) -> tuple[str, str, dict[str, str], str] | None:
+    """(page, label, query parameters, icon) of the page that proves ``finding`` (``links``: the 2 x 2 cells'
+    inspector links, :func:`cell_params`)."""
+    target = finding.target
+    if finding.kind == "correlation":
+        return (navigation.CORRELATIONS, "See the correlations", {
+            "run": run, "method": target["method"], "measure": target["measure"], "k": str(target["k"])},
+            ":material/scatter_plot:")
+    if finding.kind == "two_by_two" and links is not None:
+        return (navigation.INSPECTOR, "Inspect these queries", dict(links[target["gold_retrieved"],
+                                                                           target["answer_right"]]),
+                ":material/playlist_play:")
+    if finding.kind == "label_share":
+        return (navigation.CORRELATIONS, "Its measures against the answer", {"run": run, "method": target["method"]},
+                ":material/scatter_plot:")
+    if finding.kind == "failures":
+        return (navigation.RETEVAL, "See the failure cases", {"run": run, "judge": target["judge"]},
+                ":material/gavel:")
+    return None
+
+
+LEADERBOARD_COLUMNS = ["Run", "E2E score", "Best eRAG measure", "Kendall's tau", "k", "Queries", "Dataset",
+                       "Retriever", "Model", "Open"]
+LEADERBOARD_HELP = {
+    "Run": "The run file's name (without .sqlite)",
+    "k": "The run's k: how many passages the LLM was given for its end-to-end answer",
+    "Queries": "Queries in the run",
+    "E2E score": "Mean end-to-end score at k (its metric named) with its 95% interval: Wilson for 0/1 scores "
+                 "(exact match, accuracy), Student-t otherwise",
+    "Best eRAG measure": "The eRAG label method and measure at k whose Kendall's tau with the E2E score is highest",
+    "Kendall's tau": "Kendall's tau-b of that measure with the E2E score at k, 95% bootstrap interval",
+    "Open": "Open this run's findings",
+}
+
+
+def _interval_text(value: float, low: float, high: float) -> str:
+    if math.isnan(value):
+        return "-"
+    if math.isnan(low):
+        return f"{value:.3f}"
+    return f"{value:.3f} [{low:.2f}, {high:.2f}]"
+
+
+def leaderboard_view(rows: pd.DataFrame) -> pd.DataFrame:
+    """The leaderboard as shown: one row per run (best E2E score first, runs without one last), text cells, and
+    a link to the run's home page (``?run=<name>``)."""
+    if rows.empty:
+        return pd.DataFrame(columns=LEADERBOARD_COLUMNS)
+    ordered = rows.sort_values(["e2e", "run"], ascending=[False, True], na_position="last")
+    view = pd.DataFrame({
+        "Run": ordered["run"],
+        "E2E score": [("-" if n == 0 else f"{METRIC_NAMES.get(m, m)} " + _interval_text(v, lo, hi))
+                      for m, v, lo, hi, n in zip(ordered["metric"], ordered["e2e"], ordered["e2e_low"],
+                                                 ordered["e2e_high"], ordered["e2e_n"])],
+        "Best eRAG measure": [f"{render.method_name(m)} {x}" if m else ("-" if c != "not stored" else "not stored")
+                              for m, x, c in zip(ordered["best_method"], ordered["best_measure"],
+                                                 ordered["correlations"])],
+        "Kendall's tau": [_interval_text(t, lo, hi) for t, lo, hi in
+                          zip(ordered["tau"], ordered["tau_low"], ordered["tau_high"])],
+        "k": [("-" if k is None or (isinstance(k, float) and math.isnan(k)) else str(int(k))) for k in ordered["k"]],
+        "Queries": [f"{int(n):,}" for n in ordered["queries"]],
+        "Dataset": ordered["dataset"], "Retriever": ordered["retriever"], "Model": ordered["model"],
+        "Open": [navigation.page_url(navigation.HOME, run=run) for run in ordered["run"]],
+    })
+    return view.reset_index(drop=True)
+
+
+def leaderboard_column_config() -> dict[str, Any]:
+    config: dict[str, Any] = {name: st.column_config.TextColumn(name, help=text)
+                              for name, text in LEADERBOARD_HELP.items() if name != "Open"}
+    for name in ("Retriever", "Model"):  # long descriptions: after the numbers, cut to a readable width
+        config[name] = st.column_config.TextColumn(name, width="medium", help=f"The run's {name.lower()} setting")
+    config["Open"] = st.column_config.LinkColumn("Open", display_text="findings", help=LEADERBOARD_HELP["Open"])
+    return config
