@@ -186,35 +186,48 @@ def test_the_sample_is_shared_by_annotators_with_fleiss_and_krippendorff(runs):
     between = frame_with(bob, "Annotator A")
     assert between.at[0, "n"] == 6
     assert between.at[0, "Cohen's kappa"] == pytest.approx(cohen_kappa_score([1, 0, 1, 0, 1, 1], [1, 0, 0, 0, 1, 1]))
-    assert not [m for m in bob.metric if "Fleiss" in m.label]  # two annotators: Cohen's kappa says it
+    # Two annotators: Fleiss' kappa is Scott's pi, (p_o - p_e) / (1 - p_e) with p_e from the pooled shares:
+    # p_o = 5/6, 7 of 12 labels are 1, p_e = (7/12)^2 + (5/12)^2 = 74/144, pi = 46/70 = 0.657.
+    assert {m.label: m.value for m in bob.metric}["Fleiss' kappa (2 annotators)"] == "0.657"
     cy = start(ANNOTATE, annotator="Cy")
     for label in ("1", "1", "1", "0", "1", "0"):
         decide(cy, label)
     metrics = {m.label: m.value for m in cy.metric}
-    # By hand (Fleiss 1971): counts per item (0s, 1s) = (0,3) (2,1) (1,2) (3,0) (0,3) (1,2); P_bar = 5/9, p_1 = 11/18,
-    # P_e = (11/18)^2 + (7/18)^2 = 170/324; kappa = (5/9 - 170/324) / (1 - 170/324) = 10/154 = 0.065.
-    assert metrics["Fleiss' kappa (3 annotators)"] == "0.065"
+    # By hand (Fleiss 1971): counts per item (0s, 1s) = (0,3) (2,1) (1,2) (3,0) (0,3) (1,2); P_i = 1, 1/3, 1/3, 1,
+    # 1, 1/3, so P_bar = 2/3; p_1 = 11/18, P_e = (11/18)^2 + (7/18)^2 = 170/324; kappa = 46/154 = 0.299.
+    assert metrics["Fleiss' kappa (3 annotators)"] == "0.299"
     assert "Krippendorff's alpha (nominal)" in metrics
     assert "over the 6 items all 3 annotators labelled" in captions(cy).replace("\\", "")
 
 
-def test_statements_of_an_attribution_run(runs):
-    make_small_attribution_run(runs / "attribution" / "hagrid-test.sqlite")
-    app = start(ANNOTATE, annotator="Ada", mode="statements")
-    assert not app.exception, [e.value for e in app.exception]
+def test_statements_an_annotator_who_labels_like_autoais_gets_kappa_1_and_uncited_ones_are_not_judged(runs):
+    """Issue 15: uncited statements were stored as "not supported" by the NLI methods while the page said they are
+    not judged. Now they have no buttons and no kappa counts them."""
+    make_small_attribution_run(runs / "attribution" / "hagrid-test.sqlite", uncited_last=True)
+    # hagrid:3129's first answer: statements 1-4 cite [1] [2] [2] [3, 5] (AutoAIS: 1 0 0 0), statement 5 cites
+    # nothing here (tests/test_annotations.make_small_attribution_run).
+    app = start(ANNOTATE, annotator="Ada", mode="statements", query="hagrid:3129", answer="0")
     assert app.query_params["run"] == "hagrid-test" and app.query_params["scenario"] == "gold-answer"
-    app.button(key="annotate.statement.0.yes").click().run()
-    app.button(key="annotate.statement.1.no").click().run()
+    assert app.selectbox(key="annotate.scenario.widget").format_func("gold-answer") == "gold-answer (16 cited)"
+    keys = {b.key for b in app.button if b.key}
+    assert {f"annotate.statement.{i}.yes" for i in range(4)} <= keys and "annotate.statement.4.yes" not in keys
+    assert "Not judged: it cites no passage" in captions(app)
+    assert "0 of 16 statements with a citation" in app.get("progress")[0].proto.text
+    for statement, label in ((0, "yes"), (1, "no"), (2, "no"), (3, "no")):  # exactly what AutoAIS says
+        app.button(key=f"annotate.statement.{statement}.{label}").click().run()
+    app.button(key="annotate.statement.3.unsure").click().run()  # changes her mind on the last: unsure
+    assert not app.exception, [e.value for e in app.exception]
     with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
-        rows = connection.execute("SELECT run, kind, scenario, query_id, answer_id, statement, label FROM labels"
-                                  ).fetchall()
-    query_id, answer_id = app.query_params["query"], app.query_params["answer"]
-    assert rows == [("hagrid-test", "statement", "gold-answer", query_id, answer_id, 0, 1),
-                    ("hagrid-test", "statement", "gold-answer", query_id, answer_id, 1, 0)]
+        rows = connection.execute("SELECT run, kind, scenario, query_id, answer_id, statement, label, status "
+                                  "FROM labels").fetchall()
+    assert rows[0] == ("hagrid-test", "statement", "gold-answer", "hagrid:3129", "0", 0, 1, "labelled")
+    assert rows[-1][-2:] == (None, "unsure")
     table = frame_with(app, "Cohen's kappa").set_index("Labels")
     assert list(table.index) == ["NLI: a citation supports it (AutoAIS)", "NLI: citations jointly support it (ALCE)",
                                  "HAGRID's annotators"]
-    assert (table["n"] == 2).all()
+    assert table.at["NLI: a citation supports it (AutoAIS)", "n"] == 3  # the unsure one is left out
+    assert table.at["NLI: a citation supports it (AutoAIS)", "Cohen's kappa"] == 1.0
+    assert "1 marked unsure or skipped are left out" in captions(app)
     assert {b.proto.label for b in app.get("download_button")} == {"Download CSV (every label)"}  # qrels: passages
 
 
@@ -225,13 +238,19 @@ def test_a_foreign_file_in_place_of_the_annotation_file_is_an_error(runs):
     assert not [b for b in app.button if b.key]
 
 
-def test_a_label_that_cannot_be_saved_says_so(runs, monkeypatch):
+def test_a_sample_or_label_that_cannot_be_saved_says_so(runs, monkeypatch):
     blocker = runs / "not-a-folder"
     blocker.write_text("a file where the annotation file's folder should be")
     monkeypatch.setenv("RAGEVAL_ANNOTATIONS", str(blocker / ANNOTATIONS_FILE))
     app = start(ANNOTATE, annotator="Ada")
     assert not app.error
-    app.button(key="annotate.passage.1.yes").click().run()
+    draw(app, 5)
+    assert f"{blocker / ANNOTATIONS_FILE}: the sample was not saved" in app.error[0].value
+    assert "Start by drawing the sample" in app.info[0].value
+
+    make_small_attribution_run(runs / "attribution" / "hagrid-test.sqlite")
+    app = start(ANNOTATE, annotator="Ada", mode="statements")
+    app.button(key="annotate.statement.0.yes").click().run()
     assert not app.exception, [e.value for e in app.exception]
     assert f"{blocker / ANNOTATIONS_FILE}: the label was not saved" in app.error[0].value
     assert "Your label: none yet" in captions(app) and not (runs / ANNOTATIONS_FILE).exists()
