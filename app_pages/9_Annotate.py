@@ -135,7 +135,7 @@ if kind == "passage":
             view.render_queue_buttons(
                 view.decision_of(item), on_decide=annotations.decide,
                 decide_args=(str(store_path), run, annotator, PassageItem(item["query_id"], item["passage_id"]),
-                             note_key, after),
+                             note_key, position, after),
                 on_move=annotations.go_to, previous=previous, following=following)
         view.render_hotkeys()
         st.caption("Keys: 1 useful · 0 not useful · u unsure · s skip · j next · k previous. The automatic labels "

@@ -537,7 +537,8 @@ def method_labels_of(items: pd.DataFrame, method_labels: pd.DataFrame, kind: str
     """
     columns = list(ITEM_COLUMNS[kind])
     wanted = items[columns].drop_duplicates()
-    theirs = method_labels[["method", *columns, "value"]].dropna(subset=["value"])
+    theirs = method_labels[method_labels["query_id"].isin(set(wanted["query_id"]))]  # a few queries of many
+    theirs = theirs[["method", *columns, "value"]].dropna(subset=["value"])
     if kind == "passage":
         judged = theirs[["method", "query_id"]].drop_duplicates()
         candidates = wanted.merge(judged, on="query_id")
@@ -547,7 +548,8 @@ def method_labels_of(items: pd.DataFrame, method_labels: pd.DataFrame, kind: str
     return theirs.assign(method_label=(theirs["value"].astype(float) >= threshold).astype(int))
 
 
-def _paired(person: pd.DataFrame, method_labels: pd.DataFrame, kind: str, threshold: float) -> pd.DataFrame:
+def pair_labels(person: pd.DataFrame, method_labels: pd.DataFrame, kind: str = "passage",
+                threshold: float = USEFUL_THRESHOLD) -> pd.DataFrame:
     """Items labelled 0/1 by the person and by a method: item columns, method, label (person), value and
     method_label (:func:`method_labels_of`)."""
     items = list(ITEM_COLUMNS[kind])
@@ -567,9 +569,14 @@ def agreement_with_methods(person: pd.DataFrame, method_labels: pd.DataFrame, ki
     Returns one row per method (every method of ``method_labels``, n = 0 for those sharing no item) with
     :data:`AGREEMENT_COLUMNS`; ``person_only`` counts items the person called useful and the method not.
     """
-    paired = _paired(person, method_labels, kind, threshold)
+    return agreement_from_pairs(pair_labels(person, method_labels, kind, threshold), method_labels["method"].unique())
+
+
+def agreement_from_pairs(paired: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
+    """:func:`agreement_with_methods` from the person's labels already paired with the methods' (:func:`pair_labels`),
+    one row per method of ``methods``."""
     rows = []
-    for method in sorted(method_labels["method"].unique()):
+    for method in sorted(methods):
         of_method = paired[paired["method"] == method]
         rows.append({"method": method, **_kappa_row(cohen_kappa(of_method["label"], of_method["method_label"]))})
     return pd.DataFrame(rows, columns=["method", *AGREEMENT_COLUMNS])
@@ -579,7 +586,11 @@ def disagreements(person: pd.DataFrame, method_labels: pd.DataFrame, kind: str =
                   threshold: float = USEFUL_THRESHOLD) -> pd.DataFrame:
     """The items where the person's label and a method's (binarised at ``threshold``) differ, one row per (item,
     method): item columns, method, label (the person's), value (the method's stored value), method_label."""
-    paired = _paired(person, method_labels, kind, threshold)
+    return disagreements_from_pairs(pair_labels(person, method_labels, kind, threshold), kind)
+
+
+def disagreements_from_pairs(paired: pd.DataFrame, kind: str = "passage") -> pd.DataFrame:
+    """:func:`disagreements` from the labels already paired (:func:`pair_labels`)."""
     differing = paired[paired["label"] != paired["method_label"]]
     return differing.sort_values([*ITEM_COLUMNS[kind], "method"]).reset_index(drop=True)
 

@@ -66,10 +66,14 @@ def position_from_url() -> int | None:
     return int(value) - 1 if value.isdigit() and int(value) > 0 else None
 
 
-def decide(path: str, run: str, annotator: str, item: ann.PassageItem, note_key: str, next_position: int | None,
-           label: int | str) -> None:
-    """Save the decision on the item on screen (with its note) and, once saved, show ``next_position`` (the next
-    item of the queue; None: none left, the page says so): the label buttons' and hotkeys' ``on_click``."""
+def decide(path: str, run: str, annotator: str, item: ann.PassageItem, note_key: str, position: int,
+           next_position: int | None, label: int | str) -> None:
+    """Save the decision on the item on screen (sample ``position``, with its note) and, once saved, show
+    ``next_position`` (the next item of the queue; None: none left, the page says so): the label buttons' and
+    hotkeys' ``on_click``. A click on a button of an item no longer on screen (a key pressed twice before the page
+    redrew: the old button's callback) is dropped, so it never relabels the item just labelled."""
+    if st.session_state.get(POSITION_STATE) not in (None, position):
+        return
     if not save_label(path, run, annotator, item, label, note_key):
         return
     if next_position is not None:
@@ -148,7 +152,8 @@ def _load_agreement(path: str, revision: int, run_path: str, mtime_ns: int, run:
                     annotator: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     mine = load_latest(path, revision, run, kind, annotator)
     automatic = method_labels(Path(run_path), kind)
-    return (ann.agreement_with_methods(mine, automatic, kind), ann.disagreements(mine, automatic, kind),
+    paired = ann.pair_labels(mine, automatic, kind)  # once for both tables
+    return (ann.agreement_from_pairs(paired, automatic["method"].unique()), ann.disagreements_from_pairs(paired, kind),
             ann.agreement_between_annotators(load_latest(path, revision, run, kind), kind))
 
 

@@ -58,34 +58,55 @@ STATEMENT_GUIDELINE = (
     "(AutoAIS, ALCE), so it has no buttons and no kappa counts it. A statement citing a number that is not one of "
     "the input passages is not supported by its citations.")
 #: Listens to keydown on the page around the component's iframe and clicks the button whose text ends with the
-#: key's bracketed hint; keys typed into inputs, text areas, selects or editable elements are left alone, and a
-#: listener left from an earlier run is replaced (one per page). In AppTest no script runs: it is inert there.
+#: key's bracketed hint; keys typed into inputs, text areas, selects or editable elements are left alone. Keys are
+#: queued in order: while the page is redrawing after the last one its buttons are stale (the previous item's), so
+#: the next key waits (up to 5 s) for the new ones. A listener left from an earlier run is replaced (one per page).
+#: In AppTest no script runs: it is inert there.
 HOTKEYS_SCRIPT = """<script>
 (function () {
   var host = window.parent;
   var doc = host.document;
   var hints = {"1": "[1]", "0": "[0]", "u": "[u]", "s": "[s]", "j": "[j]", "k": "[k]"};
+  var queue = [];
+  var timer = null;
   if (host.__ragevalAnnotateKeys) { doc.removeEventListener("keydown", host.__ragevalAnnotateKeys, true); }
-  function onKey(event) {
-    if (!window.frameElement || !window.frameElement.isConnected) {
-      doc.removeEventListener("keydown", onKey, true);
-      return;
+  function alive() { return window.frameElement && window.frameElement.isConnected; }
+  function find(hint) {
+    var buttons = doc.querySelectorAll("button");
+    for (var i = 0; i < buttons.length; i++) {
+      var text = (buttons[i].innerText || "").trim();
+      if (!buttons[i].disabled && text.endsWith(hint)) {
+        // A stale button (the page is being redrawn) is the previous item's: wait for the new one.
+        return buttons[i].closest('[data-stale="true"]') ? "wait" : buttons[i];
+      }
     }
+    return null;
+  }
+  function pump() {
+    timer = null;
+    while (queue.length && alive()) {
+      if (Date.now() - queue[0].at > 5000) { queue.shift(); continue; }
+      var button = find(queue[0].hint);
+      if (button === "wait") { timer = setTimeout(pump, 50); return; }
+      queue.shift();
+      if (button) {
+        button.click();
+        if (queue.length) { timer = setTimeout(pump, 250); }  // let the redraw start before the next key
+        return;
+      }
+    }
+  }
+  function onKey(event) {
+    if (!alive()) { doc.removeEventListener("keydown", onKey, true); return; }
     if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) { return; }
     var target = event.target;
     var tag = target && target.tagName ? target.tagName.toLowerCase() : "";
     if (tag === "input" || tag === "textarea" || tag === "select" || (target && target.isContentEditable)) { return; }
     var hint = hints[(event.key || "").toLowerCase()];
     if (!hint) { return; }
-    var buttons = doc.querySelectorAll("button");
-    for (var i = 0; i < buttons.length; i++) {
-      var text = (buttons[i].innerText || "").trim();
-      if (!buttons[i].disabled && text.endsWith(hint)) {
-        event.preventDefault();
-        buttons[i].click();
-        return;
-      }
-    }
+    event.preventDefault();
+    queue.push({hint: hint, at: Date.now()});
+    if (!timer) { pump(); }
   }
   host.__ragevalAnnotateKeys = onKey;
   doc.addEventListener("keydown", onKey, true);
