@@ -14,6 +14,7 @@ follow.
 
 import functools
 
+import pandas as pd
 import streamlit as st
 
 from rageval.annotations import LABELLED, PassageItem, StatementItem, sample_status
@@ -100,8 +101,7 @@ if kind == "passage":
         st.success("Every sampled passage is done: see the agreement below, or the Done view to revise a label."
                    if shown == "pending" else "Nothing done yet: label passages in the Pending view.")
     else:
-        if annotations.position_from_url() != position:
-            annotations.go_to(position)
+        annotations.go_to(position)  # the item on screen, in the session and the URL (a link may name it)
         item = status.set_index("position").loc[position]
         index = walk.index(position)
         previous = walk[index - 1] if index > 0 else None
@@ -110,8 +110,14 @@ if kind == "passage":
             after = next((p for p in pending if p > position), next((p for p in pending if p != position), None))
         else:
             after = following if following is not None else position
-        ranked = data.load_ranking(*key, item["query_id"]).table
-        passage = ranked[ranked["passage_id"] == item["passage_id"]].iloc[0]
+        ranking = data.load_ranking(*key, item["query_id"])
+        render.render_ranking_notes(ranking, labels_shown=False)  # the automatic labels are hidden here
+        ranked = ranking.table[ranking.table["passage_id"] == item["passage_id"]]
+        if ranked.empty:  # the run file changed since the sample was drawn
+            st.warning(render.escape_markdown(f"Passage {item['passage_id']} of the sample is no longer in the run's "
+                                              f"ranking of query {item['query_id']}: skip it, or draw a new sample."))
+            ranked = pd.DataFrame({"rank": [0], "title": [""], "text": [data.MISSING_PASSAGE_TEXT], "text_size": [0]})
+        passage = ranked.iloc[0]
         query = data.load_query(*key, item["query_id"])
         with st.container(border=True):
             where = (f"Item {position + 1:,} of {len(status):,}" if shown == "pending" else

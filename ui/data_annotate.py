@@ -57,7 +57,8 @@ def save_label(path: str, run: str, annotator: str, item: ann.PassageItem | ann.
 def go_to(position: int) -> None:
     """Show the sample item at ``position`` (0 first): session and ``?item=``; a button's ``on_click``."""
     st.session_state[POSITION_STATE] = int(position)
-    st.query_params[POSITION_PARAM] = str(int(position) + 1)
+    if st.query_params.get(POSITION_PARAM) != str(int(position) + 1):
+        st.query_params[POSITION_PARAM] = str(int(position) + 1)
 
 
 def position_from_url() -> int | None:
