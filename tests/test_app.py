@@ -273,6 +273,9 @@ def test_no_page_renders_raw_html():
         code = source.read_text(encoding="utf-8")
         for unsafe in ("unsafe_allow_html", "st.html", "components.html"):
             assert unsafe not in code, f"{source.name} uses {unsafe}"
+        # One iframe: the Annotate page's hotkey script, a constant of ours (no data goes into it).
+        iframes = re.findall(r"st\.iframe\(([^,)]*)", code)
+        assert iframes == (["HOTKEYS_SCRIPT"] if source.name == "render_annotate.py" else []), source.name
 
 
 def settings_table(app):
