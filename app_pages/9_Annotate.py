@@ -133,7 +133,7 @@ if kind == "passage":
                                        load_page=functools.partial(data.load_passage_page, *key,
                                                                    item["passage_id"]))
             view.render_decision_badge(view.decision_of(item))
-            note_key = f"annotate.note.{run}.{position}"
+            note_key = f"annotate.note.{sample.id}.{position}"
             if note_key not in st.session_state:
                 st.session_state[note_key] = item["note"]
             st.text_input("Note (saved with your next label of this passage)", key=note_key,

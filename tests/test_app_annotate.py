@@ -105,7 +105,7 @@ def test_sample_queue_labels_with_progress_against_the_sample_and_kappa(runs):
     assert all("<script>" not in m.value and "<b>" not in m.value for m in app.markdown)
 
     # A note typed before the label is saved with it; the next pending item opens (auto-advance).
-    app.text_input(key="annotate.note.fixture.0").input("says 1901 outright").run()
+    app.text_input(key="annotate.note.1.0").input("says 1901 outright").run()
     decide(app, "1")
     assert saved_rows(runs) == [("fixture", "passage", *items[0], 1, "Ada Lovelace")]
     with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
