@@ -75,6 +75,9 @@ def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, tmp_
         injected = page.get_by_test_id("stText").filter(has_text="<script>window.__pwned=1</script>")
         expect(injected).to_contain_text(INJECTION)
 
+        # A label reloads only the queue; the agreement follows on Update (or when the sample is finished).
+        page.get_by_role("button", name="Update the agreement").click()
+        expect(page.get_by_text("From Ada Lovelace's 2 decisions")).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_role("heading", name="Agreement with the automatic labels")).to_be_visible(
             timeout=WAIT_MS)
         expect(page.get_by_text("Cohen's kappa (Cohen 1960)")).to_be_visible()
