@@ -62,6 +62,8 @@ def test_label_ten_passages_with_the_keyboard_then_reveal_and_kappa(annotate_ser
 
         # Keyboard only from here: the focus is on the page body, not on a text box.
         page.get_by_role("heading", name="Annotate", exact=True).click()
+        page.wait_for_function("() => typeof window.__ragevalAnnotateKeys === 'function'",
+                               timeout=WAIT_MS)  # the hotkey script is listening
         for done, key in enumerate(KEYS, start=1):
             page.keyboard.press(key)
             expect(progress(page, done)).to_be_visible(timeout=WAIT_MS)  # saved, the next item opened
