@@ -1,15 +1,23 @@
-"""Annotate: a person labels the retrieved passages of a run (useful or not) or the statements of attributed answers
-(supported or not). Each label is saved at once, with the annotator's name and the time, in the runs folder's
-``annotations.sqlite`` (or ``$RAGEVAL_ANNOTATIONS``; :mod:`rageval.annotations`); Cohen's kappa with every automatic
-label method and with the other annotators, the disagreements, and CSV / TREC qrels downloads follow.
+"""Annotate: a person labels a seeded random sample of a run's retrieved passages (useful, not useful, unsure or
+skip; keys 1 / 0 / u / s, j / k to move, the next pending item opening after each label), or the statements of
+attributed answers (supported or not). Each label is saved at once, with the annotator's name, the time and a note,
+in the runs folder's ``annotations.sqlite`` (or ``$RAGEVAL_ANNOTATIONS``; :mod:`rageval.annotations`), as is the
+sample, which every annotator of the run shares. Once a question's sampled passages are labelled, each automatic
+method's label is revealed beside the person's; Cohen's kappa with every method and with the other annotators
+(Fleiss' kappa and Krippendorff's alpha with more than two), the disagreements, and CSV / TREC qrels downloads
+follow.
 
-``?annotator=<name>&mode=passages|statements&run=<name>&query=<query id>`` (statements: also ``&scenario=`` and
-``&answer=``) selects the view, so it can be shared.
+``?annotator=<name>&mode=passages|statements&run=<name>&view=pending|done&item=<n>`` (statements: ``&scenario=``,
+``&query=`` and ``&answer=``) selects the view, so it can be shared.
 """
 
+
+import functools
+
+import pandas as pd
 import streamlit as st
 
-from rageval.annotations import PassageItem, StatementItem
+from rageval.annotations import LABELLED, PassageItem, StatementItem, sample_status
 from rageval.errors import StoreError
 from ui import data, render, render_citations
 from ui import data_annotate as annotations
@@ -20,6 +28,7 @@ QUERY_STATE = "annotate.query_id"
 ATTRIBUTION_RUN_STATE = "annotate.attribution_run"
 SCENARIO_STATE = "annotate.scenario"
 ANSWER_STATE = "annotate.answer_id"
+FULL_RUN_STATE = "annotate.full_run_revision"
 
 
 mode = render.select_synced(st.sidebar, "What to label", list(view.MODES), state_key=MODE_STATE, param="mode",
@@ -46,11 +55,12 @@ if not annotator:
             "a label later (the history is kept; your latest label counts).")
     st.stop()
 run = path.stem
-if annotations.SAVE_ERROR_STATE in st.session_state:
+if annotations.SAVE_ERROR_STATE in st.session_state and kind != "passage":  # passages: in the queue
     st.error(st.session_state[annotations.SAVE_ERROR_STATE])  # our own message: the file and the reason
 mine = annotations.load_latest(*store_key, run, kind, annotator)
 save = (str(store_path), run, annotator)
 
+view.render_guideline(kind)
 if kind == "passage":
     settings = data.load_settings(*key)
     queries = data.load_query_table(*key)
@@ -58,24 +68,119 @@ if kind == "passage":
         st.info("This run has no queries.")
         st.stop()
     questions = dict(zip(queries["query_id"], queries["text"]))
-    view.render_progress(len(mine), data.load_counts(*key)["rankings"], annotator, "retrieved passages of this run")
-    query_id = render.select_query(questions, state_key=QUERY_STATE)
+    sample = annotations.load_sample(store_key[0], run)
+    population = data.load_counts(*key)["rankings"]
+    draw_args = (str(store_path), run, *key, annotator)
+    if sample is None:
+        if annotations.SAVE_ERROR_STATE in st.session_state:
+            st.error(st.session_state[annotations.SAVE_ERROR_STATE])  # our own message: the file and the reason
+        st.info("Start by drawing the sample every annotator of this run labels: a seeded random choice of its "
+                "retrieved passages, grouped by question. Your progress counts against it.")
+        view.render_sample_form(population, on_draw=annotations.draw_sample, args=draw_args, again=False)
+        st.stop()
+    st.caption(view.sample_caption(sample))
+    with st.expander("Draw a new sample", icon=":material/shuffle:"):
+        st.caption("The newest sample is the one everyone labels; labels already given are kept.")
+        view.render_sample_form(population, on_draw=annotations.draw_sample, args=draw_args, again=True)
+    st.session_state[FULL_RUN_STATE] = store_key[1]  # the labels the agreement below is computed from
 
-    query = data.load_query(*key, query_id)
-    st.subheader(render.escape_markdown(query.text))
-    st.markdown("**Gold answers:** " + (" · ".join(render.escape_markdown(a) for a in query.answers) or "none"))
-    st.caption("Is each passage useful for answering the question? The automatic labels are hidden here so they do "
-               "not sway you; the agreement below compares them. " + render.provenance(settings)
-               + " · " + render.escape_markdown(f"query {query_id}"))
-    current = mine[mine["query_id"] == query_id].set_index("passage_id")
-    ranked = data.load_ranking(*key, query_id)
-    render.render_ranking_notes(ranked, labels_shown=False)  # the automatic labels are hidden here
-    for row in ranked.table.itertuples():
-        view.render_passage_to_label(
-            row, current.loc[row.passage_id] if row.passage_id in current.index else None,
-            key=f"annotate.passage.{int(row.rank)}", on_label=annotations.save_label,
-            args=(*save, PassageItem(query_id, row.passage_id)), run_key=key,
-            page_key=f"annotate.page.{query_id}.{int(row.rank)}")
+    @st.fragment
+    def label_queue() -> None:
+        """The queue: a label reruns only this (the item, the progress, the reveal), not the agreement below,
+        which follows on the next full run: when the sample is finished, or on Update."""
+        revision = annotations.annotation_key(store_path)[1]
+        mine = annotations.load_latest(str(store_key[0]), revision, run, kind, annotator)
+        if annotations.SAVE_ERROR_STATE in st.session_state:
+            st.error(st.session_state[annotations.SAVE_ERROR_STATE])  # our own message: the file and the reason
+        status = sample_status(sample.items, mine)
+        view.render_queue_progress(status, annotator)
+        counts = view.queue_counts(status)
+        shown = view.select_view(counts)
+        pending = list(status.loc[status["status"] == "pending", "position"])
+        done = list(status.loc[status["status"] != "pending", "position"])
+        position = annotations.position_from_url()
+        position = position if position is not None else st.session_state.get(annotations.POSITION_STATE)
+        # Pending: j / k walk the whole sample (k goes back to the item just labelled), a label opens the next pending
+        # item. Done: j / k and a relabel walk the done items.
+        if shown == "pending":
+            if position is None or not 0 <= position < len(status):
+                position = pending[0] if pending else None
+            walk = list(status["position"])
+        else:
+            if position not in done:
+                position = done[0] if done else None
+            walk = done
+        if position is None:
+            st.success("Every sampled passage is done: see the agreement below, or the Done view to revise a label."
+                       if shown == "pending" else "Nothing done yet: label passages in the Pending view.")
+        else:
+            annotations.go_to(position)  # the item on screen, in the session and the URL (a link may name it)
+            item = status.set_index("position").loc[position]
+            index = walk.index(position)
+            previous = walk[index - 1] if index > 0 else None
+            following = walk[index + 1] if index + 1 < len(walk) else None
+            if shown == "pending":
+                after = next((p for p in pending if p > position), next((p for p in pending if p != position), None))
+            else:
+                after = following if following is not None else position
+            ranking = data.load_ranking(*key, item["query_id"])
+            render.render_ranking_notes(ranking, labels_shown=False)  # the automatic labels are hidden here
+            ranked = ranking.table[ranking.table["passage_id"] == item["passage_id"]]
+            if ranked.empty:  # the run file changed since the sample was drawn
+                st.warning(render.escape_markdown(
+                    f"Passage {item['passage_id']} of the sample is no longer in the run's ranking of query "
+                    f"{item['query_id']}: skip it, or draw a new sample."))
+                ranked = pd.DataFrame({"rank": [0], "title": [""], "text": [data.MISSING_PASSAGE_TEXT],
+                                       "text_size": [0]})
+            passage = ranked.iloc[0]
+            query = data.load_query(*key, item["query_id"])
+            with st.container(border=True):
+                where = (f"Item {position + 1:,} of {len(status):,}" if shown == "pending" else
+                         f"Done item {index + 1:,} of {len(done):,} · item {position + 1:,} of {len(status):,}")
+                st.caption(render.escape_markdown(
+                    f"{where} · {len(pending):,} pending · query {item['query_id']} · rank {int(passage['rank'])}"))
+                st.subheader(render.escape_markdown(query.text))
+                st.markdown("**Gold answers:** " + (" · ".join(render.escape_markdown(a) for a in query.answers)
+                                                    or "none"))
+                title = render.escape_markdown(passage["title"]) if passage["title"] else "(untitled passage)"
+                st.markdown(f"**{int(passage['rank'])}\\. {title}** · {render.escape_markdown(item['passage_id'])}")
+                render.render_passage_text(passage["text"], passage["text_size"], key=f"annotate.page.{position}",
+                                           load_page=functools.partial(data.load_passage_page, *key,
+                                                                       item["passage_id"]))
+                view.render_decision_badge(view.decision_of(item))
+                note_key = f"annotate.note.{sample.id}.{position}"
+                if note_key not in st.session_state:
+                    st.session_state[note_key] = item["note"]
+                st.text_input("Note (saved with your next label of this passage)", key=note_key,
+                              placeholder="optional: why, or what is unclear")
+                view.render_queue_buttons(
+                    view.decision_of(item), on_decide=annotations.decide,
+                    decide_args=(str(store_path), run, annotator, PassageItem(item["query_id"], item["passage_id"]),
+                                 note_key, position, after),
+                    on_move=annotations.go_to, previous=previous, following=following)
+            view.render_hotkeys()
+            st.caption("Keys: 1 useful · 0 not useful · u unsure · s skip · j next · k previous. The automatic labels "
+                       "stay hidden until you finish this question's sampled passages. " + render.provenance(settings))
+        # The reveal: the question on screen if its sampled passages are all done, else the one labelled last.
+        decided = mine.sort_values("id")
+        candidates = ([status.set_index("position").at[position, "query_id"]] if position is not None else []) + \
+            [q for q in reversed(list(decided["query_id"])) if q in set(status["query_id"])][:1]
+        revealed = next((q for q in candidates if (status.loc[status["query_id"] == q, "status"] != "pending").all()),
+                        None)
+        if revealed is not None:
+            items = status[status["query_id"] == revealed]
+            ranked = data.load_ranking(*key, revealed).table[["passage_id", "rank", "title"]]
+            items = items.merge(ranked, on="passage_id", how="left").fillna({"title": "", "rank": 0})
+            view.render_reveal(
+                items, annotations.load_item_method_labels(path, items), questions.get(revealed, revealed),
+                on_relabel=annotations.save_label,
+                relabel_args=lambda row: (str(store_path), run, annotator,
+                                          PassageItem(row["query_id"], row["passage_id"])),
+                provenance=render.provenance(settings) + " · " + render.escape_markdown(f"query {revealed}"))
+        if (status["status"] != "pending").all() and revision != st.session_state.get(FULL_RUN_STATE):
+            st.rerun()  # the sample is finished: the agreement below follows
+
+    label_queue()
     provenance = render.provenance(settings, mine["query_id"].nunique())
 else:
     settings = data.load_attribution_settings(*key)
@@ -84,11 +189,16 @@ else:
         st.info("This run stores no answers.")
         st.stop()
     all_statements = data.load_all_attribution_statements(*key)
-    view.render_progress(len(mine), len(all_statements), annotator, "statements of this run")
-    judged = set(all_statements.loc[all_statements["supported"].notna(), "scenario"])
-    scenarios = sorted(dict.fromkeys(answers["scenario"]), key=lambda s: s not in judged)  # NLI-judged ones first
+    cited = all_statements[all_statements["citations"] != "[]"]  # the statements anyone is asked about
+    cited_keys = set(zip(cited["scenario"], cited["query_id"], cited["answer_id"], cited["statement"]))
+    done = sum(k in cited_keys for k in zip(mine["scenario"], mine["query_id"], mine["answer_id"], mine["statement"]))
+    view.render_progress(done, len(cited), annotator, "statements with a citation of this run")
+    cited_per_scenario = cited["scenario"].value_counts().to_dict()
+    # The scenario with the most cited statements first (the default): one without citations has nothing to label.
+    scenarios = sorted(dict.fromkeys(answers["scenario"]), key=lambda s: (-cited_per_scenario.get(s, 0), s))
     scenario_column, query_column, answer_column = st.columns([2, 7, 1.4])
-    scenario = render.select_synced(scenario_column, "Scenario", scenarios, state_key=SCENARIO_STATE, param="scenario")
+    scenario = render.select_synced(scenario_column, "Scenario", scenarios, state_key=SCENARIO_STATE, param="scenario",
+                                    format_func=lambda s: f"{s} ({cited_per_scenario.get(s, 0):,} cited)")
     in_scenario = answers[answers["scenario"] == scenario]
     questions = dict(zip(in_scenario["query_id"], in_scenario["question"]))
     query_id = render.select_synced(
@@ -102,8 +212,11 @@ else:
     st.subheader(render.escape_markdown(questions[query_id] or query_id))
     st.text(answer["text"] or "(empty answer)")
     where = render.escape_markdown(f"{scenario} · query {query_id} · answer {answer_id}")
-    st.caption("Is each statement supported by the passages it cites (or, without citations, by the input passages)? "
-               "The NLI verdicts are hidden here; the agreement below compares them. "
+    if not cited_per_scenario.get(scenario):
+        st.warning("This scenario's answers cite no passage, so none of its statements is judged (by you or by the "
+                   "NLI methods): pick a scenario with citations.")
+    st.caption("Is each statement supported by the passages it cites? A statement citing nothing is not judged, by "
+               "you or by the NLI methods. The NLI verdicts are hidden here; the agreement below compares them. "
                + render_citations.provenance(settings, 1) + " · " + where)
     inputs = data.load_attribution_inputs(*key, scenario, query_id)
     with st.expander(f"Input passages ({len(inputs)})", expanded=True):
@@ -124,11 +237,19 @@ else:
     questions = dict(zip(answers["query_id"], answers["question"]))
     provenance = render_citations.provenance(settings) + " · " + render.escape_markdown(f"{len(mine)} statements")
 
+if kind == "passage":
+    update, note = st.columns([1.6, 6], vertical_alignment="center")
+    update.button("Update the agreement", icon=":material/refresh:", key="annotate.update_agreement", width="stretch")
+    note.caption(render.escape_markdown(
+        f"From {annotator}'s {len(mine):,} decisions when the page last loaded: a label reloads only the item above "
+        "(faster); what follows is brought up to date when the sample is finished, or on Update."))
 table, found, between = annotations.load_agreement(store_key, path, kind, annotator)
 if kind == "passage" and (negative := data.load_negative_label_counts(*key)):
     st.warning(render.negative_labels_note(negative, "in this run's automatic labels",
                                            "the agreement counts them as not useful"))
+left_out = int((mine["status"] != LABELLED).sum())
 view.render_agreement(table, between, found, kind=kind, run=run, annotator=annotator, questions=questions,
-                      provenance=provenance)
+                      provenance=provenance, left_out=left_out)
+view.render_multi_rater(annotations.load_multi_rater(*store_key, run, kind), provenance)
 view.render_downloads(annotations.load_history(*store_key, run, kind), annotations.load_latest(*store_key, run, kind),
                       kind=kind, run=run, annotator=annotator)

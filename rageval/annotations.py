@@ -4,13 +4,25 @@ attributed answer is supported by the passages it cites, and how far those label
 The labels live in one SQLite file (default ``annotations.sqlite`` in the runs folder; SQLite ``application_id``
 :data:`rageval.store.ANNOTATIONS`, "RAGN", so it is never listed as a run). Each row is one act of labelling:
 the run's name, the item (a passage: query id + passage id; or a statement: attribution scenario, query id, answer
-id and statement number), the label (1 useful / supported, 0 not), the annotator's name, the UTC time and an
-optional note. Every label is committed the moment it is saved, so killing the app loses nothing; labelling an item
-again adds a row (the history is kept) and the latest row of each (annotator, item) is the one that counts.
+id and statement number), the decision (``status`` "labelled" with ``label`` 1 useful / supported or 0 not; or
+"unsure" or "skipped", with no label), the annotator's name, the UTC time and an optional note. Every label is
+committed the moment it is saved, so killing the app loses nothing; labelling an item again adds a row (the history
+is kept) and the latest row of each (annotator, item) is the one that counts.
+
+Schema history: v1 stored labels 0/1 only and no samples; v1 files are still read (every row "labelled") and are
+upgraded to v2 in place, in one transaction, on the first write. v2 adds ``status`` and the shared sample queues
+(``samples``, ``sample_items``: a seeded random sample of a run's retrieved passages, :func:`sample_passages`, that
+every annotator of the run works through).
 
 Agreement is Cohen's kappa (:func:`cohen_kappa`) between one person's labels and each automatic label method of the
 run (eRAG ``erag:*``, ``llm_relevance``, ``contains_answer``, ``gold``; for statements the NLI verdicts of the
-attribution run, :data:`STATEMENT_METHODS`), or between two annotators, over the items both labelled.
+attribution run, :data:`STATEMENT_METHODS`), or between two annotators, over the items both labelled 0/1 ("unsure"
+and "skipped" are left out); with more than two annotators, Fleiss' kappa (:func:`fleiss_kappa`) and Krippendorff's
+alpha (:func:`krippendorff_alpha`) over all of them (:func:`multi_annotator_agreement`).
+
+A statement that cites no passage is not judged, by the person or by the NLI methods: the question is "is it
+supported by the passages it cites?", and the NLI verdicts stored for such a statement (0, AutoAIS' convention for
+its answer-level mean) are left out of the statement labels (:func:`statement_method_labels`).
 
 Exports: every row as CSV (:func:`labels_csv`), and passage labels as TREC qrels (:func:`qrels_text`; one
 annotator's latest labels, or the majority across annotators, :func:`qrels_frame`).
@@ -18,6 +30,7 @@ annotator's latest labels, or the majority across annotators, :func:`qrels_frame
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
@@ -49,7 +62,10 @@ ITEM_COLUMNS = {"passage": ("query_id", "passage_id"),
                 "statement": ("scenario", "query_id", "answer_id", "statement")}
 #: Every column of a label row, in table order (what :meth:`AnnotationStore.labels` and the CSV export hold).
 LABEL_COLUMNS = ("id", "run", "kind", "query_id", "passage_id", "scenario", "answer_id", "statement", "label",
-                 "annotator", "labelled_at", "note")
+                 "status", "annotator", "labelled_at", "note")
+#: A decision's status: a 0/1 label, or none (unsure; skipped). Only "labelled" rows enter kappa and qrels.
+LABELLED, UNSURE, SKIPPED = "labelled", "unsure", "skipped"
+STATUSES = (LABELLED, UNSURE, SKIPPED)
 #: A graded automatic label (eRAG under token F1, ROUGE-L or BERTScore, in [0, 1]) counts as useful from here on;
 #: 0/1 labels are unaffected.
 USEFUL_THRESHOLD = 0.5
@@ -57,8 +73,11 @@ USEFUL_THRESHOLD = 0.5
 #: method name used here): AutoAIS_cit (one cited passage entails it), ALCE citation recall (its cited passages
 #: jointly entail it), and HAGRID's own annotators' sentence label.
 STATEMENT_METHODS = {"supported": "nli:autoais", "alce_recall": "nli:alce", "human_attributable": "hagrid:human"}
+#: The statement methods that judge a statement by the passages it cites: not judged on a statement citing none.
+CITATION_METHODS = ("nli:autoais", "nli:alce")
+DEFAULT_SAMPLE_SIZE = 50
 
-_SCHEMA = """
+_SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE labels (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -75,7 +94,44 @@ CREATE TABLE labels (
     note TEXT NOT NULL DEFAULT '');
 CREATE INDEX labels_by_run ON labels (run, kind, annotator);
 """
+_LABELS_V2 = """
+CREATE TABLE labels (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
+    query_id TEXT NOT NULL,
+    passage_id TEXT NOT NULL DEFAULT '',
+    scenario TEXT NOT NULL DEFAULT '',
+    answer_id TEXT NOT NULL DEFAULT '',
+    statement INTEGER,
+    label INTEGER CHECK (label IN (0, 1)),
+    status TEXT NOT NULL DEFAULT 'labelled' CHECK (status IN ('labelled', 'unsure', 'skipped')),
+    annotator TEXT NOT NULL CHECK (length(trim(annotator)) > 0),
+    labelled_at TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    CHECK ((status = 'labelled') = (label IS NOT NULL)));
+"""
+_SAMPLES_V2 = """
+CREATE TABLE samples (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
+    size INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    population INTEGER NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at TEXT NOT NULL);
+CREATE TABLE sample_items (
+    sample_id INTEGER NOT NULL REFERENCES samples (id),
+    position INTEGER NOT NULL,
+    query_id TEXT NOT NULL,
+    passage_id TEXT NOT NULL,
+    PRIMARY KEY (sample_id, position));
+"""
+_SCHEMA = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" + _LABELS_V2
+           + "CREATE INDEX labels_by_run ON labels (run, kind, annotator);" + _SAMPLES_V2)
 _SHAPE = schema_shape(_SCHEMA)
+_SHAPES = {1: schema_shape(_SCHEMA_V1), 2: _SHAPE}
 
 
 @dataclass(frozen=True)
@@ -122,12 +178,22 @@ class AnnotationStore:
             self._check()
 
     def _check(self) -> None:
-        """StoreError unless the file is an annotation file this rageval reads, its tables of the shape it writes."""
+        """StoreError unless the file is an annotation file this rageval reads, its tables of the shape its version's
+        writer wrote (v1 or v2)."""
         connection = open_readonly(self.path, ANNOTATIONS)
         try:
-            check_shape(connection, self.path, ANNOTATIONS, _SHAPE, tuple(_SHAPE))
+            version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+            shape = _SHAPES[version]
+            check_shape(connection, self.path, ANNOTATIONS, shape, ("meta", "labels"))
         finally:
             connection.close()
+
+    def version(self) -> int:
+        """The file's schema version (:data:`SCHEMA_VERSION` for a file not created yet)."""
+        if not self.path.exists():
+            return SCHEMA_VERSION
+        with self._connect() as connection:
+            return int(connection.execute("PRAGMA user_version").fetchone()[0])
 
     def _create(self) -> None:
         """Build the empty file in a hidden sibling and link it into place (never over an existing file)."""
@@ -159,28 +225,38 @@ class AnnotationStore:
 
     @contextmanager
     def _connect(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """A connection to the file, its kind checked (read-only unless ``write``); a failure while it is used is
-        a StoreError naming the file."""
+        """A connection to the file, its kind checked (read-only unless ``write``; a write connection to a v1 file
+        upgrades it first); a failure while it is used is a StoreError naming the file."""
         connection = open_for_write(self.path, ANNOTATIONS, timeout_s=30) if write else open_readonly(
             self.path, ANNOTATIONS)
         try:
             with reading(self.path, ANNOTATIONS):
+                if write:
+                    _upgrade(connection)
                 yield connection
         finally:
             connection.close()
 
-    def save_label(self, run: str, item: PassageItem | StatementItem, label: int, annotator: str,
+    def save_label(self, run: str, item: PassageItem | StatementItem, label: int | str, annotator: str,
                    note: str = "", labelled_at: datetime | None = None) -> int:
-        """Append one label and commit it; return its row id (ids grow, so the highest id is the latest label).
+        """Append one decision and commit it; return its row id (ids grow, so the highest id is the latest).
 
-        ``label`` is 1 (useful / supported) or 0 (not); ``annotator`` must name someone; ``labelled_at`` defaults
-        to now and is stored as ISO 8601 UTC.
+        ``label`` is 1 (useful / supported), 0 (not), or :data:`UNSURE` / :data:`SKIPPED` (stored with that status
+        and no label); ``annotator`` must name someone; ``labelled_at`` defaults to now, stored as ISO 8601 UTC.
         """
         annotator = normalise_annotator(annotator)
         if not annotator:
             raise ValueError("an annotator name is required to save a label")
-        if label not in (0, 1):
-            raise ValueError(f"label must be 1 (useful / supported) or 0 (not), got {label!r}")
+        if isinstance(label, str):
+            if label not in (UNSURE, SKIPPED):
+                raise ValueError(f"label must be 1 (useful / supported), 0 (not), {UNSURE!r} or {SKIPPED!r}, "
+                                 f"got {label!r}")
+            status, value = label, None
+        elif label in (0, 1) and not isinstance(label, float):
+            status, value = LABELLED, int(label)
+        else:
+            raise ValueError(f"label must be 1 (useful / supported), 0 (not), {UNSURE!r} or {SKIPPED!r}, "
+                             f"got {label!r}")
         if not run:
             raise ValueError("the run's name is required to save a label")
         moment = (labelled_at or datetime.now(UTC)).astimezone(UTC)
@@ -195,9 +271,9 @@ class AnnotationStore:
             self._create()
         with self._connect(write=True) as connection:
             cursor = connection.execute(
-                "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
-                "annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run, item.kind, *values, int(label), annotator, moment.isoformat(timespec="microseconds"),
+                "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, status, "
+                "annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run, item.kind, *values, value, status, annotator, moment.isoformat(timespec="microseconds"),
                  note or ""))
             connection.commit()
             assert cursor.lastrowid is not None  # an INSERT sets it
@@ -205,7 +281,7 @@ class AnnotationStore:
 
     def labels(self, run: str | None = None, kind: str | None = None) -> pd.DataFrame:
         """Every label row (the full history), oldest first; optionally of one run and one kind. An absent file
-        reads as no labels."""
+        reads as no labels; a v1 file's rows read as "labelled"."""
         if not self.path.exists():
             return empty_labels()
         conditions, params = [], []
@@ -215,8 +291,9 @@ class AnnotationStore:
                 params.append(value)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         with self._connect() as connection:
-            frame = pd.read_sql_query(f"SELECT {', '.join(LABEL_COLUMNS)} FROM labels{where} ORDER BY id",
-                                      connection, params=params)
+            v1 = int(connection.execute("PRAGMA user_version").fetchone()[0]) < 2
+            columns = ", ".join(f"'{LABELLED}' AS status" if v1 and c == "status" else c for c in LABEL_COLUMNS)
+            frame = pd.read_sql_query(f"SELECT {columns} FROM labels{where} ORDER BY id", connection, params=params)
             return _typed(frame)
 
     def revision(self) -> int:
@@ -226,14 +303,146 @@ class AnnotationStore:
         with self._connect() as connection:
             return int(connection.execute("SELECT COALESCE(MAX(id), 0) FROM labels").fetchone()[0])
 
+    def create_sample(self, run: str, population: pd.DataFrame, size: int, seed: int, created_by: str,
+                      created_at: datetime | None = None) -> int:
+        """Draw :func:`sample_passages` of ``population`` (a run's retrieved passages: query_id, passage_id, rank,
+        in run order) and store it as the run's newest sample; return its id."""
+        created_by = normalise_annotator(created_by)
+        if not created_by:
+            raise ValueError("an annotator name is required to draw a sample")
+        if not run:
+            raise ValueError("the run's name is required to draw a sample")
+        items = sample_passages(population, size, seed)
+        moment = (created_at or datetime.now(UTC)).astimezone(UTC)
+        if not self.path.exists():
+            self._create()
+        with self._connect(write=True) as connection:
+            cursor = connection.execute(
+                "INSERT INTO samples (run, kind, size, seed, population, created_by, created_at) "
+                "VALUES (?, 'passage', ?, ?, ?, ?, ?)",
+                (run, len(items), int(seed), len(population), created_by, moment.isoformat(timespec="seconds")))
+            sample_id = int(cursor.lastrowid or 0)
+            connection.executemany("INSERT INTO sample_items VALUES (?, ?, ?, ?)", [
+                (sample_id, int(p), str(q), str(d))
+                for p, q, d in zip(items["position"], items["query_id"], items["passage_id"])])
+            connection.commit()
+            return sample_id
+
+    def latest_sample(self, run: str, kind: str = "passage") -> Sample | None:
+        """The run's newest sample (every annotator works through it), None if none was drawn."""
+        if not self.path.exists():
+            return None
+        with self._connect() as connection:
+            if int(connection.execute("PRAGMA user_version").fetchone()[0]) < 2:
+                return None
+            row = connection.execute(
+                "SELECT id, size, seed, population, created_by, created_at FROM samples WHERE run = ? AND kind = ? "
+                "ORDER BY id DESC LIMIT 1", (run, kind)).fetchone()
+            if row is None:
+                return None
+            items = pd.read_sql_query("SELECT position, query_id, passage_id FROM sample_items WHERE sample_id = ? "
+                                      "ORDER BY position", connection, params=(row[0],))
+            return Sample(int(row[0]), run, kind, int(row[1]), int(row[2]), int(row[3]), str(row[4]), str(row[5]),
+                          items.astype({"position": "int64", "query_id": "object", "passage_id": "object"}))
+
+
+def _upgrade(connection: sqlite3.Connection) -> None:
+    """Upgrade a v1 annotation file to v2 in one transaction (rows kept, ids kept, each one "labelled")."""
+    if int(connection.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
+        return
+    isolation = connection.isolation_level
+    connection.isolation_level = None
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            if int(connection.execute("PRAGMA user_version").fetchone()[0]) < SCHEMA_VERSION:  # not done meanwhile
+                connection.execute("ALTER TABLE labels RENAME TO labels_v1")
+                connection.execute("DROP INDEX labels_by_run")
+                for statement in _LABELS_V2.split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+                connection.execute("CREATE INDEX labels_by_run ON labels (run, kind, annotator)")
+                for statement in _SAMPLES_V2.split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+                connection.execute(
+                    "INSERT INTO labels (id, run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
+                    "status, annotator, labelled_at, note) SELECT id, run, kind, query_id, passage_id, scenario, "
+                    "answer_id, statement, label, 'labelled', annotator, labelled_at, note FROM labels_v1")
+                connection.execute("DROP TABLE labels_v1")
+                connection.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+    finally:
+        connection.isolation_level = isolation
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A run's shared sample queue: ``size`` items drawn with ``seed`` from ``population`` retrieved passages by
+    :func:`sample_passages`; ``items``: position, query_id, passage_id in the order they are labelled."""
+
+    id: int
+    run: str
+    kind: str
+    size: int
+    seed: int
+    population: int
+    created_by: str
+    created_at: str
+    items: pd.DataFrame
+
+
+def sample_passages(population: pd.DataFrame, size: int, seed: int) -> pd.DataFrame:
+    """A seeded random sample of ``size`` retrieved passages (all of them if fewer) of ``population`` (query_id,
+    passage_id, rank; one row per retrieved passage, any order), as position, query_id, passage_id.
+
+    The rows are put in a canonical order (query id, rank, passage id) and permuted by
+    ``numpy.random.default_rng(seed)``; the first ``size`` are the sample, so the same population and seed give the
+    same sample and a larger size a superset. They are listed query by query (queries in the order the permutation
+    first reached them, passages by rank), so an annotator finishes a query's items together.
+    """
+    import numpy as np
+
+    if size < 1:
+        raise ValueError(f"a sample needs at least 1 item, got {size}")
+    canonical = (population[["query_id", "passage_id", "rank"]].drop_duplicates(["query_id", "passage_id"])
+                 .sort_values(["query_id", "rank", "passage_id"], kind="stable").reset_index(drop=True))
+    order = np.random.default_rng(int(seed)).permutation(len(canonical))[:size]
+    chosen = canonical.iloc[order].reset_index(drop=True)
+    first_reached = {q: i for i, q in reversed(list(enumerate(chosen["query_id"])))}
+    chosen = chosen.assign(_query_order=chosen["query_id"].map(first_reached))
+    chosen = chosen.sort_values(["_query_order", "rank", "passage_id"], kind="stable").reset_index(drop=True)
+    return pd.DataFrame({"position": range(len(chosen)), "query_id": chosen["query_id"].astype(object),
+                         "passage_id": chosen["passage_id"].astype(object)})
+
+
+def sample_status(sample: pd.DataFrame, latest: pd.DataFrame) -> pd.DataFrame:
+    """The sample's items (position, query_id, passage_id) with one annotator's current decision on each:
+    ``status`` (:data:`STATUSES`, or "pending"), ``label`` (Int64, missing unless labelled) and ``note``."""
+    mine = latest.loc[latest["kind"] == "passage", ["query_id", "passage_id", "label", "status", "note"]]
+    merged = sample.merge(mine, on=["query_id", "passage_id"], how="left")
+    return merged.assign(status=merged["status"].fillna("pending"), note=merged["note"].fillna(""),
+                         label=merged["label"].astype("Int64")).sort_values("position").reset_index(drop=True)
+
 
 def empty_labels() -> pd.DataFrame:
     return _typed(pd.DataFrame({column: [] for column in LABEL_COLUMNS}))
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    text = ["run", "kind", "query_id", "passage_id", "scenario", "answer_id", "annotator", "labelled_at", "note"]
-    return frame.astype({"id": "int64", "label": "int64", "statement": "Int64", **dict.fromkeys(text, "object")})
+    text = ["run", "kind", "query_id", "passage_id", "scenario", "answer_id", "status", "annotator", "labelled_at",
+            "note"]
+    return frame.astype({"id": "int64", "label": "Int64", "statement": "Int64", **dict.fromkeys(text, "object")})
+
+
+def labelled_only(latest: pd.DataFrame) -> pd.DataFrame:
+    """The rows with a 0/1 label (status "labelled"), ``label`` as int64: what kappa and qrels count."""
+    rows = latest[latest["status"] == LABELLED]
+    return rows.assign(label=rows["label"].astype("int64"))
 
 
 # --- the labels that count ---------------------------------------------------------------------------------
@@ -313,22 +522,39 @@ def _kappa_row(kappa: Kappa) -> dict:
             "both_not": kappa.both_no, "reason": kappa.reason}
 
 
-def _paired(person: pd.DataFrame, method_labels: pd.DataFrame, kind: str, threshold: float) -> pd.DataFrame:
-    """Items labelled by the person and by a method: item columns, method, label (person), value and
+def _with_labels(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``frame`` that hold a 0/1 label (all of them when it has no ``status`` column)."""
+    return labelled_only(frame) if "status" in frame.columns else frame
+
+
+def method_labels_of(items: pd.DataFrame, method_labels: pd.DataFrame, kind: str = "passage",
+                     threshold: float = USEFUL_THRESHOLD) -> pd.DataFrame:
+    """Each method's label on each of ``items`` (item columns): item columns, method, value (the stored value) and
     method_label (value >= threshold).
 
     Passage labels are qrels: a passage a method did not label, in a query it labelled, counts as 0 (trec_eval's
     reading, and how a run stores ``gold``: only its positive rows); queries a method never labelled are left out.
     """
-    items = list(ITEM_COLUMNS[kind])
-    mine = person[[*items, "label"]]
-    theirs = method_labels[["method", *items, "value"]].dropna(subset=["value"])
+    columns = list(ITEM_COLUMNS[kind])
+    wanted = items[columns].drop_duplicates()
+    theirs = method_labels[method_labels["query_id"].isin(set(wanted["query_id"]))]  # a few queries of many
+    theirs = theirs[["method", *columns, "value"]].dropna(subset=["value"])
     if kind == "passage":
         judged = theirs[["method", "query_id"]].drop_duplicates()
-        candidates = mine[items].merge(judged, on="query_id")
-        theirs = candidates.merge(theirs, on=["method", *items], how="left").fillna({"value": 0.0})
-    paired = mine.merge(theirs, on=items, how="inner")
-    return paired.assign(method_label=(paired["value"].astype(float) >= threshold).astype(int))
+        candidates = wanted.merge(judged, on="query_id")
+        theirs = candidates.merge(theirs, on=["method", *columns], how="left").fillna({"value": 0.0})
+    else:
+        theirs = wanted.merge(theirs, on=columns, how="inner")
+    return theirs.assign(method_label=(theirs["value"].astype(float) >= threshold).astype(int))
+
+
+def pair_labels(person: pd.DataFrame, method_labels: pd.DataFrame, kind: str = "passage",
+                threshold: float = USEFUL_THRESHOLD) -> pd.DataFrame:
+    """Items labelled 0/1 by the person and by a method: item columns, method, label (person), value and
+    method_label (:func:`method_labels_of`)."""
+    items = list(ITEM_COLUMNS[kind])
+    mine = _with_labels(person)[[*items, "label"]]
+    return mine.merge(method_labels_of(mine, method_labels, kind, threshold), on=items, how="inner")
 
 
 def agreement_with_methods(person: pd.DataFrame, method_labels: pd.DataFrame, kind: str = "passage",
@@ -336,15 +562,21 @@ def agreement_with_methods(person: pd.DataFrame, method_labels: pd.DataFrame, ki
     """Cohen's kappa between one person's labels and each automatic label method, over the items both labelled.
 
     ``person``: the person's current labels (:func:`latest_labels` of one annotator and run: item columns and
-    ``label``); ``method_labels``: long format, ``method``, item columns, ``value`` (a run's ``labels`` table, or
-    :func:`statement_method_labels`). A method value counts as 1 when ``>= threshold`` (graded eRAG labels); a
-    passage a method left unlabelled in a query it labelled counts as 0 (qrels).
+    ``label``; rows "unsure" or "skipped" are left out); ``method_labels``: long format, ``method``, item
+    columns, ``value`` (a run's ``labels`` table, or :func:`statement_method_labels`). A method value counts as 1
+    when ``>= threshold`` (graded eRAG labels); a passage a method left unlabelled in a query it labelled counts as
+    0 (qrels).
     Returns one row per method (every method of ``method_labels``, n = 0 for those sharing no item) with
     :data:`AGREEMENT_COLUMNS`; ``person_only`` counts items the person called useful and the method not.
     """
-    paired = _paired(person, method_labels, kind, threshold)
+    return agreement_from_pairs(pair_labels(person, method_labels, kind, threshold), method_labels["method"].unique())
+
+
+def agreement_from_pairs(paired: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
+    """:func:`agreement_with_methods` from the person's labels already paired with the methods' (:func:`pair_labels`),
+    one row per method of ``methods``."""
     rows = []
-    for method in sorted(method_labels["method"].unique()):
+    for method in sorted(methods):
         of_method = paired[paired["method"] == method]
         rows.append({"method": method, **_kappa_row(cohen_kappa(of_method["label"], of_method["method_label"]))})
     return pd.DataFrame(rows, columns=["method", *AGREEMENT_COLUMNS])
@@ -354,16 +586,22 @@ def disagreements(person: pd.DataFrame, method_labels: pd.DataFrame, kind: str =
                   threshold: float = USEFUL_THRESHOLD) -> pd.DataFrame:
     """The items where the person's label and a method's (binarised at ``threshold``) differ, one row per (item,
     method): item columns, method, label (the person's), value (the method's stored value), method_label."""
-    paired = _paired(person, method_labels, kind, threshold)
+    return disagreements_from_pairs(pair_labels(person, method_labels, kind, threshold), kind)
+
+
+def disagreements_from_pairs(paired: pd.DataFrame, kind: str = "passage") -> pd.DataFrame:
+    """:func:`disagreements` from the labels already paired (:func:`pair_labels`)."""
     differing = paired[paired["label"] != paired["method_label"]]
     return differing.sort_values([*ITEM_COLUMNS[kind], "method"]).reset_index(drop=True)
 
 
 def agreement_between_annotators(latest: pd.DataFrame, kind: str = "passage") -> pd.DataFrame:
     """Cohen's kappa of every pair of annotators (alphabetical) over the items both labelled; ``latest`` is
-    :func:`latest_labels` of one run. Columns annotator_a, annotator_b and :data:`AGREEMENT_COLUMNS`, where
-    ``person_only`` counts items annotator_a called useful and annotator_b not (``method_only`` the reverse)."""
+    :func:`latest_labels` of one run ("unsure" and "skipped" left out). Columns annotator_a, annotator_b and
+    :data:`AGREEMENT_COLUMNS`, where ``person_only`` counts items annotator_a called useful and annotator_b not
+    (``method_only`` the reverse)."""
     items = list(ITEM_COLUMNS[kind])
+    latest = _with_labels(latest)
     names = sorted(latest["annotator"].unique())
     rows = []
     for i, first in enumerate(names):
@@ -376,15 +614,121 @@ def agreement_between_annotators(latest: pd.DataFrame, kind: str = "passage") ->
     return pd.DataFrame(rows, columns=["annotator_a", "annotator_b", *AGREEMENT_COLUMNS])
 
 
+def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
+    """Fleiss' kappa (Fleiss 1971, "Measuring nominal scale agreement among many raters") of N items each rated by
+    the same number n >= 2 of raters into categories; ``counts[i][j]`` = raters who put item i in category j::
+
+        P_i = (sum_j n_ij^2 - n) / (n (n - 1))      agreement on item i
+        p_j = sum_i n_ij / (N n)                    share of category j
+        kappa = (mean_i P_i - sum_j p_j^2) / (1 - sum_j p_j^2)
+
+    NaN when there is no item or every rating is the same category (0/0)."""
+    import numpy as np
+
+    table = np.asarray(counts, dtype=float)
+    if table.size == 0 or len(table) == 0:
+        return math.nan
+    raters = table.sum(axis=1)
+    if not np.all(raters == raters[0]) or raters[0] < 2:
+        raise ValueError("fleiss_kappa: every item needs the same number (at least 2) of ratings, got "
+                         f"{sorted(set(raters.astype(int).tolist()))}")
+    n = raters[0]
+    per_item = ((table ** 2).sum(axis=1) - n) / (n * (n - 1))
+    shares = table.sum(axis=0) / table.sum()
+    chance = float((shares ** 2).sum())
+    if chance == 1:
+        return math.nan
+    return float((per_item.mean() - chance) / (1 - chance))
+
+
+def krippendorff_alpha(ratings: Sequence[Sequence[float]]) -> float:
+    """Krippendorff's alpha for nominal data (Krippendorff 2011, "Computing Krippendorff's alpha-reliability"):
+    ``ratings[r][u]`` is rater r's value on unit u, NaN where r gave none; units with fewer than 2 values are left
+    out. With the coincidences o_ck = sum_u (number of ordered pairs of values (c, k) in u) / (m_u - 1), n_c = sum_k
+    o_ck and n = sum_c n_c::
+
+        alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k
+
+    NaN when fewer than 2 values are pairable or every pairable value is the same (no expected disagreement)."""
+    import numpy as np
+
+    data = np.asarray(ratings, dtype=float)
+    if data.ndim != 2 or data.size == 0:
+        return math.nan
+    values = np.unique(data[~np.isnan(data)])
+    index = {v: i for i, v in enumerate(values)}
+    coincidences = np.zeros((len(values), len(values)))
+    for unit in data.T:
+        present = unit[~np.isnan(unit)]
+        if len(present) < 2:
+            continue
+        counts = np.zeros(len(values))
+        for v in present:
+            counts[index[v]] += 1
+        coincidences += (np.outer(counts, counts) - np.diag(counts)) / (len(present) - 1)
+    totals = coincidences.sum(axis=1)
+    n = totals.sum()
+    expected = n * n - (totals ** 2).sum()  # sum_{c != k} n_c n_k
+    if n < 2 or expected == 0:
+        return math.nan
+    observed = coincidences.sum() - np.trace(coincidences)
+    return float(1 - (n - 1) * observed / expected)
+
+
+@dataclass(frozen=True)
+class MultiRater:
+    """Agreement of several annotators: Fleiss' kappa over the ``fleiss_items`` items every one of the
+    ``annotators`` labelled 0/1, Krippendorff's alpha (nominal) over the ``alpha_items`` items at least two of them
+    labelled 0/1 (``alpha_values`` labels in all)."""
+
+    annotators: int
+    fleiss_items: int
+    fleiss: float
+    alpha_items: int
+    alpha_values: int
+    alpha: float
+
+
+def multi_annotator_agreement(latest: pd.DataFrame, kind: str = "passage") -> MultiRater:
+    """:class:`MultiRater` of every annotator of :func:`latest_labels` of one run (items labelled "unsure" or
+    "skipped" count as not labelled by that annotator)."""
+    items = list(ITEM_COLUMNS[kind])
+    rows = _with_labels(latest[latest["kind"] == kind] if "kind" in latest.columns else latest)
+    names = sorted(rows["annotator"].unique())
+    if rows.empty:
+        return MultiRater(len(names), 0, math.nan, 0, 0, math.nan)
+    wide = rows.pivot_table(index=items, columns="annotator", values="label", aggfunc="last")
+    rated = wide.notna().sum(axis=1)
+    everyone = wide[rated == len(names)]
+    counts = [[int((row == 0).sum()), int((row == 1).sum())] for row in everyone.to_numpy()]
+    fleiss = fleiss_kappa(counts) if counts and len(names) >= 2 else math.nan
+    pairable = wide[rated >= 2]
+    alpha = krippendorff_alpha(pairable.to_numpy(dtype=float).T) if len(pairable) else math.nan
+    return MultiRater(len(names), len(everyone), fleiss, len(pairable), int(pairable.notna().sum().sum()), alpha)
+
+
+def _citation_list(value) -> list:
+    if isinstance(value, str):
+        return list(json.loads(value))
+    return list(value) if value is not None else []
+
+
 def statement_method_labels(statements: pd.DataFrame) -> pd.DataFrame:
     """An attribution run's ``statements`` table as long-format method labels: ``method`` (the names of
-    :data:`STATEMENT_METHODS`), scenario, query_id, answer_id, statement, value. Unjudged statements (NULL: no
-    citation, a scenario without citations, no human label) are left out."""
+    :data:`STATEMENT_METHODS`), scenario, query_id, answer_id, statement, value. Unjudged statements (NULL: a
+    scenario without citations, no human label) are left out, and so are the NLI verdicts
+    (:data:`CITATION_METHODS`) of a statement that cites nothing: the run stores 0 there (AutoAIS' convention for its
+    answer-level mean) but nothing was judged, and the person is not asked about it either."""
     items = list(ITEM_COLUMNS["statement"])
     present = [column for column in STATEMENT_METHODS if column in statements.columns]
     long = statements[[*items, *present]].melt(id_vars=items, value_vars=present, var_name="method",
                                                value_name="value").dropna(subset=["value"])
     long = long.assign(method=long["method"].map(STATEMENT_METHODS), value=long["value"].astype(float))
+    if "citations" in statements.columns:
+        uncited = statements.loc[[not _citation_list(c) for c in statements["citations"]], items]
+        uncited = uncited.assign(_uncited=True)
+        long = long.merge(uncited, on=items, how="left")
+        long = long[~(long["_uncited"].fillna(False).astype(bool) & long["method"].isin(CITATION_METHODS))]
     return long[["method", *items, "value"]].reset_index(drop=True)
 
 
@@ -409,7 +753,7 @@ def qrels_frame(latest: pd.DataFrame, annotator: str | None = None) -> pd.DataFr
     their current labels, a passage is useful (1) only when more than half of the annotators who labelled it
     said so; a tie counts as not useful (0), so a qrels 1 always has a majority behind it.
     """
-    rows = latest[latest["kind"] == "passage"]
+    rows = _with_labels(latest[latest["kind"] == "passage"])
     if annotator is not None:
         rows = rows[rows["annotator"] == normalise_annotator(annotator)]
     if rows.empty:

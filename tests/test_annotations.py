@@ -22,9 +22,12 @@ import pytrec_eval
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from rageval.annotations import (
+    _SCHEMA_V1,
     ANNOTATIONS_FILE,
     LABEL_COLUMNS,
+    SKIPPED,
     STATEMENT_METHODS,
+    UNSURE,
     AnnotationStore,
     PassageItem,
     StatementItem,
@@ -33,10 +36,15 @@ from rageval.annotations import (
     annotations_path,
     cohen_kappa,
     disagreements,
+    fleiss_kappa,
+    krippendorff_alpha,
     labels_csv,
     latest_labels,
+    multi_annotator_agreement,
     qrels_frame,
     qrels_text,
+    sample_passages,
+    sample_status,
     statement_method_labels,
 )
 from rageval.errors import StoreError
@@ -47,10 +55,13 @@ REPO = Path(__file__).resolve().parent.parent
 RUN = "fixture"
 
 
-def make_small_attribution_run(path: Path) -> Path:
+def make_small_attribution_run(path: Path, uncited_last: bool = False) -> Path:
     """An attributed-answer run file of HAGRID's own answers to its first 4 dev queries (their annotated sentences
     as statements, with HAGRID's human labels), scored by the word-containment NLI of tests/attribution_fixtures.py
-    (no model, no retrieval)."""
+    (no model, no retrieval). ``uncited_last``: the last statement of every answer of several statements loses its
+    citations (5 of the 21 statements), like a generated answer's uncited closing sentence."""
+    import dataclasses
+
     from rageval.attribution.experiment import gold_answer_records, hagrid_query_id
     from rageval.attribution.scoring import score_answers
     from rageval.attribution.store import AttributionRun, write_attribution_run
@@ -59,7 +70,11 @@ def make_small_attribution_run(path: Path) -> Path:
     from tests.attribution_fixtures import ContainmentNli
 
     records = read_hagrid(DATA_DIR / HAGRID_FILE)[:4]
-    scored = score_answers([a for r in records for a in gold_answer_records(r, {})], ContainmentNli())
+    answers = [a for r in records for a in gold_answer_records(r, {})]
+    if uncited_last:
+        answers = [a if len(a.statements) < 2 else dataclasses.replace(a, statements=(
+            *a.statements[:-1], dataclasses.replace(a.statements[-1], citations=()))) for a in answers]
+    scored = score_answers(answers, ContainmentNli())
     settings = {"dataset": "hagrid-dev (first 4 queries)", "nli": ContainmentNli.model_id}
     queries = [(hagrid_query_id(r), r.query, ()) for r in records]
     return write_attribution_run(AttributionRun(settings, queries, scored), path)
@@ -373,3 +388,204 @@ def test_a_passage_a_method_left_unlabelled_in_a_judged_query_counts_as_not_usef
     assert (row["n"], row["both_useful"], row["person_only"]) == (2, 1, 1)
     found = disagreements(mine, gold)
     assert list(zip(found["passage_id"], found["value"])) == [("b", 0.0)]
+
+
+def test_an_annotator_who_labels_like_the_nli_method_gets_kappa_1_and_uncited_statements_are_not_judged(tmp_path):
+    """Issue 15: the NLI methods stored every uncited statement as "not supported" while the page said uncited
+    statements are not judged, so a careful annotator got kappa 0. Uncited statements are now left out on both
+    sides: a person who labels every cited statement as the method does agrees perfectly."""
+    from rageval.attribution.store import AttributionReader
+
+    with AttributionReader(make_small_attribution_run(tmp_path / "hagrid.sqlite", uncited_last=True)) as reader:
+        statements = reader.frame("statements")
+    uncited = statements[statements["citations"] == "[]"]
+    assert len(uncited) == 5 and (uncited["supported"] == 0).all()  # what the run stores for them
+    long = statement_method_labels(statements)
+    keys = ["scenario", "query_id", "answer_id", "statement"]
+    judged_nli = long[long["method"] == "nli:autoais"].merge(uncited[keys], on=keys)
+    assert judged_nli.empty  # not judged by the NLI methods ...
+    assert len(long[long["method"] == "hagrid:human"].merge(uncited[keys], on=keys)) == 5  # ... HAGRID's people did
+
+    store = AnnotationStore(tmp_path / ANNOTATIONS_FILE)
+    cited = statements[statements["citations"] != "[]"]
+    for row in cited.itertuples():  # labels exactly like AutoAIS on the statements the page asks about
+        store.save_label("hagrid", StatementItem(row.scenario, row.query_id, row.answer_id, int(row.statement)),
+                         int(row.supported), "Ada")
+    mine = latest_labels(store.labels("hagrid", "statement"), "statement", "Ada")
+    table = agreement_with_methods(mine, long, "statement").set_index("method")
+    assert table.at["nli:autoais", "kappa"] == 1.0 and table.at["nli:autoais", "n"] == len(cited) == 16
+    assert cited["supported"].nunique() == 2  # both labels occur, so kappa 1 is not a 0/0 case
+    # The old reading (uncited = "not supported") against a person who leaves them out would not change n; against
+    # one who judged them by the input passages it gave kappa 0 (the bug): the uncited statements are gone here.
+    assert disagreements(mine, long, "statement").query("method == 'nli:autoais'").empty
+
+
+# --- the sample queue, unsure / skipped, the v1 file ---------------------------------------------------------
+
+def population(retrieved) -> pd.DataFrame:
+    ranks = {}
+    rows = []
+    for query_id, passage_id in retrieved:
+        ranks[query_id] = ranks.get(query_id, 0) + 1
+        rows.append((query_id, passage_id, ranks[query_id]))
+    return pd.DataFrame(rows, columns=["query_id", "passage_id", "rank"])
+
+
+def test_sample_is_deterministic_grouped_by_query_and_shared_through_the_file(tmp_path, retrieved):
+    items = population(retrieved)
+    first = sample_passages(items, 10, seed=7)
+    again = sample_passages(items.sample(frac=1, random_state=3), 10, seed=7)  # the input order does not matter
+    pd.testing.assert_frame_equal(first, again)
+    assert len(first) == 10 and list(first["position"]) == list(range(10))
+    assert len(set(zip(first["query_id"], first["passage_id"]))) == 10
+    assert set(zip(first["query_id"], first["passage_id"])) <= set(retrieved)
+    runs = [q for q, _ in itertools.groupby(first["query_id"])]
+    assert len(runs) == first["query_id"].nunique()  # a query's items are consecutive
+    bigger = sample_passages(items, 20, seed=7)
+    assert set(zip(first["query_id"], first["passage_id"])) < set(zip(bigger["query_id"], bigger["passage_id"]))
+    assert set(zip(*sample_passages(items, 10, seed=8)[["query_id", "passage_id"]].T.values)) != \
+        set(zip(first["query_id"], first["passage_id"]))
+    assert len(sample_passages(items, 500, seed=1)) == len(retrieved)  # capped at the run's passages
+    with pytest.raises(ValueError, match="at least 1"):
+        sample_passages(items, 0, seed=1)
+
+    store = AnnotationStore(tmp_path / ANNOTATIONS_FILE)
+    assert store.latest_sample(RUN) is None
+    sample_id = store.create_sample(RUN, items, 10, 7, "Ada")
+    shared = AnnotationStore(tmp_path / ANNOTATIONS_FILE).latest_sample(RUN)  # another session, another annotator
+    assert shared is not None and shared.id == sample_id and (shared.size, shared.seed) == (10, 7)
+    assert shared.population == len(retrieved) and shared.created_by == "Ada"
+    pd.testing.assert_frame_equal(shared.items, first)
+    assert AnnotationStore(tmp_path / ANNOTATIONS_FILE).latest_sample("another run") is None
+
+
+def test_unsure_and_skipped_are_stored_distinctly_and_left_out_of_kappa(tmp_path, run_labels, retrieved):
+    person = simulated_person(run_labels, retrieved)
+    store = saved_store(tmp_path, person)
+    unsure, skipped = retrieved[0], retrieved[1]
+    store.save_label(RUN, PassageItem(*unsure), UNSURE, "Ada", note="the passage is cut off")
+    store.save_label(RUN, PassageItem(*skipped), SKIPPED, "Ada")
+    with pytest.raises(ValueError, match="label must be"):
+        store.save_label(RUN, PassageItem(*skipped), "maybe", "Ada")
+    with sqlite3.connect(store.path) as connection:
+        stored = connection.execute("SELECT label, status, note FROM labels ORDER BY id DESC LIMIT 2").fetchall()
+    assert stored == [(None, "skipped", ""), (None, "unsure", "the passage is cut off")]
+
+    mine = latest_labels(store.labels(RUN, "passage"), "passage", "Ada")
+    assert mine.set_index(["query_id", "passage_id"]).at[unsure, "status"] == UNSURE  # the latest decision counts
+    table = agreement_with_methods(mine, run_labels).set_index("method")
+    kept = retrieved[2:]
+    for method in LABEL_METHODS:
+        values = method_values(run_labels, method)
+        assert table.at[method, "n"] == len(kept) == len(retrieved) - 2
+        assert table.at[method, "kappa"] == pytest.approx(
+            sklearn_kappa([person[i] for i in kept], [int(values[i] >= 0.5) for i in kept]), abs=1e-12)
+    assert set(zip(qrels_frame(mine, "Ada")["query_id"], qrels_frame(mine, "Ada")["passage_id"])) == set(kept)
+
+    sample = sample_passages(population(retrieved), 30, seed=1)
+    status = sample_status(sample, mine).set_index(["query_id", "passage_id"])
+    assert status.at[unsure, "status"] == UNSURE and status.at[skipped, "status"] == SKIPPED
+    assert pd.isna(status.at[unsure, "label"]) and status.at[unsure, "note"] == "the passage is cut off"
+    assert (status["status"] == "labelled").sum() == 28
+
+
+def test_a_v1_file_is_read_and_upgraded_in_place_on_the_first_write(tmp_path):
+    """A file written by the v1 schema (labels 0/1, no status, no samples), made here with that schema's SQL."""
+    path = tmp_path / ANNOTATIONS_FILE
+    with sqlite3.connect(path) as connection:
+        connection.execute(f"PRAGMA application_id = {ANNOTATION_APPLICATION_ID}")
+        connection.execute("PRAGMA user_version = 1")
+        connection.executescript(_SCHEMA_V1)
+        connection.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        connection.executemany(
+            "INSERT INTO labels (run, kind, query_id, passage_id, label, annotator, labelled_at, note) "
+            "VALUES (?, 'passage', ?, ?, ?, 'Ada', '2026-01-01T00:00:00.000000+00:00', ?)",
+            [(RUN, "q1", "a", 1, "old"), (RUN, "q1", "b", 0, "")])
+    connection.close()
+    store = AnnotationStore(path)
+    assert store.version() == 1 and store.latest_sample(RUN) is None and store.revision() == 2
+    old = store.labels(RUN)
+    assert list(old["label"]) == [1, 0] and set(old["status"]) == {"labelled"} and list(old["note"]) == ["old", ""]
+
+    store.save_label(RUN, PassageItem("q1", "c"), UNSURE, "Ada")  # the first write upgrades the file
+    assert AnnotationStore(path).version() == 2
+    new = AnnotationStore(path).labels(RUN)
+    assert list(new["id"]) == [1, 2, 3] and list(new["status"]) == ["labelled", "labelled", "unsure"]
+    assert list(new["label"].iloc[:2]) == [1, 0] and pd.isna(new["label"].iloc[2])
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    connection.close()
+
+
+# --- several annotators: Fleiss' kappa and Krippendorff's alpha --------------------------------------------------
+
+#: Fleiss (1971)'s worked example as given in Wikipedia's "Fleiss' kappa": 10 subjects, 14 raters, 5 categories;
+#: kappa = 0.210 (P_bar = 0.378, P_e = 0.213).
+FLEISS_EXAMPLE = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+                  [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+#: Krippendorff (2011), "Computing Krippendorff's alpha-reliability", section C: 4 observers x 12 units with missing
+#: values; nominal alpha = 0.743.
+KRIPPENDORFF_EXAMPLE = [[1, 2, 3, 3, 2, 1, 4, 1, 2, np.nan, np.nan, np.nan],
+                        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, np.nan, 3],
+                        [np.nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, np.nan],
+                        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, np.nan]]
+
+
+def test_fleiss_kappa_and_krippendorff_alpha_on_the_textbook_examples():
+    assert fleiss_kappa(FLEISS_EXAMPLE) == pytest.approx(0.210, abs=5e-4)
+    assert krippendorff_alpha(KRIPPENDORFF_EXAMPLE) == pytest.approx(0.743, abs=5e-4)
+    # Two raters, no missing value: Krippendorff's alpha for nominal data is Scott's pi (Krippendorff 2011), and
+    # Fleiss' kappa with two raters is Scott's pi too: (p_o - p_e) / (1 - p_e) with p_e from the pooled shares.
+    a, b = [1, 1, 0, 0, 1, 0, 1, 1], [1, 0, 0, 0, 1, 1, 1, 1]
+    pooled = (sum(a) + sum(b)) / 16
+    p_e = pooled ** 2 + (1 - pooled) ** 2
+    scott = (np.mean(np.array(a) == np.array(b)) - p_e) / (1 - p_e)
+    assert fleiss_kappa([[2 - x - y, x + y] for x, y in zip(a, b)]) == pytest.approx(scott)
+    n = 16  # alpha corrects pi for the sample size: 1 - (n - 1) D_o / (n (1 - p_e) ... ), close to but above it
+    assert krippendorff_alpha([a, b]) == pytest.approx(1 - (n - 1) / n * (1 - scott))
+    assert np.isnan(fleiss_kappa([[0, 3], [0, 3]])) and np.isnan(krippendorff_alpha([[1, 1], [1, 1]]))
+    with pytest.raises(ValueError, match="same number"):
+        fleiss_kappa([[1, 2], [0, 2]])
+
+
+def test_fleiss_kappa_matches_statsmodels():
+    rng = np.random.default_rng(15)
+    truth = rng.integers(0, 2, 40)
+    ratings = np.array([np.where(rng.random(40) < 0.8, truth, 1 - truth) for _ in range(4)], dtype=float)
+    counts = [[int((ratings[:, i] == 0).sum()), int((ratings[:, i] == 1).sum())] for i in range(40)]
+    statsmodels = pytest.importorskip("statsmodels.stats.inter_rater", reason="statsmodels is not installed")
+    assert fleiss_kappa(counts) == pytest.approx(statsmodels.fleiss_kappa(np.array(counts), method="fleiss"))
+    assert fleiss_kappa(FLEISS_EXAMPLE) == pytest.approx(statsmodels.fleiss_kappa(np.array(FLEISS_EXAMPLE)))
+
+
+def test_krippendorff_alpha_matches_the_krippendorff_package():
+    krippendorff = pytest.importorskip("krippendorff", reason="pip install -r requirements-dev.txt")
+    rng = np.random.default_rng(15)
+    truth = rng.integers(0, 2, 40)
+    ratings = np.array([np.where(rng.random(40) < 0.8, truth, 1 - truth) for _ in range(4)], dtype=float)
+    ratings[rng.random(ratings.shape) < 0.2] = np.nan
+    for data in (ratings, KRIPPENDORFF_EXAMPLE):
+        assert krippendorff_alpha(data) == pytest.approx(
+            krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"), abs=1e-12)
+
+
+def test_multi_annotator_agreement_over_the_store(tmp_path, run_labels, retrieved):
+    ada = simulated_person(run_labels, retrieved)
+    gold = method_values(run_labels, "gold")
+    bob = {item: int(gold[item]) for item in retrieved[:20]}
+    cy = {item: int(method_values(run_labels, "contains_answer")[item]) for item in retrieved[5:25]}
+    store = saved_store(tmp_path, ada)
+    saved_store(tmp_path, bob, annotator="Bob")
+    saved_store(tmp_path, cy, annotator="Cy")
+    store.save_label(RUN, PassageItem(*retrieved[6]), UNSURE, "Cy")  # Cy's unsure: not a rating
+    result = multi_annotator_agreement(latest_labels(store.labels(RUN), "passage"))
+    everyone = [i for i in retrieved[5:20] if i != retrieved[6]]
+    assert result.annotators == 3 and result.fleiss_items == len(everyone) == 14
+    counts = [[sum(p[i] == 0 for p in (ada, bob, cy)), sum(p[i] == 1 for p in (ada, bob, cy))] for i in everyone]
+    assert result.fleiss == pytest.approx(fleiss_kappa(counts))
+    rows = [[p.get(i, np.nan) if not (p is cy and i == retrieved[6]) else np.nan for i in retrieved]
+            for p in (ada, bob, cy)]
+    assert result.alpha_items == 25  # passages 0-24 have Ada plus Bob or Cy
+    assert result.alpha == pytest.approx(krippendorff_alpha(rows))

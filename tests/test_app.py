@@ -291,7 +291,10 @@ def test_escape_markdown_backslashes_every_punctuation_character():
 
 #: The one module that renders HTML: the inspector's marked passage text, whose every markup character it escapes
 #: itself first (test_highlighting_escapes_corpus_text_and_marks_answers), and its fixed keyboard script.
-RAW_HTML_ALLOWED = {"render_inspector.py": {"unsafe_allow_html=True": 1, "st.iframe(": 1}}
+#: The only raw HTML and iframes: the inspector's highlighted passage (text escaped by us first) and the keyboard
+#: scripts of the inspector and Annotate (constants of ours; no data goes into them).
+RAW_HTML_ALLOWED = {"render_inspector.py": {"unsafe_allow_html=True": 1, "st.iframe(": 1},
+                    "render_annotate.py": {"st.iframe(": 1}}
 
 
 def test_no_page_renders_raw_html():

@@ -16,6 +16,7 @@ from tests import odd_runs
 from tests.app_helpers import frame_with
 from tests.run_fixtures import N_QUERIES, K, make_small_run
 from tests.test_app import passage_texts, start
+from tests.test_app_annotate import sample_items, saved_rows
 from ui import data
 from ui.render import escape_markdown
 
@@ -48,6 +49,26 @@ def annotate_as(app, name: str = "Ada Lovelace"):
     return app
 
 
+def annotate_item(app, folder: Path, query_id: str, passage_id: str | None = None):
+    """Draw a sample of every passage (the Annotate page's form) and open the first sampled item of ``query_id``
+    (of ``passage_id`` when given) by ``?item=``."""
+    import sqlite3
+
+    from rageval.annotations import ANNOTATIONS_FILE
+
+    app.button[[b.label for b in app.button].index("Start: draw the sample")].click().run()
+    no_exception(app)
+    with sqlite3.connect(folder / ANNOTATIONS_FILE) as connection:
+        items = connection.execute("SELECT position, query_id, passage_id FROM sample_items ORDER BY position"
+                                   ).fetchall()
+    connection.close()
+    position = next(p for p, q, d in items if q == query_id and passage_id in (None, d))
+    app.query_params["item"] = str(position + 1)
+    app.run()
+    no_exception(app)
+    return app
+
+
 def test_ranked_passages_missing_from_the_passages_table_are_listed_and_counted(runs):
     gone = odd_runs.without_passages(runs / "fixture.sqlite", n=2)
     app = start(INSPECTOR, query=odd_runs.QUERY)
@@ -72,7 +93,7 @@ def test_negative_labels_are_shown_as_stored_and_counted_per_method(runs):
     app = start(INSPECTOR, query="nq:1")  # another query of the same run: nothing odd there
     assert warnings(app) == []
 
-    app = annotate_as(start(ANNOTATE, query=odd_runs.QUERY))  # the agreement reads every label of the run
+    app = annotate_item(annotate_as(start(ANNOTATE)), runs, odd_runs.QUERY)  # the agreement reads every label
     assert warnings(app) == [escape_markdown(
         "2 negative label value(s) in this run's automatic labels (eRAG EM: 2). Labels are 0/1 or graded in [0, 1]; "
         "the agreement counts them as not useful.")]
@@ -86,13 +107,13 @@ def test_duplicate_ranking_rows_are_dropped_with_a_warning_and_annotate_still_la
         "twice in the run file): the first of each is shown.")
     shown = list(dict.fromkeys(odd_runs.ranked_ids(path)))  # rank order, each passage once
 
-    app = annotate_as(start(ANNOTATE, query=odd_runs.QUERY))  # crashed with StreamlitDuplicateElementKey
+    # Annotate once crashed with StreamlitDuplicateElementKey; the sample holds each (query, passage) once.
+    app = annotate_item(annotate_as(start(ANNOTATE)), runs, odd_runs.QUERY, shown[1])
     assert warnings(app) == [expected]
-    assert [b.key for b in app.button if b.key and b.key.endswith(".yes")] == [
-        f"annotate.passage.{rank}.yes" for rank in range(1, K + 1)]
-    app.button(key="annotate.passage.2.yes").click().run()
+    assert sorted(p for q, p in sample_items(runs) if q == odd_runs.QUERY) == sorted(shown)
+    app.button(key="annotate.queue.1").click().run()
     no_exception(app)
-    assert escape_markdown("Your label: useful") in " ".join(c.value for c in app.caption)
+    assert ("fixture", "passage", odd_runs.QUERY, shown[1], 1, "Ada Lovelace") in saved_rows(runs)
 
     app = start(INSPECTOR, query=odd_runs.QUERY)
     assert warnings(app) == [expected]
@@ -163,7 +184,7 @@ def big_run(tmp_path_factory) -> tuple[Path, str, int]:
 
 
 def test_a_huge_passage_is_shown_a_part_at_a_time(big_run, monkeypatch):
-    folder, _, length = big_run
+    folder, big_id, length = big_run
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(folder))
     parts = -(-length // PART)
     app = start(INSPECTOR, query=odd_runs.QUERY)
@@ -181,9 +202,9 @@ def test_a_huge_passage_is_shown_a_part_at_a_time(big_run, monkeypatch):
     assert passage_texts(app)[0] == odd_runs.big_text((parts - 1) * PART, length)
     assert all(len(t) <= PART for t in passage_texts(app))
 
-    app = annotate_as(start(ANNOTATE, query=odd_runs.QUERY))
+    app = annotate_item(annotate_as(start(ANNOTATE)), folder, odd_runs.QUERY, big_id)
     assert app.text[0].value == odd_runs.big_text(0, PART)
-    app.number_input(key=f"annotate.page.{odd_runs.QUERY}.1").set_value(3).run()
+    app.number_input(key=f"annotate.page.{int(app.query_params['item']) - 1}").set_value(3).run()
     no_exception(app)
     assert app.text[0].value == odd_runs.big_text(2 * PART, 3 * PART)
 

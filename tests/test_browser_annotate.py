@@ -1,6 +1,8 @@
-"""The annotation journey in a real Chromium: ``streamlit run app.py`` on the fixture run, open the Annotate page,
-enter a name, label two passages, see Cohen's kappa, download the CSV export and check its rows against what was
-clicked; the passage holding HTML/script is shown literally and runs nothing. Screenshot: ``test-output/annotate.png``.
+"""The annotation journey in a real Chromium, with the mouse: ``streamlit run app.py`` on the fixture run, open the
+Annotate page, enter a name, draw a sample of every passage (the queue walks nq:0's five first), label two passages
+with the buttons, see Cohen's kappa, download the CSV export and check its rows against what was clicked; the passage
+holding HTML/script is shown literally and runs nothing. Screenshot: ``test-output/annotate.png``. The keyboard
+journey is tests/test_browser_annotate_keys.py.
 
 Uses the browser helpers of tests/test_browser.py (Debian's Chromium, skipped without it unless ``CI`` is set).
 """
@@ -34,6 +36,12 @@ def annotate_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
         yield url, runs
 
 
+def sample_items(runs: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
+        return [tuple(row) for row in connection.execute(
+            "SELECT query_id, passage_id FROM sample_items ORDER BY position")]
+
+
 def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, tmp_path):
     from playwright.sync_api import expect
 
@@ -49,18 +57,27 @@ def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, tmp_
         name.fill(NAME)
         name.press("Enter")
         expect(page).to_have_url(re.compile(r"[?&]annotator=Ada(\+|%20)Lovelace\b"), timeout=WAIT_MS)
+        expect(page.get_by_text("Start by drawing the sample")).to_be_visible(timeout=WAIT_MS)
+        size = page.get_by_role("spinbutton", name="Passages to label")
+        size.fill("30")  # every passage: with seed 0 the queue starts with nq:0's five (tests/test_app_annotate.py)
+        size.press("Tab")
+        page.get_by_role("button", name="Start: draw the sample").click()
+        expect(page.get_by_text("0 of 30 sampled passages done by Ada Lovelace")).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_role("heading", name="who got the first nobel prize in physics")).to_be_visible(
             timeout=WAIT_MS)
-        expect(page.get_by_test_id("stText")).to_have_count(5)  # K = 5 passages (tests/run_fixtures.py)
+        assert sample_items(runs)[:2] == [("nq:0", first), ("nq:0", second)]
+
+        page.get_by_role("button", name="Useful [1]", exact=False).first.click()
+        expect(page.get_by_text("1 of 30 sampled passages done")).to_be_visible(timeout=WAIT_MS)
+        page.get_by_role("button", name="Not useful [0]").click()
+        expect(page.get_by_text("2 of 30 sampled passages done by Ada Lovelace")).to_be_visible(timeout=WAIT_MS)
+        # The third of nq:0 (rank 3) is the injection passage: shown as text.
         injected = page.get_by_test_id("stText").filter(has_text="<script>window.__pwned=1</script>")
         expect(injected).to_contain_text(INJECTION)
 
-        page.get_by_role("button", name="✓ Useful").first.click()
-        expect(page.get_by_text("Your label: useful (")).to_have_count(1, timeout=WAIT_MS)
-        page.get_by_role("button", name="✗ Not useful").nth(1).click()
-        expect(page.get_by_text("Your label: not useful (")).to_have_count(1, timeout=WAIT_MS)
-        expect(page.get_by_text("2 of 30 retrieved passages of this run labelled by Ada Lovelace")).to_be_visible()
-
+        # A label reloads only the queue; the agreement follows on Update (or when the sample is finished).
+        page.get_by_role("button", name="Update the agreement").click()
+        expect(page.get_by_text("From Ada Lovelace's 2 decisions")).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_role("heading", name="Agreement with the automatic labels")).to_be_visible(
             timeout=WAIT_MS)
         expect(page.get_by_text("Cohen's kappa (Cohen 1960)")).to_be_visible()

@@ -90,11 +90,11 @@ def runs(tmp_path_factory, tmp_path, monkeypatch):
 
 def test_an_annotator_name_from_the_url_is_no_link_in_the_kappa_chart(runs):
     from tests.test_app import start
-    from tests.test_app_annotate import ANNOTATE
+    from tests.test_app_annotate import ANNOTATE, decide, draw
 
-    app = start(ANNOTATE, annotator=LINK, query="nq:0")
-    app.button(key="annotate.passage.1.yes").click().run()
-    app.button(key="annotate.passage.2.no").click().run()
+    app = draw(start(ANNOTATE, annotator=LINK), 30)
+    decide(app, "1")
+    decide(app, "0")
     assert not app.exception, [e.value for e in app.exception]
     specs = chart_specs(app)
     assert len(specs) == 1

@@ -22,6 +22,9 @@ from ui import data
 _TTL_S = 3600
 ANNOTATIONS_ENV = "RAGEVAL_ANNOTATIONS"
 SAVE_ERROR_STATE = "annotate.save_error"
+#: The sample position (0 first) of the item on screen, in the session and as ``?item=`` (1 first).
+POSITION_STATE = "annotate.position"
+POSITION_PARAM = "item"
 
 
 def annotation_file() -> Path:
@@ -36,14 +39,80 @@ def annotation_key(path: Path) -> tuple[str, int]:
     return str(path.resolve()), ann.AnnotationStore(path).revision()
 
 
-def save_label(path: str, run: str, annotator: str, item: ann.PassageItem | ann.StatementItem, label: int) -> None:
-    """Append one label to the annotation file (committed at once); a button's ``on_click``. A label that cannot be
-    written (read-only folder, locked or foreign file) leaves the reason in the session for the page to show."""
+def save_label(path: str, run: str, annotator: str, item: ann.PassageItem | ann.StatementItem, label: int | str,
+               note_key: str | None = None) -> bool:
+    """Append one label (1, 0, ``"unsure"`` or ``"skipped"``) to the annotation file (committed at once), with the
+    note typed in the widget ``note_key``; a button's ``on_click``. A label that cannot be written (read-only folder,
+    locked or foreign file) leaves the reason in the session for the page to show, and returns False."""
+    note = str(st.session_state.get(note_key) or "") if note_key else ""
     try:
-        ann.AnnotationStore(path).save_label(run, item, label, annotator)
+        ann.AnnotationStore(path).save_label(run, item, label, annotator, note=note)
         st.session_state.pop(SAVE_ERROR_STATE, None)
-    except (OSError, sqlite3.Error, RagevalError) as error:
+        return True
+    except (OSError, sqlite3.Error, RagevalError, ValueError) as error:
         st.session_state[SAVE_ERROR_STATE] = f"{path}: the label was not saved ({error})"
+        return False
+
+
+def go_to(position: int) -> None:
+    """Show the sample item at ``position`` (0 first): session and ``?item=``; a button's ``on_click``."""
+    st.session_state[POSITION_STATE] = int(position)
+    if st.query_params.get(POSITION_PARAM) != str(int(position) + 1):
+        st.query_params[POSITION_PARAM] = str(int(position) + 1)
+
+
+def position_from_url() -> int | None:
+    """The sample position ``?item=`` names (0 first), None when absent or not a positive number."""
+    value = st.query_params.get(POSITION_PARAM, "")
+    return int(value) - 1 if value.isdigit() and int(value) > 0 else None
+
+
+def decide(path: str, run: str, annotator: str, item: ann.PassageItem, note_key: str, position: int,
+           next_position: int | None, label: int | str) -> None:
+    """Save the decision on the item on screen (sample ``position``, with its note) and, once saved, show
+    ``next_position`` (the next item of the queue; None: none left, the page says so): the label buttons' and
+    hotkeys' ``on_click``. A click on a button of an item no longer on screen (a key pressed twice before the page
+    redrew: the old button's callback) is dropped, so it never relabels the item just labelled."""
+    if st.session_state.get(POSITION_STATE) not in (None, position):
+        return
+    if not save_label(path, run, annotator, item, label, note_key):
+        return
+    if next_position is not None:
+        go_to(next_position)
+    else:
+        st.session_state.pop(POSITION_STATE, None)
+        if POSITION_PARAM in st.query_params:
+            del st.query_params[POSITION_PARAM]
+
+
+def draw_sample(path: str, run: str, run_path: str, mtime_ns: int, annotator: str, size_key: str,
+                seed_key: str) -> None:
+    """Draw the run's sample (size and seed from the form widgets ``size_key`` / ``seed_key``) into the annotation
+    file and show its first item; a form's ``on_click``. A failure is left in the session like a failed label."""
+    try:
+        population = data._read(run_path, mtime_ns, lambda reader: ranked_items(reader.rankings()))
+        ann.AnnotationStore(path).create_sample(run, population, int(st.session_state[size_key]),
+                                                int(st.session_state[seed_key]), annotator)
+        st.session_state.pop(SAVE_ERROR_STATE, None)
+        go_to(0)
+    except (OSError, sqlite3.Error, RagevalError, ValueError) as error:
+        st.session_state[SAVE_ERROR_STATE] = f"{path}: the sample was not saved ({error})"
+
+
+def ranked_items(rankings: dict) -> pd.DataFrame:
+    """query_id, passage_id, rank (1 first) of every retrieved passage of a run's rankings."""
+    rows = [(query_id, passage_id, rank) for query_id, ranking in rankings.items()
+            for rank, passage_id in enumerate(ranking.passage_ids, start=1)]
+    return pd.DataFrame(rows, columns=["query_id", "passage_id", "rank"])
+
+
+def load_sample(path: str, run: str) -> ann.Sample | None:
+    """The run's newest sample in the annotation file (a few rows, read on every run: drawing one changes no
+    label, so no cache key would see it); a damaged file stops the page."""
+    try:
+        return ann.AnnotationStore(path).latest_sample(run)
+    except StoreError as error:
+        data.unreadable(error)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
@@ -84,8 +153,21 @@ def _load_agreement(path: str, revision: int, run_path: str, mtime_ns: int, run:
                     annotator: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     mine = load_latest(path, revision, run, kind, annotator)
     automatic = method_labels(Path(run_path), kind)
-    return (ann.agreement_with_methods(mine, automatic, kind), ann.disagreements(mine, automatic, kind),
+    paired = ann.pair_labels(mine, automatic, kind)  # once for both tables
+    return (ann.agreement_from_pairs(paired, automatic["method"].unique()), ann.disagreements_from_pairs(paired, kind),
             ann.agreement_between_annotators(load_latest(path, revision, run, kind), kind))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_multi_rater(path: str, revision: int, run: str, kind: str) -> ann.MultiRater:
+    """Fleiss' kappa and Krippendorff's alpha of every annotator of one run and kind
+    (:func:`rageval.annotations.multi_annotator_agreement`)."""
+    return ann.multi_annotator_agreement(load_latest(path, revision, run, kind), kind)
+
+
+def load_item_method_labels(run_path: Path, items: pd.DataFrame) -> pd.DataFrame:
+    """Each automatic method's label on some passages of a run (:func:`rageval.annotations.method_labels_of`)."""
+    return ann.method_labels_of(items, passage_method_labels(run_path), "passage")
 
 
 def load_agreement(annotation_key: tuple[str, int], run_path: Path, kind: str,

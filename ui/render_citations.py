@@ -91,13 +91,17 @@ def answer_metrics_view(metrics: Mapping[str, float]) -> pd.DataFrame:
 def statements_view(statements: pd.DataFrame, *, with_human: bool) -> pd.DataFrame:
     """One answer's statements: number, text, the passages it cites, the NLI verdicts (AutoAIS_cit: one cited
     passage entails it; ALCE recall: its cited passages together entail it) and, ``with_human``, HAGRID's
-    annotators' label beside them (✓/✗, – when missing)."""
+    annotators' label beside them (✓/✗, – when missing). A statement citing nothing is not judged (–): the run
+    stores 0 for it, AutoAIS' convention for its answer-level mean, but no passage was asked about it."""
+    judged = [bool(cited) for cited in statements["citations"]]  # an uncited statement is not judged (stored 0)
     view = pd.DataFrame({
         "#": statements["statement"].astype(int) + 1,
         "Statement": statements["text"],
         "Cites": [" ".join(f"[{n}]" for n in cited) or "none" for cited in statements["citations"]],
-        "NLI: a citation supports it (AutoAIS)": statements["supported"].map(format_label),
-        "NLI: citations jointly support it (ALCE)": statements["alce_recall"].map(format_label),
+        "NLI: a citation supports it (AutoAIS)": [format_label(v) if j else "–"
+                                                  for v, j in zip(statements["supported"], judged)],
+        "NLI: citations jointly support it (ALCE)": [format_label(v) if j else "–"
+                                                     for v, j in zip(statements["alce_recall"], judged)],
     })
     if with_human:
         view["Human: attributable"] = statements["human_attributable"].map(format_label)

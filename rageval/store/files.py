@@ -61,7 +61,7 @@ class SqliteKind:
 RUN = SqliteKind("run", "run file", _tag("RAGE"), version=2)  # v1: one E2E output per query (rageval.store.runs)
 ATTRIBUTION = SqliteKind("attribution", "attribution run file", _tag("RAGA"), version=1)
 IUM = SqliteKind("IUM", "IUM run file", _tag("RAGI"), version=1)
-ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=1)
+ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=2)  # v1: labels 0/1 only, no samples
 JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=2, unmarked_ok=True)
 LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmarked_ok=True)
 KINDS = (RUN, ATTRIBUTION, IUM, ANNOTATIONS, JOBS, LLM_CACHE)
