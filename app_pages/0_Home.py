@@ -7,8 +7,8 @@ import math
 
 import streamlit as st
 
-from rageval.stats.intervals import mean_interval
 from ui import data, navigation, render
+from ui import format as fmt
 from ui.render_lacks import render_lacks_panel
 
 path = render.select_run()
@@ -35,10 +35,11 @@ sizes[3].metric("LLM outputs", f"{counts['doc_outputs'] + counts['e2e_outputs']:
                 help=f"{counts['doc_outputs']:,} single-passage + {counts['e2e_outputs']:,} end-to-end")
 e2e_scores = queries["e2e_score"].dropna()
 e2e_mean = e2e_scores.mean() if len(e2e_scores) else math.nan
-e2e_interval = mean_interval(e2e_scores)
-sizes[4].metric("E2E EM (mean)", "–" if math.isnan(e2e_mean) else f"{e2e_mean:.3f}",
-                help=f"exact match of the end-to-end answer from the top-{main_k} passages, mean over "
-                     f"{len(e2e_scores)} queries, 95% interval [{e2e_interval.low:.3f}, {e2e_interval.high:.3f}]"
+# Wilson interval for 0/1 exact match (a share), Student-t for a graded score (ui.format.describe_score)
+e2e_shown = fmt.format_share(e2e_mean) if fmt.is_binary(e2e_scores) else fmt.format_number(e2e_mean)
+sizes[4].metric("E2E EM (mean)", e2e_shown,
+                help=f"exact match of the end-to-end answer from the top-{main_k} passages over "
+                     f"{len(e2e_scores)} queries: {fmt.describe_score(e2e_scores)} (95% interval)"
                      if main_k else "this run stores no end-to-end answers")
 
 st.subheader("Aggregate measures")
@@ -59,7 +60,7 @@ else:
                + render.provenance(settings, counts["queries"])
                + render.escape_markdown(render.partial_methods_note(summary, counts["queries"])))
 if len(e2e_scores):
-    st.caption(f"E2E EM {e2e_mean:.3f} (95% interval {e2e_interval.low:.3f}-{e2e_interval.high:.3f}): "
+    st.caption(f"E2E EM {fmt.describe_score(e2e_scores)} (95% interval): "
                + render.provenance(settings, len(e2e_scores), k=main_k))
 
 if e2e_ks and not summary.empty:

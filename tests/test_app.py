@@ -105,7 +105,7 @@ def test_home_shows_sizes_settings_and_measures(runs_env):
     with RunReader(runs_env) as reader:
         expected = reader.measure_table().groupby(["method", "measure"])["value"].mean().unstack()
         e2e_mean = reader.query_table()["e2e_score"].mean()
-    assert metrics["E2E EM (mean)"] == f"{e2e_mean:.3f}"
+    assert metrics["E2E EM (mean)"] == f"{100 * e2e_mean:.1f}%"  # a share of 0/1 exact matches (ui.format)
 
     summary = app.dataframe[0].value
     assert list(summary.index) == ["eRAG EM", "contains-answer", "gold"]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rageval.stats.intervals import grouped_mean_intervals, mean_interval
+from rageval.stats.intervals import grouped_mean_intervals, mean_interval, share_interval, wilson_interval
 from rageval.store import RunReader
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
@@ -63,3 +63,43 @@ def test_intervals_from_sqlite_moments_equal_those_from_every_value(measures):
     assert list(from_sql.index) == list(from_values.index)
     for column in ("mean", "low", "high", "n"):
         assert from_sql[column].to_numpy() == pytest.approx(from_values[column].to_numpy(), abs=1e-9, nan_ok=True)
+
+
+# Newcombe (1998), "Two-sided confidence intervals for the single proportion: comparison of seven methods",
+# Statistics in Medicine 17:857-872, Table II, method 3 (Wilson score interval without continuity correction),
+# to the 4 decimals printed there.
+NEWCOMBE_WILSON = [((81, 263), (0.2553, 0.3662)), ((15, 148), (0.0624, 0.1605)), ((0, 20), (0.0, 0.1611)),
+                   ((1, 29), (0.0061, 0.1718))]
+
+
+@pytest.mark.parametrize(("counts", "expected"), NEWCOMBE_WILSON)
+def test_wilson_interval_equals_newcombe_table(counts, expected):
+    low, high = wilson_interval(*counts)
+    assert (round(low, 4), round(high, 4)) == expected
+
+
+def test_wilson_interval_stays_in_unit_interval_and_arrays_agree():
+    successes, n = np.array([0, 1, 5, 29, 30, 0]), np.array([30, 30, 30, 30, 30, 1])
+    low, high = wilson_interval(successes, n)
+    assert (low >= 0).all() and (high <= 1).all() and (low < successes / n + 1e-12).all()
+    assert (high > successes / n - 1e-12).all()
+    for i in range(len(n)):
+        assert (low[i], high[i]) == pytest.approx(wilson_interval(int(successes[i]), int(n[i])))
+    # the Student-t interval of the same 0/1 scores goes below 0 for 1 of 30; Wilson does not
+    scores = np.r_[np.ones(1), np.zeros(29)]
+    assert mean_interval(scores).low < 0 < wilson_interval(1, 30)[0]
+    assert math.isnan(wilson_interval(0, 0)[0])
+    with pytest.raises(ValueError):
+        wilson_interval(3, 2)
+
+
+def test_share_interval_on_shipped_e2e_scores():
+    with RunReader(SHIPPED) as reader:
+        scores = reader.e2e_table()["score"].to_numpy()
+    got = share_interval(scores)
+    assert got.n == len(scores) > 100
+    assert got.mean == pytest.approx(scores.mean())
+    assert (got.low, got.high) == pytest.approx(wilson_interval(int(scores.sum()), len(scores)))
+    assert 0 <= got.low < got.mean < got.high <= 1
+    with pytest.raises(ValueError):
+        share_interval([0.5, 1.0])

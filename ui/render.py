@@ -25,6 +25,7 @@ from rageval.store import E2EOutput
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
 from ui import data, navigation
+from ui import format as fmt
 from ui.plot_text import plot_texts
 
 METHOD_NAMES = {
@@ -85,18 +86,15 @@ def judge_name(judge: str) -> str:
 
 
 def format_correlation(value: float, low: float, high: float) -> str:
-    """``0.412 [0.21, 0.60]``, or ``undefined (constant)`` when the coefficient is undefined."""
-    if math.isnan(value):
-        return "undefined (constant)"
-    if math.isnan(low):
-        return f"{value:.3f}"
-    return f"{value:.3f} [{low:.2f}, {high:.2f}]"
+    """``0.412 [0.21, 0.60]``, or ``undefined (constant)`` when the coefficient is undefined
+    (:func:`ui.format.format_correlation`)."""
+    return fmt.format_correlation(value, low, high)
 
 
 def format_label(value: Any) -> str:
     """A label cell: ✓ for 1, ✗ for 0, two decimals for a graded value, – when missing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
+    if fmt.is_missing(value):
+        return fmt.MISSING
     if value == 1:
         return "✓"
     if value == 0:
@@ -468,10 +466,10 @@ def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
 
     if intervals.empty:
         return pd.DataFrame()
-    cells = intervals.assign(cell=[format_correlation(m, lo, hi) for m, lo, hi in
+    cells = intervals.assign(cell=[fmt.format_estimate(m, lo, hi) for m, lo, hi in
                                    zip(intervals["mean"], intervals["low"], intervals["high"])])
     view = cells.pivot(index="method", columns="measure", values="cell")
-    view = view[sorted(view.columns, key=measure_sort_key)].fillna("–")
+    view = view[sorted(view.columns, key=measure_sort_key)].fillna(fmt.MISSING)
     view = view.loc[order_label_methods(list(view.index))].rename(index=method_name)
     view.index.name, view.columns.name = "Labels", None
     return view
@@ -484,7 +482,7 @@ def correlation_view(table: pd.DataFrame, statistic: str) -> pd.DataFrame:
         return format_correlation(row[statistic], row[statistic + "_low"], row[statistic + "_high"])
 
     shown = table.assign(cell=[cell(row) for _, row in table.iterrows()])
-    wide = shown.pivot(index="measure", columns="method", values="cell").fillna("–")
+    wide = shown.pivot(index="measure", columns="method", values="cell").fillna(fmt.MISSING)
     wide = wide[order_label_methods(list(wide.columns))].rename(columns=method_name)
     wide = wide.loc[sorted(wide.index, key=data.measure_sort_key)]
     wide.index.name = "Measure"
@@ -648,10 +646,10 @@ def format_reteval_cell(key: str, value: Any) -> str:
     """A cell of :func:`reteval_view`: counts as integers, rates with 3 decimals; a rho is ``undefined`` when nan
     (a constant input, or fewer than 2 queries)."""
     if key in _COUNT_ROWS:
-        return str(int(value))
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "undefined" if key.startswith("rho") else "–"
-    return f"{float(value):.3f}"
+        return fmt.format_count(value)
+    if fmt.is_missing(value):
+        return "undefined" if key.startswith("rho") else fmt.MISSING
+    return fmt.format_number(value, fmt.MEAN_DIGITS)
 
 
 def reteval_view(table: pd.DataFrame) -> pd.DataFrame:

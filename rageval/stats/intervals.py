@@ -72,3 +72,54 @@ def grouped_mean_intervals(frame: pd.DataFrame, by: list[str], value: str = "val
     moments = (values.assign(_sq=values[value] ** 2).groupby(by, sort=False)
                .agg(n=(value, "count"), mean=(value, "mean"), sum_sq=("_sq", "sum")).reset_index())
     return intervals_from_moments(moments, confidence)[[*by, "mean", "low", "high", "n"]]
+
+
+def _normal_quantile(confidence: float) -> float:
+    """The two-sided standard normal critical value z_{(1 + c)/2} (1.95996... for 95%)."""
+    from scipy.special import ndtri
+
+    return float(ndtri((1 + confidence) / 2))
+
+
+def wilson_interval(successes, n, confidence: float = 0.95) -> tuple:
+    """Wilson score interval of a proportion ``successes / n`` (Wilson, *Probable inference, the law of succession,
+    and statistical inference*, JASA 1927; Newcombe, Statistics in Medicine 1998, method 3):
+
+        (p + z²/2n ± z·√(p(1 − p)/n + z²/4n²)) / (1 + z²/n),   p = successes / n,  z = z_{(1 + c)/2},
+
+    always inside [0, 1] and not degenerate at p = 0 or 1 (the Student-t or Wald interval of a mean of 0/1 scores
+    goes below 0 for a small share and collapses to one point at 0 or n). Scalars or arrays; ``(low, high)``, NaN
+    where n is 0."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    x = np.asarray(successes, dtype=np.float64)
+    m = np.asarray(n, dtype=np.float64)
+    if np.any(x < 0) or np.any(x > m):
+        raise ValueError("successes must be between 0 and n")
+    z = _normal_quantile(confidence)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = x / m
+        denominator = 1 + z * z / m
+        centre = (p + z * z / (2 * m)) / denominator
+        half = z * np.sqrt(p * (1 - p) / m + z * z / (4 * m * m)) / denominator
+        low = np.where(m > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
+        high = np.where(m > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def share_interval(values, confidence: float = 0.95) -> MeanInterval:
+    """The share of 1s among 0/1 ``values`` (NaNs dropped) with its :func:`wilson_interval`: the interval for a
+    mean of exact-match or Yes/No scores. Values other than 0 and 1 are an error (a graded score's mean takes
+    :func:`mean_interval`)."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[~np.isnan(x)]
+    if not np.isin(x, (0.0, 1.0)).all():
+        raise ValueError("share_interval takes 0/1 values; use mean_interval for graded scores")
+    n = len(x)
+    if n == 0:
+        return MeanInterval(math.nan, math.nan, math.nan, 0, confidence)
+    successes = float(x.sum())
+    low, high = wilson_interval(successes, n, confidence)
+    return MeanInterval(successes / n, low, high, n, confidence)
