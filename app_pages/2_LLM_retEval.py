@@ -8,7 +8,7 @@ gold passages yield (Alinejad et al. 2024, Tables 1-2), and a browser of the fai
 import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
-from ui import data, render
+from ui import data, navigation, render
 from ui.render_lacks import complete_command, render_lacks_panel
 
 JUDGE_STATE = "reteval.judge"
@@ -20,7 +20,7 @@ path = render.select_run()
 key = data.run_key(path)
 settings = data.load_settings(*key)
 verdicts = data.load_verdicts(*key)
-st.title("LLM-retEval")
+render.page_heading(navigation.RETEVAL)
 render_lacks_panel(path)
 if verdicts.empty:
     st.info(render.escape_markdown(f"Run {path.stem} has no LLM-retEval verdicts.")

@@ -12,7 +12,7 @@ can be shared.
 import streamlit as st
 
 from rageval.attribution.experiment import GOLD_SCENARIO
-from ui import data, render
+from ui import data, navigation, render
 from ui import render_citations as view
 
 RUN_STATE = "citations.run"
@@ -30,7 +30,7 @@ table = data.load_attribution_metric_table(*key)
 answers = data.load_attribution_answers(*key)
 
 user_run = view.is_user_run(settings)
-st.title(view.page_title(settings))
+render.page_heading(navigation.CITATIONS, view.page_title(settings))
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + view.provenance(settings))
 invalid = view.invalid_citations_note(settings)
 if invalid:

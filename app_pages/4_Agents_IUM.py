@@ -9,7 +9,7 @@ Runs come from your runs folder (and its ``ium/``) and the shipped ``data/runs/i
 
 import streamlit as st
 
-from ui import data, render
+from ui import data, navigation, render
 from ui import render_ium as view
 
 RUN_STATE = "ium.run"
@@ -25,7 +25,7 @@ settings = data.load_ium_settings(*key)
 agents = data.load_ium_table(*key, "agents")
 counts = data.load_ium_test_counts(*key)
 
-st.title("Agents · Iterative Utility Maximization")
+render.page_heading(navigation.AGENTS, "Agents · Iterative Utility Maximization")
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + view.provenance(settings))
 if agents.empty or not counts:
     st.info("This run stores no agents or no test outcomes.")

@@ -9,7 +9,7 @@ intervals for every method x measure (eRAG's Table 1, Salemi & Zamani 2024) and 
 import streamlit as st
 
 from rageval.report import best_measures
-from ui import data, render
+from ui import data, navigation, render
 from ui import data_correlations as loaders
 from ui import render_correlations as view
 from ui.render_lacks import complete_command, render_lacks_panel
@@ -25,7 +25,7 @@ settings = data.load_settings(*key)
 e2e_ks = data.load_e2e_ks(*key)
 measures = data.load_measure_table(*key)
 
-st.title("Correlations: labels against the end-to-end answer")
+render.page_heading(navigation.CORRELATIONS, "Correlations: labels against the end-to-end answer")
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + render.provenance(settings))
 render_lacks_panel(path)
 if not e2e_ks or measures.empty:

@@ -9,7 +9,7 @@ changed most, each linked to the query inspector in both runs.
 import streamlit as st
 
 from rageval.compare import DEFAULT_PERMUTATIONS, DEFAULT_SEED, E2E_METHOD, changed_most
-from ui import data, render
+from ui import data, navigation, render
 from ui import data_compare as loaders
 from ui import render_compare as view
 
@@ -51,7 +51,7 @@ settings_b = settings_by_run[run_b]
 render.render_run_folders(listing)
 key_a, key_b = keys[run_a], keys[run_b]
 
-st.title("Compare runs")
+render.page_heading(navigation.COMPARE)
 warn_unreadable()
 st.caption(render.escape_markdown(f"A: {run_a} · B: {run_b}"))
 settings_columns = {"Run A": st.column_config.TextColumn(f"A: {run_a}", width="large"),

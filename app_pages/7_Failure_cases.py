@@ -8,11 +8,11 @@ linked to the query inspector (Alinejad et al. 2024, §4).
 import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
-from ui import data, render
+from ui import data, navigation, render
 from ui.render_failures import count_figure, count_table, example_view, filter_cases
 from ui.render_lacks import render_lacks_panel
 
-st.title("Failure cases")
+render.page_heading(navigation.FAILURES)
 
 listing = data.find_all_runs()
 run_keys = data.safe_run_keys(list(listing.runs.values()))

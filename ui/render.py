@@ -310,6 +310,14 @@ def multiselect_synced(where: Any, label: str, options: Sequence[Any], *, key: s
 
 # --- blocks ------------------------------------------------------------------------------------------
 
+def page_heading(file: str, title: str | None = None) -> None:
+    """A page's title (its navigation title unless ``title`` is given) and, under it, the one question the page
+    answers (``question`` of its :data:`ui.navigation.PAGES` entry)."""
+    page = navigation.BY_FILE[file]
+    st.title(title or page.title)
+    st.caption(escape_markdown(page.question))
+
+
 def select_query(questions: Mapping[str, str], *, state_key: str) -> str:
     """The question selector of a run (``?query=<id>``, type to search) between ◀ Prev and Next ▶ buttons;
     ``questions`` maps query id to question in run order. Returns the chosen query id."""
