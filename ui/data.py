@@ -240,6 +240,12 @@ def load_query_table(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.query_table)
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=256, show_spinner=False)
+def load_query_ids(path: str, mtime_ns: int) -> frozenset[str]:
+    """The run's query ids (a set: which queries two runs share)."""
+    return frozenset(_read(path, mtime_ns, RunReader.query_ids))
+
+
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_measure_moments(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.measure_moments)
