@@ -40,9 +40,9 @@ st.subheader("Correctness and citation quality per scenario")
 if table.empty:
     st.info("This run stores no metric values.")
 else:
-    st.dataframe(view.metric_table_view(table), column_config={
+    render.render_table(view.metric_table_view(table), column_config={
         **{name: st.column_config.NumberColumn(name, format="%.1f") for name in view.METRIC_NAMES.values()},
-        "n": st.column_config.NumberColumn("n", help="answers averaged over", format="%d")})
+        "n": st.column_config.NumberColumn("n", help="answers averaged over", format="%d")}, digits=1)
     st.caption("Mean over each scenario's answers, percent (BLEU on its own 0-100 scale); an empty answer scores 0 "
                "on every citation metric" + (
                    ", and a citation naming no given passage supports nothing. AutoAIS and ALCE are decided by the "
@@ -124,9 +124,11 @@ if agreement.empty:
                "`rageval attribution` run, carry annotators' labels).")
 else:
     st.subheader("Agreement with HAGRID's human labels")
-    st.dataframe(view.agreement_view(agreement), hide_index=True, column_config={
+    render.render_table(view.agreement_view(agreement), hide_index=True, column_config={
         **{c: st.column_config.NumberColumn(c, format="%.3f") for c in ("Pearson", "Spearman")},
-        **{c: st.column_config.NumberColumn(c, format="%.1f") for c in ("Accuracy %", "Human yes %", "Model yes %")}})
+        **{c: st.column_config.NumberColumn(c, format="%.1f") for c in ("Accuracy %", "Human yes %", "Model yes %")},
+        "n": st.column_config.NumberColumn("n", help="labelled answers (answer level) or sentences (sentence level)")},
+        digits={"Pearson": 3, "Spearman": 3, "Accuracy %": 1, "Human yes %": 1, "Model yes %": 1})
     st.caption("Gold answers only. Answer level: each answer's automatic score against its human attributable "
                "label; sentence level: each annotated sentence's NLI verdict (supported by one of its citations) and "
                "its best cited p(entail) against the sentence's label; accuracy counts a score ≥ 0.5 as yes; "

@@ -54,13 +54,15 @@ def test_shares_are_percentages_with_wilson_intervals():
 
 def test_display_frame_shows_no_none_or_nan():
     frame = pd.DataFrame({"name": ["a", None, "c"], "value": [0.5, np.nan, 1.0], "n": [1, 2, 3],
-                          "rank": pd.array([1, None, 3], dtype="Int64")}, index=["x", "y", "z"])
+                          "rank": pd.array([1, None, 3], dtype="Int64"), "score": [0.25, 0.5, 0.75]},
+                         index=["x", "y", "z"])
     shown = fmt.display_frame(frame)
     assert list(shown.index) == ["x", "y", "z"]
     assert list(shown["value"]) == ["0.500", "–", "1.000"]
     assert list(shown["name"]) == ["a", "–", "c"]
     assert list(shown["rank"]) == [1, "–", 3]
-    assert list(shown["n"]) == [1, 2, 3]  # a complete integer column keeps its numbers
+    assert list(shown["n"]) == [1, 2, 3]  # complete columns keep their numbers (and their sorting)
+    assert shown["score"].dtype == float
     assert not any(fmt.shown_missing(v) for v in shown.to_numpy().ravel())
     assert fmt.columns_with_missing(frame) == ["name", "value", "rank"]
     assert fmt.columns_with_missing(shown) == ["name", "value", "rank"]

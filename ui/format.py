@@ -160,15 +160,15 @@ def format_cell(value: Any, digits: int = MEAN_DIGITS) -> Any:
 
 
 def display_frame(frame: pd.DataFrame, digits: int | dict[str, int] = MEAN_DIGITS) -> pd.DataFrame:
-    """``frame`` with every cell that is missing shown as :data:`MISSING` and floats with fixed digits (``digits``,
-    or per column), as text columns; the index is kept. For a table whose cells are read, not sorted as numbers
-    (pair it with a column help that says what :data:`MISSING` means)."""
+    """``frame`` with every column that holds a missing value turned into text: missing cells :data:`MISSING`,
+    floats with fixed ``digits`` (or per column). Complete columns keep their numbers (and their sorting); the
+    index is kept; the input is not changed. Pair a converted column with :data:`MISSING_HELP`
+    (:func:`columns_with_missing`)."""
     shown = frame.copy()
     for column in shown.columns:
-        places = digits.get(column, MEAN_DIGITS) if isinstance(digits, dict) else digits
-        values = shown[column]
-        if values.isna().any() or pd.api.types.is_float_dtype(values):
-            shown[column] = [format_cell(v, places) for v in values.astype(object)]
+        if shown[column].isna().any():
+            places = digits.get(column, MEAN_DIGITS) if isinstance(digits, dict) else digits
+            shown[column] = [format_cell(v, places) for v in shown[column].astype(object)]
     return shown
 
 

@@ -103,7 +103,10 @@ def format_label(value: Any) -> str:
 
 
 def format_setting(key: str, value: Any) -> str:
-    """One setting as a short string: prompts as ``name (hash)``, corpora as ``name (N passages)``."""
+    """One setting as a short string: prompts as ``name (hash)``, corpora as ``name (N passages)``; a setting
+    stored as null is :data:`ui.format.MISSING`."""
+    if value is None:
+        return fmt.MISSING
     if isinstance(value, Mapping):
         if "name" in value and "hash" in value:
             return f"{value['name']} ({str(value['hash'])[:12]})"
@@ -452,6 +455,24 @@ def partial_methods_note(summary: pd.DataFrame, n_queries: int) -> str:
     return (" · " + " · ".join(partial)) if partial else ""
 
 
+def render_table(frame: pd.DataFrame, column_config: Mapping[str, Any] | None = None, *, where: Any = None,
+                 digits: int | Mapping[str, int] = fmt.MEAN_DIGITS, **dataframe_args: Any) -> None:
+    """``st.dataframe`` (on ``where``, default the page) of ``frame`` with missing cells shown as "–", never
+    "None"/"nan" (:func:`ui.format.display_frame`, floats of those columns with ``digits``): a column with a gap
+    becomes text and its header help says what "–" means (:data:`ui.format.MISSING_HELP`), keeping the label,
+    width and help ``column_config`` gave it. Complete columns keep their numbers and their config."""
+    config = dict(column_config or {})
+    for column in fmt.columns_with_missing(frame):
+        given = config.get(column) or {}
+        if isinstance(given, str):
+            given = {"label": given}
+        help_text = " · ".join(h for h in (given.get("help"), fmt.MISSING_HELP) if h)
+        config[column] = st.column_config.TextColumn(given.get("label") or str(column), width=given.get("width"),
+                                                     help=help_text)
+    (where or st).dataframe(fmt.display_frame(frame, dict(digits) if isinstance(digits, Mapping) else digits),
+                            column_config=config, **dataframe_args)
+
+
 def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) -> None:
     """Mean measure values, one row per label method; ``n`` is the number of queries each mean is over, shown
     as ``n of N labelled`` for a method that covers fewer than the run's ``n_queries``."""
@@ -464,7 +485,7 @@ def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) 
                                                             f"{n_queries:,}")
     else:
         config["n"] = st.column_config.NumberColumn("n", help="queries averaged over", format="%d")
-    st.dataframe(shown, column_config=config)
+    render_table(shown, config)  # "–" where a method lacks a measure (graded labels have no R@k)
 
 
 def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
