@@ -2,7 +2,8 @@
 run that has LLM-retEval verdicts, filtered by judge, category, k, dataset and retriever, with the cases listed and
 linked to the query inspector (Alinejad et al. 2024, §4).
 
-``?judge=<judge>&category=A&category=C&k=5&dataset=...&retriever=...`` preset the filters, so a view can be shared.
+``?judge=<judge>&category=A&category=C&k=5&dataset=...&retriever=...`` preset the filters and ``?case=<run query k
+category>`` the case shown, so a view can be shared.
 """
 
 import streamlit as st
@@ -84,7 +85,7 @@ st.caption(render.escape_markdown(
 case_ids = [f"{row.run} {row.query_id} {row.k} {row.category}" for row in shown.itertuples()]
 labels = {i: f"{row.category} · k={row.k} · {row.text}  [{row.run} · {row.query_id}]"
           for i, row in zip(case_ids, shown.itertuples())}
-chosen = st.selectbox("Open a case", case_ids, format_func=labels.__getitem__, key="failures.case",
-                      filter_mode="contains")
+chosen = render.select_synced(st, "Open a case", case_ids, state_key="failures.case", param="case",
+                              format_func=labels.__getitem__, filter_mode="contains")  # ?case= shares it
 case = shown.iloc[case_ids.index(chosen)]
 render.render_failure_case(case, case["run"], int(case["k"]))
