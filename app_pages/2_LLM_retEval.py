@@ -15,7 +15,8 @@ JUDGE_STATE = "reteval.judge"
 CASE_STATE = "reteval.case"
 
 
-path = render.select_run()
+NEEDS = "LLM-retEval verdicts"
+path = render.select_run(data.has_reteval_data, NEEDS)
 
 key = data.run_key(path)
 settings = data.load_settings(*key)
@@ -31,6 +32,8 @@ if verdicts.empty:
                "Compute it with the button above, or from a terminal:"))
     if not data.is_shipped(path):
         st.code(complete_command(path) + " --pieces reteval", language="bash")
+    render.render_compatible_runs(navigation.RETEVAL, render.compatible_runs(
+        data.find_all_runs().runs, data.has_reteval_data), NEEDS)
     st.stop()
 
 judges = sorted(verdicts["judge"].unique(), key=lambda j: (j != "em", j))

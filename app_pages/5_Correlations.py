@@ -19,7 +19,8 @@ K_STATE = "correlations.k"
 MEASURE_STATE = "correlations.measure"
 
 
-path = render.select_run()
+NEEDS = "end-to-end answers and measure values"
+path = render.select_run(data.has_correlation_data, NEEDS)
 key = data.run_key(path)
 settings = data.load_settings(*key)
 e2e_ks = data.load_e2e_ks(*key)
@@ -39,6 +40,8 @@ if not e2e_ks or measures.empty:
                "folder or a server), or from a terminal:"))
     if not data.is_shipped(path):
         st.code(complete_command(path), language="bash")
+    render.render_compatible_runs(navigation.CORRELATIONS, render.compatible_runs(
+        data.find_all_runs().runs, data.has_correlation_data), NEEDS)
     st.stop()
 
 metric = view.e2e_metric_name(settings)

@@ -155,3 +155,37 @@ def test_compare_defaults_to_a_partner_sharing_queries_and_refuses_a_pair_withou
         assert refused.warning[0].value.startswith(escape_markdown(
             f"Runs {SMALL_RUN} and {RETEVAL_RUN} have no query in common"))
         assert not refused.metric
+
+
+# --- pages list the runs they can show ----------------------------------------------------------------------
+
+def test_llm_reteval_lists_only_runs_with_verdicts_with_a_switch_and_no_dead_end(look_env):
+    app = start(str(REPO / navigation.RETEVAL))
+    box = app.selectbox(key="app.run.widget")
+    assert set(box.options) == {RETEVAL_RUN, COPY}  # "small" has no verdicts
+    assert escape_markdown("2 of 3 runs have LLM-retEval verdicts") in " ".join(c.value for c in app.sidebar.caption)
+    app.toggle(key="app.all_runs").set_value(True).run()
+    assert SMALL_RUN in app.selectbox(key="app.run.widget").options
+    assert app.query_params["all_runs"] == "1"  # the switch is in the URL too
+
+    shared_link = start(str(REPO / navigation.RETEVAL), all_runs="1")
+    assert shared_link.toggle(key="app.all_runs").value and SMALL_RUN in shared_link.selectbox(
+        key="app.run.widget").options
+
+    lacking = start(str(REPO / navigation.RETEVAL), run=SMALL_RUN)  # a link to a run without verdicts still opens it
+    assert lacking.selectbox(key="app.run.widget").value == SMALL_RUN and not lacking.warning
+    links = {(link.proto.label, link.proto.query_string) for link in lacking.get("page_link")}
+    assert {(RETEVAL_RUN, f"run={RETEVAL_RUN}"), (COPY, f"run={COPY}")} <= links  # the runs that have it, one click
+
+
+def test_correlations_lists_only_runs_with_e2e_answers_and_measures(tmp_path, look_folder, monkeypatch):
+    from tests.user_run_fixtures import build_uploaded_run
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    shutil.copy(look_folder / f"{SMALL_RUN}.sqlite", folder / f"{SMALL_RUN}.sqlite")
+    build_uploaded_run(tmp_path / "files", folder, "uploaded")  # an upload: rankings, no E2E answers, newest
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(folder))
+    app = start(str(REPO / navigation.CORRELATIONS))
+    assert app.selectbox(key="app.run.widget").options == [SMALL_RUN]
+    assert app.get("plotly_chart")  # the compatible run is shown, not the newest (the upload)

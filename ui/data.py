@@ -240,6 +240,22 @@ def load_query_table(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.query_table)
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
+def load_has_rows(path: str, mtime_ns: int, table: str) -> bool:
+    """Whether the run's ``table`` holds a row (:meth:`rageval.store.RunReader.has_rows`)."""
+    return _read(path, mtime_ns, lambda reader: reader.has_rows(table))
+
+
+def has_correlation_data(key: tuple[str, int]) -> bool:
+    """A run the Correlations page can show: it stores end-to-end answers and per-query measure values."""
+    return load_has_rows(*key, "e2e_outputs") and load_has_rows(*key, "measure_values")
+
+
+def has_reteval_data(key: tuple[str, int]) -> bool:
+    """A run the LLM-retEval page can show: it stores LLM-retEval verdicts."""
+    return load_has_rows(*key, "verdicts")
+
+
 @st.cache_data(ttl=_TTL_S, max_entries=256, show_spinner=False)
 def load_query_ids(path: str, mtime_ns: int) -> frozenset[str]:
     """The run's query ids (a set: which queries two runs share)."""

@@ -355,10 +355,32 @@ def render_run_folders(listing: data.RunListing) -> None:
                                            + ", ".join(str(p) for p in listing.shadowed)))
 
 
-def select_run() -> Path:
+#: ``?all_runs=1``: a page that lists only the runs it can show (:func:`select_run`'s ``needs``) lists every run.
+ALL_RUNS_PARAM = "all_runs"
+
+
+def compatible_runs(runs: Mapping[str, Path], needs: Callable[[tuple[str, int]], bool]) -> list[str]:
+    """The names of ``runs`` whose file opens and has what a page ``needs`` (``needs(run_key)``), in order."""
+    found = []
+    for stem, path in runs.items():
+        try:
+            with data.isolated():
+                if needs(data.run_key(path)):
+                    found.append(stem)
+        except (StoreError, OSError):
+            continue
+    return found
+
+
+def select_run(needs: Callable[[tuple[str, int]], bool] | None = None, needs_text: str = "") -> Path:
     """The sidebar run selector (``?run=<file stem>``, default the newest of the user's runs, else of the
     shipped ones). Stops the page with the empty state when there is no run, and with an error when the chosen
-    file is not a readable run."""
+    file is not a readable run.
+
+    With ``needs`` (``run_key -> bool``: the run has what the page shows, ``needs_text`` says what in words), only
+    the runs that have it are offered, plus the one a link names, unless "Show all runs" is on (``?all_runs=1``);
+    the sidebar says how many are hidden. No run has it: every run is offered (the page then says what the run
+    lacks and how to compute it)."""
     listing = data.find_all_runs()
     runs = listing.runs
     if not runs:
@@ -366,8 +388,28 @@ def select_run() -> Path:
         for problem in listing.problems:
             st.warning(escape_markdown(problem))
         st.stop()
-    stem = select_synced(st.sidebar, "Run", list(runs), state_key=RUN_STATE, param="run",
-                         format_func=lambda name: run_label(name, listing), default=lambda: first_readable(runs),
+    offered = runs
+    if needs is not None:
+        fitting = compatible_runs(runs, needs)
+        hidden = len(runs) - len(fitting)
+        show_all = False
+        if fitting and hidden:
+            show_all = st.sidebar.toggle(
+                "Show all runs", value=st.query_params.get(ALL_RUNS_PARAM) == "1", key="app.all_runs",
+                help=f"Off: only the runs with {needs_text} are listed" if needs_text else None)
+            if show_all:
+                st.query_params[ALL_RUNS_PARAM] = "1"
+            elif ALL_RUNS_PARAM in st.query_params:
+                del st.query_params[ALL_RUNS_PARAM]
+        if fitting and not show_all:
+            named = st.query_params.get("run")
+            offered = {stem: path for stem, path in runs.items() if stem in fitting or stem == named}
+            if hidden:
+                st.sidebar.caption(escape_markdown(
+                    f"{len(fitting)} of {len(runs)} runs have {needs_text or 'what this page shows'}; "
+                    f"{hidden} other(s) hidden (Show all runs lists them)."))
+    stem = select_synced(st.sidebar, "Run", list(offered), state_key=RUN_STATE, param="run",
+                         format_func=lambda name: run_label(name, listing), default=lambda: first_readable(offered),
                          help="Your run files (*.sqlite), newest first, then the shipped demo runs")
     render_run_folders(listing)
     try:
@@ -379,6 +421,18 @@ def select_run() -> Path:
     if note:
         st.warning(escape_markdown(note))
     return runs[stem]
+
+
+def render_compatible_runs(page: str, runs: Sequence[str], what: str, limit: int = 5) -> None:
+    """Links to ``page`` on the runs that have ``what`` the chosen one lacks (at most ``limit``), so a run
+    without it is no dead end when another run has it."""
+    if not runs:
+        return
+    st.markdown(escape_markdown(f"Runs that have {what}:"))
+    for stem in runs[:limit]:
+        st.page_link(page, label=stem, icon=":material/arrow_forward:", query_params={"run": stem})
+    if len(runs) > limit:
+        st.caption(escape_markdown(f"and {len(runs) - limit} more (the sidebar lists them)."))
 
 
 def first_readable(runs: Mapping[str, Path]) -> str:
