@@ -5,7 +5,7 @@ same green and eRAG EM the same blue on every page. Pure constants: no streamlit
 
 The dashboard follows the OS light or dark theme, and plotly charts take Streamlit's theme (``st.plotly_chart``'s
 default ``theme="streamlit"``: no figure here sets a template, a background or a font colour). So every colour
-below is a mid tone that stays visible on both backgrounds, white and Streamlit's dark ``#0e1117``: a contrast
+below is a mid tone that stays visible on both backgrounds, white and Streamlit's dark one: a contrast
 ratio (WCAG 2) of at least :data:`MIN_CONTRAST` against each (tests/test_theme.py); black or a dark navy would
 vanish on the dark one.
 """
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 #: The least contrast ratio of a chart colour against the light and the dark background.
 MIN_CONTRAST = 1.7
-LIGHT_BACKGROUND, DARK_BACKGROUND = "#ffffff", "#0e1117"
+LIGHT_BACKGROUND, DARK_BACKGROUND = "#ffffff", "#171614"  # as Chromium draws them (tests/test_browser_theme.py)
 
 #: A binary label or verdict: useful / supported / relevant, not, and no label.
 LABEL_COLOURS = {"useful": "#1a9850", "not useful": "#d73027", "no label": "#bdbdbd"}
