@@ -73,7 +73,7 @@ if shown.empty:
 view = render.failure_cases_view(shown, with_judge=False).drop(columns="k")
 view.insert(view.columns.get_loc("Category") + 1, "Inspect",
             [render.inspector_url(path.stem, q) for q in shown["query_id"]])
-st.dataframe(view, hide_index=True, column_config={
+render.render_table(view, hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
     "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",

@@ -80,7 +80,7 @@ if scenario == GOLD_SCENARIO:
                f"informative {render.format_label(answer['human_informative'])} · {where}")
 metrics = data.load_answer_metrics(*key, scenario, query_id, answer_id)
 if metrics:
-    st.dataframe(view.answer_metrics_view(metrics), hide_index=True,
+    render.render_table(view.answer_metrics_view(metrics), hide_index=True, digits=1,
                  column_config={c: st.column_config.NumberColumn(c, format="%.1f") for c in view.METRIC_NAMES.values()})
     st.caption("This answer's metrics, percent (BLEU 0-100). " + view.provenance(settings, 1) + " · " + where)
 
@@ -90,7 +90,7 @@ st.markdown("**Statements and their citations**")
 if statements.empty:
     st.caption("This answer has no statements (an empty answer).")
 else:
-    st.dataframe(view.statements_view(statements, with_human=with_human), hide_index=True,
+    render.render_table(view.statements_view(statements, with_human=with_human), hide_index=True,
                  column_config={"Statement": st.column_config.TextColumn(width="large")})
     st.caption("✓ supported, ✗ not, – not judged (no citation, or a scenario without citations). AutoAIS: one "
                "cited passage entails the statement; ALCE: its cited passages (at most 3) jointly do"

@@ -66,14 +66,15 @@ provenance = "; ".join(
                                    int(group["query_id"].nunique()))
     for (run, model, dataset, retriever), group in shown.groupby(["run", "model", "dataset", "retriever"]))
 st.plotly_chart(count_figure(shown, judge_label), key="failures.counts")
-st.dataframe(count_table(shown), hide_index=True)
+render.render_table(count_table(shown), hide_index=True,
+                    help={c: f"Queries in category {c}: {name}" for c, name in CATEGORY_NAMES.items()})
 st.caption(render.escape_markdown(
     f"Queries per failure category at each k under judge {judge_label}; a query can fall in several categories. "
     "Each category is decided by an explicit rule over the stored facts (rageval.reteval.classify_failures).")
     + " Queries with a case, per run: " + provenance)
 
 st.subheader("Cases")
-st.dataframe(example_view(shown), hide_index=True, column_config={
+render.render_table(example_view(shown), hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
     "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",

@@ -189,3 +189,18 @@ def test_correlations_lists_only_runs_with_e2e_answers_and_measures(tmp_path, lo
     app = start(str(REPO / navigation.CORRELATIONS))
     assert app.selectbox(key="app.run.widget").options == [SMALL_RUN]
     assert app.get("plotly_chart")  # the compatible run is shown, not the newest (the upload)
+
+
+def column_help(table) -> dict[str, str]:
+    """The header help of each column of a shown table (its column config)."""
+    return {column: config.get("help", "") for column, config in json.loads(table.proto.columns).items()}
+
+
+def test_failure_case_tables_say_what_their_columns_mean(look_env):
+    app = start(str(REPO / navigation.FAILURES))
+    counts = next(t for t in app.dataframe if "A" in t.value.columns)
+    assert column_help(counts)["A"] == "Queries in category A: not all correct passages annotated"
+    cases = next(t for t in app.dataframe if "Reason" in t.value.columns)
+    helps = column_help(cases)
+    assert helps["Category"] == glossary.COLUMN_HELP["Category"] and helps["Reason"] == glossary.COLUMN_HELP["Reason"]
+    assert helps["Inspect"] == "Open this query of this run in the query inspector"  # the page's own help is kept

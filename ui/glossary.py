@@ -136,3 +136,57 @@ TERMS: tuple[Term, ...] = (
 
 BY_ANCHOR = {term.anchor: term for term in TERMS}
 SECTIONS = tuple(dict.fromkeys(term.section for term in TERMS))
+
+#: Header help of the table columns whose meaning is not obvious, by their displayed name (render.render_table adds
+#: it to any column so named that has no help of its own; the Glossary page explains the terms).
+COLUMN_HELP = {
+    "k": "How many of the top-ranked passages the LLM was given",
+    "Judge": "What compared the top-k answer with the semi-gold answers (exact match, token F1, MiniLM cosine, "
+             "an LLM)",
+    "Category": "LLM-retEval failure category: A-C a recall failure, D-F a failure of LLM-retEval (Glossary: "
+                "failure categories)",
+    "What failed": "recall (categories A-C) or LLM-retEval itself (D-F)",
+    "Meaning": "What the category means (Alinejad et al. 2024, §4)",
+    "Reason": "Why the rule put this query in this category, from the facts stored in the run",
+    "Labels": "The relevance labels the measure is computed from (eRAG, LLM relevance, contains-answer, gold)",
+    "Best measure": "The measure of these labels whose per-query values agree best with the E2E score (Kendall's "
+                    "tau-b)",
+    "Kendall's tau-b": "Rank correlation across queries with the E2E score, with its 95% bootstrap interval",
+    "Spearman's rho": "Correlation of the ranks across queries with the E2E score, with its 95% bootstrap interval",
+    "Kendall's tau": "Mean rank agreement of the two served lists (1: same order, -1: reversed)",
+    "Jaccard": "Mean overlap of the two served lists: shared passages / all passages (1: the same passages)",
+    "n": "How many queries (or items) the row is computed over",
+    "p-value": "Two-sided exact McNemar p-value: how likely so uneven a split of the discordant queries is "
+               "if both methods were equally good",
+    "Only A right": "Test queries method A answers right and method B wrong (discordant, what McNemar counts)",
+    "Only B right": "Test queries method B answers right and method A wrong",
+    "AutoAIS cit": "Share of statements that a passage they cite entails (NLI), percent",
+    "AutoAIS pssg": "Share of statements that any of the answer's passages entails (NLI), percent",
+    "ALCE P": "ALCE citation precision: share of citations needed to support their statement, percent",
+    "ALCE R": "ALCE citation recall: share of statements their citations jointly entail, percent",
+    "Overlap P": "Share of the answer's citations that are among the gold quotes' passages, percent",
+    "Overlap R": "Share of the gold quotes' passages that the answer cites, percent",
+    "BLEU": "BLEU of the answer against the gold answers (0-100)",
+    "ROUGE-L P": "ROUGE-L precision against the gold answers, percent",
+    "ROUGE-L R": "ROUGE-L recall against the gold answers, percent",
+    "ROUGE-L F": "ROUGE-L F1 against the gold answers, percent",
+    "BERTScore P": "BERTScore precision (MiniLM) against the gold answers, percent",
+    "BERTScore R": "BERTScore recall (MiniLM) against the gold answers, percent",
+    "BERTScore F": "BERTScore F1 (MiniLM) against the gold answers, percent",
+    "Pearson": "Pearson correlation of the automatic score with the human label",
+    "Spearman": "Spearman correlation of the automatic score with the human label",
+    "Accuracy %": "Share of items where the automatic score (≥ 0.5 as yes) equals the human label",
+    "Human yes %": "Share of items the annotators labelled attributable",
+    "Model yes %": "Share of items the automatic score says yes to (≥ 0.5)",
+    "Cites": "The passages the statement cites, by their number in the answer's list",
+    "Score %": "The agent's downstream utility of this answer, percent",
+    "Utility": "How an agent's answer is scored: em exact match, contains the answer, f1 token F1",
+    "Task id": "The task token the personalised engines read ([task:..] before the query)",
+    "BM25": "BM25's top k, no reranking (percent)",
+    "dense": "The dense retriever's top k (MiniLM), no reranking (percent)",
+    "reranker-individual": "A reranker trained on this agent's feedback only (percent)",
+    "reranker-dataset": "A reranker trained on the feedback of the agents of this dataset (percent)",
+    "uRAG": "One reranker trained once on every agent's feedback (Glossary: uRAG; percent)",
+    "offline-IUM": "The unified reranker after the offline IUM iterations (Glossary: IUM; percent)",
+    "online-IUM": "The unified reranker updated online in batches (Glossary: IUM; percent)",
+}

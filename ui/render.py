@@ -24,7 +24,7 @@ from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
-from ui import data, navigation
+from ui import data, glossary, navigation
 from ui import format as fmt
 from ui.plot_text import plot_texts
 
@@ -510,12 +510,23 @@ def partial_methods_note(summary: pd.DataFrame, n_queries: int) -> str:
 
 
 def render_table(frame: pd.DataFrame, column_config: Mapping[str, Any] | None = None, *, where: Any = None,
-                 digits: int | Mapping[str, int] = fmt.MEAN_DIGITS, **dataframe_args: Any) -> None:
+                 digits: int | Mapping[str, int] = fmt.MEAN_DIGITS, help: Mapping[str, str] | None = None,
+                 **dataframe_args: Any) -> None:
     """``st.dataframe`` (on ``where``, default the page) of ``frame`` with missing cells shown as "–", never
     "None"/"nan" (:func:`ui.format.display_frame`, floats of those columns with ``digits``): a column with a gap
     becomes text and its header help says what "–" means (:data:`ui.format.MISSING_HELP`), keeping the label,
-    width and help ``column_config`` gave it. Complete columns keep their numbers and their config."""
+    width and help ``column_config`` gave it. Complete columns keep their numbers and their config. Every column
+    gets a header help: ``help``'s text for it, else its own, else :data:`ui.glossary.COLUMN_HELP`'s."""
     config = dict(column_config or {})
+    explicit = dict(help or {})
+    for column in frame.columns:
+        given = config.get(column, {})
+        if given is None:  # a hidden column
+            continue
+        given = {"label": given} if isinstance(given, str) else dict(given)
+        text = explicit.get(column) or given.get("help") or glossary.COLUMN_HELP.get(str(column))
+        if text:
+            config[column] = {**given, "help": text}
     for column in fmt.columns_with_missing(frame):
         given = config.get(column) or {}
         if isinstance(given, str):
