@@ -1,7 +1,8 @@
 """LLM-retEval: how a run's retriever fares when judged by the answer its top-k yields against the answer the
 gold passages yield (Alinejad et al. 2024, Tables 1-2), and a browser of the failure cases A-F with their reasons.
 
-``?run=<name>&judge=<judge>`` selects the run and the judge; each failure case links to the query inspector
+``?run=<name>&judge=<judge>&k=<k>&category=A&category=C&case=<query id> <category>`` select the run, the judge,
+the failure filters and the case shown; each failure case links to the query inspector
 (``?run=<name>&query=<query id>``).
 """
 
@@ -13,6 +14,7 @@ from ui.render_lacks import complete_command, render_lacks_panel
 
 JUDGE_STATE = "reteval.judge"
 CASE_STATE = "reteval.case"
+K_STATE = "reteval.k"
 
 
 NEEDS = "LLM-retEval verdicts"
@@ -61,10 +63,12 @@ st.subheader("Failure cases")
 cases = data.load_failure_case_table(*key, judge)
 ks = sorted(int(k) for k in table["k"])
 filter_k, filter_category = st.columns([1, 4])
-k = filter_k.selectbox("k", ks, key="reteval.k")
-categories = filter_category.multiselect(
-    "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES), default=list(CATEGORY_NAMES),
-    key="reteval.categories", help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
+k = int(render.select_synced(filter_k, "k", [str(k) for k in ks], state_key=K_STATE, param="k",
+                             help="How many of the top-ranked passages the LLM was given"))
+categories = render.multiselect_synced(
+    filter_category, "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES),
+    key="reteval.categories", param="category",
+    help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
 shown = cases[(cases["k"] == k) & cases["category"].isin(categories)].reset_index(drop=True)
 if shown.empty:
     st.info(render.escape_markdown(f"No failure case of the chosen categories at k={k} under judge {judge_note}."))
@@ -84,7 +88,7 @@ st.caption(render.escape_markdown(
 
 case_ids = [f"{row.query_id} {row.category}" for row in shown.itertuples()]
 labels = {i: f"{row.category} · {row.text}  [{row.query_id}]" for i, row in zip(case_ids, shown.itertuples())}
-chosen = st.selectbox("Open a case", case_ids, format_func=labels.__getitem__, key=CASE_STATE,
-                      filter_mode="contains")
+chosen = render.select_synced(st, "Open a case", case_ids, state_key=CASE_STATE, param="case",
+                              format_func=labels.__getitem__, filter_mode="contains")
 case = shown.iloc[case_ids.index(chosen)]
 render.render_failure_case(case, path.stem, k)

@@ -609,17 +609,22 @@ def test_failure_case_browser_filters_and_links_to_the_inspector(reteval_env):
 
     # Filter to the (k, category) with the most cases (which one depends on the fake reader's answers).
     k_chosen, category = cases.groupby(["k", "category"]).size().idxmax()
-    app.selectbox(key="reteval.k").select(int(k_chosen)).run()
+    app.selectbox(key="reteval.k.widget").select(str(k_chosen)).run()
     app.multiselect(key="reteval.categories").set_value([category]).run()
+    # the filters are in the URL, so the view can be shared
+    assert (app.query_params["k"], app.query_params["category"]) == (str(k_chosen), category)
     shown, want = failure_browser(app), expected(k_chosen, category)
     assert len(want) and list(shown["Category"]) == [category] * len(want)
     assert sorted(shown["Reason"]) == sorted(want["reason"])
     assert escape_markdown(f"{len(want)} failure cases") in " ".join(c.value for c in app.caption)
 
-    case_box = app.selectbox(key="reteval.case")
+    case_box = app.selectbox(key="reteval.case.widget")
     assert len(case_box.options) == len(want)
     case_box.select_index(len(want) - 1).run()
-    query_id, category = app.selectbox(key="reteval.case").value.rsplit(" ", 1)
+    query_id, category = app.selectbox(key="reteval.case.widget").value.rsplit(" ", 1)
+    assert app.query_params["case"] == f"{query_id} {category}"
+    shared = start(RETEVAL, run=RETEVAL_RUN, k=str(k_chosen), category=category, case=f"{query_id} {category}")
+    assert shared.selectbox(key="reteval.case.widget").value == f"{query_id} {category}" and not shared.warning
     reason = want[(want["query_id"] == query_id) & (want["category"] == category)]["reason"].item()
     assert [t.value for t in app.text] == [texts[query_id], reason]
     link = next(link.proto for link in app.get("page_link") if link.proto.page == "Query_inspector")
