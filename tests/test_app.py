@@ -24,6 +24,7 @@ from streamlit.testing.v1 import AppTest
 from rageval import reteval
 from rageval.generation.base import FakeGenerator, first_capitalised_span
 from rageval.stats.correlation import kendall_tau_b
+from rageval.stats.intervals import wilson_interval
 from rageval.store import APPLICATION_ID, RunReader, list_runs, write_run
 from rageval.text_metrics import contains_answer
 from tests.app_helpers import use_shipped_runs
@@ -563,10 +564,13 @@ def test_reteval_page_reproduces_the_papers_table_with_the_engine(reteval_env):
                                              for q in semi.index], axis=0)
             assert column[rows["recall"]] == f"{recall:.3f}"
             assert column[rows["precision"]] == f"{precision:.3f}" and column[rows["f1"]] == f"{f1:.3f}"
-            assert column[rows["llm_reteval"]] == f"{semi.mean():.3f}"
-            assert column[rows["qa_accuracy"]] == f"{against_gold.loc[semi.index].mean():.3f}"
             em = e2e[e2e["k"] == k].set_index("query_id")["score"]
-            assert column[rows["qa_em"]] == f"{em.loc[semi.index].mean():.3f}"
+            # shares of 0/1 outcomes: a percentage with its Wilson interval over the judged queries (ui.format)
+            for row, outcomes in (("llm_reteval", semi), ("qa_accuracy", against_gold.loc[semi.index]),
+                                  ("qa_em", em.loc[semi.index])):
+                low, high = wilson_interval(int(outcomes.sum()), len(outcomes))
+                assert column[rows[row]] == (f"{100 * outcomes.mean():.1f}% [{100 * low:.1f}%, "
+                                             f"{100 * high:.1f}%]")
             assert column[rows["n"]] == str(len(semi))
             at_k = cases[(cases["judge"] == judge) & (cases["k"] == k)]
             for category in "ABCDEF":

@@ -725,9 +725,9 @@ RETEVAL_ROWS = (
     ("recall", "Recall@k"),
     ("precision", "Precision@k"),
     ("f1", "F1@k"),
-    ("llm_reteval", "LLM-retEval (share of Yes vs semi-gold)"),
-    ("qa_accuracy", "QA accuracy (judge vs gold answers)"),
-    ("qa_em", "QA exact match (E2E EM)"),
+    ("llm_reteval", "LLM-retEval (share of Yes vs semi-gold, 95% Wilson interval)"),
+    ("qa_accuracy", "QA accuracy (judge vs gold answers, 95% Wilson interval)"),
+    ("qa_em", "QA exact match (E2E EM, 95% Wilson interval)"),
     ("rho_all", "Spearman's rho, LLM-retEval vs Recall@k: ALL"),
     ("n", "n (ALL)"),
     ("rho_refined", "Spearman's rho, LLM-retEval vs Recall@k: Refined"),
@@ -736,19 +736,31 @@ RETEVAL_ROWS = (
 _COUNT_ROWS = {"A", "B", "C", "D", "E", "F", "recall_failures", "reteval_failures", "n", "n_refined"}
 
 
-def format_reteval_cell(key: str, value: Any) -> str:
-    """A cell of :func:`reteval_view`: counts as integers, rates with 3 decimals; a rho is ``undefined`` when nan
-    (a constant input, or fewer than 2 queries)."""
+#: Rows of :data:`RETEVAL_ROWS` that are shares of 0/1 outcomes over the row ``n`` (Yes verdicts, exact matches):
+#: shown as percentages with their Wilson interval.
+RETEVAL_SHARE_ROWS = frozenset({"llm_reteval", "qa_accuracy", "qa_em"})
+
+
+def format_reteval_cell(key: str, value: Any, n: Any = None) -> str:
+    """A cell of :func:`reteval_view`: counts as integers; a share of 0/1 outcomes (:data:`RETEVAL_SHARE_ROWS`)
+    over ``n`` queries as ``67.0% [62.1%, 71.5%]`` (Wilson interval); other rates (Recall/Precision/F1@k, means
+    of graded values) with 3 decimals; a rho is ``undefined`` when nan (a constant input, or fewer than 2
+    queries)."""
     if key in _COUNT_ROWS:
         return fmt.format_count(value)
     if fmt.is_missing(value):
         return "undefined" if key.startswith("rho") else fmt.MISSING
+    if key in RETEVAL_SHARE_ROWS and not fmt.is_missing(n) and int(n) > 0:
+        from rageval.stats.intervals import wilson_interval
+
+        low, high = wilson_interval(min(round(float(value) * int(n)), int(n)), int(n))
+        return fmt.format_share_estimate(value, low, high)
     return fmt.format_number(value, fmt.MEAN_DIGITS)
 
 
 def reteval_view(table: pd.DataFrame) -> pd.DataFrame:
     """The LLM-retEval paper's Tables 1-2 as it prints them: one row per quantity, one column per k."""
-    columns = {f"k={int(row['k'])}": [format_reteval_cell(key, row[key]) for key, _ in RETEVAL_ROWS]
+    columns = {f"k={int(row['k'])}": [format_reteval_cell(key, row[key], row["n"]) for key, _ in RETEVAL_ROWS]
                for _, row in table.iterrows()}
     view = pd.DataFrame(columns, index=[label for _, label in RETEVAL_ROWS])
     view.index.name = "LLM-retEval"
