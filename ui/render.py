@@ -389,6 +389,7 @@ def select_run(needs: Callable[[tuple[str, int]], bool] | None = None, needs_tex
             st.warning(escape_markdown(problem))
         st.stop()
     offered = runs
+    run_slot = st.sidebar.container()  # the selector above the switch that decides its options
     if needs is not None:
         fitting = compatible_runs(runs, needs)
         hidden = len(runs) - len(fitting)
@@ -396,7 +397,8 @@ def select_run(needs: Callable[[tuple[str, int]], bool] | None = None, needs_tex
         if fitting and hidden:
             show_all = st.sidebar.toggle(
                 "Show all runs", value=st.query_params.get(ALL_RUNS_PARAM) == "1", key="app.all_runs",
-                help=f"Off: only the runs with {needs_text} are listed" if needs_text else None)
+                help=escape_markdown(f"{len(fitting)} of {len(runs)} runs have {needs_text or 'what this page shows'}"
+                                     f"; off, the {hidden} other(s) are not listed"))
             if show_all:
                 st.query_params[ALL_RUNS_PARAM] = "1"
             elif ALL_RUNS_PARAM in st.query_params:
@@ -404,11 +406,7 @@ def select_run(needs: Callable[[tuple[str, int]], bool] | None = None, needs_tex
         if fitting and not show_all:
             named = st.query_params.get("run")
             offered = {stem: path for stem, path in runs.items() if stem in fitting or stem == named}
-            if hidden:
-                st.sidebar.caption(escape_markdown(
-                    f"{len(fitting)} of {len(runs)} runs have {needs_text or 'what this page shows'}; "
-                    f"{hidden} other(s) hidden (Show all runs lists them)."))
-    stem = select_synced(st.sidebar, "Run", list(offered), state_key=RUN_STATE, param="run",
+    stem = select_synced(run_slot, "Run", list(offered), state_key=RUN_STATE, param="run",
                          format_func=lambda name: run_label(name, listing), default=lambda: first_readable(offered),
                          help="Your run files (*.sqlite), newest first, then the shipped demo runs")
     render_run_folders(listing)
