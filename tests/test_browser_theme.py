@@ -3,6 +3,7 @@
 - With ``prefers-color-scheme: dark`` the app's background is dark (the computed background colour of
   ``[data-testid="stApp"]`` and the pixels of a screenshot, ``test-output/theme_dark.png``) and the charts' axis
   text is light, so plotly follows Streamlit's theme; with ``light`` both are the other way round.
+- ``Glossary#ndcg`` opens the glossary scrolled to that term.
 - A link naming a run or a query that does not exist (``?run=no-such-run``, ``?query=no-such-query``) shows a
   visible warning naming it, never a silent substitute.
 
@@ -90,4 +91,17 @@ def test_a_stale_link_shows_a_visible_warning(path, named, server_url):
         expect(warning).to_be_visible(timeout=WAIT_MS)
         expect(warning).to_contain_text("not one of the choices")
         page.screenshot(path=str(SHOTS / f"stale_link_{named}.png"))
+        assert not page_errors, page_errors
+
+
+def test_a_glossary_link_opens_at_its_term(server_url):
+    from playwright.sync_api import expect
+
+    with chromium_page(height=700) as (page, page_errors):
+        page.goto(f"{server_url}/Glossary#ndcg")
+        heading = page.locator("#ndcg")
+        expect(heading).to_contain_text("nDCG@k", timeout=WAIT_MS)
+        expect(heading).to_be_in_viewport(timeout=WAIT_MS)  # scrolled to the term, far down the page
+        expect(page.locator("#erag")).not_to_be_in_viewport()
+        page.screenshot(path=str(SHOTS / "glossary_ndcg.png"))
         assert not page_errors, page_errors
