@@ -56,7 +56,8 @@ else:
         render.render_measure_summary(summary, counts["queries"])
     intervals_tab.dataframe(render.measure_interval_view(data.load_measure_intervals(*key)))
     st.caption("Mean over the labelled queries of each per-query measure, one row per relevance-label method; "
-               "intervals are Student-t over those queries (rageval.stats.intervals). "
+               "intervals are Student-t over those queries, Wilson for a measure whose values are all 0 or 1 "
+               "(rageval.stats.intervals). "
                + render.provenance(settings, counts["queries"])
                + render.escape_markdown(render.partial_methods_note(summary, counts["queries"])))
 if len(e2e_scores):

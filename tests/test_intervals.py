@@ -7,10 +7,17 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
-from rageval.stats.intervals import grouped_mean_intervals, mean_interval, share_interval, wilson_interval
+from rageval.stats.intervals import (
+    grouped_mean_intervals,
+    intervals_from_moments,
+    mean_interval,
+    share_interval,
+    wilson_interval,
+)
 from rageval.store import RunReader
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
@@ -103,3 +110,19 @@ def test_share_interval_on_shipped_e2e_scores():
     assert 0 <= got.low < got.mean < got.high <= 1
     with pytest.raises(ValueError):
         share_interval([0.5, 1.0])
+
+
+def test_moments_of_0_1_values_get_the_wilson_interval(measures):
+    hits = measures[(measures.method == "gold") & (measures.measure.str.startswith("Hit@"))]
+    graded = measures[(measures.method == "erag:em") & (measures.measure == "nDCG@10")]
+    frame = pd.concat([hits[hits.measure == hits.measure.iloc[0]], graded])
+    moments = (frame.assign(sq=frame["value"] ** 2).groupby("measure")
+               .agg(n=("value", "count"), mean=("value", "mean"), sum_sq=("sq", "sum")).reset_index())
+    both = intervals_from_moments(moments, binary_as_share=True).set_index("measure")
+    plain = intervals_from_moments(moments).set_index("measure")
+    hit = hits.measure.iloc[0]
+    values = hits[hits.measure == hit]["value"]
+    assert set(values.unique()) <= {0.0, 1.0}
+    assert (both.at[hit, "low"], both.at[hit, "high"]) == pytest.approx(wilson_interval(int(values.sum()), len(values)))
+    assert (both.at["nDCG@10", "low"], both.at["nDCG@10", "high"]) == (plain.at["nDCG@10", "low"],
+                                                                       plain.at["nDCG@10", "high"])

@@ -272,11 +272,12 @@ def load_measure_summary(path: str, mtime_ns: int) -> pd.DataFrame:
 
 
 def load_measure_intervals(path: str, mtime_ns: int) -> pd.DataFrame:
-    """Mean of every (label method, measure) over queries with its 95% Student-t interval
-    (:func:`rageval.stats.intervals.intervals_from_moments`): columns method, measure, mean, low, high, n."""
+    """Mean of every (label method, measure) over queries with its 95% interval
+    (:func:`rageval.stats.intervals.intervals_from_moments`): Student-t, or Wilson for a measure whose per-query
+    values are all 0 or 1 (a share, e.g. Hit@k); columns method, measure, mean, low, high, n."""
     from rageval.stats.intervals import intervals_from_moments
 
-    return intervals_from_moments(load_measure_moments(path, mtime_ns))[
+    return intervals_from_moments(load_measure_moments(path, mtime_ns), binary_as_share=True)[
         ["method", "measure", "mean", "low", "high", "n"]]
 
 

@@ -50,19 +50,33 @@ def mean_interval(values, confidence: float = 0.95) -> MeanInterval:
     return MeanInterval(mean, mean - half, mean + half, n, confidence)
 
 
-def intervals_from_moments(moments: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+def intervals_from_moments(moments: pd.DataFrame, confidence: float = 0.95, *,
+                           binary_as_share: bool = False) -> pd.DataFrame:
     """``moments`` (columns n, mean, sum_sq = Σx², plus any keys) with low and high added: the Student-t interval
     from the first two moments, s² = (Σx² − n·mean²) / (n − 1). This lets a database aggregate the values (one
     ``GROUP BY``) instead of loading every per-query value; values here are in [0, 1], where the cancellation in
-    Σx² − n·mean² costs nothing visible."""
+    Σx² − n·mean² costs nothing visible.
+
+    ``binary_as_share``: a row whose values are all 0 or 1 (Hit@k, P@1, RR@1 of binary labels) gets the
+    :func:`wilson_interval` of its share instead, which stays inside [0, 1]. For values in [0, 1], x² ≤ x with
+    equality only at 0 and 1, so the moments tell: Σx² = Σx = n·mean exactly when every value is 0 or 1."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     n = moments["n"].to_numpy(dtype=np.float64)
     mean = moments["mean"].to_numpy(dtype=np.float64)
+    sum_sq = moments["sum_sq"].to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        variance = np.clip((moments["sum_sq"].to_numpy(dtype=np.float64) - n * mean**2) / (n - 1), 0.0, None)
+        variance = np.clip((sum_sq - n * mean**2) / (n - 1), 0.0, None)
         half = np.where(n >= 2, _t_quantile(confidence, np.maximum(n - 1, 1)) * np.sqrt(variance / n), np.nan)
-    return moments.assign(low=mean - half, high=mean + half)
+    low, high = mean - half, mean + half
+    if binary_as_share and len(moments):
+        successes = n * mean
+        binary = (n > 0) & np.isclose(sum_sq, successes, rtol=0, atol=1e-6) & np.isclose(
+            successes, np.round(successes), rtol=0, atol=1e-6)
+        share_low, share_high = wilson_interval(np.where(binary, np.round(successes), 0), np.where(binary, n, 1),
+                                                confidence)
+        low, high = np.where(binary, share_low, low), np.where(binary, share_high, high)
+    return moments.assign(low=low, high=high)
 
 
 def grouped_mean_intervals(frame: pd.DataFrame, by: list[str], value: str = "value",
