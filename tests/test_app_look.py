@@ -204,3 +204,19 @@ def test_failure_case_tables_say_what_their_columns_mean(look_env):
     helps = column_help(cases)
     assert helps["Category"] == glossary.COLUMN_HELP["Category"] and helps["Reason"] == glossary.COLUMN_HELP["Reason"]
     assert helps["Inspect"] == "Open this query of this run in the query inspector"  # the page's own help is kept
+
+
+def test_home_intervals_of_0_1_measures_are_wilson(look_env):
+    from rageval.stats.intervals import wilson_interval
+    from tests.run_fixtures import K
+
+    app = start(str(REPO / navigation.HOME), run=SMALL_RUN)
+    intervals = next(t.value for t in app.dataframe if f"Hit@{K}" in t.value.columns
+                     and t.value.map(lambda v: isinstance(v, str) and "[" in v).any().any())
+    with RunReader(look_env / f"{SMALL_RUN}.sqlite") as reader:
+        measures = reader.measure_table()
+    values = measures[(measures["method"] == "gold") & (measures["measure"] == f"Hit@{K}")]["value"]
+    assert set(values.unique()) <= {0.0, 1.0}
+    low, high = wilson_interval(int(values.sum()), len(values))
+    assert intervals.loc["gold", f"Hit@{K}"] == fmt.format_estimate(values.mean(), low, high)
+    assert 0 <= low <= high <= 1
