@@ -11,6 +11,7 @@ import streamlit as st
 from rageval.compare import DEFAULT_PERMUTATIONS, DEFAULT_SEED, E2E_METHOD, changed_most
 from ui import data, navigation, render
 from ui import data_compare as loaders
+from ui import format as fmt
 from ui import render_compare as view
 
 RUN_A_STATE = "compare.run_a"
@@ -115,8 +116,11 @@ columns[0].metric("Shared queries", f"{n:,}", help=f"{len(comparison.only_a)} on
 columns[1].metric("A better", comparison.a_better)
 columns[2].metric("Ties", comparison.ties)
 columns[3].metric("B better", comparison.b_better)
-columns[4].metric("Mean A", f"{comparison.mean_a:.4f}")
-columns[5].metric("Mean B", f"{comparison.mean_b:.4f}")
+for column, name, side in ((columns[4], "Mean A", "a"), (columns[5], "Mean B", "b")):
+    values = comparison.pairs[side]
+    # a share with its Wilson interval for 0/1 scores (E2E exact match, Hit@k), else Student-t (ui.format)
+    column.metric(name, fmt.format_share(values.mean()) if fmt.is_binary(values) else f"{values.mean():.4f}",
+                  help=f"{score} over the {n:,} shared queries: {fmt.describe_score(values)} (95% interval)")
 columns[6].metric("Mean A - B", f"{comparison.mean_difference:+.4f}")
 st.caption(coverage + " " + both)
 st.dataframe(view.tests_view(comparison), hide_index=True, column_config={

@@ -220,3 +220,16 @@ def test_home_intervals_of_0_1_measures_are_wilson(look_env):
     low, high = wilson_interval(int(values.sum()), len(values))
     assert intervals.loc["gold", f"Hit@{K}"] == fmt.format_estimate(values.mean(), low, high)
     assert 0 <= low <= high <= 1
+
+
+def test_compare_shows_a_mean_of_0_1_scores_as_a_share_with_its_wilson_interval(look_env):
+    from rageval.stats.intervals import wilson_interval
+
+    app = start(str(REPO / navigation.COMPARE), run_a=RETEVAL_RUN, run_b=COPY, method="e2e", measure="E2E@5")
+    with RunReader(look_env / f"{RETEVAL_RUN}.sqlite") as reader:
+        e2e = reader.e2e_table()
+    scores = e2e[e2e["k"] == 5]["score"]  # the copy has the same answers, so every query is shared
+    mean_a = next(m for m in app.metric if m.label == "Mean A")
+    assert mean_a.value == fmt.format_share(scores.mean())
+    low, high = wilson_interval(int(scores.sum()), len(scores))
+    assert fmt.format_share_interval(low, high) in mean_a.help

@@ -109,8 +109,7 @@ def share_of(values: Iterable[Any], confidence: float = 0.95):
     (:func:`rageval.stats.intervals.share_interval`): a ``MeanInterval`` (mean, low, high, n)."""
     from rageval.stats.intervals import share_interval
 
-    return share_interval(pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").to_numpy(float),
-                          confidence)
+    return share_interval(_numbers(values).to_numpy(float), confidence)
 
 
 def describe_share(values: Iterable[Any], confidence: float = 0.95) -> str:
@@ -121,10 +120,17 @@ def describe_share(values: Iterable[Any], confidence: float = 0.95) -> str:
     return f"{format_share_estimate(share.mean, share.low, share.high)} of {share.n:,}"
 
 
+def _numbers(values: Iterable[Any]) -> pd.Series:
+    """``values`` as floats, anything that is not a number as NaN (a numeric Series or array without a copy to
+    Python objects: this runs on a whole run's per-query scores)."""
+    if isinstance(values, pd.Series) and pd.api.types.is_numeric_dtype(values):
+        return values.astype(float)
+    return pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").astype(float)
+
+
 def is_binary(values: Iterable[Any]) -> bool:
     """Whether every present value is 0 or 1 (exact match, a Yes verdict, a hit): its mean is a share."""
-    numbers_ = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce").dropna()
-    return bool(numbers_.isin((0, 1)).all())
+    return bool(_numbers(values).dropna().isin((0.0, 1.0)).all())
 
 
 def score_interval(values: Iterable[Any], confidence: float = 0.95):
@@ -132,20 +138,20 @@ def score_interval(values: Iterable[Any], confidence: float = 0.95):
     the Student-t interval (:func:`rageval.stats.intervals.mean_interval`)."""
     from rageval.stats.intervals import mean_interval
 
-    listed = list(values)
-    if is_binary(listed):
-        return share_of(listed, confidence)
-    return mean_interval(pd.to_numeric(pd.Series(listed, dtype=object), errors="coerce").to_numpy(float), confidence)
+    numbers_ = _numbers(values)
+    if is_binary(numbers_):
+        return share_of(numbers_, confidence)
+    return mean_interval(numbers_.to_numpy(float), confidence)
 
 
 def describe_score(values: Iterable[Any], confidence: float = 0.95) -> str:
     """A mean score in words with its interval and n: ``23.3% [17.6%, 30.2%] of 300`` for 0/1 scores (a share,
     Wilson interval), ``0.412 [0.38, 0.44] over 300`` for graded ones (Student-t)."""
-    listed = list(values)
-    estimate = score_interval(listed, confidence)
+    numbers_ = _numbers(values)
+    estimate = score_interval(numbers_, confidence)
     if estimate.n == 0:
         return MISSING
-    if is_binary(listed):
+    if is_binary(numbers_):
         return f"{format_share_estimate(estimate.mean, estimate.low, estimate.high)} of {estimate.n:,}"
     return f"{format_estimate(estimate.mean, estimate.low, estimate.high)} over {estimate.n:,}"
 
