@@ -525,15 +525,20 @@ def render_table(frame: pd.DataFrame, column_config: Mapping[str, Any] | None = 
         text = explicit.get(column) or given.get("help") or glossary.COLUMN_HELP.get(str(column))
         if text:
             config[column] = {**given, "help": text}
-    for column in fmt.columns_with_missing(frame):
+    kept = [c for c, given in config.items()  # links, images, checkboxes: an empty cell is already blank there
+            if isinstance(given, Mapping) and given.get("type_config", {}).get("type") not in (None, "number", "text")]
+    gaps = [c for c in fmt.columns_with_missing(frame) if c not in kept]
+    for column in gaps:
         given = config.get(column) or {}
-        if isinstance(given, str):
-            given = {"label": given}
+        given = {"label": given} if isinstance(given, str) else given
         help_text = " · ".join(h for h in (given.get("help"), fmt.MISSING_HELP) if h)
         config[column] = st.column_config.TextColumn(given.get("label") or str(column), width=given.get("width"),
                                                      help=help_text)
-    (where or st).dataframe(fmt.display_frame(frame, dict(digits) if isinstance(digits, Mapping) else digits),
-                            column_config=config, **dataframe_args)
+    shown = frame.copy()
+    filled = fmt.display_frame(frame[gaps], dict(digits) if isinstance(digits, Mapping) else digits)
+    for column in gaps:
+        shown[column] = filled[column]
+    (where or st).dataframe(shown, column_config=config, **dataframe_args)
 
 
 def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) -> None:
