@@ -12,6 +12,7 @@ import streamlit as st
 from rageval import findings
 from ui import data, navigation, render
 from ui import data_findings as loaders
+from ui import format as fmt
 from ui import render_findings as view
 from ui.render_lacks import render_lacks_panel
 
@@ -133,10 +134,16 @@ sizes[2].metric("Ranking rows", f"{counts['rankings']:,}")
 sizes[3].metric("LLM outputs", f"{counts['doc_outputs'] + counts['e2e_outputs']:,}",
                 help=f"{counts['doc_outputs']:,} single-passage + {counts['e2e_outputs']:,} end-to-end")
 e2e = loaders.load_leaderboard_row(*key)  # the run's own row of the leaderboard: SQLite aggregates, cached
-sizes[4].metric(f"E2E {metric} (mean)", "-" if not e2e["e2e_n"] else f"{e2e['e2e']:.3f}",
-                help=f"{metric} of the end-to-end answer from the top-{main_k} passages, mean over "
-                     f"{e2e['e2e_n']} queries, 95% interval [{e2e['e2e_low']:.3f}, {e2e['e2e_high']:.3f}] "
-                     f"({e2e['interval']})" if e2e["e2e_n"] else "this run stores no end-to-end answers")
+if e2e["e2e_n"]:
+    # A share with its Wilson interval for 0/1 scores (exact match), a mean with its Student-t interval otherwise.
+    wilson = e2e["interval"] == "Wilson"
+    shown = (fmt.format_share if wilson else fmt.format_number)(e2e["e2e"])
+    interval = (fmt.format_share_interval if wilson else fmt.format_interval)(e2e["e2e_low"], e2e["e2e_high"])
+    sizes[4].metric(f"E2E {metric} (mean)", shown,
+                    help=f"{metric} of the end-to-end answer from the top-{main_k} passages over {e2e['e2e_n']} "
+                         f"queries; 95% interval {interval} ({e2e['interval']})")
+else:
+    sizes[4].metric(f"E2E {metric} (mean)", fmt.MISSING, help="this run stores no end-to-end answers")
 
 if summary.empty:
     st.info("This run stores no measure values.")
@@ -151,7 +158,8 @@ else:
         render.render_measure_summary(summary, counts["queries"])
     intervals_tab.dataframe(render.measure_interval_view(data.load_measure_intervals(*key)))
     st.caption("Mean over the labelled queries of each per-query measure, one row per relevance-label method; "
-               "intervals are Student-t over those queries (rageval.stats.intervals). "
+               "intervals are Student-t over those queries, Wilson for a measure whose values are all 0 or 1 "
+               "(rageval.stats.intervals). "
                + render.provenance(settings, counts["queries"])
                + render.escape_markdown(render.partial_methods_note(summary, counts["queries"])))
 

@@ -16,7 +16,7 @@ FORMAT_STATE = "upload.format"
 CHECKED_STATE = "upload.checked"  # the upload_key the last Validate was pressed for
 SAVED_STATE = "upload.saved"  # the name of the run saved last
 
-st.title("Upload a run")
+render.page_heading(navigation.UPLOAD, "Upload a run")
 st.markdown(
     f"Bring your own retrieval run: it is checked (every problem with its file and line) and saved as a run file "
     f"in the runs folder, where the overview, the query inspector and the other views show it. Formats, examples "

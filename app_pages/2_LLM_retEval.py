@@ -9,7 +9,7 @@ shown queries as its worklist (Prev / Next walk them).
 import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
-from ui import data, render
+from ui import data, navigation, render
 from ui import render_inspector as inspect
 from ui.render_lacks import complete_command, render_lacks_panel
 
@@ -18,12 +18,13 @@ K_STATE = "reteval.k"
 CASE_STATE = "reteval.case"
 
 
-path = render.select_run()
+NEEDS = "LLM-retEval verdicts"
+path = render.select_run(data.has_reteval_data, NEEDS)
 
 key = data.run_key(path)
 settings = data.load_settings(*key)
 verdicts = data.load_verdicts(*key)
-st.title("LLM-retEval")
+render.page_heading(navigation.RETEVAL)
 render_lacks_panel(path)
 if verdicts.empty:
     st.info(render.escape_markdown(f"Run {path.stem} has no LLM-retEval verdicts.")
@@ -34,6 +35,8 @@ if verdicts.empty:
                "Compute it with the button above, or from a terminal:"))
     if not data.is_shipped(path):
         st.code(complete_command(path) + " --pieces reteval", language="bash")
+    render.render_compatible_runs(navigation.RETEVAL, render.compatible_runs(
+        data.find_all_runs().runs, data.has_reteval_data), NEEDS)
     st.stop()
 
 judges = sorted(verdicts["judge"].unique(), key=lambda j: (j != "em", j))
@@ -62,7 +65,7 @@ cases = data.load_failure_case_table(*key, judge)
 ks = sorted(int(k) for k in table["k"])
 filter_k, filter_category = st.columns([1, 4])
 k = int(render.select_synced(filter_k, "k", [str(k) for k in ks], state_key=K_STATE, param="k",
-                             help="The failure cases of the answer from the top k passages"))
+                             help="The failure cases of the answer from the top k passages the LLM was given"))
 categories = render.multiselect_synced(
     filter_category, "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES),
     key="reteval.categories", param="category",
@@ -78,7 +81,7 @@ inspect.render_walk_link(path.stem, shown["query_id"].tolist(), run_order, list_
 view = render.failure_cases_view(shown, with_judge=False).drop(columns="k")
 view.insert(view.columns.get_loc("Category") + 1, "Inspect",
             inspect.inspect_links(path.stem, shown["query_id"].tolist(), run_order, list_name))
-st.dataframe(view, hide_index=True, column_config={
+render.render_table(view, hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
     "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",

@@ -12,7 +12,7 @@ can be shared.
 import streamlit as st
 
 from rageval.attribution.experiment import GOLD_SCENARIO
-from ui import data, render
+from ui import data, navigation, render
 from ui import render_citations as view
 
 RUN_STATE = "citations.run"
@@ -30,7 +30,7 @@ table = data.load_attribution_metric_table(*key)
 answers = data.load_attribution_answers(*key)
 
 user_run = view.is_user_run(settings)
-st.title(view.page_title(settings))
+render.page_heading(navigation.CITATIONS, view.page_title(settings))
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + view.provenance(settings))
 invalid = view.invalid_citations_note(settings)
 if invalid:
@@ -40,9 +40,9 @@ st.subheader("Correctness and citation quality per scenario")
 if table.empty:
     st.info("This run stores no metric values.")
 else:
-    st.dataframe(view.metric_table_view(table), column_config={
+    render.render_table(view.metric_table_view(table), column_config={
         **{name: st.column_config.NumberColumn(name, format="%.1f") for name in view.METRIC_NAMES.values()},
-        "n": st.column_config.NumberColumn("n", help="answers averaged over", format="%d")})
+        "n": st.column_config.NumberColumn("n", help="answers averaged over", format="%d")}, digits=1)
     st.caption("Mean over each scenario's answers, percent (BLEU on its own 0-100 scale); an empty answer scores 0 "
                "on every citation metric" + (
                    ", and a citation naming no given passage supports nothing. AutoAIS and ALCE are decided by the "
@@ -80,7 +80,7 @@ if scenario == GOLD_SCENARIO:
                f"informative {render.format_label(answer['human_informative'])} · {where}")
 metrics = data.load_answer_metrics(*key, scenario, query_id, answer_id)
 if metrics:
-    st.dataframe(view.answer_metrics_view(metrics), hide_index=True,
+    render.render_table(view.answer_metrics_view(metrics), hide_index=True, digits=1,
                  column_config={c: st.column_config.NumberColumn(c, format="%.1f") for c in view.METRIC_NAMES.values()})
     st.caption("This answer's metrics, percent (BLEU 0-100). " + view.provenance(settings, 1) + " · " + where)
 
@@ -90,7 +90,7 @@ st.markdown("**Statements and their citations**")
 if statements.empty:
     st.caption("This answer has no statements (an empty answer).")
 else:
-    st.dataframe(view.statements_view(statements, with_human=with_human), hide_index=True,
+    render.render_table(view.statements_view(statements, with_human=with_human), hide_index=True,
                  column_config={"Statement": st.column_config.TextColumn(width="large")})
     st.caption("✓ supported, ✗ not, – not judged (no citation, or a scenario without citations). AutoAIS: one "
                "cited passage entails the statement; ALCE: its cited passages (at most 3) jointly do"
@@ -124,9 +124,11 @@ if agreement.empty:
                "`rageval attribution` run, carry annotators' labels).")
 else:
     st.subheader("Agreement with HAGRID's human labels")
-    st.dataframe(view.agreement_view(agreement), hide_index=True, column_config={
+    render.render_table(view.agreement_view(agreement), hide_index=True, column_config={
         **{c: st.column_config.NumberColumn(c, format="%.3f") for c in ("Pearson", "Spearman")},
-        **{c: st.column_config.NumberColumn(c, format="%.1f") for c in ("Accuracy %", "Human yes %", "Model yes %")}})
+        **{c: st.column_config.NumberColumn(c, format="%.1f") for c in ("Accuracy %", "Human yes %", "Model yes %")},
+        "n": st.column_config.NumberColumn("n", help="labelled answers (answer level) or sentences (sentence level)")},
+        digits={"Pearson": 3, "Spearman": 3, "Accuracy %": 1, "Human yes %": 1, "Model yes %": 1})
     st.caption("Gold answers only. Answer level: each answer's automatic score against its human attributable "
                "label; sentence level: each annotated sentence's NLI verdict (supported by one of its citations) and "
                "its best cited p(entail) against the sentence's label; accuracy counts a score ≥ 0.5 as yes; "

@@ -9,7 +9,7 @@ Runs come from your runs folder (and its ``ium/``) and the shipped ``data/runs/i
 
 import streamlit as st
 
-from ui import data, render
+from ui import data, navigation, render
 from ui import render_ium as view
 
 RUN_STATE = "ium.run"
@@ -25,12 +25,12 @@ settings = data.load_ium_settings(*key)
 agents = data.load_ium_table(*key, "agents")
 counts = data.load_ium_test_counts(*key)
 
-st.title("Agents · Iterative Utility Maximization")
+render.page_heading(navigation.AGENTS, "Agents · Iterative Utility Maximization")
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + view.provenance(settings))
 if agents.empty or not counts:
     st.info("This run stores no agents or no test outcomes.")
     st.stop()
-st.dataframe(view.agents_view(agents), hide_index=True)
+render.render_table(view.agents_view(agents), hide_index=True)
 st.caption(render.escape_markdown(f"The {len(agents)} agents: task, reader model, k passages read, and the utility "
                                   "their feedback and downstream score use (em: exact match, contains: answer "
                                   "contained, f1: token F1)."))
@@ -40,7 +40,7 @@ low, high = min(counts.values()), max(counts.values())
 per_agent = f"{low}{'' if low == high else f'-{high}'} test queries per agent"
 summary = data.load_ium_summary(*key)
 st.plotly_chart(view.summary_figure(summary), key="ium.summary")
-st.dataframe(view.summary_view(summary, counts), column_config={
+render.render_table(view.summary_view(summary, counts), digits=1, column_config={
     **{m: st.column_config.NumberColumn(m, format="%.1f") for m in summary.columns},
     "n": st.column_config.NumberColumn("n", help="test queries (agents, on the macro-average row)", format="%d")})
 st.caption(render.escape_markdown(
@@ -54,7 +54,7 @@ if not significance.empty:
     st.markdown("**McNemar tests between the methods**")
     pools = list(dict.fromkeys(["all agents", *significance["agent"]]))
     pool = st.selectbox("Agent (or all agents' test queries pooled)", pools, key=SIGNIFICANCE_STATE)
-    st.dataframe(view.significance_view(significance[significance["agent"] == pool]), hide_index=True,
+    render.render_table(view.significance_view(significance[significance["agent"] == pool]), hide_index=True,
                  column_config={"p-value": st.column_config.NumberColumn("p-value", format="%.3f")})
     st.caption("Exact McNemar test on each pair of methods (an answer counts as right when its score is at least "
                "0.5): the queries only A or only B got right, and the two-sided p-value. "
@@ -81,7 +81,7 @@ if not personalisation.empty:
     tau_tab, jaccard_tab, table_tab = st.tabs(["Kendall's tau", "Jaccard", "Table"])
     tau_tab.plotly_chart(view.personalisation_figure(personalisation, "kendall_tau"), key="ium.tau")
     jaccard_tab.plotly_chart(view.personalisation_figure(personalisation, "jaccard"), key="ium.jaccard")
-    table_tab.dataframe(view.personalisation_view(personalisation), hide_index=True, column_config={
+    render.render_table(view.personalisation_view(personalisation), where=table_tab, hide_index=True, column_config={
         c: st.column_config.NumberColumn(c, format="%.3f") for c in ("Kendall's tau", "Jaccard")})
     st.caption(render.escape_markdown(
         "Between the lists two agents of one dataset are served for the same test query (top min(k) of each): "
@@ -107,7 +107,7 @@ served = data.load_ium_table(*key, "served")
 outcomes = data.load_ium_table(*key, "outcomes")
 chosen = (served["agent"] == agent) & (served["query_id"] == query_id)
 answered = (outcomes["agent"] == agent) & (outcomes["query_id"] == query_id)
-st.dataframe(view.served_view(served[chosen], outcomes[answered]), hide_index=True, column_config={
+render.render_table(view.served_view(served[chosen], outcomes[answered]), hide_index=True, digits=0, column_config={
     "Served passages (rank order)": st.column_config.TextColumn(width="large"),
     "Score %": st.column_config.NumberColumn("Score %", format="%.0f")})
 k = agents.set_index("name")["k"].get(agent, "?")

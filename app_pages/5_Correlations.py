@@ -9,7 +9,7 @@ intervals for every method x measure (eRAG's Table 1, Salemi & Zamani 2024) and 
 import streamlit as st
 
 from rageval.report import best_measures
-from ui import data, render
+from ui import data, navigation, render
 from ui import data_correlations as loaders
 from ui import render_correlations as view
 from ui import render_inspector as inspect
@@ -20,13 +20,14 @@ K_STATE = "correlations.k"
 MEASURE_STATE = "correlations.measure"
 
 
-path = render.select_run()
+NEEDS = "end-to-end answers and measure values"
+path = render.select_run(data.has_correlation_data, NEEDS)
 key = data.run_key(path)
 settings = data.load_settings(*key)
 e2e_ks = data.load_e2e_ks(*key)
 measures = data.load_measure_table(*key)
 
-st.title("Correlations: labels against the end-to-end answer")
+render.page_heading(navigation.CORRELATIONS, "Correlations: labels against the end-to-end answer")
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + render.provenance(settings))
 render_lacks_panel(path)
 if not e2e_ks or measures.empty:
@@ -40,6 +41,8 @@ if not e2e_ks or measures.empty:
                "folder or a server), or from a terminal:"))
     if not data.is_shipped(path):
         st.code(complete_command(path), language="bash")
+    render.render_compatible_runs(navigation.CORRELATIONS, render.compatible_runs(
+        data.find_all_runs().runs, data.has_correlation_data), NEEDS)
     st.stop()
 
 metric = view.e2e_metric_name(settings)

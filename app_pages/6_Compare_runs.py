@@ -9,8 +9,9 @@ changed most, each linked to the query inspector in both runs.
 import streamlit as st
 
 from rageval.compare import DEFAULT_PERMUTATIONS, DEFAULT_SEED, E2E_METHOD, changed_most
-from ui import data, render
+from ui import data, navigation, render
 from ui import data_compare as loaders
+from ui import format as fmt
 from ui import render_compare as view
 from ui import render_inspector as inspect
 
@@ -45,16 +46,30 @@ st.session_state.setdefault(RUN_A_STATE, st.session_state.get(render.RUN_STATE))
 run_a = render.select_synced(st.sidebar, "Run A", stems, state_key=RUN_A_STATE, param="run_a",
                              help="Run files (*.sqlite), newest first")
 settings_a = settings_by_run[run_a]
-st.session_state.setdefault(RUN_B_STATE, view.default_partner(run_a, stems, settings_by_run))
+ids_a = data.load_query_ids(*keys[run_a])
+shared = {stem: len(ids_a & data.load_query_ids(*keys[stem])) for stem in stems}  # queries each run shares with A
+partner = view.default_partner(run_a, stems, settings_by_run, shared)
+st.session_state.setdefault(RUN_B_STATE, partner)
 run_b = render.select_synced(st.sidebar, "Run B", stems, state_key=RUN_B_STATE, param="run_b",
-                             help="The run compared with A (default: the same dataset, another retriever)")
+                             format_func=lambda stem: view.partner_label(stem, run_a, shared),
+                             help="The run compared with A, with the number of queries it shares with A "
+                                  "(default: the run sharing the most, preferably another retriever)")
 settings_b = settings_by_run[run_b]
 render.render_run_folders(listing)
 key_a, key_b = keys[run_a], keys[run_b]
 
-st.title("Compare runs")
+render.page_heading(navigation.COMPARE)
 warn_unreadable()
-st.caption(render.escape_markdown(f"A: {run_a} · B: {run_b}"))
+st.caption(render.escape_markdown(
+    f"A: {run_a} · B: {run_b} · {shared[run_b]:,} shared queries"
+    + (" (B is the run that shares the most queries with A)" if run_b == partner and run_b != run_a else "")))
+if shared[run_b] == 0:
+    others = view.sharing_runs(run_a, shared)
+    st.warning(render.escape_markdown(
+        f"Runs {run_a} and {run_b} have no query in common, so they cannot be compared query by query. "
+        + (f"Runs that share queries with {run_a}: {', '.join(others)}." if others else
+           f"No other run shares a query with {run_a}: compare runs over the same questions.")))
+    st.stop()
 settings_columns = {"Run A": st.column_config.TextColumn(f"A: {run_a}", width="large"),
                     "Run B": st.column_config.TextColumn(f"B: {run_b}", width="large")}
 differences = view.setting_differences(settings_a, settings_b)
@@ -102,8 +117,11 @@ columns[0].metric("Shared queries", f"{n:,}", help=f"{len(comparison.only_a)} on
 columns[1].metric("A better", comparison.a_better)
 columns[2].metric("Ties", comparison.ties)
 columns[3].metric("B better", comparison.b_better)
-columns[4].metric("Mean A", f"{comparison.mean_a:.4f}")
-columns[5].metric("Mean B", f"{comparison.mean_b:.4f}")
+for column, name, side in ((columns[4], "Mean A", "a"), (columns[5], "Mean B", "b")):
+    values = comparison.pairs[side]
+    # a share with its Wilson interval for 0/1 scores (E2E exact match, Hit@k), else Student-t (ui.format)
+    column.metric(name, fmt.format_share(values.mean()) if fmt.is_binary(values) else f"{values.mean():.4f}",
+                  help=f"{score} over the {n:,} shared queries: {fmt.describe_score(values)} (95% interval)")
 columns[6].metric("Mean A - B", f"{comparison.mean_difference:+.4f}")
 st.caption(coverage + " " + both)
 st.dataframe(view.tests_view(comparison), hide_index=True, column_config={

@@ -2,18 +2,19 @@
 run that has LLM-retEval verdicts, filtered by judge, category, k, dataset and retriever, with the cases listed and
 linked to the query inspector (Alinejad et al. 2024, §4).
 
-``?judge=<judge>&category=A&category=C&k=5&dataset=...&retriever=...`` preset the filters, so a view can be shared.
+``?judge=<judge>&category=A&category=C&k=5&dataset=...&retriever=...`` preset the filters and ``?case=<run query k
+category>`` the case shown, so a view can be shared.
 """
 
 import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
-from ui import data, render
+from ui import data, navigation, render
 from ui import render_inspector as inspect
 from ui.render_failures import count_figure, count_table, example_view, filter_cases, inspect_links, run_worklists
 from ui.render_lacks import render_lacks_panel
 
-st.title("Failure cases")
+render.page_heading(navigation.FAILURES)
 
 listing = data.find_all_runs()
 run_keys = data.safe_run_keys(list(listing.runs.values()))
@@ -66,7 +67,8 @@ provenance = "; ".join(
                                    int(group["query_id"].nunique()))
     for (run, model, dataset, retriever), group in shown.groupby(["run", "model", "dataset", "retriever"]))
 st.plotly_chart(count_figure(shown, judge_label), key="failures.counts")
-st.dataframe(count_table(shown), hide_index=True)
+render.render_table(count_table(shown), hide_index=True,
+                    help={c: f"Queries in category {c}: {name}" for c, name in CATEGORY_NAMES.items()})
 st.caption(render.escape_markdown(
     f"Queries per failure category at each k under judge {judge_label}; a query can fall in several categories. "
     "Each category is decided by an explicit rule over the stored facts (rageval.reteval.classify_failures).")
@@ -79,7 +81,7 @@ list_name = f"failure cases, {judge_label}, {''.join(categories)}, k={','.join(m
 for run, ids in worklists.items():
     inspect.render_walk_link(run, ids, run_orders[run], f"{list_name} · {run}",
                              label=f"Walk the {len(ids):,} queries of run {run} in the query inspector")
-st.dataframe(example_view(shown, inspect_links(shown, run_orders, list_name)), hide_index=True, column_config={
+render.render_table(example_view(shown, inspect_links(shown, run_orders, list_name)), hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
     "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",
@@ -92,8 +94,8 @@ st.caption(render.escape_markdown(
 case_ids = [f"{row.run} {row.query_id} {row.k} {row.category}" for row in shown.itertuples()]
 labels = {i: f"{row.category} · k={row.k} · {row.text}  [{row.run} · {row.query_id}]"
           for i, row in zip(case_ids, shown.itertuples())}
-chosen = st.selectbox("Open a case", case_ids, format_func=labels.__getitem__, key="failures.case",
-                      filter_mode="contains")
+chosen = render.select_synced(st, "Open a case", case_ids, state_key="failures.case", param="case",
+                              format_func=labels.__getitem__, filter_mode="contains")  # ?case= shares it
 case = shown.iloc[case_ids.index(chosen)]
 walk = inspect.worklist_query_params(case["run"], worklists[case["run"]], run_orders[case["run"]],
                                      f"{list_name} · {case['run']}")

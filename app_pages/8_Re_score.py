@@ -12,7 +12,7 @@ import streamlit as st
 
 from rageval import jobs
 from rageval.errors import RagevalError, StoreError
-from ui import data, render
+from ui import data, navigation, render
 from ui import data_jobs as loaders
 from ui import render_jobs as view
 
@@ -27,7 +27,7 @@ counts = data.load_counts(*key)
 queries = data.load_query_table(*key)
 st.sidebar.caption(render.escape_markdown(f"Jobs are kept in {loaders.jobs_db()}"))
 
-st.title("Re-score")
+render.page_heading(navigation.RESCORE)
 st.caption("Label the top-k passages of this run again with another model. The job runs in a background process; "
            "each batch of labels is saved into the run file as it is produced (method "
            "`erag:<metric>@<model>` or `llm_relevance@<model>`), so a closed browser, a cancel or a killed worker "

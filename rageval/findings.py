@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from rageval.report import best_measures
-from rageval.stats.intervals import MeanInterval, wilson_interval
+from rageval.stats.intervals import MeanInterval, share_from_counts
 
 #: An E2E score at or above this counts as a right answer: exact match and accuracy are 0 or 1; for a graded
 #: metric (token F1, ROUGE-L) it is a threshold the page states.
@@ -108,7 +108,7 @@ def compute_gold_answer_table(retrieval: pd.DataFrame, k: int, threshold: float 
         for answer in (True, False):
             mask = (retrieved == gold) & (right == answer)
             chosen = ids[mask]
-            cells.append(Cell(gold, answer, tuple(str(q) for q in chosen), wilson_interval(len(chosen), n),
+            cells.append(Cell(gold, answer, tuple(str(q) for q in chosen), share_from_counts(len(chosen), n),
                               tuple(int(i) for i in rows[mask])))
     return GoldAnswerTable(int(k), float(threshold), tuple(cells), n, len(retrieval),
                            int((~has_gold).sum()), int((has_gold & pd.isna(scores)).sum()))
@@ -222,7 +222,7 @@ def label_share_finding(method: str, n: int, positive: int, name: Callable[[str]
     labels."""
     if n == 0:
         return None
-    share = wilson_interval(positive, n)
+    share = share_from_counts(positive, n)
     return Finding("label_share", (
         f"The {name(method)} baseline says Yes (relevant) to {_percent(share)} of the {n:,} passages it labelled."),
         {"method": method})
@@ -241,7 +241,7 @@ def failure_finding(counts: pd.DataFrame, k: int | None, judge_name: Callable[[s
     n = int(row["n"])
     if n == 0:
         return None
-    recall, reteval = wilson_interval(int(row["recall_failures"]), n), wilson_interval(int(row["reteval_failures"]), n)
+    recall, reteval = share_from_counts(int(row["recall_failures"]), n), share_from_counts(int(row["reteval_failures"]), n)
     return Finding("failures", (
         f"At k={at} (judge {judge_name(judges[0])}), {int(row['recall_failures'])} of {n} judged queries "
         f"({_percent(recall)}) are recall failures (A-C: the retriever missed what the answer needs) and "

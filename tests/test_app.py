@@ -25,6 +25,7 @@ from streamlit.testing.v1 import AppTest
 from rageval import reteval
 from rageval.generation.base import FakeGenerator, first_capitalised_span
 from rageval.stats.correlation import kendall_tau_b
+from rageval.stats.intervals import wilson_interval
 from rageval.store import APPLICATION_ID, RunReader, list_runs, write_run
 from rageval.text_metrics import contains_answer
 from tests.app_helpers import use_shipped_runs
@@ -126,7 +127,7 @@ def test_home_shows_sizes_settings_and_measures(runs_env):
     with RunReader(runs_env) as reader:
         expected = reader.measure_table().groupby(["method", "measure"])["value"].mean().unstack()
         e2e_mean = reader.query_table()["e2e_score"].mean()
-    assert metrics["E2E EM (mean)"] == f"{e2e_mean:.3f}"
+    assert metrics["E2E EM (mean)"] == f"{100 * e2e_mean:.1f}%"  # a share of 0/1 exact matches (ui.format)
 
     summary = measure_means(app)
     assert list(summary.index) == ["eRAG EM", "contains-answer", "gold"]
@@ -606,10 +607,13 @@ def test_reteval_page_reproduces_the_papers_table_with_the_engine(reteval_env):
                                              for q in semi.index], axis=0)
             assert column[rows["recall"]] == f"{recall:.3f}"
             assert column[rows["precision"]] == f"{precision:.3f}" and column[rows["f1"]] == f"{f1:.3f}"
-            assert column[rows["llm_reteval"]] == f"{semi.mean():.3f}"
-            assert column[rows["qa_accuracy"]] == f"{against_gold.loc[semi.index].mean():.3f}"
             em = e2e[e2e["k"] == k].set_index("query_id")["score"]
-            assert column[rows["qa_em"]] == f"{em.loc[semi.index].mean():.3f}"
+            # shares of 0/1 outcomes: a percentage with its Wilson interval over the judged queries (ui.format)
+            for row, outcomes in (("llm_reteval", semi), ("qa_accuracy", against_gold.loc[semi.index]),
+                                  ("qa_em", em.loc[semi.index])):
+                low, high = wilson_interval(int(outcomes.sum()), len(outcomes))
+                assert column[rows[row]] == (f"{100 * outcomes.mean():.1f}% [{100 * low:.1f}%, "
+                                             f"{100 * high:.1f}%]")
             assert column[rows["n"]] == str(len(semi))
             at_k = cases[(cases["judge"] == judge) & (cases["k"] == k)]
             for category in "ABCDEF":
@@ -653,19 +657,21 @@ def test_failure_case_browser_filters_and_links_to_the_inspector(reteval_env):
     # Filter to the (k, category) with the most cases (which one depends on the fake reader's answers).
     k_chosen, category = cases.groupby(["k", "category"]).size().idxmax()
     app.selectbox(key="reteval.k.widget").select(str(k_chosen)).run()
-    assert app.query_params["k"] == str(k_chosen)
     app.multiselect(key="reteval.categories").set_value([category]).run()
-    assert app.query_params["category"] == category  # AppTest keeps the one value of ?category= as a string
+    # the filters are in the URL, so the view can be shared
+    assert (app.query_params["k"], app.query_params["category"]) == (str(k_chosen), category)
     shown, want = failure_browser(app), expected(k_chosen, category)
     assert len(want) and list(shown["Category"]) == [category] * len(want)
     assert sorted(shown["Reason"]) == sorted(want["reason"])
-    assert escape_markdown(f"{len(want)} failure cases") in app.caption[1].value
+    assert escape_markdown(f"{len(want)} failure cases") in " ".join(c.value for c in app.caption)
 
     case_box = app.selectbox(key="reteval.case.widget")
     assert len(case_box.options) == len(want)
     case_box.select_index(len(want) - 1).run()
     query_id, category = app.selectbox(key="reteval.case.widget").value.rsplit(" ", 1)
-    assert app.query_params["case"] == f"{query_id} {category}"  # the opened case is in the URL too
+    assert app.query_params["case"] == f"{query_id} {category}"
+    shared = start(RETEVAL, run=RETEVAL_RUN, k=str(k_chosen), category=category, case=f"{query_id} {category}")
+    assert shared.selectbox(key="reteval.case.widget").value == f"{query_id} {category}" and not shared.warning
     reason = want[(want["query_id"] == query_id) & (want["category"] == category)]["reason"].item()
     assert [t.value for t in app.text] == [texts[query_id], reason]
     links = {link.proto.label: link.proto for link in app.get("page_link") if link.proto.page == "Query_inspector"}

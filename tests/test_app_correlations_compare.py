@@ -417,7 +417,11 @@ def test_compare_shipped_runs(run_a, run_b, method, measure, monkeypatch):
 def test_compare_shipped_runs_over_different_questions_explains(monkeypatch):
     use_shipped_runs(monkeypatch)
     app = start(COMPARE, run_a="retrieval-hotpotqa-bm25", run_b="retrieval-nq_open-bm25")
-    assert app.info[0].value.startswith(escape_markdown("0 queries are in both runs and compared; 400 only in A"))
+    # refused before any test is run, naming the runs that do share queries with A
+    assert app.warning[0].value.startswith(escape_markdown(
+        "Runs retrieval-hotpotqa-bm25 and retrieval-nq_open-bm25 have no query in common"))
+    assert escape_markdown("retrieval-hotpotqa-dense (") in app.warning[0].value
+    assert not app.metric
 
 
 def test_compare_default_partner_on_the_shipped_runs(monkeypatch):

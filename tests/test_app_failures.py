@@ -122,9 +122,13 @@ def test_shipped_runs_with_llm_reteval_are_all_shown(monkeypatch):
 def test_a_chosen_case_shows_its_question_and_reason_as_text_and_links_to_its_run(runs_folder, monkeypatch):
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs_folder))
     app = start(FAILURES, retriever="dense-copy")
-    box = app.selectbox(key="failures.case")
+    box = app.selectbox(key="failures.case.widget")
     box.select_index(len(box.options) - 1).run()
-    run, query_id, k, category = app.selectbox(key="failures.case").value.split(" ")
+    chosen = app.selectbox(key="failures.case.widget").value
+    assert app.query_params["case"] == chosen  # the case is in the URL, so the view can be shared
+    shared = start(FAILURES, retriever="dense-copy", case=chosen)  # the link opens the same case
+    assert shared.selectbox(key="failures.case.widget").value == chosen and not shared.warning
+    run, query_id, k, category = chosen.split(" ")
     assert run == COPY
     with RunReader(runs_folder / f"{COPY}.sqlite") as reader:
         cases = reader.failure_cases().query("judge == 'em'")

@@ -202,7 +202,7 @@ def test_jsonl_upload_with_answers_and_markup(runs_dir):
     answers = next(df.value for df in inspector.dataframe if "End-to-end answer" in df.value.columns)
     assert answers["End-to-end answer"][0] == "<script>window.__pwned=3</script>"
     home = start(HOME, run="my_answers")
-    assert {m.label: m.value for m in home.metric}["E2E EM (mean)"] == f"{e2e_em:.3f}"
+    assert {m.label: m.value for m in home.metric}["E2E EM (mean)"] == f"{100 * e2e_em:.1f}%"
 
 
 # --- the page's pure helpers ------------------------------------------------------------------------------

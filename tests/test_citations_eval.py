@@ -410,7 +410,7 @@ def test_citations_page_opens_on_a_user_run(scored_run, tmp_path, monkeypatch):
     shutil.copyfile(path, runs / "attribution" / "mine.sqlite")
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs))
     repo = Path(__file__).resolve().parent.parent
-    app = start(str(repo / "pages" / "3_Citations.py"))  # asserts no exception
+    app = start(str(repo / "app_pages" / "3_Citations.py"))  # asserts no exception
     assert app.title[0].value == "Citations · attributed answers from answers.jsonl"
     assert not any("HAGRID" in t.value for t in app.title)
     table = frame_with(app, "AutoAIS cit")
@@ -428,7 +428,7 @@ def test_citations_page_opens_on_a_user_run(scored_run, tmp_path, monkeypatch):
     # The empty answer: no statements and no heatmap, still no error.
     with AttributionReader(path) as reader:
         [query_id] = reader.frame("answers", "answer_id = 'empty'")["query_id"]
-    app = start(str(repo / "pages" / "3_Citations.py"), scenario=USER_SCENARIO, query=query_id, answer="empty")
+    app = start(str(repo / "app_pages" / "3_Citations.py"), scenario=USER_SCENARIO, query=query_id, answer="empty")
     assert app.selectbox(key="citations.answer_id.widget").value == "empty"
     assert "(empty answer)" in [t.value for t in app.text] and not app.get("plotly_chart")
 

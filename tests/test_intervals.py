@@ -7,10 +7,18 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
-from rageval.stats.intervals import grouped_mean_intervals, mean_interval, wilson_interval
+from rageval.stats.intervals import (
+    grouped_mean_intervals,
+    intervals_from_moments,
+    mean_interval,
+    share_from_counts,
+    share_interval,
+    wilson_interval,
+)
 from rageval.store import RunReader
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
@@ -68,20 +76,77 @@ def test_intervals_from_sqlite_moments_equal_those_from_every_value(measures):
 @pytest.mark.parametrize(("successes", "n"), [(0, 1), (1, 1), (0, 30), (3, 30), (15, 30), (247, 300), (300, 300),
                                               (5, 100_000)])
 @pytest.mark.parametrize("confidence", [0.95, 0.9])
-def test_wilson_interval_equals_scipys(successes, n, confidence):
+def test_share_from_counts_equals_scipys_wilson(successes, n, confidence):
     """scipy's ``binomtest(...).proportion_ci(method="wilson")`` is the reference (scipy.stats, Newcombe 1998)."""
-    ours = wilson_interval(successes, n, confidence)
+    ours = share_from_counts(successes, n, confidence)
     theirs = stats.binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
     assert ours.mean == successes / n and ours.n == n
     assert ours.low == pytest.approx(theirs.low, abs=1e-12) and ours.high == pytest.approx(theirs.high, abs=1e-12)
     assert 0 <= ours.low <= ours.mean <= ours.high <= 1
 
 
-def test_wilson_interval_by_hand_and_edges():
+def test_share_from_counts_by_hand_and_edges():
     # 0 of 10 at 95%: the upper end is z^2 / (n + z^2) (the closed form at p = 0), 0.2775 with z = 1.95996.
     z = 1.959963984540054
-    assert wilson_interval(0, 10).high == pytest.approx(z * z / (10 + z * z)) and wilson_interval(0, 10).low == 0
-    empty = wilson_interval(0, 0)
+    assert share_from_counts(0, 10).high == pytest.approx(z * z / (10 + z * z)) and share_from_counts(0, 10).low == 0
+    assert wilson_interval(10, 10)[1] == 1
+    empty = share_from_counts(0, 0)
     assert empty.n == 0 and all(math.isnan(v) for v in (empty.mean, empty.low, empty.high))
     with pytest.raises(ValueError):
+        share_from_counts(3, 2)
+
+
+# Newcombe (1998), "Two-sided confidence intervals for the single proportion: comparison of seven methods",
+# Statistics in Medicine 17:857-872, Table II, method 3 (Wilson score interval without continuity correction),
+# to the 4 decimals printed there.
+NEWCOMBE_WILSON = [((81, 263), (0.2553, 0.3662)), ((15, 148), (0.0624, 0.1605)), ((0, 20), (0.0, 0.1611)),
+                   ((1, 29), (0.0061, 0.1718))]
+
+
+@pytest.mark.parametrize(("counts", "expected"), NEWCOMBE_WILSON)
+def test_wilson_interval_equals_newcombe_table(counts, expected):
+    low, high = wilson_interval(*counts)
+    assert (round(low, 4), round(high, 4)) == expected
+
+
+def test_wilson_interval_stays_in_unit_interval_and_arrays_agree():
+    successes, n = np.array([0, 1, 5, 29, 30, 0]), np.array([30, 30, 30, 30, 30, 1])
+    low, high = wilson_interval(successes, n)
+    assert (low >= 0).all() and (high <= 1).all() and (low < successes / n + 1e-12).all()
+    assert (high > successes / n - 1e-12).all()
+    for i in range(len(n)):
+        assert (low[i], high[i]) == pytest.approx(wilson_interval(int(successes[i]), int(n[i])))
+    # the Student-t interval of the same 0/1 scores goes below 0 for 1 of 30; Wilson does not
+    scores = np.r_[np.ones(1), np.zeros(29)]
+    assert mean_interval(scores).low < 0 < wilson_interval(1, 30)[0]
+    assert math.isnan(wilson_interval(0, 0)[0])
+    with pytest.raises(ValueError):
         wilson_interval(3, 2)
+
+
+def test_share_interval_on_shipped_e2e_scores():
+    with RunReader(SHIPPED) as reader:
+        scores = reader.e2e_table()["score"].to_numpy()
+    got = share_interval(scores)
+    assert got.n == len(scores) > 100
+    assert got.mean == pytest.approx(scores.mean())
+    assert (got.low, got.high) == pytest.approx(wilson_interval(int(scores.sum()), len(scores)))
+    assert 0 <= got.low < got.mean < got.high <= 1
+    with pytest.raises(ValueError):
+        share_interval([0.5, 1.0])
+
+
+def test_moments_of_0_1_values_get_the_wilson_interval(measures):
+    hits = measures[(measures.method == "gold") & (measures.measure.str.startswith("Hit@"))]
+    graded = measures[(measures.method == "erag:em") & (measures.measure == "nDCG@10")]
+    frame = pd.concat([hits[hits.measure == hits.measure.iloc[0]], graded])
+    moments = (frame.assign(sq=frame["value"] ** 2).groupby("measure")
+               .agg(n=("value", "count"), mean=("value", "mean"), sum_sq=("sq", "sum")).reset_index())
+    both = intervals_from_moments(moments, binary_as_share=True).set_index("measure")
+    plain = intervals_from_moments(moments).set_index("measure")
+    hit = hits.measure.iloc[0]
+    values = hits[hits.measure == hit]["value"]
+    assert set(values.unique()) <= {0.0, 1.0}
+    assert (both.at[hit, "low"], both.at[hit, "high"]) == pytest.approx(wilson_interval(int(values.sum()), len(values)))
+    assert (both.at["nDCG@10", "low"], both.at["nDCG@10", "high"]) == (plain.at["nDCG@10", "low"],
+                                                                       plain.at["nDCG@10", "high"])

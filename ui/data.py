@@ -240,6 +240,28 @@ def load_query_table(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.query_table)
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
+def load_has_rows(path: str, mtime_ns: int, table: str) -> bool:
+    """Whether the run's ``table`` holds a row (:meth:`rageval.store.RunReader.has_rows`)."""
+    return _read(path, mtime_ns, lambda reader: reader.has_rows(table))
+
+
+def has_correlation_data(key: tuple[str, int]) -> bool:
+    """A run the Correlations page can show: it stores end-to-end answers and per-query measure values."""
+    return load_has_rows(*key, "e2e_outputs") and load_has_rows(*key, "measure_values")
+
+
+def has_reteval_data(key: tuple[str, int]) -> bool:
+    """A run the LLM-retEval page can show: it stores LLM-retEval verdicts."""
+    return load_has_rows(*key, "verdicts")
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=256, show_spinner=False)
+def load_query_ids(path: str, mtime_ns: int) -> frozenset[str]:
+    """The run's query ids (a set: which queries two runs share)."""
+    return frozenset(_read(path, mtime_ns, RunReader.query_ids))
+
+
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_measure_moments(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.measure_moments)
@@ -250,11 +272,12 @@ def load_measure_summary(path: str, mtime_ns: int) -> pd.DataFrame:
 
 
 def load_measure_intervals(path: str, mtime_ns: int) -> pd.DataFrame:
-    """Mean of every (label method, measure) over queries with its 95% Student-t interval
-    (:func:`rageval.stats.intervals.intervals_from_moments`): columns method, measure, mean, low, high, n."""
+    """Mean of every (label method, measure) over queries with its 95% interval
+    (:func:`rageval.stats.intervals.intervals_from_moments`): Student-t, or Wilson for a measure whose per-query
+    values are all 0 or 1 (a share, e.g. Hit@k); columns method, measure, mean, low, high, n."""
     from rageval.stats.intervals import intervals_from_moments
 
-    return intervals_from_moments(load_measure_moments(path, mtime_ns))[
+    return intervals_from_moments(load_measure_moments(path, mtime_ns), binary_as_share=True)[
         ["method", "measure", "mean", "low", "high", "n"]]
 
 

@@ -19,7 +19,7 @@ import streamlit as st
 
 from rageval import findings
 from rageval.report import best_measures
-from rageval.stats.intervals import intervals_from_moments, wilson_interval
+from rageval.stats.intervals import intervals_from_moments, share_from_counts
 from rageval.store import RunReader, aggregates
 from ui import data
 
@@ -145,7 +145,7 @@ def load_leaderboard_row(path: str, mtime_ns: int) -> dict[str, Any]:
     n = moments["n"]
     if n:
         if moments["n_binary"] == n:
-            interval = wilson_interval(round(moments["mean"] * n), n)
+            interval = share_from_counts(round(moments["mean"] * n), n)
             row.update(e2e=interval.mean, e2e_low=interval.low, e2e_high=interval.high, interval="Wilson")
         else:
             t = intervals_from_moments(pd.DataFrame([moments])).iloc[0]

@@ -35,10 +35,13 @@ FAILURES = "app_pages/7_Failure_cases.py"
 RESCORE = "app_pages/8_Re_score.py"
 ANNOTATE = "app_pages/9_Annotate.py"
 UPLOAD = "app_pages/10_Upload.py"
+GLOSSARY = "app_pages/11_Glossary.py"
 
 PAGES = (
     PageEntry(HOME, "Findings", ":material/insights:", "", "Overview",
               "What does this run say about its retrieval, and how do all runs compare?"),
+    PageEntry(GLOSSARY, "Glossary", ":material/menu_book:", "Glossary", "Overview",
+              "What do eRAG, E2E, semi-gold, nDCG, tau or kappa mean here, and which paper defines them?"),
     PageEntry(INSPECTOR, "Query inspector", ":material/search:", "Query_inspector", "Inspect",
               "Why did this question get the answer it got: which passages helped, which misled?"),
     PageEntry(FAILURES, "Failure cases", ":material/report:", "Failure_cases", "Inspect",
@@ -68,6 +71,11 @@ def page_url(file: str, **params: str) -> str:
     """The relative URL of the page ``file`` with ``params`` as its query string (for link columns)."""
     path = BY_FILE[file].url_path
     return path + ("?" + urlencode(params) if params else "")
+
+def glossary_url(anchor: str) -> str:
+    """The relative URL of one glossary term (``Glossary#ndcg``; the anchors are :data:`ui.glossary.TERMS`')."""
+    return f"{BY_FILE[GLOSSARY].url_path}#{anchor}"
+
 
 #: The browser tab's icon (a magnifier over bars, drawn for rageval), a local file so that no font server is asked.
 FAVICON = Path(__file__).resolve().parent.parent / "assets" / "favicon.png"

@@ -23,7 +23,8 @@ from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
-from ui import data, navigation
+from ui import data, glossary, navigation
+from ui import format as fmt
 from ui.plot_text import plot_texts
 
 METHOD_NAMES = {
@@ -84,18 +85,15 @@ def judge_name(judge: str) -> str:
 
 
 def format_correlation(value: float, low: float, high: float) -> str:
-    """``0.412 [0.21, 0.60]``, or ``undefined (constant)`` when the coefficient is undefined."""
-    if math.isnan(value):
-        return "undefined (constant)"
-    if math.isnan(low):
-        return f"{value:.3f}"
-    return f"{value:.3f} [{low:.2f}, {high:.2f}]"
+    """``0.412 [0.21, 0.60]``, or ``undefined (constant)`` when the coefficient is undefined
+    (:func:`ui.format.format_correlation`)."""
+    return fmt.format_correlation(value, low, high)
 
 
 def format_label(value: Any) -> str:
     """A label cell: ✓ for 1, ✗ for 0, two decimals for a graded value, – when missing."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
+    if fmt.is_missing(value):
+        return fmt.MISSING
     if value == 1:
         return "✓"
     if value == 0:
@@ -104,7 +102,10 @@ def format_label(value: Any) -> str:
 
 
 def format_setting(key: str, value: Any) -> str:
-    """One setting as a short string: prompts as ``name (hash)``, corpora as ``name (N passages)``."""
+    """One setting as a short string: prompts as ``name (hash)``, corpora as ``name (N passages)``; a setting
+    stored as null is :data:`ui.format.MISSING`."""
+    if value is None:
+        return fmt.MISSING
     if isinstance(value, Mapping):
         if "name" in value and "hash" in value:
             return f"{value['name']} ({str(value['hash'])[:12]})"
@@ -311,6 +312,14 @@ def multiselect_synced(where: Any, label: str, options: Sequence[Any], *, key: s
 
 # --- blocks ------------------------------------------------------------------------------------------
 
+def page_heading(file: str, title: str | None = None) -> None:
+    """A page's title (its navigation title unless ``title`` is given) and, under it, the one question the page
+    answers (``question`` of its :data:`ui.navigation.PAGES` entry)."""
+    page = navigation.BY_FILE[file]
+    st.title(title or page.title)
+    st.caption(escape_markdown(page.question))
+
+
 def select_query(questions: Mapping[str, str], *, state_key: str) -> str:
     """The question selector of a run (``?query=<id>``, type to search) between ◀ Prev and Next ▶ buttons;
     ``questions`` maps query id to question in run order. Returns the chosen query id."""
@@ -345,10 +354,32 @@ def render_run_folders(listing: data.RunListing) -> None:
                                            + ", ".join(str(p) for p in listing.shadowed)))
 
 
-def select_run() -> Path:
+#: ``?all_runs=1``: a page that lists only the runs it can show (:func:`select_run`'s ``needs``) lists every run.
+ALL_RUNS_PARAM = "all_runs"
+
+
+def compatible_runs(runs: Mapping[str, Path], needs: Callable[[tuple[str, int]], bool]) -> list[str]:
+    """The names of ``runs`` whose file opens and has what a page ``needs`` (``needs(run_key)``), in order."""
+    found = []
+    for stem, path in runs.items():
+        try:
+            with data.isolated():
+                if needs(data.run_key(path)):
+                    found.append(stem)
+        except (StoreError, OSError):
+            continue
+    return found
+
+
+def select_run(needs: Callable[[tuple[str, int]], bool] | None = None, needs_text: str = "") -> Path:
     """The sidebar run selector (``?run=<file stem>``, default the newest of the user's runs, else of the
     shipped ones). Stops the page with the empty state when there is no run, and with an error when the chosen
-    file is not a readable run."""
+    file is not a readable run.
+
+    With ``needs`` (``run_key -> bool``: the run has what the page shows, ``needs_text`` says what in words), only
+    the runs that have it are offered, plus the one a link names, unless "Show all runs" is on (``?all_runs=1``);
+    the sidebar says how many are hidden. No run has it: every run is offered (the page then says what the run
+    lacks and how to compute it)."""
     listing = data.find_all_runs()
     runs = listing.runs
     if not runs:
@@ -356,8 +387,26 @@ def select_run() -> Path:
         for problem in listing.problems:
             st.warning(escape_markdown(problem))
         st.stop()
-    stem = select_synced(st.sidebar, "Run", list(runs), state_key=RUN_STATE, param="run",
-                         format_func=lambda name: run_label(name, listing), default=lambda: first_readable(runs),
+    offered = runs
+    run_slot = st.sidebar.container()  # the selector above the switch that decides its options
+    if needs is not None:
+        fitting = compatible_runs(runs, needs)
+        hidden = len(runs) - len(fitting)
+        show_all = False
+        if fitting and hidden:
+            show_all = st.sidebar.toggle(
+                "Show all runs", value=st.query_params.get(ALL_RUNS_PARAM) == "1", key="app.all_runs",
+                help=escape_markdown(f"{len(fitting)} of {len(runs)} runs have {needs_text or 'what this page shows'}"
+                                     f"; off, the {hidden} other(s) are not listed"))
+            if show_all:
+                st.query_params[ALL_RUNS_PARAM] = "1"
+            elif ALL_RUNS_PARAM in st.query_params:
+                del st.query_params[ALL_RUNS_PARAM]
+        if fitting and not show_all:
+            named = st.query_params.get("run")
+            offered = {stem: path for stem, path in runs.items() if stem in fitting or stem == named}
+    stem = select_synced(run_slot, "Run", list(offered), state_key=RUN_STATE, param="run",
+                         format_func=lambda name: run_label(name, listing), default=lambda: first_readable(offered),
                          help="Your run files (*.sqlite), newest first, then the shipped demo runs")
     render_run_folders(listing)
     try:
@@ -369,6 +418,18 @@ def select_run() -> Path:
     if note:
         st.warning(escape_markdown(note))
     return runs[stem]
+
+
+def render_compatible_runs(page: str, runs: Sequence[str], what: str, limit: int = 5) -> None:
+    """Links to ``page`` on the runs that have ``what`` the chosen one lacks (at most ``limit``), so a run
+    without it is no dead end when another run has it."""
+    if not runs:
+        return
+    st.markdown(escape_markdown(f"Runs that have {what}:"))
+    for stem in runs[:limit]:
+        st.page_link(page, label=stem, icon=":material/arrow_forward:", query_params={"run": stem})
+    if len(runs) > limit:
+        st.caption(escape_markdown(f"and {len(runs) - limit} more (the sidebar lists them)."))
 
 
 def first_readable(runs: Mapping[str, Path]) -> str:
@@ -445,6 +506,40 @@ def partial_methods_note(summary: pd.DataFrame, n_queries: int) -> str:
     return (" · " + " · ".join(partial)) if partial else ""
 
 
+def render_table(frame: pd.DataFrame, column_config: Mapping[str, Any] | None = None, *, where: Any = None,
+                 digits: int | Mapping[str, int] = fmt.MEAN_DIGITS, help: Mapping[str, str] | None = None,
+                 **dataframe_args: Any) -> None:
+    """``st.dataframe`` (on ``where``, default the page) of ``frame`` with missing cells shown as "–", never
+    "None"/"nan" (:func:`ui.format.display_frame`, floats of those columns with ``digits``): a column with a gap
+    becomes text and its header help says what "–" means (:data:`ui.format.MISSING_HELP`), keeping the label,
+    width and help ``column_config`` gave it. Complete columns keep their numbers and their config. Every column
+    gets a header help: ``help``'s text for it, else its own, else :data:`ui.glossary.COLUMN_HELP`'s."""
+    config = dict(column_config or {})
+    explicit = dict(help or {})
+    for column in frame.columns:
+        given = config.get(column, {})
+        if given is None:  # a hidden column
+            continue
+        given = {"label": given} if isinstance(given, str) else dict(given)
+        text = explicit.get(column) or given.get("help") or glossary.COLUMN_HELP.get(str(column))
+        if text:
+            config[column] = {**given, "help": text}
+    kept = [c for c, given in config.items()  # links, images, checkboxes: an empty cell is already blank there
+            if isinstance(given, Mapping) and given.get("type_config", {}).get("type") not in (None, "number", "text")]
+    gaps = [c for c in fmt.columns_with_missing(frame) if c not in kept]
+    for column in gaps:
+        given = config.get(column) or {}
+        given = {"label": given} if isinstance(given, str) else given
+        help_text = " · ".join(h for h in (given.get("help"), fmt.MISSING_HELP) if h)
+        config[column] = st.column_config.TextColumn(given.get("label") or str(column), width=given.get("width"),
+                                                     help=help_text)
+    shown = frame.copy()
+    filled = fmt.display_frame(frame[gaps], dict(digits) if isinstance(digits, Mapping) else digits)
+    for column in gaps:
+        shown[column] = filled[column]
+    (where or st).dataframe(shown, column_config=config, **dataframe_args)
+
+
 def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) -> None:
     """Mean measure values, one row per label method; ``n`` is the number of queries each mean is over, shown
     as ``n of N labelled`` for a method that covers fewer than the run's ``n_queries``."""
@@ -457,7 +552,7 @@ def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) 
                                                             f"{n_queries:,}")
     else:
         config["n"] = st.column_config.NumberColumn("n", help="queries averaged over", format="%d")
-    st.dataframe(shown, column_config=config)
+    render_table(shown, config)  # "–" where a method lacks a measure (graded labels have no R@k)
 
 
 def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
@@ -467,10 +562,10 @@ def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
 
     if intervals.empty:
         return pd.DataFrame()
-    cells = intervals.assign(cell=[format_correlation(m, lo, hi) for m, lo, hi in
+    cells = intervals.assign(cell=[fmt.format_estimate(m, lo, hi) for m, lo, hi in
                                    zip(intervals["mean"], intervals["low"], intervals["high"])])
     view = cells.pivot(index="method", columns="measure", values="cell")
-    view = view[sorted(view.columns, key=measure_sort_key)].fillna("–")
+    view = view[sorted(view.columns, key=measure_sort_key)].fillna(fmt.MISSING)
     view = view.loc[order_label_methods(list(view.index))].rename(index=method_name)
     view.index.name, view.columns.name = "Labels", None
     return view
@@ -483,7 +578,7 @@ def correlation_view(table: pd.DataFrame, statistic: str) -> pd.DataFrame:
         return format_correlation(row[statistic], row[statistic + "_low"], row[statistic + "_high"])
 
     shown = table.assign(cell=[cell(row) for _, row in table.iterrows()])
-    wide = shown.pivot(index="measure", columns="method", values="cell").fillna("–")
+    wide = shown.pivot(index="measure", columns="method", values="cell").fillna(fmt.MISSING)
     wide = wide[order_label_methods(list(wide.columns))].rename(columns=method_name)
     wide = wide.loc[sorted(wide.index, key=data.measure_sort_key)]
     wide.index.name = "Measure"
@@ -613,9 +708,9 @@ RETEVAL_ROWS = (
     ("recall", "Recall@k"),
     ("precision", "Precision@k"),
     ("f1", "F1@k"),
-    ("llm_reteval", "LLM-retEval (share of Yes vs semi-gold)"),
-    ("qa_accuracy", "QA accuracy (judge vs gold answers)"),
-    ("qa_em", "QA exact match (E2E EM)"),
+    ("llm_reteval", "LLM-retEval (share of Yes vs semi-gold, 95% Wilson interval)"),
+    ("qa_accuracy", "QA accuracy (judge vs gold answers, 95% Wilson interval)"),
+    ("qa_em", "QA exact match (E2E EM, 95% Wilson interval)"),
     ("rho_all", "Spearman's rho, LLM-retEval vs Recall@k: ALL"),
     ("n", "n (ALL)"),
     ("rho_refined", "Spearman's rho, LLM-retEval vs Recall@k: Refined"),
@@ -624,19 +719,31 @@ RETEVAL_ROWS = (
 _COUNT_ROWS = {"A", "B", "C", "D", "E", "F", "recall_failures", "reteval_failures", "n", "n_refined"}
 
 
-def format_reteval_cell(key: str, value: Any) -> str:
-    """A cell of :func:`reteval_view`: counts as integers, rates with 3 decimals; a rho is ``undefined`` when nan
-    (a constant input, or fewer than 2 queries)."""
+#: Rows of :data:`RETEVAL_ROWS` that are shares of 0/1 outcomes over the row ``n`` (Yes verdicts, exact matches):
+#: shown as percentages with their Wilson interval.
+RETEVAL_SHARE_ROWS = frozenset({"llm_reteval", "qa_accuracy", "qa_em"})
+
+
+def format_reteval_cell(key: str, value: Any, n: Any = None) -> str:
+    """A cell of :func:`reteval_view`: counts as integers; a share of 0/1 outcomes (:data:`RETEVAL_SHARE_ROWS`)
+    over ``n`` queries as ``67.0% [62.1%, 71.5%]`` (Wilson interval); other rates (Recall/Precision/F1@k, means
+    of graded values) with 3 decimals; a rho is ``undefined`` when nan (a constant input, or fewer than 2
+    queries)."""
     if key in _COUNT_ROWS:
-        return str(int(value))
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "undefined" if key.startswith("rho") else "–"
-    return f"{float(value):.3f}"
+        return fmt.format_count(value)
+    if fmt.is_missing(value):
+        return "undefined" if key.startswith("rho") else fmt.MISSING
+    if key in RETEVAL_SHARE_ROWS and not fmt.is_missing(n) and int(n) > 0:
+        from rageval.stats.intervals import wilson_interval
+
+        low, high = wilson_interval(min(round(float(value) * int(n)), int(n)), int(n))
+        return fmt.format_share_estimate(value, low, high)
+    return fmt.format_number(value, fmt.MEAN_DIGITS)
 
 
 def reteval_view(table: pd.DataFrame) -> pd.DataFrame:
     """The LLM-retEval paper's Tables 1-2 as it prints them: one row per quantity, one column per k."""
-    columns = {f"k={int(row['k'])}": [format_reteval_cell(key, row[key]) for key, _ in RETEVAL_ROWS]
+    columns = {f"k={int(row['k'])}": [format_reteval_cell(key, row[key], row["n"]) for key, _ in RETEVAL_ROWS]
                for _, row in table.iterrows()}
     view = pd.DataFrame(columns, index=[label for _, label in RETEVAL_ROWS])
     view.index.name = "LLM-retEval"

@@ -27,20 +27,34 @@ def retriever_id(settings: Mapping[str, Any]) -> str:
     return str(settings.get("retriever_name") or settings.get("system") or settings.get("retriever") or "")
 
 
-def default_partner(run_a: str, runs: Sequence[str], settings: Mapping[str, Mapping[str, Any]]) -> str:
-    """Run B to show against ``run_a`` when the URL names none: the first other run (in ``runs`` order) on the same
-    dataset with another retriever and, if possible, end-to-end answers exactly when A has them; else the first
-    other run on the same dataset; else the first other run; else ``run_a`` itself."""
+def default_partner(run_a: str, runs: Sequence[str], settings: Mapping[str, Mapping[str, Any]],
+                    shared: Mapping[str, int] | None = None) -> str:
+    """Run B to show against ``run_a`` when the URL names none: the other run that shares the most queries with A
+    (``shared``: run -> number of query ids in common with A); among equals, one on the same dataset with another
+    retriever and, if possible, end-to-end answers exactly when A has them; then ``runs`` order. ``run_a`` itself
+    when there is no other run."""
     others = [r for r in runs if r != run_a]
     if not others:
         return run_a
     mine = settings[run_a]
+    counts = shared or {}
 
-    def fit(run: str) -> tuple[bool, bool, bool]:
+    def fit(run: str) -> tuple[int, bool, bool, bool]:
         theirs = settings[run]
-        return (theirs.get("dataset") == mine.get("dataset"), retriever_id(theirs) != retriever_id(mine),
-                bool(theirs.get("e2e_ks")) == bool(mine.get("e2e_ks")))
+        return (counts.get(run, 0), theirs.get("dataset") == mine.get("dataset"),
+                retriever_id(theirs) != retriever_id(mine), bool(theirs.get("e2e_ks")) == bool(mine.get("e2e_ks")))
     return max(others, key=fit)  # max keeps the first of equals: runs order breaks ties
+
+
+def partner_label(run: str, run_a: str, shared: Mapping[str, int]) -> str:
+    """A run in the Run B selector with the number of queries it shares with A (``nq-dense · 300 shared``)."""
+    return run if run == run_a else f"{run} · {shared.get(run, 0):,} shared"
+
+
+def sharing_runs(run_a: str, shared: Mapping[str, int], limit: int = 5) -> list[str]:
+    """The runs other than A that share queries with it, most shared first, as ``name (n)``, at most ``limit``."""
+    ranked = sorted((r for r, n in shared.items() if n and r != run_a), key=lambda r: -shared[r])
+    return [f"{r} ({shared[r]:,})" for r in ranked[:limit]]
 
 
 def common_options(options_a: Mapping[str, Sequence[str]], options_b: Mapping[str, Sequence[str]]

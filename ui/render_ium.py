@@ -15,6 +15,7 @@ import pandas as pd
 from rageval.ium.experiment import MAIN_METHODS
 from ui.plot_text import plot_texts
 from ui.render import escape_markdown
+from ui.theme import share_axis
 
 MACRO = "macro average"
 
@@ -84,7 +85,7 @@ def summary_figure(summary: pd.DataFrame):
                     labels={"method": "method (search engine)", "score": "downstream score (%)", "agent": "agent"},
                     title="Downstream score of each agent's answer from its top k, per method")
     figure.update_traces(hovertemplate="%{fullData.name}<br>%{x}: %{y:.1f}%<extra></extra>")
-    return figure
+    return share_axis(figure)
 
 
 def iteration_figure(curves: pd.DataFrame):
@@ -99,7 +100,7 @@ def iteration_figure(curves: pd.DataFrame):
                      title="Offline IUM: personalised (task/model ids) vs non-personalised")
     figure.update_traces(hovertemplate="%{fullData.name}<br>t = %{x}: %{y:.1f}%<extra></extra>")
     figure.update_xaxes(tickvals=sorted(curves.index))
-    return figure
+    return share_axis(figure)
 
 
 def batch_figure(curve: pd.Series):
@@ -113,7 +114,7 @@ def batch_figure(curve: pd.Series):
                      title="Online IUM: downstream score per batch size")
     figure.update_traces(hovertemplate="b = %{x}: %{y:.1f}%<extra></extra>")
     figure.update_xaxes(tickvals=list(frame["b"]))
-    return figure
+    return share_axis(figure)
 
 
 def significance_view(significance: pd.DataFrame) -> pd.DataFrame:

@@ -2,11 +2,21 @@
 
 Every chart that colours by one of these uses the maps below (plotly ``color_discrete_map``), so "useful" is the
 same green and eRAG EM the same blue on every page. Pure constants: no streamlit import.
+
+The dashboard follows the OS light or dark theme, and plotly charts take Streamlit's theme (``st.plotly_chart``'s
+default ``theme="streamlit"``: no figure here sets a template, a background or a font colour). So every colour
+below is a mid tone that stays visible on both backgrounds, white and Streamlit's dark one: a contrast
+ratio (WCAG 2) of at least :data:`MIN_CONTRAST` against each (tests/test_theme.py); black or a dark navy would
+vanish on the dark one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+#: The least contrast ratio of a chart colour against the light and the dark background.
+MIN_CONTRAST = 1.7
+LIGHT_BACKGROUND, DARK_BACKGROUND = "#ffffff", "#171614"  # as Chromium draws them (tests/test_browser_theme.py)
 
 #: A binary label or verdict: useful / supported / relevant, not, and no label.
 LABEL_COLOURS = {"useful": "#1a9850", "not useful": "#d73027", "no label": "#bdbdbd"}
@@ -19,15 +29,15 @@ SIGNED_SCALE = "RdBu"
 METHOD_COLOURS = {
     "erag:em": "#1f77b4", "erag:f1": "#17becf", "erag:accuracy": "#9467bd", "erag:rougeL": "#8c564b",
     "erag:bertscore": "#e377c2", "llm_relevance": "#ff7f0e", "contains_answer": "#2ca02c", "gold": "#7f7f7f",
-    "gold_page": "#bcbd22", "human": "#000000",
+    "gold_page": "#bcbd22", "human": "#d62728",
 }
 #: Failure categories of LLM-retEval: A-C (recall fails) in reds, D-F (LLM-retEval fails) in blues.
 CATEGORY_COLOURS = {"A": "#fcae91", "B": "#fb6a4a", "C": "#cb181d", "D": "#9ecae1", "E": "#4292c6",
-                    "F": "#08519c"}
+                    "F": "#2171b5"}
 #: Paired comparison of run A against run B on one query.
 OUTCOME_COLOURS = {"A better": "#1a9850", "tie": "#bdbdbd", "B better": "#d73027"}
 
-_FALLBACK = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#5254a3", "#8ca252", "#bd9e39")
+_FALLBACK = ("#6b6ecf", "#637939", "#8c6d31", "#ad494a", "#a55194", "#5254a3", "#8ca252", "#bd9e39")
 
 
 def method_colours(methods: Sequence[str]) -> dict[str, str]:
@@ -35,3 +45,11 @@ def method_colours(methods: Sequence[str]) -> dict[str, str]:
     unknown = sorted(m for m in methods if m not in METHOD_COLOURS)
     extra = {m: _FALLBACK[i % len(_FALLBACK)] for i, m in enumerate(unknown)}
     return {m: METHOD_COLOURS.get(m, extra.get(m)) for m in methods}
+
+
+def share_axis(figure, axis: str = "y"):
+    """Start a share's (or a score's) axis at 0, so that a difference of 0.13 points does not fill the chart and
+    read as a collapse (an axis autoscaled to 4.87-5.01 did); the top is still fitted to the data. Returns
+    ``figure`` (a plotly figure)."""
+    (figure.update_yaxes if axis == "y" else figure.update_xaxes)(rangemode="tozero")
+    return figure

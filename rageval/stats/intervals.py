@@ -50,19 +50,33 @@ def mean_interval(values, confidence: float = 0.95) -> MeanInterval:
     return MeanInterval(mean, mean - half, mean + half, n, confidence)
 
 
-def intervals_from_moments(moments: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+def intervals_from_moments(moments: pd.DataFrame, confidence: float = 0.95, *,
+                           binary_as_share: bool = False) -> pd.DataFrame:
     """``moments`` (columns n, mean, sum_sq = Σx², plus any keys) with low and high added: the Student-t interval
     from the first two moments, s² = (Σx² − n·mean²) / (n − 1). This lets a database aggregate the values (one
     ``GROUP BY``) instead of loading every per-query value; values here are in [0, 1], where the cancellation in
-    Σx² − n·mean² costs nothing visible."""
+    Σx² − n·mean² costs nothing visible.
+
+    ``binary_as_share``: a row whose values are all 0 or 1 (Hit@k, P@1, RR@1 of binary labels) gets the
+    :func:`wilson_interval` of its share instead, which stays inside [0, 1]. For values in [0, 1], x² ≤ x with
+    equality only at 0 and 1, so the moments tell: Σx² = Σx = n·mean exactly when every value is 0 or 1."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     n = moments["n"].to_numpy(dtype=np.float64)
     mean = moments["mean"].to_numpy(dtype=np.float64)
+    sum_sq = moments["sum_sq"].to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        variance = np.clip((moments["sum_sq"].to_numpy(dtype=np.float64) - n * mean**2) / (n - 1), 0.0, None)
+        variance = np.clip((sum_sq - n * mean**2) / (n - 1), 0.0, None)
         half = np.where(n >= 2, _t_quantile(confidence, np.maximum(n - 1, 1)) * np.sqrt(variance / n), np.nan)
-    return moments.assign(low=mean - half, high=mean + half)
+    low, high = mean - half, mean + half
+    if binary_as_share and len(moments):
+        successes = n * mean
+        binary = (n > 0) & np.isclose(sum_sq, successes, rtol=0, atol=1e-6) & np.isclose(
+            successes, np.round(successes), rtol=0, atol=1e-6)
+        share_low, share_high = wilson_interval(np.where(binary, np.round(successes), 0), np.where(binary, n, 1),
+                                                confidence)
+        low, high = np.where(binary, share_low, low), np.where(binary, share_high, high)
+    return moments.assign(low=low, high=high)
 
 
 def grouped_mean_intervals(frame: pd.DataFrame, by: list[str], value: str = "value",
@@ -74,27 +88,64 @@ def grouped_mean_intervals(frame: pd.DataFrame, by: list[str], value: str = "val
     return intervals_from_moments(moments, confidence)[[*by, "mean", "low", "high", "n"]]
 
 
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> MeanInterval:
-    """The share ``successes / n`` with its Wilson score interval (Wilson 1927; Brown, Cai & DasGupta, *Interval
-    Estimation for a Binomial Proportion*, Statistical Science 2001): for z = the two-sided normal quantile and
-    p̂ = successes / n,
+def _normal_quantile(confidence: float) -> float:
+    """The two-sided standard normal critical value z_{(1 + c)/2} (1.95996... for 95%)."""
+    from scipy.special import ndtri
 
-        (p̂ + z²/2n ± z·√(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n).
+    return float(ndtri((1 + confidence) / 2))
 
-    Unlike p̂ ± z·√(p̂(1 − p̂)/n) it stays within [0, 1] and is not empty at 0 or n successes: the interval for a
-    share of queries (a 0/1 mean). All NaN when n = 0."""
+
+def wilson_interval(successes, n, confidence: float = 0.95) -> tuple:
+    """Wilson score interval of a proportion ``successes / n`` (Wilson, *Probable inference, the law of succession,
+    and statistical inference*, JASA 1927; Newcombe, Statistics in Medicine 1998, method 3):
+
+        (p + z²/2n ± z·√(p(1 − p)/n + z²/4n²)) / (1 + z²/n),   p = successes / n,  z = z_{(1 + c)/2},
+
+    always inside [0, 1] and not degenerate at p = 0 or 1 (the Student-t or Wald interval of a mean of 0/1 scores
+    goes below 0 for a small share and collapses to one point at 0 or n). Scalars or arrays; ``(low, high)``, NaN
+    where n is 0."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    x = np.asarray(successes, dtype=np.float64)
+    m = np.asarray(n, dtype=np.float64)
+    if np.any(x < 0) or np.any(x > m):
+        raise ValueError("successes must be between 0 and n")
+    z = _normal_quantile(confidence)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = x / m
+        denominator = 1 + z * z / m
+        centre = (p + z * z / (2 * m)) / denominator
+        half = z * np.sqrt(p * (1 - p) / m + z * z / (4 * m * m)) / denominator
+        # Exactly 0 (1) at 0 (n) successes, not a rounding away from it.
+        low = np.where(m > 0, np.where(x == 0, 0.0, np.clip(centre - half, 0.0, 1.0)), np.nan)
+        high = np.where(m > 0, np.where(x == m, 1.0, np.clip(centre + half, 0.0, 1.0)), np.nan)
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def share_interval(values, confidence: float = 0.95) -> MeanInterval:
+    """The share of 1s among 0/1 ``values`` (NaNs dropped) with its :func:`wilson_interval`: the interval for a
+    mean of exact-match or Yes/No scores. Values other than 0 and 1 are an error (a graded score's mean takes
+    :func:`mean_interval`)."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[~np.isnan(x)]
+    if not np.isin(x, (0.0, 1.0)).all():
+        raise ValueError("share_interval takes 0/1 values; use mean_interval for graded scores")
+    n = len(x)
+    if n == 0:
+        return MeanInterval(math.nan, math.nan, math.nan, 0, confidence)
+    successes = float(x.sum())
+    low, high = wilson_interval(successes, n, confidence)
+    return MeanInterval(successes / n, low, high, n, confidence)
+
+
+def share_from_counts(successes: int, n: int, confidence: float = 0.95) -> MeanInterval:
+    """The share ``successes / n`` with its :func:`wilson_interval` as a :class:`MeanInterval` (all NaN when n is
+    0): the interval of a share of queries (a 2 x 2 cell, a failure rate)."""
     if n < 0 or not 0 <= successes <= n:
         raise ValueError(f"need 0 <= successes <= n, got {successes} of {n}")
     if n == 0:
         return MeanInterval(math.nan, math.nan, math.nan, 0, confidence)
-    from scipy.special import ndtri
-
-    z = float(ndtri((1 + confidence) / 2))
-    share = successes / n
-    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exactly 0 (1) at the ends, not a rounding away
-    high = 1.0 if successes == n else min(1.0, centre + half)
-    return MeanInterval(share, low, high, n, confidence)
+    low, high = wilson_interval(successes, n, confidence)
+    return MeanInterval(successes / n, low, high, n, confidence)

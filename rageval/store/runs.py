@@ -278,6 +278,17 @@ class RunReader:
             "FROM queries q LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = ? ORDER BY q.rowid",
             (k if k is not None else -1,))
 
+    def has_rows(self, table: str) -> bool:
+        """Whether ``table`` (one of the run's tables, e.g. ``e2e_outputs``, ``verdicts``) exists and holds a row:
+        one indexed probe, what a page checks before it lists the run."""
+        if table not in self._tables:
+            return False
+        return bool(self._connection.execute(f'SELECT EXISTS (SELECT 1 FROM "{table}")').fetchone()[0])
+
+    def query_ids(self) -> list[str]:
+        """Every query id, in run order (no text: what a comparison of two runs' query sets needs)."""
+        return [row[0] for row in self._connection.execute("SELECT query_id FROM queries ORDER BY rowid")]
+
     def e2e_table(self) -> pd.DataFrame:
         """Every E2E output: columns query_id, k, output, score."""
         return self._frame("SELECT query_id, k, output, score FROM e2e_outputs ORDER BY query_id, k")
