@@ -241,7 +241,8 @@ def failure_finding(counts: pd.DataFrame, k: int | None, judge_name: Callable[[s
     n = int(row["n"])
     if n == 0:
         return None
-    recall, reteval = share_from_counts(int(row["recall_failures"]), n), share_from_counts(int(row["reteval_failures"]), n)
+    recall = share_from_counts(int(row["recall_failures"]), n)
+    reteval = share_from_counts(int(row["reteval_failures"]), n)
     return Finding("failures", (
         f"At k={at} (judge {judge_name(judges[0])}), {int(row['recall_failures'])} of {n} judged queries "
         f"({_percent(recall)}) are recall failures (A-C: the retriever missed what the answer needs) and "
