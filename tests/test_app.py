@@ -206,7 +206,7 @@ def test_a_bare_run_without_settings_labels_or_measures_still_renders(tmp_path, 
               tmp_path / "bare.sqlite")
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
     home = start(HOME)
-    assert {m.label: m.value for m in home.metric}["E2E EM (mean)"] == "-"
+    assert {m.label: m.value for m in home.metric}["E2E EM (mean)"] == "–"  # ui.format.MISSING
     assert any("no measure values" in box.value for box in home.info)
     assert any("stores no end-to-end answers" in box.value for box in home.info)  # no 2 x 2, and says why
     inspector = start(INSPECTOR, query="nq:1")

@@ -132,8 +132,8 @@ def load_leaderboard_row(path: str, mtime_ns: int) -> dict[str, Any]:
     k = data.load_main_k(path, mtime_ns)
     queries = data.load_counts(path, mtime_ns)["queries"]
     row: dict[str, Any] = {
-        "run": Path(path).stem, "dataset": str(settings.get("dataset", "-")),
-        "retriever": str(settings.get("retriever", "-")), "model": str(settings.get("model_id", "-")), "k": k,
+        "run": Path(path).stem, "dataset": str(settings.get("dataset", "–")),
+        "retriever": str(settings.get("retriever", "–")), "model": str(settings.get("model_id", "–")), "k": k,
         "queries": queries, "metric": str(settings.get("e2e_metric") or settings.get("label_metric") or "em"),
         "e2e": math.nan, "e2e_low": math.nan, "e2e_high": math.nan, "e2e_n": 0, "interval": "",
         "best_method": "", "best_measure": "", "tau": math.nan, "tau_low": math.nan, "tau_high": math.nan,

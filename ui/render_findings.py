@@ -13,14 +13,15 @@ import streamlit as st
 
 from rageval.findings import Finding, GoldAnswerTable
 from rageval.stats.intervals import MeanInterval
+from ui import format as fmt
 from ui import navigation, render, worklist
 from ui.render_correlations import METRIC_NAMES
 
 
 def share_text(interval: MeanInterval) -> str:
-    """``82% [78%, 86%]``; ``-`` for an empty share."""
+    """``82% [78%, 86%]``; ``–`` for an empty share (:mod:`ui.format`)."""
     if math.isnan(interval.mean):
-        return "-"
+        return fmt.MISSING
     return f"{interval.mean:.0%} [{interval.low:.0%}, {interval.high:.0%}]"
 
 
@@ -118,10 +119,8 @@ LEADERBOARD_HELP = {
 
 def _interval_text(value: float, low: float, high: float) -> str:
     if math.isnan(value):
-        return "-"
-    if math.isnan(low):
-        return f"{value:.3f}"
-    return f"{value:.3f} [{low:.2f}, {high:.2f}]"
+        return fmt.MISSING
+    return fmt.format_estimate(value, low, high)
 
 
 def leaderboard_view(rows: pd.DataFrame) -> pd.DataFrame:
@@ -132,15 +131,17 @@ def leaderboard_view(rows: pd.DataFrame) -> pd.DataFrame:
     ordered = rows.sort_values(["e2e", "run"], ascending=[False, True], na_position="last")
     view = pd.DataFrame({
         "Run": ordered["run"],
-        "E2E score": [("-" if n == 0 else f"{METRIC_NAMES.get(m, m)} " + _interval_text(v, lo, hi))
+        "E2E score": [(fmt.MISSING if n == 0 else f"{METRIC_NAMES.get(m, m)} " + _interval_text(v, lo, hi))
                       for m, v, lo, hi, n in zip(ordered["metric"], ordered["e2e"], ordered["e2e_low"],
                                                  ordered["e2e_high"], ordered["e2e_n"])],
-        "Best eRAG measure": [f"{render.method_name(m)} {x}" if m else ("-" if c != "not stored" else "not stored")
+        "Best eRAG measure": [f"{render.method_name(m)} {x}" if m
+                              else (fmt.MISSING if c != "not stored" else "not stored")
                               for m, x, c in zip(ordered["best_method"], ordered["best_measure"],
                                                  ordered["correlations"])],
         "Kendall's tau": [_interval_text(t, lo, hi) for t, lo, hi in
                           zip(ordered["tau"], ordered["tau_low"], ordered["tau_high"])],
-        "k": [("-" if k is None or (isinstance(k, float) and math.isnan(k)) else str(int(k))) for k in ordered["k"]],
+        "k": [fmt.MISSING if k is None or (isinstance(k, float) and math.isnan(k)) else str(int(k))
+              for k in ordered["k"]],
         "Queries": [f"{int(n):,}" for n in ordered["queries"]],
         "Dataset": ordered["dataset"], "Retriever": ordered["retriever"], "Model": ordered["model"],
         "Open": [navigation.page_url(navigation.HOME, run=run) for run in ordered["run"]],
