@@ -121,8 +121,11 @@ scatter_column.plotly_chart(view.paired_scatter_figure(comparison.pairs, texts, 
                             key="compare.scatter")
 histogram_column.plotly_chart(view.difference_figure(comparison.pairs, score), key="compare.differences")
 st.caption(render.escape_markdown(
-    f"Left: {score} of each shared query in A (x) and B (y), jittered so equal values stay visible (hover for the "
-    f"exact values); right: the distribution of A - B. Green: A better, grey: tie, red: B better.") + " " + both)
+    (f"Left: how many shared queries have each pair of {score} values in A (x) and B (y) (past "
+     f"{view.SCATTER_MAX_POINTS:,} queries a grid of counts replaces the points; the diagonal is A = B)"
+     if view.is_density(n) else
+     f"Left: {score} of each shared query in A (x) and B (y), jittered so equal values stay visible (hover for the "
+     f"exact values)") + "; right: the distribution of A - B. Green: A better, grey: tie, red: B better.") + " " + both)
 
 st.subheader("Queries that changed most")
 changed = changed_most(comparison.pairs, CHANGED_ROWS)

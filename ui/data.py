@@ -33,7 +33,6 @@ import streamlit as st
 from rageval import paths
 from rageval.attribution.store import AttributionReader
 from rageval.errors import StoreError
-from rageval.report import k_sweep_from_frames as compute_k_sweep
 from rageval.report import measure_sort_key
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from rageval.store import (
@@ -355,12 +354,85 @@ def compute_measure_summary(moments: pd.DataFrame) -> pd.DataFrame:
 def load_correlation_table(path: str, mtime_ns: int, cutoff: int,
                            n_resamples: int = DEFAULT_RESAMPLES) -> pd.DataFrame:
     """Kendall's tau-b and Spearman's rho (bootstrap CIs) of every label method's measures at ``cutoff``
-    (and R-precision) against the per-query E2E score at the same k, computed now: eRAG's Table 1 on this run."""
+    (and R-precision) against the per-query E2E score at the same k, computed now: eRAG's Table 1 on this run.
+    Reads only those measures' values (:func:`load_measure_values`), not the whole measure table."""
     from rageval.report import correlation_table_at_k
 
-    measures, e2e = load_measure_table(path, mtime_ns), load_e2e_table(path, mtime_ns)
+    measures = load_measures_at(path, mtime_ns, cutoff)
+    e2e = load_e2e_scores(path, mtime_ns, cutoff).table.assign(k=cutoff)
     with checked(path):
         return correlation_table_at_k(measures, e2e, cutoff, n_resamples, with_rprec=True).drop(columns="family")
+
+
+def _at_cutoff(measure: str, cutoff: int) -> bool:
+    """A measure at rank cutoff ``cutoff``, or R-precision (what a correlation table at that k holds)."""
+    return measure.endswith(f"@{cutoff}") or measure == "Rprec"
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_measure_names(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every (label method, measure) the run has per-query values of: columns method, measure, by method then in
+    measure order (:meth:`RunReader.measure_names`, without reading the values)."""
+    names = _read(path, mtime_ns, RunReader.measure_names)
+    order = sorted(range(len(names)), key=lambda i: (names["method"].iat[i], measure_sort_key(names["measure"].iat[i])))
+    return names.iloc[order].reset_index(drop=True)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=128, show_spinner=False)
+def load_measure_values_stored(path: str, mtime_ns: int, method: str, measure: str) -> pd.DataFrame:
+    """One measure's per-query values as stored (missing or non-finite ones too): columns query_id, value. Reads
+    that measure's rows only (:meth:`RunReader.measure_values`)."""
+    return _read(path, mtime_ns, lambda reader: reader.measure_values(method, measure))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=128, show_spinner=False)
+def load_measure_values(path: str, mtime_ns: int, method: str, measure: str) -> pd.DataFrame:
+    """One measure's finite per-query values (:func:`keep_finite`): columns method, measure, query_id, value."""
+    stored = load_measure_values_stored(path, mtime_ns, method, measure)
+    values = pd.to_numeric(stored["value"], errors="coerce").astype(float).to_numpy()
+    finite = np.isfinite(values)
+    return pd.DataFrame({"method": method, "measure": measure, "query_id": stored["query_id"].to_numpy()[finite],
+                         "value": values[finite]}, columns=["method", "measure", "query_id", "value"])
+
+
+def load_measures_at(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
+    """The finite per-query values of every measure at ``cutoff`` and R-precision, all methods: columns method,
+    measure, query_id, value."""
+    names = load_measure_names(path, mtime_ns)
+    frames = [load_measure_values(path, mtime_ns, method, measure)
+              for method, measure in zip(names["method"], names["measure"]) if _at_cutoff(measure, cutoff)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["method", "measure", "query_id", "value"])
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_e2e_scores(path: str, mtime_ns: int, k: int) -> FiniteValues:
+    """The finite E2E scores at ``k`` (columns query_id, score), the others counted (``dropped``: k, n)."""
+    stored = _read(path, mtime_ns, lambda reader: reader.e2e_scores(k))
+    if stored.empty:
+        return FiniteValues(stored, pd.DataFrame({"k": pd.Series(dtype=int), "n": pd.Series(dtype=int)}))
+    finite = keep_finite(stored.assign(k=k), "score", ["k"])
+    return FiniteValues(finite.table.drop(columns="k"), finite.dropped)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_measure_counts(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
+    """Per (label method, measure at ``cutoff`` or R-precision): values ``stored``, ``finite`` and ``scored``
+    (finite, with a finite E2E score at ``cutoff``), and ``dropped`` (stored - finite), aggregated by SQLite
+    (:meth:`RunReader.measure_counts`)."""
+    names = load_measure_names(path, mtime_ns)
+    pairs = [(m, x) for m, x in zip(names["method"], names["measure"]) if _at_cutoff(x, cutoff)]
+    counts = _read(path, mtime_ns, lambda reader: reader.measure_counts(pairs, cutoff))
+    return counts.assign(dropped=counts["stored"] - counts["finite"])
+
+
+def load_dropped_measures(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
+    """The values of measures at ``cutoff`` (and R-precision) that are missing or not finite, per (method,
+    measure) with any: columns method, measure, n (like ``load_finite_measures(...).dropped``)."""
+    counts = load_measure_counts(path, mtime_ns, cutoff)
+    dropped = counts[counts["dropped"] > 0]
+    return pd.DataFrame({"method": dropped["method"], "measure": dropped["measure"], "n": dropped["dropped"]}
+                        ).reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -391,15 +463,9 @@ def load_correlations(path: str, mtime_ns: int, cutoff: int) -> Correlations:
 
 def _current_counts(path: str, mtime_ns: int, cutoff: int) -> dict[tuple[str, str], int]:
     """Queries per (label method, measure at ``cutoff`` or R-precision) with an E2E score at ``cutoff``: the
-    ``n`` of each row a correlation table of the run as it is now would have."""
-    measures = load_measure_table(path, mtime_ns)
-    e2e = load_e2e_table(path, mtime_ns)
-    scored = set(e2e.loc[e2e["k"] == cutoff, "query_id"])
-    wanted = measures["measure"].str.endswith(f"@{cutoff}") | (measures["measure"] == "Rprec")
-    rows = measures[wanted & measures["query_id"].isin(scored)]
-    counts = rows.groupby(["method", "measure"]).size()
-    measured = measures[wanted][["method", "measure"]].drop_duplicates()
-    return {(m, x): int(counts.get((m, x), 0)) for m, x in zip(measured["method"], measured["measure"])}
+    ``n`` of each row a correlation table of the run as it is now would have (counted by SQLite)."""
+    counts = load_measure_counts(path, mtime_ns, cutoff)
+    return {(m, x): int(n) for m, x, n in zip(counts["method"], counts["measure"], counts["scored"])}
 
 
 # --- the k sweep ---------------------------------------------------------------------------------------
@@ -416,11 +482,34 @@ def load_main_k(path: str, mtime_ns: int) -> int | None:
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the k sweep…")
 def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
-    """:func:`compute_k_sweep` on the run, best families chosen at its main k."""
+    """eRAG's Figure 1 on the run (:func:`rageval.report.k_sweep_from_frames`'s table: method, family, measure,
+    k, tau, n): each label method's best measure family at the run's main k, taken from the correlation table
+    there (:func:`load_correlations`: the same choice, highest tau, ties to the first in measure order), then
+    that family's tau against the E2E score at every k, from those measures' values only."""
+    from rageval.report import best_measures, measure_family
+    from rageval.stats.correlation import kendall_tau_b
+
+    columns = ["method", "family", "measure", "k", "tau", "n"]
     main_k = _read(path, mtime_ns, RunReader.main_k)
-    measures, e2e = load_measure_table(path, mtime_ns), load_e2e_table(path, mtime_ns)
+    if main_k is None:
+        return pd.DataFrame(columns=columns)
+    best = best_measures(load_correlations(path, mtime_ns, main_k).table, main_k)
+    names = load_measure_names(path, mtime_ns)
+    stored = set(zip(names["method"], names["measure"]))
+    rows = []
     with checked(path):
-        return compute_k_sweep(measures, e2e, main_k)
+        for method, family in sorted(zip(best["method"], best["measure"].map(measure_family))):
+            for k in load_e2e_ks(path, mtime_ns):
+                measure = f"{family}@{k}"
+                if (method, measure) not in stored:
+                    continue
+                values = load_measure_values(path, mtime_ns, method, measure).set_index("query_id")["value"]
+                downstream = load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"]
+                shared = values.index.intersection(downstream.index)
+                tau = kendall_tau_b(values.loc[shared].to_numpy(float), downstream.loc[shared].to_numpy(float))
+                rows.append({"method": method, "family": family, "measure": measure, "k": int(k), "tau": tau,
+                             "n": len(shared)})
+    return pd.DataFrame(rows, columns=columns)
 
 
 # --- one query's outputs and evidence -------------------------------------------------------------------

@@ -385,6 +385,54 @@ class RunReader:
         """Per-query measure values: columns method, measure, query_id, value."""
         return self._frame("SELECT method, measure, query_id, value FROM measure_values")
 
+    def measure_names(self) -> pd.DataFrame:
+        """Every (method, measure) the run has per-query values of: columns method, measure, sorted. Read by
+        skipping along the primary-key index (one short lookup per pair), not by scanning every value."""
+        import pandas as pd
+
+        pairs, connection = [], self._connection
+        method = connection.execute("SELECT method FROM measure_values ORDER BY method LIMIT 1").fetchone()
+        while method is not None:
+            measure = connection.execute("SELECT measure FROM measure_values WHERE method = ? ORDER BY measure "
+                                         "LIMIT 1", method).fetchone()
+            while measure is not None:
+                pairs.append((method[0], measure[0]))
+                measure = connection.execute("SELECT measure FROM measure_values WHERE method = ? AND measure > ? "
+                                             "ORDER BY measure LIMIT 1", (method[0], measure[0])).fetchone()
+            method = connection.execute("SELECT method FROM measure_values WHERE method > ? ORDER BY method LIMIT 1",
+                                        method).fetchone()
+        return pd.DataFrame(pairs, columns=["method", "measure"])
+
+    def measure_values(self, method: str, measure: str) -> pd.DataFrame:
+        """One measure's per-query values as stored (NULL or non-finite too): columns query_id, value. Reads
+        only that (method, measure)'s rows, through the primary-key index."""
+        return self._frame("SELECT query_id, value FROM measure_values WHERE method = ? AND measure = ?",
+                           (method, measure))
+
+    def e2e_scores(self, k: int) -> pd.DataFrame:
+        """The E2E score of every query at ``k`` as stored: columns query_id, score."""
+        return self._frame("SELECT query_id, score FROM e2e_outputs WHERE k = ?", (int(k),))
+
+    def measure_counts(self, pairs: Sequence[tuple[str, str]], k: int) -> pd.DataFrame:
+        """For each (method, measure) of ``pairs``: ``stored`` values, ``finite`` ones, and ``scored``, the
+        finite ones whose query has a finite E2E score at ``k`` (the n of a correlation with that score).
+        Aggregated by SQLite over each pair's index range; when every query of the run has a finite E2E score at
+        ``k`` (the usual run), ``scored`` is ``finite`` and no lookup into the E2E outputs is made."""
+        import pandas as pd
+
+        connection = self._connection
+        finite_score = _FINITE.replace("value", "score")
+        queries = connection.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+        scored_queries = connection.execute(f"SELECT COUNT(*) FROM e2e_outputs WHERE k = ? AND {finite_score} AND "
+                                            "query_id IN (SELECT query_id FROM queries)", (int(k),)).fetchone()[0]
+        scored = _FINITE if scored_queries == queries else (
+            f"{_FINITE} AND query_id IN (SELECT query_id FROM e2e_outputs WHERE k = {int(k)} AND {finite_score})")
+        rows = [(method, measure, *connection.execute(
+            f"SELECT COUNT(*), TOTAL({_FINITE}), TOTAL({scored}) FROM measure_values WHERE method = ? AND measure = ?",
+            (method, measure)).fetchone()) for method, measure in pairs]
+        frame = pd.DataFrame(rows, columns=["method", "measure", "stored", "finite", "scored"])
+        return frame.astype({"stored": int, "finite": int, "scored": int})
+
     def measure_moments(self) -> pd.DataFrame:
         """Per (method, measure): n, mean and sum of squares of the per-query values, aggregated by SQLite
         (what the run overview needs, without loading every value): columns method, measure, n, mean, sum_sq.
