@@ -240,6 +240,12 @@ def load_query_table(path: str, mtime_ns: int) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_questions(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every query's id and question in run order (columns query_id, text; :meth:`RunReader.questions`)."""
+    return _read(path, mtime_ns, RunReader.questions)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_measure_moments(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.measure_moments)
 
@@ -485,31 +491,41 @@ def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
     """eRAG's Figure 1 on the run (:func:`rageval.report.k_sweep_from_frames`'s table: method, family, measure,
     k, tau, n): each label method's best measure family at the run's main k, taken from the correlation table
     there (:func:`load_correlations`: the same choice, highest tau, ties to the first in measure order), then
-    that family's tau against the E2E score at every k, from those measures' values only."""
+    that family's tau against the E2E score at every k: the stored correlation's tau where the run stores one
+    over the same queries (:meth:`RunReader.measure_counts`), else computed from those measures' values only."""
     from rageval.report import best_measures, measure_family
     from rageval.stats.correlation import kendall_tau_b
 
     columns = ["method", "family", "measure", "k", "tau", "n"]
-    main_k = _read(path, mtime_ns, RunReader.main_k)
+    main_k = load_main_k(path, mtime_ns)
     if main_k is None:
         return pd.DataFrame(columns=columns)
     best = best_measures(load_correlations(path, mtime_ns, main_k).table, main_k)
     names = load_measure_names(path, mtime_ns)
-    stored = set(zip(names["method"], names["measure"]))
+    measured = set(zip(names["method"], names["measure"]))
+    families = sorted(zip(best["method"], best["measure"].map(measure_family)))
     rows = []
     with checked(path):
-        for method, family in sorted(zip(best["method"], best["measure"].map(measure_family))):
-            for k in load_e2e_ks(path, mtime_ns):
-                measure = f"{family}@{k}"
-                if (method, measure) not in stored:
-                    continue
-                values = load_measure_values(path, mtime_ns, method, measure).set_index("query_id")["value"]
-                downstream = load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"]
-                shared = values.index.intersection(downstream.index)
-                tau = kendall_tau_b(values.loc[shared].to_numpy(float), downstream.loc[shared].to_numpy(float))
-                rows.append({"method": method, "family": family, "measure": measure, "k": int(k), "tau": tau,
-                             "n": len(shared)})
-    return pd.DataFrame(rows, columns=columns)
+        for k in load_e2e_ks(path, mtime_ns):
+            pairs = [(method, f"{family}@{k}") for method, family in families if (method, f"{family}@{k}") in measured]
+            stored = _read(path, mtime_ns, lambda reader, k=k: reader.correlations(k))
+            stored_tau = {(m, x): (tau, int(n)) for m, x, tau, n in
+                          zip(stored["method"], stored["measure"], stored["tau"], stored["n"])}
+            counts = _read(path, mtime_ns, lambda reader, k=k, pairs=pairs: reader.measure_counts(pairs, k))
+            scored = dict(zip(zip(counts["method"], counts["measure"]), counts["scored"]))
+            for method, measure in pairs:
+                if (method, measure) in stored_tau and stored_tau[method, measure][1] == scored[method, measure]:
+                    tau, n = stored_tau[method, measure]
+                else:
+                    values = load_measure_values(path, mtime_ns, method, measure).set_index("query_id")["value"]
+                    downstream = load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"]
+                    shared = values.index.intersection(downstream.index)
+                    tau = kendall_tau_b(values.loc[shared].to_numpy(float), downstream.loc[shared].to_numpy(float))
+                    n = len(shared)
+                rows.append({"method": method, "family": measure_family(measure), "measure": measure, "k": int(k),
+                             "tau": float(tau), "n": n})
+    sweep = pd.DataFrame(rows, columns=columns)
+    return sweep.sort_values(["method", "k"], kind="stable").reset_index(drop=True)
 
 
 # --- one query's outputs and evidence -------------------------------------------------------------------

@@ -49,7 +49,7 @@ def load_comparison(path_a: str, mtime_a: int, path_b: str, mtime_b: int, method
 
 def load_question_texts(path: str, mtime_ns: int) -> dict[str, str]:
     """Question text by query id."""
-    queries = data.load_query_table(path, mtime_ns)
+    queries = data.load_questions(path, mtime_ns)
     return dict(zip(queries["query_id"], queries["text"]))
 
 

@@ -20,7 +20,7 @@ def load_scatter_points(path: str, mtime_ns: int, method: str, measure: str, k: 
     question, value (the measure), e2e (the E2E score). Reads that measure's and that k's values only."""
     values = data.load_measure_values(path, mtime_ns, method, measure)
     downstream = data.load_e2e_scores(path, mtime_ns, k).table
-    queries = data.load_query_table(path, mtime_ns)[["query_id", "text"]]
+    queries = data.load_questions(path, mtime_ns)
     # A file another tool wrote may hold a query id twice: the first value counts, as rageval.compare's does.
     values = values.drop_duplicates("query_id")[["query_id", "value"]]
     downstream = downstream.drop_duplicates("query_id").rename(columns={"score": "e2e"})

@@ -278,6 +278,11 @@ class RunReader:
             "FROM queries q LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = ? ORDER BY q.rowid",
             (k if k is not None else -1,))
 
+    def questions(self) -> pd.DataFrame:
+        """Every query's id and question, in run order: columns query_id, text (two columns of
+        :meth:`query_table`, without its join)."""
+        return self._frame("SELECT query_id, text FROM queries ORDER BY rowid")
+
     def e2e_table(self) -> pd.DataFrame:
         """Every E2E output: columns query_id, k, output, score."""
         return self._frame("SELECT query_id, k, output, score FROM e2e_outputs ORDER BY query_id, k")
