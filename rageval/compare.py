@@ -115,14 +115,16 @@ def pair_scores(a: pd.Series, b: pd.Series) -> tuple[pd.DataFrame, list[str], li
     """The shared queries as a frame (query_id, a, b, difference = a - b, outcome), in A's order, and the ids
     only A and only B hold (each in its run's order)."""
     a, b = _unique(a, "A"), _unique(b, "B")
-    shared = [q for q in a.index if q in b.index]
-    only_a = [q for q in a.index if q not in b.index]
-    only_b = [q for q in b.index if q not in a.index]
-    values_a = a.loc[shared].to_numpy(float)
+    in_b = a.index.isin(b.index)  # array operations: 100,000 queries in milliseconds
+    shared = a.index[in_b]
+    only_a = a.index[~in_b].tolist()
+    only_b = b.index[~b.index.isin(a.index)].tolist()
+    values_a = a.to_numpy(float)[in_b]
     values_b = b.loc[shared].to_numpy(float)
     difference = values_a - values_b
-    pairs = pd.DataFrame({"query_id": shared, "a": values_a, "b": values_b, "difference": difference,
-                          "outcome": [outcome_of(d) for d in difference]})
+    outcome = np.where(np.abs(difference) <= TIE_TOLERANCE, TIE, np.where(difference > 0, A_BETTER, B_BETTER))
+    pairs = pd.DataFrame({"query_id": shared.tolist(), "a": values_a, "b": values_b, "difference": difference,
+                          "outcome": outcome.tolist()})
     return pairs, only_a, only_b
 
 

@@ -428,8 +428,19 @@ def load_measure_counts(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
     (:meth:`RunReader.measure_counts`)."""
     names = load_measure_names(path, mtime_ns)
     pairs = [(m, x) for m, x in zip(names["method"], names["measure"]) if _at_cutoff(x, cutoff)]
-    counts = _read(path, mtime_ns, lambda reader: reader.measure_counts(pairs, cutoff))
+    return _measure_counts(path, mtime_ns, pairs, cutoff)
+
+
+def _measure_counts(path: str, mtime_ns: int, pairs: list[tuple[str, str]], k: int) -> pd.DataFrame:
+    everyone = load_every_query_scored(path, mtime_ns, k)
+    counts = _read(path, mtime_ns, lambda reader: reader.measure_counts(pairs, k, everyone))
     return counts.assign(dropped=counts["stored"] - counts["finite"])
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_every_query_scored(path: str, mtime_ns: int, k: int) -> bool:
+    """Whether every query of the run has a finite E2E score at ``k`` (:meth:`RunReader.every_query_scored`)."""
+    return _read(path, mtime_ns, lambda reader: reader.every_query_scored(k))
 
 
 def load_dropped_measures(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
@@ -511,7 +522,7 @@ def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
             stored = _read(path, mtime_ns, lambda reader, k=k: reader.correlations(k))
             stored_tau = {(m, x): (tau, int(n)) for m, x, tau, n in
                           zip(stored["method"], stored["measure"], stored["tau"], stored["n"])}
-            counts = _read(path, mtime_ns, lambda reader, k=k, pairs=pairs: reader.measure_counts(pairs, k))
+            counts = _measure_counts(path, mtime_ns, pairs, k)
             scored = dict(zip(zip(counts["method"], counts["measure"]), counts["scored"]))
             for method, measure in pairs:
                 if (method, measure) in stored_tau and stored_tau[method, measure][1] == scored[method, measure]:

@@ -418,21 +418,28 @@ class RunReader:
         """The E2E score of every query at ``k`` as stored: columns query_id, score."""
         return self._frame("SELECT query_id, score FROM e2e_outputs WHERE k = ?", (int(k),))
 
-    def measure_counts(self, pairs: Sequence[tuple[str, str]], k: int) -> pd.DataFrame:
+    def every_query_scored(self, k: int) -> bool:
+        """Whether every query of the run has a finite E2E score at ``k``."""
+        connection, finite_score = self._connection, _FINITE.replace("value", "score")
+        queries = connection.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+        return queries == connection.execute(f"SELECT COUNT(*) FROM e2e_outputs WHERE k = ? AND {finite_score} AND "
+                                             "query_id IN (SELECT query_id FROM queries)", (int(k),)).fetchone()[0]
+
+    def measure_counts(self, pairs: Sequence[tuple[str, str]], k: int, every_query_scored: bool | None = None
+                       ) -> pd.DataFrame:
         """For each (method, measure) of ``pairs``: ``stored`` values, ``finite`` ones, and ``scored``, the
         finite ones whose query has a finite E2E score at ``k`` (the n of a correlation with that score).
         Aggregated by SQLite over each pair's index range; when every query of the run has a finite E2E score at
-        ``k`` (the usual run), ``scored`` is ``finite`` and no lookup into the E2E outputs is made."""
+        ``k`` (the usual run; :meth:`every_query_scored`, unless the caller knows), ``scored`` is ``finite`` and no
+        lookup into the E2E outputs is made."""
         import pandas as pd
 
-        connection = self._connection
+        if every_query_scored is None:
+            every_query_scored = self.every_query_scored(k)
         finite_score = _FINITE.replace("value", "score")
-        queries = connection.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
-        scored_queries = connection.execute(f"SELECT COUNT(*) FROM e2e_outputs WHERE k = ? AND {finite_score} AND "
-                                            "query_id IN (SELECT query_id FROM queries)", (int(k),)).fetchone()[0]
-        scored = _FINITE if scored_queries == queries else (
+        scored = _FINITE if every_query_scored else (
             f"{_FINITE} AND query_id IN (SELECT query_id FROM e2e_outputs WHERE k = {int(k)} AND {finite_score})")
-        rows = [(method, measure, *connection.execute(
+        rows = [(method, measure, *self._connection.execute(
             f"SELECT COUNT(*), TOTAL({_FINITE}), TOTAL({scored}) FROM measure_values WHERE method = ? AND measure = ?",
             (method, measure)).fetchone()) for method, measure in pairs]
         frame = pd.DataFrame(rows, columns=["method", "measure", "stored", "finite", "scored"])
