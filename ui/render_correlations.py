@@ -151,11 +151,15 @@ def _levels(values: pd.Series) -> pd.Series:
 def count_table(points: pd.DataFrame, measure: str, e2e_name: str) -> pd.DataFrame:
     """How many queries have each (measure value, E2E score): the exact counts behind the jittered scatter, one
     row per measure value (or bin), one column per E2E value (or bin), with totals."""
-    table = pd.crosstab(_levels(points["value"]).rename(measure), _levels(points["e2e"]).rename(e2e_name),
-                        margins=True, margins_name="all")
-    table.index = table.index.astype(str)
-    table.columns = [f"{e2e_name} = {c}" if c != "all" else "all" for c in table.columns.astype(str)]
-    return table
+    # pd.crosstab(..., margins=True) in array operations (its margins cost 0.3 s on any size).
+    row_codes, rows = pd.factorize(_levels(points["value"]), sort=True)
+    column_codes, columns = pd.factorize(_levels(points["e2e"]), sort=True)
+    counts = np.zeros((len(rows), len(columns)), dtype=np.int64)
+    np.add.at(counts, (row_codes, column_codes), 1)
+    counts = np.vstack([np.hstack([counts, counts.sum(axis=1, keepdims=True)]),
+                        np.append(counts.sum(axis=0), counts.sum())[None, :]])
+    return pd.DataFrame(counts, index=pd.Index([*map(str, rows), "all"], name=measure),
+                        columns=[*(f"{e2e_name} = {c}" for c in map(str, columns)), "all"])
 
 
 #: Rows of the queries table at most (the most surprising first): a table of 100,000 questions with their links
