@@ -401,14 +401,20 @@ def load_measure_values(path: str, mtime_ns: int, method: str, measure: str) -> 
                          "value": values[finite]}, columns=["method", "measure", "query_id", "value"])
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
+def load_measures_of(path: str, mtime_ns: int, pairs: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    """The finite per-query values of the (method, measure) ``pairs``, read at once (:meth:`RunReader.measures_of`):
+    columns method, measure, query_id, value."""
+    return keep_finite(_read(path, mtime_ns, lambda reader: reader.measures_of(list(pairs))), "value",
+                       ["method", "measure"]).table
+
+
 def load_measures_at(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
     """The finite per-query values of every measure at ``cutoff`` and R-precision, all methods: columns method,
     measure, query_id, value."""
     names = load_measure_names(path, mtime_ns)
-    frames = [load_measure_values(path, mtime_ns, method, measure)
-              for method, measure in zip(names["method"], names["measure"]) if _at_cutoff(measure, cutoff)]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["method", "measure", "query_id", "value"])
+    pairs = zip(names["method"], names["measure"])
+    return load_measures_of(path, mtime_ns, tuple((m, x) for m, x in pairs if _at_cutoff(x, cutoff)))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
@@ -524,12 +530,15 @@ def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
                           zip(stored["method"], stored["measure"], stored["tau"], stored["n"])}
             counts = _measure_counts(path, mtime_ns, pairs, k)
             scored = dict(zip(zip(counts["method"], counts["measure"]), counts["scored"]))
+            covered = {pair for pair in pairs if pair in stored_tau and stored_tau[pair][1] == scored[pair]}
+            computed = load_measures_of(path, mtime_ns, tuple(p for p in pairs if p not in covered))
+            downstream = load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"]
             for method, measure in pairs:
-                if (method, measure) in stored_tau and stored_tau[method, measure][1] == scored[method, measure]:
+                if (method, measure) in covered:
                     tau, n = stored_tau[method, measure]
                 else:
-                    values = load_measure_values(path, mtime_ns, method, measure).set_index("query_id")["value"]
-                    downstream = load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"]
+                    chosen = computed[(computed["method"] == method) & (computed["measure"] == measure)]
+                    values = chosen.set_index("query_id")["value"]
                     shared = values.index.intersection(downstream.index)
                     tau = kendall_tau_b(values.loc[shared].to_numpy(float), downstream.loc[shared].to_numpy(float))
                     n = len(shared)

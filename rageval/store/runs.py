@@ -414,6 +414,16 @@ class RunReader:
         return self._frame("SELECT query_id, value FROM measure_values WHERE method = ? AND measure = ?",
                            (method, measure))
 
+    def measures_of(self, pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:
+        """The stored per-query values of several (method, measure) pairs in one read, each through the
+        primary-key index: columns method, measure, query_id, value."""
+        import pandas as pd
+
+        if not pairs:
+            return pd.DataFrame(columns=["method", "measure", "query_id", "value"])
+        one = "SELECT method, measure, query_id, value FROM measure_values WHERE method = ? AND measure = ?"
+        return self._frame(" UNION ALL ".join([one] * len(pairs)), [v for pair in pairs for v in pair])
+
     def e2e_scores(self, k: int) -> pd.DataFrame:
         """The E2E score of every query at ``k`` as stored: columns query_id, score."""
         return self._frame("SELECT query_id, score FROM e2e_outputs WHERE k = ?", (int(k),))
