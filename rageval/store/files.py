@@ -329,8 +329,8 @@ _good: dict[str, Any] | None = None
 
 
 def _good_key(path: str | os.PathLike, what: str) -> str | None:
-    """The key under which a check ``what`` of ``path`` as it is now is remembered: its real path, device,
-    inode, size and modification time (ns); None for a file modified in the last :data:`_SETTLED_NS`."""
+    """The key under which a check ``what`` of ``path`` as it is now is remembered: its device, inode, size and
+    modification time (ns); None for a file modified in the last :data:`_SETTLED_NS`."""
     import time
 
     try:
@@ -339,7 +339,7 @@ def _good_key(path: str | os.PathLike, what: str) -> str | None:
         return None
     if time.time_ns() - stat.st_mtime_ns < _SETTLED_NS:
         return None
-    return f"{what}|{os.path.realpath(path)}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}"
+    return f"{what}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}"  # a link or a move: same file
 
 
 def _good_file() -> Path | None:
