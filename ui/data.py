@@ -586,11 +586,11 @@ def load_e2e_table(path: str, mtime_ns: int) -> pd.DataFrame:
     return load_finite_e2e(path, mtime_ns).table
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_query_e2e_outputs(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
     """The query's E2E outputs at every k (as stored, a missing score too): columns k, output, score (EM),
-    ascending k."""
-    table = load_stored_e2e_table(path, mtime_ns)
-    return table[table["query_id"] == query_id].drop(columns="query_id").sort_values("k").reset_index(drop=True)
+    ascending k; read alone (:meth:`RunReader.query_e2e_outputs`), not from the whole table."""
+    return _read(path, mtime_ns, lambda reader: reader.query_e2e_outputs(query_id))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
