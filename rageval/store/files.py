@@ -373,12 +373,18 @@ def remember_good(key: str, value: Any = True) -> None:
     global _good
     if remembered_good(key) == value:
         return
+    record = _good_file()
     entries = dict(_good or {})
+    try:  # what other processes remembered since this one read the record is kept (read, merged, replaced)
+        on_disk = json.loads(record.read_text(encoding="utf-8")) if record is not None else {}
+        entries.update(on_disk if isinstance(on_disk, dict) else {})
+    except (OSError, ValueError):
+        pass
+    entries.pop(key, None)
     entries[key] = value
     while len(entries) > _GOOD_ENTRIES:
         entries.pop(next(iter(entries)))
     _good = entries
-    record = _good_file()
     if record is None:
         return
     try:
