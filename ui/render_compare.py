@@ -173,8 +173,7 @@ def paired_density_figure(pairs: pd.DataFrame, run_a: str, run_b: str, score: st
     import plotly.graph_objects as go
 
     figure = go.Figure(density_trace(pairs["a"], pairs["b"], f"A: {run_a}", f"B: {run_b}", shared_levels=True))
-    figure.update_layout(title={"text": f"{plot_text(score)} per query, run A against run B: queries per value pair "
-                                        f"({len(pairs):,} queries; the diagonal is A = B)"},
+    figure.update_layout(title={"text": f"{plot_text(score)}: queries per (A, B) pair; diagonal A = B"},
                          xaxis_title=f"A: {plot_text(run_a)}", yaxis_title=f"B: {plot_text(run_b)}", height=460,
                          xaxis={"type": "category"}, yaxis={"type": "category"})
     return figure

@@ -82,7 +82,7 @@ def density_trace(x: Sequence[float], y: Sequence[float], x_name: str, y_name: s
     x_codes, x_labels = grid_axis(x, levels)
     y_codes, y_labels = grid_axis(y, levels)
     counts = density_counts(x_codes, y_codes, (len(y_labels), len(x_labels)))
-    return go.Heatmap(x=x_labels, y=y_labels, z=counts, colorscale="Blues", texttemplate="%{z}",
+    return go.Heatmap(x=x_labels, y=y_labels, z=counts, colorscale="Blues", texttemplate="%{z:,d}",
                       colorbar={"title": {"text": "queries"}},
                       hovertemplate=plot_text(x_name) + " %{x}<br>" + plot_text(y_name) + " %{y}<br>%{z} queries"
                       "<extra></extra>")
@@ -132,8 +132,7 @@ def density_figure(points: pd.DataFrame, method: str, measure: str, k: int, metr
 
     name = f"{render.method_name(method)} {measure}"
     figure = go.Figure(density_trace(points["value"], points["e2e"], name, f"{metric}@{k}"))
-    figure.update_layout(title={"text": f"{plot_text(name)} against the {plot_text(metric)} of the answer from the "
-                                        f"top {k}: queries per value pair ({len(points):,} queries)"},
+    figure.update_layout(title={"text": f"Queries per value pair ({len(points):,} queries)"},
                          xaxis_title=plot_text(name), yaxis_title=f"{plot_text(metric)}@{k}", height=460,
                          xaxis={"type": "category"}, yaxis={"type": "category"})
     return figure
