@@ -3,7 +3,7 @@
 generated runs of 10,000 and 100,000 queries, each timed cold (the first visit after ``streamlit run`` started).
 
     python benchmarks/bench_dashboard.py                                   # shipped, 10k and 100k queries
-    python benchmarks/bench_dashboard.py --quick                           # shipped and 2,000 queries (~2 min)
+    python benchmarks/bench_dashboard.py --quick                           # shipped and 2,000 queries (~4 min)
     python benchmarks/bench_dashboard.py --sizes shipped,10000 --pages Correlations,Compare_runs
 
 **Time until usable**: from the browser's navigation start (``performance.now()`` of the new document) until the
