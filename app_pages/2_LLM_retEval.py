@@ -75,7 +75,7 @@ if shown.empty:
     st.info(render.escape_markdown(f"No failure case of the chosen categories at k={k} under judge {judge_note}."))
     st.stop()
 
-run_order = data.load_query_table(*key)["query_id"].tolist()
+run_order = list(data.load_query_order(*key))
 list_name = f"LLM-retEval failures, {render.judge_name(judge)}, k={k}, {''.join(sorted(set(shown['category'])))}"
 inspect.render_walk_link(path.stem, shown["query_id"].tolist(), run_order, list_name)
 view = render.failure_cases_view(shown, with_judge=False).drop(columns="k")

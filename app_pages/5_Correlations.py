@@ -25,7 +25,7 @@ path = render.select_run(data.has_correlation_data, NEEDS)
 key = data.run_key(path)
 settings = data.load_settings(*key)
 e2e_ks = data.load_e2e_ks(*key)
-measures = data.load_measure_table(*key)
+measures = data.load_measure_names(*key)  # method, measure: which are stored, no values
 
 render.page_heading(navigation.CORRELATIONS, "Correlations: labels against the end-to-end answer")
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + render.provenance(settings))
@@ -67,11 +67,11 @@ if points.empty:
 
 loaded = data.load_correlations(*key, cutoff=k)
 correlations = loaded.table
-dropped = data.load_finite_measures(*key).dropped
+dropped = data.load_dropped_measures(*key, k)
 others = [(m, x, int(n)) for m, x, n in zip(dropped["method"], dropped["measure"], dropped["n"])
           if (m, x) != (method, measure) and (x.endswith(f"@{k}") or x == "Rprec")]
 note = view.dropped_values_note(label, data.dropped_count(dropped, method=method, measure=measure), f"{metric}@{k}",
-                                data.dropped_count(data.load_finite_e2e(*key).dropped, k=k), others)
+                                data.dropped_count(data.load_e2e_scores(*key, k).dropped, k=k), others)
 if note:
     st.warning(note)
 row = correlations[(correlations["method"] == method) & (correlations["measure"] == measure)]
@@ -79,8 +79,10 @@ scatter_column, counts_column = st.columns([3, 2])
 event = scatter_column.plotly_chart(view.scatter_figure(points, method, measure, k, metric), key="correlations.scatter",
                                     on_select="rerun", selection_mode=("points", "box", "lasso"))
 scatter_column.caption(render.escape_markdown(
-    f"One point per query: {label} against the {metric} of the answer from the top {k} passages. Both values are "
-    f"jittered so that equal values do not hide each other; hover for the exact values. Select points (box or "
+    f"Queries per value pair: {label} (x) against the {metric} of the answer from the top {k} passages (y); "
+    f"past {view.SCATTER_MAX_POINTS:,} queries a grid of counts replaces the points." if view.is_density(len(points))
+    else f"One point per query: {label} against the {metric} of the answer from the top {k} passages. Both values "
+    f"are jittered so that equal values do not hide each other; hover for the exact values. Select points (box or "
     f"lasso) to list those queries below.") + " " + render.provenance(settings, len(points), k=k))
 if len(row):
     stats = row.iloc[0]
@@ -102,9 +104,9 @@ counts_column.caption(render.escape_markdown(
 selected = [i for i in view.selected_rows(event) if i < len(points)]
 shown = points.iloc[selected] if selected else points
 st.markdown(f"**{'Selected queries' if selected else 'The queries'}** ({len(shown)})")
-run_order = data.load_query_table(*key)["query_id"].tolist()
+run_order = data.load_query_order(*key)
 list_name = f"{'selected' if selected else 'all'}: {label} vs {metric}@{k}"
-table = view.points_view(shown, path.stem, measure, f"{metric}@{k}", run_order, list_name)
+table = view.points_view(shown, path.stem, measure, f"{metric}@{k}", run_order, list_name, limit=view.TABLE_ROWS)
 inspect.render_walk_link(path.stem, table["Query"].tolist(), run_order, list_name,
                          label=f"Open these {len(table):,} in the query inspector (worst answers first)")
 st.dataframe(table, hide_index=True, column_config={
@@ -116,7 +118,8 @@ st.dataframe(table, hide_index=True, column_config={
                                                 "queries of this table")})
 st.caption(render.escape_markdown(
     f"Lowest {metric}@{k} first, then highest {label}: the top rows are the queries whose labels look good but "
-    f"whose answer is wrong.") + " " + render.provenance(settings, len(shown), k=k))
+    f"whose answer is wrong" + (f" (the first {view.TABLE_ROWS:,} of {len(shown):,})." if len(shown) > view.TABLE_ROWS
+                               else ".")) + " " + render.provenance(settings, len(shown), k=k))
 
 st.subheader(render.escape_markdown(f"Every label method and measure at k={k}"))
 if correlations.empty:

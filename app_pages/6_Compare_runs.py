@@ -140,15 +140,18 @@ scatter_column.plotly_chart(view.paired_scatter_figure(comparison.pairs, texts, 
                             key="compare.scatter")
 histogram_column.plotly_chart(view.difference_figure(comparison.pairs, score), key="compare.differences")
 st.caption(render.escape_markdown(
-    f"Left: {score} of each shared query in A (x) and B (y), jittered so equal values stay visible (hover for the "
-    f"exact values); right: the distribution of A - B. Green: A better, grey: tie, red: B better.") + " " + both)
+    (f"Left: how many shared queries have each pair of {score} values in A (x) and B (y) (past "
+     f"{view.SCATTER_MAX_POINTS:,} queries a grid of counts replaces the points; the diagonal is A = B)"
+     if view.is_density(n) else
+     f"Left: {score} of each shared query in A (x) and B (y), jittered so equal values stay visible (hover for the "
+     f"exact values)") + "; right: the distribution of A - B. Green: A better, grey: tie, red: B better.") + " " + both)
 
 st.subheader("Queries that changed most")
 changed = changed_most(comparison.pairs, CHANGED_ROWS)
 if changed.empty:
     st.info(render.escape_markdown(f"No query changed: every shared query has the same {score} in both runs."))
     st.stop()
-orders = tuple(data.load_query_table(*run_key)["query_id"].tolist() for run_key in (key_a, key_b))
+orders = tuple(list(data.load_query_order(*run_key)) for run_key in (key_a, key_b))
 list_name = f"changed most: {score}, {run_a} vs {run_b}"
 table = view.changed_view(changed, texts, run_a, run_b, orders, list_name)
 walk_a, walk_b = st.columns(2)

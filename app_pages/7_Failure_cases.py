@@ -76,7 +76,7 @@ st.caption(render.escape_markdown(
 
 st.subheader("Cases")
 worklists = run_worklists(shown)
-run_orders = {run: data.load_query_table(*data.run_key(listing.runs[run]))["query_id"].tolist() for run in worklists}
+run_orders = {run: list(data.load_query_order(*data.run_key(listing.runs[run]))) for run in worklists}
 list_name = f"failure cases, {judge_label}, {''.join(categories)}, k={','.join(map(str, ks))}"
 for run, ids in worklists.items():
     inspect.render_walk_link(run, ids, run_orders[run], f"{list_name} · {run}",

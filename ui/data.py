@@ -33,7 +33,6 @@ import streamlit as st
 from rageval import paths
 from rageval.attribution.store import AttributionReader
 from rageval.errors import StoreError
-from rageval.report import k_sweep_from_frames as compute_k_sweep
 from rageval.report import measure_sort_key
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from rageval.store import (
@@ -263,6 +262,18 @@ def load_query_ids(path: str, mtime_ns: int) -> frozenset[str]:
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_query_order(path: str, mtime_ns: int) -> tuple[str, ...]:
+    """The run's query ids in run order: what a worklist token (:mod:`ui.worklist`) is read against."""
+    return tuple(_read(path, mtime_ns, RunReader.query_ids))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_questions(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every query's id and question in run order (columns query_id, text; :meth:`RunReader.questions`)."""
+    return _read(path, mtime_ns, RunReader.questions)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_measure_moments(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.measure_moments)
 
@@ -378,12 +389,102 @@ def compute_measure_summary(moments: pd.DataFrame) -> pd.DataFrame:
 def load_correlation_table(path: str, mtime_ns: int, cutoff: int,
                            n_resamples: int = DEFAULT_RESAMPLES) -> pd.DataFrame:
     """Kendall's tau-b and Spearman's rho (bootstrap CIs) of every label method's measures at ``cutoff``
-    (and R-precision) against the per-query E2E score at the same k, computed now: eRAG's Table 1 on this run."""
+    (and R-precision) against the per-query E2E score at the same k, computed now: eRAG's Table 1 on this run.
+    Reads only those measures' values (:func:`load_measure_values`), not the whole measure table."""
     from rageval.report import correlation_table_at_k
 
-    measures, e2e = load_measure_table(path, mtime_ns), load_e2e_table(path, mtime_ns)
+    measures = load_measures_at(path, mtime_ns, cutoff)
+    e2e = load_e2e_scores(path, mtime_ns, cutoff).table.assign(k=cutoff)
     with checked(path):
         return correlation_table_at_k(measures, e2e, cutoff, n_resamples, with_rprec=True).drop(columns="family")
+
+
+def _at_cutoff(measure: str, cutoff: int) -> bool:
+    """A measure at rank cutoff ``cutoff``, or R-precision (what a correlation table at that k holds)."""
+    return measure.endswith(f"@{cutoff}") or measure == "Rprec"
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_measure_names(path: str, mtime_ns: int) -> pd.DataFrame:
+    """Every (label method, measure) the run has per-query values of: columns method, measure, by method then in
+    measure order (:meth:`RunReader.measure_names`, without reading the values)."""
+    names = _read(path, mtime_ns, RunReader.measure_names)
+    order = sorted(range(len(names)), key=lambda i: (names["method"].iat[i], measure_sort_key(names["measure"].iat[i])))
+    return names.iloc[order].reset_index(drop=True)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=128, show_spinner=False)
+def load_measure_values_stored(path: str, mtime_ns: int, method: str, measure: str) -> pd.DataFrame:
+    """One measure's per-query values as stored (missing or non-finite ones too): columns query_id, value. Reads
+    that measure's rows only (:meth:`RunReader.measure_values`)."""
+    return _read(path, mtime_ns, lambda reader: reader.measure_values(method, measure))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=128, show_spinner=False)
+def load_measure_values(path: str, mtime_ns: int, method: str, measure: str) -> pd.DataFrame:
+    """One measure's finite per-query values (:func:`keep_finite`): columns method, measure, query_id, value."""
+    stored = load_measure_values_stored(path, mtime_ns, method, measure)
+    values = pd.to_numeric(stored["value"], errors="coerce").astype(float).to_numpy()
+    finite = np.isfinite(values)
+    return pd.DataFrame({"method": method, "measure": measure, "query_id": stored["query_id"].to_numpy()[finite],
+                         "value": values[finite]}, columns=["method", "measure", "query_id", "value"])
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
+def load_measures_of(path: str, mtime_ns: int, pairs: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    """The finite per-query values of the (method, measure) ``pairs``, read at once (:meth:`RunReader.measures_of`):
+    columns method, measure, query_id, value."""
+    return keep_finite(_read(path, mtime_ns, lambda reader: reader.measures_of(list(pairs))), "value",
+                       ["method", "measure"]).table
+
+
+def load_measures_at(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
+    """The finite per-query values of every measure at ``cutoff`` and R-precision, all methods: columns method,
+    measure, query_id, value."""
+    names = load_measure_names(path, mtime_ns)
+    pairs = zip(names["method"], names["measure"])
+    return load_measures_of(path, mtime_ns, tuple((m, x) for m, x in pairs if _at_cutoff(x, cutoff)))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_e2e_scores(path: str, mtime_ns: int, k: int) -> FiniteValues:
+    """The finite E2E scores at ``k`` (columns query_id, score), the others counted (``dropped``: k, n)."""
+    stored = _read(path, mtime_ns, lambda reader: reader.e2e_scores(k))
+    if stored.empty:
+        return FiniteValues(stored, pd.DataFrame({"k": pd.Series(dtype=int), "n": pd.Series(dtype=int)}))
+    finite = keep_finite(stored.assign(k=k), "score", ["k"])
+    return FiniteValues(finite.table.drop(columns="k"), finite.dropped)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_measure_counts(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
+    """Per (label method, measure at ``cutoff`` or R-precision): values ``stored``, ``finite`` and ``scored``
+    (finite, with a finite E2E score at ``cutoff``), and ``dropped`` (stored - finite), aggregated by SQLite
+    (:meth:`RunReader.measure_counts`)."""
+    names = load_measure_names(path, mtime_ns)
+    pairs = [(m, x) for m, x in zip(names["method"], names["measure"]) if _at_cutoff(x, cutoff)]
+    return _measure_counts(path, mtime_ns, pairs, cutoff)
+
+
+def _measure_counts(path: str, mtime_ns: int, pairs: list[tuple[str, str]], k: int) -> pd.DataFrame:
+    everyone = load_every_query_scored(path, mtime_ns, k)
+    counts = _read(path, mtime_ns, lambda reader: reader.measure_counts(pairs, k, everyone))
+    return counts.assign(dropped=counts["stored"] - counts["finite"])
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_every_query_scored(path: str, mtime_ns: int, k: int) -> bool:
+    """Whether every query of the run has a finite E2E score at ``k`` (:meth:`RunReader.every_query_scored`)."""
+    return _read(path, mtime_ns, lambda reader: reader.every_query_scored(k))
+
+
+def load_dropped_measures(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
+    """The values of measures at ``cutoff`` (and R-precision) that are missing or not finite, per (method,
+    measure) with any: columns method, measure, n (like ``load_finite_measures(...).dropped``)."""
+    counts = load_measure_counts(path, mtime_ns, cutoff)
+    dropped = counts[counts["dropped"] > 0]
+    return pd.DataFrame({"method": dropped["method"], "measure": dropped["measure"], "n": dropped["dropped"]}
+                        ).reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -414,15 +515,9 @@ def load_correlations(path: str, mtime_ns: int, cutoff: int) -> Correlations:
 
 def _current_counts(path: str, mtime_ns: int, cutoff: int) -> dict[tuple[str, str], int]:
     """Queries per (label method, measure at ``cutoff`` or R-precision) with an E2E score at ``cutoff``: the
-    ``n`` of each row a correlation table of the run as it is now would have."""
-    measures = load_measure_table(path, mtime_ns)
-    e2e = load_e2e_table(path, mtime_ns)
-    scored = set(e2e.loc[e2e["k"] == cutoff, "query_id"])
-    wanted = measures["measure"].str.endswith(f"@{cutoff}") | (measures["measure"] == "Rprec")
-    rows = measures[wanted & measures["query_id"].isin(scored)]
-    counts = rows.groupby(["method", "measure"]).size()
-    measured = measures[wanted][["method", "measure"]].drop_duplicates()
-    return {(m, x): int(counts.get((m, x), 0)) for m, x in zip(measured["method"], measured["measure"])}
+    ``n`` of each row a correlation table of the run as it is now would have (counted by SQLite)."""
+    counts = load_measure_counts(path, mtime_ns, cutoff)
+    return {(m, x): int(n) for m, x, n in zip(counts["method"], counts["measure"], counts["scored"])}
 
 
 # --- the k sweep ---------------------------------------------------------------------------------------
@@ -439,11 +534,47 @@ def load_main_k(path: str, mtime_ns: int) -> int | None:
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the k sweep…")
 def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
-    """:func:`compute_k_sweep` on the run, best families chosen at its main k."""
-    main_k = _read(path, mtime_ns, RunReader.main_k)
-    measures, e2e = load_measure_table(path, mtime_ns), load_e2e_table(path, mtime_ns)
+    """eRAG's Figure 1 on the run (:func:`rageval.report.k_sweep_from_frames`'s table: method, family, measure,
+    k, tau, n): each label method's best measure family at the run's main k, taken from the correlation table
+    there (:func:`load_correlations`: the same choice, highest tau, ties to the first in measure order), then
+    that family's tau against the E2E score at every k: the stored correlation's tau where the run stores one
+    over the same queries (:meth:`RunReader.measure_counts`), else computed from those measures' values only."""
+    from rageval.report import best_measures, measure_family
+    from rageval.stats.correlation import kendall_tau_b
+
+    columns = ["method", "family", "measure", "k", "tau", "n"]
+    main_k = load_main_k(path, mtime_ns)
+    if main_k is None:
+        return pd.DataFrame(columns=columns)
+    best = best_measures(load_correlations(path, mtime_ns, main_k).table, main_k)
+    names = load_measure_names(path, mtime_ns)
+    measured = set(zip(names["method"], names["measure"]))
+    families = sorted(zip(best["method"], best["measure"].map(measure_family)))
+    rows = []
     with checked(path):
-        return compute_k_sweep(measures, e2e, main_k)
+        for k in load_e2e_ks(path, mtime_ns):
+            pairs = [(method, f"{family}@{k}") for method, family in families if (method, f"{family}@{k}") in measured]
+            stored = _read(path, mtime_ns, lambda reader, k=k: reader.correlations(k))
+            stored_tau = {(m, x): (tau, int(n)) for m, x, tau, n in
+                          zip(stored["method"], stored["measure"], stored["tau"], stored["n"])}
+            counts = _measure_counts(path, mtime_ns, pairs, k)
+            scored = dict(zip(zip(counts["method"], counts["measure"]), counts["scored"]))
+            covered = {pair for pair in pairs if pair in stored_tau and stored_tau[pair][1] == scored[pair]}
+            computed = load_measures_of(path, mtime_ns, tuple(p for p in pairs if p not in covered))
+            downstream = load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"]
+            for method, measure in pairs:
+                if (method, measure) in covered:
+                    tau, n = stored_tau[method, measure]
+                else:
+                    chosen = computed[(computed["method"] == method) & (computed["measure"] == measure)]
+                    values = chosen.set_index("query_id")["value"]
+                    shared = values.index.intersection(downstream.index)
+                    tau = kendall_tau_b(values.loc[shared].to_numpy(float), downstream.loc[shared].to_numpy(float))
+                    n = len(shared)
+                rows.append({"method": method, "family": measure_family(measure), "measure": measure, "k": int(k),
+                             "tau": float(tau), "n": n})
+    sweep = pd.DataFrame(rows, columns=columns)
+    return sweep.sort_values(["method", "k"], kind="stable").reset_index(drop=True)
 
 
 # --- one query's outputs and evidence -------------------------------------------------------------------
@@ -484,11 +615,11 @@ def load_e2e_table(path: str, mtime_ns: int) -> pd.DataFrame:
     return load_finite_e2e(path, mtime_ns).table
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_query_e2e_outputs(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
     """The query's E2E outputs at every k (as stored, a missing score too): columns k, output, score (EM),
-    ascending k."""
-    table = load_stored_e2e_table(path, mtime_ns)
-    return table[table["query_id"] == query_id].drop(columns="query_id").sort_values("k").reset_index(drop=True)
+    ascending k; read alone (:meth:`RunReader.query_e2e_outputs`), not from the whole table."""
+    return _read(path, mtime_ns, lambda reader: reader.query_e2e_outputs(query_id))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rageval.compare import E2E_METHOD, Comparison, compare_scores, e2e_k, per_query_scores, score_options
+from rageval.compare import E2E_METHOD, Comparison, compare_scores, e2e_k, e2e_measure
 from ui import data
 
 _TTL_S = 3600
@@ -17,14 +17,26 @@ _TTL_S = 3600
 
 @st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
 def load_score_options(path: str, mtime_ns: int) -> dict[str, list[str]]:
-    """:func:`rageval.compare.score_options` of a run: its label methods with their measures, and ``e2e``."""
-    return score_options(data.load_measure_table(path, mtime_ns), data.load_e2e_table(path, mtime_ns))
+    """What a run can be scored on (:func:`rageval.compare.score_options`'s form): its label methods with their
+    measures (measure order), and ``e2e`` with ``E2E@k`` for every k with E2E outputs; no value is read."""
+    names = data.load_measure_names(path, mtime_ns)
+    options = {method: list(group["measure"]) for method, group in names.groupby("method", sort=True)}
+    ks = data.load_e2e_ks(path, mtime_ns)
+    if ks:
+        options[E2E_METHOD] = [e2e_measure(k) for k in ks]
+    return options
 
 
 def load_scores(path: str, mtime_ns: int, method: str, measure: str) -> pd.Series:
-    """Per-query values of one score of a run (:func:`rageval.compare.per_query_scores`)."""
-    return per_query_scores(data.load_measure_table(path, mtime_ns), data.load_e2e_table(path, mtime_ns),
-                            method, measure)
+    """Per-query finite values of one score of a run (:func:`rageval.compare.per_query_scores`' Series), read
+    alone: that measure's rows, or the E2E scores at that k."""
+    if method == E2E_METHOD:
+        k = e2e_k(measure)
+        table = data.load_e2e_scores(path, mtime_ns, k).table
+        return pd.Series(table["score"].to_numpy(float), index=pd.Index(table["query_id"], name="query_id"),
+                         name=e2e_measure(k))
+    table = data.load_measure_values(path, mtime_ns, method, measure)
+    return pd.Series(table["value"].to_numpy(float), index=pd.Index(table["query_id"], name="query_id"), name=measure)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Testing the paired difference…")
@@ -37,7 +49,7 @@ def load_comparison(path_a: str, mtime_a: int, path_b: str, mtime_b: int, method
 
 def load_question_texts(path: str, mtime_ns: int) -> dict[str, str]:
     """Question text by query id."""
-    queries = data.load_query_table(path, mtime_ns)
+    queries = data.load_questions(path, mtime_ns)
     return dict(zip(queries["query_id"], queries["text"]))
 
 
@@ -45,5 +57,7 @@ def load_dropped_scores(path: str, mtime_ns: int, method: str, measure: str) -> 
     """How many per-query values of one score the run stores that are missing or not finite numbers (left out of
     the comparison: :func:`ui.data.keep_finite`)."""
     if method == E2E_METHOD:
-        return data.dropped_count(data.load_finite_e2e(path, mtime_ns).dropped, k=e2e_k(measure))
-    return data.dropped_count(data.load_finite_measures(path, mtime_ns).dropped, method=method, measure=measure)
+        k = e2e_k(measure)
+        return data.dropped_count(data.load_e2e_scores(path, mtime_ns, k).dropped, k=k)
+    stored = len(data.load_measure_values_stored(path, mtime_ns, method, measure))  # both cached: no second read
+    return stored - len(data.load_measure_values(path, mtime_ns, method, measure))

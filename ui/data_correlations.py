@@ -8,7 +8,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rageval.compare import e2e_scores, measure_scores
 from ui import data
 
 _TTL_S = 3600
@@ -18,11 +17,15 @@ POINT_COLUMNS = ["query_id", "question", "value", "e2e"]
 @st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
 def load_scatter_points(path: str, mtime_ns: int, method: str, measure: str, k: int) -> pd.DataFrame:
     """One row per query with both ``method``'s ``measure`` and an E2E score at ``k``, in run order: query_id,
-    question, value (the measure), e2e (the E2E score)."""
-    values = measure_scores(data.load_measure_table(path, mtime_ns), method, measure)
-    downstream = e2e_scores(data.load_e2e_table(path, mtime_ns), k)
-    queries = data.load_query_table(path, mtime_ns)
-    kept = queries[queries["query_id"].isin(values.index) & queries["query_id"].isin(downstream.index)]
+    question, value (the measure), e2e (the E2E score). Reads that measure's and that k's values only."""
+    values = data.load_measure_values(path, mtime_ns, method, measure)
+    downstream = data.load_e2e_scores(path, mtime_ns, k).table
+    queries = data.load_questions(path, mtime_ns)
+    # A file another tool wrote may hold a query id twice: the first value counts, as rageval.compare's does.
+    values = values.drop_duplicates("query_id")[["query_id", "value"]]
+    downstream = downstream.drop_duplicates("query_id").rename(columns={"score": "e2e"})
+    kept = queries.merge(values, on="query_id", how="inner", sort=False).merge(downstream, on="query_id",
+                                                                              how="inner", sort=False)
     return pd.DataFrame({"query_id": kept["query_id"].to_list(), "question": kept["text"].to_list(),
-                         "value": values.loc[kept["query_id"]].to_numpy(float),
-                         "e2e": downstream.loc[kept["query_id"]].to_numpy(float)}, columns=POINT_COLUMNS)
+                         "value": kept["value"].to_numpy(float), "e2e": kept["e2e"].to_numpy(float)},
+                        columns=POINT_COLUMNS)

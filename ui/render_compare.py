@@ -10,13 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rageval.compare import E2E_METHOD, OUTCOMES, Comparison, e2e_k
 from rageval.report import measure_family, measure_sort_key
 from ui import render, theme
 from ui.plot_text import plot_text, plotly_text
-from ui.render_correlations import e2e_metric_name, jitter
+from ui.render_correlations import (  # noqa: F401 (SCATTER_MAX_POINTS: re-exported for the page)
+    DENSITY_BINS,
+    SCATTER_MAX_POINTS,
+    density_trace,
+    e2e_metric_name,
+    is_density,
+    jitter,
+)
 from ui.render_inspector import inspect_links
 
 NOT_SET = "–"
@@ -152,6 +160,8 @@ def paired_scatter_figure(pairs: pd.DataFrame, texts: Mapping[str, str], run_a: 
     the diagonal of ties; hover shows the query, its question and the exact values."""
     import plotly.graph_objects as go
 
+    if is_density(len(pairs)):
+        return paired_density_figure(pairs, run_a, run_b, score)
     run_a, run_b, score = plot_text(run_a), plot_text(run_b), plot_text(score)
     figure = go.Figure()
     x, y = jitter(pairs["a"], 0), jitter(pairs["b"], 1)
@@ -171,12 +181,44 @@ def paired_scatter_figure(pairs: pd.DataFrame, texts: Mapping[str, str], run_a: 
     return figure
 
 
+def paired_density_figure(pairs: pd.DataFrame, run_a: str, run_b: str, score: str):
+    """:func:`paired_scatter_figure` for more than :data:`~ui.render_correlations.SCATTER_MAX_POINTS` shared
+    queries: a heatmap of how many queries have each (A, B) pair of values, both axes on the same cells, so the
+    diagonal holds the ties, cells above it B better, below it A better."""
+    import plotly.graph_objects as go
+
+    figure = go.Figure(density_trace(pairs["a"], pairs["b"], f"A: {run_a}", f"B: {run_b}", shared_levels=True))
+    figure.update_layout(title={"text": f"{plot_text(score)}: queries per (A, B) pair; diagonal A = B"},
+                         xaxis_title=f"A: {plot_text(run_a)}", yaxis_title=f"B: {plot_text(run_b)}", height=460,
+                         xaxis={"type": "category"}, yaxis={"type": "category"})
+    return figure
+
+
 def difference_figure(pairs: pd.DataFrame, score: str):
-    """Histogram of the per-query differences A - B, stacked by outcome."""
+    """Histogram of the per-query differences A - B, stacked by outcome (past
+    :data:`~ui.render_correlations.SCATTER_MAX_POINTS` queries, binned here and drawn as bars: the same histogram
+    without sending every difference to the browser)."""
     import plotly.graph_objects as go
 
     score = plot_text(score)
     figure = go.Figure()
+    if is_density(len(pairs)):
+        differences = pairs["difference"].to_numpy(float)
+        distinct = np.unique(differences)
+        edges = (np.concatenate([distinct - 1e-9, [distinct[-1] + 1e-9]]) if len(distinct) <= 2 * DENSITY_BINS
+                 else np.linspace(distinct[0], distinct[-1], 2 * DENSITY_BINS + 1))
+        centres = distinct if len(distinct) <= 2 * DENSITY_BINS else (edges[:-1] + edges[1:]) / 2
+        for outcome in OUTCOMES:
+            chosen = (pairs["outcome"] == outcome).to_numpy()
+            counts, _ = np.histogram(differences[chosen], bins=edges)
+            figure.add_trace(go.Bar(x=centres.round(4).tolist(), y=counts.tolist(),
+                                    name=f"{outcome} ({int(chosen.sum())})",
+                                    marker={"color": theme.OUTCOME_COLOURS[outcome]},
+                                    hovertemplate="A - B near %{x}: %{y} queries<extra>%{fullData.name}</extra>"))
+        figure.update_layout(title={"text": f"Per-query difference of {score}, A - B"}, barmode="stack",
+                             xaxis_title=f"{score}: A - B", yaxis_title="queries", height=460,
+                             legend={"title": {"text": "outcome"}})
+        return figure
     for outcome in OUTCOMES:
         chosen = pairs[pairs["outcome"] == outcome]
         figure.add_trace(go.Histogram(x=chosen["difference"].tolist(), name=f"{outcome} ({len(chosen)})",

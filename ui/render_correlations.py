@@ -7,6 +7,7 @@ figure through :mod:`ui.plot_text` (HTML-escaped, so plotly shows them literally
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,6 +42,53 @@ def measure_options(measure_table: pd.DataFrame, method: str, k: int) -> list[st
     return sorted([*at_k, *(m for m in measures if "@" not in m)], key=measure_sort_key)
 
 
+#: Past this many points a per-query scatter is drawn as a density grid (queries per cell, a heatmap): an SVG
+#: point with its hover text per query costs the browser seconds at 10,000 and a minute at 100,000.
+SCATTER_MAX_POINTS = 5_000
+#: Cells per axis of a density grid when a value has more distinct values than this (else one cell per value).
+DENSITY_BINS = 20
+
+
+def is_density(n_points: int) -> bool:
+    """Whether a scatter of ``n_points`` is drawn as a density grid (:data:`SCATTER_MAX_POINTS`)."""
+    return n_points > SCATTER_MAX_POINTS
+
+
+def grid_axis(values: Sequence[float], levels: Sequence[float] | None = None) -> tuple[np.ndarray, list[str]]:
+    """Cells of one axis of a density grid: each value's cell and the cells' labels. One cell per distinct value
+    (of ``levels``, default ``values``) when there are at most :data:`DENSITY_BINS`, labelled by the value;
+    else :data:`DENSITY_BINS` equal-width bins, labelled by their range."""
+    x = np.asarray(values, dtype=float)
+    distinct = np.unique(np.asarray(x if levels is None else levels, dtype=float))
+    if len(distinct) <= DENSITY_BINS:
+        return np.searchsorted(distinct, x), [f"{v:.3g}" for v in distinct]
+    edges = np.linspace(distinct[0], distinct[-1], DENSITY_BINS + 1)
+    codes = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, DENSITY_BINS - 1)
+    return codes, [f"{a:.2f}–{b:.2f}" for a, b in itertools.pairwise(edges)]
+
+
+def density_counts(x_codes: np.ndarray, y_codes: np.ndarray, shape: tuple[int, int]) -> list[list[int | None]]:
+    """Queries per (y cell, x cell), None for an empty cell (drawn blank)."""
+    counts = np.zeros(shape, dtype=np.int64)
+    np.add.at(counts, (y_codes, x_codes), 1)
+    return [[int(c) if c else None for c in row] for row in counts]
+
+
+def density_trace(x: Sequence[float], y: Sequence[float], x_name: str, y_name: str, *, shared_levels: bool = False):
+    """A heatmap of queries per (x cell, y cell) (:func:`grid_axis`); ``shared_levels``: both axes get the cells
+    of x and y together (so the diagonal holds the equal pairs). Names are escaped here."""
+    import plotly.graph_objects as go
+
+    levels = np.concatenate([np.asarray(x, float), np.asarray(y, float)]) if shared_levels else None
+    x_codes, x_labels = grid_axis(x, levels)
+    y_codes, y_labels = grid_axis(y, levels)
+    counts = density_counts(x_codes, y_codes, (len(y_labels), len(x_labels)))
+    return go.Heatmap(x=x_labels, y=y_labels, z=counts, colorscale="Blues", texttemplate="%{z:,d}",
+                      colorbar={"title": {"text": "queries"}},
+                      hovertemplate=plot_text(x_name) + " %{x}<br>" + plot_text(y_name) + " %{y}<br>%{z} queries"
+                      "<extra></extra>")
+
+
 def jitter(values: Sequence[float], seed: int = JITTER_SEED) -> np.ndarray:
     """``values`` plus uniform noise in [-a, a], a = a quarter of the smallest gap between distinct values (at most
     a tenth of their range, or 0.1 when there is one value): points on the same discrete value spread out but never
@@ -60,6 +108,8 @@ def scatter_figure(points: pd.DataFrame, method: str, measure: str, k: int, metr
     question, value, e2e (:func:`ui.data_correlations.load_scatter_points`)."""
     import plotly.graph_objects as go
 
+    if is_density(len(points)):
+        return density_figure(points, method, measure, k, metric)
     colour = theme.method_colours([method])[method]
     label, measure, metric = plot_text(render.method_name(method)), plot_text(measure), plot_text(metric)
     figure = go.Figure(go.Scatter(
@@ -76,6 +126,19 @@ def scatter_figure(points: pd.DataFrame, method: str, measure: str, k: int, metr
     return figure
 
 
+def density_figure(points: pd.DataFrame, method: str, measure: str, k: int, metric: str):
+    """:func:`scatter_figure` for more than :data:`SCATTER_MAX_POINTS` queries: a heatmap of how many queries
+    have each (measure value, E2E score), one cell per value (or bin), no per-query point."""
+    import plotly.graph_objects as go
+
+    name = f"{render.method_name(method)} {measure}"
+    figure = go.Figure(density_trace(points["value"], points["e2e"], name, f"{metric}@{k}"))
+    figure.update_layout(title={"text": f"Queries per value pair ({len(points):,} queries)"},
+                         xaxis_title=plot_text(name), yaxis_title=f"{plot_text(metric)}@{k}", height=460,
+                         xaxis={"type": "category"}, yaxis={"type": "category"})
+    return figure
+
+
 def _levels(values: pd.Series) -> pd.Series:
     """Values as crosstab levels: themselves (3 decimals) when few, else :data:`COUNT_BINS` equal-width bins."""
     rounded = values.astype(float).round(3)
@@ -88,20 +151,32 @@ def _levels(values: pd.Series) -> pd.Series:
 def count_table(points: pd.DataFrame, measure: str, e2e_name: str) -> pd.DataFrame:
     """How many queries have each (measure value, E2E score): the exact counts behind the jittered scatter, one
     row per measure value (or bin), one column per E2E value (or bin), with totals."""
-    table = pd.crosstab(_levels(points["value"]).rename(measure), _levels(points["e2e"]).rename(e2e_name),
-                        margins=True, margins_name="all")
-    table.index = table.index.astype(str)
-    table.columns = [f"{e2e_name} = {c}" if c != "all" else "all" for c in table.columns.astype(str)]
-    return table
+    # pd.crosstab(..., margins=True) in array operations (its margins cost 0.3 s on any size).
+    row_codes, rows = pd.factorize(_levels(points["value"]), sort=True)
+    column_codes, columns = pd.factorize(_levels(points["e2e"]), sort=True)
+    counts = np.zeros((len(rows), len(columns)), dtype=np.int64)
+    np.add.at(counts, (row_codes, column_codes), 1)
+    counts = np.vstack([np.hstack([counts, counts.sum(axis=1, keepdims=True)]),
+                        np.append(counts.sum(axis=0), counts.sum())[None, :]])
+    return pd.DataFrame(counts, index=pd.Index([*map(str, rows), "all"], name=measure),
+                        columns=[*(f"{e2e_name} = {c}" for c in map(str, columns)), "all"])
+
+
+#: Rows of the queries table at most (the most surprising first): a table of 100,000 questions with their links
+#: is megabytes sent to the browser for rows nobody scrolls to.
+TABLE_ROWS = 1_000
 
 
 def points_view(points: pd.DataFrame, run: str, measure: str, e2e_name: str,
-                run_order: Sequence[str] | None = None, list_name: str = "") -> pd.DataFrame:
+                run_order: Sequence[str] | None = None, list_name: str = "", limit: int | None = None) -> pd.DataFrame:
     """The scatter's queries as a table, surprising ones first (lowest E2E score, then highest measure): query id,
     question, measure value, E2E score and a link to the query inspector, which walks the table's queries in this
-    order when the run's query order ``run_order`` is given (:func:`ui.render_inspector.inspect_links`)."""
+    order when the run's query order ``run_order`` is given (:func:`ui.render_inspector.inspect_links`); the first
+    ``limit`` rows when given."""
     ordered = points.assign(_order=range(len(points))).sort_values(["e2e", "value", "_order"],
                                                                    ascending=[True, False, True])
+    if limit is not None:
+        ordered = ordered.head(limit)
     ids = ordered["query_id"].tolist()
     if run_order is None:
         links = [render.inspector_url(run, q) for q in ids]
@@ -118,23 +193,34 @@ def selected_rows(selection: Any) -> list[int]:
         points = selection["selection"]["points"]
     except (KeyError, TypeError):
         return []
-    return sorted({int(p["point_index"]) for p in points if "point_index" in p})
+    # A density grid's cells carry no query (their point_index is a cell, not an int): nothing is selected.
+    return sorted({int(p["point_index"]) for p in points if isinstance(p.get("point_index"), int)})
 
 
 def k_sweep_figure(sweep: pd.DataFrame, metric: str):
-    """:func:`ui.render.k_sweep_figure` with a title, the E2E metric's name and each method's colour from
-    :mod:`ui.theme` (line names are ``<method name> (<family>)``)."""
-    figure = render.k_sweep_figure(sweep)
-    names = {plot_text(render.method_name(m)): m for m in sweep["method"].unique()}
-    colours = theme.method_colours(list(names.values()))
-    for trace in figure.data:
-        method = names.get(str(trace.name).rsplit(" (", 1)[0])
-        if method is not None:
-            trace.update(line={"color": colours[method]}, marker={"color": colours[method]})
+    """Line chart of Kendall's tau against k, one line per label method (its best measure family), in the method's
+    colour from :mod:`ui.theme`; line names are ``<method name> (<family>)``, hover gives the measure and n
+    (:func:`ui.render.k_sweep_figure`'s chart, drawn with graph objects: plotly.express costs 0.3-0.5 s to import)."""
+    import plotly.graph_objects as go
+
+    methods = render.order_label_methods(list(sweep["method"].unique()))
+    colours = theme.method_colours(methods)
     metric = plot_text(metric)
+    figure = go.Figure()
+    for method in methods:
+        rows = sweep[sweep["method"] == method].sort_values("k", kind="stable")
+        for family, line in rows.groupby("family", sort=False):
+            figure.add_trace(go.Scatter(
+                x=line["k"].astype(int).tolist(), y=line["tau"].astype(float).tolist(), mode="lines+markers",
+                name=plot_text(f"{render.method_name(method)} ({family})"),
+                line={"color": colours[method]}, marker={"color": colours[method]},
+                customdata=[[plot_text(m), int(n)] for m, n in zip(line["measure"], line["n"])],
+                hovertemplate="k=%{x}<br>tau=%{y:.3f}<br>measure=%{customdata[0]}<br>n=%{customdata[1]}"
+                              "<extra>%{fullData.name}</extra>"))
+    figure.update_xaxes(tickvals=sorted(sweep["k"].unique()), title="k (passages given to the LLM)")
     figure.update_layout(title={"text": f"Kendall's tau-b with the {metric} at each k (best measure family per "
                                         "label method)"},
-                         yaxis_title=f"Kendall's tau-b with {metric}@k")
+                         yaxis_title=f"Kendall's tau-b with {metric}@k", legend={"title": {"text": "Labels"}})
     return figure
 
 

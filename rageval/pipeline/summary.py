@@ -39,8 +39,7 @@ def run_summary(path: str | os.PathLike) -> dict[str, Any]:
     with RunReader(path) as reader, reading(path, RUN):
         conn = reader._connection
         summary["queries"] = conn.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
-        summary["labels"] = dict(conn.execute(
-            "SELECT method, COUNT(*) FROM labels GROUP BY method ORDER BY method"))
+        summary["labels"] = reader.label_counts()
         settings = reader.settings()
         metric = settings.get("e2e_metric") or settings.get("label_metric") or "em"
         for k, mean, n in conn.execute("SELECT k, AVG(score), COUNT(*) FROM e2e_outputs GROUP BY k ORDER BY k"):

@@ -239,7 +239,17 @@ def describe_missing(path: Path, kind: SqliteKind) -> None:
 
 def check_pages(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind) -> None:
     """SQLite's ``quick_check`` of the open file (every page and index, about 1 ms per MB): :class:`StoreError`
-    naming ``path`` and the first problem when the file is damaged."""
+    naming ``path`` and the first problem when the file is damaged. A file that passed before and has not changed
+    since is not checked again (:func:`remembered_good`)."""
+    key = _good_key(path, f"pages:{kind.name}")
+    if key is not None and remembered_good(key):
+        return
+    _check_pages(connection, path, kind)
+    if key is not None:
+        remember_good(key)
+
+
+def _check_pages(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind) -> None:
     try:
         problems = [row[0] for row in connection.execute("PRAGMA quick_check(3)")]
     except sqlite3.Error as error:
@@ -294,7 +304,100 @@ def check_shape(connection: sqlite3.Connection, path: str | os.PathLike, kind: S
     """The file's tables, after checking each table of ``shape`` (:func:`schema_shape` of the writer's schema) is of
     that shape: :class:`StoreError` naming the file for a missing ``required`` table, a missing column, a column
     that allows NULL where the writer's does not, or a value of another type than the writer stores (text in a
-    number column; one scan per table, about 5 ms per MB). rageval never writes such a file."""
+    number column; one scan per table, about 5 ms per MB). rageval never writes such a file.
+
+    A file found good is not scanned again while it stays unchanged (:func:`remembered_good`)."""
+    key = _good_key(path, f"shape:{kind.name}:{kind.version}:{','.join(sorted(required))}")
+    if key is not None:
+        tables = remembered_good(key)
+        if tables is not None:
+            return set(tables)
+    tables = _check_shape(connection, path, kind, shape, required)
+    if key is not None:
+        remember_good(key, sorted(tables))
+    return tables
+
+
+# --- checks remembered ----------------------------------------------------------------------------------------
+#: A file modified less than this long ago is never remembered as checked: a change within the file system's
+#: timestamp granularity (a few ms) could leave its size and modification time as they were ("racy" entries, as
+#: git calls them).
+_SETTLED_NS = 2_000_000_000
+_GOOD_FILE_NAME = "checked_files.json"
+_GOOD_ENTRIES = 512
+_good: dict[str, Any] | None = None
+
+
+def _good_key(path: str | os.PathLike, what: str) -> str | None:
+    """The key under which a check ``what`` of ``path`` as it is now is remembered: its device, inode, size and
+    modification time (ns); None for a file modified in the last :data:`_SETTLED_NS`."""
+    import time
+
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    if time.time_ns() - stat.st_mtime_ns < _SETTLED_NS:
+        return None
+    return f"{what}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}"  # a link or a move: same file
+
+
+def _good_file() -> Path | None:
+    try:
+        from rageval.paths import cache_dir
+
+        return cache_dir() / _GOOD_FILE_NAME
+    except OSError:
+        return None
+
+
+def remembered_good(key: str) -> Any:
+    """What a check stored for ``key`` (:func:`_good_key`) when the file passed it, else None: checks of an
+    unchanged file (same inode, size and modification time) are not repeated, in this process nor the next (the
+    record is ``checked_files.json`` in :func:`rageval.paths.cache_dir`), so a dashboard page opening a 1 GB run
+    does not spend seconds re-checking what passed yesterday."""
+    global _good
+    if _good is None:
+        record = _good_file()
+        try:
+            loaded = json.loads(record.read_text(encoding="utf-8")) if record is not None else {}
+            _good = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            _good = {}
+    return _good.get(key)
+
+
+def remember_good(key: str, value: Any = True) -> None:
+    """Remember that the check ``key`` passed (with what it found, ``value``), here and in the record file (best
+    effort: an unwritable cache folder only costs the check next time)."""
+    global _good
+    if remembered_good(key) == value:
+        return
+    record = _good_file()
+    entries = dict(_good or {})
+    try:  # what other processes remembered since this one read the record is kept (read, merged, replaced)
+        on_disk = json.loads(record.read_text(encoding="utf-8")) if record is not None else {}
+        entries.update(on_disk if isinstance(on_disk, dict) else {})
+    except (OSError, ValueError):
+        pass
+    entries.pop(key, None)
+    entries[key] = value
+    while len(entries) > _GOOD_ENTRIES:
+        entries.pop(next(iter(entries)))
+    _good = entries
+    if record is None:
+        return
+    try:
+        handle, temp_name = tempfile.mkstemp(prefix=f".{record.name}.", suffix=".tmp", dir=record.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as temp:
+            json.dump(entries, temp)
+        os.replace(temp_name, record)
+    except OSError:
+        pass
+
+
+def _check_shape(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind,
+                 shape: dict[str, dict[str, tuple[str, bool]]], required: Sequence[str]) -> set[str]:
     with reading(path, kind):
         tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         for table, columns in shape.items():

@@ -1,0 +1,154 @@
+"""What the Correlations and Compare pages read instead of a whole run (issue 15): the reader's column reads and
+SQLite counts against the whole tables they replace, the remembered integrity checks, the density grids drawn
+past :data:`ui.render_correlations.SCATTER_MAX_POINTS` queries and the permutation test's binomial draws."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rageval import compare
+from rageval.errors import StoreError
+from rageval.store import RunReader, files
+from tests.run_fixtures import make_small_run
+
+OLD = 1_600_000_000  # a modification time long past: the file has settled, its checks may be remembered
+
+
+@pytest.fixture
+def run_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(files, "_good", None)  # this test's cache folder, not what an earlier test remembered
+    return make_small_run(tmp_path / "run.sqlite")
+
+
+def test_column_reads_match_the_whole_tables(run_file):
+    with RunReader(run_file) as reader:
+        table = reader.measure_table()
+        names = reader.measure_names()
+        assert sorted(zip(names["method"], names["measure"])) == sorted(
+            set(zip(table["method"], table["measure"])))
+        method, measure = names["method"].iat[0], names["measure"].iat[-1]
+        values = reader.measure_values(method, measure)
+        expected = table[(table["method"] == method) & (table["measure"] == measure)]
+        assert dict(zip(values["query_id"], values["value"])) == dict(zip(expected["query_id"], expected["value"]))
+        e2e = reader.e2e_table()
+        k = int(e2e["k"].iat[0])
+        scores = reader.e2e_scores(k)
+        at_k = e2e[e2e["k"] == k]
+        assert dict(zip(scores["query_id"], scores["score"])) == dict(zip(at_k["query_id"], at_k["score"]))
+        assert reader.questions()["query_id"].tolist() == reader.query_table()["query_id"].tolist()
+
+
+def test_measure_counts_match_counting_the_rows(run_file):
+    """``scored`` is the n a correlation with the E2E score at k has: finite values of queries with a finite E2E
+    score at k; one query's E2E score removed and one value made infinite change it as counting the rows does."""
+    with sqlite3.connect(run_file) as connection:
+        query_id, k = connection.execute("SELECT query_id, k FROM e2e_outputs LIMIT 1").fetchone()
+        connection.execute("DELETE FROM e2e_outputs WHERE query_id = ? AND k = ?", (query_id, k))
+        method, measure, other = connection.execute(
+            "SELECT method, measure, query_id FROM measure_values WHERE query_id != ? LIMIT 1", (query_id,)).fetchone()
+        connection.execute("UPDATE measure_values SET value = 9e999 WHERE method = ? AND measure = ? AND query_id = ?",
+                           (method, measure, other))
+    connection.close()
+    with RunReader(run_file) as reader:
+        assert not reader.every_query_scored(k)
+        table = reader.measure_table()
+        names = reader.measure_names()
+        counts = reader.measure_counts(list(zip(names["method"], names["measure"])), k)
+        scored_queries = set(reader.e2e_scores(k)["query_id"])
+    finite = table[np.isfinite(table["value"].astype(float))]
+    for row in counts.itertuples(index=False):
+        rows = table[(table["method"] == row.method) & (table["measure"] == row.measure)]
+        kept = finite[(finite["method"] == row.method) & (finite["measure"] == row.measure)]
+        assert (row.stored, row.finite, row.scored) == (len(rows), len(kept), int(kept["query_id"].isin(
+            scored_queries).sum())), row
+    changed = counts[(counts["method"] == method) & (counts["measure"] == measure)].iloc[0]
+    assert changed.stored - changed.finite == 1
+
+
+def test_checks_of_an_unchanged_file_are_remembered_and_a_change_forgets_them(run_file, monkeypatch):
+    os.utime(run_file, (OLD, OLD))
+    RunReader(run_file).close()
+    assert (run_file.parent / "cache" / "checked_files.json").exists()
+    scans = []
+    monkeypatch.setattr(files, "_check_pages", lambda *args: scans.append("pages"))
+    monkeypatch.setattr(files, "_check_shape", lambda *args: scans.append("shape"))
+    RunReader(run_file).close()
+    assert scans == []  # remembered: neither scanned again
+    # Damaged in place (same size): a new modification time, so it is checked again and the damage found.
+    monkeypatch.undo()
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(run_file.parent / "cache"))
+    with sqlite3.connect(run_file) as connection:
+        connection.execute("UPDATE measure_values SET value = 'text' WHERE rowid = 1")
+    connection.close()
+    os.utime(run_file, (OLD + 5, OLD + 5))
+    with pytest.raises(StoreError, match="a text value"):
+        RunReader(run_file)
+
+
+def test_a_file_changed_just_now_is_never_remembered(run_file):
+    RunReader(run_file).close()  # written a moment ago: within the racy window
+    assert files._good_key(run_file, "pages:run") is None
+    assert not (run_file.parent / "cache" / "checked_files.json").exists()
+
+
+def test_density_grid_counts_every_query_once():
+    from ui.render_correlations import DENSITY_BINS, density_trace, grid_axis, is_density, scatter_figure
+
+    rng = np.random.default_rng(0)
+    n = 6_000
+    assert is_density(n) and not is_density(5_000)
+    points = pd.DataFrame({"query_id": [f"q{i}" for i in range(n)], "question": ["?"] * n,
+                           "value": rng.choice([0.0, 0.2, 0.4, 1.0], n), "e2e": rng.random(n)})
+    figure = scatter_figure(points, "gold", "P@5", 5, "E2E EM")
+    heatmap = figure.data[0]
+    assert heatmap.type == "heatmap" and heatmap.x == ("0", "0.2", "0.4", "1")  # one cell per distinct value
+    assert len(heatmap.y) == DENSITY_BINS  # continuous E2E scores: equal-width bins
+    assert sum(c or 0 for row in heatmap.z for c in row) == n
+    exact = pd.crosstab(points["value"], grid_axis(points["e2e"])[0])
+    assert [[c or 0 for c in row] for row in heatmap.z] == exact.T.to_numpy().tolist()
+    shared = density_trace([0.0, 1.0, 1.0], [1.0, 1.0, 0.5], "A", "B", shared_levels=True)
+    assert shared.x == shared.y == ("0", "0.5", "1")  # same cells on both axes: the diagonal is A = B
+
+
+def test_compare_density_figures_keep_the_counts():
+    from ui.render_compare import difference_figure, paired_scatter_figure
+
+    rng = np.random.default_rng(1)
+    n = 7_000
+    a, b = pd.Series(rng.integers(0, 2, n).astype(float)), pd.Series(rng.integers(0, 2, n).astype(float))
+    a.index = b.index = [f"q{i}" for i in range(n)]
+    pairs = compare.pair_scores(a, b)[0]
+    assert sum(c or 0 for row in paired_scatter_figure(pairs, {}, "A", "B", "EM").data[0].z for c in row) == n
+    bars = difference_figure(pairs, "EM").data
+    by_outcome = pairs["outcome"].value_counts()
+    for bar in bars:
+        outcome = bar.name.rsplit(" (", 1)[0]
+        assert sum(bar.y) == by_outcome.get(outcome, 0)
+
+
+def test_pair_scores_by_arrays_equal_the_per_query_rule():
+    a = pd.Series([1.0, 0.5, 0.0, 2.0], index=["q1", "q2", "q3", "q4"])
+    b = pd.Series([0.5, 0.5 + 1e-13, 1.0, 7.0], index=["q2", "q1", "q3", "q9"])
+    pairs, only_a, only_b = compare.pair_scores(a, b)
+    assert pairs["query_id"].tolist() == ["q1", "q2", "q3"] and only_a == ["q4"] and only_b == ["q9"]
+    assert pairs["outcome"].tolist() == [compare.outcome_of(d) for d in pairs["difference"]]
+
+
+def test_binomial_permutation_test_agrees_with_per_sign_draws(monkeypatch):
+    """With many differences of few sizes the test draws sign counts per size (binomial): another random stream,
+    the same distribution, so on the same differences its p-value is within Monte Carlo error of the per-sign
+    draws' (4,000 draws: the standard error of a p-value near 0.3 is about 0.007)."""
+    rng = np.random.default_rng(2)
+    differences = rng.choice([-1.0, -0.5, 0.0, 0.5, 1.0], size=1_500, p=[0.25, 0.1, 0.3, 0.1, 0.25])
+    assert len(differences) < compare._GROUPED_FROM
+    per_sign = compare.paired_permutation_test(differences, 4_000, seed=3)
+    monkeypatch.setattr(compare, "_GROUPED_FROM", 1_000)
+    grouped = compare.paired_permutation_test(differences, 4_000, seed=3)
+    assert grouped.p_value != per_sign.p_value  # the other way was taken
+    assert 0.05 < per_sign.p_value < 0.95 and abs(grouped.p_value - per_sign.p_value) < 0.04
