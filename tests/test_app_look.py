@@ -203,7 +203,7 @@ def test_failure_case_tables_say_what_their_columns_mean(look_env):
     cases = next(t for t in app.dataframe if "Reason" in t.value.columns)
     helps = column_help(cases)
     assert helps["Category"] == glossary.COLUMN_HELP["Category"] and helps["Reason"] == glossary.COLUMN_HELP["Reason"]
-    assert helps["Inspect"] == "Open this query of this run in the query inspector"  # the page's own help is kept
+    assert helps["Inspect"].startswith("Open this query of this run in the query inspector")  # the page's own help
 
 
 def test_home_intervals_of_0_1_measures_are_wilson(look_env):

@@ -313,7 +313,8 @@ def test_every_page_shows_the_good_runs_beside_every_bad_file(page, crowded_fold
         if page == FAILURES:
             cases = next(df.value for df in app.dataframe if "Inspect" in df.value.columns)
             link = parse_qs(urlsplit(cases["Inspect"].iloc[0]).query)
-            assert cases["Run"].iloc[0] == GOOD_RUN and link == {"run": [GOOD_RUN], "query": [FAILING_QUERY]}
+            assert cases["Run"].iloc[0] == GOOD_RUN
+            assert (link["run"], link["query"]) == ([GOOD_RUN], [FAILING_QUERY]) and link["list"]  # with its worklist
             assert not set(cases["Run"]) & {Path(p).stem for p in unreadable_runs(files)}
         else:
             options = set(app.sidebar.selectbox[0].options)

@@ -72,9 +72,11 @@ def test_start_a_rescore_job_watch_it_finish_and_see_the_labels(rescore_server, 
         expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_role("heading", name="who got the first nobel prize in physics")).to_be_visible(
             timeout=WAIT_MS)
-        labelled = page.get_by_text(re.compile(re.escape(method) + " [✓✗] · single-passage answer"))
+        # One expander per passage, its summary line ending with each label method's mark.
+        passages = page.get_by_test_id("stExpander").locator("summary")
+        labelled = passages.filter(has_text=re.compile(re.escape(method) + " [✓✗]$"))
         expect(labelled.first).to_be_visible(timeout=WAIT_MS)
         expect(labelled).to_have_count(2)  # the top 2 passages carry the new label...
-        expect(page.get_by_text(f"{method} – · single-passage answer")).to_have_count(3)  # ...ranks 3-5 have none
+        expect(passages.filter(has_text=re.compile(re.escape(method) + " –$"))).to_have_count(3)  # ...ranks 3-5 none
         page.screenshot(path=str(SHOTS / "rescore_inspector.png"), full_page=True)
         assert not page_errors, page_errors
