@@ -87,8 +87,10 @@ scatter_column.caption(render.escape_markdown(
 if len(row):
     stats = row.iloc[0]
     for name, statistic in (("Kendall's tau-b", "tau"), ("Spearman's rho", "rho")):
-        counts_column.metric(name, render.format_correlation(stats[statistic], stats[f"{statistic}_low"],
-                                                             stats[f"{statistic}_high"]))
+        # The estimate as the metric, its interval on the line below (a metric's value is cut, not wrapped, in a
+        # narrow column).
+        counts_column.metric(name, view.correlation_estimate(stats[statistic]))
+        counts_column.caption(view.correlation_interval(stats[f"{statistic}_low"], stats[f"{statistic}_high"]))
     counts_column.caption(render.escape_markdown(
         f"Between {label} and {metric}@{k} across {int(stats['n'])} queries, with "
         f"{view.interval_words(loaded)}.") + " " + render.provenance(settings, int(stats["n"]), k=k))

@@ -25,13 +25,14 @@ OUT = REPO / "docs" / "screenshots"
 RUN = "nq_open-bm25-gemma3_270m"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-#: page name -> (URL path with query, a heading that shows the page drew)
+#: page name -> (URL path with query, CSS of the content that shows the page drew)
 PAGES = {
-    "home": (f"?run={RUN}", "Findings"),
-    "inspector": (f"Query_inspector?run={RUN}", "Query inspector"),
-    "correlations": (f"Correlations?run={RUN}", "Correlations"),
-    "annotate": (f"Annotate?run={RUN}", "Annotate"),
+    "home": (f"?run={RUN}", '[data-testid="stMetric"]'),
+    "inspector": (f"Query_inspector?run={RUN}", '[data-testid="stExpander"]'),
+    "correlations": (f"Correlations?run={RUN}", '[data-testid="stPlotlyChart"]'),
+    "annotate": (f"Annotate?run={RUN}&annotator=Ada", '[data-testid="stButton"]'),
 }
+QUIET_MS = 1_000  # the script has finished when Streamlit's status widget stays away this long
 
 
 def _free_port() -> int:
@@ -54,20 +55,53 @@ def _wait_healthy(url: str, server: subprocess.Popen) -> None:
     raise SystemExit("streamlit did not start within 60 s")
 
 
+def wait_finished(page) -> None:
+    """Until Streamlit's status widget ("Running...") is gone and stays gone :data:`QUIET_MS`."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    status = page.locator('[data-testid="stStatusWidget"]')
+    while True:
+        status.wait_for(state="detached", timeout=60_000)
+        try:
+            status.wait_for(state="attached", timeout=QUIET_MS)
+        except PlaywrightTimeout:
+            return
+
+
+def start_annotating(browser, url: str) -> None:
+    """Draw a 20-passage sample as annotator "Ada" and label three passages with the keys, so that Annotate's
+    screenshot shows the queue at work (the annotations file is the throwaway one)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.goto(f"{url}/Annotate?run={RUN}&annotator=Ada")
+    size = page.get_by_role("spinbutton", name="Passages to label")
+    size.fill("20")
+    size.press("Tab")
+    page.get_by_role("button", name="Start: draw the sample").click()
+    page.get_by_text("0 of 20 sampled passages done by Ada").wait_for(timeout=60_000)
+    page.get_by_role("heading", name="Annotate", exact=True).click()
+    page.wait_for_function("() => typeof window.__ragevalAnnotateKeys === 'function'", timeout=60_000)
+    for done, key in enumerate("101", start=1):
+        page.keyboard.press(key)
+        page.get_by_text(f"{done} of 20 sampled passages done by Ada").wait_for(timeout=60_000)
+    page.close()
+
+
 def take(url: str, widths: list[int], themes: list[str]) -> list[Path]:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import sync_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
     written = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        start_annotating(browser, url)
         for theme in themes:
             for width in widths:
                 page = browser.new_page(viewport={"width": width, "height": 900}, color_scheme=theme)
-                for name, (path, heading) in PAGES.items():
+                for name, (path, content) in PAGES.items():
                     page.goto(f"{url}/{path}")
-                    expect(page.get_by_role("heading", name=heading).first).to_be_visible(timeout=60_000)
-                    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=60_000)
+                    page.locator("h1").first.wait_for(state="visible", timeout=60_000)
+                    page.locator(content).first.wait_for(state="visible", timeout=60_000)
+                    wait_finished(page)
                     target = OUT / f"{name}-{theme}-{width}.png"
                     page.screenshot(path=str(target))
                     written.append(target)

@@ -31,7 +31,15 @@ SCATTER_TITLE_END = "one point per query"
 
 
 def metrics(app) -> dict[str, str]:
-    return {m.label: m.value for m in app.metric}
+    """Each metric's value; a correlation's with the interval the line under it gives (``0.412 [0.21, 0.60]``, as
+    :func:`ui.format.format_correlation` writes it)."""
+    shown = {m.label: m.value for m in app.metric}
+    intervals = [c.value.removeprefix("95% interval ") for c in app.caption
+                 if c.value.startswith(("95% interval ", "no interval"))]
+    for name, interval in zip(("Kendall's tau-b", "Spearman's rho"), intervals):
+        if name in shown and interval.startswith("["):
+            shown[name] = f"{shown[name]} {interval}"
+    return shown
 
 
 # --- correlations -------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ figure through :mod:`ui.plot_text` (HTML-escaped, so plotly shows them literally
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rageval.report import measure_sort_key
+from ui import format as fmt
 from ui import render, theme
 from ui.plot_text import HOVER_CHARS, plot_text, plotly_text  # noqa: F401 (HOVER_CHARS, plotly_text: re-exported)
 from ui.render_inspector import inspect_links
@@ -119,11 +121,21 @@ def scatter_figure(points: pd.DataFrame, method: str, measure: str, k: int, metr
                     zip(points["query_id"], points["question"], points["value"], points["e2e"])],
         hovertemplate=("query %{customdata[0]}<br>%{customdata[1]}<br>" + f"{label} {measure}"
                        + " = %{customdata[2]:.3f}<br>" + f"{metric}@{k}" + " = %{customdata[3]:.3f}<extra></extra>")))
-    figure.update_layout(title={"text": f"{label} {measure} against the {metric} of the answer from the top {k}, "
-                                        "one point per query"},
+    figure.update_layout(title={"text": f"{label} {measure} vs {metric}@{k}, one point per query"},
                          xaxis_title=f"{label} {measure} (jittered)", yaxis_title=f"{metric}@{k} (jittered)",
                          showlegend=False, height=460, dragmode="select")
     return figure
+
+
+def correlation_estimate(value: float) -> str:
+    """The metric of a correlation: ``0.412``, or ``undefined (constant)`` (:func:`ui.format.format_correlation`)."""
+    return fmt.format_correlation(value, math.nan, math.nan)
+
+
+def correlation_interval(low: float, high: float) -> str:
+    """The line under a correlation's metric: ``95% interval [0.21, 0.60]``, or that it has none."""
+    interval = fmt.format_interval(low, high)
+    return "no interval (undefined)" if interval == fmt.MISSING else f"95% interval {interval}"
 
 
 def density_figure(points: pd.DataFrame, method: str, measure: str, k: int, metric: str):
