@@ -396,6 +396,25 @@ def remember_good(key: str, value: Any = True) -> None:
         pass
 
 
+def remembered_summary(path: str | os.PathLike, what: str, compute: Callable[[], Any]) -> Any:
+    """``compute()`` (a JSON value: a summary of the file ``path``, e.g. one pass over a big table), remembered
+    like the checks (:func:`remembered_good`) for the file as it is now: computed once per version of the file
+    (device, inode, size, modification time), in this process or an earlier one. ``what`` names the summary
+    and its format (change it when the format changes). A file modified in the last two seconds is never
+    remembered: its summary is computed every time."""
+    import copy
+
+    key = _good_key(path, f"summary:{what}")
+    if key is not None:
+        value = remembered_good(key)
+        if value is not None:
+            return copy.deepcopy(value)  # the caller's to change
+    value = compute()
+    if key is not None:
+        remember_good(key, copy.deepcopy(value))
+    return value
+
+
 def _check_shape(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind,
                  shape: dict[str, dict[str, tuple[str, bool]]], required: Sequence[str]) -> set[str]:
     with reading(path, kind):

@@ -42,6 +42,7 @@ from rageval.store.files import (
     object_of,
     open_readonly,
     reading,
+    remembered_summary,
     schema_shape,
     sqlite_application_id,
     stamp,
@@ -260,8 +261,10 @@ class RunReader:
         return self._frame(sql, params)
 
     def e2e_ks(self) -> list[int]:
-        """The k values with stored E2E outputs, ascending (the run's k sweep)."""
-        return [r[0] for r in self._connection.execute("SELECT DISTINCT k FROM e2e_outputs ORDER BY k")]
+        """The k values with stored E2E outputs, ascending (the run's k sweep); one pass over the E2E outputs,
+        remembered per version of the file (:func:`rageval.store.files.remembered_summary`)."""
+        return remembered_summary(self.path, "e2e_ks:1", lambda: [
+            r[0] for r in self._connection.execute("SELECT DISTINCT k FROM e2e_outputs ORDER BY k")])
 
     def main_k(self) -> int | None:
         """The k the run is about: its ``k`` setting when E2E outputs exist for it, else the largest stored k."""
@@ -501,19 +504,38 @@ class RunReader:
         frame = pd.DataFrame(rows, columns=["method", "measure", "stored", "finite", "scored"])
         return frame.astype({"stored": int, "finite": int, "scored": int})
 
+    def _measure_stats(self) -> list[list[Any]]:
+        """Per (method, measure), in that order: [method, measure, n, mean, sum_sq, nonfinite], n / mean / sum_sq
+        over its finite values, nonfinite the count of the others. One pass over ``measure_values`` (seconds at
+        millions of rows), remembered per version of the file (:func:`rageval.store.files.remembered_summary`): the
+        run overview of an unchanged run is not summed again, in this process nor the next."""
+        def compute() -> list[list[Any]]:
+            return [list(row) for row in self._connection.execute(
+                f"SELECT method, measure, COUNT(*) FILTER (WHERE {_FINITE}), AVG(value) FILTER (WHERE {_FINITE}), "
+                f"TOTAL(value * value) FILTER (WHERE {_FINITE}), COUNT(*) FILTER (WHERE ({_FINITE}) IS NOT 1) "
+                "FROM measure_values GROUP BY method, measure ORDER BY method, measure")]
+
+        return remembered_summary(self.path, "measure_stats:1", compute)
+
     def measure_moments(self) -> pd.DataFrame:
-        """Per (method, measure): n, mean and sum of squares of the per-query values, aggregated by SQLite
-        (what the run overview needs, without loading every value): columns method, measure, n, mean, sum_sq.
+        """Per (method, measure): n, mean and sum of squares of the per-query values (what the run overview needs,
+        without loading every value; :meth:`_measure_stats`): columns method, measure, n, mean, sum_sq.
         Values that are NULL or not finite numbers (a file another tool wrote) are left out
         (:meth:`nonfinite_measure_counts` counts them)."""
-        return self._frame("SELECT method, measure, COUNT(value) AS n, AVG(value) AS mean, "
-                           f"SUM(value * value) AS sum_sq FROM measure_values WHERE {_FINITE} GROUP BY method, measure")
+        import pandas as pd
+
+        rows = [row[:5] for row in self._measure_stats() if row[2] > 0]
+        frame = pd.DataFrame(rows, columns=["method", "measure", "n", "mean", "sum_sq"])
+        return frame.astype({"n": "int64", "mean": "float64", "sum_sq": "float64"})
 
     def nonfinite_measure_counts(self) -> dict[str, int]:
         """Label method -> how many of its per-query measure values are NULL, infinite or not numbers (only
         methods with any)."""
-        return {method: int(n) for method, n in self._connection.execute(
-            f"SELECT method, COUNT(*) FROM measure_values WHERE ({_FINITE}) IS NOT 1 GROUP BY method ORDER BY method")}
+        counts: dict[str, int] = {}
+        for method, _, _, _, _, nonfinite in self._measure_stats():
+            if nonfinite:
+                counts[method] = counts.get(method, 0) + int(nonfinite)
+        return counts
 
     def labels(self, method: str | None = None) -> pd.DataFrame:
         if method is None:
