@@ -478,23 +478,35 @@ class RunReader:
         return self._frame("SELECT query_id, score FROM e2e_outputs WHERE k = ?", (int(k),))
 
     def every_query_scored(self, k: int) -> bool:
-        """Whether every query of the run has a finite E2E score at ``k``."""
+        """Whether every query of the run has a finite E2E score at ``k`` (remembered per version of the file:
+        :func:`rageval.store.files.remembered_summary`)."""
         connection, finite_score = self._connection, _FINITE.replace("value", "score")
-        queries = connection.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
-        return queries == connection.execute(f"SELECT COUNT(*) FROM e2e_outputs WHERE k = ? AND {finite_score} AND "
-                                             "query_id IN (SELECT query_id FROM queries)", (int(k),)).fetchone()[0]
+
+        def compute() -> bool:
+            queries = connection.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+            return queries == connection.execute(
+                f"SELECT COUNT(*) FROM e2e_outputs WHERE k = ? AND {finite_score} AND "
+                "query_id IN (SELECT query_id FROM queries)", (int(k),)).fetchone()[0]
+
+        return remembered_summary(self.path, f"every_query_scored:1:{int(k)}", compute)
 
     def measure_counts(self, pairs: Sequence[tuple[str, str]], k: int, every_query_scored: bool | None = None
                        ) -> pd.DataFrame:
         """For each (method, measure) of ``pairs``: ``stored`` values, ``finite`` ones, and ``scored``, the
         finite ones whose query has a finite E2E score at ``k`` (the n of a correlation with that score).
         Aggregated by SQLite over each pair's index range; when every query of the run has a finite E2E score at
-        ``k`` (the usual run; :meth:`every_query_scored`, unless the caller knows), ``scored`` is ``finite`` and no
-        lookup into the E2E outputs is made."""
+        ``k`` (the usual run; :meth:`every_query_scored`, unless the caller knows), ``scored`` is ``finite`` and the
+        counts are those of the run's remembered overview (:meth:`_measure_stats`): no read at all."""
         import pandas as pd
 
         if every_query_scored is None:
             every_query_scored = self.every_query_scored(k)
+        if every_query_scored:  # no lookup at all: the counts of the remembered overview (_measure_stats)
+            stats = {(row[0], row[1]): (int(row[2]) + int(row[5]), int(row[2])) for row in self._measure_stats()}
+            rows = [(method, measure, *stats.get((method, measure), (0, 0))) for method, measure in pairs]
+            frame = pd.DataFrame([(*row, row[3]) for row in rows], columns=["method", "measure", "stored", "finite",
+                                                                             "scored"])
+            return frame.astype({"stored": int, "finite": int, "scored": int})
         finite_score = _FINITE.replace("value", "score")
         scored = _FINITE if every_query_scored else (
             f"{_FINITE} AND query_id IN (SELECT query_id FROM e2e_outputs WHERE k = {int(k)} AND {finite_score})")
