@@ -175,13 +175,25 @@ def paired_permutation_test(differences, n_permutations: int = DEFAULT_PERMUTATI
     magnitudes, counts = np.unique(np.abs(nonzero), return_counts=True)
     if m >= _GROUPED_FROM and len(magnitudes) * 16 <= m:
         # Random signs on c differences of the same size v sum to v (2 B - c), B ~ Binomial(c, 1/2): the same
-        # distribution as drawing every sign, in O(distinct sizes) per draw instead of O(m) (scores are discrete,
-        # so 100,000 queries have a handful of distinct differences). Other numbers than the per-sign draw.
-        chunk = max(1, _CHUNK_CELLS // len(magnitudes))
+        # distribution as drawing every sign (scores are discrete, so 100,000 queries have a handful of distinct
+        # differences). Other numbers than the per-sign draw.
+        # B is drawn as the number of set bits among c random bits: one 64-bit word per 64 differences of a size,
+        # masked to c bits in its last word: O(distinct sizes + m / 64) per draw instead of O(m), ~20x faster than
+        # numpy's binomial draws at a thousand sizes.
+        words = -(-counts // 64)
+        word_magnitude = np.repeat(magnitudes, words)
+        masks = np.full(int(words.sum()), np.uint64(2 ** 64 - 1), dtype=np.uint64)
+        last = np.cumsum(words) - 1
+        tail = counts - 64 * (words - 1)
+        masks[last] = np.where(tail == 64, np.uint64(2 ** 64 - 1),
+                               (np.uint64(1) << tail.astype(np.uint64)) - np.uint64(1))
+        offset = float(counts @ magnitudes)
+        chunk = max(1, _CHUNK_CELLS // len(masks))
         while drawn < n_permutations:
             size = min(chunk, n_permutations - drawn)
-            heads = rng.binomial(counts, 0.5, size=(size, len(counts)))
-            hits += int(np.count_nonzero(np.abs((2 * heads - counts) @ magnitudes) >= threshold))
+            bits = rng.bit_generator.random_raw((size, len(masks))).astype(np.uint64, copy=False)
+            heads = np.bitwise_count(bits & masks).astype(float)
+            hits += int(np.count_nonzero(np.abs(2.0 * (heads @ word_magnitude) - offset) >= threshold))
             drawn += size
         return PermutationTest((1 + hits) / (1 + n_permutations), n_permutations, False, seed)
     total = nonzero.sum()

@@ -155,6 +155,20 @@ def test_binomial_permutation_test_agrees_with_per_sign_draws(monkeypatch):
     assert 0.05 < per_sign.p_value < 0.95 and abs(grouped.p_value - per_sign.p_value) < 0.04
 
 
+@pytest.mark.parametrize("count, positive", [(64, 40), (65, 41), (128, 74), (63, 39)])
+def test_grouped_sign_counts_follow_the_exact_binomial(monkeypatch, count, positive):
+    """The grouped draw counts the set bits of ``count`` random bits (64 to a word, the last word masked): with
+    one size of difference its p-value is within Monte Carlo error of the exact two-sided binomial one."""
+    import math
+
+    monkeypatch.setattr(compare, "_GROUPED_FROM", 10)
+    differences = np.array([1.0] * positive + [-1.0] * (count - positive))
+    observed = abs(2 * positive - count)
+    exact = sum(math.comb(count, b) for b in range(count + 1) if abs(2 * b - count) >= observed) / 2 ** count
+    result = compare.paired_permutation_test(differences, 20_000, seed=4)
+    assert not result.exact and abs(result.p_value - exact) < 0.012, (result.p_value, exact)
+
+
 def test_the_run_overview_is_remembered_per_version_of_the_file(run_file):
     """Measure moments, non-finite counts, E2E ks, every-query-scored and ``run_summary`` are summed once per
     version of a settled file (``checked_files.json``), equal what the tables say, and follow a change."""
