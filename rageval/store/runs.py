@@ -523,9 +523,9 @@ class RunReader:
         run overview of an unchanged run is not summed again, in this process nor the next."""
         def compute() -> list[list[Any]]:
             return [list(row) for row in self._connection.execute(
-                f"SELECT method, measure, COUNT(*) FILTER (WHERE {_FINITE}), AVG(value) FILTER (WHERE {_FINITE}), "
-                f"TOTAL(value * value) FILTER (WHERE {_FINITE}), COUNT(*) FILTER (WHERE ({_FINITE}) IS NOT 1) "
-                "FROM measure_values GROUP BY method, measure ORDER BY method, measure")]
+                f"SELECT method, measure, COUNT(CASE WHEN {_FINITE} THEN 1 END), AVG(CASE WHEN {_FINITE} THEN value "
+                f"END), TOTAL(CASE WHEN {_FINITE} THEN value * value END), COUNT(CASE WHEN ({_FINITE}) IS NOT 1 THEN 1 "
+                "END) FROM measure_values GROUP BY method, measure ORDER BY method, measure")]
 
         return remembered_summary(self.path, "measure_stats:1", compute)
 
