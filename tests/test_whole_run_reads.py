@@ -171,7 +171,7 @@ def test_grouped_sign_counts_follow_the_exact_binomial(monkeypatch, count, posit
 
 def test_the_run_overview_is_remembered_per_version_of_the_file(run_file):
     """Measure moments, non-finite counts, E2E ks, every-query-scored and ``run_summary`` are summed once per
-    version of a settled file (``checked_files.json``), equal what the tables say, and follow a change."""
+    version of a settled file (``run_summaries.json``), equal what the tables say, and follow a change."""
     from rageval.pipeline.summary import run_summary
 
     os.utime(run_file, (OLD, OLD))
@@ -187,7 +187,7 @@ def test_the_run_overview_is_remembered_per_version_of_the_file(run_file):
     assert np.allclose(moments.set_index(["method", "measure"])["mean"].sort_index(), grouped.mean().sort_index())
     assert counts["stored"].tolist() == counts["finite"].tolist() == counts["scored"].tolist() == [
         grouped.count()[(m, x)] for m, x in zip(counts["method"], counts["measure"])]
-    remembered = json.loads((run_file.parent / "cache" / "checked_files.json").read_text())
+    remembered = json.loads((run_file.parent / "cache" / "run_summaries.json").read_text())
     assert {"measure_stats:1", "e2e_ks:1", "run_summary:1", f"every_query_scored:1:{k}"} <= {
         key.split("|")[0].removeprefix("summary:") for key in remembered}
     summary["labels"].clear()  # the caller's copy: the remembered one is untouched
