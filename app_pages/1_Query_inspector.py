@@ -18,7 +18,7 @@ path = render.select_run()
 
 key = data.run_key(path)
 settings = data.load_settings(*key)
-queries = data.load_query_table(*key)
+queries = data.load_questions(*key)
 st.title("Query inspector")
 st.caption(render.escape_markdown(f"Run {path.stem} · ") + render.provenance(settings)
            + render.escape_markdown(". Every table below is of this run and this query."))

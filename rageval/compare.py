@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rageval.stats.paired import McNemarResult, mcnemar_exact
+from rageval.stats.paired import McNemarResult, binomial_half_cdf, mcnemar_exact
 
 #: The "method" that selects the end-to-end score instead of a label method's measure.
 E2E_METHOD = "e2e"
@@ -115,10 +115,13 @@ def pair_scores(a: pd.Series, b: pd.Series) -> tuple[pd.DataFrame, list[str], li
     """The shared queries as a frame (query_id, a, b, difference = a - b, outcome), in A's order, and the ids
     only A and only B hold (each in its run's order)."""
     a, b = _unique(a, "A"), _unique(b, "B")
-    in_b = a.index.isin(b.index)  # array operations: 100,000 queries in milliseconds
+    ids_a, ids_b = a.index.to_numpy(object), b.index.to_numpy(object)
+    # membership through Python sets: 100,000 ids in ~30 ms (Index.isin of pandas' string dtype takes ~1 s)
+    set_a, set_b = set(ids_a.tolist()), set(ids_b.tolist())
+    in_b = np.fromiter((q in set_b for q in ids_a), bool, len(ids_a))
     shared = a.index[in_b]
-    only_a = a.index[~in_b].tolist()
-    only_b = b.index[~b.index.isin(a.index)].tolist()
+    only_a = ids_a[~in_b].tolist()
+    only_b = ids_b[~np.fromiter((q in set_a for q in ids_b), bool, len(ids_b))].tolist()
     values_a = a.to_numpy(float)[in_b]
     values_b = b.loc[shared].to_numpy(float)
     difference = values_a - values_b
@@ -172,19 +175,34 @@ def paired_permutation_test(differences, n_permutations: int = DEFAULT_PERMUTATI
     magnitudes, counts = np.unique(np.abs(nonzero), return_counts=True)
     if m >= _GROUPED_FROM and len(magnitudes) * 16 <= m:
         # Random signs on c differences of the same size v sum to v (2 B - c), B ~ Binomial(c, 1/2): the same
-        # distribution as drawing every sign, in O(distinct sizes) per draw instead of O(m) (scores are discrete,
-        # so 100,000 queries have a handful of distinct differences). Other numbers than the per-sign draw.
-        chunk = max(1, _CHUNK_CELLS // len(magnitudes))
+        # distribution as drawing every sign (scores are discrete, so 100,000 queries have a handful of distinct
+        # differences). Other numbers than the per-sign draw.
+        # B is drawn as the number of set bits among c random bits: one 64-bit word per 64 differences of a size,
+        # masked to c bits in its last word: O(distinct sizes + m / 64) per draw instead of O(m), ~20x faster than
+        # numpy's binomial draws at a thousand sizes.
+        words = -(-counts // 64)
+        word_magnitude = np.repeat(magnitudes, words)
+        masks = np.full(int(words.sum()), np.uint64(2 ** 64 - 1), dtype=np.uint64)
+        last = np.cumsum(words) - 1
+        tail = counts - 64 * (words - 1)
+        masks[last] = np.where(tail == 64, np.uint64(2 ** 64 - 1),
+                               (np.uint64(1) << tail.astype(np.uint64)) - np.uint64(1))
+        offset = float(counts @ magnitudes)
+        chunk = max(1, _CHUNK_CELLS // len(masks))
         while drawn < n_permutations:
             size = min(chunk, n_permutations - drawn)
-            heads = rng.binomial(counts, 0.5, size=(size, len(counts)))
-            hits += int(np.count_nonzero(np.abs((2 * heads - counts) @ magnitudes) >= threshold))
+            bits = rng.bit_generator.random_raw((size, len(masks))).astype(np.uint64, copy=False)
+            heads = np.bitwise_count(bits & masks).astype(float)
+            hits += int(np.count_nonzero(np.abs(2.0 * (heads @ word_magnitude) - offset) >= threshold))
             drawn += size
         return PermutationTest((1 + hits) / (1 + n_permutations), n_permutations, False, seed)
+    total = nonzero.sum()
     while drawn < n_permutations:
         size = min(chunk, n_permutations - drawn)
-        signs = 2.0 * rng.integers(0, 2, size=(size, m)) - 1.0
-        hits += int(np.count_nonzero(np.abs(signs @ nonzero) >= threshold))
+        # signs 2 h - 1 from heads h in {0, 1}: sum = 2 (h . d) - sum(d), without a float matrix of the signs
+        # (the same draws; the sums equal to the last bits, which the threshold's tolerance absorbs)
+        heads = rng.integers(0, 2, size=(size, m))
+        hits += int(np.count_nonzero(np.abs(2.0 * (heads @ nonzero) - total) >= threshold))
         drawn += size
     return PermutationTest((1 + hits) / (1 + n_permutations), n_permutations, False, seed)
 
@@ -208,8 +226,7 @@ def sign_test(differences) -> SignTest:
     m = a_better + b_better
     if m == 0:
         return SignTest(0, 0, len(d), 1.0)
-    tail = sum(math.comb(m, i) for i in range(min(a_better, b_better) + 1)) / 2 ** m
-    return SignTest(a_better, b_better, len(d) - m, min(1.0, 2 * tail))
+    return SignTest(a_better, b_better, len(d) - m, min(1.0, 2 * binomial_half_cdf(min(a_better, b_better), m)))
 
 
 def is_binary(values) -> bool:

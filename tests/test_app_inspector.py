@@ -260,3 +260,38 @@ def test_a_scatter_selection_links_walk_the_selected_queries_worst_answer_first(
     assert view["Query"].tolist() == ["nq:2", "nq:5", "nq:0"]  # wrong answers first, then the higher measure
     assert [link_walk(url, RUN_ORDER) for url in view["Inspect"]] == [
         ("fixture", q, ["nq:2", "nq:5", "nq:0"], "selected: eRAG EM P@5") for q in view["Query"]]
+
+
+def test_a_long_run_offers_a_window_around_the_query_and_a_search_over_all(runs_env, monkeypatch):
+    monkeypatch.setattr(inspect, "SELECT_WINDOW", 3)
+    app = start(INSPECTOR, query="nq:4")
+    box = query_box(app)
+    assert box.value == "nq:4" and [o.rsplit("[", 1)[1][:-1] for o in box.options] == ["nq:3", "nq:4", "nq:5"]
+    assert "numbers 4-6 of the 6" in box.label
+    app.button(key=inspect.PREV_KEY).click().run()
+    app.button(key=inspect.PREV_KEY).click().run()  # out of the first window: the window follows
+    assert query_box(app).value == "nq:2" and app.query_params["query"] == "nq:2"
+    assert [o.rsplit("[", 1)[1][:-1] for o in query_box(app).options] == ["nq:1", "nq:2", "nq:3"]
+    with RunReader(runs_env) as reader:
+        questions = dict(zip(*reader.questions().to_dict("list").values()))
+    word = questions["nq:5"].split()[-1].strip("?").upper()  # any case
+    app.text_input(key=inspect.SEARCH_KEY).input(word).run()
+    expected = sorted({*inspect.search_queries(questions, RUN_ORDER, word), "nq:2"}, key=RUN_ORDER.index)
+    assert "nq:5" in expected and [o.rsplit("[", 1)[1][:-1] for o in query_box(app).options] == expected
+    app.selectbox(key=query_box(app).key).select(f"{questions['nq:5']}  [nq:5]").run()
+    assert app.query_params["query"] == "nq:5" and query_box(app).value == "nq:5"
+    app.text_input(key=inspect.SEARCH_KEY).input("nq:0").run()  # a query id
+    assert [o.rsplit("[", 1)[1][:-1] for o in query_box(app).options] == ["nq:0", "nq:5"]
+    assert not warnings(app) and not app.exception
+
+
+def test_a_long_list_keeps_its_window_and_counter(runs_env, monkeypatch):
+    monkeypatch.setattr(inspect, "SELECT_WINDOW", 2)
+    app = open_list(query="nq:3")
+    assert counter(app) == escape_markdown(f"Case 3 of 3 · {NAME}")
+    assert [o.rsplit("[", 1)[1][:-1] for o in query_box(app).options] == ["nq:1", "nq:3"]
+    app.button(key=inspect.PREV_KEY).click().run()
+    app.button(key=inspect.PREV_KEY).click().run()
+    assert query_box(app).value == "nq:4" and counter(app) == escape_markdown(f"Case 1 of 3 · {NAME}")
+    assert [o.rsplit("[", 1)[1][:-1] for o in query_box(app).options] == ["nq:4", "nq:1"]
+    assert not warnings(app) and not app.exception

@@ -272,3 +272,26 @@ def test_score_options_list_every_method_and_the_e2e_ks(fixture_pair):
         options = compare.score_options(reader.measure_table(), reader.e2e_table())
     assert set(options) == {*LABEL_METHODS, compare.E2E_METHOD}
     assert sorted(options["gold"]) == sorted(MEASURES) and options[compare.E2E_METHOD] == [f"E2E@{K}"]
+
+
+def test_binomial_tail_past_the_exact_sums_matches_them():
+    import math
+
+    from rageval.stats.paired import EXACT_BINOMIAL_TRIALS, binomial_half_cdf
+
+    for n, k in ((EXACT_BINOMIAL_TRIALS + 1, EXACT_BINOMIAL_TRIALS // 2 - 30), (EXACT_BINOMIAL_TRIALS + 7, 990)):
+        exact = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+        assert binomial_half_cdf(k, n) == pytest.approx(exact, rel=1e-9)
+    assert binomial_half_cdf(50_000, 100_001) == pytest.approx(0.5, rel=1e-9)  # symmetric: half below the middle
+
+
+def test_a_sign_test_and_mcnemar_on_many_queries_use_the_tail():
+    from rageval.compare import sign_test
+    from rageval.stats.paired import mcnemar_exact
+
+    differences = [1.0] * 30_010 + [-1.0] * 29_990 + [0.0] * 40_000
+    result = sign_test(differences)
+    assert (result.a_better, result.b_better, result.ties) == (30_010, 29_990, 40_000)
+    assert 0.9 < result.p_value <= 1.0  # 20 more of 60,000: no evidence
+    a = [True] * 30_010 + [False] * 29_990
+    assert mcnemar_exact(a, [not x for x in a]).p_value == pytest.approx(result.p_value)

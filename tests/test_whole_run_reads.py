@@ -4,6 +4,7 @@ past :data:`ui.render_correlations.SCATTER_MAX_POINTS` queries and the permutati
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 
@@ -152,3 +153,52 @@ def test_binomial_permutation_test_agrees_with_per_sign_draws(monkeypatch):
     grouped = compare.paired_permutation_test(differences, 4_000, seed=3)
     assert grouped.p_value != per_sign.p_value  # the other way was taken
     assert 0.05 < per_sign.p_value < 0.95 and abs(grouped.p_value - per_sign.p_value) < 0.04
+
+
+@pytest.mark.parametrize("count, positive", [(64, 40), (65, 41), (128, 74), (63, 39)])
+def test_grouped_sign_counts_follow_the_exact_binomial(monkeypatch, count, positive):
+    """The grouped draw counts the set bits of ``count`` random bits (64 to a word, the last word masked): with
+    one size of difference its p-value is within Monte Carlo error of the exact two-sided binomial one."""
+    import math
+
+    monkeypatch.setattr(compare, "_GROUPED_FROM", 10)
+    differences = np.array([1.0] * positive + [-1.0] * (count - positive))
+    observed = abs(2 * positive - count)
+    exact = sum(math.comb(count, b) for b in range(count + 1) if abs(2 * b - count) >= observed) / 2 ** count
+    result = compare.paired_permutation_test(differences, 20_000, seed=4)
+    assert not result.exact and abs(result.p_value - exact) < 0.012, (result.p_value, exact)
+
+
+def test_the_run_overview_is_remembered_per_version_of_the_file(run_file):
+    """Measure moments, non-finite counts, E2E ks, every-query-scored and ``run_summary`` are summed once per
+    version of a settled file (``run_summaries.json``), equal what the tables say, and follow a change."""
+    from rageval.pipeline.summary import run_summary
+
+    os.utime(run_file, (OLD, OLD))
+    with RunReader(run_file) as reader:
+        moments, ks, summary = reader.measure_moments(), reader.e2e_ks(), run_summary(run_file)
+        k = ks[-1]
+        table = reader.measure_table()
+        names = reader.measure_names()
+        assert reader.every_query_scored(k)
+        counts = reader.measure_counts(list(zip(names["method"], names["measure"])), k)  # from the overview
+    grouped = table.assign(value=table["value"].astype(float)).groupby(["method", "measure"])["value"]
+    assert moments.set_index(["method", "measure"])["n"].to_dict() == grouped.count().to_dict()
+    assert np.allclose(moments.set_index(["method", "measure"])["mean"].sort_index(), grouped.mean().sort_index())
+    assert counts["stored"].tolist() == counts["finite"].tolist() == counts["scored"].tolist() == [
+        grouped.count()[(m, x)] for m, x in zip(counts["method"], counts["measure"])]
+    remembered = json.loads((run_file.parent / "cache" / "run_summaries.json").read_text())
+    assert {"measure_stats:1", "e2e_ks:1", "run_summary:1", f"every_query_scored:1:{k}"} <= {
+        key.split("|")[0].removeprefix("summary:") for key in remembered}
+    summary["labels"].clear()  # the caller's copy: the remembered one is untouched
+    assert run_summary(run_file)["labels"]
+    with sqlite3.connect(run_file) as connection:  # changed: a new version, summed again
+        method, measure = connection.execute("SELECT method, measure FROM measure_values LIMIT 1").fetchone()
+        connection.execute("UPDATE measure_values SET value = 9e999 WHERE method = ? AND measure = ?",
+                           (method, measure))
+    connection.close()
+    os.utime(run_file, (OLD + 5, OLD + 5))
+    with RunReader(run_file) as reader:
+        assert reader.nonfinite_measure_counts()[method] == int(grouped.count()[(method, measure)])
+        after = reader.measure_moments()
+        assert (method, measure) not in set(zip(after["method"], after["measure"]))

@@ -169,6 +169,59 @@ def read_worklist(run_order: Sequence[str]) -> tuple[list[str], str] | None:
     return ids, name
 
 
+#: Past this many queries the question selector offers a window of them around the current one, and a search
+#: over all of them: a selectbox of 100,000 questions is megabytes sent to the browser and seconds to draw.
+SELECT_WINDOW = 1_000
+#: The most matches a search lists.
+SEARCH_RESULTS = 200
+SEARCH_KEY = "inspect-search"
+
+
+def current_query(ids: Sequence[str], state_key: str) -> str:
+    """The query :func:`ui.render.select_synced` will choose among ``ids``: the URL's, else the session's, else
+    the first."""
+    for candidate in (st.query_params.get("query"), st.session_state.get(state_key)):
+        if candidate is not None and candidate in ids:
+            return candidate
+    return ids[0]
+
+
+def search_queries(questions: Mapping[str, str], ids: Sequence[str], text: str, limit: int = SEARCH_RESULTS
+                   ) -> list[str]:
+    """The first ``limit`` of ``ids`` (in their order) whose question contains ``text`` (ignoring case) or whose
+    id is ``text``."""
+    needle = text.strip().casefold()
+    found: list[str] = []
+    for qid in ids:
+        if qid == text.strip() or needle in questions[qid].casefold():
+            found.append(qid)
+            if len(found) == limit:
+                break
+    return found
+
+
+def _options_shown(questions: Mapping[str, str], ids: Sequence[str], current: str, where: str
+                   ) -> tuple[list[str], str]:
+    """For a long list (over :data:`SELECT_WINDOW`): a search box over all ``ids``, and the selector's options
+    and label: the search's matches (with the current query), else the window of :data:`SELECT_WINDOW` queries
+    around the current one."""
+    text = st.text_input(f"Search the {len(ids):,} questions {where}", key=SEARCH_KEY,
+                         placeholder="Words of the question, or a query id",
+                         help="Lists the matching questions in the selector below (Prev / Next still walk "
+                              "them all in order)")
+    if text.strip():
+        found = search_queries(questions, ids, text)
+        position = {qid: i for i, qid in enumerate(ids)}
+        options = sorted({*found, current}, key=position.__getitem__)
+        more = f"the first {len(found):,}" if len(found) == SEARCH_RESULTS else f"{len(found):,}"
+        return options, f"Question ({more} matching {text.strip()!r}, and the current one)"
+    position = ids.index(current)
+    start = max(0, min(position - SELECT_WINDOW // 2, len(ids) - SELECT_WINDOW))
+    options = list(ids[start:start + SELECT_WINDOW])
+    return options, (f"Question (numbers {start + 1:,}-{start + len(options):,} of the {len(ids):,} {where}, "
+                     "around this one; type to search them, or search all above)")
+
+
 def select_query(questions: Mapping[str, str], *, run: str, state_key: str) -> str:
     """The question selector of the inspector between Prev and Next buttons, over the URL's worklist when it has
     one (``case 3 of 130 · NAME``, a button to leave the list) and over every query of the run otherwise;
@@ -179,9 +232,12 @@ def select_query(questions: Mapping[str, str], *, run: str, state_key: str) -> s
     ids, name = listed if listed else (run_order, None)
     from_url = st.query_params.get("query")
     where = f"in the list {name!r}" if name else "in this run"
+    options, label = ids, f"Question ({len(ids):,} {where}; type to search)"
+    if len(ids) > SELECT_WINDOW:
+        options, label = _options_shown(questions, ids, current_query(ids, state_key), where)
     previous_column, select_column, next_column = st.columns([1.2, 7.6, 1.2], vertical_alignment="bottom")
     query_id = render.select_synced(
-        select_column, f"Question ({len(ids):,} {where}; type to search)", ids, state_key=state_key, param="query",
+        select_column, label, options, state_key=state_key, param="query",
         format_func=lambda qid: f"{questions[qid]}  [{qid}]", filter_mode="contains")
     position = ids.index(query_id)
     previous_column.button("Prev", icon=":material/arrow_back:", key=PREV_KEY, disabled=position == 0,

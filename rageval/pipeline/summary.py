@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.store import RunReader
-from rageval.store.files import ATTRIBUTION, RUN, kind_of, reading
+from rageval.store.files import ATTRIBUTION, RUN, kind_of, reading, remembered_summary
 
 #: The pieces a complete eRAG run holds, in the order the dashboard lists them.
 PIECES = ("erag", "e2e", "baselines", "reteval")
@@ -26,7 +26,8 @@ def _empty() -> dict[str, Any]:
 
 
 def run_summary(path: str | os.PathLike) -> dict[str, Any]:
-    """See the module docstring. Raises :class:`~rageval.errors.StoreError` for a file that is no rageval run."""
+    """See the module docstring. Raises :class:`~rageval.errors.StoreError` for a file that is no rageval run.
+    A run's summary is remembered per version of the file (:func:`rageval.store.files.remembered_summary`)."""
     path = Path(path)
     if path.is_file() and kind_of(path) is ATTRIBUTION:
         from rageval.attribution.store import attribution_summary
@@ -35,6 +36,10 @@ def run_summary(path: str | os.PathLike) -> dict[str, Any]:
         summary["attribution"] = attribution_summary(path)
         summary["queries"] = summary["attribution"].get("queries", summary["attribution"].get("answers", 0))
         return summary
+    return remembered_summary(path, "run_summary:1", lambda: _run_summary(path))
+
+
+def _run_summary(path: Path) -> dict[str, Any]:
     summary = _empty()
     with RunReader(path) as reader, reading(path, RUN):
         conn = reader._connection

@@ -89,10 +89,12 @@ def grouped_mean_intervals(frame: pd.DataFrame, by: list[str], value: str = "val
 
 
 def _normal_quantile(confidence: float) -> float:
-    """The two-sided standard normal critical value z_{(1 + c)/2} (1.95996... for 95%)."""
-    from scipy.special import ndtri
+    """The two-sided standard normal critical value z_{(1 + c)/2} (1.95996... for 95%): the standard library's
+    inverse normal CDF (Wichura's AS 241, as scipy's ``ndtri`` to the last bits), so a page of shares does not
+    import scipy (0.3-0.5 s)."""
+    from statistics import NormalDist
 
-    return float(ndtri((1 + confidence) / 2))
+    return NormalDist().inv_cdf((1 + confidence) / 2)
 
 
 def wilson_interval(successes, n, confidence: float = 0.95) -> tuple:

@@ -28,8 +28,22 @@ def mcnemar_exact(outcomes_a: Sequence[bool], outcomes_b: Sequence[bool]) -> McN
     n = only_a + only_b
     if n == 0:
         return McNemarResult(0, 0, 1.0)
-    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)) / 2 ** n
-    return McNemarResult(only_a, only_b, min(1.0, 2 * tail))
+    return McNemarResult(only_a, only_b, min(1.0, 2 * binomial_half_cdf(min(only_a, only_b), n)))
+
+
+#: Up to this many trials :func:`binomial_half_cdf` sums exact binomial coefficients; past it (where the sum costs
+#: seconds: 30 s at 100,000 trials) it takes the regularized incomplete beta function (relative error ~1e-12).
+EXACT_BINOMIAL_TRIALS = 2_000
+
+
+def binomial_half_cdf(k: int, n: int) -> float:
+    """P[X <= k] for X ~ Binomial(n, 1/2): exact (integer sums) up to :data:`EXACT_BINOMIAL_TRIALS` trials, else
+    ``scipy.special.bdtr``."""
+    if n <= EXACT_BINOMIAL_TRIALS:
+        return sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    from scipy.special import bdtr
+
+    return float(bdtr(k, n, 0.5))
 
 
 def jaccard(a: Sequence[str], b: Sequence[str]) -> float:

@@ -10,9 +10,10 @@ wrote) are left out, as :meth:`RunReader.measure_moments` leaves them out.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
-from rageval.store.files import RUN, reading
+from rageval.store.files import RUN, reading, remembered_summary
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,19 +81,25 @@ def read_measure_spread(reader: RunReader, methods: list[str], measure: str) -> 
     import pandas as pd
 
     value = _FINITE.format("value")
-    rows = []
-    with reading(reader.path, RUN):
-        for method in methods:
-            n, mean, zero, one, low, high = reader._connection.execute(
-                "SELECT COUNT(value), AVG(value), TOTAL(value = 0), TOTAL(value = 1), MIN(value), MAX(value) "
-                f"FROM measure_values WHERE method = ? AND measure = ? AND {value}", (method, measure)).fetchone()
-            if not n:
-                continue
-            mode, n_mode = reader._connection.execute(
-                f"SELECT value, COUNT(*) AS c FROM measure_values WHERE method = ? AND measure = ? AND {value} "
-                "GROUP BY value ORDER BY c DESC, value LIMIT 1", (method, measure)).fetchone()
-            rows.append((method, int(n), float(mean), int(zero), int(one), float(low), float(high), float(mode),
-                         int(n_mode)))
+
+    def compute() -> list[list]:
+        rows = []
+        with reading(reader.path, RUN):
+            for method in methods:
+                n, mean, zero, one, low, high = reader._connection.execute(
+                    "SELECT COUNT(value), AVG(value), TOTAL(value = 0), TOTAL(value = 1), MIN(value), MAX(value) "
+                    f"FROM measure_values WHERE method = ? AND measure = ? AND {value}", (method, measure)).fetchone()
+                if not n:
+                    continue
+                mode, n_mode = reader._connection.execute(
+                    f"SELECT value, COUNT(*) AS c FROM measure_values WHERE method = ? AND measure = ? AND {value} "
+                    "GROUP BY value ORDER BY c DESC, value LIMIT 1", (method, measure)).fetchone()
+                rows.append([method, int(n), float(mean), int(zero), int(one), float(low), float(high), float(mode),
+                             int(n_mode)])
+        return rows
+
+    # remembered per version of the file, like the measure overview (RunReader._measure_stats)
+    rows = remembered_summary(reader.path, f"measure_spread:1:{measure}:{json.dumps(sorted(methods))}", compute)
     return pd.DataFrame(rows, columns=["method", "n", "mean", "n_zero", "n_one", "min", "max", "mode", "n_mode"])
 
 

@@ -396,6 +396,69 @@ def remember_good(key: str, value: Any = True) -> None:
         pass
 
 
+#: Summaries are remembered in their own record (``run_summaries.json`` next to ``checked_files.json``), so that
+#: the several summaries of each run never push a run's integrity checks out of theirs.
+_SUMMARY_FILE_NAME = "run_summaries.json"
+_SUMMARY_ENTRIES = 4096
+#: Record file -> its entries as this process last read or wrote them.
+_summaries: dict[str, dict[str, Any]] = {}
+
+
+def _read_record(record: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _write_record(record: Path, entries: dict[str, Any]) -> None:
+    """Replace ``record`` with ``entries`` atomically (best effort: an unwritable folder only costs the work)."""
+    try:
+        handle, temp_name = tempfile.mkstemp(prefix=f".{record.name}.", suffix=".tmp", dir=record.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as temp:
+            json.dump(entries, temp)
+        os.replace(temp_name, record)
+    except OSError:
+        pass
+
+
+def remembered_summary(path: str | os.PathLike, what: str, compute: Callable[[], Any]) -> Any:
+    """``compute()`` (a JSON value: a summary of the file ``path``, e.g. one pass over a big table), remembered
+    like the checks (:func:`remembered_good`, keyed the same way, in ``run_summaries.json`` in
+    :func:`rageval.paths.cache_dir`) for the file as it is now: computed once per version of the file (device,
+    inode, size, modification time), in this process or an earlier one. ``what`` names the summary and its
+    format (change it when the format changes). A file modified in the last two seconds is never remembered: its
+    summary is computed every time."""
+    import copy
+
+    key = _good_key(path, f"summary:{what}")
+    record = None
+    if key is not None:
+        try:
+            from rageval.paths import cache_dir
+
+            record = cache_dir() / _SUMMARY_FILE_NAME
+        except OSError:
+            record = None
+    if record is not None:
+        entries = _summaries.get(str(record))
+        if entries is None:
+            entries = _summaries[str(record)] = _read_record(record)
+        if key in entries:
+            return copy.deepcopy(entries[key])  # the caller's to change
+    value = compute()
+    if record is not None:
+        merged = {**_read_record(record), **_summaries.get(str(record), {})}  # what other processes wrote too
+        merged.pop(key, None)
+        merged[key] = copy.deepcopy(value)
+        while len(merged) > _SUMMARY_ENTRIES:
+            merged.pop(next(iter(merged)))
+        _summaries[str(record)] = merged
+        _write_record(record, merged)
+    return value
+
+
 def _check_shape(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind,
                  shape: dict[str, dict[str, tuple[str, bool]]], required: Sequence[str]) -> set[str]:
     with reading(path, kind):

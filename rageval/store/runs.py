@@ -42,6 +42,7 @@ from rageval.store.files import (
     object_of,
     open_readonly,
     reading,
+    remembered_summary,
     schema_shape,
     sqlite_application_id,
     stamp,
@@ -260,8 +261,10 @@ class RunReader:
         return self._frame(sql, params)
 
     def e2e_ks(self) -> list[int]:
-        """The k values with stored E2E outputs, ascending (the run's k sweep)."""
-        return [r[0] for r in self._connection.execute("SELECT DISTINCT k FROM e2e_outputs ORDER BY k")]
+        """The k values with stored E2E outputs, ascending (the run's k sweep); one pass over the E2E outputs,
+        remembered per version of the file (:func:`rageval.store.files.remembered_summary`)."""
+        return remembered_summary(self.path, "e2e_ks:1", lambda: [
+            r[0] for r in self._connection.execute("SELECT DISTINCT k FROM e2e_outputs ORDER BY k")])
 
     def main_k(self) -> int | None:
         """The k the run is about: its ``k`` setting when E2E outputs exist for it, else the largest stored k."""
@@ -475,23 +478,35 @@ class RunReader:
         return self._frame("SELECT query_id, score FROM e2e_outputs WHERE k = ?", (int(k),))
 
     def every_query_scored(self, k: int) -> bool:
-        """Whether every query of the run has a finite E2E score at ``k``."""
+        """Whether every query of the run has a finite E2E score at ``k`` (remembered per version of the file:
+        :func:`rageval.store.files.remembered_summary`)."""
         connection, finite_score = self._connection, _FINITE.replace("value", "score")
-        queries = connection.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
-        return queries == connection.execute(f"SELECT COUNT(*) FROM e2e_outputs WHERE k = ? AND {finite_score} AND "
-                                             "query_id IN (SELECT query_id FROM queries)", (int(k),)).fetchone()[0]
+
+        def compute() -> bool:
+            queries = connection.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+            return queries == connection.execute(
+                f"SELECT COUNT(*) FROM e2e_outputs WHERE k = ? AND {finite_score} AND "
+                "query_id IN (SELECT query_id FROM queries)", (int(k),)).fetchone()[0]
+
+        return remembered_summary(self.path, f"every_query_scored:1:{int(k)}", compute)
 
     def measure_counts(self, pairs: Sequence[tuple[str, str]], k: int, every_query_scored: bool | None = None
                        ) -> pd.DataFrame:
         """For each (method, measure) of ``pairs``: ``stored`` values, ``finite`` ones, and ``scored``, the
         finite ones whose query has a finite E2E score at ``k`` (the n of a correlation with that score).
         Aggregated by SQLite over each pair's index range; when every query of the run has a finite E2E score at
-        ``k`` (the usual run; :meth:`every_query_scored`, unless the caller knows), ``scored`` is ``finite`` and no
-        lookup into the E2E outputs is made."""
+        ``k`` (the usual run; :meth:`every_query_scored`, unless the caller knows), ``scored`` is ``finite`` and the
+        counts are those of the run's remembered overview (:meth:`_measure_stats`): no read at all."""
         import pandas as pd
 
         if every_query_scored is None:
             every_query_scored = self.every_query_scored(k)
+        if every_query_scored:  # no lookup at all: the counts of the remembered overview (_measure_stats)
+            stats = {(row[0], row[1]): (int(row[2]) + int(row[5]), int(row[2])) for row in self._measure_stats()}
+            rows = [(method, measure, *stats.get((method, measure), (0, 0))) for method, measure in pairs]
+            frame = pd.DataFrame([(*row, row[3]) for row in rows], columns=["method", "measure", "stored", "finite",
+                                                                             "scored"])
+            return frame.astype({"stored": int, "finite": int, "scored": int})
         finite_score = _FINITE.replace("value", "score")
         scored = _FINITE if every_query_scored else (
             f"{_FINITE} AND query_id IN (SELECT query_id FROM e2e_outputs WHERE k = {int(k)} AND {finite_score})")
@@ -501,19 +516,38 @@ class RunReader:
         frame = pd.DataFrame(rows, columns=["method", "measure", "stored", "finite", "scored"])
         return frame.astype({"stored": int, "finite": int, "scored": int})
 
+    def _measure_stats(self) -> list[list[Any]]:
+        """Per (method, measure), in that order: [method, measure, n, mean, sum_sq, nonfinite], n / mean / sum_sq
+        over its finite values, nonfinite the count of the others. One pass over ``measure_values`` (seconds at
+        millions of rows), remembered per version of the file (:func:`rageval.store.files.remembered_summary`): the
+        run overview of an unchanged run is not summed again, in this process nor the next."""
+        def compute() -> list[list[Any]]:
+            return [list(row) for row in self._connection.execute(
+                f"SELECT method, measure, COUNT(CASE WHEN {_FINITE} THEN 1 END), AVG(CASE WHEN {_FINITE} THEN value "
+                f"END), TOTAL(CASE WHEN {_FINITE} THEN value * value END), COUNT(CASE WHEN ({_FINITE}) IS NOT 1 THEN 1 "
+                "END) FROM measure_values GROUP BY method, measure ORDER BY method, measure")]
+
+        return remembered_summary(self.path, "measure_stats:1", compute)
+
     def measure_moments(self) -> pd.DataFrame:
-        """Per (method, measure): n, mean and sum of squares of the per-query values, aggregated by SQLite
-        (what the run overview needs, without loading every value): columns method, measure, n, mean, sum_sq.
+        """Per (method, measure): n, mean and sum of squares of the per-query values (what the run overview needs,
+        without loading every value; :meth:`_measure_stats`): columns method, measure, n, mean, sum_sq.
         Values that are NULL or not finite numbers (a file another tool wrote) are left out
         (:meth:`nonfinite_measure_counts` counts them)."""
-        return self._frame("SELECT method, measure, COUNT(value) AS n, AVG(value) AS mean, "
-                           f"SUM(value * value) AS sum_sq FROM measure_values WHERE {_FINITE} GROUP BY method, measure")
+        import pandas as pd
+
+        rows = [row[:5] for row in self._measure_stats() if row[2] > 0]
+        frame = pd.DataFrame(rows, columns=["method", "measure", "n", "mean", "sum_sq"])
+        return frame.astype({"n": "int64", "mean": "float64", "sum_sq": "float64"})
 
     def nonfinite_measure_counts(self) -> dict[str, int]:
         """Label method -> how many of its per-query measure values are NULL, infinite or not numbers (only
         methods with any)."""
-        return {method: int(n) for method, n in self._connection.execute(
-            f"SELECT method, COUNT(*) FROM measure_values WHERE ({_FINITE}) IS NOT 1 GROUP BY method ORDER BY method")}
+        counts: dict[str, int] = {}
+        for method, _, _, _, _, nonfinite in self._measure_stats():
+            if nonfinite:
+                counts[method] = counts.get(method, 0) + int(nonfinite)
+        return counts
 
     def labels(self, method: str | None = None) -> pd.DataFrame:
         if method is None:
