@@ -448,7 +448,7 @@ def remembered_summary(path: str | os.PathLike, what: str, compute: Callable[[],
         if key in entries:
             return copy.deepcopy(entries[key])  # the caller's to change
     value = compute()
-    if record is not None:
+    if record is not None and key is not None:  # a record only for a file with a key
         merged = {**_read_record(record), **_summaries.get(str(record), {})}  # what other processes wrote too
         merged.pop(key, None)
         merged[key] = copy.deepcopy(value)
