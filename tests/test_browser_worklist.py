@@ -34,6 +34,14 @@ def heading(page, text: str):
     return page.get_by_role("heading", name=text, exact=True)
 
 
+def settled(page) -> None:
+    """Until the page script has finished (Streamlit's "Running..." status gone): a key pressed during a rerun may
+    reach the buttons the rerun is about to replace, which a person would see as a press that did nothing."""
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
+
+
 def test_walk_a_worklist_from_failure_cases_with_keys_buttons_and_back(journey):
     from playwright.sync_api import expect
 
@@ -53,6 +61,7 @@ def test_walk_a_worklist_from_failure_cases_with_keys_buttons_and_back(journey):
         expect(heading(page, texts[listed[0]])).to_be_visible()
         assert len(page.context.pages) == 1
         page.wait_for_function(KEYS_READY, timeout=WAIT_MS)
+        settled(page)
 
         page.keyboard.press("j")  # the keyboard's Next
         expect(page.get_by_text(f"Case 2 of {n} · {name}")).to_be_visible(timeout=WAIT_MS)
@@ -60,6 +69,7 @@ def test_walk_a_worklist_from_failure_cases_with_keys_buttons_and_back(journey):
         second_url = page.url
         assert parse_qs(urlsplit(second_url).query)["list"] == params["list"]  # the list stays in the URL
 
+        settled(page)
         page.get_by_role("button", name="Next").click()
         expect(page.get_by_text(f"Case 3 of {n} · {name}")).to_be_visible(timeout=WAIT_MS)
         expect(heading(page, texts[listed[2]])).to_be_visible(timeout=WAIT_MS)
@@ -71,6 +81,7 @@ def test_walk_a_worklist_from_failure_cases_with_keys_buttons_and_back(journey):
         expect(page.get_by_text(f"Case 2 of {n} · {name}")).to_be_visible(timeout=WAIT_MS)
         expect(heading(page, texts[listed[1]])).to_be_visible(timeout=WAIT_MS)
         assert page.url == second_url
+        settled(page)
 
         # A key typed into a field is text, not a step: the question box keeps the case.
         page.get_by_test_id("stSelectbox").filter(has_text="Question").click()
