@@ -121,7 +121,8 @@ def scatter_figure(points: pd.DataFrame, method: str, measure: str, k: int, metr
                     zip(points["query_id"], points["question"], points["value"], points["e2e"])],
         hovertemplate=("query %{customdata[0]}<br>%{customdata[1]}<br>" + f"{label} {measure}"
                        + " = %{customdata[2]:.3f}<br>" + f"{metric}@{k}" + " = %{customdata[3]:.3f}<extra></extra>")))
-    figure.update_layout(title={"text": f"{label} {measure} vs {metric}@{k}"},  # one point per query: the caption
+    # Two short lines: one long line is cut in a narrow column (800 px wide windows).
+    figure.update_layout(title={"text": f"{label} {measure} vs {metric}@{k}<br>one point per query"},
                          xaxis_title=f"{label} {measure} (jittered)", yaxis_title=f"{metric}@{k} (jittered)",
                          showlegend=False, height=460, dragmode="select")
     return figure
