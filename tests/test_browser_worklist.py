@@ -62,6 +62,7 @@ def test_walk_a_worklist_from_failure_cases_with_keys_buttons_and_back(journey):
         assert len(page.context.pages) == 1
         page.wait_for_function(KEYS_READY, timeout=WAIT_MS)
         settled(page)
+        heading(page, texts[listed[0]]).click()  # the focus on the page, not in the question box (keys there are text)
 
         page.keyboard.press("j")  # the keyboard's Next
         expect(page.get_by_text(f"Case 2 of {n} · {name}")).to_be_visible(timeout=WAIT_MS)
