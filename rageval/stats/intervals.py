@@ -134,12 +134,7 @@ def share_interval(values, confidence: float = 0.95) -> MeanInterval:
     x = x[~np.isnan(x)]
     if not np.isin(x, (0.0, 1.0)).all():
         raise ValueError("share_interval takes 0/1 values; use mean_interval for graded scores")
-    n = len(x)
-    if n == 0:
-        return MeanInterval(math.nan, math.nan, math.nan, 0, confidence)
-    successes = float(x.sum())
-    low, high = wilson_interval(successes, n, confidence)
-    return MeanInterval(successes / n, low, high, n, confidence)
+    return share_from_counts(int(x.sum()), len(x), confidence)
 
 
 def share_from_counts(successes: int, n: int, confidence: float = 0.95) -> MeanInterval:
