@@ -41,6 +41,14 @@ NLI_SPLIT_COUNTS = {
     "covidfact": {"train": 3263, "dev": 419, "test": 401},
     "healthver": {"dev": 1917, "test": 1823},
     "glue_rte": {"train": 2490, "dev": 277},
+    "control": {"train": 6719, "dev": 799, "test": 805},
+    "fever_docnli": {"train": 12053, "dev": 1481, "test": 4311},
+    "mnli_docnli": {"train": 11670, "dev": 2104, "test": 5871},
+    "mctest": {"train": 1744, "dev": 656, "test": 3360},
+    "drop": {"train": 19020, "dev": 6036, "test": 6170},
+    "summedits": {"dev": 986, "test": 3695},
+    "vitaminc": {"test": 55197},
+    "anli": {"test": 3200},
 }
 
 

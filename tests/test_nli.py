@@ -130,39 +130,3 @@ def test_llm_judge_reads_yes_no():
 
     with pytest.raises(RagevalError):
         nli.load_nli("llm")
-
-
-def test_training_examples_come_only_from_train_and_dev_rows():
-    from rageval.attribution.nli_data import load_pairs
-
-    config = nli.NliTrainingConfig(max_pairs_per_source=None)
-    examples = nli.nli_training_examples(config)
-    rows = load_pairs(("train", "dev", "test"))
-    train_dev = {(p.hypothesis, p.premise, float(p.label == "entailment")) for pairs in rows.values() for p in pairs
-                 if p.split != "test"}
-    only_test = {(p.hypothesis, p.premise, float(p.label == "entailment")) for pairs in rows.values() for p in pairs
-                 if p.split == "test"} - train_dev
-    assert set(examples) <= train_dev and not set(examples) & only_test
-    assert len(examples) == sum(p.split != "test" for pairs in rows.values() for p in pairs)
-    assert {label for _, _, label in examples} == {0.0, 1.0}
-    capped = nli.nli_training_examples(nli.NliTrainingConfig(max_pairs_per_source=100))
-    assert len(capped) == 100 * len(config.sources)
-    assert capped == nli.nli_training_examples(nli.NliTrainingConfig(max_pairs_per_source=100))  # seeded
-
-
-def test_train_cache_and_reload_a_small_model(tmp_path, monkeypatch):
-    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    config = nli.NliTrainingConfig(sources=("glue_rte", "covidfact"), max_pairs_per_source=24, batch_size=8,
-                                   trainable_layers=1, max_length=96, max_hypothesis_tokens=32)
-    steps = []
-    trained = nli.load_or_train_nli(config, progress=lambda done, total: steps.append((done, total)))
-    assert steps[-1] == (6, 6)
-    directory = nli.nli_model_dir(config)
-    assert directory.is_relative_to(tmp_path / "cache") and (directory / "training_log.json").is_file()
-    pairs = [("The vaccine was approved in 2021.", "The vaccine was approved."), ("A cat sat.", "A dog ran.")]
-    reloaded = nli.load_or_train_nli(config, progress=lambda done, total: pytest.fail("must not retrain"))
-    assert reloaded.entailment_probabilities(pairs) == pytest.approx(trained.entailment_probabilities(pairs),
-                                                                     abs=1e-5)
-    report = nli.evaluate_nli(reloaded, sources=("covidfact", "glue_rte"), max_pairs_per_source=20)
-    assert set(report) == {"covidfact"}  # GLUE RTE ships no test split
-    assert report["covidfact"].n == 20 and 0.0 <= report["covidfact"].accuracy <= 1.0

@@ -157,6 +157,48 @@ def test_training_is_repeatable_with_a_seed(tiny_bert_dir, nq_triples):
     assert other[1].losses != runs[0][1].losses  # the seed shuffles the batches and drives dropout
 
 
+class _Stop(Exception):
+    pass
+
+
+def test_a_killed_training_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run(tiny_bert_dir, nq_triples,
+                                                                                       tmp_path):
+    subset = nq_triples[:24]
+    settings = dict(epochs=2, batch_size=4, seed=5, lr=1e-3)  # 12 steps
+    plain_model, plain_log = train_cross_encoder(tiny_reranker(tiny_bert_dir), subset, **settings)
+    checkpoint = tmp_path / "train.ckpt"
+
+    def stop_at_seven(done: int, total: int) -> None:
+        if done == 7:
+            raise _Stop  # as if the process were killed after step 7 (the checkpoint holds step 6)
+
+    with pytest.raises(_Stop):
+        train_cross_encoder(tiny_reranker(tiny_bert_dir), subset, **settings, progress=stop_at_seven,
+                            checkpoint=checkpoint, checkpoint_every=3)
+    assert checkpoint.is_file()
+    seen: list[int] = []
+    resumed_model, resumed_log = train_cross_encoder(tiny_reranker(tiny_bert_dir), subset, **settings,
+                                                     progress=lambda done, total: seen.append(done),
+                                                     checkpoint=checkpoint, checkpoint_every=3)
+    assert seen[0] == 7  # steps 1-6 came from the checkpoint
+    assert resumed_log.losses == plain_log.losses
+    pairs = [(a, b) for a, b, _ in subset[:4]]
+    assert resumed_model.score_pairs(pairs) == plain_model.score_pairs(pairs)
+    assert not checkpoint.exists()  # removed once training ended
+
+
+def test_a_checkpoint_of_other_examples_is_not_resumed(tiny_bert_dir, nq_triples, tmp_path):
+    checkpoint = tmp_path / "train.ckpt"
+    with pytest.raises(_Stop):
+        train_cross_encoder(tiny_reranker(tiny_bert_dir), nq_triples[:24], epochs=1, batch_size=4, seed=5,
+                            checkpoint=checkpoint, checkpoint_every=2,
+                            progress=lambda done, total: (_ for _ in ()).throw(_Stop) if done == 5 else None)
+    seen: list[int] = []
+    train_cross_encoder(tiny_reranker(tiny_bert_dir), nq_triples[8:32], epochs=1, batch_size=4, seed=5,
+                        checkpoint=checkpoint, progress=lambda done, total: seen.append(done))
+    assert seen == list(range(1, 7))
+
+
 def test_trainable_layers_freeze_the_rest(tiny_bert_dir, nq_triples):
     import torch
 

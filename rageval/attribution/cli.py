@@ -34,52 +34,55 @@ def _bar(description: str, unit: str):
 
 
 def cmd_train_nli(args: argparse.Namespace) -> int:
-    from rageval.attribution import nli
+    from rageval.attribution import nli_training as training
+    from rageval.attribution.nli_report import LOSO_SOURCES, transfer_report, write_report
 
-    config = nli.NliTrainingConfig(max_pairs_per_source=args.max_pairs_per_source or None, epochs=args.epochs,
-                                   lr=args.lr, trainable_layers=None if args.trainable_layers < 0
-                                   else args.trainable_layers, seed=args.seed)
-    directory = nli.nli_model_dir(config)
+    config = training.LEGACY_NLI_CONFIG if args.recipe == "legacy" else training.NliTrainingConfig()
+    config = dataclasses.replace(config, seed=args.seed, **({"epochs": args.epochs} if args.epochs else {}))
     started = time.perf_counter()
     bar, update = _bar("training steps", "step")
     with bar:
-        model = nli.load_or_train_nli(config, args.data_dir, update, retrain=args.retrain)
-    log_path = directory / "training_log.json"
-    training = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
-    print(f"{model.model_id}: {directory} ({time.perf_counter() - started:.0f} s; trained on "
-          f"{training.get('examples', '?')} pairs in {training.get('seconds', '?')} s)")
-    bar, update = _bar("test sources", "source")
-    started = time.perf_counter()
-    with bar:
-        report = nli.evaluate_nli(model, args.data_dir, max_pairs_per_source=args.eval_limit or None, progress=update)
-    seconds = time.perf_counter() - started
-    print(f"\nheld-out test splits (2-way, p(entail) >= {nli.ENTAILMENT_THRESHOLD}; {seconds:.0f} s):")
-    print(f"{'source':<15} {'pairs':>6} {'accuracy':>9} {'entail P':>9} {'entail R':>9} {'entail F1':>9}")
-    for source, scores in report.items():
-        print(f"{source:<15} {scores.n:>6} {scores.accuracy:>9.3f} {scores.precision:>9.3f} {scores.recall:>9.3f} "
-              f"{scores.f1:>9.3f}")
+        model = training.load_or_train_nli(config, args.data_dir, update, retrain=args.retrain)
+    print(f"{model.model_id}: threshold {model.threshold:.3f} ({time.perf_counter() - started:.0f} s)")
+    if args.ship:
+        directory = training.nli_model_dir(config, args.data_dir)
+        log_path = directory / training.TRAINING_LOG_NAME
+        log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
+        print(f"shipped: {training.ship_nli_model(model, config, args.data_dir, log)}")
     if args.report:
-        args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(json.dumps({
-            "model_id": model.model_id, "config": dataclasses.asdict(config), "training": training,
-            "threshold": nli.ENTAILMENT_THRESHOLD, "eval_limit": args.eval_limit or None,
-            "test": {source: dataclasses.asdict(scores) for source, scores in report.items()}}, indent=1),
-            encoding="utf-8")
-        print(f"wrote {args.report}")
+        bar, update = _bar("training steps", "step")
+        with bar:
+            report = transfer_report(args.data_dir, pairs_per_source=args.pairs_per_source or None,
+                                     loso_sources=() if args.no_loso else LOSO_SOURCES,
+                                     legacy=not args.no_legacy, log=_log, progress=update)
+        print(f"wrote {write_report(report, args.report)}")
+        print(f"{'checker':<24} {'data':<14} {'protocol':<21} {'n':>5} {'BAcc':>6} {'95% interval':>15} {'AUC':>6}")
+        for entry in report["evaluations"]:
+            low, high = entry["balanced_accuracy_interval"] or (float("nan"),) * 2
+            auc = entry["roc_auc"]
+            print(f"{entry['checker']:<24} {entry['data']:<14} {entry['protocol']:<21} {entry['n']:>5} "
+                  f"{entry['balanced_accuracy']:>6.3f} [{low:.3f}, {high:.3f}] "
+                  f"{'–' if auc is None else f'{auc:.3f}':>6}")
     return 0
 
 
 def add_parsers(sub) -> None:
-    nli = sub.add_parser("train-nli", help="fine-tune (once, cached) the MiniLM NLI cross-encoder on data/nli "
-                                           "train/dev rows and report accuracy on every held-out test split")
-    nli.add_argument("--max-pairs-per-source", type=int, default=5000, help="0: every train/dev pair")
-    nli.add_argument("--epochs", type=int, default=1)
-    nli.add_argument("--lr", type=float, default=1e-4)
-    nli.add_argument("--trainable-layers", type=int, default=4, help="top encoder layers fine-tuned; -1: all")
+    nli = sub.add_parser("train-nli", help="the NLI checker: load the shipped model, or train it (resumable, cached "
+                                           "by recipe and data digest); --ship writes it for the repository, "
+                                           "--report rebuilds the transfer report")
+    nli.add_argument("--recipe", choices=("shipped", "legacy"), default="shipped",
+                     help="'shipped': long-premise sources, calibrated threshold; 'legacy': the issue-5 model")
+    nli.add_argument("--epochs", type=int, default=0, help="override the recipe's epochs (another model id)")
     nli.add_argument("--seed", type=int, default=0)
-    nli.add_argument("--retrain", action="store_true", help="train even if the model is cached")
-    nli.add_argument("--eval-limit", type=int, default=0, help="first N test pairs per source (0: all)")
-    nli.add_argument("--report", type=Path, default=NLI_REPORT, help="JSON report of the test accuracies")
+    nli.add_argument("--retrain", action="store_true", help="train even if the model is shipped or cached")
+    nli.add_argument("--ship", action="store_true", help="write the trained parameters (fp16), recipe and data "
+                                                         "digest to data/models/nli/<model id>/")
+    nli.add_argument("--report", type=Path, help=f"build the transfer report (in-distribution, zero-shot, "
+                                                 f"leave-one-source-out, HAGRID human) into this file, e.g. "
+                                                 f"{NLI_REPORT}")
+    nli.add_argument("--pairs-per-source", type=int, default=800, help="test pairs sampled per source (0: all)")
+    nli.add_argument("--no-loso", action="store_true", help="skip the leave-one-source-out models")
+    nli.add_argument("--no-legacy", action="store_true", help="skip the issue-5 model")
     nli.add_argument("--data-dir", type=Path, default=DATA_DIR)
     nli.set_defaults(handler=cmd_train_nli)
     add_attribution_parser(sub)

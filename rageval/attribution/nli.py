@@ -22,18 +22,11 @@ windows a pair needed.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from rageval.attribution.nli_data import EntailmentScores, entails, held_out_pairs, score_predictions, training_pairs
 from rageval.errors import RagevalError
-from rageval.paths import DATA_DIR
 
 ENTAILMENT_THRESHOLD = 0.5  # p(entail) >= 0.5 -> NLI = 1
 ProgressCallback = Callable[[int, int], None]
@@ -111,9 +104,10 @@ class CrossEncoderNli:
     p(entail) = σ(s(hypothesis, premise)), maximised over premise windows (module docstring).
     """
 
-    def __init__(self, cross_encoder):
+    def __init__(self, cross_encoder, threshold: float = ENTAILMENT_THRESHOLD):
         self.cross_encoder = cross_encoder
         self.model_id = cross_encoder.model_id
+        self.threshold = threshold
         self.last_window_counts: list[int] = []
 
     def entailment_probabilities(self, pairs: Sequence[PremiseHypothesis]) -> list[float]:
@@ -220,112 +214,12 @@ class LlmNli:
         return [1.0 if parse_yes_no(reply) else 0.0 for reply in self.last_replies]
 
 
-# ------------------------------------------------------------------------------------- the trained model
-
-
-@dataclass(frozen=True)
-class NliTrainingConfig:
-    """Data and hyper-parameters of the default NLI cross-encoder; its hash names the cached model.
-
-    Trained from all-MiniLM-L6-v2 (a fresh linear head on mean-pooled states) on every ``train`` and ``dev`` pair of
-    ``sources`` (2-way labels), at most ``max_pairs_per_source`` per source (seeded sample; None = all), pointwise
-    BCE. Hypothesis first (up to ``max_hypothesis_tokens``), premise fills the rest of ``max_length``.
-    """
-
-    sources: tuple[str, ...] = ("snli", "fever", "climate_fever", "covidfact", "healthver", "glue_rte")
-    max_pairs_per_source: int | None = 5000  # ~23k pairs: one epoch in ~16 min on 2 CPU cores (measured)
-    epochs: int = 1
-    lr: float = 1e-4
-    batch_size: int = 32
-    warmup_ratio: float = 0.1
-    trainable_layers: int | None = 4  # top 4 of 6 layers; all 6 cost 1.6x the time per step (measured)
-    max_length: int = 256
-    max_hypothesis_tokens: int = 96
-    seed: int = 0
-    base_model: str = "all-MiniLM-L6-v2"
-
-    def digest(self) -> str:
-        payload = json.dumps(dataclasses.asdict(self), sort_keys=True)
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:12]
-
-    @property
-    def model_id(self) -> str:
-        return f"nli-minilm-{self.digest()}"
-
-
-def nli_model_dir(config: NliTrainingConfig = NliTrainingConfig()) -> Path:
-    from rageval.paths import cache_dir
-
-    return cache_dir() / "models" / config.model_id
-
-
-def nli_training_examples(config: NliTrainingConfig, data_dir: Path = DATA_DIR) -> list[tuple[str, str, float]]:
-    """(hypothesis, premise, 2-way label) triples of the train/dev pairs, capped per source by a seeded sample."""
-    import random
-
-    rng = random.Random(config.seed)
-    examples: list[tuple[str, str, float]] = []
-    for source in config.sources:
-        pairs = training_pairs(data_dir, (source,))
-        if config.max_pairs_per_source is not None and len(pairs) > config.max_pairs_per_source:
-            pairs = rng.sample(pairs, config.max_pairs_per_source)
-        examples.extend((p.hypothesis, p.premise, float(entails(p))) for p in pairs)
-    return examples
-
-
-def train_nli(config: NliTrainingConfig = NliTrainingConfig(), data_dir: Path = DATA_DIR,
-              progress: ProgressCallback | None = None):
-    """Fine-tune the NLI cross-encoder of ``config``; returns (model, training log)."""
-    from rageval.retrieval.rerank import CrossEncoder, CrossEncoderSettings, minilm_path, train_cross_encoder
-
-    settings = CrossEncoderSettings(max_length=config.max_length, max_a_tokens=config.max_hypothesis_tokens,
-                                    pooling="mean")
-    model = CrossEncoder.from_encoder(minilm_path(), settings, model_id=config.model_id, seed=config.seed)
-    examples = nli_training_examples(config, data_dir)
-    return train_cross_encoder(model, examples, epochs=config.epochs, lr=config.lr, batch_size=config.batch_size,
-                               seed=config.seed, warmup_ratio=config.warmup_ratio,
-                               trainable_layers=config.trainable_layers, progress=progress)
-
-
-def load_or_train_nli(config: NliTrainingConfig = NliTrainingConfig(), data_dir: Path = DATA_DIR,
-                      progress: ProgressCallback | None = None, retrain: bool = False) -> CrossEncoderNli:
-    """The cached NLI model of ``config``; trained (≈15 min on a 2-core CPU) and cached first if missing."""
-    from rageval.retrieval.rerank import CONFIG_NAME, CrossEncoder
-
-    directory = nli_model_dir(config)
-    if (directory / CONFIG_NAME).is_file() and not retrain:
-        return CrossEncoderNli(CrossEncoder.load(directory))
-    model, log = train_nli(config, data_dir, progress)
-    model.save(directory)
-    (directory / "training_log.json").write_text(json.dumps(
-        {"examples": log.examples, "steps": log.steps, "seconds": round(log.seconds, 1),
-         "first_losses": list(log.losses[:10]), "last_losses": list(log.losses[-10:]),
-         "config": dataclasses.asdict(config)}, indent=1), encoding="utf-8")
-    return CrossEncoderNli(model)
-
-
-def evaluate_nli(model: EntailmentModel, data_dir: Path = DATA_DIR, sources: Sequence[str] | None = None,
-                 max_pairs_per_source: int | None = None,
-                 progress: ProgressCallback | None = None) -> dict[str, EntailmentScores]:
-    """2-way accuracy and entailment-class P/R/F1 of ``model`` on each source's held-out ``test`` split.
-
-    ``max_pairs_per_source`` evaluates the first N test pairs of each source (file order) for a quick check.
-    """
-    report = {}
-    held_out = held_out_pairs(data_dir, sources)
-    for number, (source, pairs) in enumerate(held_out.items(), start=1):
-        pairs = pairs[:max_pairs_per_source] if max_pairs_per_source else pairs
-        predicted = entailment_decisions(model, [(p.premise, p.hypothesis) for p in pairs])
-        report[source] = score_predictions([entails(p) for p in pairs], predicted)
-        if progress is not None:
-            progress(number, len(held_out))
-    return report
-
-
 def load_nli(backend: str = "trained", generator=None, device: str | None = None) -> EntailmentModel:
     """The NLI backend named by ``backend``: ``"trained"`` (default), ``"llm"`` (needs ``generator``), or a Hugging
     Face model id / local path."""
     if backend == "trained":
+        from rageval.attribution.nli_training import load_or_train_nli
+
         return load_or_train_nli()
     if backend == "llm":
         if generator is None:

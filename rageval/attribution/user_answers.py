@@ -200,12 +200,14 @@ def find_invalid_citations(answers: Sequence[UserAnswer], records: Sequence[Answ
 def load_checker(backend: str, log: Log = print):
     """The NLI checker ``backend`` names, as ``rageval attribution --nli`` reads it (:func:`load_nli`): ``trained``,
     ``llm`` (Gemma-3-270M through the LLM-call cache) or a local Hugging Face NLI classifier folder / id."""
-    from rageval.attribution.nli import load_nli, nli_model_dir
+    from rageval.attribution.nli import load_nli
+    from rageval.attribution.nli_training import RECIPE_NAME, nli_model_dir, shipped_model_dir
     from rageval.retrieval.rerank import CONFIG_NAME
 
-    if backend == "trained" and not (nli_model_dir() / CONFIG_NAME).is_file():
-        log("the default NLI model is not trained yet: training it once (about 16 minutes on 2 CPU cores; "
-            "`rageval train-nli` does it ahead and reports its test accuracy)")
+    if (backend == "trained" and not (shipped_model_dir() / RECIPE_NAME).is_file()
+            and not (nli_model_dir() / CONFIG_NAME).is_file()):
+        log("the default NLI model is neither shipped nor trained yet: training it once (about 30-50 minutes on "
+            "2 CPU cores, resumable; `rageval train-nli` does it ahead)")
     generator = None
     if backend == "llm":
         from rageval.generation.cache import CachedGenerator, LLMCache

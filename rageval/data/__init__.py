@@ -47,11 +47,22 @@ NLI_FILES = {
     "covidfact": "nli/covidfact_rte.jsonl.gz",
     "healthver": "nli/healthver.jsonl.gz",
     "glue_rte": "nli/glue_rte.jsonl.gz",
+    # Longer premises and more domains (issue 17; provenance and licences in data/README.md).
+    "fever_docnli": "nli/fever_docnli_2way.jsonl.gz",
+    "mnli_docnli": "nli/mnli_docnli_2way.jsonl.gz",
+    "mctest": "nli/mctest_nli_2way.jsonl.gz",
+    "drop": "nli/drop_nli_2way.jsonl.gz",
+    "control": "nli/control_nli.jsonl.gz",  # CC BY-NC-SA 4.0: evaluation only for a shipped model
+    "summedits": "nli/summedits_2way.jsonl.gz",  # dev and test only
+    "vitaminc": "nli/vitaminc_test.jsonl.gz",  # test only
+    "anli": "nli/anli_test.jsonl.gz",  # test only; CC BY-NC 4.0
 }
+#: Sources whose licence is non-commercial: a model that ships with the product never learns from them.
+NON_COMMERCIAL_NLI_SOURCES = frozenset({"control", "anli"})
 
 __all__ = [
     "CORPUS_2WIKI_FILE", "CORPUS_WIKI18_FILE", "HAGRID_FILE", "HAGRID_RUN_FILE", "HOTPOTQA_FILE",
-    "KILT_HOTPOTQA_FILE", "KILT_WOW_FILE", "NLI_FILES", "NQ_GOLD_FILE", "NQ_ORACLE_FILE",
+    "KILT_HOTPOTQA_FILE", "KILT_WOW_FILE", "NLI_FILES", "NON_COMMERCIAL_NLI_SOURCES", "NQ_GOLD_FILE", "NQ_ORACLE_FILE",
     "HagridAnswer", "HagridQuote", "HagridRecord", "HagridRetrieved", "HagridRunRecord", "HagridSentence",
     "HotpotContext", "HotpotRecord", "KiltProvenance", "KiltRecord", "NliPair", "NqGoldRecord", "NqOracleRecord",
     "iter_jsonl_gz", "parse_title_contents", "read_corpus_2wiki", "read_corpus_wiki18", "read_hagrid",

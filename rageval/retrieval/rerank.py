@@ -370,7 +370,8 @@ _Model = TypeVar("_Model", bound=CrossEncoder)
 def train_cross_encoder(model: _Model, examples: Sequence[Example], epochs: int = 1, lr: float = 5e-5,
                         batch_size: int = 16, seed: int = 0, warmup_ratio: float = 0.1,
                         weight_decay: float = 0.01, trainable_layers: int | None = None,
-                        progress: ProgressCallback | None = None) -> tuple[_Model, TrainingLog]:
+                        progress: ProgressCallback | None = None, checkpoint: Path | None = None,
+                        checkpoint_every: int = 50) -> tuple[_Model, TrainingLog]:
     """Fine-tune ``model`` in place on labelled pairs with pointwise binary cross-entropy; return it and a log.
 
     Loss per batch: mean over pairs of BCE(σ(s(a, b)), y) = -[y log σ(s) + (1 - y) log(1 - σ(s))], computed from
@@ -379,6 +380,11 @@ def train_cross_encoder(model: _Model, examples: Sequence[Example], epochs: int 
     ``trainable_layers``: fine-tune only the head and the top N transformer layers (embeddings and lower
     layers frozen; cheaper backward pass), None for all. Batches are shuffled from ``seed`` every epoch and
     dropout draws from ``seed``, so a run on CPU is repeatable.
+
+    ``checkpoint``: a file the whole training state (weights, optimiser, schedule, losses, random state) is
+    written to every ``checkpoint_every`` steps (atomically). A killed run called again with the same examples and
+    settings resumes from it at the step it reached, and the result equals an uninterrupted run's; a checkpoint
+    of other examples or settings is ignored and replaced. The file is removed when training ends.
     """
     import torch
 
@@ -406,10 +412,17 @@ def train_cross_encoder(model: _Model, examples: Sequence[Example], epochs: int 
         optimizer, lambda step: min((step + 1) / warmup, max(0.0, (total - step) / max(1, total - warmup))))
     loss_function = torch.nn.BCEWithLogitsLoss()
     losses: list[float] = []
+    fingerprint = _training_fingerprint(examples, epochs, lr, batch_size, seed, warmup_ratio, weight_decay,
+                                        trainable_layers, model.model_id)
+    resume_at = _load_checkpoint(checkpoint, fingerprint, model, optimizer, schedule, losses) if checkpoint else 0
     model.network.train()
     try:
+        step = 0
         for _ in range(epochs):
             for rows in _length_bucketed_batches(lengths, batch_size, shuffler):
+                step += 1
+                if step <= resume_at:  # done before the run was stopped; the shuffler still draws the same
+                    continue
                 batch = model._batch(encoded, rows)
                 target = torch.tensor([labels[i] for i in rows], device=model.device)
                 loss = loss_function(model.logits(batch), target)
@@ -418,13 +431,58 @@ def train_cross_encoder(model: _Model, examples: Sequence[Example], epochs: int 
                 optimizer.step()
                 schedule.step()
                 losses.append(float(loss.detach()))
+                if checkpoint is not None and step % checkpoint_every == 0 and step < total:
+                    _save_checkpoint(checkpoint, fingerprint, step, model, optimizer, schedule, losses)
                 if progress is not None:
                     progress(len(losses), total)
     finally:
         model.network.eval()
         for parameter in model.network.parameters():
             parameter.requires_grad_(True)
+    if checkpoint is not None:
+        checkpoint.unlink(missing_ok=True)
     return model, TrainingLog(tuple(losses), len(examples), epochs, time.perf_counter() - started)
+
+
+def _training_fingerprint(examples: Sequence[Example], *settings) -> str:
+    """A digest of the examples (in order) and the settings: a checkpoint resumes only the run that wrote it."""
+    digest = hashlib.sha256(json.dumps([repr(value) for value in settings]).encode("utf-8"))
+    for a, b, label in examples:
+        digest.update(f"{a}\x00{b}\x00{float(label)!r}\x01".encode("utf-8"))
+    return digest.hexdigest()
+
+
+def _save_checkpoint(path: Path, fingerprint: str, step: int, model, optimizer, schedule,
+                     losses: Sequence[float]) -> None:
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {"fingerprint": fingerprint, "step": step, "losses": list(losses),
+             "network": model.network.state_dict(), "optimizer": optimizer.state_dict(),
+             "schedule": schedule.state_dict(), "torch_rng": torch.get_rng_state()}
+    partial = path.with_name(path.name + ".partial")
+    torch.save(state, partial)
+    os.replace(partial, path)
+
+
+def _load_checkpoint(path: Path, fingerprint: str, model, optimizer, schedule, losses: list[float]) -> int:
+    """Restore the state :func:`_save_checkpoint` wrote; the step to resume after (0 = start afresh)."""
+    import torch
+
+    if not path.is_file():
+        return 0
+    try:
+        state = torch.load(path, map_location=model.device, weights_only=False)
+    except Exception:  # noqa: BLE001 - a damaged checkpoint (killed mid-write by another tool) means: start over
+        return 0
+    if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
+        return 0
+    model.network.load_state_dict(state["network"])
+    optimizer.load_state_dict(state["optimizer"])
+    schedule.load_state_dict(state["schedule"])
+    torch.set_rng_state(state["torch_rng"])
+    losses.extend(state["losses"])
+    return int(state["step"])
 
 
 def _length_bucketed_batches(lengths: Sequence[int], batch_size: int, rng: random.Random,
