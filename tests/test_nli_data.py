@@ -31,8 +31,10 @@ def test_no_test_row_is_ever_trained_on(pairs):
 
 def test_every_source_with_a_test_split_is_reported(pairs):
     # glue_rte ships train/dev only; every other file has its own test split (data/README.md)
-    assert set(pairs["test"]) == {"snli", "fever", "climate_fever", "covidfact", "healthver"}
+    assert set(pairs["test"]) == {"snli", "fever", "climate_fever", "covidfact", "healthver", "fever_docnli",
+                                  "mnli_docnli", "mctest", "drop", "control", "summedits", "vitaminc", "anli"}
     assert len(pairs["test"]["snli"]) == 9824 and len(pairs["test"]["covidfact"]) == 401
+    assert len(pairs["test"]["vitaminc"]) == 55197 - 3  # 3 repeat FEVER training pairs word for word
 
 
 def test_two_way_labels(pairs):
