@@ -270,12 +270,22 @@ def test_results_section_puts_our_tables_next_to_the_papers(hagrid_run, tmp_path
 
     path, _, _ = hagrid_run
     report = tmp_path / "nli.json"
-    report.write_text(json.dumps({"model_id": "nli-x", "config": {"max_length": 256, "epochs": 1},
-                                  "training": {"examples": 10, "seconds": 1.0}, "threshold": 0.5,
-                                  "test": {"snli": {"n": 10, "accuracy": 0.8, "precision": 0.7, "recall": 0.6,
-                                                    "f1": 0.65}}}))
+    def evaluation(checker, data, protocol, bacc):
+        return {"checker": checker, "data": data, "split": "test", "protocol": protocol, "n": 10, "positives": 4,
+                "threshold": 0.5, "accuracy": 0.8, "balanced_accuracy": bacc,
+                "balanced_accuracy_interval": [bacc - 0.1, bacc + 0.1], "f1": 0.6, "roc_auc": 0.9,
+                "roc_auc_interval": [0.8, 0.95]}
+
+    checkers = {"nli-new": {"threshold": 0.31, "trained_on": ["snli", "drop"], "description": "shipped recipe"},
+                "nli-old": {"threshold": 0.5, "trained_on": ["snli"], "description": "issue-5 recipe"},
+                "nli-loso": {"threshold": 0.4, "trained_on": ["snli"],
+                             "description": "shipped recipe without drop, at most 800 pairs a source"}}
+    report.write_text(json.dumps({"format": "rageval-nli-report", "version": 2, "checkers": checkers, "evaluations": [
+        evaluation("nli-new", "drop", "in-distribution", 0.75), evaluation("nli-old", "drop", "zero-shot", 0.55),
+        evaluation("nli-loso", "drop", "leave-one-source-out", 0.65)]}))
     text = "\n".join(attribution_sections(path, report))
-    for expected in ("| snli | 10 | 80.0 | 70.0 | 60.0 | 65.0 |", "| RTG-gold (n=4) |", "| gold-answer (n=1318) |",
+    for expected in ("| drop | 10 | 75.0 [65.0, 85.0] (trained on) | 55.0 [45.0, 65.0] | 0.900 | 0.900 |",
+                     "| drop | `nli-loso` | 10 | 65.0 [55.0, 75.0] | 0.900 |", "threshold 0.310", "| RTG-gold (n=4) |", "| gold-answer (n=1318) |",
                      "| RTG-gold | 28.22 |", "query-gen: MAX", "| RTG-vanilla | `bm25` |",
                      "| RTG-query-gen | `combsum` |", "| answer | autoais_cit |", "test:containment"):
         assert expected in text, expected

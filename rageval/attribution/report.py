@@ -54,19 +54,61 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
             *("| " + " | ".join(row) + " |" for row in rows)]
 
 
+PROTOCOL_TEXT = {
+    "in-distribution": "held-out test rows of sources the checker trained on",
+    "zero-shot": "test rows of sources the checker never saw",
+    "leave-one-source-out": "each source tested on a model trained by the same recipe without it (reduced budget)",
+    "hagrid-human": "HAGRID's human attributability label of each cited answer sentence (test half, split by query)",
+}
+
+
+def _bacc_cell(entry: Mapping | None) -> str:
+    if entry is None:
+        return "–"
+    interval = entry.get("balanced_accuracy_interval")
+    spread = f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]" if interval else ""
+    return f"{100 * entry['balanced_accuracy']:.1f}{spread}"
+
+
 def nli_markdown(report: Mapping) -> list[str]:
-    training = report.get("training", {})
-    config = report.get("config", {})
-    out = [f"NLI model `{report['model_id']}`: all-MiniLM-L6-v2 cross-encoder (hypothesis first, premise windows of "
-           f"≤ {config.get('max_length')} word pieces, max over windows), fine-tuned for {config.get('epochs')} "
-           f"epoch on {training.get('examples', '?'):,} train/dev pairs (at most {config.get('max_pairs_per_source')} "
-           f"per source, top {config.get('trainable_layers')} of 6 layers, lr {config.get('lr')}, seed "
-           f"{config.get('seed')}) in {training.get('seconds', '?')} s on the 2-core CPU; entailment when "
-           f"p ≥ {report.get('threshold')}. Held-out `split=test` rows only (none is trained on); produced by "
-           "`rageval train-nli`.", ""]
-    rows = [[source, f"{s['n']:,}", _cell(100 * s["accuracy"]), _cell(100 * s["precision"]), _cell(100 * s["recall"]),
-             _cell(100 * s["f1"])] for source, s in report["test"].items()]
-    return out + _table(("test split", "pairs", "accuracy %", "entail P %", "entail R %", "entail F1 %"), rows) + [""]
+    """The checker-transfer report (``rageval train-nli --report``, format 2): the checkers, then one table per
+    protocol with each checker's balanced accuracy [95% bootstrap interval] and ROC-AUC side by side."""
+    if report.get("format") != "rageval-nli-report":
+        return ["_The NLI report predates format 2: rebuild it with `rageval train-nli --report`._", ""]
+    checkers = report["checkers"]
+    main = [c for c, d in checkers.items() if not str(d.get("description", "")).startswith("shipped recipe without")]
+    out = ["Checkers (all-MiniLM-L6-v2 cross-encoders: hypothesis first, premise windows overlapping by half, max "
+           "over windows):", ""]
+    for checker_id, description in checkers.items():
+        out.append(f"- `{checker_id}`: {description.get('description')}; threshold "
+                   f"{float(description.get('threshold', 0.5)):.3f}; trained on {', '.join(description['trained_on'])}")
+    out += ["", "Balanced accuracy in percent [95% bootstrap interval] at each checker's stored threshold, ROC-AUC; "
+            "test rows are a seeded sample per source (n). Produced by `rageval train-nli --report`.", ""]
+    evaluations = report["evaluations"]
+    side_by_side = [e for e in evaluations if e["protocol"] != "leave-one-source-out" and e["checker"] in main]
+    if side_by_side:
+        by_data: dict[str, dict[str, Mapping]] = {}
+        for e in side_by_side:
+            by_data.setdefault(e["data"], {})[e["checker"]] = e
+
+        def cell(entry: Mapping | None) -> str:
+            seen = entry is not None and entry["protocol"] == "in-distribution"
+            return _bacc_cell(entry) + (" (trained on)" if seen else "")
+
+        header = ["data", "n", *(f"BAcc % `{c}`" for c in main), *(f"AUC `{c}`" for c in main)]
+        rows = [[data, f"{max(e['n'] for e in entries.values()):,}", *(cell(entries.get(c)) for c in main),
+                 *(_cell(entries[c].get("roc_auc") if c in entries else None, 3) for c in main)]
+                for data, entries in by_data.items()]
+        out += ["Side by side; \"(trained on)\" marks a source the checker learned from (its held-out test rows), "
+                "every other cell is zero-shot; `hagrid` is " + PROTOCOL_TEXT["hagrid-human"] + ".", ""]
+        out += _table(header, rows) + [""]
+    loso = [e for e in evaluations if e["protocol"] == "leave-one-source-out"]
+    if loso:
+        out += ["Leave-one-source-out: " + PROTOCOL_TEXT["leave-one-source-out"] + ".", ""]
+        rows = [[e["data"], f"`{e['checker']}`", f"{e['n']:,}", _bacc_cell(e), _cell(e.get("roc_auc"), 3)]
+                for e in loso]
+        out += _table(("left-out source", "checker", "n", "BAcc %", "AUC"), rows) + [""]
+    return out
 
 
 def scenario_metric_table(means: pd.DataFrame, metrics: Sequence[str] = PAPER_TABLE2_COLUMNS) -> pd.DataFrame:
