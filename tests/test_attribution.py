@@ -285,7 +285,8 @@ def test_results_section_puts_our_tables_next_to_the_papers(hagrid_run, tmp_path
         evaluation("nli-loso", "drop", "leave-one-source-out", 0.65)]}))
     text = "\n".join(attribution_sections(path, report))
     for expected in ("| drop | 10 | 75.0 [65.0, 85.0] (trained on) | 55.0 [45.0, 65.0] | 0.900 | 0.900 |",
-                     "| drop | `nli-loso` | 10 | 65.0 [55.0, 75.0] | 0.900 |", "threshold 0.310", "| RTG-gold (n=4) |", "| gold-answer (n=1318) |",
+                     "| drop | `nli-loso` | 10 | 65.0 [55.0, 75.0] | 0.900 |", "threshold 0.310",
+                     "| RTG-gold (n=4) |", "| gold-answer (n=1318) |",
                      "| RTG-gold | 28.22 |", "query-gen: MAX", "| RTG-vanilla | `bm25` |",
                      "| RTG-query-gen | `combsum` |", "| answer | autoais_cit |", "test:containment"):
         assert expected in text, expected

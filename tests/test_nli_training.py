@@ -74,7 +74,8 @@ def test_the_model_id_hashes_the_data_contents_not_the_folder(tmp_path):
     _copy_sources(tmp_path / "b", TINY.files())
     assert TINY.model_id(tmp_path / "a") == TINY.model_id(tmp_path / "b") == TINY.model_id(DATA_DIR)
     changed = tmp_path / "b" / NLI_FILES["glue_rte"]
-    lines = gzip.open(changed, "rt", encoding="utf-8").read().splitlines()
+    with gzip.open(changed, "rt", encoding="utf-8") as handle:
+        lines = handle.read().splitlines()
     first = json.loads(lines[0])
     first["label"] = "entailment" if first["label"] != "entailment" else "not_entailment"
     with gzip.open(changed, "wt", encoding="utf-8") as handle:
@@ -103,7 +104,8 @@ def test_train_cache_calibrate_ship_and_reload(tmp_path, monkeypatch):
     # a changed data folder is other data: a new model is trained, not the cached one reused
     _copy_sources(tmp_path / "data", TINY.files())
     other = tmp_path / "data" / NLI_FILES["covidfact"]
-    rows = gzip.open(other, "rt", encoding="utf-8").read().splitlines()
+    with gzip.open(other, "rt", encoding="utf-8") as handle:
+        rows = handle.read().splitlines()
     with gzip.open(other, "wt", encoding="utf-8") as handle:
         handle.write("\n".join(rows[:-1]) + "\n")
     retrained: list[int] = []

@@ -164,7 +164,7 @@ class _Stop(Exception):
 def test_a_killed_training_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run(tiny_bert_dir, nq_triples,
                                                                                        tmp_path):
     subset = nq_triples[:24]
-    settings = dict(epochs=2, batch_size=4, seed=5, lr=1e-3)  # 12 steps
+    settings = {"epochs": 2, "batch_size": 4, "seed": 5, "lr": 1e-3}  # 12 steps
     plain_model, plain_log = train_cross_encoder(tiny_reranker(tiny_bert_dir), subset, **settings)
     checkpoint = tmp_path / "train.ckpt"
 

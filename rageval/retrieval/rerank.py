@@ -448,7 +448,7 @@ def _training_fingerprint(examples: Sequence[Example], *settings) -> str:
     """A digest of the examples (in order) and the settings: a checkpoint resumes only the run that wrote it."""
     digest = hashlib.sha256(json.dumps([repr(value) for value in settings]).encode("utf-8"))
     for a, b, label in examples:
-        digest.update(f"{a}\x00{b}\x00{float(label)!r}\x01".encode("utf-8"))
+        digest.update(f"{a}\x00{b}\x00{float(label)!r}\x01".encode())
     return digest.hexdigest()
 
 
@@ -473,7 +473,7 @@ def _load_checkpoint(path: Path, fingerprint: str, model, optimizer, schedule, l
         return 0
     try:
         state = torch.load(path, map_location=model.device, weights_only=False)
-    except Exception:  # noqa: BLE001 - a damaged checkpoint (killed mid-write by another tool) means: start over
+    except Exception:  # a damaged checkpoint (killed mid-write by another tool) means: start over
         return 0
     if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
         return 0
