@@ -142,7 +142,10 @@ def _balanced_accuracy_from_counts(tp, fn, tn, fp) -> np.ndarray:
 
 def roc_auc(gold: Sequence[int], probabilities: Sequence[float]) -> float | None:
     """Rank-based ROC-AUC (ties count ½); ``None`` when one class is missing."""
-    y, p = _checked(gold, probabilities)
+    return _roc_auc(*_checked(gold, probabilities))
+
+
+def _roc_auc(y: np.ndarray, p: np.ndarray) -> float | None:
     groups, k = _score_groups(p)
     value = _auc_from_counts(np.bincount(groups[y == 1], minlength=k), np.bincount(groups[y == 0], minlength=k))
     return None if np.isnan(value) else float(value)
@@ -212,7 +215,7 @@ def evaluate_checker_scores(gold: Sequence[int], probabilities: Sequence[float],
     return CheckerEvaluation(
         level=level, n=len(y), positives=int(y.sum()), threshold=float(threshold),
         accuracy=(tp + tn) / len(y), balanced_accuracy=float(_balanced_accuracy_from_counts(tp, fn, tn, fp)),
-        f1=f1, roc_auc=roc_auc(y, p), balanced_accuracy_interval=bacc_interval, roc_auc_interval=auc_interval,
+        f1=f1, roc_auc=_roc_auc(y, p), balanced_accuracy_interval=bacc_interval, roc_auc_interval=auc_interval,
         resamples=int(resamples))
 
 
