@@ -356,7 +356,7 @@ def test_cli_scores_with_a_local_nli_classifier(tmp_path, answers_case, always_e
         settings = reader.settings()
         stored = reader.frame("answer_metrics").set_index(["query_id", "answer_id", "metric"])["value"]
         probabilities = reader.frame("entailment")["probability"]
-    assert settings["nli"] == f"hf:{always_entails_dir}" and "evaluate-citations" in settings["command"]
+    assert settings["nli"] == f"hf:{always_entails_dir}@0.5" and "evaluate-citations" in settings["command"]
     assert (probabilities > 0.5).all()
     assert_everything_entailed(stored, lines, built)
 

@@ -198,21 +198,12 @@ def find_invalid_citations(answers: Sequence[UserAnswer], records: Sequence[Answ
 
 
 def load_checker(backend: str, log: Log = print):
-    """The NLI checker ``backend`` names, as ``rageval attribution --nli`` reads it (:func:`load_nli`): ``trained``,
-    ``llm`` (Gemma-3-270M through the LLM-call cache) or a local Hugging Face NLI classifier folder / id."""
-    from rageval.attribution.nli import load_nli, nli_model_dir
-    from rageval.retrieval.rerank import CONFIG_NAME
+    """The checker a spec names (:func:`rageval.attribution.checkers.load_checker`: ``ours``, ``hf:...``,
+    ``minicheck:...``, ``alignscore:...``, ``llm[:MODEL]``; docs/checkers.md), telling ``log`` when the default
+    model is trained first."""
+    from rageval.attribution.checkers import load_checker as load
 
-    if backend == "trained" and not (nli_model_dir() / CONFIG_NAME).is_file():
-        log("the default NLI model is not trained yet: training it once (about 16 minutes on 2 CPU cores; "
-            "`rageval train-nli` does it ahead and reports its test accuracy)")
-    generator = None
-    if backend == "llm":
-        from rageval.generation.cache import CachedGenerator, LLMCache
-        from rageval.generation.gemma import load_gemma_generator
-
-        generator = CachedGenerator(load_gemma_generator(), LLMCache())
-    return load_nli(backend, generator=generator)
+    return load(backend, log=log)
 
 
 def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trained", *, tokenizer=None,
@@ -262,7 +253,7 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
 
     from rageval import __version__
     from rageval.attribution.experiment import citation_usability
-    from rageval.attribution.nli import ENTAILMENT_THRESHOLD
+    from rageval.attribution.nli import checker_threshold
 
     questions = {a.query_id: a.question for a in answers}
     settings = {
@@ -270,7 +261,7 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
         "input": str(answers_path.resolve()), "input_sha256": _sha256(answers_path),
         "answers": len(answers), "queries": len(questions),
         "answers_with_gold": sum(bool(r.references) for r in records),
-        "nli": model.model_id, "nli_threshold": ENTAILMENT_THRESHOLD,
+        "nli": model.model_id, "nli_threshold": checker_threshold(model),
         "bertscore": getattr(scorer, "model_id", ""),
         "sentence_splitter": "Punkt trained on the rageval corpus (rageval.attribution.statements)",
         "invalid_citations": invalid.as_dict(), "usability": {scenario: citation_usability(records)},
