@@ -440,3 +440,22 @@ def test_the_earliest_error_is_reported_with_a_count_of_the_rest(tmp_path):
         read_user_answers(answers)
     assert (raised.value.line, raised.value.field) == (2, "query_id")
     assert str(raised.value).endswith("(1 more error(s) after it)")
+
+
+def test_cli_checker_spec_and_threshold_are_stored_with_the_scores(tmp_path, answers_case, always_entails_dir):
+    """``--checker hf:DIR --threshold T``: the run's settings name the checker with its threshold, and the decisions
+    use it: p(entail) ≈ 0.993 (the always-entailing head) is below 0.999, so no statement is supported."""
+    from rageval.cli import main
+
+    lines, _, _ = answers_case
+    answers = write_jsonl(tmp_path / "answers.jsonl", lines)
+    out = tmp_path / "run.sqlite"
+    assert main(["evaluate-citations", str(answers), "--out", str(out), "--checker", f"hf:{always_entails_dir}",
+                 "--threshold", "0.999", "--no-bertscore"]) == 0
+    with AttributionReader(out) as reader:
+        settings = reader.settings()
+        metrics = reader.frame("answer_metrics")
+    assert settings["nli"] == f"hf:{always_entails_dir}@0.999" and settings["nli_threshold"] == 0.999
+    assert "--checker" in settings["command"] and "--threshold 0.999" in settings["command"]
+    assert metrics.loc[metrics["metric"] == "alce_recall", "value"].eq(0.0).all()
+    assert (metrics["metric"] == "alce_recall").any()

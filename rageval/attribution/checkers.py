@@ -161,8 +161,10 @@ def load_checker(spec: str = DEFAULT_CHECKER, *, generator=None, model_settings=
     if parsed.kind == "llm":
         from rageval.attribution.nli import LlmNli
 
-        return with_threshold(LlmNli(generator if generator is not None else
-                                     _llm_generator(parsed.target, model_settings)), chosen)
+        # A generator given (tests; rageval attribution's own LLM) judges unless the spec names another model.
+        judge = generator if generator is not None and not parsed.target else \
+            _llm_generator(parsed.target, model_settings)
+        return with_threshold(LlmNli(judge), chosen)
     base = ENTAILMENT_THRESHOLD if chosen is None else chosen
     if parsed.kind == "hf":
         from rageval.attribution.nli import HuggingFaceNli

@@ -211,7 +211,8 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
                        log: Log = print) -> Path:
     """Score the attributed answers of ``answers_path`` (module docstring) into the run file ``out_path``.
 
-    ``nli``: a backend name for :func:`load_checker`, or a loaded :class:`EntailmentModel`. ``tokenizer``: the
+    ``nli``: a checker spec for :func:`load_checker`, a loaded :class:`EntailmentModel`, or a function loading one
+    (called once the answers are read and checked). ``tokenizer``: the
     Punkt sentence tokenizer (default: :func:`sentence_tokenizer`, trained on the corpus). ``bertscore``: also
     BERTScore (MiniLM) for answers with gold answers. The input is read and checked before any model is loaded;
     invalid citations are reported through ``log``.
@@ -241,7 +242,10 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
         log(f"warning: {invalid.citations} invalid citation(s) in {invalid.statements} statement(s) of "
             f"{invalid.answers} answer(s); counted as unsupported")
 
-    model = load_checker(nli, log) if isinstance(nli, str) else nli
+    if isinstance(nli, str):
+        model = load_checker(nli, log)
+    else:
+        model = nli if hasattr(nli, "entailment_probabilities") else nli()
     scorer = None
     if bertscore and any(r.references for r in records):
         from rageval.bertscore import BertScorer
