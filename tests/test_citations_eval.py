@@ -461,3 +461,49 @@ def test_cli_checker_spec_and_threshold_are_stored_with_the_scores(tmp_path, ans
     assert "--checker" in settings["command"] and "--threshold 0.999" in settings["command"]
     assert metrics.loc[metrics["metric"] == "alce_recall", "value"].eq(0.0).all()
     assert (metrics["metric"] == "alce_recall").any()
+
+
+def test_citations_page_shows_checker_quality_reports(scored_run, tmp_path, monkeypatch):
+    """A report written as ``nli-eval --json`` writes it, in ``<runs folder>/nli/``: one table per checker with
+    its numbers, the run's own checker (``test:containment``) named as evaluated; a wrong file named, not fatal."""
+    import shutil
+
+    from rageval.attribution.nli_eval import evaluate_checker_scores
+    from rageval.attribution.nli_report import CheckerReport, ReportEntry, write_checker_report
+    from tests.app_helpers import captions, frame_with
+    from tests.test_app import start
+    from ui.render import escape_markdown
+
+    path, _ = scored_run
+    runs = tmp_path / "runs"
+    (runs / "attribution").mkdir(parents=True)
+    shutil.copyfile(path, runs / "attribution" / "mine.sqlite")
+    gold, scores = [1, 0, 1, 1, 0, 0, 1, 0], [0.9, 0.2, 0.7, 0.4, 0.6, 0.1, 0.8, 0.3]
+    pair = evaluate_checker_scores(gold, scores, 0.5, resamples=200)
+    claim = evaluate_checker_scores(gold, scores, 0.5, groups=list("aabbccdd"), resamples=200)
+    other = evaluate_checker_scores(gold, [1 - p for p in scores], 0.5, resamples=200)
+    report = CheckerReport(
+        {"test:containment@0.5": {"spec": "test", "threshold": 0.5, "description": "word containment"},
+         "hf:/m/other@0.5": {"spec": "hf:/m/other", "threshold": 0.5, "description": ""}},
+        (ReportEntry("test:containment@0.5", "mine.jsonl", None, "pair: each row", pair),
+         ReportEntry("test:containment@0.5", "mine.jsonl", "test", "claim: max over rows", claim),
+         ReportEntry("hf:/m/other@0.5", "mine.jsonl", None, "pair: each row", other)))
+    write_checker_report(runs / "nli" / "mine.json", report)
+    (runs / "nli" / "broken.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs))
+    app = start(str(Path(__file__).resolve().parent.parent / "app_pages" / "3_Citations.py"))
+    assert "Checker quality" in [h.value for h in app.subheader]
+    tables = [df.value for df in app.dataframe if "Balanced accuracy" in df.value.columns]
+    assert len(tables) == 2
+    ours = frame_with(app, "Balanced accuracy")  # the first table: the run's checker
+    assert list(ours["Level"]) == ["pair", "claim"] and list(ours["n"]) == [8, 4]
+    low, high = pair.balanced_accuracy_interval
+    assert ours["Balanced accuracy"].iloc[0] == f"{pair.balanced_accuracy:.3f} [{low:.2f}, {high:.2f}]"
+    low, high = pair.roc_auc_interval
+    assert ours["ROC-AUC"].iloc[0] == f"{pair.roc_auc:.3f} [{low:.2f}, {high:.2f}]"
+    assert list(ours["Split"]) == ["–", "test"] and list(ours["Threshold"]) == ["0.5", "0.5"]
+    assert tables[1]["ROC-AUC"].iloc[0].startswith(f"{other.roc_auc:.3f}")
+    text = captions(app)
+    assert escape_markdown("The selected run was scored by test:containment") in text
+    assert escape_markdown("evaluated above as test:containment@0.5") in text
+    assert escape_markdown("broken.json: not a rageval NLI report") in text
