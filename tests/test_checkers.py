@@ -148,8 +148,21 @@ def minicheck_roberta(tmp_path_factory):
     return model, _save(tmp_path_factory.mktemp("mc") / "minicheck-roberta", model)
 
 
-def test_minicheck_classifier_scores_chunk_sep_claim_with_class_one(minicheck_roberta):
-    model, directory = minicheck_roberta
+@pytest.fixture(scope="module")
+def minicheck_deberta(tmp_path_factory):
+    import torch
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    torch.manual_seed(4)
+    config = DebertaV2Config(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                             intermediate_size=64, max_position_embeddings=512, num_labels=2, pad_token_id=0)
+    model = DebertaV2ForSequenceClassification(config).eval()
+    return model, _save(tmp_path_factory.mktemp("mc") / "minicheck-deberta", model)
+
+
+@pytest.mark.parametrize("layout", ["minicheck_roberta", "minicheck_deberta"])
+def test_minicheck_classifier_scores_chunk_sep_claim_with_class_one(layout, request):
+    model, directory = request.getfixturevalue(layout)
     checker = load_checker(f"minicheck:{directory}", device="cpu")
     assert not checker.seq2seq and checker.chunk == 400
     [p] = checker.entailment_probabilities([PAIR])

@@ -152,6 +152,8 @@ def score_rows(rows: Sequence[PairRow], checker: EntailmentModel, batch_size: in
         raise RagevalError(f"batch size: expected at least 1, got {batch_size}")
     scores: list[float] = []
     total = done + len(rows)
+    if progress is not None:
+        progress(done, total)  # the checker is loaded: the clock of an ETA starts here
     for start in range(0, len(rows), batch_size):
         batch = rows[start:start + batch_size]
         scores.extend(_probabilities(checker, [(r.premise, r.hypothesis) for r in batch]))

@@ -47,6 +47,29 @@ def checker_loader(args: argparse.Namespace, generator=None):
     return load
 
 
+def _bar(description: str):
+    """A tqdm bar on stderr whose clock starts at the first report, after the checker has loaded (so its ETA is the
+    scoring's); rows already done then (``--resume``) count as its start, not as speed."""
+    import sys
+
+    from tqdm import tqdm
+
+    bar = tqdm(desc=description, unit="pair", file=sys.stderr, dynamic_ncols=True)
+    started = False
+
+    def update(done: int, total: int) -> None:
+        nonlocal started
+        if not started:
+            started = True
+            bar.reset(total=total)
+            bar.initial = bar.n = done
+            bar.refresh()
+            return
+        bar.update(done - bar.n)
+
+    return bar, update
+
+
 def _log(message: str) -> None:
     import sys
 
@@ -54,10 +77,9 @@ def _log(message: str) -> None:
 
 
 def cmd_nli_score(args: argparse.Namespace) -> int:
-    from rageval.attribution.cli import _bar
     from rageval.attribution.pairs import score_pairs_file
 
-    bar, update = _bar("pairs scored", "pair")
+    bar, update = _bar("pairs scored")
     with bar:
         summary = score_pairs_file(args.pairs, args.out, checker_loader(args), batch_size=args.batch_size,
                                    resume=args.resume, progress=update)
@@ -68,11 +90,10 @@ def cmd_nli_score(args: argparse.Namespace) -> int:
 
 
 def cmd_nli_eval(args: argparse.Namespace) -> int:
-    from rageval.attribution.cli import _bar
     from rageval.attribution.nli_report import evaluation_table, write_checker_report
     from rageval.attribution.pairs import evaluate_pairs_file, pairs_report
 
-    bar, update = _bar("pairs scored", "pair")
+    bar, update = _bar("pairs scored")
     with bar:
         result = evaluate_pairs_file(args.labelled, checker_loader(args), label_field=args.label_field,
                                      claim_field=args.claim_field, source_field=args.source_field or None,
