@@ -216,3 +216,31 @@ def test_report_reader_refuses_other_files(tmp_path):
         read_checker_report(wrong)
     empty = write_checker_report(tmp_path / "empty.json", CheckerReport())
     assert read_checker_report(empty) == CheckerReport()
+
+
+def test_nli_eval_calibrates_the_threshold_on_a_dev_file(tmp_path, tiny_checker, capsys):
+    """``--calibrate DEV``: the threshold maximising balanced accuracy on DEV (checked by brute force over every
+    midpoint with sklearn) is the one the evaluation uses and the report stores."""
+    import itertools
+
+    dev = write_jsonl(tmp_path / "dev.jsonl", ROWS)
+    test = write_jsonl(tmp_path / "test.jsonl", ROWS[::-1])
+    out = tmp_path / "report.json"
+    assert main(["nli-eval", str(test), "--checker", f"hf:{tiny_checker}", "--calibrate", str(dev),
+                 "--resamples", "50", "--json", str(out), "--source-field", ""]) == 0
+    printed = capsys.readouterr().out
+    scores = reference_scores(tiny_checker)
+    gold = [1, 0, 0, 1, 0, 1, 0]
+    cuts = [(a + b) / 2 for a, b in itertools.pairwise(sorted(set(scores)))]
+    best = max(balanced_accuracy_score(gold, [int(p >= t) for p in scores]) for t in cuts)
+    report = read_checker_report(out)
+    [(checker_id, about)] = report.checkers.items()
+    threshold = about["threshold"]
+    assert any(threshold == pytest.approx(c) for c in cuts) and checker_id == f"hf:{tiny_checker}@{threshold:g}"
+    assert "calibrated on dev.jsonl" in about["description"]
+    [entry] = report.evaluations
+    assert entry.evaluation.balanced_accuracy == pytest.approx(best)  # the same rows, reversed
+    assert f"calibrated on {dev}" in printed
+    assert main(["nli-eval", str(test), "--checker", f"hf:{tiny_checker}", "--calibrate", str(dev),
+                 "--threshold", "0.4"]) != 0
+    assert "not both" in capsys.readouterr().err

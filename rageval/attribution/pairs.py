@@ -270,6 +270,7 @@ class PairsEvaluationResult:
     threshold: float
     evaluations: tuple[PairsEvaluation, ...]
     claim_field: str | None
+    calibrated_on: Path | None = None  # the dev file the threshold was calibrated on, if any
 
 
 def evaluate_labelled(rows: Sequence[LabelledPair], probabilities: Sequence[float], threshold: float,
@@ -296,19 +297,40 @@ def evaluate_labelled(rows: Sequence[LabelledPair], probabilities: Sequence[floa
 def evaluate_pairs_file(path: str | Path, checker: EntailmentModel | Callable[[], EntailmentModel], *,
                         label_field: str = "label", claim_field: str | None = None,
                         source_field: str | None = "source", threshold: float | None = None,
-                        batch_size: int = DEFAULT_BATCH, resamples: int = DEFAULT_RESAMPLES,
-                        progress: Progress | None = None) -> PairsEvaluationResult:
-    """Score a labelled pairs file with ``checker`` and evaluate it (module docstring); the file is read and checked
-    before a checker given as a loading function is loaded."""
+                        calibrate: str | Path | None = None, batch_size: int = DEFAULT_BATCH,
+                        resamples: int = DEFAULT_RESAMPLES, progress: Progress | None = None) -> PairsEvaluationResult:
+    """Score a labelled pairs file with ``checker`` and evaluate it (module docstring); the files are read and
+    checked before a checker given as a loading function is loaded.
+
+    ``calibrate``: a labelled dev file (same fields) scored first; the threshold is then the one maximising balanced
+    accuracy on it (:func:`rageval.attribution.nli_eval.best_threshold`, at claim level when ``claim_field`` is
+    given), instead of ``threshold`` or the checker's own.
+    """
+    from rageval.attribution.nli_eval import aggregate_claims, best_threshold
+
+    if calibrate is not None and threshold is not None:
+        raise RagevalError("give a threshold or a dev file to calibrate one on, not both")
     path = Path(path)
     rows = read_labelled_pairs(path, label_field, claim_field, source_field)
+    dev = read_labelled_pairs(calibrate, label_field, claim_field, source_field) if calibrate is not None else []
+    if calibrate is not None:
+        model, _, _ = _resolve(checker, None)
+        dev_scores = score_rows([r.row for r in dev], model, batch_size, progress)
+        gold = [r.label for r in dev]
+        if claim_field:
+            _, claim_gold, claim_scores = aggregate_claims(gold, dev_scores, [f"{r.source}\x1f{r.claim}" for r in dev])
+            threshold = best_threshold(claim_gold, claim_scores)
+        else:
+            threshold = best_threshold(gold, dev_scores)
+        checker = model
     model, cut, name = _resolve(checker, threshold)
     probabilities = score_rows([r.row for r in rows], model, batch_size, progress)
     evaluations = evaluate_labelled(rows, probabilities, cut, claims=bool(claim_field), resamples=resamples)
-    return PairsEvaluationResult(path, name, cut, tuple(evaluations), claim_field)
+    return PairsEvaluationResult(path, name, cut, tuple(evaluations), claim_field,
+                                 None if calibrate is None else Path(calibrate))
 
 
-def _resolve(checker, threshold: float | None) -> tuple[EntailmentModel, float, str]:
+def _resolve(checker, threshold: float | None) -> tuple[EntailmentModel, float, str]:  # checker: a model or a loader
     """(the checker, loaded if given as a loading function; the threshold used; the id naming it)."""
     from rageval.attribution.nli import checker_id
 
@@ -330,5 +352,8 @@ def pairs_report(result: PairsEvaluationResult, spec: str, description: str = ""
         protocol = ("pair: each row" if item.evaluation.level == "pair" else
                     f"claim: the max over the rows of each {result.claim_field} (supported if any row is)")
         entries.append(ReportEntry(result.checker, data, None, protocol, item.evaluation))
+    if result.calibrated_on is not None:
+        description = (description + "; " if description else "") + (
+            f"threshold calibrated on {result.calibrated_on.name} (maximum balanced accuracy)")
     checkers = {result.checker: {"spec": spec, "threshold": result.threshold, "description": description}}
     return CheckerReport(checkers, tuple(entries))

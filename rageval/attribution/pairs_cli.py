@@ -97,10 +97,12 @@ def cmd_nli_eval(args: argparse.Namespace) -> int:
     with bar:
         result = evaluate_pairs_file(args.labelled, checker_loader(args), label_field=args.label_field,
                                      claim_field=args.claim_field, source_field=args.source_field or None,
+                                     threshold=args.threshold, calibrate=args.calibrate,
                                      batch_size=args.batch_size, resamples=args.resamples, progress=update)
     report = pairs_report(result, args.checker)
-    print(f"checker {result.checker} (supported at p >= {result.threshold:g}) on {result.path}; intervals: 95% "
-          f"percentile bootstrap, {args.resamples} resamples")
+    calibrated = f", the threshold calibrated on {result.calibrated_on}" if result.calibrated_on else ""
+    print(f"checker {result.checker} (supported at p >= {result.threshold:g}{calibrated}) on {result.path}; "
+          f"intervals: 95% percentile bootstrap, {args.resamples} resamples")
     print("\n".join(evaluation_table(report.evaluations)))
     if args.json:
         print(f"wrote {write_checker_report(args.json, report)}")
@@ -129,6 +131,9 @@ def add_parsers(sub) -> None:
     evaluate.add_argument("--source-field", default="source", help="per-source rows ('' for none; default source)")
     evaluate.add_argument("--batch-size", type=int, default=32, help="pairs per checker call (default 32)")
     evaluate.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of the intervals")
+    evaluate.add_argument("--calibrate", type=Path, metavar="DEV",
+                          help="a labelled dev file (same fields): the threshold maximising balanced accuracy on it "
+                               "(at claim level with --claim-field) is used instead of the checker's")
     evaluate.add_argument("--json", type=Path, metavar="OUT",
                           help="also write the numbers as a rageval NLI report (shown on the Citations page when in "
                                "<runs folder>/nli/)")
