@@ -487,6 +487,9 @@ class AlignScoreNli:
 
 
 def checker_description(model) -> str:
-    """One line on what ``model`` is: the first line of its class' docstring."""
-    doc = (type(model).__doc__ or type(model).__name__).strip().splitlines()[0]
-    return doc.rstrip(":")
+    """One sentence on what ``model`` is: the first sentence of its class' docstring (its class name without one)."""
+    doc = " ".join((type(model).__doc__ or "").strip().split("\n\n")[0].split())
+    if not doc:
+        return type(model).__name__
+    end = doc.find(". ")
+    return (doc if end < 0 else doc[:end + 1]).rstrip(":")

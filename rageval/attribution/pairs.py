@@ -271,6 +271,7 @@ class PairsEvaluationResult:
     evaluations: tuple[PairsEvaluation, ...]
     claim_field: str | None
     calibrated_on: Path | None = None  # the dev file the threshold was calibrated on, if any
+    description: str = ""  # what the checker is (its class' first docstring line)
 
 
 def evaluate_labelled(rows: Sequence[LabelledPair], probabilities: Sequence[float], threshold: float,
@@ -326,8 +327,10 @@ def evaluate_pairs_file(path: str | Path, checker: EntailmentModel | Callable[[]
     model, cut, name = _resolve(checker, threshold)
     probabilities = score_rows([r.row for r in rows], model, batch_size, progress)
     evaluations = evaluate_labelled(rows, probabilities, cut, claims=bool(claim_field), resamples=resamples)
+    from rageval.attribution.checkers import checker_description
+
     return PairsEvaluationResult(path, name, cut, tuple(evaluations), claim_field,
-                                 None if calibrate is None else Path(calibrate))
+                                 None if calibrate is None else Path(calibrate), checker_description(model))
 
 
 def _resolve(checker, threshold: float | None) -> tuple[EntailmentModel, float, str]:  # checker: a model or a loader
@@ -341,11 +344,12 @@ def _resolve(checker, threshold: float | None) -> tuple[EntailmentModel, float, 
     return model, float(threshold), checker_id(name, float(threshold))
 
 
-def pairs_report(result: PairsEvaluationResult, spec: str, description: str = ""):
+def pairs_report(result: PairsEvaluationResult, spec: str, description: str | None = None):
     """``result`` as a checker report (:mod:`rageval.attribution.nli_report`): one entry per evaluation, ``data`` the
     file name (and the source), ``protocol`` how the units were formed."""
     from rageval.attribution.nli_report import CheckerReport, ReportEntry
 
+    description = result.description if description is None else description
     entries = []
     for item in result.evaluations:
         data = result.path.name if item.source == ALL_SOURCES else f"{result.path.name} [{item.source}]"
