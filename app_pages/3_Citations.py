@@ -1,7 +1,8 @@
 """Citations: attributed answers (Djeddal et al., CIKM 2024). Per scenario, the correctness and citation metrics;
 per answer, its statements with their citations, the NLI verdicts (beside HAGRID's human labels where the run has
 them), the statement × passage entailment heatmap and the passages the generator saw; and, for HAGRID runs, the
-agreement of the automatic scores with the human labels.
+agreement of the automatic scores with the human labels; and the quality of the entailment checkers (the shipped
+report and ``rageval nli-eval --json`` reports in ``<runs folder>/nli/``), naming the one that scored the run.
 
 Runs come from your runs folder (and its ``attribution/``) and the shipped ``data/runs/attribution``:
 ``rageval attribution`` (HAGRID) or ``rageval evaluate-citations`` (a user's own answers; no human labels).
@@ -12,7 +13,8 @@ can be shared.
 import streamlit as st
 
 from rageval.attribution.experiment import GOLD_SCENARIO
-from ui import data, navigation, render
+from ui import data, data_checkers, navigation, render
+from ui import render_checkers as checker_views
 from ui import render_citations as view
 
 RUN_STATE = "citations.run"
@@ -51,6 +53,29 @@ else:
                    ", and a scenario without citations (G) has none. AutoAIS and ALCE are decided by the NLI model, "
                    "overlap against the query's HAGRID quotes, BLEU/ROUGE-L/BERTScore against the gold answers (the "
                    "paper's Table 2). ") + view.provenance(settings, int(table["n"].sum())))
+
+st.subheader("Checker quality")
+reports, unreadable = [], []
+for report_path in data_checkers.checker_report_files():
+    report, problem = data_checkers.load_checker_report(*data_checkers.report_key(report_path))
+    if report is not None:
+        reports.append((report_path.name, report))
+    else:
+        unreadable.append(problem)
+sections = checker_views.checker_sections(reports)
+for section in sections:
+    st.markdown(f"**{render.escape_markdown(section['checker'])}**"
+                + (f" · {render.escape_markdown(section['description'])}" if section["description"] else ""))
+    render.render_table(section["table"], hide_index=True, help=checker_views.COLUMN_HELP)
+    st.caption(render.escape_markdown(f"Checker spec {section['spec'] or '?'}; from "
+                                      f"{', '.join(section['files'])}; intervals: 95% percentile bootstrap."))
+if not sections:
+    st.caption("No checker evaluation yet: `rageval nli-eval labelled.jsonl --checker SPEC --json "
+               "<runs folder>/nli/NAME.json` writes one (docs/checkers.md).")
+for problem in unreadable:
+    st.caption(render.escape_markdown(f"Not shown: {problem}"))
+st.caption(render.escape_markdown(checker_views.run_checker_note(settings, sections)))
+
 if answers.empty:
     st.info("This run stores no answers.")
     st.stop()

@@ -47,8 +47,9 @@ def test_citation_scores_worked_example():
     assert scores.autoais_cit == pytest.approx(1 / 4)
     assert scores.autoais_pssg == pytest.approx(4 / 4)
     assert scores.alce_recall == pytest.approx(1 / 4)
-    assert scores.alce_precision == pytest.approx(1 / 4)  # precise: citation 1 of statement 0; of 2 + 1 + 1 cited
-    assert (scores.statements, scores.citations, scores.invalid_citations, scores.uncited_statements) == (4, 4, 1, 1)
+    # Precise: citation 1 of statement 0, of 2 + 1 counted citations ([7] is out of range: ALCE counts none of it).
+    assert scores.alce_precision == pytest.approx(1 / 3)
+    assert (scores.statements, scores.citations, scores.invalid_citations, scores.uncited_statements) == (4, 3, 1, 1)
     assert scores.statement_supported == (1, 0, 0, 0)
 
 
@@ -63,6 +64,74 @@ def test_alce_precision_keeps_a_citation_needed_for_joint_support():
     decisions = {(0, (1, 2, 3)): 1, (0, (2, 3)): 0, (0, (1, 3)): 0, (0, (1, 2)): 1}
     scores = citation_scores([(1, 2, 3)], passages, [[0, 0, 0]], decisions.__getitem__)
     assert scores.alce_precision == pytest.approx(2 / 3)
+
+
+# ---------------------------------------------------------------- ALCE's eval.py, case by case (compute_autoais)
+# ALCE (princeton-nlp/ALCE, eval.py, compute_autoais with citation=True, at_most_citations=3): a statement with no
+# citation, or with any citation past the passage list, gets recall 0 and adds nothing to total_citations; otherwise
+# its citations are capped at 3 and all counted; precision = precise / total_citations (0 when none is counted).
+
+
+def test_alce_statement_without_citations_adds_nothing_to_precision():
+    # s0 cites nothing: recall 0, no citation counted. s1 cites [1], which entails it: recall 1, precise 1 of 1.
+    # Recall = (0 + 1) / 2 = 0.5; precision = 1 / 1 = 1.0.
+    scores = citation_scores([(), (1,)], passages_of("a"), [[1], [1]], {}.__getitem__)
+    assert (scores.alce_recall, scores.alce_precision, scores.citations) == (0.5, 1.0, 1)
+
+
+def test_alce_out_of_range_citation_is_left_out_of_the_precision_denominator():
+    # s0 cites [1] (entailed): precise 1 of 1. s1 cites [9], past the one passage: recall 0, counted 0 citations.
+    # Precision = 1 / 1 = 1.0 (it was 1 / 2 = 0.5 when [9] was counted); recall = 1 / 2.
+    scores = citation_scores([(1,), (9,)], passages_of("a"), [[1], [1]], {}.__getitem__)
+    assert (scores.alce_precision, scores.alce_recall, scores.citations, scores.invalid_citations) == \
+        (1.0, 0.5, 1, 1)
+    # One out-of-range citation rejects the whole statement, its valid citation too (ALCE checks every citation
+    # before capping): [1][9] -> recall 0, 0 citations counted, so precision 0 / 0 -> 0.0; AutoAIS_cit (Eq. 1) still
+    # reads the valid [1]: 1.
+    scores = citation_scores([(1, 9)], passages_of("a"), [[1]], {}.__getitem__)
+    assert (scores.alce_recall, scores.alce_precision, scores.citations, scores.autoais_cit) == (0, 0.0, 0, 1.0)
+
+
+def test_alce_counts_at_most_three_citations():
+    # [1][2][3][4]: capped to [1][2][3] (passage 4, which entails it, is never read). Joint {1,2,3} entails: recall 1.
+    # Leave-one-out: c=1 entails alone -> precise; c=2 fails alone and {1,3} entails -> not precise; c=3 fails
+    # alone and {1,2} entails -> not precise. Precision = 1 / 3 (3 citations counted, not 4).
+    passages = passages_of("a", "b", "c", "d")
+    decisions = {(0, (1, 2, 3)): 1, (0, (2, 3)): 0, (0, (1, 3)): 1, (0, (1, 2)): 1}
+    scores = citation_scores([(1, 2, 3, 4)], passages, [[1, 0, 0, 1]], decisions.__getitem__)
+    assert (scores.alce_recall, scores.alce_precision, scores.citations) == (1, pytest.approx(1 / 3), 3)
+    # A fifth citation past the list still rejects the statement, even beyond the cap: recall 0, nothing counted.
+    scores = citation_scores([(1, 2, 3, 9)], passages, [[1, 0, 0, 1]], decisions.__getitem__)
+    assert (scores.alce_recall, scores.alce_precision, scores.citations) == (0, 0.0, 0)
+
+
+@pytest.mark.parametrize(("row", "joint", "precision"), [
+    # Both entail alone: c=1 and c=2 precise (condition A) -> 2 / 2.
+    ([1, 1], 1, 1.0),
+    # Only 1 entails alone: c=1 precise; c=2 fails alone and {1} entails -> not precise -> 1 / 2.
+    ([1, 0], 1, 0.5),
+    # Neither alone, the pair jointly: c=1 fails alone, {2} fails -> precise; c=2 likewise -> 2 / 2.
+    ([0, 0], 1, 1.0),
+    # The pair does not entail: recall 0, no citation precise, both counted -> 0 / 2.
+    ([1, 1], 0, 0.0),
+])
+def test_alce_leave_one_out_with_two_citations(row, joint, precision):
+    scores = citation_scores([(1, 2)], passages_of("a", "b"), [row], {(0, (1, 2)): joint}.__getitem__)
+    assert (scores.alce_precision, scores.alce_recall, scores.citations) == (precision, joint, 2)
+
+
+@pytest.mark.parametrize(("row", "subsets", "precise"), [
+    # Only {1,2} entails without the third: c=1 ({2,3}: 0) precise, c=2 ({1,3}: 0) precise, c=3 ({1,2}: 1) not.
+    ([0, 0, 0], {(2, 3): 0, (1, 3): 0, (1, 2): 1}, 2),
+    # Passage 2 entails alone: c=2 precise (A); c=1 fails alone and {2,3} entails -> not; c=3 likewise ({1,2}) -> 1.
+    ([0, 1, 0], {(2, 3): 1, (1, 3): 0, (1, 2): 1}, 1),
+    # No proper subset entails: every citation is needed -> 3 precise.
+    ([0, 0, 0], {(2, 3): 0, (1, 3): 0, (1, 2): 0}, 3),
+])
+def test_alce_leave_one_out_with_three_citations(row, subsets, precise):
+    decisions = {(0, (1, 2, 3)): 1, **{(0, key): value for key, value in subsets.items()}}
+    scores = citation_scores([(1, 2, 3)], passages_of("a", "b", "c"), [row], decisions.__getitem__)
+    assert scores.alce_precision == pytest.approx(precise / 3) and scores.citations == 3
 
 
 def test_alce_caps_citations_at_three():

@@ -163,7 +163,7 @@ def expected_citation_metrics(statements, premises) -> dict[str, float]:
         else:
             recall = decision("\n".join(premises[n] for n in cited), text)
         recalls.append(recall)
-        total += len(cited)
+        total += len(cited) if cited and len(valid) == len(cited) else 0  # ALCE: an out-of-range statement adds 0
         if recall and len(cited) == 1:
             precise += 1
         elif recall:  # two citations: one is imprecise when it alone fails and the other alone entails
@@ -195,10 +195,11 @@ def test_citation_metrics_equal_the_hand_computed_values(scored_run, answers_cas
         of_answer = statements[(statements["query_id"] == key[0]) & (statements["answer_id"] == key[1])]
         assert list(of_answer["text"]) == [text for text, _, _ in plan]
     # Answer A, restated from its construction: s0, s1 supported by their citation, s2 (invented) and s3 (copied
-    # but citing a passage that does not exist) not; every statement but s2 is entailed by some passage.
+    # but citing a passage that does not exist) not; every statement but s2 is entailed by some passage. Precision:
+    # 2 precise of the 3 citations ALCE counts (s3's out-of-range citation is not counted).
     a_full = next(k for k in built if k[1] == "full")
-    assert [stored[(*a_full, m)] for m in CITATION_METRICS] == pytest.approx([2 / 4, 3 / 4, 2 / 4, 2 / 4])
-    assert stored[(*a_full, "invalid_citations")] == 1 and stored[(*a_full, "citations")] == 4
+    assert [stored[(*a_full, m)] for m in CITATION_METRICS] == pytest.approx([2 / 4, 3 / 4, 2 / 4, 2 / 3])
+    assert stored[(*a_full, "invalid_citations")] == 1 and stored[(*a_full, "citations")] == 3
 
 
 def test_correctness_against_gold_answers_only_where_given(scored_run, answers_case):
@@ -356,7 +357,7 @@ def test_cli_scores_with_a_local_nli_classifier(tmp_path, answers_case, always_e
         settings = reader.settings()
         stored = reader.frame("answer_metrics").set_index(["query_id", "answer_id", "metric"])["value"]
         probabilities = reader.frame("entailment")["probability"]
-    assert settings["nli"] == f"hf:{always_entails_dir}" and "evaluate-citations" in settings["command"]
+    assert settings["nli"] == f"hf:{always_entails_dir}@0.5" and "evaluate-citations" in settings["command"]
     assert (probabilities > 0.5).all()
     assert_everything_entailed(stored, lines, built)
 
@@ -380,17 +381,18 @@ def test_the_llm_judge_checks_citations_too(tmp_path, answers_case, tokenizer):
 def assert_everything_entailed(stored, lines, built) -> None:
     """Every pair is entailed, so a statement is supported iff it has a valid citation (Eq. 1), every statement is
     entailed by some passage (Eq. 2), ALCE recall is 1 iff all its citations are valid and there is one, and every
-    citation of such a statement is precise (none can be removed: the others would have to entail *and* it not)."""
+    citation of such a statement is precise (none can be removed: the others would have to entail *and* it not);
+    ALCE counts only the citations of such statements, so precision is 1 wherever one is counted."""
     for key, plan in built.items():
         if not plan:
             continue
         n_passages = len(next(line for line in lines
                               if (line["query_id"], line.get("answer_id", "0")) == key)["passages"])
         valid = [all(1 <= c <= n_passages for c in cited) and bool(cited) for _, cited, _ in plan]
-        total = sum(len(cited) for _, cited, _ in plan)
+        total = sum(len(cited) for (_, cited, _), ok in zip(plan, valid) if ok)
         expected = {"autoais_cit": sum(any(1 <= c <= n_passages for c in cited) for _, cited, _ in plan) / len(plan),
                     "autoais_pssg": 1.0, "alce_recall": sum(valid) / len(plan),
-                    "alce_precision": sum(len(cited) for (_, cited, _), ok in zip(plan, valid) if ok) / total}
+                    "alce_precision": 1.0 if total else 0.0}
         for metric, value in expected.items():
             assert stored[(*key, metric)] == pytest.approx(value), (key, metric)
 
@@ -440,3 +442,68 @@ def test_the_earliest_error_is_reported_with_a_count_of_the_rest(tmp_path):
         read_user_answers(answers)
     assert (raised.value.line, raised.value.field) == (2, "query_id")
     assert str(raised.value).endswith("(1 more error(s) after it)")
+
+
+def test_cli_checker_spec_and_threshold_are_stored_with_the_scores(tmp_path, answers_case, always_entails_dir):
+    """``--checker hf:DIR --threshold T``: the run's settings name the checker with its threshold, and the decisions
+    use it: p(entail) ≈ 0.993 (the always-entailing head) is below 0.999, so no statement is supported."""
+    from rageval.cli import main
+
+    lines, _, _ = answers_case
+    answers = write_jsonl(tmp_path / "answers.jsonl", lines)
+    out = tmp_path / "run.sqlite"
+    assert main(["evaluate-citations", str(answers), "--out", str(out), "--checker", f"hf:{always_entails_dir}",
+                 "--threshold", "0.999", "--no-bertscore"]) == 0
+    with AttributionReader(out) as reader:
+        settings = reader.settings()
+        metrics = reader.frame("answer_metrics")
+    assert settings["nli"] == f"hf:{always_entails_dir}@0.999" and settings["nli_threshold"] == 0.999
+    assert "--checker" in settings["command"] and "--threshold 0.999" in settings["command"]
+    assert metrics.loc[metrics["metric"] == "alce_recall", "value"].eq(0.0).all()
+    assert (metrics["metric"] == "alce_recall").any()
+
+
+def test_citations_page_shows_checker_quality_reports(scored_run, tmp_path, monkeypatch):
+    """A report written as ``nli-eval --json`` writes it, in ``<runs folder>/nli/``: one table per checker with
+    its numbers, the run's own checker (``test:containment``) named as evaluated; a wrong file named, not fatal."""
+    import shutil
+
+    from rageval.attribution.checker_report import CheckerReport, ReportEntry, write_checker_report
+    from rageval.attribution.nli_eval import evaluate_checker_scores
+    from tests.app_helpers import captions, frame_with
+    from tests.test_app import start
+    from ui.render import escape_markdown
+
+    path, _ = scored_run
+    runs = tmp_path / "runs"
+    (runs / "attribution").mkdir(parents=True)
+    shutil.copyfile(path, runs / "attribution" / "mine.sqlite")
+    gold, scores = [1, 0, 1, 1, 0, 0, 1, 0], [0.9, 0.2, 0.7, 0.4, 0.6, 0.1, 0.8, 0.3]
+    pair = evaluate_checker_scores(gold, scores, 0.5, resamples=200)
+    claim = evaluate_checker_scores(gold, scores, 0.5, groups=list("aabbccdd"), resamples=200)
+    other = evaluate_checker_scores(gold, [1 - p for p in scores], 0.5, resamples=200)
+    report = CheckerReport(
+        {"test:containment@0.5": {"spec": "test", "threshold": 0.5, "description": "word containment"},
+         "hf:/m/other@0.5": {"spec": "hf:/m/other", "threshold": 0.5, "description": ""}},
+        (ReportEntry("test:containment@0.5", "mine.jsonl", None, "pair: each row", pair),
+         ReportEntry("test:containment@0.5", "mine.jsonl", "test", "claim: max over rows", claim),
+         ReportEntry("hf:/m/other@0.5", "mine.jsonl", None, "pair: each row", other)))
+    write_checker_report(runs / "nli" / "mine.json", report)
+    (runs / "nli" / "broken.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs))
+    app = start(str(Path(__file__).resolve().parent.parent / "app_pages" / "3_Citations.py"))
+    assert "Checker quality" in [h.value for h in app.subheader]
+    tables = [df.value for df in app.dataframe if "Balanced accuracy" in df.value.columns]
+    assert len(tables) == 2
+    ours = frame_with(app, "Balanced accuracy")  # the first table: the run's checker
+    assert list(ours["Level"]) == ["pair", "claim"] and list(ours["n"]) == [8, 4]
+    low, high = pair.balanced_accuracy_interval
+    assert ours["Balanced accuracy"].iloc[0] == f"{pair.balanced_accuracy:.3f} [{low:.2f}, {high:.2f}]"
+    low, high = pair.roc_auc_interval
+    assert ours["ROC-AUC"].iloc[0] == f"{pair.roc_auc:.3f} [{low:.2f}, {high:.2f}]"
+    assert list(ours["Split"]) == ["–", "test"] and list(ours["Threshold"]) == ["0.5", "0.5"]
+    assert tables[1]["ROC-AUC"].iloc[0].startswith(f"{other.roc_auc:.3f}")
+    text = captions(app)
+    assert escape_markdown("The selected run was scored by test:containment") in text
+    assert escape_markdown("evaluated above as test:containment@0.5") in text
+    assert escape_markdown("broken.json: not a rageval NLI report") in text

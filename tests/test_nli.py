@@ -81,7 +81,7 @@ def test_hugging_face_sequence_classifier_reads_its_entailment_label(tmp_path):
     with torch.no_grad():
         expected = model.model(**inputs).logits.softmax(-1)[:, 2].tolist()
     assert probabilities == pytest.approx(expected, abs=1e-5)
-    assert nli.load_nli(str(directory), device="cpu").model_id == f"hf:{directory}"
+    assert nli.load_nli(str(directory), device="cpu").model_id == f"hf:{directory}@0.5"
 
 
 def test_hugging_face_model_without_entailment_label_is_refused(tmp_path):
@@ -128,5 +128,5 @@ def test_llm_judge_reads_yes_no():
     assert "nli-yesno@1" in judge.model_id
     from rageval.errors import RagevalError
 
-    with pytest.raises(RagevalError):
-        nli.load_nli("llm")
+    with pytest.raises(RagevalError, match="no such local folder"):  # built by the generator factory
+        nli.load_nli("llm:/no/such/model")

@@ -14,7 +14,6 @@ from pathlib import Path
 from rageval.paths import DATA_DIR, RUNS_DIR
 
 NLI_REPORT = RUNS_DIR / "nli" / "nli_test_report.json"
-NLI_HELP = "NLI backend: 'trained' (MiniLM, rageval train-nli), 'llm', or a Hugging Face id/path"
 
 
 def _log(message: str) -> None:
@@ -66,6 +65,12 @@ def cmd_train_nli(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_checker_arguments(parser) -> None:
+    from rageval.attribution.pairs_cli import add_checker_arguments as add
+
+    add(parser)
+
+
 def add_parsers(sub) -> None:
     nli = sub.add_parser("train-nli", help="the NLI checker: load the shipped model, or train it (resumable, cached "
                                            "by recipe and data digest); --ship writes it for the repository, "
@@ -91,7 +96,7 @@ def add_parsers(sub) -> None:
 
 def cmd_attribution(args: argparse.Namespace) -> int:
     from rageval.attribution.experiment import AttributionPlan, AttributionResources, build_attribution_run
-    from rageval.attribution.nli import load_nli
+    from rageval.attribution.pairs_cli import checker_loader
     from rageval.bertscore import BertScorer
     from rageval.corpus import build_corpus
     from rageval.data import HAGRID_FILE, HAGRID_RUN_FILE, read_hagrid, read_hagrid_run
@@ -100,12 +105,12 @@ def cmd_attribution(args: argparse.Namespace) -> int:
     from rageval.retrieval.rerank import load_or_train_nq_reranker
 
     plan = AttributionPlan(num_queries=args.num_queries, first_query=args.first_query, k=args.k, depth=args.depth,
-                           nli_backend=args.nli)
+                           nli_backend=args.checker)
     corpus = build_corpus(args.data_dir)
     generator = CachedGenerator(load_gemma_generator(batch_size=args.batch_size, dtype=args.dtype or None),
                                 LLMCache(args.cache) if args.cache else LLMCache())
     resources = AttributionResources(
-        corpus, generator, load_nli(args.nli, generator=generator), load_or_train_nq_reranker(corpus=corpus),
+        corpus, generator, checker_loader(args, generator=generator)(), load_or_train_nq_reranker(corpus=corpus),
         BertScorer(), read_hagrid(args.data_dir / HAGRID_FILE), read_hagrid_run(args.data_dir / HAGRID_RUN_FILE))
     out = args.out or RUNS_DIR / "attribution" / plan.file_name
     path = build_attribution_run(plan, resources, out, log=_log, command="rageval " + " ".join(sys.argv[1:]))
@@ -121,23 +126,25 @@ def add_attribution_parser(sub) -> None:
     run.add_argument("--first-query", type=int, default=0)
     run.add_argument("--k", type=int, default=2, help="retrieved passages given to the generator")
     run.add_argument("--depth", type=int, default=10, help="passages retrieved per (sub-)query")
-    run.add_argument("--nli", default="trained", help=NLI_HELP)
     run.add_argument("--batch-size", type=int, default=8)
     run.add_argument("--dtype", default="bfloat16", help="generator precision ('' for the device default)")
     run.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     run.add_argument("--out", type=Path, help="run file (default: data/runs/attribution/<plan name>.sqlite)")
     run.add_argument("--data-dir", type=Path, default=DATA_DIR)
+    add_checker_arguments(run)
     run.set_defaults(handler=cmd_attribution)
 
 
 def cmd_evaluate_citations(args: argparse.Namespace) -> int:
+    from rageval.attribution.pairs_cli import checker_loader
     from rageval.attribution.store import attribution_summary
     from rageval.attribution.user_answers import evaluate_citations
 
     # Rebuilt from the parsed arguments (not sys.argv: main() may be called with its own argv).
-    command = shlex.join(["rageval", "evaluate-citations", str(args.answers), "--out", str(args.out), "--nli",
-                          args.nli, "--scenario", args.scenario, *(["--no-bertscore"] if args.no_bertscore else [])])
-    path = evaluate_citations(args.answers, args.out, args.nli, bertscore=not args.no_bertscore,
+    command = shlex.join(["rageval", "evaluate-citations", str(args.answers), "--out", str(args.out), "--checker",
+                          args.checker, *(["--threshold", str(args.threshold)] if args.threshold is not None else []),
+                          "--scenario", args.scenario, *(["--no-bertscore"] if args.no_bertscore else [])])
+    path = evaluate_citations(args.answers, args.out, checker_loader(args), bertscore=not args.no_bertscore,
                               scenario=args.scenario, command=command, log=_log)
     summary = attribution_summary(path)
     print(f"wrote {path}: {summary['answers']} answers, {summary['statements']} statements, {summary['pairs']} "
@@ -154,7 +161,7 @@ def add_evaluate_citations_parser(sub) -> None:
     run.add_argument("answers", type=Path, help="JSONL: query_id, question, answer with [n] citations, passages")
     run.add_argument("--out", type=Path, required=True,
                      help="run file to write (the dashboard lists <runs folder>/attribution/*.sqlite)")
-    run.add_argument("--nli", default="trained", help=NLI_HELP)
     run.add_argument("--scenario", default="user", help="the name the run stores these answers under")
     run.add_argument("--no-bertscore", action="store_true", help="skip BERTScore against the gold answers")
+    add_checker_arguments(run)
     run.set_defaults(handler=cmd_evaluate_citations)

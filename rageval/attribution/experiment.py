@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rageval.attribution.metrics import InputPassage
+from rageval.attribution.nli import checker_threshold
 from rageval.attribution.prompts import (
     ANSWER_DECODING,
     CITATION_FEW_SHOT,
@@ -322,6 +323,7 @@ def build_attribution_run(plan: AttributionPlan, resources: AttributionResources
     settings = {
         "kind": "attribution", "dataset": "hagrid-dev", "plan": dataclasses.asdict(plan),
         "generator": resources.generator.model_id, "nli": resources.nli.model_id,
+        "nli_threshold": checker_threshold(resources.nli),
         "reranker": resources.reranker.model_id, "bertscore": getattr(resources.bert_scorer, "model_id", ""),
         "prompts": {"citation": CITATION_FEW_SHOT.identifier, "closed_book": CLOSED_BOOK_FEW_SHOT.identifier},
         "decoding": ANSWER_DECODING.as_dict(), "queries": len(records), "gold_answers": len(gold_answers),

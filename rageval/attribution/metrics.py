@@ -11,7 +11,10 @@ entailment decision (:mod:`rageval.attribution.nli`); premises are passages form
   a statement with no citation, or citing a number that is not an input passage, gets 0. Recall = avg_i rec_i.
 * ALCE citation precision: a citation c of statement i counts as precise unless rec_i = 0, or (|C_i| > 1,
   NLI(d_c, a_i) = 0 and NLI(concat(C_i \\ {c}), a_i) = 1: it can be removed without losing support). Precision =
-  precise citations / citations (0 when the answer cites nothing).
+  precise citations / citations, where, as ALCE's ``eval.py`` counts them, *citations* are the (first 3) citations
+  of the statements whose citations all name input passages: a statement citing a number that is not an input
+  passage adds nothing to the denominator (and nothing precise), so ``[(1,), (9,)]`` with one passage that
+  supports statement 0 scores precision 1/1 (0 when no statement cites only input passages).
 * Citation overlap against the gold citations (Eq. 3), on passage identities: P = |C_gold ∩ C_gen| / |C_gen|,
   R = |C_gold ∩ C_gen| / |C_gold| (0 when the denominator set is empty).
 
@@ -94,7 +97,7 @@ class CitationScores:
     alce_recall: float
     alce_precision: float
     statements: int
-    citations: int
+    citations: int  # ALCE precision's denominator: capped citations of statements citing only input passages
     invalid_citations: int
     uncited_statements: int
     statement_supported: tuple[int, ...]  # per statement: AutoAIS_cit's max over its citations
@@ -130,7 +133,8 @@ def citation_scores(statement_citations: Sequence[Sequence[int]], passages: Mapp
         else:
             recall = joint((index, cited))
         recalls.append(int(recall))
-        total_citations += len(cited) if cited else len(citations)
+        # ALCE's denominator: only the capped citations of a statement whose citations are all input passages.
+        total_citations += len(cited) if cited else 0
         if not recall or not cited:  # no recall without valid citations
             continue
         if len(cited) == 1:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 Interval = tuple[float, float]
+Labels = Sequence[int] | np.ndarray  # gold labels, 1 = supported
+Scores = Sequence[float] | np.ndarray  # p(supported)
 DEFAULT_RESAMPLES = 1000
 CONFIDENCE = 0.95
 #: Cells (resamples x units) of the bootstrap index matrix handled at once: bounds its memory.
@@ -83,7 +85,7 @@ def _interval_list(interval: Interval | None) -> list[float] | None:
     return None if interval is None else [interval[0], interval[1]]
 
 
-def _checked(gold: Sequence[int], probabilities: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _checked(gold: Labels, probabilities: Scores) -> tuple[np.ndarray, np.ndarray]:
     y = np.asarray(gold, dtype=np.int64).reshape(-1)
     p = np.asarray(probabilities, dtype=np.float64).reshape(-1)
     if y.shape != p.shape:
@@ -95,7 +97,7 @@ def _checked(gold: Sequence[int], probabilities: Sequence[float]) -> tuple[np.nd
     return y, p
 
 
-def aggregate_claims(gold: Sequence[int], probabilities: Sequence[float],
+def aggregate_claims(gold: Labels, probabilities: Scores,
                      groups: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(claim ids in first-seen order, gold = max of each claim's row labels, p = max of its row probabilities)."""
     y, p = _checked(gold, probabilities)
@@ -140,7 +142,7 @@ def _balanced_accuracy_from_counts(tp, fn, tn, fp) -> np.ndarray:
     return np.divide(tpr + tnr, present, out=np.full_like(tpr, np.nan), where=present > 0)
 
 
-def roc_auc(gold: Sequence[int], probabilities: Sequence[float]) -> float | None:
+def roc_auc(gold: Labels, probabilities: Scores) -> float | None:
     """Rank-based ROC-AUC (ties count ½); ``None`` when one class is missing."""
     return _roc_auc(*_checked(gold, probabilities))
 
@@ -187,7 +189,7 @@ def _bootstrap(y: np.ndarray, p: np.ndarray, threshold: float, resamples: int,
     return _percentile_interval(np.concatenate(baccs)), _percentile_interval(np.concatenate(aucs))
 
 
-def evaluate_checker_scores(gold: Sequence[int], probabilities: Sequence[float], threshold: float,
+def evaluate_checker_scores(gold: Labels, probabilities: Scores, threshold: float,
                             groups: Sequence[str] | None = None, resamples: int = DEFAULT_RESAMPLES,
                             seed: int = 0) -> CheckerEvaluation:
     """Accuracy, balanced accuracy, F1 (supported class) and ROC-AUC of ``probabilities`` against ``gold`` (1 =
@@ -219,7 +221,7 @@ def evaluate_checker_scores(gold: Sequence[int], probabilities: Sequence[float],
         resamples=int(resamples))
 
 
-def best_threshold(gold: Sequence[int], probabilities: Sequence[float]) -> float:
+def best_threshold(gold: Labels, probabilities: Scores) -> float:
     """The threshold maximising balanced accuracy of ``p >= t`` (to calibrate a checker on dev data).
 
     The candidates are the midpoints between neighbouring distinct scores (every different decision the scores

@@ -25,14 +25,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rageval.attribution.checker_report import REPORT_FORMAT, REPORT_VERSION
 from rageval.attribution.nli import EntailmentModel
 from rageval.attribution.nli_data import entails, held_out_pairs
 from rageval.attribution.nli_eval import evaluate_checker_scores
 from rageval.errors import RagevalError
 from rageval.paths import DATA_DIR
 
-REPORT_FORMAT = "rageval-nli-report"
-REPORT_VERSION = 2
 HAGRID_HALVES = ("dev", "test")
 Log = Callable[[str], None]
 

@@ -21,7 +21,7 @@ from rageval.attribution.metrics import (
     premise_of,
     required_premises,
 )
-from rageval.attribution.nli import ENTAILMENT_THRESHOLD, EntailmentModel
+from rageval.attribution.nli import EntailmentModel, checker_threshold
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,10 @@ def entailment_matrices(answers: Sequence[AnswerRecord], model: EntailmentModel)
 
 
 def joint_decisions(answers: Sequence[AnswerRecord], model: EntailmentModel,
-                    threshold: float = ENTAILMENT_THRESHOLD) -> list[dict[PremiseKey, int]]:
-    """ALCE's joint-premise NLI decisions each answer needs (:func:`required_premises`), in one batched call."""
+                    threshold: float | None = None) -> list[dict[PremiseKey, int]]:
+    """ALCE's joint-premise NLI decisions each answer needs (:func:`required_premises`), in one batched call, at
+    ``threshold`` (default: the checker's own)."""
+    threshold = checker_threshold(model) if threshold is None else threshold
     pairs: dict[tuple[str, str], int] = {}
     wanted: list[dict[PremiseKey, int]] = []
     for answer in answers:
@@ -97,9 +99,10 @@ def joint_decisions(answers: Sequence[AnswerRecord], model: EntailmentModel,
 
 
 def score_answers(answers: Sequence[AnswerRecord], model: EntailmentModel, bert_scorer=None,
-                  threshold: float = ENTAILMENT_THRESHOLD) -> list[ScoredAnswer]:
+                  threshold: float | None = None) -> list[ScoredAnswer]:
     """Matrix, citation metrics, overlap and, for answers with ``references``, correctness (BLEU and ROUGE-L; also
-    BERTScore when a ``bert_scorer`` is given)."""
+    BERTScore when a ``bert_scorer`` is given); decisions at ``threshold`` (default: the checker's own)."""
+    threshold = checker_threshold(model) if threshold is None else threshold
     matrices = entailment_matrices(answers, model)
     joints = joint_decisions(answers, model, threshold)
     scored = []

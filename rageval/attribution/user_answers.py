@@ -198,23 +198,12 @@ def find_invalid_citations(answers: Sequence[UserAnswer], records: Sequence[Answ
 
 
 def load_checker(backend: str, log: Log = print):
-    """The NLI checker ``backend`` names, as ``rageval attribution --nli`` reads it (:func:`load_nli`): ``trained``,
-    ``llm`` (Gemma-3-270M through the LLM-call cache) or a local Hugging Face NLI classifier folder / id."""
-    from rageval.attribution.nli import load_nli
-    from rageval.attribution.nli_training import RECIPE_NAME, nli_model_dir, shipped_model_dir
-    from rageval.retrieval.rerank import CONFIG_NAME
+    """The checker a spec names (:func:`rageval.attribution.checkers.load_checker`: ``ours``, ``hf:...``,
+    ``minicheck:...``, ``alignscore:...``, ``llm[:MODEL]``; docs/checkers.md), telling ``log`` when the default
+    model is trained first."""
+    from rageval.attribution.checkers import load_checker as load
 
-    if (backend == "trained" and not (shipped_model_dir() / RECIPE_NAME).is_file()
-            and not (nli_model_dir() / CONFIG_NAME).is_file()):
-        log("the default NLI model is neither shipped nor trained yet: training it once (about 30-50 minutes on "
-            "2 CPU cores, resumable; `rageval train-nli` does it ahead)")
-    generator = None
-    if backend == "llm":
-        from rageval.generation.cache import CachedGenerator, LLMCache
-        from rageval.generation.gemma import load_gemma_generator
-
-        generator = CachedGenerator(load_gemma_generator(), LLMCache())
-    return load_nli(backend, generator=generator)
+    return load(backend, log=log)
 
 
 def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trained", *, tokenizer=None,
@@ -222,7 +211,8 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
                        log: Log = print) -> Path:
     """Score the attributed answers of ``answers_path`` (module docstring) into the run file ``out_path``.
 
-    ``nli``: a backend name for :func:`load_checker`, or a loaded :class:`EntailmentModel`. ``tokenizer``: the
+    ``nli``: a checker spec for :func:`load_checker`, a loaded :class:`EntailmentModel`, or a function loading one
+    (called once the answers are read and checked). ``tokenizer``: the
     Punkt sentence tokenizer (default: :func:`sentence_tokenizer`, trained on the corpus). ``bertscore``: also
     BERTScore (MiniLM) for answers with gold answers. The input is read and checked before any model is loaded;
     invalid citations are reported through ``log``.
@@ -252,7 +242,10 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
         log(f"warning: {invalid.citations} invalid citation(s) in {invalid.statements} statement(s) of "
             f"{invalid.answers} answer(s); counted as unsupported")
 
-    model = load_checker(nli, log) if isinstance(nli, str) else nli
+    if isinstance(nli, str):
+        model = load_checker(nli, log)
+    else:
+        model = nli if hasattr(nli, "entailment_probabilities") else nli()
     scorer = None
     if bertscore and any(r.references for r in records):
         from rageval.bertscore import BertScorer
@@ -264,7 +257,7 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
 
     from rageval import __version__
     from rageval.attribution.experiment import citation_usability
-    from rageval.attribution.nli import ENTAILMENT_THRESHOLD
+    from rageval.attribution.nli import checker_threshold
 
     questions = {a.query_id: a.question for a in answers}
     settings = {
@@ -272,7 +265,7 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
         "input": str(answers_path.resolve()), "input_sha256": _sha256(answers_path),
         "answers": len(answers), "queries": len(questions),
         "answers_with_gold": sum(bool(r.references) for r in records),
-        "nli": model.model_id, "nli_threshold": ENTAILMENT_THRESHOLD,
+        "nli": model.model_id, "nli_threshold": checker_threshold(model),
         "bertscore": getattr(scorer, "model_id", ""),
         "sentence_splitter": "Punkt trained on the rageval corpus (rageval.attribution.statements)",
         "invalid_citations": invalid.as_dict(), "usability": {scenario: citation_usability(records)},

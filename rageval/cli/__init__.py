@@ -10,6 +10,7 @@
     rageval build-corpus | build-index | erag | eval-retrieval | train-reranker | subquery-retrieval |
             demo-runs | cost-report | results          the shipped data, demo runs and docs/results.md
     rageval train-nli | attribution                   the NLI model and the HAGRID attributed-answer runs
+    rageval nli-score F --out O | nli-eval F          your own pairs scored by any checker; a checker evaluated
     rageval ium                                       Iterative Utility Maximization with four agents
 """
 
@@ -70,6 +71,12 @@ COMMANDS: dict[str, Command] = {
                                                              "against gold answers) of your own attributed answers "
                                                              "(JSONL, docs/citations_format.md), into an attribution "
                                                              "run file"),
+    "nli-score": Command("rageval.attribution.pairs_cli", "score your own (premise, hypothesis) pairs (JSONL) with any "
+                                                         "checker: each row back with p_supported, supported and "
+                                                         "checker"),
+    "nli-eval": Command("rageval.attribution.pairs_cli", "evaluate a checker on your labelled pairs (JSONL): "
+                                                        "accuracy, balanced accuracy, F1, ROC-AUC per source, pair "
+                                                        "and claim level"),
     "ium": Command("rageval.ium.cli", "Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
                                       "offline + online IUM and the baselines, into a run file"),
 }
