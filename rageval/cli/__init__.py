@@ -61,9 +61,9 @@ COMMANDS: dict[str, Command] = {
                                                 "sweep, LLM-retEval) into data/runs through the LLM-call cache"),
     "cost-report": Command("rageval.cli.shipped", "eRAG vs E2E wall time and peak memory (fresh process each)"),
     "results": Command("rageval.cli.shipped", "regenerate docs/results.md from the demo runs"),
-    "train-nli": Command("rageval.attribution.cli", "fine-tune (once, cached) the MiniLM NLI cross-encoder on "
-                                                    "data/nli train/dev rows and report accuracy on every held-out "
-                                                    "test split"),
+    "train-nli": Command("rageval.attribution.cli", "the NLI checker: load the shipped model, or train it "
+                                                    "(resumable, cached by recipe and data digest); --ship writes it "
+                                                    "for the repository, --report rebuilds the transfer report"),
     "attribution": Command("rageval.attribution.cli", "HAGRID attributed answers: scenarios G / RTG-gold / "
                                                       "RTG-vanilla / RTG-monot5 / RTG-query-gen / GTR and the gold "
                                                       "answers, NLI-scored, into a run file"),
