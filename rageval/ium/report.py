@@ -24,7 +24,11 @@ PAPER_NQ_HOTPOTQA = {  # its NQ (M1-M3) and HotPotQA (M7-M9) agents, EM
     "NQ M1": (28.05, 22.55, 36.76, 37.39, 37.82, 38.42, 38.84),
     "HotPotQA M7": (27.51, 18.80, 29.92, 30.91, 31.33, 31.41, 31.16),
 }
-HEADER = ("BM25", "dense", "reranker/agent", "reranker/dataset", "uRAG", "offline IUM", "online IUM")
+#: The column name of each engine in the tables (the paper's names).
+HEADERS = {"BM25": "BM25", "first-stage": "first stage", "dense": "dense", "reranker-individual": "reranker/agent",
+           "reranker-dataset": "reranker/dataset", "uRAG": "uRAG", "offline-IUM": "offline IUM",
+           "online-IUM": "online IUM"}
+PAPER_METHODS = tuple(PAPER_MACRO)
 
 
 def _cell(value, digits: int = 1) -> str:
@@ -58,11 +62,12 @@ def ium_sections(path: Path) -> list[str]:
             "Mean utility of the agent's answer from its top k (EM, answer-contained or token F1), percent. McNemar "
             "(exact, outcome = score ≥ 0.5) p-values of offline IUM against each baseline are in the last table.", ""]
     table = summary_table(outcomes)
-    rows = [[agent, *(_cell(100 * table.loc[agent].get(m, math.nan)) for m in MAIN_METHODS)] for agent in table.index]
-    out += _table(("agent", *HEADER), rows) + ["", "The paper (percent):", ""]
-    out += _table(("paper", *HEADER), [["macro average (18 agents)", *(_cell(PAPER_MACRO[m], 2) for m in MAIN_METHODS)],
-                                       *([name, *(_cell(v, 2) for v in values)]
-                                         for name, values in PAPER_NQ_HOTPOTQA.items())]) + [""]
+    methods = [m for m in MAIN_METHODS if m in table.columns]
+    rows = [[agent, *(_cell(100 * table.loc[agent].get(m, math.nan)) for m in methods)] for agent in table.index]
+    out += _table(("agent", *(HEADERS[m] for m in methods)), rows) + ["", "The paper (percent):", ""]
+    out += _table(("paper", *(HEADERS[m] for m in PAPER_METHODS)),
+                  [["macro average (18 agents)", *(_cell(PAPER_MACRO[m], 2) for m in PAPER_METHODS)],
+                   *([name, *(_cell(v, 2) for v in values)] for name, values in PAPER_NQ_HOTPOTQA.items())]) + [""]
     out += _reading(table, tables["feedback"], tables["significance"], config) + [""]
     significance = tables["significance"]
     wanted = significance[(significance.method_a.isin(["offline-IUM", "online-IUM"]))
@@ -116,3 +121,33 @@ def _reading(table, feedback, significance, config) -> list[str]:
             "noise; the paper trains on KILT training sets with 32 passages of feedback per query. The GPU preset "
             "(`rageval ium --preset full`: 300 training queries per dataset, k = 32, T = 3, all layers) is the "
             "configuration that can test the paper's claim; this CPU run shows the machinery end to end."]
+
+
+def power_scenarios(base_rates: Sequence[float], psi: float | None = None
+                    ) -> list[tuple[str, float, float, float | None]]:
+    """McNemar power scenarios (:func:`rageval.stats.power.power_table`) for differences of the paper's size
+    over each base accuracy: its macro gain of offline IUM over BM25 in points (61.34 - 55.38) and as a ratio
+    (x 1.108), each with independent outcomes and, where possible, the discordant proportion ``psi`` measured on a
+    run (the share of test queries on which the two engines disagree)."""
+    gain = PAPER_MACRO["offline-IUM"] - PAPER_MACRO["BM25"]
+    ratio = PAPER_MACRO["offline-IUM"] / PAPER_MACRO["BM25"]
+    scenarios: list[tuple[str, float, float, float | None]] = []
+    for base in base_rates:
+        for label, better in ((f"+{gain:.2f} points", base + gain / 100), (f"x {ratio:.3f}", base * ratio)):
+            scenarios.append((f"{base:.0%} -> {better:.1%} ({label}), independent outcomes", better, base, None))
+            if psi is not None and abs(better - base) <= psi <= min(1.0, better + base, 2 - better - base):
+                scenarios.append((f"{base:.0%} -> {better:.1%} ({label}), discordance {psi:.3f}", better, base, psi))
+    return scenarios
+
+
+def power_section(base_rates: Sequence[float], psi: float | None = None) -> list[str]:
+    """Markdown: the paired test queries an exact McNemar test needs (alpha 0.05, power 0.8) to see a difference
+    of the paper's size at each base accuracy (:func:`power_scenarios`)."""
+    from rageval.stats.power import ALPHA, POWER, power_table
+
+    rows = power_table(power_scenarios(base_rates, psi))
+    out = [f"Paired test queries a McNemar test needs to detect the difference (two-sided alpha {ALPHA}, power "
+           f"{POWER}; Connor 1987's formula and the exact test rageval reports, rageval.stats.power):", ""]
+    return out + _table(("scenario", "p10", "p01", "n (Connor)", "n (exact test)"),
+                        [[r.scenario, f"{r.p10:.4f}", f"{r.p01:.4f}", f"{r.n_connor:,}", f"{r.n_exact:,}"]
+                         for r in rows]) + [""]
