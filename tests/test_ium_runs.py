@@ -269,3 +269,13 @@ def test_a_model_that_cannot_be_reached_is_one_clear_error(world, tiny_bert_dir,
     assert re.search(rf"rageval: error: {re.escape(str(run))}: \d+ answers of this run's model are neither in the "
                      r"run nor in the LLM-call cache, and the model did not answer: cannot reach", error), error
     assert not out.exists()
+
+
+def test_the_results_section_reads_a_run_of_run_files(ium_run):
+    from rageval.ium.report import ium_sections
+
+    text = "\n".join(ium_sections(ium_run))
+    assert "| agent | first stage | reranker/agent |" in text and "| macro average |" in text
+    assert "test queries per agent (each run's questions split by a seeded hash, test share 0.4" in text
+    assert "starting from an untrained head" in text and "`nq-reader.sqlite`" in text
+    assert "every eRAG label the runs hold on the training questions' candidates" in text

@@ -10,7 +10,7 @@
     rageval build-corpus | build-index | erag | eval-retrieval | train-reranker | subquery-retrieval |
             demo-runs | cost-report | results          the shipped data, demo runs and docs/results.md
     rageval train-nli | attribution                   the NLI model and the HAGRID attributed-answer runs
-    rageval ium                                       Iterative Utility Maximization with four agents
+    rageval ium [--runs RUN ...]                      Iterative Utility Maximization: four agents, or one per run
 """
 
 from __future__ import annotations
@@ -71,7 +71,8 @@ COMMANDS: dict[str, Command] = {
                                                              "(JSONL, docs/citations_format.md), into an attribution "
                                                              "run file"),
     "ium": Command("rageval.ium.cli", "Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
-                                      "offline + online IUM and the baselines, into a run file"),
+                                      "offline + online IUM and the baselines, into a run file; --runs: one agent "
+                                      "per eRAG run file of yours"),
 }
 
 

@@ -48,14 +48,21 @@ def ium_sections(path: Path) -> list[str]:
     settings, tables = read_ium_run(path)
     plan, config = settings["plan"], settings["plan"]["config"]
     agents, outcomes = tables["agents"], tables["outcomes"]
+    from_runs = settings.get("source") == "runs"
+    split = (f"{plan['num_train']} training and {plan['num_test']} test queries per agent (each run's questions split "
+             f"by a seeded hash, test share {plan.get('split', {}).get('test_share')}: a question is tested for every "
+             "agent of its task or for none)" if from_runs else
+             f"{plan['num_train']} training and {plan['num_test']} test queries per dataset (disjoint; the agents of a "
+             "dataset share them)")
+    start = f"warm-started from `{config['init']}`" if config.get("init") else "an untrained head"
     out += [f"Run `{path.name}` built by `{settings.get('command') or 'rageval ium'}` in {settings['seconds']:.0f} s "
-            f"on the 2-core CPU. Agents (task, model, k, utility): " + "; ".join(
-                f"`{r.name}` ({r.dataset}, {r.generator}, k={r.k}, {r.utility})" for r in agents.itertuples()) + ". "
-            f"{plan['num_train']} training and {plan['num_test']} test queries per dataset (disjoint; the agents of a "
-            f"dataset share them). First stage {settings['first_stage']}; the engine is a MiniLM cross-encoder with "
-            f"task/model id tokens; offline IUM: T = {config['iterations']}, top {config['train_k']} served per "
-            f"training query, {config['epochs']} epochs, lr {config['lr']}, 10% unk; online IUM from the last offline "
-            f"checkpoint, b in {config['online_batch_sizes']} (the table uses b = "
+            f"on the 2-core CPU. Agents (task, model, k, utility" + (", run file" if from_runs else "") + "): "
+            + "; ".join(f"`{r.name}` ({r.dataset}, {r.generator}, k={r.k}, {r.utility}"
+                        + (f", `{getattr(r, 'run', '')}`" if from_runs else "") + ")" for r in agents.itertuples())
+            + f". {split}. First stage {settings['first_stage']}; the engine is a MiniLM cross-encoder with "
+            f"task/model id tokens, starting from {start}; offline IUM: T = {config['iterations']}, top "
+            f"{config['train_k']} served per training query, {config['epochs']} epochs, lr {config['lr']}, 10% unk; "
+            f"online IUM from the last offline checkpoint, b in {config['online_batch_sizes']} (the table uses b = "
             f"{settings['online_default_batch_size']}). Paper scale: 18 agents, KILT training sets, BM25 top 100, "
             "k = 32, T = 3, b = 256, T5/FiD agents fine-tuned per dataset.", "",
             "### Table 3: downstream score on each agent's test queries", "",
@@ -68,7 +75,7 @@ def ium_sections(path: Path) -> list[str]:
     out += _table(("paper", *(HEADERS[m] for m in PAPER_METHODS)),
                   [["macro average (18 agents)", *(_cell(PAPER_MACRO[m], 2) for m in PAPER_METHODS)],
                    *([name, *(_cell(v, 2) for v in values)] for name, values in PAPER_NQ_HOTPOTQA.items())]) + [""]
-    out += _reading(table, tables["feedback"], tables["significance"], config) + [""]
+    out += _reading(table, tables["feedback"], tables["significance"], config, from_runs) + [""]
     significance = tables["significance"]
     wanted = significance[(significance.method_a.isin(["offline-IUM", "online-IUM"]))
                           | (significance.method_b.isin(["offline-IUM", "online-IUM"]))]
@@ -100,27 +107,33 @@ def ium_sections(path: Path) -> list[str]:
     return out
 
 
-def _reading(table, feedback, significance, config) -> list[str]:
-    """What the run says, in numbers read from it: where offline IUM stands against BM25, and how much signal the
-    engine had to learn from (the share of positive feedback on the BM25 lists of offline iteration 1)."""
+def _reading(table, feedback, significance, config, from_runs: bool = False) -> list[str]:
+    """What the run says, in numbers read from it: where offline IUM stands against the first stage (BM25, or each
+    run's own ranking), and how much signal the engine had to learn from (the share of positive feedback of offline
+    iteration 1)."""
     macro = table.loc["macro average"]
+    base, base_name = ("first-stage", "the first stage") if from_runs else ("BM25", "BM25")
     first = feedback[feedback.phase == "offline-IUM@t1"]
     positive = first.groupby("agent").utility.apply(lambda u: (u > 0).mean())
-    pooled = significance[(significance.agent == "all agents") & (significance.method_a == "BM25")
+    pooled = significance[(significance.agent == "all agents") & (significance.method_a == base)
                           & (significance.method_b == "offline-IUM")]
     p_value = f", McNemar p = {pooled.p_value.iloc[0]:.3f}" if len(pooled) else ""
-    verdict = "above" if macro.get("offline-IUM", math.nan) > macro.get("BM25", math.nan) else "not above"
-    return [f"**Reading.** Offline IUM is {verdict} BM25 on this run (macro average "
-            f"{_cell(100 * macro.get('offline-IUM', math.nan))} vs "
-            f"{_cell(100 * macro.get('BM25', math.nan))}{p_value}). "
-            f"The engine learns from little signal: of the {len(first):,} feedback rows of offline iteration 1 (each "
-            f"agent's BM25 top {config['train_k']} of each training query), {(first.utility > 0).mean():.1%} are "
-            "positive (" + ", ".join(f"{agent} {share:.0%}" for agent, share in positive.items()) + "), and its "
-            f"head starts untrained, so with {int((first.utility > 0).sum())} positive rows it reorders BM25's "
-            "candidates by little more than "
-            "noise; the paper trains on KILT training sets with 32 passages of feedback per query. The GPU preset "
-            "(`rageval ium --preset full`: 300 training queries per dataset, k = 32, T = 3, all layers) is the "
-            "configuration that can test the paper's claim; this CPU run shows the machinery end to end."]
+    verdict = "above" if macro.get("offline-IUM", math.nan) > macro.get(base, math.nan) else "not above"
+    rows = ("every eRAG label the runs hold on the training questions' candidates" if from_runs else
+            f"each agent's BM25 top {config['train_k']} of each training query")
+    text = (f"**Reading.** Offline IUM is {verdict} {base_name} on this run (macro average "
+            f"{_cell(100 * macro.get('offline-IUM', math.nan))} vs {_cell(100 * macro.get(base, math.nan))}"
+            f"{p_value}). {'Of' if from_runs else 'The engine learns from little signal: of'} the {len(first):,} "
+            f"feedback rows of offline iteration 1 ({rows}), "
+            f"{(first.utility > 0).mean():.1%} are positive ("
+            + ", ".join(f"{agent} {share:.0%}" for agent, share in positive.items()) + ")")
+    if from_runs:
+        return [text + "."]
+    return [text + f", and its head starts untrained, so with {int((first.utility > 0).sum())} positive rows it "
+            "reorders BM25's candidates by little more than noise; the paper trains on KILT training sets with 32 "
+            "passages of feedback per query. The GPU preset (`rageval ium --preset full`: 300 training queries per "
+            "dataset, k = 32, T = 3, all layers) is the configuration that can test the paper's claim; this CPU run "
+            "shows the machinery end to end."]
 
 
 def power_scenarios(base_rates: Sequence[float], psi: float | None = None
