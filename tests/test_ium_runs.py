@@ -256,6 +256,32 @@ def test_bad_runs_are_one_error_naming_the_file(world, tiny_bert_dir, tmp_path, 
         assert "Traceback" not in error and not out.exists()
 
 
+def test_runs_that_disagree_on_a_passage_are_one_error_and_question_ids_are_per_agent(world, tiny_bert_dir,  # noqa: F811
+                                                                                        tmp_path, capsys):
+    import dataclasses
+    import random
+
+    from rageval.ium.agents import AgentSpec
+    from rageval.ium.learning import FeedbackRow, queries_by_agent, training_examples
+    from rageval.store import read_run, write_run
+    from rageval.types import Query
+
+    run = read_run(world["runs"][1])
+    changed = dataclasses.replace(run.passages[0], text="Another text under the same id.")
+    other = write_run(dataclasses.replace(run, passages=[changed, *run.passages[1:]]), tmp_path / "other.sqlite")
+    out = tmp_path / "out.sqlite"
+    assert main(ium_args(world, tiny_bert_dir, out, world["runs"][0], other)) == 2
+    error = capsys.readouterr().err
+    assert f"{other}: passage {changed.passage_id!r} is not the passage of that id in {world['runs'][0]}" in error
+    # Two agents may use one question id for two questions (two uploads numbered 1..n): each keeps its own text.
+    specs = {name: AgentSpec(name, name, name, "m", 1, "em") for name in ("a", "b")}
+    queries = queries_by_agent({"a": [Query("1", "who wrote hamlet")], "b": [Query("1", "what is the capital")]})
+    rows = [FeedbackRow("a", "1", "p", 1.0), FeedbackRow("b", "1", "p", 0.0)]
+    examples = training_examples(rows, specs, queries, {"p": run.passages[0]}, True, 0.0, random.Random(0))
+    assert [text for text, _, _ in examples] == ["[task:a] [model:m] who wrote hamlet",
+                                                 "[task:b] [model:m] what is the capital"]
+
+
 def test_a_model_that_cannot_be_reached_is_one_clear_error(world, tiny_bert_dir, tmp_path, capsys):  # noqa: F811
     """A run whose model server is down, with an empty LLM cache: training needs no model (the run's labels), the
     reranked lists' answers do: one error naming the run, the model and how many answers it lacks."""

@@ -147,17 +147,25 @@ def collect_feedback(agent: Agent, queries: Sequence[Query], lists: Mapping[str,
             for q, labels in zip(queries, agent.feedback(requests)) for pid, utility in labels]
 
 
-def training_examples(rows: Sequence[FeedbackRow], specs: Mapping[str, AgentSpec], queries: Mapping[str, Query],
+def training_examples(rows: Sequence[FeedbackRow], specs: Mapping[str, AgentSpec], queries: Mapping,
                       passages: Mapping[str, Passage], personalised: bool, unk_rate: float,
                       rng: random.Random) -> list[tuple[str, str, float]]:
-    """(engine text, passage document, feedback) triples; with probability ``unk_rate`` both ids become ``unk``."""
+    """(engine text, passage document, feedback) triples; with probability ``unk_rate`` both ids become ``unk``.
+    ``queries``: by ``(agent name, query id)`` (:func:`queries_by_agent`: agents from run files may use one id for
+    different questions) or by query id."""
     examples = []
     for row in rows:
         spec = specs[row.agent] if personalised else None
         unk = personalised and rng.random() < unk_rate
-        examples.append((engine_text(queries[row.query_id].text, spec, unk), passages[row.passage_id].as_document(),
+        query = queries.get((row.agent, row.query_id)) or queries[row.query_id]
+        examples.append((engine_text(query.text, spec, unk), passages[row.passage_id].as_document(),
                          float(row.utility)))
     return examples
+
+
+def queries_by_agent(queries: Mapping[str, Sequence[Query]]) -> dict[tuple[str, str], Query]:
+    """``{(agent name, query id): query}`` of ``{agent name: queries}``."""
+    return {(name, q.query_id): q for name, qs in queries.items() for q in qs}
 
 
 def new_model(tokens: Sequence[str], config: IumConfig, model_id: str):
@@ -239,7 +247,7 @@ def offline_ium(agents: Sequence[Agent], train_queries: Mapping[str, Sequence[Qu
     are kept in ``checkpoints`` (see :func:`fit`). ``first_feedback``: iteration 1's feedback as given (the labels
     run files hold) instead of collected on the first stage's top ``train_k``."""
     specs = {a.name: a.spec for a in agents}
-    queries = {q.query_id: q for qs in train_queries.values() for q in qs}
+    queries = queries_by_agent(train_queries)
     tokens = special_tokens(list(specs.values())) if personalised else ()
     label = "personalised" if personalised else "non-personalised"
     model = new_model(tokens, config, f"ium-offline-{label}")
@@ -283,7 +291,7 @@ def online_ium(agent: Agent, test_queries: Sequence[Query], start_model, candida
     if batch_size < 1:
         raise ValueError(f"online batch size must be at least 1, got {batch_size}")
     specs = {agent.name: agent.spec}
-    queries = {q.query_id: q for q in test_queries}
+    queries = queries_by_agent({agent.name: test_queries})
     result = OnlineResult(batch_size)
     seen: tuple[str, ...] = ()
     model = start_model
@@ -311,7 +319,7 @@ def train_baselines(agents: Sequence[Agent], rows: Sequence[FeedbackRow], train_
     Returns ``{method: {agent name: (model, personalised)}}``.
     """
     specs = {a.name: a.spec for a in agents}
-    queries = {q.query_id: q for qs in train_queries.values() for q in qs}
+    queries = queries_by_agent(train_queries)
 
     def train(selected: Sequence[FeedbackRow], personalised: bool, model_id: str):
         tokens = special_tokens(list(specs.values())) if personalised else ()

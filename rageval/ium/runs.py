@@ -362,8 +362,14 @@ def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: Run
             f"questions, {len(source.labels):,} stored labels, first stage {source.first_stage}")
     candidates = AgentCandidates({a.name: s.candidates for a, s in zip(agents, sources)})
     passages: dict[str, Passage] = {}
+    owner: dict[str, Path] = {}
     for source in sources:
-        passages.update(source.passages)
+        for pid, passage in source.passages.items():
+            if pid in passages and (passages[pid].title, passages[pid].text) != (passage.title, passage.text):
+                raise RagevalError(f"{source.path}: passage {pid!r} is not the passage of that id in {owner[pid]} "
+                                   "(another title or text); IUM serves one passage per id, so the runs must agree")
+            passages.setdefault(pid, passage)
+            owner.setdefault(pid, source.path)
     # Offline iteration 1: every stored label of the training questions' candidates.
     first_feedback = [FeedbackRow(agent.name, q.query_id, pid, source.labels[(q.query_id, pid)])
                       for agent, source in zip(agents, sources) for q in train[agent.name]
