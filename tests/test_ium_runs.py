@@ -234,9 +234,17 @@ def test_warm_start_from_a_saved_cross_encoder_is_recorded(world, tiny_bert_dir,
     assert warm.score_pairs(pair) != pytest.approx(cold.score_pairs(pair), abs=1e-6)
     assert warm.lineage != cold.lineage
     out = tmp_path / "warm.sqlite"
-    assert main([*ium_args(world, tiny_bert_dir, out, world["runs"][0]), "--init", str(saved)]) == 0
-    settings, _ = read_ium_run(out)
+    assert main([*ium_args(world, tiny_bert_dir, out, world["runs"][0]), "--init", str(saved),
+                 "--first-labels", "2"]) == 0
+    settings, tables = read_ium_run(out)
     assert settings["plan"]["config"]["init"] == str(saved.resolve()) == settings["warm_start"]
+    # --first-labels 2: iteration 1 learns from the labels of each training question's first 2 candidates only.
+    first = tables["feedback"][tables["feedback"].phase == "offline-IUM@t1"]
+    assert settings["first_labels"] == 2 and len(first) == 2 * settings["runs"][0]["train"]
+    with RunReader(world["runs"][0]) as reader:
+        rankings = reader.rankings()
+    assert {(q, p) for q, p in zip(first.query_id, first.passage_id)} == {
+        (q, p) for q in set(first.query_id) for p in rankings[q].passage_ids[:2]}
 
 
 def test_bad_runs_are_one_error_naming_the_file(world, tiny_bert_dir, tmp_path, capsys):  # noqa: F811

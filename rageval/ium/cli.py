@@ -44,7 +44,8 @@ def cmd_ium_runs(args: argparse.Namespace) -> int:
     split = RunSplit(test_share=args.test_share, max_train=args.max_train, max_test=args.max_test, seed=args.seed)
     with LLMCache(args.cache) if args.cache else LLMCache() as cache:
         result = run_ium_over_runs(args.runs, config, split, cache=cache, metric=args.metric, k=args.k,
-                                   depth=args.run_depth, name=args.name, log=_log(started),
+                                   depth=args.run_depth, first_labels=args.first_labels, name=args.name,
+                                   log=_log(started),
                                    command="rageval " + " ".join(sys.argv[1:]),
                                    checkpoints=None if args.no_checkpoints else cache_dir() / "models" /
                                    "ium-checkpoints")
@@ -113,6 +114,9 @@ def add_parsers(sub) -> None:
                                             "below its ranking depth)")
     runs.add_argument("--run-depth", type=int, help="first-stage candidates per question (default: each run's "
                                                     "whole ranking)")
+    runs.add_argument("--first-labels", type=int,
+                      help="offline iteration 1 learns from the stored labels of each training question's first N "
+                           "candidates only (default: every stored label; an ablation)")
     runs.add_argument("--test-share", type=float, default=0.3,
                       help="share of each task's questions held out for testing (a seeded hash per question)")
     runs.add_argument("--max-train", type=int, help="at most this many training questions per agent")

@@ -335,7 +335,7 @@ def build_run_agents(sources: Sequence[RunAgentSource], cache, log: Log = print,
 
 def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: RunSplit = RunSplit(), *,
                       cache, metric: str | None = None, k: int | None = None, depth: int | None = None,
-                      name: str = "ium-runs",
+                      first_labels: int | None = None, name: str = "ium-runs",
                       log: Log = print, command: str = "", checkpoints: Path | None = None,
                       generators: Mapping[str, object] | None = None) -> IumResult:
     """IUM with one agent per run file (module docstring): offline IUM (personalised and not), the one-round
@@ -343,7 +343,10 @@ def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: Run
     same tables as :func:`rageval.ium.experiment.run_ium`, settings ``source = "runs"`` naming the runs.
     ``metric`` / ``k`` / ``depth``: the utility, passages read and first-stage depth of every agent (default: each
     run's own; :func:`read_run_agent`); ``config.first_stage_depth`` is not used (the runs' rankings are the first
-    stage)."""
+    stage). ``first_labels``: offline iteration 1 learns from the stored labels of each training question's first
+    ``first_labels`` candidates only (default: all; the ablation of "every cached label")."""
+    if first_labels is not None and first_labels < 1:
+        raise RagevalError(f"first labels: expected at least 1, got {first_labels}")
     started = time.perf_counter()
     if not paths:
         raise RagevalError("--runs: expected at least one run file")
@@ -373,7 +376,7 @@ def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: Run
     # Offline iteration 1: every stored label of the training questions' candidates.
     first_feedback = [FeedbackRow(agent.name, q.query_id, pid, source.labels[(q.query_id, pid)])
                       for agent, source in zip(agents, sources) for q in train[agent.name]
-                      for pid in source.candidates[q.query_id] if (q.query_id, pid) in source.labels]
+                      for pid in source.candidates[q.query_id][:first_labels] if (q.query_id, pid) in source.labels]
     served, feedback_frames, trained_on_rows = train_and_serve(
         agents, train, test, candidates, passages, config, first_stage=FIRST_STAGE, first_feedback=first_feedback,
         log=log, checkpoints=checkpoints, started=started)
@@ -396,9 +399,11 @@ def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: Run
         "generators": {a.name: a.generator.model_id for a in agents},
         "first_stage": "each run's own ranking (" + "; ".join(sorted({s.first_stage for s in sources})) + ")",
         "dense": None, "online_default_batch_size": config.online_batch_sizes[0],
-        "warm_start": config.init, "llm_calls": calls,
-        "feedback": "offline iteration 1: every eRAG label the runs hold on the training questions; later "
-                    "feedback and every answer: the run's stored ones, then the LLM-call cache, then the run's model",
+        "warm_start": config.init, "llm_calls": calls, "first_labels": first_labels,
+        "feedback": ("offline iteration 1: every eRAG label the runs hold on the training questions" if first_labels
+                     is None else f"offline iteration 1: the stored eRAG labels of each training question's first "
+                     f"{first_labels} candidates") + "; later feedback and every answer: the run's stored ones, then "
+                    "the LLM-call cache, then the run's model",
         "seconds": round(time.perf_counter() - started, 1),
     }
     return assemble_result(settings, agents, train, test, served, outcomes, feedback_frames, trained_on_rows,
