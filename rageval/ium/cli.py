@@ -106,7 +106,8 @@ def add_parsers(sub) -> None:
         "agents from your run files (--runs)",
         "Each run file is one agent (its dataset, model, downstream metric, questions, ranking and eRAG labels); "
         "offline iteration 1 learns from every label the runs hold; other labels and answers come from the run, "
-        "then the LLM-call cache, then the run's own model (as rageval evaluate recorded it).")
+        "then the LLM-call cache, then the run's own model (as rageval evaluate recorded it). --preset, "
+        "--num-train, --num-test, --depth, --no-dense and --dtype are for the four shipped agents only.")
     runs.add_argument("--runs", nargs="+", type=Path, metavar="RUN", help="eRAG run files (.sqlite), one per agent")
     runs.add_argument("--metric", help="the downstream metric of every agent (em, f1, accuracy, rougeL; default: "
                                        "each run's own)")
