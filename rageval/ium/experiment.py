@@ -119,7 +119,7 @@ def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[li
     served, feedback_frames, trained_on_rows = train_and_serve(
         agents, train, test, candidates, passages, config, first_stage="BM25", given=given, log=log,
         checkpoints=checkpoints, started=started)
-    outcomes = answer_outcomes(agents, test, served, passages)
+    outcomes = answer_outcomes(agents, test, served, passages, log)
     log(f"outcomes: {len(outcomes)} answers ({time.perf_counter() - started:.0f} s)")
     settings = {
         "kind": "ium", "plan": {**dataclasses.asdict(plan), "agents": [dataclasses.asdict(s) for s in plan.agents]},
@@ -229,16 +229,18 @@ def _feedback_frame(rows, phase: str) -> pd.DataFrame:
 
 
 def answer_outcomes(agents: Sequence[Agent], test: Mapping[str, Sequence[Query]],
-              served: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]],
-              passages: Mapping[str, Passage]) -> pd.DataFrame:
+                    served: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]],
+                    passages: Mapping[str, Passage], log: Log = lambda message: None) -> pd.DataFrame:
     """Every agent's answer and downstream score on its test queries under every method (one generator call per
     agent; identical prompts across methods are answered once by the cache)."""
     rows = []
     for agent in agents:
         keys = [(method, q) for method in served for q in test[agent.name]]
+        started = time.perf_counter()
         answers = agent.answer([(q, [passages[pid] for pid in served[method][agent.name][q.query_id]])
                                 for method, q in keys])
         rows += [(method, agent.name, q.query_id, output, score) for (method, q), (output, score) in zip(keys, answers)]
+        log(f"outcomes of {agent.name}: {len(keys)} answers ({time.perf_counter() - started:.0f} s)")
     return pd.DataFrame(rows, columns=["method", "agent", "query_id", "output", "score"])
 
 

@@ -380,7 +380,7 @@ def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: Run
     served, feedback_frames, trained_on_rows = train_and_serve(
         agents, train, test, candidates, passages, config, first_stage=FIRST_STAGE, first_feedback=first_feedback,
         log=log, checkpoints=checkpoints, started=started)
-    outcomes = answer_outcomes(agents, test, served, passages)
+    outcomes = answer_outcomes(agents, test, served, passages, log)
     log(f"outcomes: {len(outcomes)} answers ({time.perf_counter() - started:.0f} s)")
     first_rows = {a.name: sum(row.agent == a.name for row in first_feedback) for a in agents}
     calls = {a.name: {"stored_labels": first_rows[a.name] + a.stored_feedback, "stored_answers": a.stored_answers,
