@@ -32,8 +32,8 @@ if agents.empty or not counts:
     st.stop()
 render.render_table(view.agents_view(agents), hide_index=True)
 st.caption(render.escape_markdown(f"The {len(agents)} agents: task, reader model, k passages read, and the utility "
-                                  "their feedback and downstream score use (em: exact match, contains: answer "
-                                  "contained, f1: token F1)."))
+                                  "their feedback and downstream score use (em: exact match, contains or "
+                                  "accuracy: answer contained, f1: token F1, rougeL: ROUGE-L)."))
 
 st.subheader("Downstream score per agent and method")
 low, high = min(counts.values()), max(counts.values())

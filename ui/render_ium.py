@@ -27,15 +27,22 @@ def provenance(settings: Mapping[str, Any], n_queries: int | str | None = None) 
     plan = settings.get("plan") or {}
     config = plan.get("config") or {}
     generators = sorted(set((settings.get("generators") or {}).values()))
+    from_runs = settings.get("source") == "runs"
     parts = []
+    if from_runs:
+        runs = settings.get("runs") or []
+        parts.append(f"agents from {len(runs)} run {'file' if len(runs) == 1 else 'files'}")
     if generators:
         parts.append("generators " + ", ".join(generators))
     if settings.get("first_stage"):
         parts.append(f"first stage {settings['first_stage']}")
     if plan:
-        parts.append(f"{plan.get('num_train', '?')} training / {plan.get('num_test', '?')} test queries per dataset")
+        parts.append(f"{plan.get('num_train', '?')} training / {plan.get('num_test', '?')} test queries per "
+                     f"{'agent' if from_runs else 'dataset'}")
     if config:
         parts.append(f"T = {config.get('iterations', '?')}, train k = {config.get('train_k', '?')}")
+    if config.get("init"):
+        parts.append(f"engine warm-started from {config['init']}")
     if isinstance(n_queries, str):
         parts.append(n_queries)
     elif n_queries is not None:
@@ -44,7 +51,8 @@ def provenance(settings: Mapping[str, Any], n_queries: int | str | None = None) 
 
 
 AGENT_COLUMNS = {"name": "Agent", "dataset": "Dataset", "task_id": "Task id", "model_id": "Model id",
-                 "k": "k (passages read)", "utility": "Utility", "generator": "Generator"}
+                 "k": "k (passages read)", "utility": "Utility", "generator": "Generator", "run": "Run file",
+                 "first_stage": "First stage"}
 
 
 def agents_view(agents: pd.DataFrame) -> pd.DataFrame:

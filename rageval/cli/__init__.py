@@ -11,7 +11,7 @@
             demo-runs | cost-report | results          the shipped data, demo runs and docs/results.md
     rageval train-nli | attribution                   the NLI model and the HAGRID attributed-answer runs
     rageval nli-score F --out O | nli-eval F          your own pairs scored by any checker; a checker evaluated
-    rageval ium                                       Iterative Utility Maximization with four agents
+    rageval ium [--runs RUN ...]                      Iterative Utility Maximization: four agents, or one per run
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ COMMANDS: dict[str, Command] = {
                                                         "accuracy, balanced accuracy, F1, ROC-AUC per source, pair "
                                                         "and claim level"),
     "ium": Command("rageval.ium.cli", "Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
-                                      "offline + online IUM and the baselines, into a run file"),
+                                      "offline + online IUM and the baselines, into a run file; --runs: one agent "
+                                      "per eRAG run file of yours"),
 }
 
 

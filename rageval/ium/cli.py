@@ -1,4 +1,5 @@
-"""``rageval ium``: offline and online IUM with four agents and the baselines, end to end, into a run file."""
+"""``rageval ium``: offline and online IUM with four agents and the baselines, end to end, into a run file; or,
+with ``--runs``, with one agent per eRAG run file the user has (:mod:`rageval.ium.runs`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,54 @@ from pathlib import Path
 from rageval.paths import DATA_DIR, RUNS_DIR, cache_dir
 
 
+def _init_folder(value: str | None) -> str | None:
+    """``--init``: a saved cross-encoder folder, or ``nq`` for the latest one ``rageval train-reranker`` cached."""
+    if not value:
+        return None
+    if value == "nq":
+        from rageval.retrieval.evaluate import latest_nq_reranker_dir
+
+        return str(latest_nq_reranker_dir())
+    return str(Path(value).expanduser().resolve())
+
+
+def _log(started: float):
+    def log(message: str) -> None:
+        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
+
+    return log
+
+
+def cmd_ium_runs(args: argparse.Namespace) -> int:
+    from rageval.generation.cache import LLMCache
+    from rageval.ium.experiment import summary_table, write_ium_run
+    from rageval.ium.learning import IumConfig
+    from rageval.ium.runs import RunSplit, run_ium_over_runs
+    from rageval.paths import user_runs_dir
+
+    started = time.perf_counter()
+    config = IumConfig(train_k=args.train_k, iterations=args.iterations, epochs=args.epochs,
+                       online_batch_sizes=tuple(int(b) for b in args.batch_sizes.split(",")), seed=args.seed,
+                       encoder=str(Path(args.encoder).expanduser().resolve()) if args.encoder else None,
+                       init=_init_folder(args.init))
+    split = RunSplit(test_share=args.test_share, max_train=args.max_train, max_test=args.max_test, seed=args.seed)
+    with LLMCache(args.cache) if args.cache else LLMCache() as cache:
+        result = run_ium_over_runs(args.runs, config, split, cache=cache, metric=args.metric, k=args.k,
+                                   depth=args.run_depth, first_labels=args.first_labels, name=args.name,
+                                   log=_log(started),
+                                   command="rageval " + " ".join(sys.argv[1:]),
+                                   checkpoints=None if args.no_checkpoints else cache_dir() / "models" /
+                                   "ium-checkpoints")
+    out = args.out or user_runs_dir() / "ium" / f"{args.name}.sqlite"
+    write_ium_run(result, out)
+    print(summary_table(result.outcomes).round(3).to_string())
+    print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - started:.0f} s")
+    return 0
+
+
 def cmd_ium(args: argparse.Namespace) -> int:
+    if args.runs:
+        return cmd_ium_runs(args)
     from rageval.corpus import build_corpus
     from rageval.experiments import Resources
     from rageval.generation.cache import CachedGenerator, LLMCache
@@ -26,7 +74,7 @@ def cmd_ium(args: argparse.Namespace) -> int:
     else:
         config = IumConfig(first_stage_depth=args.depth, train_k=args.train_k, iterations=args.iterations,
                            epochs=args.epochs, online_batch_sizes=tuple(int(b) for b in args.batch_sizes.split(",")),
-                           seed=args.seed)
+                           seed=args.seed, init=_init_folder(args.init))
         plan = IumPlan(num_train=args.num_train, num_test=args.num_test, config=config)
     corpus = build_corpus(args.data_dir)
     resources = Resources(corpus)
@@ -40,12 +88,8 @@ def cmd_ium(args: argparse.Namespace) -> int:
                           {"smollm2": lambda message: chat_prompt(smollm2_tokenizer, message)})
     split = plan_queries(plan, corpus.nq_queries, hotpotqa_queries(corpus, args.data_dir))
     started = time.perf_counter()
-
-    def log(message: str) -> None:
-        print(f"[{time.perf_counter() - started:6.0f} s] {message}", file=sys.stderr, flush=True)
-
     result = run_ium(plan, agents, split, resources.passages, resources.bm25, resources.dense if args.dense else None,
-                     log=log, command="rageval " + " ".join(sys.argv[1:]),
+                     log=_log(started), command="rageval " + " ".join(sys.argv[1:]),
                      checkpoints=None if args.no_checkpoints else cache_dir() / "models" / "ium-checkpoints")
     out = args.out or RUNS_DIR / "ium" / plan.file_name
     write_ium_run(result, out)
@@ -56,7 +100,35 @@ def cmd_ium(args: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     ium = sub.add_parser("ium", help="Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
-                                     "offline + online IUM and the baselines, into a run file")
+                                     "offline + online IUM and the baselines, into a run file; --runs: one agent "
+                                     "per eRAG run file of yours")
+    runs = ium.add_argument_group(
+        "agents from your run files (--runs)",
+        "Each run file is one agent (its dataset, model, downstream metric, questions, ranking and eRAG labels); "
+        "offline iteration 1 learns from every label the runs hold; other labels and answers come from the run, "
+        "then the LLM-call cache, then the run's own model (as rageval evaluate recorded it). --preset, "
+        "--num-train, --num-test, --depth, --no-dense and --dtype are for the four shipped agents only.")
+    runs.add_argument("--runs", nargs="+", type=Path, metavar="RUN", help="eRAG run files (.sqlite), one per agent")
+    runs.add_argument("--metric", help="the downstream metric of every agent (em, f1, accuracy, rougeL; default: "
+                                       "each run's own)")
+    runs.add_argument("--k", type=int, help="passages each agent reads (default: each run's largest stored E2E k "
+                                            "below its ranking depth)")
+    runs.add_argument("--run-depth", type=int, help="first-stage candidates per question (default: each run's "
+                                                    "whole ranking)")
+    runs.add_argument("--first-labels", type=int,
+                      help="offline iteration 1 learns from the stored labels of each training question's first N "
+                           "candidates only (default: every stored label; an ablation)")
+    runs.add_argument("--test-share", type=float, default=0.3,
+                      help="share of each task's questions held out for testing (a seeded hash per question)")
+    runs.add_argument("--max-train", type=int, help="at most this many training questions per agent")
+    runs.add_argument("--max-test", type=int, help="at most this many test questions per agent")
+    runs.add_argument("--encoder", help="the encoder an untrained engine starts from (a local Hugging Face "
+                                        "folder; default all-MiniLM-L6-v2)")
+    runs.add_argument("--name", default="ium-runs", help="the run's name (default file: <your runs folder>/ium/"
+                                                         "<name>.sqlite)")
+    ium.add_argument("--init", help="warm start: a saved cross-encoder folder the engine starts from (with the "
+                                    "task/model id tokens added), or 'nq' for the NQ reranker `rageval "
+                                    "train-reranker` cached; default: an untrained head")
     ium.add_argument("--preset", choices=("default", "full"), default="default",
                      help="'full': the GPU configuration (rageval.ium.experiment.FULL_PLAN); "
                           "the size flags are ignored")
@@ -74,6 +146,7 @@ def add_parsers(sub) -> None:
     ium.add_argument("--no-checkpoints", action="store_true",
                      help="do not keep the trained offline/baseline models in the user cache (a killed run then "
                           "retrains them)")
-    ium.add_argument("--out", type=Path, help="run file (default: data/runs/ium/<plan name>.sqlite)")
+    ium.add_argument("--out", type=Path, help="run file (default: data/runs/ium/<plan name>.sqlite; with --runs, "
+                                              "<your runs folder>/ium/<name>.sqlite)")
     ium.add_argument("--data-dir", type=Path, default=DATA_DIR)
     ium.set_defaults(handler=cmd_ium)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from rageval.ium.agents import Agent, AgentSpec
-from rageval.ium.learning import IumConfig, SearchEngine, offline_ium, online_ium, train_baselines
+from rageval.ium.learning import FeedbackRow, IumConfig, SearchEngine, offline_ium, online_ium, train_baselines
 from rageval.stats.paired import jaccard, mcnemar_exact, top_k_kendall_tau
 from rageval.types import Passage, Query
 
@@ -34,7 +34,10 @@ DEFAULT_AGENTS = (
     AgentSpec("hotpotqa/gemma/em", "hotpotqa", "hotpotqa", "gemma", k=3, utility="em"),
     AgentSpec("hotpotqa/smollm2/f1", "hotpotqa", "hotpotqa", "smollm2", k=2, utility="f1"),
 )
-MAIN_METHODS = ("BM25", "dense", "reranker-individual", "reranker-dataset", "uRAG", "offline-IUM", "online-IUM")
+#: The engines of the paper's Table 3; ``first-stage`` stands for BM25 when the agents come from run files, each
+#: with its own retriever's lists (rageval.ium.runs).
+MAIN_METHODS = ("BM25", "first-stage", "dense", "reranker-individual", "reranker-dataset", "uRAG", "offline-IUM",
+                "online-IUM")
 
 
 @dataclass(frozen=True)
@@ -107,24 +110,58 @@ def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[li
     candidates = {qid: r.passage_ids for qid, r in bm25.batch_search(all_queries, config.first_stage_depth).items()}
     log(f"first stage: BM25 top {config.first_stage_depth} for {len(all_queries)} queries "
         f"({time.perf_counter() - started:.0f} s)")
+    given: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {}
+    if dense is not None:
+        dense_lists = {q.query_id: r.passage_ids for q in all_queries
+                       for r in [dense.search(q.text, max(a.spec.k for a in agents), q.query_id)]}
+        given["dense"] = {a.name: {q.query_id: tuple(dense_lists[q.query_id][:a.spec.k]) for q in test[a.name]}
+                          for a in agents}
+    served, feedback_frames, trained_on_rows = train_and_serve(
+        agents, train, test, candidates, passages, config, first_stage="BM25", given=given, log=log,
+        checkpoints=checkpoints, started=started)
+    outcomes = answer_outcomes(agents, test, served, passages, log)
+    log(f"outcomes: {len(outcomes)} answers ({time.perf_counter() - started:.0f} s)")
+    settings = {
+        "kind": "ium", "plan": {**dataclasses.asdict(plan), "agents": [dataclasses.asdict(s) for s in plan.agents]},
+        "generators": {a.name: a.generator.model_id for a in agents}, "command": command,
+        "first_stage": f"BM25 (Lucene, k1=0.9, b=0.4) top {config.first_stage_depth} over the rageval corpus",
+        "dense": getattr(dense, "model_id", "all-MiniLM-L6-v2") if dense is not None else None,
+        "online_default_batch_size": config.online_batch_sizes[0],
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    return assemble_result(settings, agents, train, test, served, outcomes, feedback_frames, trained_on_rows)
 
+
+def train_and_serve(agents: Sequence[Agent], train: Mapping[str, Sequence[Query]], test: Mapping[str, Sequence[Query]],
+                    candidates: Mapping, passages: Mapping[str, Passage], config: IumConfig, *,
+                    first_stage: str = "BM25", given: Mapping[str, Mapping[str, Mapping[str, tuple[str, ...]]]]
+                    | None = None, first_feedback: Sequence[FeedbackRow] | None = None, log: Log = print,
+                    checkpoints: Path | None = None, started: float | None = None
+                    ) -> tuple[dict[str, dict[str, dict[str, tuple[str, ...]]]], list[pd.DataFrame], list[tuple]]:
+    """Every method's lists on every agent's test queries, the feedback each phase collected and, per online
+    method, what the serving parameters had been trained on: the one path of every IUM run (the shipped agents
+    over BM25, agents from run files over their own rankings).
+
+    ``candidates``: the first stage's lists (shared, or :class:`~rageval.ium.learning.AgentCandidates`); served as
+    they are under the method ``first_stage`` (also offline iteration t = 0). ``given``: more lists served as they
+    are (``{method: {agent: {query id: ids}}}``, e.g. dense retrieval). ``first_feedback``: offline iteration 1's
+    feedback as given (:func:`~rageval.ium.learning.offline_ium`); the one-round baselines learn from iteration 1's
+    feedback either way."""
+    started = time.perf_counter() if started is None else started
     served: dict[str, dict[str, dict[str, tuple[str, ...]]]] = {}  # method -> agent -> query -> list
 
     def serve_all(method: str, engine_for: Callable[[Agent], SearchEngine]) -> None:
         served[method] = {a.name: engine_for(a).serve(a.spec, test[a.name], a.spec.k) for a in agents}
 
-    serve_all("BM25", lambda a: SearchEngine(candidates, passages))
-    if dense is not None:
-        dense_lists = {q.query_id: r.passage_ids for q in all_queries
-                       for r in [dense.search(q.text, max(a.spec.k for a in agents), q.query_id)]}
-        served["dense"] = {a.name: {q.query_id: tuple(dense_lists[q.query_id][:a.spec.k]) for q in test[a.name]}
-                           for a in agents}
+    serve_all(first_stage, lambda a: SearchEngine(candidates, passages))
+    for method, lists in (given or {}).items():
+        served[method] = {name: dict(per_query) for name, per_query in lists.items()}
 
     feedback_frames = []
     iterations = offline_ium(agents, train, candidates, passages, config, personalised=True, log=log,
-                             checkpoints=checkpoints)
+                             checkpoints=checkpoints, first_feedback=first_feedback)
     plain_iterations = offline_ium(agents, train, candidates, passages, config, personalised=False, log=log,
-                                   checkpoints=checkpoints)
+                                   checkpoints=checkpoints, first_feedback=first_feedback)
     for label, runs, personalised in (("offline-IUM", iterations, True),
                                       ("offline-IUM-nonpersonalised", plain_iterations, False)):
         for iteration in runs:
@@ -134,11 +171,11 @@ def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[li
 
             serve_all(method, engine)
             feedback_frames.append(_feedback_frame(iteration.feedback, f"{label}@t{iteration.number}"))
-        served[f"{label}@t0"] = served["BM25"]
+        served[f"{label}@t0"] = served[first_stage]
     served["offline-IUM"] = served[f"offline-IUM@t{config.iterations}"]
     log(f"offline IUM: {config.iterations} iterations x 2 ({time.perf_counter() - started:.0f} s)")
 
-    # One round of feedback on BM25 lists: offline iteration 1's (served by the first stage for every agent).
+    # One round of feedback on the first stage's lists: offline iteration 1's.
     baselines = train_baselines(agents, iterations[0].feedback, train, passages, config, log=log,
                                 checkpoints=checkpoints)
     for method, per_agent in baselines.items():
@@ -159,20 +196,19 @@ def run_ium(plan: IumPlan, agents: Sequence[Agent], split: Mapping[str, tuple[li
             trained_on_rows += [(method, agent.name, qid, " ".join(seen)) for qid, seen in result.trained_on.items()]
         log(f"{method} ({time.perf_counter() - started:.0f} s)")
     served["online-IUM"] = served[f"online-IUM@b{config.online_batch_sizes[0]}"]
+    return served, feedback_frames, trained_on_rows
 
-    outcomes = _outcomes(agents, test, served, passages)
-    log(f"outcomes: {len(outcomes)} answers ({time.perf_counter() - started:.0f} s)")
-    settings = {
-        "kind": "ium", "plan": {**dataclasses.asdict(plan), "agents": [dataclasses.asdict(s) for s in plan.agents]},
-        "generators": {a.name: a.generator.model_id for a in agents}, "command": command,
-        "first_stage": f"BM25 (Lucene, k1=0.9, b=0.4) top {config.first_stage_depth} over the rageval corpus",
-        "dense": getattr(dense, "model_id", "all-MiniLM-L6-v2") if dense is not None else None,
-        "online_default_batch_size": config.online_batch_sizes[0],
-        "seconds": round(time.perf_counter() - started, 1),
-    }
+
+def assemble_result(settings: dict, agents: Sequence[Agent], train: Mapping[str, Sequence[Query]],
+                    test: Mapping[str, Sequence[Query]], served, outcomes: pd.DataFrame,
+                    feedback_frames: Sequence[pd.DataFrame], trained_on_rows: Sequence[tuple],
+                    agent_columns: Mapping[str, Mapping[str, object]] | None = None) -> IumResult:
+    """The tables of one run (:class:`IumResult`); ``agent_columns``: more columns of the agents table, per agent."""
+    more = agent_columns or {}
     return IumResult(
         settings=settings,
-        agents=pd.DataFrame([{**dataclasses.asdict(a.spec), "generator": a.generator.model_id} for a in agents]),
+        agents=pd.DataFrame([{**dataclasses.asdict(a.spec), "generator": a.generator.model_id, **more.get(a.name, {})}
+                             for a in agents]),
         queries=pd.DataFrame([(a.name, part, q.query_id, q.text, " | ".join(q.answers)) for a in agents
                               for part, qs in (("train", train[a.name]), ("test", test[a.name])) for q in qs],
                              columns=["agent", "split", "query_id", "text", "answers"]),
@@ -192,17 +228,19 @@ def _feedback_frame(rows, phase: str) -> pd.DataFrame:
                         columns=["phase", "agent", "query_id", "passage_id", "utility"])
 
 
-def _outcomes(agents: Sequence[Agent], test: Mapping[str, Sequence[Query]],
-              served: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]],
-              passages: Mapping[str, Passage]) -> pd.DataFrame:
+def answer_outcomes(agents: Sequence[Agent], test: Mapping[str, Sequence[Query]],
+                    served: Mapping[str, Mapping[str, Mapping[str, Sequence[str]]]],
+                    passages: Mapping[str, Passage], log: Log = lambda message: None) -> pd.DataFrame:
     """Every agent's answer and downstream score on its test queries under every method (one generator call per
     agent; identical prompts across methods are answered once by the cache)."""
     rows = []
     for agent in agents:
         keys = [(method, q) for method in served for q in test[agent.name]]
+        started = time.perf_counter()
         answers = agent.answer([(q, [passages[pid] for pid in served[method][agent.name][q.query_id]])
                                 for method, q in keys])
         rows += [(method, agent.name, q.query_id, output, score) for (method, q), (output, score) in zip(keys, answers)]
+        log(f"outcomes of {agent.name}: {len(keys)} answers ({time.perf_counter() - started:.0f} s)")
     return pd.DataFrame(rows, columns=["method", "agent", "query_id", "output", "score"])
 
 
@@ -261,6 +299,8 @@ def personalisation_table(served, agents: Sequence[Agent], test: Mapping[str, Se
                     continue
                 depth = min(a.spec.k, b.spec.k)
                 for q in test[a.name]:
+                    if q.query_id not in served[method][b.name]:  # agents from runs may hold other questions
+                        continue
                     la, lb = served[method][a.name][q.query_id][:depth], served[method][b.name][q.query_id][:depth]
                     rows.append((method, a.name, b.name, q.query_id, top_k_kendall_tau(la, lb), jaccard(la, lb)))
     return pd.DataFrame(rows, columns=["method", "agent_a", "agent_b", "query_id", "kendall_tau", "jaccard"])

@@ -10,8 +10,12 @@ non-personalised engine reads the query alone. The top k by score are served (ti
 **Offline IUM** (Algorithm 1, pointwise Eq. 4): for t = 1..T, every agent sends its training queries, the engine of
 iteration t - 1 serves its top ``train_k``, the agent returns per-passage feedback, and the model is trained on that
 iteration's feedback of all agents with binary cross-entropy (labels f ∈ [0, 1]), continuing from θ^{t-1}. For 10%
-of the training samples both ids are replaced by ``[task:unk]`` / ``[model:unk]``. θ^0 has an untrained head, so the
-first iteration is served by the first stage (BM25 order).
+of the training samples both ids are replaced by ``[task:unk]`` / ``[model:unk]``. θ^0 has an untrained head (or, with
+``IumConfig.init``, is a saved cross-encoder such as the NQ reranker with the id tokens added: a warm start), so the
+first iteration is served by the first stage (BM25 order). Agents built from run files
+(:mod:`rageval.ium.runs`) bring their feedback for iteration 1: every eRAG label the run already holds on the
+training queries' candidates (``first_feedback``), and each agent its own first-stage lists
+(:class:`AgentCandidates`).
 
 **Online IUM**: per agent, its test queries are served in order in batches of b by the current parameters; after
 each batch the agent's feedback on what it was served is added to its history and the model is retrained from the
@@ -74,6 +78,28 @@ class IumConfig:
     max_length: int = 256
     online_batch_sizes: tuple[int, ...] = (10, 20)
     seed: int = 0
+    #: the encoder an untrained engine starts from (a local Hugging Face folder; None: all-MiniLM-L6-v2)
+    encoder: str | None = None
+    #: warm start: a saved cross-encoder folder (``CrossEncoder.save``, e.g. the NQ reranker ``rageval
+    #: train-reranker`` caches) the engine starts from instead of an untrained head; its max_length and pooling win
+    init: str | None = None
+
+    def digest_fields(self) -> dict:
+        """The fields that decide training (the optional ones only when set, so older checkpoints keep their keys)."""
+        values = asdict(self)
+        return {k: v for k, v in values.items() if not (k in ("encoder", "init") and v is None)}
+
+
+class AgentCandidates(dict):
+    """First-stage candidates per agent: ``{agent name: {query id: candidate ids, best first}}``, for agents that each
+    bring their own lists (run files); a plain ``{query id: candidate ids}`` mapping is shared by every agent."""
+
+
+def candidates_of(candidates: Mapping, spec: AgentSpec, query_id: str) -> Sequence[str]:
+    """The first-stage candidates of ``query_id`` as served to the agent of ``spec``."""
+    if isinstance(candidates, AgentCandidates):
+        return candidates[spec.name][query_id]
+    return candidates[query_id]
 
 
 class SearchEngine:
@@ -90,11 +116,11 @@ class SearchEngine:
     def serve(self, spec: AgentSpec, queries: Sequence[Query], k: int) -> dict[str, tuple[str, ...]]:
         """The top ``k`` passage ids for each query, as served to the agent of ``spec``."""
         if self.model is None:
-            return {q.query_id: tuple(self.candidates[q.query_id][:k]) for q in queries}
+            return {q.query_id: tuple(candidates_of(self.candidates, spec, q.query_id)[:k]) for q in queries}
         pairs, owners = [], []
         for q in queries:
             text = engine_text(q.text, spec if self.personalised else None)
-            for pid in self.candidates[q.query_id]:
+            for pid in candidates_of(self.candidates, spec, q.query_id):
                 pairs.append((text, self.passages[pid].as_document()))
                 owners.append((q.query_id, pid))
         scores = self.model.score_pairs(pairs)
@@ -121,28 +147,56 @@ def collect_feedback(agent: Agent, queries: Sequence[Query], lists: Mapping[str,
             for q, labels in zip(queries, agent.feedback(requests)) for pid, utility in labels]
 
 
-def training_examples(rows: Sequence[FeedbackRow], specs: Mapping[str, AgentSpec], queries: Mapping[str, Query],
+def training_examples(rows: Sequence[FeedbackRow], specs: Mapping[str, AgentSpec], queries: Mapping,
                       passages: Mapping[str, Passage], personalised: bool, unk_rate: float,
                       rng: random.Random) -> list[tuple[str, str, float]]:
-    """(engine text, passage document, feedback) triples; with probability ``unk_rate`` both ids become ``unk``."""
+    """(engine text, passage document, feedback) triples; with probability ``unk_rate`` both ids become ``unk``.
+    ``queries``: by ``(agent name, query id)`` (:func:`queries_by_agent`: agents from run files may use one id for
+    different questions) or by query id."""
     examples = []
     for row in rows:
         spec = specs[row.agent] if personalised else None
         unk = personalised and rng.random() < unk_rate
-        examples.append((engine_text(queries[row.query_id].text, spec, unk), passages[row.passage_id].as_document(),
+        query = queries.get((row.agent, row.query_id)) or queries[row.query_id]
+        examples.append((engine_text(query.text, spec, unk), passages[row.passage_id].as_document(),
                          float(row.utility)))
     return examples
 
 
-def new_model(tokens: Sequence[str], config: IumConfig, model_id: str):
-    """A MiniLM cross-encoder with a fresh head and ``tokens`` added as special tokens (seeded)."""
-    from rageval.retrieval.rerank import CrossEncoder, CrossEncoderSettings, minilm_path
+def queries_by_agent(queries: Mapping[str, Sequence[Query]]) -> dict[tuple[str, str], Query]:
+    """``{(agent name, query id): query}`` of ``{agent name: queries}``."""
+    return {(name, q.query_id): q for name, qs in queries.items() for q in qs}
 
-    settings = CrossEncoderSettings(max_length=config.max_length, pooling="mean", special_tokens=tuple(tokens))
-    model = CrossEncoder.from_encoder(minilm_path(), settings, model_id=model_id, seed=config.seed)
-    model.lineage = _digest({"start": model_id, "tokens": list(tokens), "seed": config.seed,
-                             "max_length": config.max_length})
+
+def new_model(tokens: Sequence[str], config: IumConfig, model_id: str):
+    """The engine before training, with ``tokens`` added as special tokens (seeded): a MiniLM cross-encoder (or
+    ``config.encoder``) with a fresh head, or the saved cross-encoder ``config.init`` (a warm start)."""
+    from rageval.retrieval.rerank import CrossEncoder, CrossEncoderSettings, add_special_tokens, minilm_path
+
+    start: dict = {"start": model_id, "tokens": list(tokens), "seed": config.seed, "max_length": config.max_length}
+    if config.init:
+        model = add_special_tokens(CrossEncoder.load(config.init), tokens, seed=config.seed)
+        model.model_id = model_id
+        start["init"] = saved_model_digest(Path(config.init))
+    else:
+        settings = CrossEncoderSettings(max_length=config.max_length, pooling="mean", special_tokens=tuple(tokens))
+        model = CrossEncoder.from_encoder(config.encoder or minilm_path(), settings, model_id=model_id,
+                                          seed=config.seed)
+        if config.encoder:
+            start["encoder"] = saved_model_digest(Path(config.encoder))
+    model.lineage = _digest(start)
     return model
+
+
+def saved_model_digest(folder: Path) -> str:
+    """sha256 over a model folder's files (names and contents): what a checkpoint trained from it is keyed on."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0")
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def fit(model, examples: Sequence[tuple[str, str, float]], config: IumConfig, seed: int,
@@ -157,7 +211,7 @@ def fit(model, examples: Sequence[tuple[str, str, float]], config: IumConfig, se
     from rageval.retrieval.rerank import CrossEncoder, train_cross_encoder
 
     lineage = _digest({"parent": getattr(model, "lineage", None), "examples": [list(e) for e in examples],
-                       "config": asdict(config), "seed": seed})
+                       "config": config.digest_fields(), "seed": seed})
     saved = checkpoints / f"ium-{lineage[:16]}" if checkpoints is not None and hasattr(model, "lineage") else None
     if saved is not None and saved.is_dir():
         trained = CrossEncoder.load(saved, batch_size=model.batch_size, device=model.device)
@@ -187,11 +241,13 @@ class Iteration:
 def offline_ium(agents: Sequence[Agent], train_queries: Mapping[str, Sequence[Query]],
                 candidates: Mapping[str, Sequence[str]], passages: Mapping[str, Passage], config: IumConfig,
                 personalised: bool = True, log: Log = lambda message: None,
-                checkpoints: Path | None = None) -> list[Iteration]:
+                checkpoints: Path | None = None, first_feedback: Sequence[FeedbackRow] | None = None
+                ) -> list[Iteration]:
     """Algorithm 1: T iterations of serve → feedback from every agent → retrain (module docstring); trained models
-    are kept in ``checkpoints`` (see :func:`fit`)."""
+    are kept in ``checkpoints`` (see :func:`fit`). ``first_feedback``: iteration 1's feedback as given (the labels
+    run files hold) instead of collected on the first stage's top ``train_k``."""
     specs = {a.name: a.spec for a in agents}
-    queries = {q.query_id: q for qs in train_queries.values() for q in qs}
+    queries = queries_by_agent(train_queries)
     tokens = special_tokens(list(specs.values())) if personalised else ()
     label = "personalised" if personalised else "non-personalised"
     model = new_model(tokens, config, f"ium-offline-{label}")
@@ -200,9 +256,12 @@ def offline_ium(agents: Sequence[Agent], train_queries: Mapping[str, Sequence[Qu
     for number in range(1, config.iterations + 1):
         engine = SearchEngine(candidates, passages, serving, personalised)
         rows: list[FeedbackRow] = []
-        for agent in agents:
-            lists = engine.serve(agent.spec, train_queries[agent.name], config.train_k)
-            rows += collect_feedback(agent, train_queries[agent.name], lists, passages)
+        if number == 1 and first_feedback is not None:
+            rows = list(first_feedback)
+        else:
+            for agent in agents:
+                lists = engine.serve(agent.spec, train_queries[agent.name], config.train_k)
+                rows += collect_feedback(agent, train_queries[agent.name], lists, passages)
         examples = training_examples(rows, specs, queries, passages, personalised,
                                      config.unk_rate if personalised else 0.0, random.Random(config.seed + number))
         model = fit(model, examples, config, config.seed + number, checkpoints)
@@ -232,7 +291,7 @@ def online_ium(agent: Agent, test_queries: Sequence[Query], start_model, candida
     if batch_size < 1:
         raise ValueError(f"online batch size must be at least 1, got {batch_size}")
     specs = {agent.name: agent.spec}
-    queries = {q.query_id: q for q in test_queries}
+    queries = queries_by_agent({agent.name: test_queries})
     result = OnlineResult(batch_size)
     seen: tuple[str, ...] = ()
     model = start_model
@@ -260,7 +319,7 @@ def train_baselines(agents: Sequence[Agent], rows: Sequence[FeedbackRow], train_
     Returns ``{method: {agent name: (model, personalised)}}``.
     """
     specs = {a.name: a.spec for a in agents}
-    queries = {q.query_id: q for qs in train_queries.values() for q in qs}
+    queries = queries_by_agent(train_queries)
 
     def train(selected: Sequence[FeedbackRow], personalised: bool, model_id: str):
         tokens = special_tokens(list(specs.values())) if personalised else ()

@@ -24,7 +24,11 @@ PAPER_NQ_HOTPOTQA = {  # its NQ (M1-M3) and HotPotQA (M7-M9) agents, EM
     "NQ M1": (28.05, 22.55, 36.76, 37.39, 37.82, 38.42, 38.84),
     "HotPotQA M7": (27.51, 18.80, 29.92, 30.91, 31.33, 31.41, 31.16),
 }
-HEADER = ("BM25", "dense", "reranker/agent", "reranker/dataset", "uRAG", "offline IUM", "online IUM")
+#: The column name of each engine in the tables (the paper's names).
+HEADERS = {"BM25": "BM25", "first-stage": "first stage", "dense": "dense", "reranker-individual": "reranker/agent",
+           "reranker-dataset": "reranker/dataset", "uRAG": "uRAG", "offline-IUM": "offline IUM",
+           "online-IUM": "online IUM"}
+PAPER_METHODS = tuple(PAPER_MACRO)
 
 
 def _cell(value, digits: int = 1) -> str:
@@ -44,26 +48,34 @@ def ium_sections(path: Path) -> list[str]:
     settings, tables = read_ium_run(path)
     plan, config = settings["plan"], settings["plan"]["config"]
     agents, outcomes = tables["agents"], tables["outcomes"]
+    from_runs = settings.get("source") == "runs"
+    split = (f"{plan['num_train']} training and {plan['num_test']} test queries per agent (each run's questions split "
+             f"by a seeded hash, test share {plan.get('split', {}).get('test_share')}: a question is tested for every "
+             "agent of its task or for none)" if from_runs else
+             f"{plan['num_train']} training and {plan['num_test']} test queries per dataset (disjoint; the agents of a "
+             "dataset share them)")
+    start = f"warm-started from `{config['init']}`" if config.get("init") else "an untrained head"
     out += [f"Run `{path.name}` built by `{settings.get('command') or 'rageval ium'}` in {settings['seconds']:.0f} s "
-            f"on the 2-core CPU. Agents (task, model, k, utility): " + "; ".join(
-                f"`{r.name}` ({r.dataset}, {r.generator}, k={r.k}, {r.utility})" for r in agents.itertuples()) + ". "
-            f"{plan['num_train']} training and {plan['num_test']} test queries per dataset (disjoint; the agents of a "
-            f"dataset share them). First stage {settings['first_stage']}; the engine is a MiniLM cross-encoder with "
-            f"task/model id tokens; offline IUM: T = {config['iterations']}, top {config['train_k']} served per "
-            f"training query, {config['epochs']} epochs, lr {config['lr']}, 10% unk; online IUM from the last offline "
-            f"checkpoint, b in {config['online_batch_sizes']} (the table uses b = "
+            f"on the 2-core CPU. Agents (task, model, k, utility" + (", run file" if from_runs else "") + "): "
+            + "; ".join(f"`{r.name}` ({r.dataset}, {r.generator}, k={r.k}, {r.utility}"
+                        + (f", `{getattr(r, 'run', '')}`" if from_runs else "") + ")" for r in agents.itertuples())
+            + f". {split}. First stage {settings['first_stage']}; the engine is a MiniLM cross-encoder with "
+            f"task/model id tokens, starting from {start}; offline IUM: T = {config['iterations']}, top "
+            f"{config['train_k']} served per training query, {config['epochs']} epochs, lr {config['lr']}, 10% unk; "
+            f"online IUM from the last offline checkpoint, b in {config['online_batch_sizes']} (the table uses b = "
             f"{settings['online_default_batch_size']}). Paper scale: 18 agents, KILT training sets, BM25 top 100, "
             "k = 32, T = 3, b = 256, T5/FiD agents fine-tuned per dataset.", "",
             "### Table 3: downstream score on each agent's test queries", "",
             "Mean utility of the agent's answer from its top k (EM, answer-contained or token F1), percent. McNemar "
             "(exact, outcome = score ≥ 0.5) p-values of offline IUM against each baseline are in the last table.", ""]
     table = summary_table(outcomes)
-    rows = [[agent, *(_cell(100 * table.loc[agent].get(m, math.nan)) for m in MAIN_METHODS)] for agent in table.index]
-    out += _table(("agent", *HEADER), rows) + ["", "The paper (percent):", ""]
-    out += _table(("paper", *HEADER), [["macro average (18 agents)", *(_cell(PAPER_MACRO[m], 2) for m in MAIN_METHODS)],
-                                       *([name, *(_cell(v, 2) for v in values)]
-                                         for name, values in PAPER_NQ_HOTPOTQA.items())]) + [""]
-    out += _reading(table, tables["feedback"], tables["significance"], config) + [""]
+    methods = [m for m in MAIN_METHODS if m in table.columns]
+    rows = [[agent, *(_cell(100 * table.loc[agent].get(m, math.nan)) for m in methods)] for agent in table.index]
+    out += _table(("agent", *(HEADERS[m] for m in methods)), rows) + ["", "The paper (percent):", ""]
+    out += _table(("paper", *(HEADERS[m] for m in PAPER_METHODS)),
+                  [["macro average (18 agents)", *(_cell(PAPER_MACRO[m], 2) for m in PAPER_METHODS)],
+                   *([name, *(_cell(v, 2) for v in values)] for name, values in PAPER_NQ_HOTPOTQA.items())]) + [""]
+    out += _reading(table, tables["feedback"], tables["significance"], config, from_runs) + [""]
     significance = tables["significance"]
     wanted = significance[(significance.method_a.isin(["offline-IUM", "online-IUM"]))
                           | (significance.method_b.isin(["offline-IUM", "online-IUM"]))]
@@ -95,24 +107,60 @@ def ium_sections(path: Path) -> list[str]:
     return out
 
 
-def _reading(table, feedback, significance, config) -> list[str]:
-    """What the run says, in numbers read from it: where offline IUM stands against BM25, and how much signal the
-    engine had to learn from (the share of positive feedback on the BM25 lists of offline iteration 1)."""
+def _reading(table, feedback, significance, config, from_runs: bool = False) -> list[str]:
+    """What the run says, in numbers read from it: where offline IUM stands against the first stage (BM25, or each
+    run's own ranking), and how much signal the engine had to learn from (the share of positive feedback of offline
+    iteration 1)."""
     macro = table.loc["macro average"]
+    base, base_name = ("first-stage", "the first stage") if from_runs else ("BM25", "BM25")
     first = feedback[feedback.phase == "offline-IUM@t1"]
     positive = first.groupby("agent").utility.apply(lambda u: (u > 0).mean())
-    pooled = significance[(significance.agent == "all agents") & (significance.method_a == "BM25")
+    pooled = significance[(significance.agent == "all agents") & (significance.method_a == base)
                           & (significance.method_b == "offline-IUM")]
     p_value = f", McNemar p = {pooled.p_value.iloc[0]:.3f}" if len(pooled) else ""
-    verdict = "above" if macro.get("offline-IUM", math.nan) > macro.get("BM25", math.nan) else "not above"
-    return [f"**Reading.** Offline IUM is {verdict} BM25 on this run (macro average "
-            f"{_cell(100 * macro.get('offline-IUM', math.nan))} vs "
-            f"{_cell(100 * macro.get('BM25', math.nan))}{p_value}). "
-            f"The engine learns from little signal: of the {len(first):,} feedback rows of offline iteration 1 (each "
-            f"agent's BM25 top {config['train_k']} of each training query), {(first.utility > 0).mean():.1%} are "
-            "positive (" + ", ".join(f"{agent} {share:.0%}" for agent, share in positive.items()) + "), and its "
-            f"head starts untrained, so with {int((first.utility > 0).sum())} positive rows it reorders BM25's "
-            "candidates by little more than "
-            "noise; the paper trains on KILT training sets with 32 passages of feedback per query. The GPU preset "
-            "(`rageval ium --preset full`: 300 training queries per dataset, k = 32, T = 3, all layers) is the "
-            "configuration that can test the paper's claim; this CPU run shows the machinery end to end."]
+    verdict = "above" if macro.get("offline-IUM", math.nan) > macro.get(base, math.nan) else "not above"
+    rows = ("every eRAG label the runs hold on the training questions' candidates" if from_runs else
+            f"each agent's BM25 top {config['train_k']} of each training query")
+    text = (f"**Reading.** Offline IUM is {verdict} {base_name} on this run (macro average "
+            f"{_cell(100 * macro.get('offline-IUM', math.nan))} vs {_cell(100 * macro.get(base, math.nan))}"
+            f"{p_value}). {'Of' if from_runs else 'The engine learns from little signal: of'} the {len(first):,} "
+            f"feedback rows of offline iteration 1 ({rows}), "
+            f"{(first.utility > 0).mean():.1%} are positive ("
+            + ", ".join(f"{agent} {share:.0%}" for agent, share in positive.items()) + ")")
+    if from_runs:
+        return [text + "."]
+    return [text + f", and its head starts untrained, so with {int((first.utility > 0).sum())} positive rows it "
+            "reorders BM25's candidates by little more than noise; the paper trains on KILT training sets with 32 "
+            "passages of feedback per query. The GPU preset (`rageval ium --preset full`: 300 training queries per "
+            "dataset, k = 32, T = 3, all layers) is the configuration that can test the paper's claim; this CPU run "
+            "shows the machinery end to end."]
+
+
+def power_scenarios(base_rates: Sequence[float], psi: float | None = None
+                    ) -> list[tuple[str, float, float, float | None]]:
+    """McNemar power scenarios (:func:`rageval.stats.power.power_table`) for differences of the paper's size
+    over each base accuracy: its macro gain of offline IUM over BM25 in points (61.34 - 55.38) and as a ratio
+    (x 1.108), each with independent outcomes and, where possible, the discordant proportion ``psi`` measured on a
+    run (the share of test queries on which the two engines disagree)."""
+    gain = PAPER_MACRO["offline-IUM"] - PAPER_MACRO["BM25"]
+    ratio = PAPER_MACRO["offline-IUM"] / PAPER_MACRO["BM25"]
+    scenarios: list[tuple[str, float, float, float | None]] = []
+    for base in base_rates:
+        for label, better in ((f"+{gain:.2f} points", base + gain / 100), (f"x {ratio:.3f}", base * ratio)):
+            scenarios.append((f"{base:.0%} -> {better:.1%} ({label}), independent outcomes", better, base, None))
+            if psi is not None and abs(better - base) <= psi <= min(1.0, better + base, 2 - better - base):
+                scenarios.append((f"{base:.0%} -> {better:.1%} ({label}), discordance {psi:.3f}", better, base, psi))
+    return scenarios
+
+
+def power_section(base_rates: Sequence[float], psi: float | None = None) -> list[str]:
+    """Markdown: the paired test queries an exact McNemar test needs (alpha 0.05, power 0.8) to see a difference
+    of the paper's size at each base accuracy (:func:`power_scenarios`)."""
+    from rageval.stats.power import ALPHA, POWER, power_table
+
+    rows = power_table(power_scenarios(base_rates, psi))
+    out = [f"Paired test queries a McNemar test needs to detect the difference (two-sided alpha {ALPHA}, power "
+           f"{POWER}; Connor 1987's formula and the exact test rageval reports, rageval.stats.power):", ""]
+    return out + _table(("scenario", "p10", "p01", "n (Connor)", "n (exact test)"),
+                        [[r.scenario, f"{r.p10:.4f}", f"{r.p01:.4f}", f"{r.n_connor:,}", f"{r.n_exact:,}"]
+                         for r in rows]) + [""]

@@ -332,6 +332,21 @@ def _truncate_text(tokenizer, text: str, max_tokens: int) -> str:
     return text[:offsets[max_tokens - 1][1]]
 
 
+def add_special_tokens(model: _Model, tokens: Sequence[str], seed: int = 0) -> _Model:
+    """``model`` (a loaded :class:`CrossEncoder`, changed in place and returned) with ``tokens`` added as special
+    tokens: the new embedding rows are N(0, 0.02²) from ``seed`` and ``settings.special_tokens`` lists them, so
+    :meth:`CrossEncoder.save` keeps them. What a warm start of IUM from a trained reranker needs."""
+    import torch
+
+    new = tuple(t for t in dict.fromkeys(tokens) if t not in model.settings.special_tokens)
+    if not new:
+        return model
+    _add_special_tokens(model.tokenizer, model.network["encoder"], new, torch.Generator().manual_seed(seed))
+    model.settings = dataclasses.replace(model.settings, special_tokens=(*model.settings.special_tokens, *new))
+    model.network.to(model.device)
+    return model
+
+
 def _add_special_tokens(tokenizer, encoder, tokens: Sequence[str], generator) -> None:
     """Add ``tokens`` as unsplittable special tokens and grow the embeddings by N(0, 0.02²) rows from ``generator``."""
     import torch
