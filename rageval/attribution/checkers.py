@@ -37,6 +37,7 @@ from rageval.attribution.nli import (
     ENTAILMENT_THRESHOLD,
     EntailmentModel,
     PremiseHypothesis,
+    batched_scores,
     checker_id,
     load_tokenizer_and_config,
     premise_windows,
@@ -312,26 +313,24 @@ class MiniCheckNli:
 
     def score_chunks(self, pairs: list[PremiseHypothesis]) -> list[float]:
         """p(supported) of each (chunk, claim) as it stands (no further chunking)."""
+        return batched_scores(pairs, self.batch_size, self._score_batch)
+
+    def _score_batch(self, batch: list[PremiseHypothesis]) -> list[float]:
         import torch
 
-        scores: list[float] = []
-        with torch.inference_mode():
-            for start in range(0, len(pairs), self.batch_size):
-                batch = pairs[start:start + self.batch_size]
-                texts = [f"{chunk}{self.separator}{claim}" for chunk, claim in batch]
-                if self.seq2seq:
-                    inputs = self.tokenizer([f"predict: {text}" for text in texts], padding=True, truncation=True,
-                                            max_length=self.max_length, return_tensors="pt").to(self.device)
-                    start_ids = torch.full((len(batch), 1), self.model.config.decoder_start_token_id or 0,
-                                           dtype=torch.long, device=self.device)
-                    logits = self.model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
-                                        decoder_input_ids=start_ids).logits[:, 0, self.answer_ids]
-                else:
-                    inputs = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
-                                            return_tensors="pt").to(self.device)
-                    logits = self.model(**inputs).logits
-                scores.extend(logits.float().softmax(dim=-1)[:, 1].cpu().tolist())
-        return scores
+        texts = [f"{chunk}{self.separator}{claim}" for chunk, claim in batch]
+        if self.seq2seq:
+            inputs = self.tokenizer([f"predict: {text}" for text in texts], padding=True, truncation=True,
+                                    max_length=self.max_length, return_tensors="pt").to(self.device)
+            start_ids = torch.full((len(batch), 1), self.model.config.decoder_start_token_id or 0,
+                                   dtype=torch.long, device=self.device)
+            logits = self.model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                                decoder_input_ids=start_ids).logits[:, 0, self.answer_ids]
+        else:
+            inputs = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length,
+                                    return_tensors="pt").to(self.device)
+            logits = self.model(**inputs).logits
+        return logits.float().softmax(dim=-1)[:, 1].cpu().tolist()
 
 
 def alignscore_chunks(sentences: Sequence[str], words: int, chunk_words: int = ALIGNSCORE_CHUNK_WORDS) -> list[str]:
@@ -475,17 +474,13 @@ class AlignScoreNli:
 
     def score_chunks(self, pairs: list[PremiseHypothesis]) -> list[float]:
         """P(aligned) of each (premise chunk, claim sentence) as it stands."""
-        import torch
+        return batched_scores(pairs, self.batch_size, self._score_batch)
 
-        scores: list[float] = []
-        with torch.inference_mode():
-            for start in range(0, len(pairs), self.batch_size):
-                batch = pairs[start:start + self.batch_size]
-                inputs = self.tokenizer([p for p, _ in batch], [h for _, h in batch], padding=True, truncation=True,
-                                        max_length=self.max_length, return_tensors="pt").to(self.device)
-                pooled = self.encoder(**inputs).pooler_output
-                scores.extend(self.head(pooled).float().softmax(dim=-1)[:, 0].cpu().tolist())
-        return scores
+    def _score_batch(self, batch: list[PremiseHypothesis]) -> list[float]:
+        inputs = self.tokenizer([p for p, _ in batch], [h for _, h in batch], padding=True, truncation=True,
+                                max_length=self.max_length, return_tensors="pt").to(self.device)
+        pooled = self.encoder(**inputs).pooler_output
+        return self.head(pooled).float().softmax(dim=-1)[:, 0].cpu().tolist()
 
 
 def checker_description(model) -> str:

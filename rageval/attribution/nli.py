@@ -233,26 +233,33 @@ class HuggingFaceNli:
         return probabilities
 
     def _score(self, pairs: list[PremiseHypothesis]) -> list[float]:
+        return batched_scores(pairs, self.batch_size, self._score_batch)
+
+    def _score_batch(self, batch: list[PremiseHypothesis]) -> list[float]:
         import torch
 
-        scores: list[float] = []
-        with torch.inference_mode():
-            for start in range(0, len(pairs), self.batch_size):
-                batch = pairs[start:start + self.batch_size]
-                if self.seq2seq:
-                    inputs = self.tokenizer([f"premise: {p} hypothesis: {h}" for p, h in batch], padding=True,
-                                            truncation=True, max_length=self.max_length, return_tensors="pt")
-                    start_ids = torch.full((len(batch), 1), self.model.config.decoder_start_token_id or 0,
-                                           dtype=torch.long)
-                    logits = self.model(**inputs.to(self.device), decoder_input_ids=start_ids.to(self.device)).logits
-                    pair_logits = logits[:, 0, self.answer_ids].float().softmax(dim=-1)
-                    scores.extend(pair_logits[:, 0].cpu().tolist())
-                else:
-                    inputs = self.tokenizer([p for p, _ in batch], [h for _, h in batch], padding=True,
-                                            truncation="only_first", max_length=self.max_length, return_tensors="pt")
-                    probabilities = self.model(**inputs.to(self.device)).logits.float().softmax(dim=-1)
-                    scores.extend(probabilities[:, self.entailment_index].cpu().tolist())
-        return scores
+        if self.seq2seq:
+            inputs = self.tokenizer([f"premise: {p} hypothesis: {h}" for p, h in batch], padding=True,
+                                    truncation=True, max_length=self.max_length, return_tensors="pt")
+            start_ids = torch.full((len(batch), 1), self.model.config.decoder_start_token_id or 0, dtype=torch.long)
+            logits = self.model(**inputs.to(self.device), decoder_input_ids=start_ids.to(self.device)).logits
+            return logits[:, 0, self.answer_ids].float().softmax(dim=-1)[:, 0].cpu().tolist()
+        inputs = self.tokenizer([p for p, _ in batch], [h for _, h in batch], padding=True,
+                                truncation="only_first", max_length=self.max_length, return_tensors="pt")
+        probabilities = self.model(**inputs.to(self.device)).logits.float().softmax(dim=-1)
+        return probabilities[:, self.entailment_index].cpu().tolist()
+
+
+def batched_scores(pairs: list[PremiseHypothesis], batch_size: int,
+                   score_batch: Callable[[list[PremiseHypothesis]], list[float]]) -> list[float]:
+    """``score_batch`` over ``pairs`` in batches of ``batch_size``, without gradients (every model backend's loop)."""
+    import torch
+
+    scores: list[float] = []
+    with torch.inference_mode():
+        for start in range(0, len(pairs), batch_size):
+            scores.extend(score_batch(pairs[start:start + batch_size]))
+    return scores
 
 
 class LlmNli:
