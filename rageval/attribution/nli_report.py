@@ -69,7 +69,7 @@ def hagrid_half(query_id: str) -> str:
 def hagrid_human_pairs(data_dir: Path = DATA_DIR, half: str = "test") -> list[LabelledPair]:
     """Every human-labelled, cited HAGRID answer sentence of ``half``: premise = its cited quotes joined (ALCE's
     joint premise), hypothesis = the sentence without its markers, gold = the human ``attributable`` label."""
-    from rageval.attribution.experiment import quote_numbers
+    from rageval.attribution.experiment import quote_numbers, quote_passage_id
     from rageval.attribution.statements import parse_citations
     from rageval.data import HAGRID_FILE, read_hagrid
 
@@ -77,7 +77,7 @@ def hagrid_human_pairs(data_dir: Path = DATA_DIR, half: str = "test") -> list[La
     for record in read_hagrid(Path(data_dir) / HAGRID_FILE):
         if hagrid_half(record.query_id) != half:
             continue
-        texts = {f"hagrid:{q.docid}": q.text for q in record.quotes}
+        texts = {quote_passage_id(q.docid): q.text for q in record.quotes}
         numbers = quote_numbers(record)
         for answer in record.answers:
             for sentence in answer.sentences:
@@ -121,10 +121,7 @@ class PartialReport:
 
     def put(self, entry: dict) -> None:
         self.entries[self.key(entry["checker"], entry["data"], entry["protocol"])] = entry
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(json.dumps(self.entries, indent=1), encoding="utf-8")
-        os.replace(partial, self.path)
+        write_report(self.entries, self.path)
 
 
 def evaluate_checker(entry: CheckerEntry, partial: PartialReport, data_dir: Path = DATA_DIR,
@@ -165,6 +162,7 @@ def build_report(checkers: Mapping[str, Mapping], evaluations: Sequence[dict]) -
 
 
 def write_report(report: Mapping, path: Path) -> Path:
+    """Write ``report`` (or any JSON object) to ``path`` atomically: a temporary sibling renamed over it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")

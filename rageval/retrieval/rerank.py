@@ -487,7 +487,7 @@ def _load_checkpoint(path: Path, fingerprint: str, model, optimizer, schedule, l
     if not path.is_file():
         return 0
     try:
-        state = torch.load(path, map_location=model.device, weights_only=False)
+        state = torch.load(path, map_location=model.device, weights_only=True)  # tensors and plain values only
     except Exception:  # a damaged checkpoint (killed mid-write by another tool) means: start over
         return 0
     if not isinstance(state, dict) or state.get("fingerprint") != fingerprint:
