@@ -376,12 +376,10 @@ def write_results(runs_dir: Path, out_path: Path, cost_path: Path | None = None)
 
 
 def _ium_section(runs_dir: Path) -> list[str]:
-    """The IUM section, when the default IUM run exists under ``runs_dir``."""
-    from rageval.ium.experiment import IumPlan
-    from rageval.ium.report import ium_sections
+    """The IUM section from the IUM runs under ``runs_dir / "ium"`` (:func:`rageval.ium.report.ium_report`)."""
+    from rageval.ium.report import ium_report
 
-    path = runs_dir / "ium" / IumPlan().file_name
-    return ium_sections(path) if path.is_file() else []
+    return ium_report(runs_dir / "ium")
 
 
 def _attribution_section(runs_dir: Path) -> list[str]:

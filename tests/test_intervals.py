@@ -14,6 +14,7 @@ from scipy import stats
 from rageval.stats.intervals import (
     grouped_mean_intervals,
     intervals_from_moments,
+    macro_bootstrap_interval,
     mean_interval,
     share_from_counts,
     share_interval,
@@ -150,3 +151,39 @@ def test_moments_of_0_1_values_get_the_wilson_interval(measures):
     assert (both.at[hit, "low"], both.at[hit, "high"]) == pytest.approx(wilson_interval(int(values.sum()), len(values)))
     assert (both.at["nDCG@10", "low"], both.at["nDCG@10", "high"]) == (plain.at["nDCG@10", "low"],
                                                                        plain.at["nDCG@10", "high"])
+
+
+def test_macro_bootstrap_of_one_group_matches_scipy_percentile_bootstrap():
+    values = np.random.default_rng(3).random(300)
+    frame = pd.DataFrame({"cluster": "nq", "agent": "a", "query_id": np.arange(300), "value": values})
+    ours = macro_bootstrap_interval(frame, n_resamples=6000)
+    theirs = stats.bootstrap((values,), np.mean, method="percentile", n_resamples=6000, random_state=0)
+    assert ours.mean == pytest.approx(values.mean())
+    assert ours.low == pytest.approx(theirs.confidence_interval.low, abs=0.004)
+    assert ours.high == pytest.approx(theirs.confidence_interval.high, abs=0.004)
+
+
+def test_macro_bootstrap_shares_each_clusters_draw_across_its_agents():
+    rng = np.random.default_rng(4)
+    questions = np.arange(200)
+    shared = rng.random(200)
+    # Two agents of one task with identical scores, one agent of another task.
+    frame = pd.concat([
+        pd.DataFrame({"cluster": "nq", "agent": "a", "query_id": questions, "value": shared}),
+        pd.DataFrame({"cluster": "nq", "agent": "b", "query_id": questions, "value": shared}),
+        pd.DataFrame({"cluster": "hotpot", "agent": "c", "query_id": questions[:150], "value": rng.random(150)}),
+    ])
+    result = macro_bootstrap_interval(frame, n_resamples=4000)
+    means = frame.groupby("agent").value.mean()
+    assert result.mean == pytest.approx(means.mean())
+    # Agents a and b move together in every resample, so the macro of (a, b, c) has the spread of (2a + c) / 3,
+    # wider than if a and b were drawn independently: compare with the macro of a and c alone, weighted.
+    alone = macro_bootstrap_interval(frame.assign(cluster=frame.agent), n_resamples=4000)
+    assert (result.high - result.low) > 1.1 * (alone.high - alone.low)
+    assert result.low < result.mean < result.high
+
+
+def test_macro_bootstrap_without_resamplable_units_has_no_interval():
+    frame = pd.DataFrame({"cluster": ["x", "y"], "agent": ["a", "b"], "query_id": ["q", "q"], "value": [1.0, 0.0]})
+    result = macro_bootstrap_interval(frame)
+    assert result.mean == 0.5 and math.isnan(result.low) and math.isnan(result.high)

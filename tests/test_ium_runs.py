@@ -313,3 +313,44 @@ def test_the_results_section_reads_a_run_of_run_files(ium_run):
     assert "test queries per agent (each run's questions split by a seeded hash, test share 0.4" in text
     assert "starting from an untrained head" in text and "`nq-reader.sqlite`" in text
     assert "every eRAG label the runs hold on the training questions' candidates" in text
+
+
+def test_the_macro_interval_and_the_difference_are_read_from_the_outcomes(ium_run):
+    from rageval.ium.experiment import macro_interval, summary_table
+
+    _, tables = read_ium_run(ium_run)
+    outcomes, agents = tables["outcomes"], tables["agents"]
+    macro = summary_table(outcomes).loc["macro average"]
+    level = macro_interval(outcomes, agents, "offline-IUM")
+    assert level.mean == pytest.approx(macro["offline-IUM"]) and level.low <= level.mean <= level.high
+    difference = macro_interval(outcomes, agents, "offline-IUM", "first-stage")
+    assert difference.mean == pytest.approx(macro["offline-IUM"] - macro["first-stage"])
+    assert difference.low <= difference.mean <= difference.high
+
+
+def test_the_results_report_has_the_ablation_the_test_size_and_an_honest_direction(ium_run, tmp_path):
+    from rageval.ium.report import ABLATION_ARMS, DEMO_RUNS_IUM, ium_report
+
+    folder = tmp_path / "ium"
+    (folder / "ablation").mkdir(parents=True)
+    shutil.copy(ium_run, folder / DEMO_RUNS_IUM)
+    shutil.copy(ium_run, folder / ABLATION_ARMS[1][1])  # the third arm is left unbuilt
+    text = "\n".join(ium_report(folder))
+    assert "| engine | macro average % | minus first stage |" in text
+    assert re.search(r"\*\*The paper's direction (holds here|does not hold here|is neither shown nor refuted here)"
+                     r"\*\*: offline IUM minus each run's own ranking: [+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\] points",
+                     text), text
+    ablation = [line for line in text.splitlines() if line.startswith(("| recipe", "| untrained", "| NQ reranker"))]
+    assert len(ablation) == 3 and ablation[0].split("|")[4:7] == ablation[1].split("|")[4:7]
+    assert "_not built: `ium-demo-runs-first5.sqlite`_" in ablation[2]
+    assert "paired test answers" in text and "| scenario | p10 | p01 | n (Connor) | n (exact test) |" in text
+    assert ium_report(tmp_path / "nothing") == []
+
+
+def test_the_direction_sentence_follows_the_interval():
+    from rageval.ium.report import direction_sentence
+    from rageval.stats.intervals import MeanInterval
+
+    assert "holds here" in direction_sentence(MeanInterval(0.03, 0.01, 0.05, 100), "BM25")
+    assert "does not hold here" in direction_sentence(MeanInterval(-0.03, -0.05, -0.01, 100), "BM25")
+    assert "neither shown nor refuted" in direction_sentence(MeanInterval(0.01, -0.01, 0.03, 100), "BM25")

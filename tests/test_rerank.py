@@ -362,3 +362,13 @@ def test_nq_reranker_is_loaded_from_its_cache_without_training(tiny_bert_dir, co
         from rageval.retrieval.rerank import train_nq_reranker
 
         train_nq_reranker(corpus, None, NqRerankerConfig(first_query=10))
+
+
+def test_train_reranker_cli_defaults_are_the_config_defaults():
+    from rageval.cli import build_parser
+
+    args = build_parser("train-reranker").parse_args(["train-reranker"])
+    config = NqRerankerConfig()
+    assert (args.num_queries, args.negatives, args.epochs, args.lr, args.batch_size, args.seed) == (
+        config.num_queries, config.negatives_per_query, config.epochs, config.lr, config.batch_size, config.seed)
+    assert (None if args.trainable_layers < 0 else args.trainable_layers) == config.trainable_layers

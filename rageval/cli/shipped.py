@@ -356,12 +356,14 @@ def add_parsers(sub) -> None:
 
     reranker = sub.add_parser("train-reranker", help="train (once, cached) the MiniLM cross-encoder NQ reranker; "
                                                      "optionally compare BM25 with BM25 -> rerank on held-out queries")
-    reranker.add_argument("--num-queries", type=int, default=400, help="training questions (from NQ query 1000 on)")
-    reranker.add_argument("--negatives", type=int, default=2, help="BM25 top-20 hard negatives per question")
+    # The defaults of rerank.NqRerankerConfig, written out so that `--help` imports nothing (a test compares them).
+    reranker.add_argument("--num-queries", type=int, default=1900, help="training questions (from NQ query 1000 on)")
+    reranker.add_argument("--negatives", type=int, default=3, help="BM25 top-20 hard negatives per question")
     reranker.add_argument("--epochs", type=int, default=1)
-    reranker.add_argument("--lr", type=float, default=1e-4)
+    reranker.add_argument("--lr", type=float, default=5e-5)
     reranker.add_argument("--batch-size", type=int, default=16)
-    reranker.add_argument("--trainable-layers", type=int, default=2, help="top encoder layers fine-tuned; -1: all")
+    reranker.add_argument("--trainable-layers", type=int, default=-1,
+                          help="top encoder layers fine-tuned; -1: all (the default)")
     reranker.add_argument("--seed", type=int, default=0)
     reranker.add_argument("--retrain", action="store_true", help="train even if the model is cached")
     reranker.add_argument("--eval-queries", type=int, default=0, help="held-out NQ queries to evaluate (0: none)")

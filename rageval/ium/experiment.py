@@ -23,6 +23,7 @@ import pandas as pd
 
 from rageval.ium.agents import Agent, AgentSpec
 from rageval.ium.learning import FeedbackRow, IumConfig, SearchEngine, offline_ium, online_ium, train_baselines
+from rageval.stats.intervals import MeanInterval
 from rageval.stats.paired import jaccard, mcnemar_exact, top_k_kendall_tau
 from rageval.types import Passage, Query
 
@@ -251,6 +252,25 @@ def summary_table(outcomes: pd.DataFrame, methods: Sequence[str] = MAIN_METHODS)
     table = table[[m for m in methods if m in table.columns]]
     table.loc["macro average"] = table.mean(axis=0)
     return table
+
+
+def macro_interval(outcomes: pd.DataFrame, agents: pd.DataFrame, method: str, baseline: str | None = None,
+                   n_resamples: int = 2000, seed: int = 0) -> MeanInterval:
+    """The macro average of ``method`` over agents (or, with ``baseline``, of ``method`` minus ``baseline`` on the
+    same test questions) with its 95% bootstrap interval: questions resampled within each task, one draw shared
+    by the agents of a task (:func:`rageval.stats.intervals.macro_bootstrap_interval`). ``agents``: the run's
+    agents table (``name``, ``task_id``)."""
+    from rageval.stats.intervals import macro_bootstrap_interval
+
+    wide = outcomes[outcomes.method.isin([method, baseline])].pivot_table(
+        index=["agent", "query_id"], columns="method", values="score", aggfunc="first").reset_index()
+    if method not in wide or (baseline is not None and baseline not in wide):
+        return MeanInterval(float("nan"), float("nan"), float("nan"), 0)
+    value = wide[method] - wide[baseline] if baseline is not None else wide[method]
+    task_of = dict(zip(agents["name"], agents["task_id"]))
+    frame = pd.DataFrame({"cluster": wide.agent.map(task_of).fillna(wide.agent), "agent": wide.agent,
+                          "query_id": wide.query_id, "value": value})
+    return macro_bootstrap_interval(frame, n_resamples=n_resamples, seed=seed)
 
 
 def iteration_curve(outcomes: pd.DataFrame, prefix: str = "offline-IUM") -> pd.Series:

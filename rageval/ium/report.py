@@ -12,6 +12,7 @@ from rageval.ium.experiment import (
     MAIN_METHODS,
     batch_size_curve,
     iteration_curve,
+    macro_interval,
     personalisation_summary,
     read_ium_run,
     summary_table,
@@ -75,7 +76,10 @@ def ium_sections(path: Path) -> list[str]:
     out += _table(("paper", *(HEADERS[m] for m in PAPER_METHODS)),
                   [["macro average (18 agents)", *(_cell(PAPER_MACRO[m], 2) for m in PAPER_METHODS)],
                    *([name, *(_cell(v, 2) for v in values)] for name, values in PAPER_NQ_HOTPOTQA.items())]) + [""]
-    out += _reading(table, tables["feedback"], tables["significance"], config, from_runs) + [""]
+    out += macro_interval_section(outcomes, agents, methods, "first-stage" if from_runs else "BM25")
+    out += _reading(table, tables["feedback"], tables["significance"], config, from_runs)
+    out += [direction_sentence(macro_interval(outcomes, agents, "offline-IUM", "first-stage" if from_runs else "BM25"),
+                               "each run's own ranking" if from_runs else "BM25"), ""]
     significance = tables["significance"]
     wanted = significance[(significance.method_a.isin(["offline-IUM", "online-IUM"]))
                           | (significance.method_b.isin(["offline-IUM", "online-IUM"]))]
@@ -105,6 +109,74 @@ def ium_sections(path: Path) -> list[str]:
                        for r in grouped.itertuples()])
         out += [""]
     return out
+
+
+def _interval(result, scale: float = 100.0, signed: bool = False) -> str:
+    """``12.3 [10.1, 14.5]`` (or ``+1.2 [-0.4, +2.9]`` with ``signed``) of a :class:`MeanInterval`."""
+    if math.isnan(result.mean):
+        return "–"
+    form = "+.1f" if signed else ".1f"
+    if math.isnan(result.low):
+        return f"{scale * result.mean:{form}}"
+    return f"{scale * result.mean:{form}} [{scale * result.low:{form}}, {scale * result.high:{form}}]"
+
+
+def macro_interval_section(outcomes, agents, methods: Sequence[str], base: str) -> list[str]:
+    """Markdown: each engine's macro average with its 95% interval and its difference from ``base`` on the same
+    test questions with the difference's interval (:func:`rageval.ium.experiment.macro_interval`)."""
+    rows = []
+    for method in methods:
+        level = macro_interval(outcomes, agents, method)
+        difference = macro_interval(outcomes, agents, method, base) if method != base else None
+        rows.append([HEADERS.get(method, method), _interval(level),
+                     "–" if difference is None else _interval(difference, signed=True)])
+    header = HEADERS.get(base, base)
+    return ([f"Macro average (percent) with a 95% bootstrap interval (2,000 resamples of the test questions within "
+             f"each task, one draw shared by the agents of a task), and each engine minus {header} on the same "
+             "questions (points):", ""]
+            + _table(("engine", "macro average %", f"minus {header}"), rows) + [""])
+
+
+def ablation_section(arms: Sequence[tuple[str, Path]], method: str = "offline-IUM",
+                     base: str = "first-stage") -> list[str]:
+    """Markdown: one row per IUM run of an ablation (``arms``: label and run file): its warm start, the
+    iteration-1 feedback, its macro average of ``method`` and of ``base`` and their difference, each with its
+    interval, and the pooled McNemar p; arms whose file is missing are listed as not built."""
+    rows = []
+    for label, path in arms:
+        if not path.is_file():
+            rows.append([label, f"_not built: `{path.name}`_", "", "", "", "", ""])
+            continue
+        settings, tables = read_ium_run(path)
+        outcomes, agents = tables["outcomes"], tables["agents"]
+        significance = tables["significance"]
+        pooled = significance[(significance.agent == "all agents") & (significance.method_a == base)
+                              & (significance.method_b == method)]
+        first = tables["feedback"][tables["feedback"].phase == "offline-IUM@t1"]
+        init = settings["plan"]["config"].get("init")
+        rows.append([label, f"`{Path(init).name}`" if init else "untrained head",
+                     f"{len(first):,} ({(first.utility > 0).mean():.1%} positive)",
+                     _interval(macro_interval(outcomes, agents, method)),
+                     _interval(macro_interval(outcomes, agents, base)),
+                     _interval(macro_interval(outcomes, agents, method, base), signed=True),
+                     f"{pooled.p_value.iloc[0]:.3f}" if len(pooled) else "–"])
+    return _table(("arm", "engine starts from", "iteration-1 feedback rows", f"{HEADERS.get(method, method)} %",
+                   f"{HEADERS.get(base, base)} %", "difference (points)", "McNemar p"), rows) + [""]
+
+
+def direction_sentence(difference, base_name: str) -> str:
+    """One honest sentence on the paper's claim (offline IUM above the first stage) from the difference's interval:
+    it holds when the whole interval is above 0, is contradicted when the whole interval is below 0, and is not
+    decided otherwise."""
+    if math.isnan(difference.mean) or math.isnan(difference.low):
+        return "**The paper's direction** cannot be read from this run (no interval on the difference)."
+    span = f"offline IUM minus {base_name}: {_interval(difference, signed=True)} points"
+    if difference.low > 0:
+        return f"**The paper's direction holds here**: {span}, the whole 95% interval above zero."
+    if difference.high < 0:
+        return f"**The paper's direction does not hold here**: {span}, the whole 95% interval below zero."
+    return (f"**The paper's direction is neither shown nor refuted here**: {span}; the 95% interval contains zero "
+            f"({'above' if difference.mean > 0 else 'at or below'} it on the point estimate).")
 
 
 def _reading(table, feedback, significance, config, from_runs: bool = False) -> list[str]:
@@ -164,3 +236,55 @@ def power_section(base_rates: Sequence[float], psi: float | None = None) -> list
     return out + _table(("scenario", "p10", "p01", "n (Connor)", "n (exact test)"),
                         [[r.scenario, f"{r.p10:.4f}", f"{r.p01:.4f}", f"{r.n_connor:,}", f"{r.n_exact:,}"]
                          for r in rows]) + [""]
+
+
+#: The shipped IUM run over the shipped demo runs (one agent per run) and the arms of its ablation, as
+#: (label, file under the runs folder's ``ium/``); ``rageval results`` reads them (DEVELOPERS.md has the commands).
+DEMO_RUNS_IUM = "ium-demo-runs.sqlite"
+ABLATION_ARMS = (
+    ("recipe: NQ reranker start, every stored label", DEMO_RUNS_IUM),
+    ("untrained head, every stored label", "ablation/ium-demo-runs-untrained-head.sqlite"),
+    ("NQ reranker start, first 5 stored labels a question", "ablation/ium-demo-runs-first5.sqlite"),
+)
+
+
+def ium_report(ium_dir: Path) -> list[str]:
+    """The IUM part of docs/results.md from the run files under ``ium_dir``: the runs-based demo run (Table 3,
+    intervals, Figures 2 and 5), its ablation, the McNemar sample size, and the four shipped agents' run; just the
+    four agents' run while the demo run is not built; nothing when neither exists."""
+    from rageval.ium.experiment import IumPlan
+
+    main, four = ium_dir / DEMO_RUNS_IUM, ium_dir / IumPlan().file_name
+    if not main.is_file():
+        return ium_sections(four) if four.is_file() else []
+    out = ium_sections(main)
+    out += ["### Ablation: what moves the score", "",
+            "The same agents, split and training settings, one choice changed per arm: where the engine starts (the "
+            "NQ cross-encoder `rageval train-reranker` trained, or an untrained head over MiniLM) and how much stored "
+            "feedback offline iteration 1 reads (every eRAG label the runs hold, or those of each training "
+            "question's first 5 candidates). Macro averages in percent with 95% intervals as above.", ""]
+    out += ablation_section([(label, ium_dir / name) for label, name in ABLATION_ARMS])
+    outcomes = read_ium_run(main)[1]["outcomes"]
+    wide = outcomes[outcomes.method.isin(["first-stage", "offline-IUM"])].pivot_table(
+        index=["agent", "query_id"], columns="method", values="score", aggfunc="first").dropna()
+    if len(wide):
+        right_first, right_ium = wide["first-stage"] >= 0.5, wide["offline-IUM"] >= 0.5
+        psi = float((right_first != right_ium).mean())
+        out += ["### Test size", "",
+                f"This run pools {len(wide):,} paired test answers; the first stage answers {right_first.mean():.1%} "
+                f"right and the two engines disagree on {psi:.1%} of them (the discordance below).", ""]
+        out += power_section([round(float(right_first.mean()), 2)], psi=psi)
+    if four.is_file():
+        four_settings, four_tables = read_ium_run(four)
+        table = summary_table(four_tables["outcomes"])
+        macro = table.loc["macro average"]
+        gain = macro_interval(four_tables["outcomes"], four_tables["agents"], "offline-IUM", "BM25")
+        out += ["### The four shipped agents", "",
+                f"Run `{four.name}` (NQ / HotpotQA x Gemma-3-270M / SmolLM2-135M, {four_settings['plan']['num_train']} "
+                f"training and {four_settings['plan']['num_test']} test queries per dataset, an untrained head, BM25 "
+                f"first stage; `{four_settings.get('command') or 'rageval ium'}`): offline IUM "
+                f"{_cell(100 * macro.get('offline-IUM', math.nan))}% against BM25 "
+                f"{_cell(100 * macro.get('BM25', math.nan))}% macro average (offline IUM minus BM25: "
+                f"{_interval(gain, signed=True)}"
+                " points). The Agents page shows every table of it.", ""]
+    return out

@@ -552,14 +552,17 @@ class NqRerankerConfig:
     """
 
     first_query: int = 1000
-    num_queries: int = 400
-    negatives_per_query: int = 2
+    # Every NQ-open training question of the corpus, 3 hard negatives each, all layers at lr 5e-5: 475 steps, 11 min
+    # on the 2-core CPU; it lifts BM25 top 20 on held-out questions (R@1 0.628 -> 0.645, nDCG@10 0.787 -> 0.817).
+    # The old default (400 questions, 2 negatives, top 2 layers at 1e-4: 75 steps) made BM25 worse (R@1 0.165).
+    num_queries: int = 1900
+    negatives_per_query: int = 3
     negative_depth: int = 20
     epochs: int = 1
-    lr: float = 1e-4
+    lr: float = 5e-5
     batch_size: int = 16
     warmup_ratio: float = 0.1
-    trainable_layers: int | None = 2  # the top 2 of 6 layers: halves the step time on CPU (measured)
+    trainable_layers: int | None = None  # all 6 layers (None); an int fine-tunes only the top ones
     max_length: int = 256
     pooling: str = "mean"
     seed: int = 0

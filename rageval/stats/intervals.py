@@ -146,3 +146,48 @@ def share_from_counts(successes: int, n: int, confidence: float = 0.95) -> MeanI
         return MeanInterval(math.nan, math.nan, math.nan, 0, confidence)
     low, high = wilson_interval(successes, n, confidence)
     return MeanInterval(successes / n, low, high, n, confidence)
+
+
+def macro_bootstrap_interval(frame: pd.DataFrame, value: str = "value", *, cluster: str = "cluster",
+                             group: str = "agent", unit: str = "query_id", n_resamples: int = 2000,
+                             confidence: float = 0.95, seed: int = 0) -> MeanInterval:
+    """Macro average over ``group`` (mean over groups of each group's mean ``value`` over its units) with a
+    percentile bootstrap interval that resamples units within each ``cluster``, one draw shared by every group
+    of the cluster.
+
+    The IUM agents of one task answer the same test questions, so their scores are not independent: resampling
+    each agent's questions on its own would understate the variance of a macro average. Each resample draws the
+    questions of a cluster (a task) with replacement once (as counts ``c_u``) and every agent ``a`` of that cluster
+    gets the mean ``Σ_u c_u v_{a,u} / Σ_u c_u`` over the questions it has; the statistic is the mean over agents.
+    For a paired difference pass ``value`` = score of A minus score of B per (agent, question). ``n`` of the result
+    is the number of (group, unit) rows; the interval is NaN below two units in every cluster.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    rows = frame[[cluster, group, unit, value]].dropna(subset=[value])
+    if rows.empty:
+        return MeanInterval(math.nan, math.nan, math.nan, 0, confidence)
+    rng = np.random.default_rng(seed)
+    group_means, resampled, resamplable = [], [], False
+    for _, block in rows.groupby(cluster, sort=True):
+        units = pd.Index(sorted(block[unit].unique()))
+        resamplable |= len(units) >= 2
+        draws = rng.integers(0, len(units), size=(n_resamples, len(units)))
+        counts = np.zeros((n_resamples, len(units)))
+        np.add.at(counts, (np.arange(n_resamples)[:, None], draws), 1.0)
+        for _, member in block.groupby(group, sort=True):
+            position = units.get_indexer(member[unit])
+            values = member[value].to_numpy(dtype=np.float64)
+            group_means.append(float(values.mean()))
+            weights = counts[:, position]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                resampled.append((weights @ values) / weights.sum(axis=1))
+    estimate = float(np.mean(group_means))
+    if not resamplable:
+        return MeanInterval(estimate, math.nan, math.nan, len(rows), confidence)
+    statistic = np.nanmean(np.vstack(resampled), axis=0)
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.nanpercentile(statistic, [tail, 100.0 - tail])
+    return MeanInterval(estimate, float(low), float(high), len(rows), confidence)
