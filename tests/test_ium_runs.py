@@ -328,21 +328,27 @@ def test_the_macro_interval_and_the_difference_are_read_from_the_outcomes(ium_ru
     assert difference.low <= difference.mean <= difference.high
 
 
-def test_the_results_report_has_the_ablation_the_test_size_and_an_honest_direction(ium_run, tmp_path):
+def test_the_results_report_has_the_ablation_the_test_size_and_an_honest_direction(world, ium_run,
+                                                                                    tiny_bert_dir,  # noqa: F811
+                                                                                    tmp_path):
     from rageval.ium.report import ABLATION_ARMS, DEMO_RUNS_IUM, ium_report
 
     folder = tmp_path / "ium"
     (folder / "ablation").mkdir(parents=True)
     shutil.copy(ium_run, folder / DEMO_RUNS_IUM)
-    shutil.copy(ium_run, folder / ABLATION_ARMS[1][1])  # the third arm is left unbuilt
+    args = ium_args(world, tiny_bert_dir, tmp_path / "unused.sqlite")
+    args = args[:args.index("--out")]
+    for _, name in ABLATION_ARMS[:2]:  # the third arm is left unbuilt
+        assert main([*args, "--label-ablation", str(folder / name)]) == 0
     text = "\n".join(ium_report(folder))
     assert "| engine | macro average % | minus first stage |" in text
     assert re.search(r"\*\*The paper's direction (holds here|does not hold here|is neither shown nor refuted here)"
                      r"\*\*: offline IUM minus each run's own ranking: [+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\] points",
                      text), text
     ablation = [line for line in text.splitlines() if line.startswith(("| recipe", "| untrained", "| NQ reranker"))]
-    assert len(ablation) == 3 and ablation[0].split("|")[4:7] == ablation[1].split("|")[4:7]
-    assert "_not built: `ium-demo-runs-first5.sqlite`_" in ablation[2]
+    assert len(ablation) == 3 and ablation[0].split("|")[3:] == ablation[1].split("|")[3:]  # the same two arms
+    assert re.search(r"\| \d+\.\d \[\d+\.\d, \d+\.\d\] \|", ablation[0]), ablation[0]
+    assert "_not built: `first5.json`_" in ablation[2]
     assert "paired test answers" in text and "| scenario | p10 | p01 | n (Connor) | n (exact test) |" in text
     assert ium_report(tmp_path / "nothing") == []
 
@@ -354,3 +360,36 @@ def test_the_direction_sentence_follows_the_interval():
     assert "holds here" in direction_sentence(MeanInterval(0.03, 0.01, 0.05, 100), "BM25")
     assert "does not hold here" in direction_sentence(MeanInterval(-0.03, -0.05, -0.01, 100), "BM25")
     assert "neither shown nor refuted" in direction_sentence(MeanInterval(0.01, -0.01, 0.03, 100), "BM25")
+
+
+def test_a_label_ablation_arm_scores_the_served_lists_by_the_stored_labels(world, tiny_bert_dir, tmp_path,  # noqa: F811
+                                                                          capsys):
+    from rageval.errors import RagevalError
+    from rageval.ium.experiment import macro_interval
+    from rageval.ium.runs import read_label_ablation
+    from rageval.store import read_run
+
+    out = tmp_path / "arm.json"
+    args = [a for a in ium_args(world, tiny_bert_dir, tmp_path / "unused.sqlite") if a not in ("--out",)]
+    args = args[:args.index(str(tmp_path / "unused.sqlite"))]
+    assert main([*args, "--first-labels", "2", "--label-ablation", str(out)]) == 0
+    assert not (tmp_path / "unused.sqlite").exists()
+    arm = read_label_ablation(out)
+    assert arm.settings["first_labels"] == 2 and arm.settings["new_calls"] == 0  # every candidate is labelled
+    assert set(arm.outcomes.method) == {"first-stage", "offline-IUM@t1", "offline-IUM@t2"}
+    # The first stage's score is the mean stored label of each test question's top k, read here from the runs.
+    first = arm.outcomes[arm.outcomes.method == "first-stage"]
+    for path, agent in zip(world["runs"], arm.agents.name):
+        run = read_run(path)
+        method = f"erag:{run.settings['e2e_metric']}"
+        value = {(x.query_id, x.passage_id): x.value for x in run.labels if x.method == method}
+        ranking = {r.query_id: r.passage_ids for r in run.rankings}
+        mine = first[first.agent == agent]
+        expected = [sum(value[(q, p)] for p in ranking[q][:2]) / 2 for q in mine.query_id]
+        assert mine.score.tolist() == pytest.approx(expected)
+    difference = macro_interval(arm.outcomes, arm.agents, "offline-IUM@t2", "first-stage")
+    assert difference.low <= difference.mean <= difference.high
+    assert "label ablation" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(RagevalError, match=r"bad\.json: not an IUM label-ablation file"):
+        read_label_ablation(tmp_path / "bad.json")

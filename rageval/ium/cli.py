@@ -42,13 +42,23 @@ def cmd_ium_runs(args: argparse.Namespace) -> int:
                        encoder=str(Path(args.encoder).expanduser().resolve()) if args.encoder else None,
                        init=_init_folder(args.init))
     split = RunSplit(test_share=args.test_share, max_train=args.max_train, max_test=args.max_test, seed=args.seed)
+    checkpoints = None if args.no_checkpoints else cache_dir() / "models" / "ium-checkpoints"
+    if args.label_ablation:
+        from rageval.ium.runs import label_ablation, write_label_ablation
+
+        with LLMCache(args.cache) if args.cache else LLMCache() as cache:
+            ablation = label_ablation(args.runs, config, split, cache=cache, metric=args.metric, k=args.k,
+                                      depth=args.run_depth, first_labels=args.first_labels, log=_log(started),
+                                      command="rageval " + " ".join(sys.argv[1:]), checkpoints=checkpoints)
+        path = write_label_ablation(ablation, args.label_ablation)
+        print(ablation.outcomes.groupby(["method", "agent"]).score.mean().unstack("method").round(3).to_string())
+        print(f"wrote {path} in {time.perf_counter() - started:.0f} s")
+        return 0
     with LLMCache(args.cache) if args.cache else LLMCache() as cache:
         result = run_ium_over_runs(args.runs, config, split, cache=cache, metric=args.metric, k=args.k,
                                    depth=args.run_depth, first_labels=args.first_labels, name=args.name,
                                    log=_log(started),
-                                   command="rageval " + " ".join(sys.argv[1:]),
-                                   checkpoints=None if args.no_checkpoints else cache_dir() / "models" /
-                                   "ium-checkpoints")
+                                   command="rageval " + " ".join(sys.argv[1:]), checkpoints=checkpoints)
     out = args.out or user_runs_dir() / "ium" / f"{args.name}.sqlite"
     write_ium_run(result, out)
     print(summary_table(result.outcomes).round(3).to_string())
@@ -124,6 +134,10 @@ def add_parsers(sub) -> None:
     runs.add_argument("--max-test", type=int, help="at most this many test questions per agent")
     runs.add_argument("--encoder", help="the encoder an untrained engine starts from (a local Hugging Face "
                                         "folder; default all-MiniLM-L6-v2)")
+    runs.add_argument("--label-ablation", type=Path, metavar="OUT.json",
+                      help="train offline IUM only and score each test list by the runs' stored eRAG labels of its "
+                           "passages (mean label of the top k; no answers generated) into OUT.json: one arm of an "
+                           "ablation, at the cost of its training")
     runs.add_argument("--name", default="ium-runs", help="the run's name (default file: <your runs folder>/ium/"
                                                          "<name>.sqlite)")
     ium.add_argument("--init", help="warm start: a saved cross-encoder folder the engine starts from (with the "

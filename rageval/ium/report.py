@@ -137,31 +137,31 @@ def macro_interval_section(outcomes, agents, methods: Sequence[str], base: str) 
             + _table(("engine", "macro average %", f"minus {header}"), rows) + [""])
 
 
-def ablation_section(arms: Sequence[tuple[str, Path]], method: str = "offline-IUM",
-                     base: str = "first-stage") -> list[str]:
-    """Markdown: one row per IUM run of an ablation (``arms``: label and run file): its warm start, the
-    iteration-1 feedback, its macro average of ``method`` and of ``base`` and their difference, each with its
-    interval, and the pooled McNemar p; arms whose file is missing are listed as not built."""
+def ablation_section(arms: Sequence[tuple[str, Path]], base: str = "first-stage") -> list[str]:
+    """Markdown: one row per arm of a label ablation (``arms``: label and the JSON file ``rageval ium --runs ...
+    --label-ablation`` wrote): its warm start, its iteration-1 feedback, the macro average of offline IUM after
+    iteration 1 and after the last (T), of ``base`` (each the mean eRAG label of the served top k), and T minus
+    ``base``, each with its interval; arms whose file is missing are listed as not built."""
+    from rageval.ium.runs import read_label_ablation
+
     rows = []
     for label, path in arms:
         if not path.is_file():
             rows.append([label, f"_not built: `{path.name}`_", "", "", "", "", ""])
             continue
-        settings, tables = read_ium_run(path)
-        outcomes, agents = tables["outcomes"], tables["agents"]
-        significance = tables["significance"]
-        pooled = significance[(significance.agent == "all agents") & (significance.method_a == base)
-                              & (significance.method_b == method)]
-        first = tables["feedback"][tables["feedback"].phase == "offline-IUM@t1"]
-        init = settings["plan"]["config"].get("init")
+        arm = read_label_ablation(path)
+        settings, outcomes, agents = arm.settings, arm.outcomes, arm.agents
+        last = f"offline-IUM@t{settings['config']['iterations']}"
+        init = settings["config"].get("init")
         rows.append([label, f"`{Path(init).name}`" if init else "untrained head",
-                     f"{len(first):,} ({(first.utility > 0).mean():.1%} positive)",
-                     _interval(macro_interval(outcomes, agents, method)),
+                     f"{settings['first_feedback_rows']:,} ({settings['first_feedback_positive']:,} positive)",
+                     _interval(macro_interval(outcomes, agents, "offline-IUM@t1")),
+                     _interval(macro_interval(outcomes, agents, last)),
                      _interval(macro_interval(outcomes, agents, base)),
-                     _interval(macro_interval(outcomes, agents, method, base), signed=True),
-                     f"{pooled.p_value.iloc[0]:.3f}" if len(pooled) else "–"])
-    return _table(("arm", "engine starts from", "iteration-1 feedback rows", f"{HEADERS.get(method, method)} %",
-                   f"{HEADERS.get(base, base)} %", "difference (points)", "McNemar p"), rows) + [""]
+                     _interval(macro_interval(outcomes, agents, last, base), signed=True)])
+    return _table(("arm", "engine starts from", "iteration-1 feedback rows", "offline IUM t=1 %",
+                   "offline IUM t=T %", f"{HEADERS.get(base, base)} %", "t=T minus first stage (points)"),
+                  rows) + [""]
 
 
 def direction_sentence(difference, base_name: str) -> str:
@@ -238,13 +238,13 @@ def power_section(base_rates: Sequence[float], psi: float | None = None) -> list
                          for r in rows]) + [""]
 
 
-#: The shipped IUM run over the shipped demo runs (one agent per run) and the arms of its ablation, as
+#: The shipped IUM run over the shipped demo runs (one agent per run) and the arms of its label ablation, as
 #: (label, file under the runs folder's ``ium/``); ``rageval results`` reads them (DEVELOPERS.md has the commands).
 DEMO_RUNS_IUM = "ium-demo-runs.sqlite"
 ABLATION_ARMS = (
-    ("recipe: NQ reranker start, every stored label", DEMO_RUNS_IUM),
-    ("untrained head, every stored label", "ablation/ium-demo-runs-untrained-head.sqlite"),
-    ("NQ reranker start, first 5 stored labels a question", "ablation/ium-demo-runs-first5.sqlite"),
+    ("recipe: NQ reranker start, every stored label", "ablation/recipe.json"),
+    ("untrained head, every stored label", "ablation/untrained-head.json"),
+    ("NQ reranker start, first 5 stored labels a question", "ablation/first5.json"),
 )
 
 
@@ -262,7 +262,10 @@ def ium_report(ium_dir: Path) -> list[str]:
             "The same agents, split and training settings, one choice changed per arm: where the engine starts (the "
             "NQ cross-encoder `rageval train-reranker` trained, or an untrained head over MiniLM) and how much stored "
             "feedback offline iteration 1 reads (every eRAG label the runs hold, or those of each training "
-            "question's first 5 candidates). Macro averages in percent with 95% intervals as above.", ""]
+            "question's first 5 candidates). Each arm trains offline IUM only and scores each test question's "
+            "served top k by the runs' stored eRAG labels of its passages (the mean label: the per-passage utility "
+            "IUM learns from, eRAG's precision@k), so an arm costs its training and no answer; macro averages in "
+            "percent with 95% intervals as above.", ""]
     out += ablation_section([(label, ium_dir / name) for label, name in ABLATION_ARMS])
     outcomes = read_ium_run(main)[1]["outcomes"]
     wide = outcomes[outcomes.method.isin(["first-stage", "offline-IUM"])].pivot_table(

@@ -333,21 +333,11 @@ def build_run_agents(sources: Sequence[RunAgentSource], cache, log: Log = print,
     return agents
 
 
-def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: RunSplit = RunSplit(), *,
-                      cache, metric: str | None = None, k: int | None = None, depth: int | None = None,
-                      first_labels: int | None = None, name: str = "ium-runs",
-                      log: Log = print, command: str = "", checkpoints: Path | None = None,
-                      generators: Mapping[str, object] | None = None) -> IumResult:
-    """IUM with one agent per run file (module docstring): offline IUM (personalised and not), the one-round
-    baselines and online IUM over each run's own first-stage lists, evaluated on each agent's test questions; the
-    same tables as :func:`rageval.ium.experiment.run_ium`, settings ``source = "runs"`` naming the runs.
-    ``metric`` / ``k`` / ``depth``: the utility, passages read and first-stage depth of every agent (default: each
-    run's own; :func:`read_run_agent`); ``config.first_stage_depth`` is not used (the runs' rankings are the first
-    stage). ``first_labels``: offline iteration 1 learns from the stored labels of each training question's first
-    ``first_labels`` candidates only (default: all; the ablation of "every cached label")."""
-    if first_labels is not None and first_labels < 1:
-        raise RagevalError(f"first labels: expected at least 1, got {first_labels}")
-    started = time.perf_counter()
+def _prepare(paths: Sequence[str | Path], split: RunSplit, cache, metric: str | None, k: int | None,
+             depth: int | None, log: Log, generators: Mapping[str, object] | None):
+    """The runs as agents (:func:`read_run_agent`, :func:`build_run_agents`), each agent's training and test
+    questions, the first-stage candidates per agent and every passage by id; one error naming the file(s) for runs
+    that cannot be agents together."""
     if not paths:
         raise RagevalError("--runs: expected at least one run file")
     sources = [read_run_agent(p, metric, k, depth) for p in paths]
@@ -373,10 +363,28 @@ def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: Run
                                    "(another title or text); IUM serves one passage per id, so the runs must agree")
             passages.setdefault(pid, passage)
             owner.setdefault(pid, source.path)
+    return sources, agents, train, test, candidates, passages
+
+
+def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: RunSplit = RunSplit(), *,
+                      cache, metric: str | None = None, k: int | None = None, depth: int | None = None,
+                      first_labels: int | None = None, name: str = "ium-runs",
+                      log: Log = print, command: str = "", checkpoints: Path | None = None,
+                      generators: Mapping[str, object] | None = None) -> IumResult:
+    """IUM with one agent per run file (module docstring): offline IUM (personalised and not), the one-round
+    baselines and online IUM over each run's own first-stage lists, evaluated on each agent's test questions; the
+    same tables as :func:`rageval.ium.experiment.run_ium`, settings ``source = "runs"`` naming the runs.
+    ``metric`` / ``k`` / ``depth``: the utility, passages read and first-stage depth of every agent (default: each
+    run's own; :func:`read_run_agent`); ``config.first_stage_depth`` is not used (the runs' rankings are the first
+    stage). ``first_labels``: offline iteration 1 learns from the stored labels of each training question's first
+    ``first_labels`` candidates only (default: all; the ablation of "every cached label")."""
+    if first_labels is not None and first_labels < 1:
+        raise RagevalError(f"first labels: expected at least 1, got {first_labels}")
+    started = time.perf_counter()
+    sources, agents, train, test, candidates, passages = _prepare(paths, split, cache, metric, k, depth, log,
+                                                                   generators)
     # Offline iteration 1: every stored label of the training questions' candidates.
-    first_feedback = [FeedbackRow(agent.name, q.query_id, pid, source.labels[(q.query_id, pid)])
-                      for agent, source in zip(agents, sources) for q in train[agent.name]
-                      for pid in source.candidates[q.query_id][:first_labels] if (q.query_id, pid) in source.labels]
+    first_feedback = _stored_first_feedback(agents, sources, train, first_labels)
     served, feedback_frames, trained_on_rows = train_and_serve(
         agents, train, test, candidates, passages, config, first_stage=FIRST_STAGE, first_feedback=first_feedback,
         log=log, checkpoints=checkpoints, started=started)
@@ -409,6 +417,105 @@ def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: Run
     return assemble_result(settings, agents, train, test, served, outcomes, feedback_frames, trained_on_rows,
                            agent_columns={a.name: {"run": s.path.name, "first_stage": s.first_stage}
                                           for a, s in zip(agents, sources)})
+
+
+def _stored_first_feedback(agents: Sequence[Agent], sources: Sequence[RunAgentSource],
+                           train: Mapping[str, Sequence[Query]], first_labels: int | None) -> list[FeedbackRow]:
+    """Offline iteration 1's feedback: the stored label of every training question's candidates (its first
+    ``first_labels`` only, when given)."""
+    return [FeedbackRow(agent.name, q.query_id, pid, source.labels[(q.query_id, pid)])
+            for agent, source in zip(agents, sources) for q in train[agent.name]
+            for pid in source.candidates[q.query_id][:first_labels] if (q.query_id, pid) in source.labels]
+
+
+@dataclass
+class LabelAblation:
+    """Offline IUM scored by the runs' stored eRAG labels (:func:`label_ablation`): ``outcomes`` has the columns of
+    an IUM run's outcomes (method, agent, query_id, score), ``agents`` name, dataset and task_id."""
+
+    settings: dict
+    outcomes: Any  # pandas.DataFrame
+    agents: Any  # pandas.DataFrame
+
+
+def label_ablation(paths: Sequence[str | Path], config: IumConfig, split: RunSplit = RunSplit(), *, cache,
+                   metric: str | None = None, k: int | None = None, depth: int | None = None,
+                   first_labels: int | None = None, log: Log = print, command: str = "",
+                   checkpoints: Path | None = None, generators: Mapping[str, object] | None = None) -> LabelAblation:
+    """Offline IUM (personalised, T = ``config.iterations``) trained exactly as :func:`run_ium_over_runs` trains
+    it, but scored without answering: each test question's served top k is scored by the eRAG labels of its
+    passages, score = (1/k) Σ_{d in top k} G_q[d] (the per-passage utility IUM learns from; eRAG's precision@k).
+    Runs whose every candidate is labelled (the shipped demo runs) need no model call at all, so an arm of an
+    ablation (another warm start, fewer stored labels) costs only its training; the same checkpoints as the full
+    run are used, so the recipe's arm retrains nothing after ``rageval ium --runs``. Methods: ``first-stage`` and
+    ``offline-IUM@t1`` .. ``@tT``."""
+    import pandas as pd
+
+    from rageval.ium.learning import SearchEngine, collect_feedback, offline_ium
+
+    if first_labels is not None and first_labels < 1:
+        raise RagevalError(f"first labels: expected at least 1, got {first_labels}")
+    started = time.perf_counter()
+    sources, agents, train, test, candidates, passages = _prepare(paths, split, cache, metric, k, depth, log,
+                                                                   generators)
+    first_feedback = _stored_first_feedback(agents, sources, train, first_labels)
+    iterations = offline_ium(agents, train, candidates, passages, config, personalised=True, log=log,
+                             checkpoints=checkpoints, first_feedback=first_feedback)
+    engines = {FIRST_STAGE: SearchEngine(candidates, passages),
+               **{f"offline-IUM@t{it.number}": SearchEngine(candidates, passages, it.model, True) for it in iterations}}
+    rows = []
+    for method, engine in engines.items():
+        for agent in agents:
+            lists = engine.serve(agent.spec, test[agent.name], agent.spec.k)
+            rows += [(method, agent.name, row.query_id, row.utility / agent.spec.k)
+                     for row in collect_feedback(agent, test[agent.name], lists, passages)]
+    outcomes = (pd.DataFrame(rows, columns=["method", "agent", "query_id", "score"])
+                .groupby(["method", "agent", "query_id"], as_index=False).score.sum())
+    log(f"label ablation: {len(outcomes)} scored lists ({time.perf_counter() - started:.0f} s)")
+    settings = {"kind": "ium-label-ablation", "command": command, "config": dataclasses.asdict(config),
+                "split": dataclasses.asdict(split), "first_labels": first_labels,
+                "first_feedback_rows": len(first_feedback),
+                "first_feedback_positive": sum(r.utility > 0 for r in first_feedback),
+                "runs": [str(s.path.resolve()) for s in sources],
+                "score": "mean eRAG label of the served top k (eRAG precision@k)",
+                "new_calls": sum(a.generator.misses for a in agents),
+                "seconds": round(time.perf_counter() - started, 1)}
+    agents_frame = pd.DataFrame([{"name": a.name, "dataset": a.spec.dataset, "task_id": a.spec.task_id}
+                                 for a in agents])
+    return LabelAblation(settings, outcomes, agents_frame)
+
+
+def write_label_ablation(result: LabelAblation, path: str | Path) -> Path:
+    """``result`` as one JSON file (settings, agents, outcomes), written to a temporary file and renamed."""
+    import json
+    import os
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_text(json.dumps({"settings": result.settings, "agents": result.agents.to_dict("records"),
+                                     "outcomes": result.outcomes.values.tolist()}, indent=1), encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
+def read_label_ablation(path: str | Path) -> LabelAblation:
+    """A file :func:`write_label_ablation` wrote; one :class:`RagevalError` naming it when it is not one."""
+    import json
+
+    import pandas as pd
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        settings = data["settings"]
+        if settings.get("kind") != "ium-label-ablation":
+            raise ValueError(f"kind {settings.get('kind')!r}")
+        outcomes = pd.DataFrame(data["outcomes"], columns=["method", "agent", "query_id", "score"])
+        agents = pd.DataFrame(data["agents"], columns=["name", "dataset", "task_id"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise RagevalError(f"{path}: not an IUM label-ablation file ({error})") from None
+    return LabelAblation(settings, outcomes, agents)
 
 
 def _range(values) -> str:
