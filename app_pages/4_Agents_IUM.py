@@ -49,6 +49,15 @@ st.caption(render.escape_markdown(
     f"uses b = {settings.get('online_default_batch_size', '?')}.") + " "
     + view.provenance(settings, per_agent))
 
+intervals = data.load_ium_macro_intervals(*key)
+if not intervals.empty:
+    render.render_table(view.macro_intervals_view(intervals), hide_index=True)
+    first = "each run's own ranking" if "first-stage" in intervals.index else "BM25"
+    st.caption(render.escape_markdown(
+        f"Macro average with its 95% bootstrap interval (2,000 resamples of the test questions within each task, "
+        f"one draw shared by the agents of a task), and each method minus the first stage ({first}) on the same "
+        "questions.") + " " + view.provenance(settings, per_agent))
+
 significance = data.load_ium_table(*key, "significance")
 if not significance.empty:
     st.markdown("**McNemar tests between the methods**")

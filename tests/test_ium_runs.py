@@ -211,6 +211,13 @@ def test_the_agents_page_shows_the_run(ium_run, monkeypatch):
     assert list(agents["Run file"]) == ["nq-reader.sqlite", "nq-first.sqlite", "hotpot-reader.sqlite"]
     summary = next(f for f in frames if "first-stage" in f.columns)
     assert "offline-IUM" in summary.columns and "macro average" in summary.index
+    intervals = next(f for f in frames if "Macro average % [95% interval]" in f.columns).set_index("Method")
+    assert intervals.loc["first-stage", "Minus the first stage, points [95% interval]"] == "–"
+    macro = summary.loc["macro average", "offline-IUM"]
+    assert re.fullmatch(rf"{macro:.1f} \[\d+\.\d, \d+\.\d\]",
+                        intervals.loc["offline-IUM", "Macro average % [95% interval]"])
+    assert re.fullmatch(r"[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\]",
+                        intervals.loc["offline-IUM", "Minus the first stage, points [95% interval]"])
     captions = " ".join(c.value for c in app.caption)
     assert "3 run files" in captions and "test queries per agent" in captions
     assert not app.exception

@@ -943,6 +943,20 @@ def load_ium_summary(path: str, mtime_ns: int) -> pd.DataFrame:
         return summary_table(outcomes)
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
+def load_ium_macro_intervals(path: str, mtime_ns: int) -> pd.DataFrame:
+    """:func:`rageval.ium.experiment.macro_interval_table`: each main method's macro average with its 95%
+    bootstrap interval and its difference from the first stage (BM25 for the four shipped agents)."""
+    from rageval.ium.experiment import macro_interval_table
+
+    outcomes = load_ium_table(path, mtime_ns, "outcomes")
+    agents = load_ium_table(path, mtime_ns, "agents")
+    if outcomes.empty or agents.empty:
+        return pd.DataFrame()
+    with checked(path, IUM):
+        return macro_interval_table(outcomes, agents)
+
+
 def load_ium_test_counts(path: str, mtime_ns: int) -> dict[str, int]:
     """The number of test queries each agent answered (what each agent's mean is over)."""
     outcomes = load_ium_table(path, mtime_ns, "outcomes")

@@ -273,6 +273,28 @@ def macro_interval(outcomes: pd.DataFrame, agents: pd.DataFrame, method: str, ba
     return macro_bootstrap_interval(frame, n_resamples=n_resamples, seed=seed)
 
 
+def first_stage_method(outcomes: pd.DataFrame) -> str:
+    """The method every engine is compared with: ``first-stage`` (runs-based IUM: each run's own ranking), else
+    ``BM25`` (the shipped four agents)."""
+    return "first-stage" if (outcomes.method == "first-stage").any() else "BM25"
+
+
+def macro_interval_table(outcomes: pd.DataFrame, agents: pd.DataFrame, methods: Sequence[str] = MAIN_METHODS,
+                         base: str | None = None, n_resamples: int = 2000) -> pd.DataFrame:
+    """One row per method present (index): ``macro`` with ``low`` / ``high`` (its 95% interval) and ``difference``
+    from ``base`` (default :func:`first_stage_method`) on the same questions with ``difference_low`` /
+    ``difference_high``, all as fractions (:func:`macro_interval`); NaN differences on the base's own row."""
+    base = base or first_stage_method(outcomes)
+    rows = {}
+    for method in [m for m in methods if (outcomes.method == m).any()]:
+        level = macro_interval(outcomes, agents, method, n_resamples=n_resamples)
+        gap = (macro_interval(outcomes, agents, method, base, n_resamples=n_resamples) if method != base
+               else MeanInterval(float("nan"), float("nan"), float("nan"), 0))
+        rows[method] = {"macro": level.mean, "low": level.low, "high": level.high, "difference": gap.mean,
+                        "difference_low": gap.low, "difference_high": gap.high}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("method")
+
+
 def iteration_curve(outcomes: pd.DataFrame, prefix: str = "offline-IUM") -> pd.Series:
     """Macro-average downstream score (mean over agents of each agent's mean over its test queries) after each
     offline iteration t of the methods ``<prefix>@t<t>``, indexed by t (0 is BM25); the paper's Figure 2a."""

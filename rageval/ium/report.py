@@ -13,10 +13,12 @@ from rageval.ium.experiment import (
     batch_size_curve,
     iteration_curve,
     macro_interval,
+    macro_interval_table,
     personalisation_summary,
     read_ium_run,
     summary_table,
 )
+from rageval.stats.intervals import MeanInterval
 
 # The paper's Table 3 macro average over its 18 agents (KILT, BM25 top 100 + reranker), in percent.
 PAPER_MACRO = {"BM25": 55.38, "dense": 45.15, "reranker-individual": 59.86, "reranker-dataset": 60.43,
@@ -123,13 +125,12 @@ def _interval(result, scale: float = 100.0, signed: bool = False) -> str:
 
 def macro_interval_section(outcomes, agents, methods: Sequence[str], base: str) -> list[str]:
     """Markdown: each engine's macro average with its 95% interval and its difference from ``base`` on the same
-    test questions with the difference's interval (:func:`rageval.ium.experiment.macro_interval`)."""
-    rows = []
-    for method in methods:
-        level = macro_interval(outcomes, agents, method)
-        difference = macro_interval(outcomes, agents, method, base) if method != base else None
-        rows.append([HEADERS.get(method, method), _interval(level),
-                     "–" if difference is None else _interval(difference, signed=True)])
+    test questions with the difference's interval (:func:`rageval.ium.experiment.macro_interval_table`)."""
+    table = macro_interval_table(outcomes, agents, methods, base)
+    rows = [[HEADERS.get(method, method), _interval(MeanInterval(r.macro, r.low, r.high, 0)),
+             "–" if method == base else
+             _interval(MeanInterval(r.difference, r.difference_low, r.difference_high, 0), signed=True)]
+            for method, r in table.iterrows()]
     header = HEADERS.get(base, base)
     return ([f"Macro average (percent) with a 95% bootstrap interval (2,000 resamples of the test questions within "
              f"each task, one draw shared by the agents of a task), and each engine minus {header} on the same "
