@@ -401,3 +401,28 @@ def test_the_run_stores_what_the_correlations_page_shows(dataset, tmp_path):
                                         "ks": [1, 3]}
     assert "correlations" in settings["timing_s"]
     assert read_run(path).correlations  # read back whole, so a completing job keeps (and recomputes) them
+
+
+def test_correlations_are_added_to_a_run_that_lacks_them_and_nothing_else_changes(dataset, tmp_path):
+    from dataclasses import replace
+
+    from rageval.pipeline.evaluate import store_correlations
+    from rageval.store import write_run
+
+    config = build_config({}, {"queries": str(dataset["queries"]), "corpus": str(dataset["corpus"]),
+                               "run": str(dataset["run"]), "k": "1,3", "methods": "erag,e2e,baselines",
+                               "label_metrics": "em", "llm_relevance": False,
+                               "cache": str(tmp_path / "llm.sqlite"), "out": str(tmp_path / "out.sqlite")})
+    built = read_run(pipeline.evaluate(config, generator=FakeGenerator(), log=lambda _: None))
+    older = tmp_path / "older.sqlite"  # a run as the shipped ones were built: no correlations stored
+    write_run(replace(built, correlations=[], settings={**built.settings, "correlations": None}), older)
+    assert store_correlations(older, command="rageval demo-runs --correlations-only") == len(built.correlations)
+    after = read_run(older)
+    # What evaluate_run stores (the Correlations page's numbers); NaN where a coefficient is undefined.
+    pd.testing.assert_frame_equal(pd.DataFrame(after.correlations), pd.DataFrame(built.correlations))
+    assert after.settings["correlations"] == built.settings["correlations"]
+    assert after.settings["correlations_added"]["command"] == "rageval demo-runs --correlations-only"
+    for table in ("queries", "passages", "rankings", "labels", "e2e_outputs", "measure_values", "doc_outputs",
+                  "verdicts", "failure_cases", "label_evidence"):
+        assert getattr(after, table) == getattr(built, table), table
+    assert store_correlations(older) == 0  # has them now: the file is left alone

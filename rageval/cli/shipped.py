@@ -254,6 +254,18 @@ def cmd_demo_runs(args: argparse.Namespace) -> int:
                                f"{', '.join(p.name for p in all_plans)}")
         plans = tuple(p for p in all_plans if p.name in wanted)
     started = time.perf_counter()
+    if args.correlations_only:
+        from rageval.pipeline.evaluate import store_correlations
+
+        for plan in plans:
+            path = args.out_dir / plan.file_name
+            if not path.is_file():
+                raise RagevalError(f"{path}: no such run; build it first (rageval demo-runs --only {plan.name})")
+            added = store_correlations(path, command="rageval " + " ".join(sys.argv[1:]))
+            print(f"{path}: " + (f"{added} correlations added" if added else "has its correlations (or no E2E "
+                                                                             "scores to correlate with)"))
+        print(f"done in {time.perf_counter() - started:.0f} s")
+        return 0
     paths = build_demo_runs(args.out_dir, plans, scale=args.scale, dtype=args.dtype or None,
                             command="rageval " + " ".join(sys.argv[1:]))
     print(f"built {len(paths)} runs in {time.perf_counter() - started:.0f} s:")
@@ -401,6 +413,9 @@ def add_parsers(sub) -> None:
     demo.add_argument("--scale", type=float, default=1.0, help="multiply every run's question count")
     demo.add_argument("--dtype", default="bfloat16", help="RAG LLM precision ('' for the device default)")
     demo.add_argument("--out-dir", type=Path, default=RUNS_DIR)
+    demo.add_argument("--correlations-only", action="store_true",
+                      help="generate nothing: add to the built runs that lack them the correlations a run stores "
+                           "(label method x measure vs the E2E score at every k, bootstrap intervals)")
     demo.set_defaults(handler=cmd_demo_runs)
 
     cost = sub.add_parser("cost-report", help="eRAG vs E2E wall time and peak memory (fresh process each)")

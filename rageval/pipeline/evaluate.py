@@ -348,9 +348,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         "graded_measures": list(erag.GRADED_MEASURES), "extra_measures": list(options.measures),
         "methods": list(options.methods),
         "reteval": reteval_settings.as_dict() if reteval_settings else None,
-        "correlations": ({"n_resamples": DEFAULT_RESAMPLES, "confidence": DEFAULT_CONFIDENCE, "seed": DEFAULT_SEED,
-                          "interval": "percentile bootstrap over queries", "ks": sorted({c.k for c in correlations})}
-                         if correlations else None),
+        "correlations": correlation_settings(correlations),
         "llm_calls": {"cache_hits": meter.hits - hits_at_start, "cache_misses": meter.misses - misses_at_start,
                       "by_stage": meter.calls},
         "timing_s": timings, "pipeline_notes": notes,
@@ -394,6 +392,38 @@ def correlations_from_tables(measures: pd.DataFrame, e2e: pd.DataFrame,
                                      float(r.tau_high), float(r.rho), float(r.rho_low), float(r.rho_high),
                                      n_resamples, DEFAULT_CONFIDENCE) for r in table.itertuples(index=False)]
     return correlations
+
+
+def correlation_settings(correlations: Sequence[Correlation]) -> dict | None:
+    """What a run's ``settings["correlations"]`` says about its stored correlations (None when there are none)."""
+    if not correlations:
+        return None
+    return {"n_resamples": DEFAULT_RESAMPLES, "confidence": DEFAULT_CONFIDENCE, "seed": DEFAULT_SEED,
+            "interval": "percentile bootstrap over queries", "ks": sorted({c.k for c in correlations})}
+
+
+def store_correlations(path, command: str = "") -> int:
+    """Add to the run file at ``path`` the correlations :func:`evaluate_run` stores (:func:`compute_correlations`
+    over its stored measures and E2E scores), when it has none: runs built before correlations were stored then
+    open the Correlations page and Home without a bootstrap at load. The file is rewritten atomically with every
+    other table as it was; ``settings["correlations"]`` says how they were computed and ``correlations_added``
+    when and by which command. Returns the number of correlations added (0: it had some, or it has no E2E
+    scores or measures)."""
+    from rageval.store import read_run, write_run
+
+    run = read_run(path)
+    if run.correlations:
+        return 0
+    started = time.perf_counter()
+    correlations = compute_correlations(run.measure_values, run.e2e_outputs)
+    if not correlations:
+        return 0
+    settings = dict(run.settings) | {
+        "correlations": correlation_settings(correlations),
+        "correlations_added": {"at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "command": command,
+                               "seconds": round(time.perf_counter() - started, 1), "rageval_version": __version__}}
+    write_run(replace(run, settings=settings, correlations=correlations), path)
+    return len(correlations)
 
 
 def _given_depth(base: Run) -> int:
