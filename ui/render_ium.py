@@ -81,24 +81,16 @@ def summary_view(summary: pd.DataFrame, counts: Mapping[str, int]) -> pd.DataFra
     return shown
 
 
-def interval_text(value: float, low: float, high: float, signed: bool = False) -> str:
-    """``12.3 [10.1, 14.5]`` in percent (points with a sign when ``signed``); an en dash for a missing value."""
-    if value != value:  # NaN
-        return "–"
-    form = "+.1f" if signed else ".1f"
-    if low != low:
-        return f"{100 * value:{form}}"
-    return f"{100 * value:{form}} [{100 * low:{form}}, {100 * high:{form}}]"
-
-
 def macro_intervals_view(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`rageval.ium.experiment.macro_interval_table` as text: the macro average and the difference from the
     first stage, each with its 95% interval."""
+    from rageval.ium.report import format_interval
+
     return pd.DataFrame({
         "Method": table.index,
-        "Macro average % [95% interval]": [interval_text(r.macro, r.low, r.high) for r in table.itertuples()],
+        "Macro average % [95% interval]": [format_interval(r.macro, r.low, r.high) for r in table.itertuples()],
         "Minus the first stage, points [95% interval]": [
-            interval_text(r.difference, r.difference_low, r.difference_high, signed=True)
+            format_interval(r.difference, r.difference_low, r.difference_high, signed=True)
             for r in table.itertuples()]})
 
 

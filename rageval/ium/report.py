@@ -113,23 +113,27 @@ def ium_sections(path: Path) -> list[str]:
     return out
 
 
-def _interval(result, scale: float = 100.0, signed: bool = False) -> str:
-    """``12.3 [10.1, 14.5]`` (or ``+1.2 [-0.4, +2.9]`` with ``signed``) of a :class:`MeanInterval`."""
-    if math.isnan(result.mean):
+def format_interval(value: float, low: float, high: float, signed: bool = False) -> str:
+    """A fraction and its interval in percent, ``12.3 [10.1, 14.5]`` (points with a sign, ``+1.2 [-0.4, +2.9]``,
+    when ``signed``); the value alone without an interval, an en dash without a value."""
+    if math.isnan(value):
         return "–"
     form = "+.1f" if signed else ".1f"
-    if math.isnan(result.low):
-        return f"{scale * result.mean:{form}}"
-    return f"{scale * result.mean:{form}} [{scale * result.low:{form}}, {scale * result.high:{form}}]"
+    if math.isnan(low):
+        return f"{100 * value:{form}}"
+    return f"{100 * value:{form}} [{100 * low:{form}}, {100 * high:{form}}]"
+
+
+def _interval(result: MeanInterval, signed: bool = False) -> str:
+    return format_interval(result.mean, result.low, result.high, signed)
 
 
 def macro_interval_section(outcomes, agents, methods: Sequence[str], base: str) -> list[str]:
     """Markdown: each engine's macro average with its 95% interval and its difference from ``base`` on the same
     test questions with the difference's interval (:func:`rageval.ium.experiment.macro_interval_table`)."""
     table = macro_interval_table(outcomes, agents, methods, base)
-    rows = [[HEADERS.get(method, method), _interval(MeanInterval(r.macro, r.low, r.high, 0)),
-             "–" if method == base else
-             _interval(MeanInterval(r.difference, r.difference_low, r.difference_high, 0), signed=True)]
+    rows = [[HEADERS.get(method, method), format_interval(r.macro, r.low, r.high),
+             "–" if method == base else format_interval(r.difference, r.difference_low, r.difference_high, True)]
             for method, r in table.iterrows()]
     header = HEADERS.get(base, base)
     return ([f"Macro average (percent) with a 95% bootstrap interval (2,000 resamples of the test questions within "
