@@ -73,6 +73,13 @@ def test_the_same_checker_gives_back_every_stored_score(built, tmp_path, corpus,
     assert rescored["previous_nli"] == "test:containment" and rescored["previous_nli_threshold"] == 0.5
     assert rescored["command"] == "rageval attribution --rescore a.sqlite" and rescored["seconds"] >= 0
     assert "reranker" in rescored["kept"] and rescored["date"].endswith("Z")
+    # results.md says so, under the run's line; a run scored by its build says nothing of it.
+    from rageval.attribution.report import attribution_sections
+
+    section = "\n".join(attribution_sections(out))
+    assert "Re-scored by `rageval attribution --rescore a.sqlite`" in section
+    assert "with checker `test:containment` (supported at p ≥ 0.500; the build used `test:containment`)" in section
+    assert "Re-scored" not in "\n".join(attribution_sections(built))
 
 
 class HalfContainment(ContainmentNli):
@@ -163,8 +170,22 @@ def test_files_that_are_not_hagrid_runs_are_one_error_naming_them(built, tmp_pat
     with sqlite3.connect(user) as connection:
         connection.execute("UPDATE meta SET value = json_set(value, '$.dataset', 'answers.jsonl', '$.source', "
                            "'user-answers') WHERE key = 'settings'")
-    for path, expected in ((text, "notes.sqlite"), (lacking, "lacking.sqlite"), (user, "user-answers")):
+    damaged = tmp_path / "damaged.sqlite"
+    shutil.copy(built, damaged)
+    with sqlite3.connect(damaged) as connection:
+        connection.execute("UPDATE meta SET value = json_set(value, '$.rescored', 'yesterday') WHERE key = 'settings'")
+    for path, expected in ((text, "notes.sqlite"), (lacking, "lacking.sqlite"), (user, "user-answers"),
+                           (damaged, "setting 'rescored' is not an object")):
         with pytest.raises(RagevalError, match=str(path.name)) as error:
             rescore_attribution_run(path, ContainmentNli(), tmp_path / "out.sqlite", log=lambda message: None)
         assert expected in str(error.value)
     assert not (tmp_path / "out.sqlite").exists()
+
+
+def test_the_citations_caption_names_the_build_checker_of_a_rescored_run():
+    from ui.render_citations import provenance
+
+    settings = {"generator": "g", "nli": "new", "rescored": {"date": "2026-11-26T10:37:11Z", "previous_nli": "old"}}
+    caption = provenance(settings, 3)
+    assert caption.index("NLI new") < caption.index("re\\-scored 2026\\-11\\-26 \\(built with NLI old\\)")
+    assert "re\\-scored" not in provenance({"nli": "new"})

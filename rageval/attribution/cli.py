@@ -136,7 +136,7 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     for scenario, metrics in summary["scenarios"].items():
         shown = ", ".join(f"{name} {metrics[name]:.4f}" for name in ("autoais_cit", "alce_recall", "alce_precision")
                           if name in metrics)
-        print(f"  {scenario:<14} {shown}")
+        print(f"  {scenario:<14} {shown or 'no citations (correctness only)'}")
     return 0
 
 
