@@ -33,11 +33,16 @@ AGREEMENT_SCORES = {"nli_verdict_cited": "NLI verdict on the cited passages", "p
 
 
 def provenance(settings: Mapping[str, Any], n_answers: int | None = None) -> str:
-    """Escaped Markdown caption saying what produced a number: generator, NLI model, BERTScore model, dataset
-    and, when given, the number of answers behind it."""
+    """Escaped Markdown caption saying what produced a number: generator, NLI model (and the build's, for a run
+    re-scored by ``rageval attribution --rescore``), BERTScore model, dataset and, when given, the number of answers
+    behind it."""
     parts = [f"{label} {settings[key]}" for key, label in (("generator", "generator"), ("nli", "NLI"),
                                                            ("bertscore", "BERTScore"), ("dataset", "dataset"))
              if settings.get(key)]
+    rescored = settings.get("rescored")
+    if rescored:  # rageval attribution --rescore: the scores are not the build's checker's
+        parts.insert(2 if settings.get("generator") and settings.get("nli") else 1,
+                     f"re-scored {str(rescored.get('date', ''))[:10]} (built with NLI {rescored.get('previous_nli')})")
     if n_answers is not None:
         parts.append(f"{n_answers:,} {'answer' if n_answers == 1 else 'answers'}")
     return escape_markdown(" · ".join(parts))

@@ -95,6 +95,8 @@ def add_parsers(sub) -> None:
 
 
 def cmd_attribution(args: argparse.Namespace) -> int:
+    if args.rescore:
+        return cmd_rescore(args)
     from rageval.attribution.experiment import AttributionPlan, AttributionResources, build_attribution_run
     from rageval.attribution.pairs_cli import checker_loader
     from rageval.bertscore import BertScorer
@@ -118,10 +120,30 @@ def cmd_attribution(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from rageval.attribution.pairs_cli import checker_loader
+    from rageval.attribution.rescore import rescore_attribution_run
+    from rageval.attribution.store import attribution_summary
+
+    # Rebuilt from the parsed arguments (not sys.argv: main() may be called with its own argv).
+    command = shlex.join(["rageval", "attribution", "--rescore", str(args.rescore), "--checker", args.checker,
+                          *(["--threshold", str(args.threshold)] if args.threshold is not None else []),
+                          *(["--out", str(args.out)] if args.out else [])])
+    path = rescore_attribution_run(args.rescore, checker_loader(args), args.out, data_dir=args.data_dir,
+                                   command=command, log=_log)
+    summary = attribution_summary(path)
+    print(f"wrote {path}: {summary['answers']} answers, {summary['statements']} statements re-scored")
+    for scenario, metrics in summary["scenarios"].items():
+        shown = ", ".join(f"{name} {metrics[name]:.4f}" for name in ("autoais_cit", "alce_recall", "alce_precision")
+                          if name in metrics)
+        print(f"  {scenario:<14} {shown or 'no citations (correctness only)'}")
+    return 0
+
+
 def add_attribution_parser(sub) -> None:
     run = sub.add_parser("attribution", help="HAGRID attributed answers: scenarios G / RTG-gold / RTG-vanilla / "
                                              "RTG-monot5 / RTG-query-gen / GTR and the gold answers, NLI-scored, "
-                                             "into a run file")
+                                             "into a run file; --rescore RUN re-scores one with another checker")
     run.add_argument("--num-queries", type=int, default=100, help="HAGRID dev queries with generated scenarios")
     run.add_argument("--first-query", type=int, default=0)
     run.add_argument("--k", type=int, default=2, help="retrieved passages given to the generator")
@@ -129,7 +151,13 @@ def add_attribution_parser(sub) -> None:
     run.add_argument("--batch-size", type=int, default=8)
     run.add_argument("--dtype", default="bfloat16", help="generator precision ('' for the device default)")
     run.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
-    run.add_argument("--out", type=Path, help="run file (default: data/runs/attribution/<plan name>.sqlite)")
+    run.add_argument("--out", type=Path, help="run file (default: data/runs/attribution/<plan name>.sqlite; with "
+                                              "--rescore: RUN itself, replaced atomically, unless RUN is a shipped "
+                                              "run under data/, which only an explicit --out rebuilds)")
+    run.add_argument("--rescore", type=Path, metavar="RUN",
+                     help="re-score an existing HAGRID run with --checker (entailment, citation metrics, human "
+                          "agreement), generating nothing: answers, citations, retrieval and sub-queries are kept; "
+                          "the build flags above are not used")
     run.add_argument("--data-dir", type=Path, default=DATA_DIR)
     add_checker_arguments(run)
     run.set_defaults(handler=cmd_attribution)

@@ -46,6 +46,8 @@ from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 GENERATED_SCENARIOS = ("G", "RTG-gold", "RTG-vanilla", "RTG-monot5", "RTG-query-gen", "GTR")
 GOLD_SCENARIO = "gold-answer"
+#: The scenarios whose answers carry citations (G is closed-book: correctness only, ``score_citations=False``).
+CITING_SCENARIOS = ("RTG-gold", "RTG-vanilla", "RTG-monot5", "RTG-query-gen", "GTR", GOLD_SCENARIO)
 TABLE3_FUSIONS = ("sort", "combsum", "combmnz", "pm2", "rerank")
 TABLE3_MEASURES = ("P@1", "R@1", "P@10", "R@10", "nDCG@10")
 Log = Callable[[str], None]
@@ -113,6 +115,24 @@ def gold_citation_ids(record: HagridRecord) -> tuple[str, ...]:
 def reference_answers(record: HagridRecord) -> tuple[str, ...]:
     """The gold answers without their citation markers (references of the correctness metrics)."""
     return tuple(dict.fromkeys(t for t in (parse_citations(a.text)[0] for a in record.answers) if t))
+
+
+def answer_targets(scenario: str, record: HagridRecord,
+                   canonical: Callable[[str], str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(gold citations, references)`` an answer of ``scenario`` to ``record`` is scored against.
+
+    HAGRID's own answers get neither; G gets the references only (it has no citations to score); RTG-gold compares
+    its citations with the quote ids it was given, every other scenario with their corpus ids (``canonical``: a
+    quote deduplicated against an identical corpus passage keeps that passage's id). The one rule of the build and
+    of :mod:`rageval.attribution.rescore`.
+    """
+    if scenario == GOLD_SCENARIO:
+        return (), ()
+    references = reference_answers(record)
+    if scenario not in CITING_SCENARIOS:
+        return (), references
+    gold = gold_citation_ids(record)
+    return (gold if scenario == "RTG-gold" else tuple(canonical(pid) for pid in gold)), references
 
 
 def statements_of(text: str, tokenizer) -> tuple[StatementRecord, ...]:
@@ -294,16 +314,16 @@ def build_attribution_run(plan: AttributionPlan, resources: AttributionResources
 
     answers: list[AnswerRecord] = []
     for i, (record, query) in enumerate(zip(records, queries)):
-        gold, references = gold_citation_ids(record), reference_answers(record)
-        gold_canonical = tuple(resources.canonical(pid) for pid in gold)
+        def targets(scenario: str, record: HagridRecord = record) -> tuple[tuple[str, ...], tuple[str, ...]]:
+            return answer_targets(scenario, record, resources.canonical)
+
         answers.append(AnswerRecord("G", query.query_id, "0", closed_book[i],
-                                    statements_of(closed_book[i], resources.tokenizer), {}, (), references,
+                                    statements_of(closed_book[i], resources.tokenizer), {}, *targets("G"),
                                     score_citations=False))
         for scenario, per_query in inputs.items():
             text = generated[scenario][i].strip()
             answers.append(AnswerRecord(scenario, query.query_id, "0", text,
-                                        statements_of(text, resources.tokenizer), per_query[i],
-                                        gold if scenario == "RTG-gold" else gold_canonical, references))
+                                        statements_of(text, resources.tokenizer), per_query[i], *targets(scenario)))
 
         def retrieve_one(statement: str, query_id: str = query.query_id) -> str:
             ranking = bm25.search(statement, plan.depth)
@@ -311,7 +331,7 @@ def build_attribution_run(plan: AttributionPlan, resources: AttributionResources
 
         text, statements, cited = attribute_after_generation(closed_book[i], resources.tokenizer, retrieve_one,
                                                              resources.passages)
-        answers.append(AnswerRecord("GTR", query.query_id, "0", text, statements, cited, gold_canonical, references))
+        answers.append(AnswerRecord("GTR", query.query_id, "0", text, statements, cited, *targets("GTR")))
     gold_answers = [a for r in resources.hagrid for a in gold_answer_records(r, titles)]
     log(f"scoring {len(answers)} generated and {len(gold_answers)} gold answers with {resources.nli.model_id}")
     scored = score_answers(answers, resources.nli, resources.bert_scorer)

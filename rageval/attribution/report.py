@@ -219,7 +219,7 @@ def attribution_sections(run_path: Path, nli_report_path: Path | None = None) ->
                 f"tokens); k = {plan['k']} input passages for RTG-vanilla/-monot5/-query-gen; NLI `{settings['nli']}`; "
                 f"BERTScore `{settings['bertscore']}`; retrieval: {settings['retriever']}, depth {plan['depth']}. "
                 "Percent; means over all answers (an empty answer scores 0 on every citation metric).", "",
-                "### Table 2: correctness and citation quality", ""]
+                *rescored_markdown(settings), "### Table 2: correctness and citation quality", ""]
         out += table2_markdown(reader.metric_means(), settings)
         out += ["### How usable are the generator's citations?", ""]
         out += usability_markdown(settings["usability"])
@@ -236,6 +236,20 @@ def attribution_sections(run_path: Path, nli_report_path: Path | None = None) ->
         out += agreement_markdown(agreement)
         out += differences_markdown(reader.metric_means(), settings, retrieval, agreement)
     return out
+
+
+def rescored_markdown(settings: Mapping) -> list[str]:
+    """One paragraph saying that a run was re-scored (``rageval attribution --rescore``): by which command, when,
+    the checker before and after, and what the rescoring kept; nothing for a run scored by its build."""
+    rescored = settings.get("rescored")
+    if not rescored:
+        return []
+    threshold = settings.get("nli_threshold")
+    at = f" at p ≥ {threshold:.3f}" if isinstance(threshold, int | float) else ""
+    return [f"Re-scored by `{rescored.get('command') or 'rageval attribution --rescore'}` on "
+            f"{str(rescored.get('date', ''))[:10]} in {rescored.get('seconds')} s, with checker `{settings['nli']}`"
+            f" (supported{at}; the build used `{rescored.get('previous_nli')}`) and the current ALCE precision "
+            f"rule: {rescored.get('kept')}.", ""]
 
 
 def differences_markdown(means: pd.DataFrame, settings: Mapping, retrieval: pd.DataFrame,
@@ -260,7 +274,8 @@ def differences_markdown(means: pd.DataFrame, settings: Mapping, retrieval: pd.D
             f"citation, is comparable: RTG-gold {_cell(get('RTG-gold', 'autoais_pssg'))}% (paper 80.67), "
             f"RTG-vanilla {_cell(get('RTG-vanilla', 'autoais_pssg'))}% (78.95). GTR gets its citations by "
             f"construction: AutoAIS_cit {_cell(get('GTR', 'autoais_cit'))}% (paper 26.69).",
-            f"- **The NLI model is small.** Our MiniLM model (held-out accuracy above) is not the T5-11B TRUE model: "
+            f"- **The NLI model is small.** Our MiniLM checker `{settings.get('nli')}` (its transfer numbers above) "
+            "is not the T5-11B TRUE model: "
             f"on HAGRID's gold answers it finds AutoAIS_cit {_cell(get('gold-answer', 'autoais_cit'))}% (paper "
             f"87.97) and agrees with the human labels at Pearson {_cell(pearson, 2)} (paper 0.36). The gold row "
             "covers all 1,318 answers; it does not depend on the generator.",

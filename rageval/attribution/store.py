@@ -152,6 +152,11 @@ SETTINGS_TYPES = {
     "invalid_citations": ("an object of counts with a list of {line} objects",
                           object_of(citations=is_integer, answers=is_integer,
                                     first=list_of(object_of(line=lambda v: True)))),
+    "rescored": ("an object (rageval attribution --rescore)",
+                 object_of(command=lambda v: isinstance(v, str), previous_nli=lambda v: isinstance(v, str),
+                           seconds=lambda v: isinstance(v, int | float), date=lambda v: isinstance(v, str),
+                           kept=lambda v: isinstance(v, str))),
+    "nli_threshold": ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
 }
 
 

@@ -66,7 +66,8 @@ COMMANDS: dict[str, Command] = {
                                                     "for the repository, --report rebuilds the transfer report"),
     "attribution": Command("rageval.attribution.cli", "HAGRID attributed answers: scenarios G / RTG-gold / "
                                                       "RTG-vanilla / RTG-monot5 / RTG-query-gen / GTR and the gold "
-                                                      "answers, NLI-scored, into a run file"),
+                                                      "answers, NLI-scored, into a run file; --rescore RUN "
+                                                      "re-scores one with another checker"),
     "evaluate-citations": Command("rageval.attribution.cli", "AutoAIS and ALCE citation metrics (and ROUGE-L/BLEU "
                                                              "against gold answers) of your own attributed answers "
                                                              "(JSONL, docs/citations_format.md), into an attribution "
