@@ -238,3 +238,10 @@ def test_ium_run_end_to_end(setup, tmp_path):
     first = result.feedback[result.feedback.phase == "offline-IUM@t1"]
     assert (f"of the {len(first):,} feedback rows of offline iteration 1" in text
             and f"{(first.utility > 0).mean():.1%} are positive" in text)
+
+
+def test_training_the_id_tokens_is_part_of_the_checkpoint_key_only_when_asked():
+    from rageval.ium.learning import IumConfig
+
+    assert "train_id_tokens" not in IumConfig().digest_fields()  # older checkpoints keep their keys
+    assert IumConfig(train_id_tokens=True).digest_fields()["train_id_tokens"] is True

@@ -372,3 +372,30 @@ def test_train_reranker_cli_defaults_are_the_config_defaults():
     assert (args.num_queries, args.negatives, args.epochs, args.lr, args.batch_size, args.seed) == (
         config.num_queries, config.negatives_per_query, config.epochs, config.lr, config.batch_size, config.seed)
     assert (None if args.trainable_layers < 0 else args.trainable_layers) == config.trainable_layers
+
+
+def test_only_the_special_token_rows_of_the_embeddings_train_with_train_special_tokens(tiny_bert_dir, nq_triples):
+    import torch
+
+    from rageval.retrieval.rerank import add_special_tokens
+
+    tokens = ("[task:nq]", "[model:m]")
+    examples = [(f"{tokens[0]} {tokens[1]} {a}", b, y) for a, b, y in nq_triples[:16]]
+
+    def trained(flag: bool):
+        model = add_special_tokens(tiny_reranker(tiny_bert_dir), tokens, seed=1)
+        before = model.network["encoder"].get_input_embeddings().weight.detach().clone()
+        train_cross_encoder(model, examples, epochs=1, lr=1e-2, batch_size=8, seed=0, trainable_layers=1,
+                            train_special_tokens=flag)
+        after = model.network["encoder"].get_input_embeddings().weight.detach()
+        ids = model.tokenizer.convert_tokens_to_ids(list(tokens))
+        others = torch.ones(len(before), dtype=torch.bool)
+        others[ids] = False
+        return before, after, ids, others, model
+
+    before, after, ids, others, model = trained(True)
+    assert not torch.equal(before[ids], after[ids])  # the id tokens learned
+    assert torch.equal(before[others], after[others])  # no other row moved, weight decay included
+    assert all(p.requires_grad for p in model.network.parameters())  # and nothing is left frozen or hooked
+    before, after, ids, _, _ = trained(False)
+    assert torch.equal(before, after)  # the default: embeddings frozen with trainable_layers

@@ -40,7 +40,7 @@ def cmd_ium_runs(args: argparse.Namespace) -> int:
     config = IumConfig(train_k=args.train_k, iterations=args.iterations, epochs=args.epochs,
                        online_batch_sizes=tuple(int(b) for b in args.batch_sizes.split(",")), seed=args.seed,
                        encoder=str(Path(args.encoder).expanduser().resolve()) if args.encoder else None,
-                       init=_init_folder(args.init))
+                       init=_init_folder(args.init), train_id_tokens=args.train_id_tokens)
     split = RunSplit(test_share=args.test_share, max_train=args.max_train, max_test=args.max_test, seed=args.seed)
     checkpoints = None if args.no_checkpoints else cache_dir() / "models" / "ium-checkpoints"
     if args.label_ablation:
@@ -84,7 +84,7 @@ def cmd_ium(args: argparse.Namespace) -> int:
     else:
         config = IumConfig(first_stage_depth=args.depth, train_k=args.train_k, iterations=args.iterations,
                            epochs=args.epochs, online_batch_sizes=tuple(int(b) for b in args.batch_sizes.split(",")),
-                           seed=args.seed, init=_init_folder(args.init))
+                           seed=args.seed, init=_init_folder(args.init), train_id_tokens=args.train_id_tokens)
         plan = IumPlan(num_train=args.num_train, num_test=args.num_test, config=config)
     corpus = build_corpus(args.data_dir)
     resources = Resources(corpus)
@@ -143,6 +143,9 @@ def add_parsers(sub) -> None:
     ium.add_argument("--init", help="warm start: a saved cross-encoder folder the engine starts from (with the "
                                     "task/model id tokens added), or 'nq' for the NQ reranker `rageval "
                                     "train-reranker` cached; default: an untrained head")
+    ium.add_argument("--train-id-tokens", action="store_true",
+                     help="train the embeddings of the task/model id tokens too (otherwise only the top layers and "
+                          "the head train, and the ids keep their random start vectors)")
     ium.add_argument("--preset", choices=("default", "full"), default="default",
                      help="'full': the GPU configuration (rageval.ium.experiment.FULL_PLAN); "
                           "the size flags are ignored")

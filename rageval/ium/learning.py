@@ -83,11 +83,15 @@ class IumConfig:
     #: warm start: a saved cross-encoder folder (``CrossEncoder.save``, e.g. the NQ reranker ``rageval
     #: train-reranker`` caches) the engine starts from instead of an untrained head; its max_length and pooling win
     init: str | None = None
+    #: train the embedding rows of the task/model id tokens too (with ``trainable_layers``, the embeddings are
+    #: otherwise frozen, so the ids keep their random N(0, 0.02²) start vectors)
+    train_id_tokens: bool = False
 
     def digest_fields(self) -> dict:
         """The fields that decide training (the optional ones only when set, so older checkpoints keep their keys)."""
         values = asdict(self)
-        return {k: v for k, v in values.items() if not (k in ("encoder", "init") and v is None)}
+        return {k: v for k, v in values.items()
+                if not ((k in ("encoder", "init") and v is None) or (k == "train_id_tokens" and not v))}
 
 
 class AgentCandidates(dict):
@@ -218,7 +222,8 @@ def fit(model, examples: Sequence[tuple[str, str, float]], config: IumConfig, se
     else:
         trained, _ = train_cross_encoder(model, examples, epochs=config.epochs, lr=config.lr,
                                          batch_size=config.batch_size, seed=seed,
-                                         trainable_layers=config.trainable_layers)
+                                         trainable_layers=config.trainable_layers,
+                                         train_special_tokens=config.train_id_tokens)
         if saved is not None:
             trained.save(saved)
     trained.lineage = lineage

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Self, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar, runtime_checkable
 
 from rageval.errors import RagevalError
 from rageval.types import Passage, Query, Ranking, ScoredPassage
@@ -386,14 +386,18 @@ def train_cross_encoder(model: _Model, examples: Sequence[Example], epochs: int 
                         batch_size: int = 16, seed: int = 0, warmup_ratio: float = 0.1,
                         weight_decay: float = 0.01, trainable_layers: int | None = None,
                         progress: ProgressCallback | None = None, checkpoint: Path | None = None,
-                        checkpoint_every: int = 50) -> tuple[_Model, TrainingLog]:
+                        checkpoint_every: int = 50, train_special_tokens: bool = False
+                        ) -> tuple[_Model, TrainingLog]:
     """Fine-tune ``model`` in place on labelled pairs with pointwise binary cross-entropy; return it and a log.
 
     Loss per batch: mean over pairs of BCE(σ(s(a, b)), y) = -[y log σ(s) + (1 - y) log(1 - σ(s))], computed from
     the logits (``BCEWithLogitsLoss``). AdamW (decoupled weight decay, none on biases and LayerNorm), learning
     rate rising linearly over the first ``warmup_ratio`` of the steps, then falling linearly to 0.
     ``trainable_layers``: fine-tune only the head and the top N transformer layers (embeddings and lower
-    layers frozen; cheaper backward pass), None for all. Batches are shuffled from ``seed`` every epoch and
+    layers frozen; cheaper backward pass), None for all. ``train_special_tokens`` (with ``trainable_layers``): the
+    embedding rows of the model's added special tokens (IUM's task/model ids) are trained too, every other row
+    stays frozen (its gradient is masked to zero, and it sits in the group without weight decay, so AdamW leaves
+    it exactly as it was). Batches are shuffled from ``seed`` every epoch and
     dropout draws from ``seed``, so a run on CPU is repeatable.
 
     ``checkpoint``: a file the whole training state (weights, optimiser, schedule, losses, random state) is
@@ -419,6 +423,15 @@ def train_cross_encoder(model: _Model, examples: Sequence[Example], epochs: int 
     parameters = _trainable_parameters(model, trainable_layers)
     decay = [p for name, p in parameters if p.ndim > 1]
     no_decay = [p for name, p in parameters if p.ndim <= 1]
+    token_hook = None
+    if train_special_tokens and trainable_layers is not None and model.settings.special_tokens:
+        encoder: Any = model.network["encoder"]
+        embeddings = encoder.get_input_embeddings().weight
+        token_rows = torch.zeros(embeddings.shape[0], 1, device=embeddings.device)
+        token_rows[model.tokenizer.convert_tokens_to_ids(list(model.settings.special_tokens))] = 1.0
+        embeddings.requires_grad_(True)
+        token_hook = embeddings.register_hook(lambda grad: grad * token_rows)
+        no_decay.append(embeddings)
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=lr)
     total = len(_length_bucketed_batches(lengths, batch_size, random.Random(0))) * epochs
@@ -428,7 +441,8 @@ def train_cross_encoder(model: _Model, examples: Sequence[Example], epochs: int 
     loss_function = torch.nn.BCEWithLogitsLoss()
     losses: list[float] = []
     fingerprint = _training_fingerprint(examples, epochs, lr, batch_size, seed, warmup_ratio, weight_decay,
-                                        trainable_layers, model.model_id)
+                                        trainable_layers, model.model_id,
+                                        *(("special tokens trained",) if train_special_tokens else ()))
     resume_at = _load_checkpoint(checkpoint, fingerprint, model, optimizer, schedule, losses) if checkpoint else 0
     model.network.train()
     try:
@@ -452,6 +466,8 @@ def train_cross_encoder(model: _Model, examples: Sequence[Example], epochs: int 
                     progress(len(losses), total)
     finally:
         model.network.eval()
+        if token_hook is not None:
+            token_hook.remove()
         for parameter in model.network.parameters():
             parameter.requires_grad_(True)
     if checkpoint is not None:
