@@ -250,6 +250,7 @@ ABLATION_ARMS = (
     ("recipe: NQ reranker start, every stored label", "ablation/recipe.json"),
     ("untrained head, every stored label", "ablation/untrained-head.json"),
     ("NQ reranker start, first 5 stored labels a question", "ablation/first5.json"),
+    ("NQ reranker start, every stored label, id tokens trained", "ablation/id-tokens.json"),
 )
 
 
@@ -265,12 +266,13 @@ def ium_report(ium_dir: Path) -> list[str]:
     out = ium_sections(main)
     out += ["### Ablation: what moves the score", "",
             "The same agents, split and training settings, one choice changed per arm: where the engine starts (the "
-            "NQ cross-encoder `rageval train-reranker` trained, or an untrained head over MiniLM) and how much stored "
+            "NQ cross-encoder `rageval train-reranker` trained, or an untrained head over MiniLM), how much stored "
             "feedback offline iteration 1 reads (every eRAG label the runs hold, or those of each training "
-            "question's first 5 candidates). Each arm trains offline IUM only and scores each test question's "
-            "served top k by the runs' stored eRAG labels of its passages (the mean label: the per-passage utility "
-            "IUM learns from, eRAG's precision@k), so an arm costs its training and no answer; macro averages in "
-            "percent with 95% intervals as above.", ""]
+            "question's first 5 candidates), and whether the task/model id tokens' embeddings train (the recipe "
+            "trains the top 2 layers and the head only, so the ids keep their random start vectors). Each arm "
+            "trains offline IUM only and scores each test question's served top k by the runs' stored eRAG labels "
+            "of its passages (the mean label: the per-passage utility IUM learns from, eRAG's precision@k), so an "
+            "arm costs its training and no answer; macro averages in percent with 95% intervals as above.", ""]
     out += ablation_section([(label, ium_dir / name) for label, name in ABLATION_ARMS])
     outcomes = read_ium_run(main)[1]["outcomes"]
     wide = outcomes[outcomes.method.isin(["first-stage", "offline-IUM"])].pivot_table(
