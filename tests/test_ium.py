@@ -245,3 +245,21 @@ def test_training_the_id_tokens_is_part_of_the_checkpoint_key_only_when_asked():
 
     assert "train_id_tokens" not in IumConfig().digest_fields()  # older checkpoints keep their keys
     assert IumConfig(train_id_tokens=True).digest_fields()["train_id_tokens"] is True
+
+
+def test_kendall_tau_of_one_passage_lists_is_undefined_not_minus_one():
+    import math
+
+    import pandas as pd
+
+    from rageval.ium.experiment import personalisation_summary
+    from rageval.stats.paired import top_k_kendall_tau
+
+    assert top_k_kendall_tau(["a"], ["b"]) == -1.0  # what a one-item pair reads as without the rule
+    rows = pd.DataFrame([("m", "x/k1", "x/k5", "q1", -1.0, 0.0), ("m", "x/k5", "x/k3", "q1", 0.5, 0.5)],
+                        columns=["method", "agent_a", "agent_b", "query_id", "kendall_tau", "jaccard"])
+    agents = pd.DataFrame({"name": ["x/k1", "x/k5", "x/k3"], "k": [1, 5, 3]})
+    summary = personalisation_summary(rows, agents).set_index(["agent_a", "agent_b"])
+    assert math.isnan(summary.loc[("x/k1", "x/k5"), "kendall_tau"])
+    assert summary.loc[("x/k5", "x/k3"), "kendall_tau"] == 0.5
+    assert summary.loc[("x/k1", "x/k5"), "jaccard"] == 0.0

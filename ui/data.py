@@ -998,7 +998,7 @@ def load_ium_personalisation(path: str, mtime_ns: int) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame(columns=["method", "agent_a", "agent_b", "kendall_tau", "jaccard", "n"])
     with checked(path, IUM):
-        return personalisation_summary(table)
+        return personalisation_summary(table, load_ium_table(path, mtime_ns, "agents"))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)

@@ -330,7 +330,8 @@ def personalisation_table(served, agents: Sequence[Agent], test: Mapping[str, Se
                           methods: Sequence[str] = ("offline-IUM", "offline-IUM-nonpersonalised@t1", "uRAG")
                           ) -> pd.DataFrame:
     """Kendall's tau and Jaccard between the lists two agents of one dataset were served for the same test query
-    (top min(k_a, k_b) of each)."""
+    (top min(k_a, k_b) of each); tau is NaN when that depth is 1 (one item a list ranks nothing: two different
+    items would read as tau = -1)."""
     rows = []
     for method in methods:
         if method not in served:
@@ -344,14 +345,22 @@ def personalisation_table(served, agents: Sequence[Agent], test: Mapping[str, Se
                     if q.query_id not in served[method][b.name]:  # agents from runs may hold other questions
                         continue
                     la, lb = served[method][a.name][q.query_id][:depth], served[method][b.name][q.query_id][:depth]
-                    rows.append((method, a.name, b.name, q.query_id, top_k_kendall_tau(la, lb), jaccard(la, lb)))
+                    tau = top_k_kendall_tau(la, lb) if depth >= 2 else float("nan")
+                    rows.append((method, a.name, b.name, q.query_id, tau, jaccard(la, lb)))
     return pd.DataFrame(rows, columns=["method", "agent_a", "agent_b", "query_id", "kendall_tau", "jaccard"])
 
 
-def personalisation_summary(personalisation: pd.DataFrame) -> pd.DataFrame:
+def personalisation_summary(personalisation: pd.DataFrame, agents: pd.DataFrame | None = None) -> pd.DataFrame:
     """Mean Kendall's tau and Jaccard over the test queries of each (method, agent_a, agent_b) of
     :func:`personalisation_table`, with ``n``, the queries averaged over (columns method, agent_a, agent_b,
-    kendall_tau, jaccard, n; the paper's Figure 5)."""
+    kendall_tau, jaccard, n; the paper's Figure 5). With the run's ``agents`` table (name, k), tau is NaN for a
+    pair whose shorter list holds one passage (runs written before :func:`personalisation_table` said so)."""
+    if agents is not None and {"name", "k"} <= set(agents.columns):
+        k_of = dict(zip(agents["name"], agents["k"]))
+        single = [min(k_of.get(a, 2), k_of.get(b, 2)) < 2
+                  for a, b in zip(personalisation["agent_a"], personalisation["agent_b"])]
+        personalisation = personalisation.assign(
+            kendall_tau=personalisation["kendall_tau"].mask(pd.Series(single, index=personalisation.index)))
     grouped = personalisation.groupby(["method", "agent_a", "agent_b"])
     summary = grouped[["kendall_tau", "jaccard"]].mean()
     summary["n"] = grouped.size()

@@ -57,14 +57,14 @@ def ium_sections(path: Path) -> list[str]:
              "agent of its task or for none)" if from_runs else
              f"{plan['num_train']} training and {plan['num_test']} test queries per dataset (disjoint; the agents of a "
              "dataset share them)")
-    start = f"warm-started from `{config['init']}`" if config.get("init") else "an untrained head"
+    start = f"`{Path(config['init']).name}` (a warm start)" if config.get("init") else "an untrained head"
     out += [f"Run `{path.name}` built by `{settings.get('command') or 'rageval ium'}` in {settings['seconds']:.0f} s "
             f"on the 2-core CPU. Agents (task, model, k, utility" + (", run file" if from_runs else "") + "): "
             + "; ".join(f"`{r.name}` ({r.dataset}, {r.generator}, k={r.k}, {r.utility}"
                         + (f", `{getattr(r, 'run', '')}`" if from_runs else "") + ")" for r in agents.itertuples())
             + f". {split}. First stage {settings['first_stage']}; the engine is a MiniLM cross-encoder with "
             f"task/model id tokens, starting from {start}; offline IUM: T = {config['iterations']}, top "
-            f"{config['train_k']} served per training query, {config['epochs']} epochs, lr {config['lr']}, 10% unk; "
+            f"{config['train_k']} served per training query, epochs {config['epochs']}, lr {config['lr']}, 10% unk; "
             f"online IUM from the last offline checkpoint, b in {config['online_batch_sizes']} (the table uses b = "
             f"{settings['online_default_batch_size']}). Paper scale: 18 agents, KILT training sets, BM25 top 100, "
             "k = 32, T = 3, b = 256, T5/FiD agents fine-tuned per dataset.", "",
@@ -92,7 +92,8 @@ def ium_sections(path: Path) -> list[str]:
     personalised = iteration_curve(outcomes, "offline-IUM")
     plain = iteration_curve(outcomes, "offline-IUM-nonpersonalised")
     out += ["### Offline iterations, personalised vs not (Figure 2a)", "",
-            "Macro-average downstream score (percent) after each iteration; t = 0 is BM25.", ""]
+            "Macro-average downstream score (percent) after each iteration; t = 0 is "
+            + ("each run's own ranking" if from_runs else "BM25") + ".", ""]
     out += _table(("t", "personalised (task/model ids)", "non-personalised"),
                   [[str(t), _cell(100 * personalised.get(t, math.nan)), _cell(100 * plain.get(t, math.nan))]
                    for t in sorted(set(personalised.index) | set(plain.index))]) + [""]
@@ -101,7 +102,7 @@ def ium_sections(path: Path) -> list[str]:
     out += [""]
     personalisation = tables["personalisation"]
     if len(personalisation):
-        grouped = personalisation_summary(personalisation)
+        grouped = personalisation_summary(personalisation, agents)
         out += ["### Personalisation (Figure 5)", "",
                 "Between the lists two agents of one dataset are served for the same test query (top min(k) of "
                 "each): mean Kendall's tau (absent items tied last) and Jaccard. The paper: about 20% of the "
