@@ -16,13 +16,13 @@ threshold, accuracy, balanced_accuracy, f1, roc_auc, the two intervals, resample
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rageval.attribution.nli_eval import CheckerEvaluation
 from rageval.errors import DataError
+from rageval.store.files import write_text_atomically
 
 REPORT_FORMAT = "rageval-nli-report"
 REPORT_VERSION = 2
@@ -61,11 +61,7 @@ def write_checker_report(path: str | Path, report: CheckerReport) -> Path:
     for entry in report.evaluations:
         if entry.checker not in report.checkers:
             raise ValueError(f"evaluation of {entry.checker!r}: not one of the report's checkers")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(report.as_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-    return path
+    return write_text_atomically(path, json.dumps(report.as_dict(), indent=1, ensure_ascii=False) + "\n")
 
 
 def read_checker_report(path: str | Path) -> CheckerReport:

@@ -334,10 +334,13 @@ def build_run_agents(sources: Sequence[RunAgentSource], cache, log: Log = print,
 
 
 def _prepare(paths: Sequence[str | Path], split: RunSplit, cache, metric: str | None, k: int | None,
-             depth: int | None, log: Log, generators: Mapping[str, object] | None):
+             depth: int | None, log: Log, generators: Mapping[str, object] | None, first_labels: int | None):
     """The runs as agents (:func:`read_run_agent`, :func:`build_run_agents`), each agent's training and test
-    questions, the first-stage candidates per agent and every passage by id; one error naming the file(s) for runs
-    that cannot be agents together."""
+    questions, the first-stage candidates per agent, every passage by id, and offline iteration 1's feedback (every
+    stored label of the training questions' candidates, or of their first ``first_labels``); one error naming the
+    file(s) for runs that cannot be agents together."""
+    if first_labels is not None and first_labels < 1:
+        raise RagevalError(f"first labels: expected at least 1, got {first_labels}")
     if not paths:
         raise RagevalError("--runs: expected at least one run file")
     sources = [read_run_agent(p, metric, k, depth) for p in paths]
@@ -363,7 +366,8 @@ def _prepare(paths: Sequence[str | Path], split: RunSplit, cache, metric: str | 
                                    "(another title or text); IUM serves one passage per id, so the runs must agree")
             passages.setdefault(pid, passage)
             owner.setdefault(pid, source.path)
-    return sources, agents, train, test, candidates, passages
+    return sources, agents, train, test, candidates, passages, _stored_first_feedback(agents, sources, train,
+                                                                                      first_labels)
 
 
 def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: RunSplit = RunSplit(), *,
@@ -378,13 +382,9 @@ def run_ium_over_runs(paths: Sequence[str | Path], config: IumConfig, split: Run
     run's own; :func:`read_run_agent`); ``config.first_stage_depth`` is not used (the runs' rankings are the first
     stage). ``first_labels``: offline iteration 1 learns from the stored labels of each training question's first
     ``first_labels`` candidates only (default: all; the ablation of "every cached label")."""
-    if first_labels is not None and first_labels < 1:
-        raise RagevalError(f"first labels: expected at least 1, got {first_labels}")
     started = time.perf_counter()
-    sources, agents, train, test, candidates, passages = _prepare(paths, split, cache, metric, k, depth, log,
-                                                                   generators)
-    # Offline iteration 1: every stored label of the training questions' candidates.
-    first_feedback = _stored_first_feedback(agents, sources, train, first_labels)
+    sources, agents, train, test, candidates, passages, first_feedback = _prepare(
+        paths, split, cache, metric, k, depth, log, generators, first_labels)
     served, feedback_frames, trained_on_rows = train_and_serve(
         agents, train, test, candidates, passages, config, first_stage=FIRST_STAGE, first_feedback=first_feedback,
         log=log, checkpoints=checkpoints, started=started)
@@ -453,12 +453,9 @@ def label_ablation(paths: Sequence[str | Path], config: IumConfig, split: RunSpl
 
     from rageval.ium.learning import SearchEngine, collect_feedback, offline_ium
 
-    if first_labels is not None and first_labels < 1:
-        raise RagevalError(f"first labels: expected at least 1, got {first_labels}")
     started = time.perf_counter()
-    sources, agents, train, test, candidates, passages = _prepare(paths, split, cache, metric, k, depth, log,
-                                                                   generators)
-    first_feedback = _stored_first_feedback(agents, sources, train, first_labels)
+    sources, agents, train, test, candidates, passages, first_feedback = _prepare(
+        paths, split, cache, metric, k, depth, log, generators, first_labels)
     iterations = offline_ium(agents, train, candidates, passages, config, personalised=True, log=log,
                              checkpoints=checkpoints, first_feedback=first_feedback)
     engines = {FIRST_STAGE: SearchEngine(candidates, passages),
@@ -488,15 +485,12 @@ def label_ablation(paths: Sequence[str | Path], config: IumConfig, split: RunSpl
 def write_label_ablation(result: LabelAblation, path: str | Path) -> Path:
     """``result`` as one JSON file (settings, agents, outcomes), written to a temporary file and renamed."""
     import json
-    import os
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".partial")
-    temporary.write_text(json.dumps({"settings": result.settings, "agents": result.agents.to_dict("records"),
-                                     "outcomes": result.outcomes.values.tolist()}, indent=1), encoding="utf-8")
-    os.replace(temporary, path)
-    return path
+    from rageval.store.files import write_text_atomically
+
+    return write_text_atomically(path, json.dumps({"settings": result.settings,
+                                                   "agents": result.agents.to_dict("records"),
+                                                   "outcomes": result.outcomes.values.tolist()}, indent=1))
 
 
 def read_label_ablation(path: str | Path) -> LabelAblation:

@@ -607,6 +607,17 @@ def check_settings(settings: dict[str, Any], path: str | os.PathLike, kind: Sqli
     return settings
 
 
+def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file beside it, renamed over ``path``: a reader sees
+    the old file or the whole new one, and a killed writer leaves at most the temporary file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".partial")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+    return path
+
+
 def write_sqlite_atomically(path: str | os.PathLike, fill: Callable[[sqlite3.Connection], None]) -> Path:
     """Create the SQLite file ``path`` with ``fill(connection)`` in a temporary sibling, commit, then rename.
 
