@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from rageval.attribution.nli_data import entails, held_out_pairs
 from rageval.attribution.nli_eval import evaluate_checker_scores
 from rageval.errors import RagevalError
 from rageval.paths import DATA_DIR
+from rageval.store.files import write_text_atomically
 
 HAGRID_HALVES = ("dev", "test")
 Log = Callable[[str], None]
@@ -163,12 +163,7 @@ def build_report(checkers: Mapping[str, Mapping], evaluations: Sequence[dict]) -
 
 def write_report(report: Mapping, path: Path) -> Path:
     """Write ``report`` (or any JSON object) to ``path`` atomically: a temporary sibling renamed over it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    return write_text_atomically(path, json.dumps(report, indent=1))
 
 
 # ---------------------------------------------------------------------------------------------- the whole report

@@ -78,10 +78,13 @@ def ium_sections(path: Path) -> list[str]:
     out += _table(("paper", *(HEADERS[m] for m in PAPER_METHODS)),
                   [["macro average (18 agents)", *(_cell(PAPER_MACRO[m], 2) for m in PAPER_METHODS)],
                    *([name, *(_cell(v, 2) for v in values)] for name, values in PAPER_NQ_HOTPOTQA.items())]) + [""]
-    out += macro_interval_section(outcomes, agents, methods, "first-stage" if from_runs else "BM25")
+    intervals = macro_interval_table(outcomes, agents, methods)  # against the first stage (BM25 or the runs')
+    out += macro_interval_section(intervals)
     out += _reading(table, tables["feedback"], tables["significance"], config, from_runs)
-    out += [direction_sentence(macro_interval(outcomes, agents, "offline-IUM", "first-stage" if from_runs else "BM25"),
-                               "each run's own ranking" if from_runs else "BM25"), ""]
+    if "offline-IUM" in intervals.index:
+        gap = intervals.loc["offline-IUM"]
+        out += [direction_sentence(MeanInterval(gap.difference, gap.difference_low, gap.difference_high, 0),
+                                   "each run's own ranking" if from_runs else "BM25"), ""]
     significance = tables["significance"]
     wanted = significance[(significance.method_a.isin(["offline-IUM", "online-IUM"]))
                           | (significance.method_b.isin(["offline-IUM", "online-IUM"]))]
@@ -129,10 +132,10 @@ def _interval(result: MeanInterval, signed: bool = False) -> str:
     return format_interval(result.mean, result.low, result.high, signed)
 
 
-def macro_interval_section(outcomes, agents, methods: Sequence[str], base: str) -> list[str]:
-    """Markdown: each engine's macro average with its 95% interval and its difference from ``base`` on the same
-    test questions with the difference's interval (:func:`rageval.ium.experiment.macro_interval_table`)."""
-    table = macro_interval_table(outcomes, agents, methods, base)
+def macro_interval_section(table) -> list[str]:
+    """Markdown of :func:`rageval.ium.experiment.macro_interval_table`: each engine's macro average with its 95%
+    interval and its difference from the first stage (the row without one) on the same test questions."""
+    base = next(method for method, r in table.iterrows() if math.isnan(r.difference))
     rows = [[HEADERS.get(method, method), format_interval(r.macro, r.low, r.high),
              "–" if method == base else format_interval(r.difference, r.difference_low, r.difference_high, True)]
             for method, r in table.iterrows()]
