@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide, top
+from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide
 from rageval.measures.params import LEVEL_PARAMS
 from rageval.measures.registry import register_measure
 
 
 def average_precision(labels: RankedLabels, cutoff: int | None) -> np.ndarray:
-    relevance = top(labels.relevance, cutoff)
-    ranks = np.arange(1, relevance.shape[1] + 1, dtype=np.float64)
-    precision_at_rank = np.cumsum(relevance, axis=1) / ranks
+    # Over the relevant ranks only (RankedLabels.relevant_ranks): the terms of the other ranks are all 0.
+    ranks, relevance = labels.relevant_ranks
+    if cutoff is not None:
+        relevance = np.where(ranks < cutoff, relevance, 0.0)
+    precision_at_rank = np.cumsum(relevance, axis=1) / (ranks + 1)
     return safe_divide((relevance * precision_at_rank).sum(axis=1), labels.n_relevant)
 
 

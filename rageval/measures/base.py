@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -71,6 +72,28 @@ class RankedLabels:
     @property
     def depth(self) -> int:
         return self.gains.shape[1]
+
+    @cached_property
+    def relevant_ranks(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's relevant ranks moved to the left: ``(ranks, relevance)``, both ``[n_queries, m]``.
+
+        ``ranks[i, j]`` is the 0-based rank of the ``j``-th ranked passage of row ``i`` with nonzero relevance and
+        ``relevance[i, j]`` its relevance; rows with fewer than ``m`` (the most in any row) are padded with rank
+        ``depth`` and relevance 0. Kernels that read the whole ranking (AP, Rprec) work on these few columns
+        instead of the ``depth`` of the dense matrix: every zero they skip adds exactly 0. Computed once per
+        labels object.
+        """
+        flat = np.flatnonzero(self.relevance)  # a 1-d scan: half the time of np.nonzero's two index arrays
+        rows, columns = np.divmod(flat, max(self.depth, 1))
+        counts = np.bincount(rows, minlength=len(self.query_ids))
+        width = int(counts.max(initial=0))
+        slot = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+        ranks = np.full((len(self.query_ids), width), self.depth, dtype=np.int64)
+        relevance = np.zeros((len(self.query_ids), width))
+        ranks[rows, slot] = columns
+        relevance[rows, slot] = self.relevance[rows, columns]
+        ranks.flags.writeable = relevance.flags.writeable = False
+        return ranks, relevance
 
     def judgments(self, what: str) -> np.ndarray:
         """``ranked_judgments``, or a ``ValueError`` saying ``what`` needs them."""

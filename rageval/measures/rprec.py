@@ -23,9 +23,8 @@ def r_precision(labels: RankedLabels, cutoff: int | None, mult: float = 1.0) -> 
     r = np.rint(labels.n_relevant).astype(np.int64)
     # trec_eval's (long)(mult * R + 0.9); with mult = 1 this is R itself.
     rank = r if mult == 1.0 else np.floor(mult * r + 0.9).astype(np.int64)
-    cumulative = np.cumsum(labels.relevance, axis=1)
-    last = np.clip(np.minimum(rank, depth) - 1, 0, None)  # past the ranking's end the padding adds 0
-    found = np.where(rank > 0, cumulative[np.arange(n_queries), last], 0.0)
+    relevant_ranks, relevance = labels.relevant_ranks  # past the ranking's end the padding adds 0
+    found = np.where(relevant_ranks < rank[:, None], relevance, 0.0).sum(axis=1)
     return safe_divide(found, rank)
 
 
