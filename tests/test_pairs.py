@@ -244,3 +244,15 @@ def test_nli_eval_calibrates_the_threshold_on_a_dev_file(tmp_path, tiny_checker,
     assert main(["nli-eval", str(test), "--checker", f"hf:{tiny_checker}", "--calibrate", str(dev),
                  "--threshold", "0.4"]) != 0
     assert "not both" in capsys.readouterr().err
+
+
+def test_a_calibrated_evaluation_reports_progress_as_one_job(tmp_path, tiny_checker):
+    """Dev rows then labelled rows count up one total (one bar, one ETA), never restarting from 0."""
+    dev = write_jsonl(tmp_path / "dev.jsonl", ROWS)
+    test = write_jsonl(tmp_path / "test.jsonl", ROWS[:5])
+    reports: list[tuple[int, int]] = []
+    pairs.evaluate_pairs_file(test, load_checker(f"hf:{tiny_checker}"), calibrate=dev, source_field=None,
+                              batch_size=2, resamples=20, progress=lambda done, total: reports.append((done, total)))
+    assert {total for _, total in reports} == {len(ROWS) + 5}
+    done = [d for d, _ in reports]
+    assert done[0] == 0 and done[-1] == len(ROWS) + 5 and done == sorted(done)

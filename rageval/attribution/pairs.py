@@ -146,12 +146,16 @@ def read_labelled_pairs(path: str | Path, label_field: str = "label", claim_fiel
 
 
 def score_rows(rows: Sequence[PairRow], checker: EntailmentModel, batch_size: int = DEFAULT_BATCH,
-               progress: Progress | None = None, done: int = 0) -> list[float]:
-    """p(supported) of every row, ``batch_size`` rows a checker call; ``progress(done, total)`` after each."""
+               progress: Progress | None = None, done: int = 0, total: int | None = None) -> list[float]:
+    """p(supported) of every row, ``batch_size`` rows a checker call; ``progress(done, total)`` after each.
+
+    ``done`` rows were scored before these and ``total`` (default ``done + len(rows)``) is the whole job's count,
+    so that several passes (a dev file, then the labelled file) report as one job with one ETA.
+    """
     if batch_size < 1:
         raise RagevalError(f"batch size: expected at least 1, got {batch_size}")
     scores: list[float] = []
-    total = done + len(rows)
+    total = done + len(rows) if total is None else total
     if progress is not None:
         progress(done, total)  # the checker is loaded: the clock of an ETA starts here
     for start in range(0, len(rows), batch_size):
@@ -316,7 +320,7 @@ def evaluate_pairs_file(path: str | Path, checker: EntailmentModel | Callable[[]
     dev = read_labelled_pairs(calibrate, label_field, claim_field, source_field) if calibrate is not None else []
     if calibrate is not None:
         model, _, _ = _resolve(checker, None)
-        dev_scores = score_rows([r.row for r in dev], model, batch_size, progress)
+        dev_scores = score_rows([r.row for r in dev], model, batch_size, progress, total=len(dev) + len(rows))
         gold = [r.label for r in dev]
         if claim_field:
             _, claim_gold, claim_scores = aggregate_claims(gold, dev_scores, [f"{r.source}\x1f{r.claim}" for r in dev])
@@ -325,7 +329,7 @@ def evaluate_pairs_file(path: str | Path, checker: EntailmentModel | Callable[[]
             threshold = best_threshold(gold, dev_scores)
         checker = model
     model, cut, name = _resolve(checker, threshold)
-    probabilities = score_rows([r.row for r in rows], model, batch_size, progress)
+    probabilities = score_rows([r.row for r in rows], model, batch_size, progress, done=len(dev))
     evaluations = evaluate_labelled(rows, probabilities, cut, claims=bool(claim_field), resamples=resamples)
     from rageval.attribution.checkers import checker_description
 
