@@ -256,3 +256,18 @@ def test_a_calibrated_evaluation_reports_progress_as_one_job(tmp_path, tiny_chec
     assert {total for _, total in reports} == {len(ROWS) + 5}
     done = [d for d, _ in reports]
     assert done[0] == 0 and done[-1] == len(ROWS) + 5 and done == sorted(done)
+
+
+def test_a_checker_description_is_plain_text(tmp_path, tiny_checker):
+    """The description stored in a report (and shown on the Citations page) is a plain sentence: no Sphinx role or
+    literal markup from the class docstring, and a calibration note joined without a doubled stop."""
+    from rageval.attribution.checkers import checker_description
+
+    model = load_checker(f"hf:{tiny_checker}")
+    text = checker_description(model)
+    assert text and ":class:" not in text and "`" not in text
+    dev = write_jsonl(tmp_path / "dev.jsonl", ROWS)
+    test = write_jsonl(tmp_path / "test.jsonl", ROWS[:5])
+    result = pairs.evaluate_pairs_file(test, model, calibrate=dev, source_field=None, resamples=20)
+    [about] = pairs.pairs_report(result, "hf").checkers.values()
+    assert ".;" not in about["description"] and about["description"].endswith("(maximum balanced accuracy)")

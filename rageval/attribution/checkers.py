@@ -484,9 +484,12 @@ class AlignScoreNli:
 
 
 def checker_description(model) -> str:
-    """One sentence on what ``model`` is: the first sentence of its class' docstring (its class name without one)."""
+    """One sentence on what ``model`` is, as plain text: the first sentence of its class' docstring (its class name
+    without one), Sphinx roles and literals unwrapped (``:class:`a.b.C``` -> ``C``)."""
     doc = " ".join((type(model).__doc__ or "").strip().split("\n\n")[0].split())
     if not doc:
         return type(model).__name__
     end = doc.find(". ")
-    return (doc if end < 0 else doc[:end + 1]).rstrip(":")
+    sentence = (doc if end < 0 else doc[:end + 1]).rstrip(":")
+    sentence = re.sub(r":[a-z]+:`~?(?:[^`<]*<)?([^`>]+)>?`", lambda m: m.group(1).rpartition(".")[2], sentence)
+    return sentence.replace("``", "")

@@ -361,7 +361,7 @@ def pairs_report(result: PairsEvaluationResult, spec: str, description: str | No
                     f"claim: the max over the rows of each {result.claim_field} (supported if any row is)")
         entries.append(ReportEntry(result.checker, data, None, protocol, item.evaluation))
     if result.calibrated_on is not None:
-        description = (description + "; " if description else "") + (
+        description = (description.rstrip(".") + "; " if description else "") + (
             f"threshold calibrated on {result.calibrated_on.name} (maximum balanced accuracy)")
     checkers = {result.checker: {"spec": spec, "threshold": result.threshold, "description": description}}
     return CheckerReport(checkers, tuple(entries))
