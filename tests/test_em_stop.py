@@ -115,3 +115,85 @@ def test_tiny_model_same_exact_match_labels_and_marked_stops(tiny_model_dir):
                 assert stopped_answer == answer  # a row not stopped is the model's full answer
         assert generator.em_rows_stopped - stopped_before == sum(map(is_stopped, early))
     assert generator.em_rows_stopped > 0
+
+
+class _StoppingFake:
+    """A generator that supports early stopping: its full answer is the prompt's last word; stopped against gold
+    answers its first letter can no longer reach, it answers that letter, marked."""
+
+    supports_em_early_stop = True
+    model_id = "fake:last-word-stopping/v1"
+
+    def __init__(self):
+        self.prompts_seen = 0
+
+    def generate(self, prompts, settings, *, em_targets=None):
+        from rageval.generation.em_stop import stopped_answer
+
+        self.prompts_seen += len(prompts)
+        answers = []
+        for i, prompt in enumerate(prompts):
+            full = prompt.split()[-1]
+            if em_targets is not None and ExactMatchStop(em_targets[i], settings.stop).cannot_match(full[0]):
+                answers.append(stopped_answer(full[0]))
+            else:
+                answers.append(full)
+        return answers
+
+
+def test_the_cache_keeps_stopped_answers_apart_from_full_ones(tmp_path):
+    from rageval.generation.cache import CachedGenerator, LLMCache
+
+    settings = DecodingSettings()
+    prompts = ["q: Paris", "q: Lyon"]
+    targets = [["Paris"], ["Paris"]]  # the second prompt's answer "Lyon" is stopped at "L"
+    with LLMCache(tmp_path / "cache.sqlite") as cache:
+        fake = _StoppingFake()
+        cached = CachedGenerator(fake, cache)
+        assert cached.supports_em_early_stop
+        first = cached.generate(prompts, settings, em_targets=targets)
+        assert first[0] == "Paris" and is_stopped(first[1]) and first[1].startswith("L ")
+        assert cached.generate(prompts, settings, em_targets=targets) == first and fake.prompts_seen == 2
+        # Without early stopping the stopped answer is never served: the prompt is generated in full.
+        assert cached.generate(prompts, settings) == ["Paris", "Lyon"] and fake.prompts_seen == 3
+        # Other gold answers for the same prompt: a call of its own.
+        assert cached.generate(["q: Rome"], settings, em_targets=[["Paris"]]) != ["Rome"]
+        assert cached.generate(["q: Rome"], settings, em_targets=[["Rome"]]) == ["Rome"]
+        assert fake.prompts_seen == 5
+        # The same prompt twice in one call with different gold answers: each gets its own.
+        twice = cached.generate(["q: Nice", "q: Nice"], settings, em_targets=[["Nice"], ["Oslo"]])
+        assert twice[0] == "Nice" and is_stopped(twice[1])
+
+
+def test_evaluate_with_em_early_stop_gives_the_same_labels(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    from rageval.store import read_run
+    from tests.test_pipeline import PASSAGES, QUESTIONS, run_cli, write_jsonl
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    queries = write_jsonl(folder / "q.jsonl", [{"query_id": q, "text": t, "answers": a, "gold_passage_ids": g}
+                                               for q, t, a, g, _ in QUESTIONS])
+    corpus = write_jsonl(folder / "c.jsonl", [{"passage_id": p, "title": t, "text": x}
+                                              for p, (t, x) in PASSAGES.items()])
+    run = folder / "run.trec"
+    run.write_text("".join(f"{q} Q0 {p} {r} {20 - r} x\n" for q, _, _, _, ranked in QUESTIONS
+                           for r, p in enumerate(ranked, start=1)))
+    base = ["evaluate", "--queries", queries, "--corpus", corpus, "--run", run, "--model", tiny_model_dir,
+            "--k", "3", "--methods", "erag", "--max-new-tokens", 8, "--label-metrics", "em"]
+    labels, outputs = {}, {}
+    for name, extra in (("full", []), ("early", ["--em-early-stop"])):
+        out = tmp_path / f"{name}.sqlite"
+        code, _, err = run_cli(base + extra + ["--out", out], capsys, monkeypatch, tmp_path / f"cache-{name}")
+        assert code == 0, err
+        stored = read_run(out)
+        labels[name] = {(x.query_id, x.passage_id): x.value for x in stored.labels if x.method == "erag:em"}
+        outputs[name] = {(x.query_id, x.passage_id): x.output for x in stored.doc_outputs}
+        assert stored.settings.get("em_early_stop", False) is (name == "early")
+    assert labels["early"] == labels["full"] and len(labels["full"]) == len(QUESTIONS) * 3
+    for key, output in outputs["early"].items():
+        assert output == outputs["full"][key] or (is_stopped(output) and labels["full"][key] == 0.0)
+    assert any(map(is_stopped, outputs["early"].values()))
+
+    code, _, err = run_cli(base[:-1] + ["em,f1", "--em-early-stop", "--out", tmp_path / "x.sqlite"], capsys,
+                           monkeypatch, tmp_path / "cache-x")
+    assert code != 0 and "exact-match early stopping" in err and "Traceback" not in err

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
+from typing import Any
 
+from rageval.generation.base import DecodingSettings
 from rageval.text_metrics import normalize_answer
 
 #: Appended to a stopped row's text so far: the stored answer says it was cut (its exact match is 0, as the full
@@ -116,3 +118,12 @@ def check_tokenizer(tokenizer) -> None:
     if getattr(tokenizer, "clean_up_tokenization_spaces", False):
         raise ValueError("exact-match early stopping: this tokenizer cleans up spaces when decoding "
                          "(clean_up_tokenization_spaces), so a partial answer's text may change later")
+
+
+def generate_stopping_early(generator: Any, prompts: Sequence[str], settings: DecodingSettings,
+                            em_targets: Sequence[Sequence[str]]) -> list[str]:
+    """``generator``'s answers with exact-match early stopping against ``em_targets[i]`` (prompt i's gold answers)
+    where it supports it (``supports_em_early_stop``), else its full answers: the same exact match either way."""
+    if getattr(generator, "supports_em_early_stop", False):
+        return generator.generate(prompts, settings, em_targets=em_targets)
+    return generator.generate(prompts, settings)

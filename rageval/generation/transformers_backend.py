@@ -118,6 +118,9 @@ class TransformersGenerator:
     the verdict.
     """
 
+    #: ``generate`` takes ``em_targets`` (exact-match early stopping, :mod:`rageval.generation.em_stop`).
+    supports_em_early_stop = True
+
     def __init__(
         self,
         model_path_or_id: str | Path,
