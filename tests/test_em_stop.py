@@ -197,3 +197,23 @@ def test_evaluate_with_em_early_stop_gives_the_same_labels(tiny_model_dir, tmp_p
     code, _, err = run_cli(base[:-1] + ["em,f1", "--em-early-stop", "--out", tmp_path / "x.sqlite"], capsys,
                            monkeypatch, tmp_path / "cache-x")
     assert code != 0 and "exact-match early stopping" in err and "Traceback" not in err
+
+
+def test_the_cost_configuration_with_early_stopping_keeps_the_labels(tiny_model_dir, monkeypatch):
+    import sys
+    import types
+
+    from rageval.erag.cost import measure_configuration
+    from tests.test_shared_prefix import PREFIX, QUESTIONS
+
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))  # see test_report's cost test
+    erag_prompts = [[PREFIX + q for q in QUESTIONS[:3]], [PREFIX + q for q in QUESTIONS[3:]]]
+    e2e_prompts = [PREFIX + QUESTIONS[0], PREFIX + QUESTIONS[3]]
+    with pytest.raises(ValueError, match="gold answers"):
+        measure_configuration("erag-query-em", erag_prompts, e2e_prompts, model=tiny_model_dir)
+    answers = [["zz"], [""]]  # the tiny model's answers are random bytes: no label is 1, rows stop early
+    full = measure_configuration("erag-query", erag_prompts, e2e_prompts, model=tiny_model_dir, threads=1,
+                                 answers=answers)
+    early = measure_configuration("erag-query-em", erag_prompts, e2e_prompts, model=tiny_model_dir, threads=1,
+                                  answers=answers)
+    assert full.em_labels is not None and early.em_labels == full.em_labels and len(full.em_labels) == 6
