@@ -474,16 +474,19 @@ COST_RATIOS_NOTE = [
     "- **k answers.** eRAG decodes k answers to E2E's one. Rows decode together, but each decode step reads all the "
     "weights (the 262k-token embedding matrix alone is 335 MB in bfloat16; a step costs ~0.1 s with 1 row and "
     "~0.12-0.15 s with 10-20), and the batch runs as long as its longest answer: eRAG makes about twice E2E's "
-    "decode steps (8 questions: 83 steps at k = 10, 89 at k = 20, against E2E's 6-9 a question). Exact-match early "
-    "stopping (`erag-query-em`) ends a row once its answer can no longer equal a gold answer after normalisation, "
-    "mostly after its first word: 22 decode steps at k = 10, the same labels. E2E could stop early too, but its "
-    "decode is ~10% of its time.",
+    "decode steps (the first 8 questions of the k = 20 run: 83 decode steps at k = 10, 89 at k = 20; E2E 5-9 a "
+    "question). Exact-match early stopping (`erag-query-em`) ends a row once its answer can no longer equal a gold "
+    "answer after normalisation, mostly after its first word: 22 decode steps at k = 10, the same labels. E2E "
+    "could stop early too, but its decode is ~10% of its time.",
     "- **Prefill is most of what is left.** On this CPU (one core with AMX) eRAG's prefill costs ~0.8 ms a token "
     "and E2E's 1.3-2 ms (its attention over the long prompt); the linear layers are ~40% of eRAG's prefill, "
     "element-wise work (RMSNorm in float32, GELU) as much again, attention ~20%. These are the model's own "
     "computations, the same for E2E; changing how they are computed changes bfloat16 rounding, and with it "
     "answers (splitting the prefill attention into prefix and own parts merged by log-sum-exp changed 10 of 80 "
     "answers), so the default path keeps transformers' computation.",
+    "- **Noise.** These tables were measured on a 2-core machine while another benchmark ran on the other core; CPU "
+    "times moved by up to ~25% between runs of the same configuration (E2E at k = 10: 31.0 s in an earlier run, "
+    "33.9 s here), the ratios less.",
     "- **Memory.** eRAG keeps one key/value copy of the shared prefix and, per row, only its own passage and answer "
     "(`rageval.generation.shared_prefix`), in groups under a budget (`decode_memory_mb`); E2E's peak is its long "
     "prompt's prefill activations. So eRAG's peak is the smaller one, by less than the paper's 7-48x, and its time "
