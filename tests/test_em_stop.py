@@ -115,6 +115,10 @@ def test_tiny_model_same_exact_match_labels_and_marked_stops(tiny_model_dir):
                 assert stopped_answer == answer  # a row not stopped is the model's full answer
         assert generator.em_rows_stopped - stopped_before == sum(map(is_stopped, early))
     assert generator.em_rows_stopped > 0
+    # A tokenizer that cleans up spaces when decoding: a prefix's text may change later, so nothing is stopped.
+    generator.tokenizer.clean_up_tokenization_spaces = True
+    assert not generator.supports_em_early_stop
+    assert generator.generate(PROMPTS, settings, em_targets=[["zzzz qqqq"]] * len(PROMPTS)) == full
 
 
 class _StoppingFake:

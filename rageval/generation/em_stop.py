@@ -24,9 +24,9 @@ When no gold answer fits, exact match is 0 for every continuation: the row stops
 
 **Which text.** ``U`` must be a prefix of the text the full decode would give. The tokens so far are decoded the
 way the final answer is; trailing U+FFFD characters (the bytes of a character not complete yet, which a byte
-fallback decodes as replacement characters) are dropped, and a tokenizer that cleans up spaces on decoding
-(``clean_up_tokenization_spaces``: " ." becomes "." once the "." arrives) is refused. Each row's text must also
-extend its previous text; a row where it does not is never stopped.
+fallback decodes as replacement characters) are dropped. With a tokenizer that cleans up spaces on decoding
+(``clean_up_tokenization_spaces``: " ." becomes "." once the "." arrives) nothing is stopped (the full decode,
+the same labels). Each row's text must also extend its previous text; a row where it does not is never stopped.
 
 **What is stored.** A stopped row's answer is its text so far followed by :data:`STOPPED_MARK`, so it is never
 taken for the model's answer; its exact match is 0, as the full answer's. Other metrics (token F1, ROUGE-L,
@@ -106,18 +106,10 @@ def _tail_word_start(tail: str) -> str | None:
     return start
 
 
-def stable_text(tokenizer, tokens: Sequence[int]) -> str:
-    """The decoded ``tokens`` (special tokens skipped, as the final answer is decoded) without trailing U+FFFD:
-    a prefix of the decoding of any continuation of ``tokens``."""
-    text = tokenizer.decode(list(tokens), skip_special_tokens=True)
-    return text.rstrip("\ufffd")
-
-
-def check_tokenizer(tokenizer) -> None:
-    """Refuse a tokenizer whose decoding of a token prefix need not be a prefix of the whole's decoding."""
-    if getattr(tokenizer, "clean_up_tokenization_spaces", False):
-        raise ValueError("exact-match early stopping: this tokenizer cleans up spaces when decoding "
-                         "(clean_up_tokenization_spaces), so a partial answer's text may change later")
+def tokenizer_allows(tokenizer) -> bool:
+    """Whether a token prefix's decoding (trailing U+FFFD dropped) is a prefix of the whole's: not for a tokenizer
+    that cleans up spaces when decoding (" ." becomes "." once the "." arrives)."""
+    return not getattr(tokenizer, "clean_up_tokenization_spaces", False)
 
 
 def generate_stopping_early(generator: Any, prompts: Sequence[str], settings: DecodingSettings,

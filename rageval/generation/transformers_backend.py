@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.generation.base import DecodingSettings, apply_stop
-from rageval.generation.em_stop import ExactMatchStop, check_tokenizer, stopped_answer
+from rageval.generation.em_stop import ExactMatchStop, stopped_answer, tokenizer_allows
 from rageval.generation.precision import PrecisionCheck, cached_check, check_enabled, measure_precision, save_check
 from rageval.generation.prefix import PrefixCacheStore, choose_prefix, starts_with
 from rageval.generation.shared_prefix import PrefixKV, SharedPrefixDecoder, supports
@@ -118,9 +118,6 @@ class TransformersGenerator:
     the verdict.
     """
 
-    #: ``generate`` takes ``em_targets`` (exact-match early stopping, :mod:`rageval.generation.em_stop`).
-    supports_em_early_stop = True
-
     def __init__(
         self,
         model_path_or_id: str | Path,
@@ -198,6 +195,12 @@ class TransformersGenerator:
         return self._model_id
 
     @property
+    def supports_em_early_stop(self) -> bool:
+        """Whether ``generate`` stops rows early given ``em_targets`` (:mod:`rageval.generation.em_stop`): not with
+        a tokenizer that cleans up spaces when decoding (it then decodes in full: the same labels)."""
+        return tokenizer_allows(self.tokenizer)
+
+    @property
     def prefix(self) -> str | None:
         """The explicit shared prefix, or ``None`` to detect it from each call's prompts."""
         return self._prefix
@@ -215,16 +218,16 @@ class TransformersGenerator:
         A greedy row after a shared prefix then stops as soon as its exact match against them is sure to be 0,
         and its answer is its text so far marked with :data:`~rageval.generation.em_stop.STOPPED_MARK`; the exact
         match of every answer is the full decode's, other metrics' scores are not. Rows on the plain path or
-        sampled decode in full.
+        sampled, and every row with a tokenizer that cleans up spaces, decode in full.
         """
         import torch
 
         if not prompts:
             return []
-        if em_targets is not None:
-            if len(em_targets) != len(prompts):
-                raise ValueError(f"generate.em_targets: {len(em_targets)} answer lists for {len(prompts)} prompts")
-            check_tokenizer(self.tokenizer)
+        if em_targets is not None and len(em_targets) != len(prompts):
+            raise ValueError(f"generate.em_targets: {len(em_targets)} answer lists for {len(prompts)} prompts")
+        if not self.supports_em_early_stop:
+            em_targets = None
         token_lists = self.tokenizer(list(prompts))["input_ids"]
         prefix = self._choose_prefix(token_lists)
         with_prefix = [i for i, ids in enumerate(token_lists) if prefix and starts_with(ids, prefix)]
