@@ -167,6 +167,19 @@ def test_the_cache_keeps_stopped_answers_apart_from_full_ones(tmp_path):
         # The same prompt twice in one call with different gold answers: each gets its own.
         twice = cached.generate(["q: Nice", "q: Nice"], settings, em_targets=[["Nice"], ["Oslo"]])
         assert twice[0] == "Nice" and is_stopped(twice[1])
+        # A dry run finds full and stopped answers alike; a prompt asked against other answers is a new call.
+        from rageval.pipeline.evaluate import DryRunGenerator
+
+        dry = DryRunGenerator(fake.model_id, cache)
+        assert dry.generate(prompts, settings, em_targets=targets) == ["Paris", "Lyon"]  # full answers serve
+        assert (dry.hits, dry.misses) == (2, 0)
+        cached.generate(["q: Oslo"], settings, em_targets=[["Paris"]])  # only a stopped answer is cached
+        assert is_stopped(dry.generate(["q: Oslo"], settings, em_targets=[["Paris"]])[0])
+        assert dry.generate(["q: Oslo"], settings)[0].startswith("(not generated yet")  # never the stopped one
+        dry.generate(["q: Lyon", "q: Lyon"], settings, em_targets=[["Oslo"], ["Oslo"]])
+        assert (dry.hits, dry.misses) == (5, 1)  # the full answer of "q: Lyon" is cached: it serves any answers
+        dry.generate(["q: Bern", "q: Bern"], settings, em_targets=[["Oslo"], ["Bern"]])
+        assert (dry.hits, dry.misses) == (5, 3)
 
 
 def test_evaluate_with_em_early_stop_gives_the_same_labels(tiny_model_dir, tmp_path, capsys, monkeypatch):

@@ -36,7 +36,7 @@ from rageval import __version__, erag
 from rageval import reteval as llm_reteval
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
-from rageval.generation.cache import LLMCache, cache_key
+from rageval.generation.cache import LLMCache, cache_key, stopped_key
 from rageval.generation.em_stop import generate_stopping_early
 from rageval.generation.precision import precision_of
 from rageval.measures import parse_measure_list
@@ -166,17 +166,24 @@ class DryRunGenerator:
     def model_id(self) -> str:
         return self._model_id
 
-    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+    #: With ``em_targets`` an answer stopped early against them is found too (:func:`stopped_key`).
+    supports_em_early_stop = True
+
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings, *,
+                 em_targets: Sequence[Sequence[str]] | None = None) -> list[str]:
         keys = [cache_key(self._model_id, prompt, settings) for prompt in prompts]
+        ids = keys if em_targets is None else [stopped_key(k, golds) for k, golds in zip(keys, em_targets)]
         found = self.cache.get_many(keys)
+        stopped = {} if em_targets is None else self.cache.get_many(i for i, k in zip(ids, keys) if k not in found)
         answers = []
-        for key in keys:
-            if key in found or key in self.pending:
+        for i, key in zip(ids, keys):
+            answer = found.get(key, stopped.get(i))
+            if answer is not None or i in self.pending:
                 self.hits += 1
             else:
-                self.pending.add(key)
+                self.pending.add(i)
                 self.misses += 1
-            answers.append(found.get(key, f"(not generated yet {key[:12]})"))
+            answers.append(answer if answer is not None else f"(not generated yet {key[:12]})")
         return answers
 
 
