@@ -6,7 +6,8 @@ and passages, at several k.
 
 Each configuration of :mod:`rageval.erag.cost` runs in a fresh process, uncached (``e2e``: one top-k prompt per
 question, batch 1; ``erag-query``: a question's k single-passage prompts as one ``generate`` call, the paper's
-query-level setting; ``erag-document``: one passage per call, with ``--configurations``). The table gives each one's
+query-level setting; ``erag-document``: one passage per call; ``erag-query-em``: ``erag-query`` with exact-match
+early stopping, the same ``erag:em`` labels; the last two with ``--configurations``). The table gives each one's
 CPU time (all threads of its process; on a shared machine far steadier than wall time) and peak resident memory above
 the loaded model, with E2E's value divided by it: above 1, eRAG is cheaper. The eRAG paper (Salemi & Zamani, SIGIR
 2024, Table 2; T5-small FiD, 50 passages, GPU) measured eRAG 2.47x faster on average and 7-15x less memory at query
@@ -28,6 +29,16 @@ from rageval.paths import RUNS_DIR
 
 def ratio(e2e: float | None, this: float | None) -> str:
     return f"{e2e / this:.2f}" if e2e and this else "–"
+
+
+def labels_note(m, full) -> str:
+    """How many of this configuration's exact-match labels are 1, and whether they are erag-query's."""
+    if m.em_labels is None:
+        return ""
+    note = f"{sum(m.em_labels):.0f}/{len(m.em_labels)} = 1"
+    if full is not None and full is not m and full.em_labels is not None:
+        note += ", same as erag-query's" if m.em_labels == full.em_labels else ", DIFFERENT from erag-query's"
+    return note
 
 
 def main() -> None:
@@ -52,19 +63,21 @@ def main() -> None:
     print(f"{model} [{args.dtype or 'device default'}], {args.threads} thread(s), run {args.run.name}, "
           f"options {options or 'none'}")
     header = (f"{'k':>3} {'configuration':<14}{'prompts':>8}{'CPU s':>9}{'wall s':>8}{'E2E/this':>9}"
-              f"{'peak MB':>9}{'E2E/this':>9}")
+              f"{'peak MB':>9}{'E2E/this':>9}  EM labels")
     print(header)
     report = []
     for k in (int(value) for value in args.ks.split(",")):
         erag_prompts, e2e_prompts, described = cost_prompts(args.run, args.num_queries, k)
         results = {c: measure_configuration(c, erag_prompts, e2e_prompts, dtype=args.dtype or None,
-                                            threads=args.threads, model=args.model, options=options)
+                                            threads=args.threads, model=args.model, options=options,
+                                            answers=described["answers"])
                    for c in configurations}
-        e2e = results.get("e2e")
+        e2e, full = results.get("e2e"), results.get("erag-query")
         for name, m in results.items():
             print(f"{k:>3} {name:<14}{m.prompts:>8}{m.cpu_s:>9.1f}{m.wall_s:>8.1f}"
                   f"{ratio(e2e.cpu_s if e2e else None, m.cpu_s):>9}{m.peak_above_model_mb:>9.0f}"
-                  f"{ratio(e2e.peak_above_model_mb if e2e else None, m.peak_above_model_mb):>9}", flush=True)
+                  f"{ratio(e2e.peak_above_model_mb if e2e else None, m.peak_above_model_mb):>9}  "
+                  f"{labels_note(m, full)}", flush=True)
         report.append(described | {"measurements": [m.__dict__ for m in results.values()]})
     if args.json:
         args.json.write_text(json.dumps({"model": model, "dtype": args.dtype, "threads": args.threads,

@@ -64,6 +64,7 @@ class RunPlan:
     metric: str = "em"               # the answer metric of the E2E scores
     max_new_tokens: int = 16
     measure_cutoffs: tuple[int, ...] = ()  # IR measure cutoffs beyond e2e_ks (up to k)
+    em_early_stop: bool = False      # exact-match early stopping of the eRAG answers (label_metrics must be em only)
 
     def __post_init__(self):
         if self.retriever not in RETRIEVER_DESCRIPTIONS:
@@ -249,7 +250,8 @@ def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: Decod
         methods=("erag", "e2e", "baselines") + (("reteval",) if plan.reteval else ()),
         ks=tuple(sorted(set(plan.e2e_ks))),
         label_metrics=plan.label_metrics, metric=plan.metric, llm_relevance=plan.llm_relevance,
-        reteval=plan.reteval_settings, decoding=decoding, batch_size=batch_size, measure_cutoffs=plan.measure_cutoffs)
+        reteval=plan.reteval_settings, decoding=decoding, batch_size=batch_size, measure_cutoffs=plan.measure_cutoffs,
+        em_early_stop=plan.em_early_stop)
     run = evaluate_run(base, generator, options, log=lambda message: log(f"[{plan.name}] {message}"),
                        progress=progress, encoder=resources.encoder if plan.reteval else None)
     timing = {"rankings": rankings_s, **run.settings["timing_s"]}

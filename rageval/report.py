@@ -308,7 +308,7 @@ def cost_markdown(cost: Mapping) -> str:
     by_name = {m["configuration"]: m for m in cost["measurements"]}
     e2e = by_name.get("e2e")
     rows = []
-    for name in ("e2e", "erag-query", "erag-document"):
+    for name in ("e2e", "erag-query", "erag-query-em", "erag-document"):
         m = by_name.get(name)
         if m is None:
             continue
@@ -433,7 +433,9 @@ def _cost_section(cost_path: Path | None) -> list[str]:
         return out + ["_(no cost measurement file; run `rageval cost-report`)_", ""]
     out += ["Each configuration in a fresh process, uncached: `e2e` = the whole top-k in one prompt, one question per "
             "batch; `erag-query` = a question's k single-passage prompts as one batch (the paper's query-level "
-            "setting); `erag-document` = one passage per batch (document level). Memory is measured above the "
+            "setting); `erag-query-em` = the same with exact-match early stopping (`--em-early-stop`: a row stops "
+            "once its exact match is sure to be 0; the same `erag:em` labels, checked below each table); "
+            "`erag-document` = one passage per batch (document level). Memory is measured above the "
             "size after loading the model and one short warm-up prompt, and also including the model. Paper "
             "(T5-small FiD, 50 documents, GPU, memory including the model): eRAG 2.47x faster on average; 7-15x "
             "less memory (query level), 30-48x (document level).", ""]
@@ -445,6 +447,12 @@ def _cost_section(cost_path: Path | None) -> list[str]:
                 f"top-{cost['k']}, on {cost['device']} ({cost['threads']} "
                 f"thread{'' if cost['threads'] == 1 else 's'}); memory = {memory}.", "",
                 cost_markdown(cost), ""]
+        labels = {m["configuration"]: m.get("em_labels") for m in cost["measurements"]}
+        full, early = labels.get("erag-query"), labels.get("erag-query-em")
+        if full is not None and early is not None:
+            same = sum(a == b for a, b in zip(full, early))
+            out += [f"Exact-match labels of `erag-query-em` equal to `erag-query`'s: {same} of {len(full)} "
+                    f"({sum(full):.0f} of them 1).", ""]
     return out + COST_RATIOS_NOTE
 
 
@@ -459,13 +467,28 @@ COST_RATIOS_NOTE = [
     "- **The same tokens.** E2E is one long prompt (few-shot block + k passages + question, ~2k tokens at k = 10, "
     "~4k at k = 20); eRAG is k short ones. With the few-shot block computed once and shared by all k rows, eRAG "
     "processes k passages and k questions, E2E k passages and one question: about the same number of tokens, and on "
-    "a CPU the linear layers cost per token, whatever the batch.",
+    "a CPU the linear layers cost per token, whatever the batch. (E2E runs one question a call here, on the plain "
+    "path, so it also prefills the 199-token few-shot block every time: ~9% of its tokens at k = 10, ~5% at "
+    "k = 20; eRAG prefills it once.)",
     "- **A sliding window.** 15 of Gemma-3's 18 layers attend to the last 512 tokens only, so E2E's key/value cache "
     "grows with k in 3 layers only. What E2E pays for its one long prompt is attention over it, growing with its "
     "length: that is where eRAG saves time, more at k = 20 than at k = 10.",
     "- **k answers.** eRAG decodes k answers to E2E's one. Rows decode together, but each decode step reads all the "
-    "weights (the 262k-token embedding matrix alone is 335 MB in bfloat16), and the batch runs as long as its "
-    "longest answer: eRAG makes about twice E2E's decode steps.",
+    "weights (the 262k-token embedding matrix alone is 335 MB in bfloat16; a step costs ~0.1 s with 1 row and "
+    "~0.12-0.15 s with 10-20), and the batch runs as long as its longest answer: eRAG makes about twice E2E's "
+    "decode steps (the first 8 questions of the k = 20 run: 83 decode steps at k = 10, 89 at k = 20; E2E 5-9 a "
+    "question). Exact-match early stopping (`erag-query-em`) ends a row once its answer can no longer equal a gold "
+    "answer after normalisation, mostly after its first word: 22 decode steps at k = 10, the same labels. E2E "
+    "could stop early too, but its decode is ~10% of its time.",
+    "- **Prefill is most of what is left.** On this CPU (one core with AMX) eRAG's prefill costs ~0.8 ms a token "
+    "and E2E's 1.3-2 ms (its attention over the long prompt); the linear layers are ~40% of eRAG's prefill, "
+    "element-wise work (RMSNorm in float32, GELU) as much again, attention ~20%. These are the model's own "
+    "computations, the same for E2E; changing how they are computed changes bfloat16 rounding, and with it "
+    "answers (splitting the prefill attention into prefix and own parts merged by log-sum-exp changed 10 of 80 "
+    "answers), so the default path keeps transformers' computation.",
+    "- **Noise.** These tables were measured on a 2-core machine while another benchmark ran on the other core; CPU "
+    "times moved by up to ~25% between runs of the same configuration (E2E at k = 10: 31.0 s in an earlier run, "
+    "33.9 s here), the ratios less.",
     "- **Memory.** eRAG keeps one key/value copy of the shared prefix and, per row, only its own passage and answer "
     "(`rageval.generation.shared_prefix`), in groups under a budget (`decode_memory_mb`); E2E's peak is its long "
     "prompt's prefill activations. So eRAG's peak is the smaller one, by less than the paper's 7-48x, and its time "

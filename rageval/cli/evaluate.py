@@ -21,6 +21,7 @@ def _config(args: argparse.Namespace):
             flags[name] = str(flags[name])
     if args.no_llm_relevance:
         flags["llm_relevance"] = False
+    flags["em_early_stop"] = True if args.em_early_stop else None
     return build_config(file_values, flags)
 
 
@@ -70,6 +71,10 @@ def add_parsers(sub) -> None:
     model = evaluate.add_argument_group("the RAG LLM")
     add_model_arguments(model, defaults=False)
     model.add_argument("--max-new-tokens", type=int, help="answer length in tokens (default 16)")
+    model.add_argument("--em-early-stop", action="store_true",
+                       help="stop each eRAG answer once its exact match is sure to be 0 (needs --label-metrics em "
+                            "and --metric em): the same erag:em labels in fewer decode steps, stopped answers "
+                            "stored marked '[stopped early: ...]'")
     model.add_argument("--prompt-template", type=Path, help="the QA prompt as a TOML/JSON file (name, version, "
                                                             "instruction, examples); default: rageval's few-shot")
     out = evaluate.add_argument_group("output")

@@ -31,7 +31,8 @@ def cmd_erag(args: argparse.Namespace) -> int:
     cutoffs = tuple(sorted({c for c in (1, 5, 10, 20) if c <= args.k} | {args.k}))
     plan = RunPlan(Path(args.out).stem, "nq_open", "bm25", args.num_queries, k=args.k, e2e_ks=(args.k,),
                    measure_cutoffs=cutoffs, label_metrics=(args.metric,),
-                   metric=args.metric, llm_relevance=False, offset=args.offset, max_new_tokens=args.max_new_tokens)
+                   metric=args.metric, llm_relevance=False, offset=args.offset, max_new_tokens=args.max_new_tokens,
+                   em_early_stop=args.em_early_stop)
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     generator = CachedGenerator(load_generator(ModelSettings(
         model=args.model, backend=args.backend, base_url=args.base_url, api=args.api, api_key_env=args.api_key_env,
@@ -288,7 +289,7 @@ def cmd_cost_report(args: argparse.Namespace) -> int:
     measurements = []
     for configuration in CONFIGURATIONS:
         result = measure_configuration(configuration, erag_prompts, e2e_prompts, dtype=args.dtype or None,
-                                       threads=args.threads)
+                                       threads=args.threads, answers=described["answers"])
         print(result, file=sys.stderr)
         measurements.append(result.__dict__)
     report = described | {"model": f"{gemma_model_id()} [{args.dtype}]" if args.dtype else gemma_model_id(),
@@ -337,6 +338,10 @@ def add_parsers(sub) -> None:
     run.add_argument("--api", choices=("completions", "chat"), default="completions",
                      help="/v1/completions (raw prompt) or /v1/chat/completions (--backend openai)")
     run.add_argument("--max-new-tokens", type=int, default=16)
+    run.add_argument("--em-early-stop", action="store_true",
+                     help="stop each eRAG answer as soon as its exact match is sure to be 0 (needs --metric em): "
+                          "the same erag:em labels in fewer decode steps; stopped answers are stored marked "
+                          "'[stopped early: ...]' (greedy rows after a shared prefix; transformers backend)")
     run.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     run.add_argument("--out", type=Path, default=user_runs_dir() / "nq_open-bm25-gemma3_270m-erag.sqlite",
                      help="the run file (default: in the user runs folder, $RAGEVAL_RUNS_DIR)")

@@ -14,7 +14,9 @@ The configurations follow the paper (Salemi & Zamani, SIGIR 2024, §3.2):
 
 - ``e2e``: the whole top-k in one prompt per query, batch size 1;
 - ``erag-query``: eRAG's k single-passage prompts of a query as one batch (the paper's query-level setting);
-- ``erag-document``: eRAG one passage at a time, batch size 1 (the document-level setting).
+- ``erag-document``: eRAG one passage at a time, batch size 1 (the document-level setting);
+- ``erag-query-em``: ``erag-query`` with exact-match early stopping (:mod:`rageval.generation.em_stop`): a row ends
+  once its exact match is sure to be 0. The same ``erag:em`` labels; only for runs labelled by exact match alone.
 
 Same model, same queries, same passages, same decoding; a fresh process per configuration so that one's
 allocator state cannot flatter the next.
@@ -22,6 +24,7 @@ allocator state cannot flatter the next.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import threading
 import time
@@ -29,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from queue import Empty
 
-CONFIGURATIONS = ("e2e", "erag-query", "erag-document")
+CONFIGURATIONS = ("e2e", "erag-query", "erag-document", "erag-query-em")
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class CostMeasurement:
     peak_above_model_mb: float
     device: str
     cpu_s: float | None = None  # measurements written before CPU time was recorded have none
+    em_labels: list[float] | None = None  # each prompt's exact match (eRAG configurations given the answers)
 
 
 def _rss_mb() -> float:
@@ -96,13 +100,15 @@ class _PeakSampler:
 
 def _measure_in_child(configuration: str, batches: list[list[str]], warm_up: str, batch_size: int,
                       dtype: str | None, threads: int | None, interval_s: float, model: str | None,
-                      options: dict, queue) -> None:
+                      options: dict, queue, targets: list[list[list[str]]] | None = None,
+                      early_stop: bool = False) -> None:
     try:
         import torch
 
         if threads:
             torch.set_num_threads(threads)
         from rageval.generation.base import DecodingSettings
+        from rageval.generation.em_stop import generate_stopping_early
         from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator
 
         generator = load_generator(ModelSettings(model=model or DEFAULT_MODEL, batch_size=batch_size, dtype=dtype))
@@ -121,35 +127,52 @@ def _measure_in_child(configuration: str, batches: list[list[str]], warm_up: str
         kernel_peak = not cuda and _reset_peak_rss()
         started, cpu_started = time.perf_counter(), time.process_time()
         with _PeakSampler(interval_s) as sampler:
-            for batch in batches:
-                generator.generate(batch, decoding)
+            outputs = []
+            for i, batch in enumerate(batches):
+                if early_stop and targets is not None:  # exact-match early stopping against the gold answers
+                    outputs.append(generate_stopping_early(generator, batch, decoding, targets[i]))
+                else:
+                    outputs.append(generator.generate(batch, decoding))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         if cuda:
             peak = torch.cuda.max_memory_allocated() / 2**20
         else:
             peak = max(sampler.peak, _kernel_peak_rss_mb()) if kernel_peak else sampler.peak
+        labels = None
+        if targets is not None:
+            from rageval.text_metrics import exact_match
+
+            labels = [exact_match(output, golds) for batch_outputs, batch_targets in zip(outputs, targets)
+                      for output, golds in zip(batch_outputs, batch_targets)]
         queue.put(asdict(CostMeasurement(configuration, sum(map(len, batches)), batch_size, round(wall, 2),
                                          round(baseline, 1), round(peak - baseline, 1), device,
-                                         round(cpu, 2))))
+                                         round(cpu, 2), labels)))
     except BaseException as error:  # report, never hang the parent
         queue.put({"error": f"{type(error).__name__}: {error}"})
 
 
 def measure_configuration(configuration: str, erag_prompts: Sequence[Sequence[str]], e2e_prompts: Sequence[str],
                           *, dtype: str | None = None, threads: int | None = None, interval_s: float = 0.002,
-                          model: str | None = None, options: dict | None = None) -> CostMeasurement:
+                          model: str | None = None, options: dict | None = None,
+                          answers: Sequence[Sequence[str]] | None = None) -> CostMeasurement:
     """Run ``configuration`` (one of :data:`CONFIGURATIONS`) in a fresh process and measure it, with the
     packaged Gemma (``model=None``) or any other local model :func:`~rageval.generation.factory.load_generator`
     loads (``"smollm2-135m-instruct"``, a Hugging Face model folder).
 
     ``erag_prompts[i]`` are query i's single-passage prompts, ``e2e_prompts[i]`` its top-k prompt. ``options``:
-    generator attributes set after loading (e.g. ``{"decode_memory_mb": 32}``).
+    generator attributes set after loading (e.g. ``{"decode_memory_mb": 32}``). ``answers[i]``: query i's gold
+    answers (``erag-query-em`` needs them).
     """
+    targets = None
     if configuration == "e2e":
         batches, batch_size = [[p] for p in e2e_prompts], 1
-    elif configuration == "erag-query":
+    elif configuration in ("erag-query", "erag-query-em"):
         batch_size = max(len(p) for p in erag_prompts)
         batches = [list(p) for p in erag_prompts]
+        if configuration == "erag-query-em" and answers is None:
+            raise ValueError("cost measurement 'erag-query-em': needs the queries' gold answers")
+        if answers is not None:
+            targets = [[list(answers[i])] * len(p) for i, p in enumerate(erag_prompts)]
     elif configuration == "erag-document":
         batches, batch_size = [[p] for prompts in erag_prompts for p in prompts], 1
     else:
@@ -159,7 +182,7 @@ def measure_configuration(configuration: str, erag_prompts: Sequence[Sequence[st
     process = context.Process(target=_measure_in_child,
                               args=(configuration, batches, erag_prompts[0][0], batch_size, dtype, threads,
                                     interval_s, None if model is None else str(model), dict(options or {}),
-                                    queue))
+                                    queue, targets, configuration == "erag-query-em"))
     process.start()
     result = None
     while result is None:
@@ -176,7 +199,8 @@ def measure_configuration(configuration: str, erag_prompts: Sequence[Sequence[st
 
 
 def cost_prompts(run_path, num_queries: int, k: int) -> tuple[list[list[str]], list[str], dict]:
-    """The eRAG and E2E prompts of the first ``num_queries`` queries of a run file, at ``k`` (its own lists)."""
+    """The eRAG and E2E prompts of the first ``num_queries`` queries of a run file, at ``k`` (its own lists);
+    ``described["answers"]``: each query's gold answers."""
     from rageval.prompts import build_qa_prompt
     from rageval.store import RunReader
 
@@ -185,6 +209,8 @@ def cost_prompts(run_path, num_queries: int, k: int) -> tuple[list[list[str]], l
         table = reader.query_table()
         ids = table["query_id"].tolist()[:num_queries]
         texts = dict(zip(table["query_id"], table["text"]))
+        answers = {q: json.loads(a) if isinstance(a, str) else list(a)
+                   for q, a in zip(table["query_id"], table["answers"])}
         passages = {}
         for query_id in ids:
             frame = reader.ranking_table(query_id)
@@ -199,5 +225,5 @@ def cost_prompts(run_path, num_queries: int, k: int) -> tuple[list[list[str]], l
         erag_prompts.append([build_qa_prompt(texts[query_id], [p]) for p in top])
         e2e_prompts.append(build_qa_prompt(texts[query_id], top))
     described = {"run": str(run_path), "dataset": settings.get("dataset"), "retriever": settings.get("retriever"),
-                 "num_queries": len(ids), "k": k}
+                 "num_queries": len(ids), "k": k, "answers": [list(answers[q]) for q in ids]}
     return erag_prompts, e2e_prompts, described

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from rageval.erag.methods import erag_method
 from rageval.generation.base import DecodingSettings, Generator
+from rageval.generation.em_stop import generate_stopping_early
 from rageval.prompts import QA_FEW_SHOT, PromptTemplate, build_qa_prompt
 from rageval.store import DocOutput, Label
 from rageval.text_metrics import answer_accuracy, exact_match, rouge_l, token_f1
@@ -68,6 +69,9 @@ class EragSettings:
     batch_size: int = 8
     cutoffs: tuple[int, ...] = (1, 5, 10)
     prompt: PromptTemplate = QA_FEW_SHOT
+    #: Exact-match early stopping (:mod:`rageval.generation.em_stop`): a row stops once its exact match is sure to
+    #: be 0; the same exact-match labels, marked answers. Only with ``metric == "em"`` and no other label metric.
+    em_early_stop: bool = False
 
     def prompt_builder(self, generator: Generator) -> Callable[[str, Sequence[Passage]], str]:
         """:func:`prompt_builder` with this run's QA prompt template."""
@@ -78,14 +82,22 @@ class EragSettings:
             raise ValueError(f"unknown downstream metric {self.metric!r}; choose one of {', '.join(ALL_METRICS)}")
         if self.k < 1:
             raise ValueError(f"k must be at least 1, got {self.k}")
+        if self.em_early_stop and self.metric != "em":
+            raise ValueError(f"exact-match early stopping needs metric 'em', got {self.metric!r}")
 
 
 def generate_in_batches(generator: Generator, prompts: Sequence[str], decoding: DecodingSettings,
-                        batch_size: int, on_progress: ProgressCallback | None = None) -> list[str]:
-    """Outputs of ``generator`` for ``prompts`` in order, in batches, reporting progress after each batch."""
+                        batch_size: int, on_progress: ProgressCallback | None = None,
+                        em_targets: Sequence[Sequence[str]] | None = None) -> list[str]:
+    """Outputs of ``generator`` for ``prompts`` in order, in batches, reporting progress after each batch.
+    ``em_targets[i]``: prompt i's gold answers, for exact-match early stopping where the generator supports it."""
     outputs: list[str] = []
     for start in range(0, len(prompts), batch_size):
-        outputs.extend(generator.generate(prompts[start:start + batch_size], decoding))
+        batch = prompts[start:start + batch_size]
+        if em_targets is None:
+            outputs.extend(generator.generate(batch, decoding))
+        else:
+            outputs.extend(generate_stopping_early(generator, batch, decoding, em_targets[start:start + batch_size]))
         if on_progress is not None:
             on_progress(len(outputs), len(prompts))
     return outputs
@@ -116,7 +128,8 @@ def compute_erag_labels(queries: Sequence[Query], rankings: Mapping[str, Ranking
     pairs = [(q, pid) for q in queries for pid in top_k(rankings[q.query_id], settings.k)]
     build = settings.prompt_builder(generator)
     prompts = [build(q.text, [passages[pid]]) for q, pid in pairs]
-    outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress)
+    targets = [q.answers for q, _ in pairs] if settings.em_early_stop else None
+    outputs = generate_in_batches(generator, prompts, settings.decoding, settings.batch_size, on_progress, targets)
     doc_outputs = [DocOutput(q.query_id, pid, out) for (q, pid), out in zip(pairs, outputs)]
     return doc_outputs, metric_labels(doc_outputs, {q.query_id: q for q in queries}, [settings.metric])
 

@@ -48,6 +48,16 @@ def cache_key(model_id: str, prompt: str, settings: DecodingSettings) -> str:
     return hashlib.sha256(_canonical_json(payload).encode("utf-8")).hexdigest()
 
 
+def stopped_key(key: str, gold_answers: Sequence[str]) -> str:
+    """The key of an answer stopped by exact-match early stopping (:mod:`rageval.generation.em_stop`): the call's
+    ``key`` and the set of normalised gold answers it was stopped against (the same call against other answers may
+    stop elsewhere, or not at all)."""
+    from rageval.text_metrics import normalize_answer
+
+    golds = sorted({normalize_answer(gold) for gold in gold_answers})
+    return hashlib.sha256(_canonical_json({"call": key, "em_early_stop": golds}).encode("utf-8")).hexdigest()
+
+
 def default_cache_path() -> Path:
     from rageval.paths import cache_dir
 
@@ -141,6 +151,11 @@ class CachedGenerator:
     answering 512 requests at a time must be sent 512 at a time).
     ``hits`` counts prompts answered from the cache, ``misses`` prompts sent to the wrapped generator;
     a prompt repeated within one call is generated once and its repeats count as hits.
+
+    With ``em_targets`` (exact-match early stopping, passed on when the wrapped generator supports it): a full
+    answer in the cache serves the call; an answer stopped early is stored and looked up under
+    :func:`stopped_key` (call and gold answers), never under the call's own key, so a later call without early
+    stopping never gets a stopped answer.
     """
 
     def __init__(self, generator: Generator, cache: LLMCache, *, chunk_size: int | None = None):
@@ -163,20 +178,42 @@ class CachedGenerator:
         """The wrapped generator's own prompt builder (e.g. FiD's), or ``None`` for the default QA prompt."""
         return getattr(self.generator, "build_prompt", None)
 
-    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+    @property
+    def supports_em_early_stop(self) -> bool:
+        return bool(getattr(self.generator, "supports_em_early_stop", False))
+
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings, *,
+                 em_targets: Sequence[Sequence[str]] | None = None) -> list[str]:
+        from rageval.generation.em_stop import is_stopped
+
         model_id = self.generator.model_id
         keys = [cache_key(model_id, prompt, settings) for prompt in prompts]
-        answers = self.cache.get_many(keys)
-        todo = {key: prompt for key, prompt in zip(keys, prompts) if key not in answers}  # dedup, ordered
+        if em_targets is not None and len(em_targets) != len(prompts):
+            raise ValueError(f"generate.em_targets: {len(em_targets)} answer lists for {len(prompts)} prompts")
+        # One id per distinct call: the key, or with early stopping the key and the gold answers (two queries may
+        # ask the same prompt with different answers).
+        ids = keys if em_targets is None else [stopped_key(k, golds) for k, golds in zip(keys, em_targets)]
+        full = self.cache.get_many(keys)
+        answers = {i: full[k] for i, k in zip(ids, keys) if k in full}
+        if em_targets is not None:  # an answer stopped against these gold answers
+            answers.update(self.cache.get_many(i for i in ids if i not in answers))
+        todo = {i: (k, n) for n, (i, k) in enumerate(zip(ids, keys)) if i not in answers}  # dedup, ordered
         todo_items = list(todo.items())
-        for i in range(0, len(todo_items), self.chunk_size):
-            chunk = todo_items[i:i + self.chunk_size]
-            outputs = self.generator.generate([prompt for _, prompt in chunk], settings)
+        early = em_targets is not None and self.supports_em_early_stop
+        for start in range(0, len(todo_items), self.chunk_size):
+            chunk = todo_items[start:start + self.chunk_size]
+            chunk_prompts = [prompts[n] for _, (_, n) in chunk]
+            if early:
+                outputs = self.generator.generate(chunk_prompts, settings,  # type: ignore[call-arg]
+                                                  em_targets=[em_targets[n] for _, (_, n) in chunk])  # type: ignore[index]
+            else:
+                outputs = self.generator.generate(chunk_prompts, settings)
             if len(outputs) != len(chunk):
                 raise RuntimeError(f"generator {model_id!r} returned {len(outputs)} answers for {len(chunk)} prompts")
-            new = {key: output for (key, _), output in zip(chunk, outputs)}
-            self.cache.put_many(model_id, settings, new)
-            answers.update(new)
+            # A full answer under the call's key (any later call may use it), a stopped one under its id only.
+            self.cache.put_many(model_id, settings, {
+                (i if is_stopped(output) else k): output for (i, (k, _)), output in zip(chunk, outputs)})
+            answers.update({i: output for (i, _), output in zip(chunk, outputs)})
         self.misses += len(todo_items)
         self.hits += len(prompts) - len(todo_items)
-        return [answers[key] for key in keys]
+        return [answers[i] for i in ids]

@@ -279,14 +279,16 @@ class SharedPrefixDecoder:
                            self.memory_bytes * 7 // 8, self.max_rows)
 
     def generate(self, suffixes: Sequence[Sequence[int]], max_new_tokens: int,
-                 finished: Callable[[list[int]], bool]) -> list[list[int]]:
-        """The greedy new tokens of every suffix (each a non-empty token list); ``finished(tokens)`` says whether
-        a row's answer so far is complete (end of sequence, a stop string). Groups are planned in the order given
-        (pass the suffixes longest first, so a group's buffers waste little)."""
+                 finished: Callable[[int, list[int]], bool]) -> list[list[int]]:
+        """The greedy new tokens of every suffix (each a non-empty token list); ``finished(i, tokens)`` says
+        whether row i's answer so far is complete (end of sequence, a stop string) or may stop (exact-match early
+        stopping). Groups are planned in the order given (pass the suffixes longest first, so a group's buffers
+        waste little)."""
         generated: list[list[int]] = [[] for _ in suffixes]
         with _shared_prefix_attention(self.model):
             for group in self.plan([len(s) for s in suffixes], max_new_tokens):
-                self._run_group([suffixes[i] for i in group], max_new_tokens, finished,
+                self._run_group([suffixes[i] for i in group], max_new_tokens,
+                                lambda j, tokens, group=group: finished(group[j], tokens),
                                 [generated[i] for i in group])
                 self.groups_run += 1
         return generated
@@ -339,7 +341,7 @@ class SharedPrefixDecoder:
             keep = []
             for j, (row, token) in enumerate(zip(active, tokens)):
                 generated[row].append(token)
-                if len(generated[row]) < max_new_tokens and not finished(generated[row]):
+                if len(generated[row]) < max_new_tokens and not finished(row, generated[row]):
                     keep.append(j)
             if not keep:
                 return

@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.generation.base import DecodingSettings, apply_stop
+from rageval.generation.em_stop import ExactMatchStop, stopped_answer, tokenizer_allows
 from rageval.generation.precision import PrecisionCheck, cached_check, check_enabled, measure_precision, save_check
 from rageval.generation.prefix import PrefixCacheStore, choose_prefix, starts_with
 from rageval.generation.shared_prefix import PrefixKV, SharedPrefixDecoder, supports
+from rageval.text_metrics import exact_match
 
 #: Default of ``TransformersGenerator.decode_memory_mb``: what one group of greedy rows after a shared prefix may
 #: hold (key/value buffers, prefill activations, logits). Gemma-3-270M in bfloat16 fits a query's 20 eRAG rows.
@@ -175,6 +177,7 @@ class TransformersGenerator:
         self._sliding_window = getattr(text_config, "sliding_window", None) or float("inf")
         self._shared_prefix_attention = supports(self.model)
         self.decode_groups = 0  # row groups the greedy shared-prefix path decoded (tests and benchmarks read it)
+        self.em_rows_stopped = 0  # rows ended by exact-match early stopping (tests and benchmarks read it)
         if check_precision:
             self._check_precision(base_id)
 
@@ -192,6 +195,12 @@ class TransformersGenerator:
         return self._model_id
 
     @property
+    def supports_em_early_stop(self) -> bool:
+        """Whether ``generate`` stops rows early given ``em_targets`` (:mod:`rageval.generation.em_stop`): not with
+        a tokenizer that cleans up spaces when decoding (it then decodes in full: the same labels)."""
+        return tokenizer_allows(self.tokenizer)
+
+    @property
     def prefix(self) -> str | None:
         """The explicit shared prefix, or ``None`` to detect it from each call's prompts."""
         return self._prefix
@@ -201,11 +210,24 @@ class TransformersGenerator:
         self._prefix = text or None
         self._prefix_ids = tuple(self.tokenizer(text)["input_ids"]) if text else None
 
-    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings, *,
+                 em_targets: Sequence[Sequence[str]] | None = None) -> list[str]:
+        """One answer per prompt (see the class docstring).
+
+        ``em_targets`` (exact-match early stopping, :mod:`rageval.generation.em_stop`): prompt i's gold answers.
+        A greedy row after a shared prefix then stops as soon as its exact match against them is sure to be 0,
+        and its answer is its text so far marked with :data:`~rageval.generation.em_stop.STOPPED_MARK`; the exact
+        match of every answer is the full decode's, other metrics' scores are not. Rows on the plain path or
+        sampled, and every row with a tokenizer that cleans up spaces, decode in full.
+        """
         import torch
 
         if not prompts:
             return []
+        if em_targets is not None and len(em_targets) != len(prompts):
+            raise ValueError(f"generate.em_targets: {len(em_targets)} answer lists for {len(prompts)} prompts")
+        if not self.supports_em_early_stop:
+            em_targets = None
         token_lists = self.tokenizer(list(prompts))["input_ids"]
         prefix = self._choose_prefix(token_lists)
         with_prefix = [i for i, ids in enumerate(token_lists) if prefix and starts_with(ids, prefix)]
@@ -226,8 +248,9 @@ class TransformersGenerator:
             if with_prefix and prefix and settings.greedy and self._shared_prefix_attention:
                 rows = sorted(with_prefix, key=lambda i: -len(token_lists[i]))  # longest first: little slack
                 suffixes = [token_lists[i][len(prefix):] for i in rows]
-                for i, text in zip(rows, self._greedy_shared_prefix(prefix, cache, suffixes, settings)):
-                    answers[i] = apply_stop(text, settings.stop)
+                rules = None if em_targets is None else [ExactMatchStop(em_targets[i], settings.stop) for i in rows]
+                for i, answer in zip(rows, self._greedy_shared_prefix(prefix, cache, suffixes, settings, rules)):
+                    answers[i] = answer
             elif with_prefix and prefix:  # (with_prefix is empty without a prefix)
                 for batch in length_sorted_batches([len(token_lists[i]) for i in with_prefix], self.batch_size):
                     rows = [with_prefix[j] for j in batch]
@@ -334,25 +357,54 @@ class TransformersGenerator:
         eos = self.model.generation_config.eos_token_id or self.tokenizer.eos_token_id
         return set(eos) if isinstance(eos, (list, tuple)) else {eos}
 
-    def _is_finished(self, tokens: list[int], stop: Sequence[str], eos: set[int]) -> bool:
-        """A row is done at an eos token or once its text (leading whitespace ignored) holds a stop string."""
-        if tokens[-1] in eos:
-            return True
-        text = self.tokenizer.decode(tokens, skip_special_tokens=True).lstrip()  # type: ignore[union-attr]  # a str
-        return any(s in text for s in stop)
-
     def _greedy_shared_prefix(self, prefix: tuple[int, ...], prefix_cache, suffixes: Sequence[Sequence[int]],
-                              settings: DecodingSettings) -> list[str]:
-        """Greedy answers of ``suffixes`` (longest first) after the cached ``prefix``: every row attends to the
-        one prefix copy (:class:`SharedPrefixDecoder`); groups of at most ``batch_size`` rows within
-        ``decode_memory_mb``."""
+                              settings: DecodingSettings, rules: Sequence[ExactMatchStop] | None = None
+                              ) -> list[str]:
+        """Greedy answers (stop strings applied) of ``suffixes`` (longest first) after the cached ``prefix``: every
+        row attends to the one prefix copy (:class:`SharedPrefixDecoder`); groups of at most ``batch_size`` rows
+        within ``decode_memory_mb``. ``rules[i]``: row i's exact-match early stopping, if any."""
         decoder = SharedPrefixDecoder(self.model, PrefixKV.from_cache(prefix_cache, len(prefix)),
                                       memory_bytes=int(self.decode_memory_mb * 2**20), max_rows=self.batch_size)
         eos = self._eos_ids()
-        generated = decoder.generate(suffixes, settings.max_new_tokens,
-                                     lambda tokens: self._is_finished(tokens, settings.stop, eos))
+        stop = settings.stop
+        stopped: list[str | None] = [None] * len(suffixes)
+        previous: list[str | None] = [""] * len(suffixes)  # each row's last stable text (early stopping only)
+
+        def finished(row: int, tokens: list[int]) -> bool:
+            """Done at an eos token, once the text (leading whitespace ignored) holds a stop string, or when the
+            row's rule says its exact match is already sure to be 0."""
+            if tokens[-1] in eos:
+                return True
+            text: str = self.tokenizer.decode(tokens, skip_special_tokens=True)  # type: ignore[assignment]  # a str
+            if any(s in text.lstrip() for s in stop):
+                return True
+            last = previous[row]
+            if rules is None or last is None:
+                return False
+            sure = text.rstrip("\ufffd")
+            if not sure.startswith(last):  # (never seen) decoding did not extend: never stop this row
+                previous[row] = None
+                return False
+            previous[row] = sure
+            if rules[row].cannot_match(sure):
+                stopped[row] = sure
+                return True
+            return False
+
+        generated = decoder.generate(suffixes, settings.max_new_tokens, finished)
         self.decode_groups += decoder.groups_run
-        return self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+        texts = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+        answers = []
+        for row, text in enumerate(texts):
+            if stopped[row] is None:
+                answers.append(apply_stop(text, stop))
+                continue
+            answer = stopped_answer(stopped[row])  # type: ignore[arg-type]
+            if rules is not None and exact_match(answer, rules[row].gold_answers):
+                raise RuntimeError(f"exact-match early stopping: the stopped answer {answer!r} matches a gold answer")
+            answers.append(answer)
+            self.em_rows_stopped += 1
+        return answers
 
     def _run_generate(self, input_ids, attention_mask, settings: DecodingSettings, past_key_values=None) -> list[str]:
         from transformers import StoppingCriteriaList

@@ -71,6 +71,7 @@ class EvaluateConfig:
     # at 8 a batch the eRAG stage took 1.16x as long on the 2-core CPU); for a server, 32 concurrent requests.
     batch_size: int = 32
     max_new_tokens: int = 16
+    em_early_stop: bool = False  # exact-match early stopping of the eRAG answers (label_metrics and metric em only)
     prompt_template: str | None = None
     cache: str | None = None
     out: str | None = None
@@ -122,7 +123,8 @@ class EvaluateConfig:
                                     semi_gold=SemiGoldSettings(samples=self.semi_gold_samples,
                                                                max_new_tokens=self.max_new_tokens)),
             decoding=DecodingSettings(max_new_tokens=self.max_new_tokens), batch_size=self.batch_size,
-            prompt=load_prompt_template(Path(self.prompt_template)) if self.prompt_template else QA_FEW_SHOT)
+            prompt=load_prompt_template(Path(self.prompt_template)) if self.prompt_template else QA_FEW_SHOT,
+            em_early_stop=self.em_early_stop)
 
     # ---- reading and writing
 

@@ -36,7 +36,8 @@ from rageval import __version__, erag
 from rageval import reteval as llm_reteval
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
-from rageval.generation.cache import LLMCache, cache_key
+from rageval.generation.cache import LLMCache, cache_key, stopped_key
+from rageval.generation.em_stop import generate_stopping_early
 from rageval.generation.precision import precision_of
 from rageval.measures import parse_measure_list
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate
@@ -97,6 +98,9 @@ class EvaluationOptions:
     prompt: PromptTemplate = QA_FEW_SHOT
     measure_cutoffs: tuple[int, ...] = ()  # more cutoffs of the IR measures than the E2E sweep's
     measures: tuple[str, ...] = ()  # IR measures beyond the stored set, e.g. "P(rel=2)@5" (rageval.measures)
+    #: Exact-match early stopping of the eRAG answers (:mod:`rageval.generation.em_stop`): the same ``erag:em``
+    #: labels, fewer decode steps; stopped answers are stored marked. Only with ``label_metrics == ("em",)``.
+    em_early_stop: bool = False
 
     def __post_init__(self):
         unknown = [m for m in self.methods if m not in METHODS]
@@ -107,6 +111,10 @@ class EvaluationOptions:
         bad = [m for m in (*self.label_metrics, self.metric) if m not in erag.ALL_METRICS]
         if bad:
             raise RagevalError(f"answer metric {bad[0]!r}: expected one of {', '.join(erag.ALL_METRICS)}")
+        if self.em_early_stop and (tuple(self.label_metrics) != ("em",) or self.metric != "em"):
+            raise RagevalError("exact-match early stopping: the eRAG labels must be exact match only (a stopped "
+                               "answer has no F1, ROUGE or BERTScore), got label metrics "
+                               f"{', '.join(self.label_metrics)} and metric {self.metric}")
         try:
             canonical = tuple(str(m) for m in parse_measure_list(self.measures))
         except ValueError as error:
@@ -158,17 +166,24 @@ class DryRunGenerator:
     def model_id(self) -> str:
         return self._model_id
 
-    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+    #: With ``em_targets`` an answer stopped early against them is found too (:func:`stopped_key`).
+    supports_em_early_stop = True
+
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings, *,
+                 em_targets: Sequence[Sequence[str]] | None = None) -> list[str]:
         keys = [cache_key(self._model_id, prompt, settings) for prompt in prompts]
+        ids = keys if em_targets is None else [stopped_key(k, golds) for k, golds in zip(keys, em_targets)]
         found = self.cache.get_many(keys)
+        stopped = {} if em_targets is None else self.cache.get_many(i for i, k in zip(ids, keys) if k not in found)
         answers = []
-        for key in keys:
-            if key in found or key in self.pending:
+        for i, key in zip(ids, keys):
+            answer = found.get(key, stopped.get(i))
+            if answer is not None or i in self.pending:
                 self.hits += 1
             else:
-                self.pending.add(key)
+                self.pending.add(i)
                 self.misses += 1
-            answers.append(found.get(key, f"(not generated yet {key[:12]})"))
+            answers.append(answer if answer is not None else f"(not generated yet {key[:12]})")
         return answers
 
 
@@ -206,9 +221,15 @@ class StageMeter:
         if self.progress is not None:
             self.progress(stage, 0, total)
 
-    def generate(self, prompts: Sequence[str], settings: DecodingSettings) -> list[str]:
+    @property
+    def supports_em_early_stop(self) -> bool:
+        return bool(getattr(self.generator, "supports_em_early_stop", False))
+
+    def generate(self, prompts: Sequence[str], settings: DecodingSettings, *,
+                 em_targets: Sequence[Sequence[str]] | None = None) -> list[str]:
         hits, misses = self.hits, self.misses
-        outputs = self.generator.generate(prompts, settings)
+        outputs = (self.generator.generate(prompts, settings) if em_targets is None
+                   else generate_stopping_early(self.generator, prompts, settings, em_targets))
         counts = self.calls.setdefault(self.stage, {"calls": 0, "cached": 0, "new": 0})
         counts["calls"] += len(prompts)
         counts["cached"] += self.hits - hits
@@ -249,7 +270,8 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     methods = set(options.methods)
     metrics = tuple(m for m in options.label_metrics if not (dry_run and m in erag.MODEL_METRICS))
     settings = erag.EragSettings(k=options.depth, metric=options.metric, decoding=options.decoding,
-                                 batch_size=options.batch_size, cutoffs=options.cutoffs, prompt=options.prompt)
+                                 batch_size=options.batch_size, cutoffs=options.cutoffs, prompt=options.prompt,
+                                 em_early_stop=options.em_early_stop)
     timings: dict[str, float] = {}
     notes: list[str] = []
 
@@ -344,6 +366,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         "decoding": {"max_new_tokens": options.decoding.max_new_tokens, "temperature": options.decoding.temperature,
                      "stop": list(options.decoding.stop)},
         "label_metric": options.metric, "e2e_metric": options.metric, "label_metrics": list(metrics),
+        **({"em_early_stop": True} if options.em_early_stop else {}),
         "label_methods": method_names, "graded_label_methods": graded,
         "graded_measures": list(erag.GRADED_MEASURES), "extra_measures": list(options.measures),
         "methods": list(options.methods),
