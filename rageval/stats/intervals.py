@@ -46,7 +46,7 @@ def _t_quantile(confidence: float, degrees_of_freedom):
              (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
              (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160)
     with np.errstate(divide="ignore", invalid="ignore"):
-        result = z + sum(g / df ** (i + 1) for i, g in enumerate(terms))
+        result = np.asarray(z + sum(g / df ** (i + 1) for i, g in enumerate(terms)), dtype=np.float64)
     small = df < EXPANSION_MIN_DF  # False for NaN
     if np.any(small):
         from scipy.special import stdtrit
