@@ -273,6 +273,13 @@ def load_questions(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.questions)
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
+def load_question_texts(path: str, mtime_ns: int, query_ids: tuple[str, ...]) -> dict[str, str]:
+    """The questions of ``query_ids`` only, by query id (:meth:`RunReader.question_texts`): what a page shows of
+    a big run (its table's rows, the points it draws), instead of every question (:func:`load_questions`)."""
+    return _read(path, mtime_ns, lambda reader: reader.question_texts(query_ids))
+
+
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_measure_moments(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.measure_moments)

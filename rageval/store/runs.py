@@ -297,6 +297,16 @@ class RunReader:
         :meth:`query_table`, without its join)."""
         return self._frame("SELECT query_id, text FROM queries ORDER BY rowid")
 
+    def question_texts(self, query_ids: Sequence[str]) -> dict[str, str]:
+        """The question of each of ``query_ids`` that the run has, by query id: one indexed lookup per id (a page
+        that shows 1,000 rows of a 100,000-query run reads 1,000 questions, not every one)."""
+        if not query_ids:
+            return {}
+        rows = self._connection.execute(
+            "SELECT query_id, text FROM queries WHERE query_id IN (SELECT value FROM json_each(?))",
+            (json.dumps([str(q) for q in query_ids]),))
+        return dict(rows)
+
     def e2e_table(self) -> pd.DataFrame:
         """Every E2E output: columns query_id, k, output, score."""
         return self._frame("SELECT query_id, k, output, score FROM e2e_outputs ORDER BY query_id, k")
