@@ -567,12 +567,16 @@ def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
             counts = _measure_counts(path, mtime_ns, pairs, k)
             scored = dict(zip(zip(counts["method"], counts["measure"]), counts["scored"]))
             covered = {pair for pair in pairs if pair in stored_tau and stored_tau[pair][1] == scored[pair]}
-            computed = load_measures_of(path, mtime_ns, tuple(p for p in pairs if p not in covered))
-            downstream = load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"]
+            uncovered = tuple(p for p in pairs if p not in covered)
+            computed = load_measures_of(path, mtime_ns, uncovered)
+            # The E2E scores at k only when a tau is computed here (100,000 rows a k for nothing otherwise).
+            downstream = (load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"] if uncovered
+                          else None)
             for method, measure in pairs:
                 if (method, measure) in covered:
                     tau, n = stored_tau[method, measure]
                 else:
+                    assert downstream is not None  # loaded: this pair is uncovered
                     chosen = computed[(computed["method"] == method) & (computed["measure"] == measure)]
                     values = chosen.set_index("query_id")["value"]
                     shared = values.index.intersection(downstream.index)
