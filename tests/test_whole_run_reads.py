@@ -54,6 +54,11 @@ def test_questions_of_some_queries_match_every_question(run_file):
         assert reader.question_texts([]) == {}
 
 
+
+def test_every_query_in_one_read_is_each_query_read_alone(run_file):
+    with RunReader(run_file) as reader:
+        assert reader.queries() == [reader.query(q) for q in reader.query_ids()]
+
 def test_a_big_runs_points_are_read_without_questions_and_its_table_reads_its_rows(run_file):
     """Past ``questions_up_to`` points (a density grid) the points carry no question, and the queries table reads
     the questions of its rows alone: the same table as from points read with every question."""

@@ -693,11 +693,8 @@ def load_query_failure_cases(path: str, mtime_ns: int, query_id: str) -> pd.Data
 def read_gold_table(reader: RunReader) -> pd.DataFrame:
     """Every query with its gold answers and gold passage ids (lists), in run order: the ``queries`` input
     of :func:`rageval.reteval.reteval_table`."""
-    rows = []
-    for query_id in reader.query_table()["query_id"]:
-        query = reader.query(query_id)
-        rows.append({"query_id": query.query_id, "text": query.text, "answers": list(query.answers),
-                     "gold_passage_ids": list(query.gold_passage_ids)})
+    rows = [{"query_id": query.query_id, "text": query.text, "answers": list(query.answers),
+             "gold_passage_ids": list(query.gold_passage_ids)} for query in reader.queries()]
     return pd.DataFrame(rows, columns=["query_id", "text", "answers", "gold_passage_ids"])
 
 

@@ -349,6 +349,11 @@ class RunReader:
             raise StoreError(f"{self.path}: no query {query_id!r} in this run")
         return _query(row)
 
+    def queries(self) -> list[Query]:
+        """Every query, in run order, as :meth:`query` reads one (one statement, not one a query)."""
+        return [_query(row) for row in self._connection.execute(
+            "SELECT query_id, text, answers, gold_passage_ids, dataset FROM queries ORDER BY rowid")]
+
     def label_counts(self) -> dict[str, int]:
         """Label method -> how many labels it has, by method: one skip along the primary-key index and one
         index-only count per method (a GROUP BY over 3M labels took 4x as long)."""
