@@ -5,6 +5,7 @@ generated runs of 10,000 and 100,000 queries, each timed cold (the first visit a
     python benchmarks/bench_dashboard.py                                   # shipped, 10k and 100k queries
     python benchmarks/bench_dashboard.py --quick                           # shipped and 2,000 queries (~4 min)
     python benchmarks/bench_dashboard.py --sizes shipped,10000 --pages Correlations,Compare_runs
+    python benchmarks/bench_dashboard.py --sizes shipped --repeat 3                  # medians of 3 rounds
 
 **Time until usable**: from the browser's navigation start (``performance.now()`` of the new document) until the
 page's title heading and its main content (a page-specific locator: its first table, chart, metric or notice) are
@@ -38,6 +39,7 @@ import random
 import shutil
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -299,22 +301,29 @@ def floor_seconds(browser, runs: Path, work: Path, log: Path) -> float:
     return floor
 
 
-def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, log: Path) -> list[dict]:
+def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, log: Path,
+                 repeat: int = 1) -> list[dict]:
     """Each page cold, right after the floor is measured again: on a machine shared with other jobs the load
-    changes from minute to minute, so every page is compared with a floor taken just before it."""
-    rows = []
-    for entry in pages:
-        floor = floor_seconds(browser, runs, work, log)
-        with streamlit_server(REPO / "app.py", runs, log) as url:
-            cold, context, page = visit(browser, f"{url}/{entry.url_path}", entry.main)
-            rows.append({"page": entry.name, "size": size, "cold": cold, "floor": floor})
-            print(f"  {entry.name}: {cold:.2f} s (floor {floor:.2f} s)", flush=True)
-            if entry.url_path == "Correlations":
-                seconds = change_k(page)
-                rows.append({"page": "Correlations, change k", "size": size, "cold": seconds, "floor": floor})
-                print(f"  Correlations, change k: {seconds:.2f} s", flush=True)
-            context.close()
-    return rows
+    changes from minute to minute, so every page is compared with a floor taken just before it. With ``repeat``
+    > 1 the pages are visited in that many rounds (all pages, then all again), and a page's row holds the
+    medians of its cold times and of its floors (one visit's ratio moves by +-30% on a loaded machine)."""
+    visits: dict[str, list[tuple[float, float]]] = {}
+    for round_ in range(repeat):
+        for entry in pages:
+            floor = floor_seconds(browser, runs, work, log)
+            with streamlit_server(REPO / "app.py", runs, log) as url:
+                cold, context, page = visit(browser, f"{url}/{entry.url_path}", entry.main)
+                visits.setdefault(entry.name, []).append((cold, floor))
+                print(f"  {entry.name}: {cold:.2f} s (floor {floor:.2f} s)", flush=True)
+                if entry.url_path == "Correlations":
+                    seconds = change_k(page)
+                    visits.setdefault("Correlations, change k", []).append((seconds, floor))
+                    print(f"  Correlations, change k: {seconds:.2f} s", flush=True)
+                context.close()
+        if repeat > 1:
+            print(f"  (round {round_ + 1} of {repeat} done)", flush=True)
+    return [{"page": name, "size": size, "cold": statistics.median(c for c, _ in times),
+             "floor": statistics.median(f for _, f in times), "visits": len(times)} for name, times in visits.items()]
 
 
 def main() -> int:
@@ -324,6 +333,8 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=10, help="passages per query of the generated runs")
     parser.add_argument("--quick", action="store_true", help="the shipped run and a 2,000-query run")
     parser.add_argument("--pages", default="", help="comma-separated page names or URL paths (default: all)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of visits: each row is then the median cold time over its median floor")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "rageval-bench-dashboard",
                         help="where generated runs are kept between invocations")
     args = parser.parse_args()
@@ -343,7 +354,7 @@ def main() -> int:
             for size in sizes:
                 print(f"{size}:", flush=True)
                 runs = runs_folder(size, args.docs, args.cache, work)
-                rows += measure_size(browser, size, pages, runs, work, work / f"streamlit-{size}.log")
+                rows += measure_size(browser, size, pages, runs, work, work / f"streamlit-{size}.log", args.repeat)
         finally:
             browser.close()
 
@@ -356,6 +367,7 @@ def main() -> int:
     print("\ncold: first visit after `streamlit run` started, fresh browser context; floor: an empty page the same "
           "way, measured just before each page; seconds from navigation start until title + main content visible and "
           "the script finished. "
+          + (f"Medians of {args.repeat} visits each (cold and floor apart). " if args.repeat > 1 else "") +
           f"Generated runs: {args.docs} passages per query.")
     return 0
 
