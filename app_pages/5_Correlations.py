@@ -60,7 +60,7 @@ measure = render.select_synced(measure_column, "Measure", view.measure_options(m
                                help="Measures at cutoff k (and R-precision) of the chosen labels")
 label = f"{render.method_name(method)} {measure}"
 
-points = loaders.load_scatter_points(*key, method, measure, k)
+points = loaders.load_scatter_points(*key, method, measure, k, questions_up_to=view.SCATTER_MAX_POINTS)
 if points.empty:
     st.info(render.escape_markdown(f"No query of this run has both {label} and an {metric} at k={k}."))
     st.stop()
@@ -108,7 +108,9 @@ shown = points.iloc[selected] if selected else points
 st.markdown(f"**{'Selected queries' if selected else 'The queries'}** ({len(shown)})")
 run_order = data.load_query_order(*key)
 list_name = f"{'selected' if selected else 'all'}: {label} vs {metric}@{k}"
-table = view.points_view(shown, path.stem, measure, f"{metric}@{k}", run_order, list_name, limit=view.TABLE_ROWS)
+table = view.points_view(shown, path.stem, measure, f"{metric}@{k}", run_order, list_name, limit=view.TABLE_ROWS,
+                         questions=None if len(points) <= view.SCATTER_MAX_POINTS else
+                         lambda ids: data.load_question_texts(*key, tuple(ids)))
 inspect.render_walk_link(path.stem, table["Query"].tolist(), run_order, list_name,
                          label=f"Open these {len(table):,} in the query inspector (worst answers first)")
 st.dataframe(table, hide_index=True, column_config={

@@ -135,7 +135,10 @@ st.caption(render.escape_markdown(
     "right, when both scores are 0/1.") + " " + both)
 
 scatter_column, histogram_column = st.columns(2)
-texts = loaders.load_question_texts(*key_a)
+changed = changed_most(comparison.pairs, CHANGED_ROWS)
+# The questions the page shows: the scatter's hover (drawn points only; a grid of counts has none) and the table's.
+texts = loaders.load_question_texts(*key_a, [*([] if view.is_density(n) else comparison.pairs["query_id"]),
+                                             *changed["query_id"]])
 scatter_column.plotly_chart(view.paired_scatter_figure(comparison.pairs, texts, run_a, run_b, score),
                             key="compare.scatter")
 histogram_column.plotly_chart(view.difference_figure(comparison.pairs, score), key="compare.differences")
@@ -147,7 +150,6 @@ st.caption(render.escape_markdown(
      f"exact values)") + "; right: the distribution of A - B. Green: A better, grey: tie, red: B better.") + " " + both)
 
 st.subheader("Queries that changed most")
-changed = changed_most(comparison.pairs, CHANGED_ROWS)
 if changed.empty:
     st.info(render.escape_markdown(f"No query changed: every shared query has the same {score} in both runs."))
     st.stop()

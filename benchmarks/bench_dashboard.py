@@ -5,6 +5,8 @@ generated runs of 10,000 and 100,000 queries, each timed cold (the first visit a
     python benchmarks/bench_dashboard.py                                   # shipped, 10k and 100k queries
     python benchmarks/bench_dashboard.py --quick                           # shipped and 2,000 queries (~4 min)
     python benchmarks/bench_dashboard.py --sizes shipped,10000 --pages Correlations,Compare_runs
+    python benchmarks/bench_dashboard.py --sizes shipped --repeat 3                  # medians of 3 rounds
+    python benchmarks/bench_dashboard.py --sizes shipped --repeat 4 --before ../old   # against an old checkout
 
 **Time until usable**: from the browser's navigation start (``performance.now()`` of the new document) until the
 page's title heading and its main content (a page-specific locator: its first table, chart, metric or notice) are
@@ -38,6 +40,7 @@ import random
 import shutil
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -198,11 +201,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def streamlit_server(script: Path, runs: Path, log: Path) -> Iterator[str]:
-    """``streamlit run script`` on ``runs`` (no shipped runs), on a free port; yields its URL once healthy."""
+def streamlit_server(script: Path, runs: Path, log: Path, checkout: Path = REPO) -> Iterator[str]:
+    """``streamlit run script`` on ``runs`` (no shipped runs), on a free port, importing rageval and ui from
+    ``checkout``; yields its URL once healthy."""
     port = free_port()
     env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs), "RAGEVAL_SHIPPED_RUNS_DIR": "",
-           "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+           "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port),
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
@@ -299,22 +303,41 @@ def floor_seconds(browser, runs: Path, work: Path, log: Path) -> float:
     return floor
 
 
-def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, log: Path) -> list[dict]:
+def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, log: Path,
+                 repeat: int = 1, before: Path | None = None) -> list[dict]:
     """Each page cold, right after the floor is measured again: on a machine shared with other jobs the load
-    changes from minute to minute, so every page is compared with a floor taken just before it."""
-    rows = []
-    for entry in pages:
-        floor = floor_seconds(browser, runs, work, log)
-        with streamlit_server(REPO / "app.py", runs, log) as url:
-            cold, context, page = visit(browser, f"{url}/{entry.url_path}", entry.main)
-            rows.append({"page": entry.name, "size": size, "cold": cold, "floor": floor})
-            print(f"  {entry.name}: {cold:.2f} s (floor {floor:.2f} s)", flush=True)
-            if entry.url_path == "Correlations":
-                seconds = change_k(page)
-                rows.append({"page": "Correlations, change k", "size": size, "cold": seconds, "floor": floor})
-                print(f"  Correlations, change k: {seconds:.2f} s", flush=True)
-            context.close()
-    return rows
+    changes from minute to minute, so every page is compared with a floor taken just before it. With ``repeat``
+    > 1 the pages are visited in that many rounds (all pages, then all again), and a page's row holds the
+    medians of its cold times and of its floors (one visit's ratio moves by +-30% on a loaded machine). With
+    ``before`` (another checkout) each round also visits the page served from it, this checkout and that one
+    in alternating order after the same floor, so that a change of load hits both alike; ``before`` in a row is
+    that checkout's median."""
+    visits: dict[str, dict[str, list[float]]] = {}
+    checkouts = [("cold", REPO)] + ([("before", before)] if before is not None else [])
+
+    def record(name: str, what: str, seconds: float) -> None:
+        visits.setdefault(name, {}).setdefault(what, []).append(seconds)
+
+    for round_ in range(repeat):
+        for entry in pages:
+            floor = floor_seconds(browser, runs, work, log)
+            for what, checkout in (checkouts if round_ % 2 == 0 else checkouts[::-1]):
+                with streamlit_server(checkout / "app.py", runs, log, checkout) as url:
+                    cold, context, page = visit(browser, f"{url}/{entry.url_path}", entry.main)
+                    record(entry.name, what, cold)
+                    record(entry.name, "floor", floor)
+                    label = "" if what == "cold" else f" ({before})"
+                    print(f"  {entry.name}{label}: {cold:.2f} s (floor {floor:.2f} s)", flush=True)
+                    if entry.url_path == "Correlations":
+                        seconds = change_k(page)
+                        record("Correlations, change k", what, seconds)
+                        record("Correlations, change k", "floor", floor)
+                        print(f"  Correlations, change k{label}: {seconds:.2f} s", flush=True)
+                    context.close()
+        if repeat > 1:
+            print(f"  (round {round_ + 1} of {repeat} done)", flush=True)
+    return [{"page": name, "size": size, **{what: statistics.median(times) for what, times in found.items()}}
+            for name, found in visits.items()]
 
 
 def main() -> int:
@@ -324,6 +347,10 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=10, help="passages per query of the generated runs")
     parser.add_argument("--quick", action="store_true", help="the shipped run and a 2,000-query run")
     parser.add_argument("--pages", default="", help="comma-separated page names or URL paths (default: all)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of visits: each row is then the median cold time over its median floor")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="another checkout (e.g. before a change): its pages visited alternately with these")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "rageval-bench-dashboard",
                         help="where generated runs are kept between invocations")
     args = parser.parse_args()
@@ -343,19 +370,23 @@ def main() -> int:
             for size in sizes:
                 print(f"{size}:", flush=True)
                 runs = runs_folder(size, args.docs, args.cache, work)
-                rows += measure_size(browser, size, pages, runs, work, work / f"streamlit-{size}.log")
+                rows += measure_size(browser, size, pages, runs, work, work / f"streamlit-{size}.log", args.repeat,
+                                     args.before.resolve() if args.before else None)
         finally:
             browser.close()
 
-    print(f"\n{'page':<24}{'size':>9}{'cold s':>8}{'floor s':>9}{'ratio':>7}{'goal':>6}  met?")
+    before = f"{'before s':>10}{'ratio':>7}" if args.before else ""
+    print(f"\n{'page':<24}{'size':>9}{before}{'cold s':>8}{'floor s':>9}{'ratio':>7}{'goal':>6}  met?")
     for row in rows:
         ratio = row["cold"] / row["floor"]
         target = 2.0 if row["page"].endswith("change k") else goal(row["size"])
-        print(f"{row['page']:<24}{row['size']:>9}{row['cold']:>8.2f}{row['floor']:>9.2f}{ratio:>7.1f}"
+        earlier = f"{row['before']:>10.2f}{row['before'] / row['floor']:>7.1f}" if args.before else ""
+        print(f"{row['page']:<24}{row['size']:>9}{earlier}{row['cold']:>8.2f}{row['floor']:>9.2f}{ratio:>7.1f}"
               f"{target:>5.0f}x  {'yes' if ratio <= target else 'NO'}")
     print("\ncold: first visit after `streamlit run` started, fresh browser context; floor: an empty page the same "
           "way, measured just before each page; seconds from navigation start until title + main content visible and "
           "the script finished. "
+          + (f"Medians of {args.repeat} visits each (cold and floor apart). " if args.repeat > 1 else "") +
           f"Generated runs: {args.docs} passages per query.")
     return 0
 

@@ -285,6 +285,25 @@ def test_binomial_tail_past_the_exact_sums_matches_them():
     assert binomial_half_cdf(50_000, 100_001) == pytest.approx(0.5, rel=1e-9)  # symmetric: half below the middle
 
 
+@pytest.mark.parametrize("n", [20_001, 100_000, 250_000])
+def test_binomial_tail_of_many_trials_matches_exact_arithmetic(n):
+    """Exact rationals: P[X <= n/2 - 1] = (1 - P[X = n/2]) / 2 for even n (one binomial coefficient), else full
+    integer sums at a few k; scipy's bdtr (what the tail used to be) is itself off by ~2e-10 here."""
+    import math
+    from fractions import Fraction
+
+    from rageval.stats.paired import binomial_half_cdf
+
+    if n % 2 == 0:
+        exact = {n // 2 - 1: (1 - Fraction(math.comb(n, n // 2), 2 ** n)) / 2}
+    else:
+        exact = {k: Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2 ** n) for k in (n // 2 - 500, n // 2)}
+    for k, probability in exact.items():
+        assert binomial_half_cdf(k, n) == pytest.approx(float(probability), rel=1e-12)
+        assert binomial_half_cdf(n - k - 1, n) == pytest.approx(float(1 - probability), rel=1e-12)
+    assert binomial_half_cdf(0, n) == 2.0 ** -n and binomial_half_cdf(-1, n) == 0.0 and binomial_half_cdf(n, n) == 1.0
+
+
 def test_a_sign_test_and_mcnemar_on_many_queries_use_the_tail():
     from rageval.compare import sign_test
     from rageval.stats.paired import mcnemar_exact

@@ -187,3 +187,32 @@ def test_macro_bootstrap_without_resamplable_units_has_no_interval():
     frame = pd.DataFrame({"cluster": ["x", "y"], "agent": ["a", "b"], "query_id": ["q", "q"], "value": [1.0, 0.0]})
     result = macro_bootstrap_interval(frame)
     assert result.mean == 0.5 and math.isnan(result.low) and math.isnan(result.high)
+
+
+@pytest.mark.parametrize("confidence", [0.8, 0.9, 0.95, 0.99, 0.999])
+def test_t_quantile_matches_scipy_on_both_sides_of_the_expansion_threshold(confidence):
+    """The Cornish-Fisher expansion (df >= EXPANSION_MIN_DF) and scipy's stdtrit (below) against scipy.stats.t."""
+    from rageval.stats.intervals import EXPANSION_MIN_DF, _t_quantile
+
+    dfs = np.array([1, 2, 10, EXPANSION_MIN_DF - 1, EXPANSION_MIN_DF, 299, 1_000, 99_999, 10**7], dtype=float)
+    expected = stats.t.ppf((1 + confidence) / 2, dfs)
+    assert np.allclose(_t_quantile(confidence, dfs), expected, rtol=0, atol=1e-9)
+    assert _t_quantile(confidence, 299) == pytest.approx(stats.t.ppf((1 + confidence) / 2, 299), abs=1e-9)
+    assert np.isnan(_t_quantile(confidence, np.array([np.nan, 5.0]))[0])
+
+
+def test_intervals_of_large_samples_do_not_import_scipy():
+    """A page's intervals over >= 201 queries need no scipy (its import is ~0.3 s of a cold dashboard page)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pandas as pd\n"
+            "from rageval.stats.intervals import intervals_from_moments, mean_interval\n"
+            "moments = pd.DataFrame({'n': [300, 1], 'mean': [0.5, 1.0], 'sum_sq': [100.0, 1.0]})\n"
+            "frame = intervals_from_moments(moments)\n"
+            "assert frame['low'].notna().iloc[0] and frame['low'].isna().iloc[1], frame\n"
+            "mean_interval([0.0, 1.0] * 150)\n"
+            "print('scipy' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    assert result.stdout.strip() == "False", result.stderr

@@ -45,6 +45,39 @@ def test_column_reads_match_the_whole_tables(run_file):
         assert reader.questions()["query_id"].tolist() == reader.query_table()["query_id"].tolist()
 
 
+
+def test_questions_of_some_queries_match_every_question(run_file):
+    with RunReader(run_file) as reader:
+        every = dict(zip(reader.questions()["query_id"], reader.questions()["text"]))
+        some = list(every)[1::2]
+        assert reader.question_texts([*some, "no such query"]) == {q: every[q] for q in some}
+        assert reader.question_texts([]) == {}
+
+
+
+def test_every_query_in_one_read_is_each_query_read_alone(run_file):
+    with RunReader(run_file) as reader:
+        assert reader.queries() == [reader.query(q) for q in reader.query_ids()]
+
+def test_a_big_runs_points_are_read_without_questions_and_its_table_reads_its_rows(run_file):
+    """Past ``questions_up_to`` points (a density grid) the points carry no question, and the queries table reads
+    the questions of its rows alone: the same table as from points read with every question."""
+    from ui import data, data_correlations
+    from ui.render_correlations import points_view
+
+    mtime_ns = os.stat(run_file).st_mtime_ns
+    with RunReader(run_file) as reader:
+        method, measure = reader.measure_names()["method"].iat[0], reader.measure_names()["measure"].iat[-1]
+        k = reader.e2e_ks()[0]
+    full = data_correlations.load_scatter_points(str(run_file), mtime_ns, method, measure, k)
+    bare = data_correlations.load_scatter_points(str(run_file), mtime_ns, method, measure, k, questions_up_to=1)
+    assert len(full) > 1 and full["question"].str.len().gt(0).all() and (bare["question"] == "").all()
+    pd.testing.assert_frame_equal(full.drop(columns="question"), bare.drop(columns="question"))
+    expected = points_view(full, "run", measure, "E2E", limit=3)
+    shown = points_view(bare, "run", measure, "E2E", limit=3,
+                        questions=lambda ids: data.load_question_texts(str(run_file), mtime_ns, tuple(ids)))
+    pd.testing.assert_frame_equal(shown, expected)
+
 def test_measure_counts_match_counting_the_rows(run_file):
     """``scored`` is the n a correlation with the E2E score at k has: finite values of queries with a finite E2E
     score at k; one query's E2E score removed and one value made infinite change it as counting the rows does."""

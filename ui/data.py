@@ -273,6 +273,13 @@ def load_questions(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.questions)
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
+def load_question_texts(path: str, mtime_ns: int, query_ids: tuple[str, ...]) -> dict[str, str]:
+    """The questions of ``query_ids`` only, by query id (:meth:`RunReader.question_texts`): what a page shows of
+    a big run (its table's rows, the points it draws), instead of every question (:func:`load_questions`)."""
+    return _read(path, mtime_ns, lambda reader: reader.question_texts(query_ids))
+
+
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_measure_moments(path: str, mtime_ns: int) -> pd.DataFrame:
     return _read(path, mtime_ns, RunReader.measure_moments)
@@ -560,12 +567,16 @@ def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
             counts = _measure_counts(path, mtime_ns, pairs, k)
             scored = dict(zip(zip(counts["method"], counts["measure"]), counts["scored"]))
             covered = {pair for pair in pairs if pair in stored_tau and stored_tau[pair][1] == scored[pair]}
-            computed = load_measures_of(path, mtime_ns, tuple(p for p in pairs if p not in covered))
-            downstream = load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"]
+            uncovered = tuple(p for p in pairs if p not in covered)
+            computed = load_measures_of(path, mtime_ns, uncovered)
+            # The E2E scores at k only when a tau is computed here (100,000 rows a k for nothing otherwise).
+            downstream = (load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"] if uncovered
+                          else None)
             for method, measure in pairs:
                 if (method, measure) in covered:
                     tau, n = stored_tau[method, measure]
                 else:
+                    assert downstream is not None  # loaded: this pair is uncovered
                     chosen = computed[(computed["method"] == method) & (computed["measure"] == measure)]
                     values = chosen.set_index("query_id")["value"]
                     shared = values.index.intersection(downstream.index)
@@ -682,11 +693,8 @@ def load_query_failure_cases(path: str, mtime_ns: int, query_id: str) -> pd.Data
 def read_gold_table(reader: RunReader) -> pd.DataFrame:
     """Every query with its gold answers and gold passage ids (lists), in run order: the ``queries`` input
     of :func:`rageval.reteval.reteval_table`."""
-    rows = []
-    for query_id in reader.query_table()["query_id"]:
-        query = reader.query(query_id)
-        rows.append({"query_id": query.query_id, "text": query.text, "answers": list(query.answers),
-                     "gold_passage_ids": list(query.gold_passage_ids)})
+    rows = [{"query_id": query.query_id, "text": query.text, "answers": list(query.answers),
+             "gold_passage_ids": list(query.gold_passage_ids)} for query in reader.queries()]
     return pd.DataFrame(rows, columns=["query_id", "text", "answers", "gold_passage_ids"])
 
 

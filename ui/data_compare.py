@@ -6,6 +6,8 @@ runs by both keys. No widgets.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 import streamlit as st
 
@@ -47,8 +49,11 @@ def load_comparison(path_a: str, mtime_a: int, path_b: str, mtime_b: int, method
                           n_permutations, seed)
 
 
-def load_question_texts(path: str, mtime_ns: int) -> dict[str, str]:
-    """Question text by query id."""
+def load_question_texts(path: str, mtime_ns: int, query_ids: Sequence[str] | None = None) -> dict[str, str]:
+    """Question text by query id: of ``query_ids`` only (what the page shows; :func:`ui.data.load_question_texts`),
+    or of every query."""
+    if query_ids is not None:
+        return data.load_question_texts(path, mtime_ns, tuple(dict.fromkeys(map(str, query_ids))))
     queries = data.load_questions(path, mtime_ns)
     return dict(zip(queries["query_id"], queries["text"]))
 

@@ -15,17 +15,26 @@ POINT_COLUMNS = ["query_id", "question", "value", "e2e"]
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
-def load_scatter_points(path: str, mtime_ns: int, method: str, measure: str, k: int) -> pd.DataFrame:
+def load_scatter_points(path: str, mtime_ns: int, method: str, measure: str, k: int,
+                        questions_up_to: int | None = None) -> pd.DataFrame:
     """One row per query with both ``method``'s ``measure`` and an E2E score at ``k``, in run order: query_id,
-    question, value (the measure), e2e (the E2E score). Reads that measure's and that k's values only."""
+    question, value (the measure), e2e (the E2E score). Reads that measure's and that k's values only, and the
+    questions only when there are at most ``questions_up_to`` such queries (the points a scatter draws with their
+    question; a bigger run's page draws a grid of counts and reads its table's questions alone,
+    :func:`ui.data.load_question_texts`): else ``question`` is empty."""
     values = data.load_measure_values(path, mtime_ns, method, measure)
     downstream = data.load_e2e_scores(path, mtime_ns, k).table
-    queries = data.load_questions(path, mtime_ns)
+    queries = pd.DataFrame({"query_id": list(data.load_query_order(path, mtime_ns))})
     # A file another tool wrote may hold a query id twice: the first value counts, as rageval.compare's does.
     values = values.drop_duplicates("query_id")[["query_id", "value"]]
     downstream = downstream.drop_duplicates("query_id").rename(columns={"score": "e2e"})
     kept = queries.merge(values, on="query_id", how="inner", sort=False).merge(downstream, on="query_id",
                                                                               how="inner", sort=False)
-    return pd.DataFrame({"query_id": kept["query_id"].to_list(), "question": kept["text"].to_list(),
-                         "value": kept["value"].to_numpy(float), "e2e": kept["e2e"].to_numpy(float)},
-                        columns=POINT_COLUMNS)
+    ids = kept["query_id"].to_list()
+    if questions_up_to is None or len(ids) <= questions_up_to:
+        texts = data.load_question_texts(path, mtime_ns, tuple(ids))
+        questions = [texts.get(q, "") for q in ids]
+    else:
+        questions = [""] * len(ids)
+    return pd.DataFrame({"query_id": ids, "question": questions, "value": kept["value"].to_numpy(float),
+                         "e2e": kept["e2e"].to_numpy(float)}, columns=POINT_COLUMNS)

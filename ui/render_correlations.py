@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -181,11 +181,13 @@ TABLE_ROWS = 1_000
 
 
 def points_view(points: pd.DataFrame, run: str, measure: str, e2e_name: str,
-                run_order: Sequence[str] | None = None, list_name: str = "", limit: int | None = None) -> pd.DataFrame:
+                run_order: Sequence[str] | None = None, list_name: str = "", limit: int | None = None,
+                questions: Callable[[list[str]], Mapping[str, str]] | None = None) -> pd.DataFrame:
     """The scatter's queries as a table, surprising ones first (lowest E2E score, then highest measure): query id,
     question, measure value, E2E score and a link to the query inspector, which walks the table's queries in this
     order when the run's query order ``run_order`` is given (:func:`ui.render_inspector.inspect_links`); the first
-    ``limit`` rows when given."""
+    ``limit`` rows when given. ``questions`` (ids -> question by id) gives the questions of the rows shown when
+    ``points`` has none (a big run's points are read without them)."""
     ordered = points.assign(_order=range(len(points))).sort_values(["e2e", "value", "_order"],
                                                                    ascending=[True, False, True])
     if limit is not None:
@@ -195,7 +197,9 @@ def points_view(points: pd.DataFrame, run: str, measure: str, e2e_name: str,
         links = [render.inspector_url(run, q) for q in ids]
     else:
         links = inspect_links(run, ids, run_order, list_name)
-    return pd.DataFrame({"Query": ids, "Question": ordered["question"],
+    texts = questions(ids) if questions is not None else None
+    return pd.DataFrame({"Query": ids,
+                         "Question": [texts.get(q, "") for q in ids] if texts is not None else ordered["question"],
                          measure: ordered["value"].astype(float), e2e_name: ordered["e2e"].astype(float),
                          "Inspect": links})
 

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from rageval import erag, jobs
+from rageval import jobs
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 from ui import navigation, render
 
@@ -110,6 +110,8 @@ def default_dtype(settings: Mapping[str, Any]) -> str:
 
 def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max_k: int) -> jobs.JobSpec | None:
     """The form that starts a job; returns its spec on submit (None otherwise)."""
+    from rageval import erag  # here, not at import: every page with a lacks panel imports this module
+
     texts = dict(zip(queries["query_id"], queries["text"]))
     ids = list(texts)
     with st.form("rescore.form"):

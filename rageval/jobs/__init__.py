@@ -42,62 +42,152 @@ The modules, in the order a job flows through them: :mod:`~rageval.jobs.spec` (w
 into the run file), :mod:`~rageval.jobs.cli` (``rageval rescore``).
 """
 
-from rageval.jobs.cli import add_parsers, cmd_cancel, cmd_list, cmd_resume, cmd_run, cmd_start
-from rageval.jobs.control import (
-                               cancel_job,
-                               check_no_conflict,
-                               check_writable,
-                               create_job,
-                               lacking_pieces,
-                               launch_worker,
-                               resume_job,
-                               start_job,
-                               worker_command,
-)
-from rageval.jobs.labelling import answer_from_evidence, check_model, erag_evidence, label_items, load_job_generator
-from rageval.jobs.run_file import (
-                               RUN_WRITE_TIMEOUT_S,
-                               JobInputs,
-                               compute_method_measures,
-                               labelled_depth,
-                               labelled_items,
-                               read_job_inputs,
-                               record_provenance,
-                               recover_run_file,
-                               run_cutoffs,
-                               write_labels,
-                               write_method_measures,
-)
-from rageval.jobs.spec import (
-                               ACTIVE,
-                               BACKENDS,
-                               CANCELLED,
-                               COMPLETE,
-                               DONE,
-                               DTYPES,
-                               FAILED,
-                               HEARTBEAT_S,
-                               INTERRUPTED,
-                               JOB_KINDS,
-                               LABEL_KINDS,
-                               PIECES,
-                               QUEUED,
-                               RUNNING,
-                               STALE_AFTER_S,
-                               Job,
-                               JobCancelled,
-                               JobError,
-                               JobSpec,
-                               Progress,
-                               job_progress,
-                               job_status,
-                               method_name,
-                               model_short_name,
-                               process_alive,
-                               worker_alive,
-)
-from rageval.jobs.store import SCHEMA_VERSION, JobStore, default_jobs_db
-from rageval.jobs.worker import run_complete_job, run_job
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names below are imported on first use (__getattr__): importing the package is cheap
+    from rageval.jobs.cli import add_parsers, cmd_cancel, cmd_list, cmd_resume, cmd_run, cmd_start
+    from rageval.jobs.control import (
+                                   cancel_job,
+                                   check_no_conflict,
+                                   check_writable,
+                                   create_job,
+                                   lacking_pieces,
+                                   launch_worker,
+                                   resume_job,
+                                   start_job,
+                                   worker_command,
+    )
+    from rageval.jobs.labelling import answer_from_evidence, check_model, erag_evidence, label_items, load_job_generator
+    from rageval.jobs.run_file import (
+                                   RUN_WRITE_TIMEOUT_S,
+                                   JobInputs,
+                                   compute_method_measures,
+                                   labelled_depth,
+                                   labelled_items,
+                                   read_job_inputs,
+                                   record_provenance,
+                                   recover_run_file,
+                                   run_cutoffs,
+                                   write_labels,
+                                   write_method_measures,
+    )
+    from rageval.jobs.spec import (
+                                   ACTIVE,
+                                   BACKENDS,
+                                   CANCELLED,
+                                   COMPLETE,
+                                   DONE,
+                                   DTYPES,
+                                   FAILED,
+                                   HEARTBEAT_S,
+                                   INTERRUPTED,
+                                   JOB_KINDS,
+                                   LABEL_KINDS,
+                                   PIECES,
+                                   QUEUED,
+                                   RUNNING,
+                                   STALE_AFTER_S,
+                                   Job,
+                                   JobCancelled,
+                                   JobError,
+                                   JobSpec,
+                                   Progress,
+                                   job_progress,
+                                   job_status,
+                                   method_name,
+                                   model_short_name,
+                                   process_alive,
+                                   worker_alive,
+    )
+    from rageval.jobs.store import SCHEMA_VERSION, JobStore, default_jobs_db
+    from rageval.jobs.worker import run_complete_job, run_job
+
+#: Name -> the submodule that defines it, imported when the name is first asked for (PEP 562).
+_LAZY = {
+    "ACTIVE": "spec",
+    "BACKENDS": "spec",
+    "CANCELLED": "spec",
+    "COMPLETE": "spec",
+    "DONE": "spec",
+    "DTYPES": "spec",
+    "FAILED": "spec",
+    "HEARTBEAT_S": "spec",
+    "INTERRUPTED": "spec",
+    "JOB_KINDS": "spec",
+    "Job": "spec",
+    "JobCancelled": "spec",
+    "JobError": "spec",
+    "JobInputs": "run_file",
+    "JobSpec": "spec",
+    "JobStore": "store",
+    "LABEL_KINDS": "spec",
+    "PIECES": "spec",
+    "Progress": "spec",
+    "QUEUED": "spec",
+    "RUNNING": "spec",
+    "RUN_WRITE_TIMEOUT_S": "run_file",
+    "SCHEMA_VERSION": "store",
+    "STALE_AFTER_S": "spec",
+    "add_parsers": "cli",
+    "answer_from_evidence": "labelling",
+    "cancel_job": "control",
+    "check_model": "labelling",
+    "check_no_conflict": "control",
+    "check_writable": "control",
+    "cmd_cancel": "cli",
+    "cmd_list": "cli",
+    "cmd_resume": "cli",
+    "cmd_run": "cli",
+    "cmd_start": "cli",
+    "compute_method_measures": "run_file",
+    "create_job": "control",
+    "default_jobs_db": "store",
+    "erag_evidence": "labelling",
+    "job_progress": "spec",
+    "job_status": "spec",
+    "label_items": "labelling",
+    "labelled_depth": "run_file",
+    "labelled_items": "run_file",
+    "lacking_pieces": "control",
+    "launch_worker": "control",
+    "load_job_generator": "labelling",
+    "method_name": "spec",
+    "model_short_name": "spec",
+    "process_alive": "spec",
+    "read_job_inputs": "run_file",
+    "record_provenance": "run_file",
+    "recover_run_file": "run_file",
+    "resume_job": "control",
+    "run_complete_job": "worker",
+    "run_cutoffs": "run_file",
+    "run_job": "worker",
+    "start_job": "control",
+    "worker_alive": "spec",
+    "worker_command": "control",
+    "write_labels": "run_file",
+    "write_method_measures": "run_file",
+}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    module = _LAZY.get(name)
+    if module is None:  # a submodule (``jobs.control``), as the eager imports made it an attribute
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
                                "ACTIVE",

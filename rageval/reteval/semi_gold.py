@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rageval.generation.base import DecodingSettings, Generator
-from rageval.generation.transformers_backend import sample_seed
 from rageval.store import SemiGoldOutput
 from rageval.text_metrics import normalize_answer
 from rageval.types import Passage, Query
@@ -29,6 +28,8 @@ class SemiGoldSettings:
 
     def decoding(self, sample: int) -> DecodingSettings:
         """Sample ``sample``'s own seeded decoding settings: each sample is an ordinary, cacheable call."""
+        from rageval.generation.transformers_backend import sample_seed  # not at import: the dashboard's pages
+
         return DecodingSettings(max_new_tokens=self.max_new_tokens, temperature=self.temperature,
                                 seed=sample_seed(self.seed, sample))
 

@@ -297,6 +297,16 @@ class RunReader:
         :meth:`query_table`, without its join)."""
         return self._frame("SELECT query_id, text FROM queries ORDER BY rowid")
 
+    def question_texts(self, query_ids: Sequence[str]) -> dict[str, str]:
+        """The question of each of ``query_ids`` that the run has, by query id: one indexed lookup per id (a page
+        that shows 1,000 rows of a 100,000-query run reads 1,000 questions, not every one)."""
+        if not query_ids:
+            return {}
+        rows = self._connection.execute(
+            "SELECT query_id, text FROM queries WHERE query_id IN (SELECT value FROM json_each(?))",
+            (json.dumps([str(q) for q in query_ids]),))
+        return dict(rows)
+
     def e2e_table(self) -> pd.DataFrame:
         """Every E2E output: columns query_id, k, output, score."""
         return self._frame("SELECT query_id, k, output, score FROM e2e_outputs ORDER BY query_id, k")
@@ -338,6 +348,11 @@ class RunReader:
         if row is None:
             raise StoreError(f"{self.path}: no query {query_id!r} in this run")
         return _query(row)
+
+    def queries(self) -> list[Query]:
+        """Every query, in run order, as :meth:`query` reads one (one statement, not one a query)."""
+        return [_query(row) for row in self._connection.execute(
+            "SELECT query_id, text, answers, gold_passage_ids, dataset FROM queries ORDER BY rowid")]
 
     def label_counts(self) -> dict[str, int]:
         """Label method -> how many labels it has, by method: one skip along the primary-key index and one
