@@ -9,6 +9,8 @@ Any IR measure aggregates the labels into one score per ranked list (measures), 
 
 from typing import TYPE_CHECKING
 
+from rageval.lazy import lazy_names
+
 if TYPE_CHECKING:  # the names below are imported on first use (__getattr__): importing the package is cheap
     from rageval.erag.baselines import compute_llm_relevance_labels, compute_reference_labels
     from rageval.erag.e2e import compute_e2e
@@ -79,24 +81,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    import importlib
-
-    module = _LAZY.get(name)
-    if module is None:  # a submodule (``erag.measures``), as the eager imports made it an attribute
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

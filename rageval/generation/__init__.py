@@ -9,6 +9,8 @@ imported only when a model is loaded.
 
 from typing import TYPE_CHECKING
 
+from rageval.lazy import lazy_names
+
 if TYPE_CHECKING:  # the names below are imported on first use (__getattr__): importing the package is cheap
     from rageval.generation.base import DecodingSettings, FakeGenerator, Generator, apply_stop, first_capitalised_span
     from rageval.generation.cache import CachedGenerator, LLMCache, cache_key
@@ -33,24 +35,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    import importlib
-
-    module = _LAZY.get(name)
-    if module is None:  # a submodule (``jobs.control``), as the eager imports made it an attribute
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

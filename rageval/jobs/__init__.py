@@ -44,6 +44,8 @@ into the run file), :mod:`~rageval.jobs.cli` (``rageval rescore``).
 
 from typing import TYPE_CHECKING
 
+from rageval.lazy import lazy_names
+
 if TYPE_CHECKING:  # the names below are imported on first use (__getattr__): importing the package is cheap
     from rageval.jobs.cli import add_parsers, cmd_cancel, cmd_list, cmd_resume, cmd_run, cmd_start
     from rageval.jobs.control import (
@@ -169,24 +171,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    import importlib
-
-    module = _LAZY.get(name)
-    if module is None:  # a submodule (``jobs.control``), as the eager imports made it an attribute
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [
