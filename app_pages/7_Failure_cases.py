@@ -11,7 +11,7 @@ import streamlit as st
 from rageval.reteval import CATEGORY_NAMES
 from ui import data, navigation, render
 from ui import render_inspector as inspect
-from ui.render_failures import count_figure, count_table, example_view, filter_cases, inspect_links, run_worklists
+from ui.render_failures import count_chart, count_table, example_view, filter_cases, inspect_links, run_worklists
 from ui.render_lacks import render_lacks_panel
 
 render.page_heading(navigation.FAILURES)
@@ -66,7 +66,8 @@ provenance = "; ".join(
     f"{run}: " + render.provenance({"model_id": model, "dataset": dataset, "retriever": retriever},
                                    int(group["query_id"].nunique()))
     for (run, model, dataset, retriever), group in shown.groupby(["run", "model", "dataset", "retriever"]))
-st.plotly_chart(count_figure(shown, judge_label), key="failures.counts")
+count_data, count_spec = count_chart(shown, judge_label)
+st.vega_lite_chart(count_data, count_spec, key="failures.counts")
 render.render_table(count_table(shown), hide_index=True,
                     help={c: f"Queries in category {c}: {name}" for c, name in CATEGORY_NAMES.items()})
 st.caption(render.escape_markdown(

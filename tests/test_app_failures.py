@@ -10,12 +10,13 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+import pyarrow as pa
 import pytest
 
 from rageval.store import RunReader
 from tests.app_helpers import use_shipped_runs
 from tests.run_fixtures import make_small_run
-from tests.test_app import RETEVAL_RUN, link_walk, plotly_array, reteval_run_file, start
+from tests.test_app import RETEVAL_RUN, link_walk, reteval_run_file, start
 
 REPO = Path(__file__).resolve().parent.parent
 FAILURES = str(REPO / "app_pages" / "7_Failure_cases.py")
@@ -70,9 +71,15 @@ def test_counts_per_run_and_k_and_links_to_the_inspector(runs_folder, monkeypatc
     assert {link.path for link in links} == {"Query_inspector"}
     pairs = {(parse_qs(link.query)["run"][0], parse_qs(link.query)["query"][0]) for link in links}
     assert pairs == {(run, q) for run in (RETEVAL_RUN, COPY) for q in expected["query_id"]}
-    figure = json.loads(app.get("plotly_chart")[0].proto.spec)
-    assert figure["layout"]["title"]["text"].startswith("LLM-retEval failure cases per k")
-    assert sum(sum(plotly_array(trace["y"])) for trace in figure["data"]) == table[list("ABCDEF")].to_numpy().sum()
+    chart = app.get("vega_lite_chart")[0].proto
+    spec = json.loads(chart.spec)
+    assert spec["title"].startswith("LLM-retEval failure cases per k")
+    drawn = pa.ipc.open_stream(chart.data.data).read_all().to_pandas()  # the chart's own rows, as the browser gets them
+    assert spec["facet"]["field"] == "run" and set(drawn["run"]) == {RETEVAL_RUN, COPY}
+    wide = drawn.pivot_table(index=["run", "k"], columns="category", values="queries", fill_value=0)
+    for row in table.itertuples(index=False):
+        for category in "ABCDEF":
+            assert wide.get(category, {}).get((row.Run, str(row.k)), 0) == getattr(row, category)
 
 
 def test_url_presets_the_filters_and_the_retriever_filter_drops_a_run(runs_folder, monkeypatch):

@@ -52,6 +52,9 @@ def wait_until_rendered(page) -> None:
         box = chart.bounding_box()
         if box and box["y"] < height:
             expect(chart.locator(DRAWN_TRACE).first).to_be_attached(timeout=WAIT_MS)
+    for chart in page.get_by_test_id("stVegaLiteChart").all():  # Vega-Lite charts draw on a canvas (or svg)
+        if chart.is_visible():
+            expect(chart.locator("canvas, svg").first).to_be_visible(timeout=WAIT_MS)
     # Tables and charts are lazily loaded components: a placeholder stands in until their code has loaded.
     expect(page.get_by_test_id("stSkeleton")).to_have_count(0, timeout=WAIT_MS)
 
@@ -73,8 +76,8 @@ def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url):
     with chromium_page(height=1400) as (page, page_errors):
         page.goto(f"{shipped_url}/Failure_cases?category=C&k=5")
         expect(page.get_by_role("heading", name="Failure cases", exact=True)).to_be_visible(timeout=WAIT_MS)
-        chart = page.get_by_test_id("stPlotlyChart").first
-        expect(chart).to_contain_text("LLM-retEval failure cases per k", timeout=WAIT_MS)
+        chart = page.get_by_test_id("stVegaLiteChart").first  # Vega-Lite draws its title on a canvas
+        expect(chart.locator("canvas, svg").first).to_be_visible(timeout=WAIT_MS)
         case = page.get_by_test_id("stText").first
         expect(case).to_have_text(question, timeout=WAIT_MS)
         wait_until_rendered(page)

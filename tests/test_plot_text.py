@@ -67,8 +67,11 @@ def test_every_figure_builder_escapes_names_from_the_data():
     figures.append(render_compare.paired_scatter_figure(pairs, {HOSTILE: STYLED}, HOSTILE, LINK, HOSTILE))
     figures.append(render_compare.difference_figure(pairs, HOSTILE))
 
+    # The failure counts are a Vega-Lite chart, which draws every label and tooltip as text (no HTML): names go in
+    # as they are, so the reader sees exactly the run's name.
     cases = pd.DataFrame({"run": [HOSTILE, "other"], "k": [1, 5], "category": ["A", "C"], "query_id": ["q1", "q2"]})
-    figures.append(render_failures.count_figure(cases, judge_label=HOSTILE))
+    data, spec = render_failures.count_chart(cases, judge_label=HOSTILE)
+    assert HOSTILE in data["run"].tolist() and spec["title"].endswith(f"(judge: {HOSTILE})")
 
     summary = pd.DataFrame({HOSTILE: [0.5, 0.25], "BM25": [0.4, 0.3]}, index=[LINK, "agent 2"])
     figures.append(render_ium.summary_figure(summary))

@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from rageval.reteval import CATEGORY_NAMES
-from ui.plot_text import plot_text, plot_texts
 from ui.render import failure_cases_view, inspector_url
 from ui.render_inspector import inspect_links as run_links
 from ui.theme import CATEGORY_COLOURS
@@ -30,41 +29,34 @@ def count_table(cases: pd.DataFrame) -> pd.DataFrame:
     return counts.reset_index().rename(columns={"run": "Run"})
 
 
-def count_figure(cases: pd.DataFrame, judge_label: str):
-    """Stacked bars: queries per category at each k, one panel per run (two panels a row); category colours from
-    ui.theme. Drawn with graph objects (plotly.express costs ~0.3 s to import and ~0.3 s to build this figure, a
-    third of the cold page)."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
+def count_chart(cases: pd.DataFrame, judge_label: str) -> tuple[pd.DataFrame, dict]:
+    """Stacked bars: queries per category at each k, one panel per run (two panels a row), category colours from
+    ui.theme, as ``(data, Vega-Lite spec)`` for ``st.vega_lite_chart``. Vega-Lite rather than plotly: its browser
+    code is a sixth of plotly.js's 4.7 MB, which alone cost ~1.8 s of a cold page on the 2-core machine. Vega-Lite
+    draws labels and tooltips as text, so names are not HTML-escaped."""
     counts = cases.groupby(["run", "k", "category"]).query_id.nunique().rename("queries").reset_index()
-    runs = list(dict.fromkeys(counts["run"]))
-    columns = min(2, len(runs)) or 1
-    rows = -(-len(runs) // columns) or 1
-    figure = make_subplots(rows=rows, cols=columns, shared_yaxes=True, subplot_titles=plot_texts(runs),
-                           horizontal_spacing=0.05, vertical_spacing=0.3 / rows)
-    ks = [str(k) for k in sorted(counts["k"].astype(int).unique())]
-    for category, meaning in CATEGORY_NAMES.items():
-        of_category = counts[counts["category"] == category]
-        for i, run in enumerate(runs):
-            bars = of_category[of_category["run"] == run]
-            if bars.empty:
-                continue
-            figure.add_trace(go.Bar(
-                x=bars["k"].astype(int).astype(str).tolist(), y=bars["queries"].tolist(), name=category,
-                legendgroup=category, showlegend=not any(t.name == category for t in figure.data),
-                marker_color=CATEGORY_COLOURS[category],
-                customdata=[[meaning, plot_text(run)]] * len(bars),
-                hovertemplate="category=" + category + "<br>k=%{x}<br>queries=%{y}<br>meaning=%{customdata[0]}"
-                              "<br>run=%{customdata[1]}<extra></extra>"),
-                row=i // columns + 1, col=i % columns + 1)
-    figure.update_layout(barmode="stack", legend_title_text="category", bargap=0.25,
-                         legend_traceorder="normal",
-                         title=f"LLM-retEval failure cases per k (judge: {plot_text(judge_label)})")
-    figure.update_xaxes(type="category", categoryorder="array", categoryarray=ks)  # k values are labels
-    figure.update_xaxes(title_text="k (passages the reader saw)", row=rows)
-    figure.update_yaxes(title_text="queries", col=1)
-    return figure
+    counts["k"] = counts["k"].astype(int).astype(str)
+    counts["meaning"] = counts["category"].map(CATEGORY_NAMES)
+    ks = [str(k) for k in sorted(cases["k"].astype(int).unique())]
+    bars = {
+        "mark": {"type": "bar", "tooltip": True},
+        "width": 320,
+        "encoding": {
+            "x": {"field": "k", "type": "ordinal", "sort": ks, "title": "k (passages the reader saw)",
+                  "axis": {"labelAngle": 0}},
+            "y": {"field": "queries", "type": "quantitative", "stack": "zero", "title": "queries"},
+            "color": {"field": "category", "type": "nominal", "title": "category",
+                      "scale": {"domain": list(CATEGORY_NAMES),
+                                "range": [CATEGORY_COLOURS[c] for c in CATEGORY_NAMES]}},
+            "order": {"field": "category", "sort": "ascending"},
+            "tooltip": [{"field": "category"}, {"field": "k"}, {"field": "queries"}, {"field": "meaning"},
+                        {"field": "run"}],
+        },
+    }
+    spec = {"title": f"LLM-retEval failure cases per k (judge: {judge_label})",
+            "facet": {"field": "run", "type": "nominal", "title": None, "sort": list(dict.fromkeys(counts["run"]))},
+            "columns": 2, "spec": bars, "resolve": {"scale": {"y": "shared"}}}
+    return counts, spec
 
 
 def example_view(cases: pd.DataFrame, links: Sequence[str] | None = None) -> pd.DataFrame:
