@@ -49,13 +49,9 @@ def load_comparison(path_a: str, mtime_a: int, path_b: str, mtime_b: int, method
                           n_permutations, seed)
 
 
-def load_question_texts(path: str, mtime_ns: int, query_ids: Sequence[str] | None = None) -> dict[str, str]:
-    """Question text by query id: of ``query_ids`` only (what the page shows; :func:`ui.data.load_question_texts`),
-    or of every query."""
-    if query_ids is not None:
-        return data.load_question_texts(path, mtime_ns, tuple(dict.fromkeys(map(str, query_ids))))
-    queries = data.load_questions(path, mtime_ns)
-    return dict(zip(queries["query_id"], queries["text"]))
+def load_question_texts(path: str, mtime_ns: int, query_ids: Sequence[str]) -> dict[str, str]:
+    """Question text by query id, of ``query_ids`` only (what the page shows; :func:`ui.data.load_question_texts`)."""
+    return data.load_question_texts(path, mtime_ns, tuple(dict.fromkeys(map(str, query_ids))))
 
 
 def load_dropped_scores(path: str, mtime_ns: int, method: str, measure: str) -> int:
