@@ -12,6 +12,19 @@ def chart_specs(app) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
 
 
+def vega_charts(app) -> list[tuple[dict, pd.DataFrame]]:
+    """The Vega-Lite charts of the page in page order, each as (spec, its data): the spec as JSON and the rows the
+    browser gets (Arrow IPC, an empty frame when the spec holds its data inline)."""
+    import pyarrow as pa
+
+    charts = []
+    for chart in app.get("vega_lite_chart"):
+        proto = chart.proto
+        data = (pa.ipc.open_stream(proto.data.data).read_all().to_pandas() if proto.data.data else pd.DataFrame())
+        charts.append((json.loads(proto.spec), data))
+    return charts
+
+
 def captions(app) -> str:
     """Every caption of the page, joined by spaces."""
     return " ".join(c.value for c in app.caption)
