@@ -76,14 +76,16 @@ if note:
     st.warning(note)
 row = correlations[(correlations["method"] == method) & (correlations["measure"] == measure)]
 scatter_column, counts_column = st.columns([3, 2])
-event = scatter_column.plotly_chart(view.scatter_figure(points, method, measure, k, metric), key="correlations.scatter",
-                                    on_select="rerun", selection_mode=("points", "box", "lasso"))
+event = scatter_column.vega_lite_chart(*view.scatter_chart(points, method, measure, k, metric),
+                                       key="correlations.scatter", on_select="rerun")
 scatter_column.caption(render.escape_markdown(
     f"Queries per value pair: {label} (x) against the {metric} of the answer from the top {k} passages (y); "
-    f"past {view.SCATTER_MAX_POINTS:,} queries a grid of counts replaces the points." if view.is_density(len(points))
+    f"past {view.SCATTER_MAX_POINTS:,} queries a grid of counts replaces the points. Click a cell (shift-click for "
+    f"more) to list its queries below." if view.is_density(len(points))
     else f"One point per query: {label} against the {metric} of the answer from the top {k} passages. Both values "
-    f"are jittered so that equal values do not hide each other; hover for the exact values. Select points (box or "
-    f"lasso) to list those queries below.") + " " + render.provenance(settings, len(points), k=k))
+    f"are jittered so that equal values do not hide each other; hover for the exact values. Drag a box or click "
+    f"points (shift-click for more) to list those queries below; double-click clears the box.")
+    + " " + render.provenance(settings, len(points), k=k))
 if len(row):
     stats = row.iloc[0]
     for name, statistic in (("Kendall's tau-b", "tau"), ("Spearman's rho", "rho")):
@@ -103,7 +105,7 @@ counts_column.caption(render.escape_markdown(
     f"points (many distinct values are grouped into {view.COUNT_BINS} equal-width bins).")
     + " " + render.provenance(settings, len(points), k=k))
 
-selected = [i for i in view.selected_rows(event) if i < len(points)]
+selected = view.selected_rows(event, points)
 shown = points.iloc[selected] if selected else points
 st.markdown(f"**{'Selected queries' if selected else 'The queries'}** ({len(shown)})")
 run_order = data.load_query_order(*key)
@@ -153,7 +155,7 @@ if len(e2e_ks) > 1:
     sweep = data.load_k_sweep(*key)
     if not sweep.empty:
         st.subheader("How the agreement changes with k")
-        st.plotly_chart(view.k_sweep_figure(sweep, metric), key="correlations.k_sweep")
+        st.vega_lite_chart(*view.k_sweep_chart(sweep, metric), key="correlations.k_sweep")
         st.caption(render.escape_markdown(
             f"Kendall's tau-b between each label method's best measure family (chosen at the run's k={main_k}) at k "
             f"and the {metric} at k, for every k of the sweep; point estimates, eRAG's Figure 1 on this run.") + " "

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import html
-import json
 import os
 import re
 import sqlite3
@@ -28,7 +27,7 @@ from rageval.stats.correlation import kendall_tau_b
 from rageval.stats.intervals import wilson_interval
 from rageval.store import APPLICATION_ID, RunReader, list_runs, write_run
 from rageval.text_metrics import contains_answer
-from tests.app_helpers import use_shipped_runs
+from tests.app_helpers import use_shipped_runs, vega_charts
 from tests.run_fixtures import INJECTION, LABEL_METHODS, MEASURES, READER_WINDOW, K, build_small_run, make_small_run
 from ui import render
 from ui.render import escape_markdown
@@ -521,8 +520,8 @@ def test_k_sweep_chart_follows_each_methods_best_measure(reteval_env):
     app = start(CORRELATIONS)
     with RunReader(reteval_env) as reader:
         measures, e2e = reader.measure_table(), reader.e2e_table()
-    spec = json.loads(app.get("plotly_chart")[-1].proto.spec)  # the last chart: the k sweep
-    lines = {trace["name"]: (plotly_array(trace["x"]), plotly_array(trace["y"])) for trace in spec["data"]}
+    _spec, drawn = vega_charts(app)[-1]  # the last chart: the k sweep
+    lines = {name: (rows["k"].tolist(), rows["tau"].tolist()) for name, rows in drawn.groupby("line", sort=False)}
     assert lines
     for name, (ks, taus) in lines.items():
         label, family = re.fullmatch(r"(.+) \((\w+)\)", name).groups()

@@ -17,9 +17,9 @@ from scipy import stats
 from rageval.report import correlation_table_at_k
 from rageval.stats.correlation import DEFAULT_RESAMPLES, kendall_tau_b
 from rageval.store import RunReader, write_run
-from tests.app_helpers import captions, chart_specs, frame_with, use_shipped_runs
+from tests.app_helpers import captions, chart_specs, frame_with, use_shipped_runs, vega_charts
 from tests.run_fixtures import MEASURES, K, build_small_run, make_small_run
-from tests.test_app import MARKUP, SHIPPED_PATHS, link_walk, marked_query, plotly_array, reteval_run_file, start
+from tests.test_app import MARKUP, SHIPPED_PATHS, link_walk, marked_query, reteval_run_file, start
 from tests.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
 from ui import render, render_correlations, theme
 from ui.render import escape_markdown, format_correlation
@@ -27,7 +27,7 @@ from ui.render import escape_markdown, format_correlation
 REPO = Path(__file__).resolve().parent.parent
 CORRELATIONS = str(REPO / "app_pages" / "5_Correlations.py")
 COMPARE = str(REPO / "app_pages" / "6_Compare_runs.py")
-SCATTER_TITLE_END = "one point per query"
+SCATTER_SUBTITLE = render_correlations.SCATTER_SUBTITLE
 
 
 def metrics(app) -> dict[str, str]:
@@ -45,11 +45,13 @@ def metrics(app) -> dict[str, str]:
 # --- correlations -------------------------------------------------------------------------------------------
 
 def scatter(app) -> pd.DataFrame:
-    """The correlation scatter's points: query_id, question (as hovered), value, e2e (exact) and x, y (drawn)."""
-    spec = next(s for s in chart_specs(app) if s["layout"]["title"]["text"].endswith(SCATTER_TITLE_END))
-    trace = spec["data"][0]
-    points = pd.DataFrame(trace["customdata"], columns=["query_id", "question", "value", "e2e"])
-    return points.assign(x=plotly_array(trace["x"]), y=plotly_array(trace["y"]))
+    """The correlation scatter's points: query_id, question (as in the tooltip), value, e2e (exact) and x, y
+    (drawn): the rows the browser gets with the Vega-Lite chart."""
+    spec, data = next((spec, data) for spec, data in vega_charts(app)
+                      if isinstance(spec.get("title"), dict) and spec["title"]["text"][-1] == SCATTER_SUBTITLE)
+    assert spec["encoding"]["x"]["field"] == "x" and spec["encoding"]["y"]["field"] == "y"  # the drawn columns
+    assert list(data["row"]) == list(range(len(data)))  # what a click selection returns
+    return data.rename(columns={"query": "query_id"})[["query_id", "question", "value", "e2e", "x", "y"]]
 
 
 def stored_points(path: Path, method: str, measure: str, k: int) -> pd.DataFrame:
@@ -165,11 +167,42 @@ def test_correlations_with_no_measure_at_the_e2e_k_offer_every_cutoff(tmp_path, 
     assert escape_markdown(f"gold nDCG@{K} is not measured at cutoff 3") in captions(app)
 
 
-def test_selected_points_are_read_from_the_plotly_event():
-    event = {"selection": {"points": [{"point_index": 3, "x": 0.1}, {"point_index": 1}, {"point_index": 3}],
-                           "box": [], "lasso": []}}
-    assert render_correlations.selected_rows(event) == [1, 3]
-    assert render_correlations.selected_rows(None) == [] and render_correlations.selected_rows({}) == []
+def test_selected_points_are_read_from_the_vega_lite_event():
+    """The event as Streamlit returns it (checked in Chromium by tests/test_browser_pages.py): a dragged box is
+    {field: [low, high]} on the drawn (jittered) positions, clicked points are [{"row": i}]."""
+    points = pd.DataFrame({"query_id": list("abcdef"), "question": [""] * 6,
+                           "value": [0.0, 0.0, 0.5, 0.5, 1.0, 1.0], "e2e": [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]})
+    data, _spec = render_correlations.scatter_chart(points, "gold", "P@5", 5, "E2E EM")
+    upper_left = {"x": [-0.2, 0.2], "y": [0.8, 1.2]}  # around (0, 1) whatever the jitter (at most 0.1 here)
+    assert render_correlations.selected_rows({"selection": {"box": upper_left}}, points) == [1]
+    right_half = {"x": [0.8, 1.2], "y": [1.2, -0.2]}  # either end first
+    assert render_correlations.selected_rows({"selection": {"box": right_half}}, points) == [4, 5]
+    inside = (data["x"] >= 0.3) & (data["y"] <= 0.5)  # a box read on the drawn positions, as the user saw them
+    box = {"x": [0.3, 2.0], "y": [-1.0, 0.5]}
+    assert render_correlations.selected_rows({"selection": {"box": box}}, points) == data.index[inside].tolist()
+    clicked = {"selection": {"pick": [{"row": 3}, {"row": 0}, {"row": 99}], "box": upper_left}}
+    assert render_correlations.selected_rows(clicked, points) == [0, 1, 3]  # out-of-range rows ignored
+    for nothing in (None, {}, {"selection": {}}, {"selection": {"box": {}, "pick": []}}):
+        assert render_correlations.selected_rows(nothing, points) == []
+
+
+def test_a_density_cell_click_selects_the_queries_in_that_cell():
+    rng = np.random.default_rng(3)
+    n = render_correlations.SCATTER_MAX_POINTS + 1
+    points = pd.DataFrame({"query_id": [f"q{i}" for i in range(n)], "question": [""] * n,
+                           "value": rng.choice([0.0, 0.5, 1.0], n), "e2e": rng.random(n)})
+    cells, spec = render_correlations.scatter_chart(points, "gold", "P@5", 5, "E2E EM")
+    assert spec["layer"][0]["params"][0]["name"] == render_correlations.CELL_SELECTION
+    assert "queries" in cells and cells["queries"].sum() == n and len(cells) <= 3 * render_correlations.DENSITY_BINS
+    top = cells.sort_values("queries").iloc[-1]
+    event = {"selection": {"cell": [{"x_cell": top["x_cell"], "y_cell": top["y_cell"]}]}}
+    chosen = render_correlations.selected_rows(event, points)
+    assert len(chosen) == top["queries"]
+    assert set(points["value"].iloc[chosen].map("{:.3g}".format)) == {top["x_cell"]}
+    low, high = (float(v) for v in top["y_cell"].split("–"))
+    assert points["e2e"].iloc[chosen].between(low - 1e-9, high + 1e-9).all()
+    assert render_correlations.selected_rows({"selection": {"cell": [{"x_cell": "nope", "y_cell": "no"}]}},
+                                             points) == []
 
 
 @pytest.fixture(scope="module")
@@ -193,16 +226,16 @@ def test_correlations_follow_k_on_a_run_with_a_k_sweep(reteval_env_path, monkeyp
     assert metrics(app)["Spearman's rho"] == format_correlation(row["rho"], row["rho_low"], row["rho_high"])
     tau_table = next(df.value for df in app.dataframe if df.value.index.name == "Measure")
     assert set(tau_table.index) == set(table.index.get_level_values("measure"))
-    # Question text goes into the plotly hover HTML-escaped: the marked question's tags show, they do not render.
-    hovered = points.loc[marked, "question"]
-    assert "&lt;b&gt;bold?&lt;/b&gt;" in hovered and MARKUP.strip() not in hovered
+    # Question text goes into the tooltip as it is (Vega-Lite shows it as text: tests/test_browser_pages.py).
+    assert points.loc[marked, "question"].endswith(MARKUP.strip())
 
-    sweep = next(s for s in chart_specs(app) if "at each k" in s["layout"]["title"]["text"])
+    sweep, lines = next((s, d) for s, d in vega_charts(app) if "at each k" in str(s.get("title")))
     names = {render.method_name(m): m for m in render.METHOD_NAMES}
-    for trace in sweep["data"]:
-        method = names[trace["name"].rsplit(" (", 1)[0]]
-        assert trace["line"]["color"] == theme.METHOD_COLOURS[method]
-        assert plotly_array(trace["x"]) == [1, 3, 5]
+    colours = dict(zip(sweep["encoding"]["color"]["scale"]["domain"], sweep["encoding"]["color"]["scale"]["range"]))
+    for line, rows in lines.groupby("line"):
+        method = names[line.rsplit(" (", 1)[0]]
+        assert colours[line] == theme.METHOD_COLOURS[method]
+        assert rows["k"].tolist() == [1, 3, 5]
 
     app = start(CORRELATIONS, run=run, method="contains_answer", measure="nDCG@3", k="3")
     check_scatter(app, reteval_env_path, "contains_answer", "nDCG@3", 3)

@@ -188,7 +188,7 @@ def test_correlations_lists_only_runs_with_e2e_answers_and_measures(tmp_path, lo
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(folder))
     app = start(str(REPO / navigation.CORRELATIONS))
     assert app.selectbox(key="app.run.widget").options == [SMALL_RUN]
-    assert app.get("plotly_chart")  # the compatible run is shown, not the newest (the upload)
+    assert app.get("vega_lite_chart")  # the compatible run is shown, not the newest (the upload)
 
 
 def column_help(table) -> dict[str, str]:

@@ -81,7 +81,7 @@ def test_every_page_opens_on_a_user_run_with_no_dead_end(run, script, runs_env):
 
 def test_the_evaluated_run_fills_the_correlations_and_reteval_pages(runs_env):
     correlations = start(CORRELATIONS, run="evaluated")
-    assert correlations.get("plotly_chart") and not correlations.info
+    assert correlations.get("vega_lite_chart") and not correlations.info
     reteval = start(RETEVAL, run="evaluated")
     table = next(df.value for df in reteval.dataframe)  # the paper's Tables 1-2: one column per k
     assert list(table.columns) == ["k=1", "k=3"]
@@ -168,5 +168,5 @@ def test_the_button_computes_what_an_upload_lacks_in_a_background_job(tmp_path, 
     assert missing_pieces(run_summary(run), RunReader(run).settings()) == {}
     home.run()  # the file's mtime changed: every table reloads, the panel is gone
     assert lacks_line(home) is None and not home.exception
-    assert start(CORRELATIONS).get("plotly_chart")
+    assert start(CORRELATIONS).get("vega_lite_chart")
     assert list(next(df.value for df in start(RETEVAL).dataframe).columns) == ["k=1"]  # LLM-retEval at k=1

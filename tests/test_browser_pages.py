@@ -118,3 +118,47 @@ def test_every_view_renders_on_the_shipped_runs(shipped_url, path, ready, shot):
         page.screenshot(path=str(SHOTS / shot), full_page=True)
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert not page_errors, page_errors
+
+
+def hover_a_point(page, plot) -> tuple[float, float, str]:
+    """Move the mouse over the plot area until Vega-Lite's tooltip shows a point: (x, y, its text)."""
+    tooltip = page.locator("#vg-tooltip-element")
+    box = plot.bounding_box()
+    for y in range(int(box["y"]) + 40, int(box["y"] + box["height"]) - 40, 7):
+        for x in range(int(box["x"]) + 60, int(box["x"] + box["width"]) - 20, 7):
+            page.mouse.move(x, y)
+            if tooltip.count() and tooltip.is_visible() and "query" in tooltip.inner_text():
+                return x, y, tooltip.inner_text()
+    raise AssertionError("no point of the scatter shows a tooltip")
+
+
+def test_correlation_scatter_selections_list_their_queries(shipped_url):
+    """The Vega-Lite scatter in Chromium: a click on a point lists that query (the one its tooltip names), and a box
+    dragged over the whole plot lists every query; the tooltip shows the question as text."""
+    from playwright.sync_api import expect
+
+    with RunReader(SHIPPED_RUNS / f"{BM25_RUN}.sqlite") as reader:
+        questions = dict(zip(reader.query_table()["query_id"], reader.query_table()["text"]))
+        n = int((reader.e2e_table()["k"] == reader.main_k()).sum())
+    with chromium_page(height=1400) as (page, page_errors):
+        page.goto(f"{shipped_url}/Correlations?run={BM25_RUN}&method=erag:em&measure=P@10&k=10")
+        expect(page.get_by_text(f"The queries ({n})")).to_be_visible(timeout=SLOW_WAIT_MS)
+        plot = page.get_by_test_id("stVegaLiteChart").first.locator("canvas, svg").first
+        expect(plot).to_be_visible(timeout=WAIT_MS)
+        plot.scroll_into_view_if_needed()
+        x, y, shown = hover_a_point(page, plot)
+        query = re.search(r"query\s+(\S+)", shown).group(1)
+        assert " ".join(questions[query].split())[:60] in " ".join(shown.split())  # the question, as text
+        page.mouse.click(x, y)
+        expect(page.get_by_text("Selected queries (1)")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_test_id("stDataFrame").filter(has_text=query).first).to_be_visible(timeout=WAIT_MS)
+
+        frame = page.get_by_test_id("stVegaLiteChart").first.locator(".role-frame path.background").first
+        box = frame.bounding_box()  # the data area (svg: fewer than 2,000 points); drag across it: all are inside
+        page.mouse.move(box["x"] + 2, box["y"] + 2)
+        page.mouse.down()
+        page.mouse.move(box["x"] + box["width"] - 2, box["y"] + box["height"] - 2, steps=12)
+        page.mouse.up()
+        expect(page.get_by_text(f"Selected queries ({n})")).to_be_visible(timeout=WAIT_MS)
+        page.screenshot(path=str(SHOTS / "correlations_selection.png"), full_page=True)
+        assert not page_errors, page_errors

@@ -2,7 +2,7 @@
 
 - With ``prefers-color-scheme: dark`` the app's background is dark (the computed background colour of
   ``[data-testid="stApp"]`` and the pixels of a screenshot, ``test-output/theme_dark.png``) and the charts' axis
-  text is light, so plotly follows Streamlit's theme; with ``light`` both are the other way round.
+  text is light, so the charts follow Streamlit's theme; with ``light`` both are the other way round.
 - ``Glossary#ndcg`` opens the glossary scrolled to that term.
 - A link naming a run or a query that does not exist (``?run=no-such-run``, ``?query=no-such-query``) shows a
   visible warning naming it, never a silent substitute.
@@ -63,7 +63,8 @@ def test_the_app_follows_the_os_theme_with_readable_charts(scheme, server_url):
         page.goto(f"{server_url}/Correlations?run={RETEVAL_RUN}")
         expect(page.get_by_role("heading", name="Correlations: labels against the end-to-end answer")).to_be_visible(
             timeout=WAIT_MS)
-        tick = page.locator(".js-plotly-plot .xtick text").first
+        # A Vega-Lite chart's tick labels (svg text; charts of fewer than 2,000 marks are drawn as svg).
+        tick = page.get_by_test_id("stVegaLiteChart").first.locator(".role-axis-label text").first
         expect(tick).to_be_visible(timeout=WAIT_MS)  # a chart is drawn
         background = rgb_hex(page.locator('[data-testid="stApp"]').evaluate(
             "element => getComputedStyle(element).backgroundColor"))

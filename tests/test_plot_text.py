@@ -55,12 +55,16 @@ def test_every_figure_builder_escapes_names_from_the_data():
                           "expected": [0.5, 0.4]})
     figures.append(render_annotate.kappa_figure(kappa, annotator=LINK))
 
+    # The correlation charts are Vega-Lite too: names and questions go in as they are.
     points = pd.DataFrame({"query_id": [HOSTILE, "q2"], "question": [STYLED, "fine"], "value": [1.0, 0.0],
                            "e2e": [1.0, 0.0]})
-    figures.append(render_correlations.scatter_figure(points, HOSTILE, HOSTILE, 3, HOSTILE))
+    data, spec = render_correlations.scatter_chart(points, HOSTILE, HOSTILE, 3, HOSTILE)
+    assert data["query"].tolist()[0] == HOSTILE and data["question"].tolist()[0] == STYLED
+    assert spec["title"]["text"][0] == f"{HOSTILE} {HOSTILE} vs {HOSTILE}@3"
     sweep = pd.DataFrame({"method": [HOSTILE, HOSTILE], "family": ["P", "P"], "k": [1, 3], "tau": [0.1, 0.2],
                           "measure": [HOSTILE, HOSTILE], "n": [5, 5]})
-    figures.append(render_correlations.k_sweep_figure(sweep, HOSTILE))
+    data, spec = render_correlations.k_sweep_chart(sweep, HOSTILE)
+    assert set(data["line"]) == {f"{HOSTILE} (P)"} and set(data["measure"]) == {HOSTILE}
 
     pairs = pd.DataFrame({"query_id": [HOSTILE, "q2", "q3"], "a": [1.0, 0.0, 0.5], "b": [0.0, 1.0, 0.5],
                           "difference": [1.0, -1.0, 0.0], "outcome": list(OUTCOMES)})

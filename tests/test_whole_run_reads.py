@@ -132,22 +132,23 @@ def test_a_file_changed_just_now_is_never_remembered(run_file):
 
 
 def test_density_grid_counts_every_query_once():
-    from ui.render_correlations import DENSITY_BINS, density_trace, grid_axis, is_density, scatter_figure
+    from ui.render_correlations import DENSITY_BINS, density_cells, grid_axis, is_density, scatter_chart
 
     rng = np.random.default_rng(0)
     n = 6_000
     assert is_density(n) and not is_density(5_000)
     points = pd.DataFrame({"query_id": [f"q{i}" for i in range(n)], "question": ["?"] * n,
                            "value": rng.choice([0.0, 0.2, 0.4, 1.0], n), "e2e": rng.random(n)})
-    figure = scatter_figure(points, "gold", "P@5", 5, "E2E EM")
-    heatmap = figure.data[0]
-    assert heatmap.type == "heatmap" and heatmap.x == ("0", "0.2", "0.4", "1")  # one cell per distinct value
-    assert len(heatmap.y) == DENSITY_BINS  # continuous E2E scores: equal-width bins
-    assert sum(c or 0 for row in heatmap.z for c in row) == n
-    exact = pd.crosstab(points["value"], grid_axis(points["e2e"])[0])
-    assert [[c or 0 for c in row] for row in heatmap.z] == exact.T.to_numpy().tolist()
-    shared = density_trace([0.0, 1.0, 1.0], [1.0, 1.0, 0.5], "A", "B", shared_levels=True)
-    assert shared.x == shared.y == ("0", "0.5", "1")  # same cells on both axes: the diagonal is A = B
+    cells, spec = scatter_chart(points, "gold", "P@5", 5, "E2E EM")
+    assert spec["encoding"]["x"]["sort"] == ["0", "0.2", "0.4", "1"]  # one cell per distinct value
+    assert len(spec["encoding"]["y"]["sort"]) == DENSITY_BINS  # continuous E2E scores: equal-width bins
+    assert cells["queries"].sum() == n and (cells["queries"] > 0).all()  # only non-empty cells are sent
+    y_codes, y_labels = grid_axis(points["e2e"])  # recounted here with pandas
+    exact = pd.crosstab(points["value"].map("{:.3g}".format), np.asarray(y_labels)[y_codes])
+    drawn = cells.pivot(index="x_cell", columns="y_cell", values="queries").fillna(0).astype(int)
+    assert drawn.loc[exact.index, exact.columns].to_numpy().tolist() == exact.to_numpy().tolist()
+    *_, x_labels, y_labels = density_cells([0.0, 1.0, 1.0], [1.0, 1.0, 0.5], shared_levels=True)
+    assert x_labels == y_labels == ["0", "0.5", "1"]  # same cells on both axes: the diagonal is A = B
 
 
 def test_compare_density_figures_keep_the_counts():

@@ -1,8 +1,9 @@
 """Views of the correlations page (``app_pages/5_Correlations.py``): how well a label method's per-query measure
 predicts the downstream (end-to-end) score, query by query.
 
-Pure functions from the data layer's tables to display tables and plotly figures; names and questions go into a
-figure through :mod:`ui.plot_text` (HTML-escaped, so plotly shows them literally).
+Pure functions from the data layer's tables to display tables and Vega-Lite charts (``(data, spec)`` for
+``st.vega_lite_chart``). Vega-Lite rather than plotly: its browser code is a sixth of plotly.js's 4.7 MB, which
+alone cost ~1.8 s of a cold page. Vega-Lite draws names, questions and tooltips as text, so they need no escaping.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pandas as pd
 from rageval.report import measure_sort_key
 from ui import format as fmt
 from ui import render, theme
-from ui.plot_text import HOVER_CHARS, plot_text, plotly_text  # noqa: F401 (HOVER_CHARS, plotly_text: re-exported)
+from ui.plot_text import HOVER_CHARS, plot_text, plotly_text  # noqa: F401 (plot_text, plotly_text: for Compare)
 from ui.render_inspector import inspect_links
 
 #: Downstream metric names (the run's ``label_metric`` setting scores the E2E answers too; ``rageval.erag``).
@@ -69,26 +70,88 @@ def grid_axis(values: Sequence[float], levels: Sequence[float] | None = None) ->
     return codes, [f"{a:.2f}–{b:.2f}" for a, b in itertools.pairwise(edges)]
 
 
-def density_counts(x_codes: np.ndarray, y_codes: np.ndarray, shape: tuple[int, int]) -> list[list[int | None]]:
-    """Queries per (y cell, x cell), None for an empty cell (drawn blank)."""
+def density_counts(x_codes: np.ndarray, y_codes: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Queries per (y cell, x cell)."""
     counts = np.zeros(shape, dtype=np.int64)
     np.add.at(counts, (y_codes, x_codes), 1)
-    return [[int(c) if c else None for c in row] for row in counts]
+    return counts
 
 
 def density_trace(x: Sequence[float], y: Sequence[float], x_name: str, y_name: str, *, shared_levels: bool = False):
-    """A heatmap of queries per (x cell, y cell) (:func:`grid_axis`); ``shared_levels``: both axes get the cells
-    of x and y together (so the diagonal holds the equal pairs). Names are escaped here."""
+    """A plotly heatmap of queries per (x cell, y cell) (:func:`density_cells`), for the Compare page until its
+    charts move to Vega-Lite too. Names are escaped here."""
     import plotly.graph_objects as go
 
+    x_codes, y_codes, x_labels, y_labels = density_cells(x, y, shared_levels=shared_levels)
+    counts = density_counts(x_codes, y_codes, (len(y_labels), len(x_labels)))
+    return go.Heatmap(x=x_labels, y=y_labels, z=[[int(c) if c else None for c in row] for row in counts],
+                      colorscale="Blues", texttemplate="%{z:,d}", colorbar={"title": {"text": "queries"}},
+                      hovertemplate=plot_text(x_name) + " %{x}<br>" + plot_text(y_name) + " %{y}<br>%{z} queries"
+                      "<extra></extra>")
+
+
+#: The selection parameter of a density grid (a click picks a cell, shift-click adds one): its cells' labels.
+CELL_SELECTION = "cell"
+
+
+def density_cells(x: Sequence[float], y: Sequence[float], *, shared_levels: bool = False
+                  ) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    """Each point's (x cell, y cell) and the cells' labels of both axes (:func:`grid_axis`); ``shared_levels``:
+    both axes get the cells of x and y together (so the diagonal holds the equal pairs)."""
     levels = np.concatenate([np.asarray(x, float), np.asarray(y, float)]) if shared_levels else None
     x_codes, x_labels = grid_axis(x, levels)
     y_codes, y_labels = grid_axis(y, levels)
+    return x_codes, y_codes, x_labels, y_labels
+
+
+def density_chart(x: Sequence[float], y: Sequence[float], x_name: str, y_name: str, title: str, *,
+                  shared_levels: bool = False) -> tuple[pd.DataFrame, dict]:
+    """A grid of how many queries fall in each (x cell, y cell) (:func:`density_cells`), as ``(cells, Vega-Lite
+    spec)`` for ``st.vega_lite_chart``: one row per non-empty cell (x_cell, y_cell, queries), so the browser gets at
+    most :data:`DENSITY_BINS` squared rows whatever the number of queries. A click selects a cell
+    (:data:`CELL_SELECTION`, read back by :func:`selected_cells`). Vega-Lite draws names as text: no escaping."""
+    x_codes, y_codes, x_labels, y_labels = density_cells(x, y, shared_levels=shared_levels)
     counts = density_counts(x_codes, y_codes, (len(y_labels), len(x_labels)))
-    return go.Heatmap(x=x_labels, y=y_labels, z=counts, colorscale="Blues", texttemplate="%{z:,d}",
-                      colorbar={"title": {"text": "queries"}},
-                      hovertemplate=plot_text(x_name) + " %{x}<br>" + plot_text(y_name) + " %{y}<br>%{z} queries"
-                      "<extra></extra>")
+    rows, columns = np.nonzero(counts)
+    cells = pd.DataFrame({"x_cell": [x_labels[c] for c in columns], "y_cell": [y_labels[r] for r in rows],
+                          "queries": counts[rows, columns]})
+    x_axis = {"field": "x_cell", "type": "ordinal", "sort": x_labels, "title": x_name, "scale": {"domain": x_labels}}
+    y_axis = {"field": "y_cell", "type": "ordinal", "sort": y_labels[::-1], "title": y_name,
+              "scale": {"domain": y_labels[::-1]}}  # the lowest value at the bottom, as on a scatter
+    tooltip = [{"field": "x_cell", "title": x_name}, {"field": "y_cell", "title": y_name},
+               {"field": "queries", "title": "queries", "format": ","}]
+    spec = {
+        "title": title, "height": 460,
+        "encoding": {"x": x_axis, "y": y_axis},
+        "layer": [
+            {"params": [{"name": CELL_SELECTION, "select": {"type": "point", "fields": ["x_cell", "y_cell"]}}],
+             "mark": {"type": "rect", "tooltip": True},
+             "encoding": {"color": {"field": "queries", "type": "quantitative", "title": "queries",
+                                    "scale": {"scheme": "blues"}},
+                          "opacity": {"condition": {"param": CELL_SELECTION, "value": 1}, "value": 0.35},
+                          "tooltip": tooltip}},
+            {"mark": {"type": "text", "baseline": "middle"},
+             "encoding": {"text": {"field": "queries", "type": "quantitative", "format": ","},
+                          "color": {"condition": {"test": f"datum.queries > {float(counts.max()) / 2}",
+                                                  "value": "#ffffff"}, "value": "#1f1f1f"},
+                          "tooltip": tooltip}},
+        ],
+    }
+    return cells, spec
+
+
+def selected_cells(selection: Any) -> set[tuple[str, str]]:
+    """The (x cell, y cell) labels a user picked on a :func:`density_chart` (``st.vega_lite_chart``'s event)."""
+    picked = _selection_part(selection, CELL_SELECTION) or []
+    return {(str(p["x_cell"]), str(p["y_cell"])) for p in picked if "x_cell" in p and "y_cell" in p}
+
+
+def _selection_part(selection: Any, name: str) -> Any:
+    """One selection parameter's value of a Vega-Lite chart's event (``{"selection": {name: ...}}``), or None."""
+    try:
+        return selection["selection"][name]
+    except (KeyError, TypeError):
+        return None
 
 
 def jitter(values: Sequence[float], seed: int = JITTER_SEED) -> np.ndarray:
@@ -104,28 +167,56 @@ def jitter(values: Sequence[float], seed: int = JITTER_SEED) -> np.ndarray:
     return x + np.random.default_rng(seed).uniform(-amplitude, amplitude, size=len(x))
 
 
-def scatter_figure(points: pd.DataFrame, method: str, measure: str, k: int, metric: str):
-    """Per-query scatter: ``method``'s ``measure`` (x) against the E2E score at ``k`` (y), both jittered, in the
-    method's colour; hover shows the query id, its question and the exact values. ``points``: query_id,
-    question, value, e2e (:func:`ui.data_correlations.load_scatter_points`)."""
-    import plotly.graph_objects as go
+#: The scatter's selection parameters: a box drawn by dragging (its x and y ranges), points clicked (their rows).
+SCATTER_BOX, SCATTER_PICK = "box", "pick"
+SCATTER_SUBTITLE = "one point per query"
 
+
+def scatter_chart(points: pd.DataFrame, method: str, measure: str, k: int, metric: str) -> tuple[pd.DataFrame, dict]:
+    """Per-query scatter: ``method``'s ``measure`` (x) against the E2E score at ``k`` (y), both jittered, in the
+    method's colour, as ``(data, Vega-Lite spec)`` for ``st.vega_lite_chart``; the tooltip shows the query id, its
+    question (cut to :data:`HOVER_CHARS`) and the exact values. Dragging selects a box (:data:`SCATTER_BOX`),
+    clicking selects points (:data:`SCATTER_PICK`; :func:`selected_rows`). ``points``: query_id, question, value,
+    e2e (:func:`ui.data_correlations.load_scatter_points`). Past :data:`SCATTER_MAX_POINTS` queries, a
+    :func:`density_chart` instead."""
+    name = f"{render.method_name(method)} {measure}"
     if is_density(len(points)):
-        return density_figure(points, method, measure, k, metric)
-    colour = theme.method_colours([method])[method]
-    label, measure, metric = plot_text(render.method_name(method)), plot_text(measure), plot_text(metric)
-    figure = go.Figure(go.Scatter(
-        x=jitter(points["value"], JITTER_SEED).tolist(), y=jitter(points["e2e"], JITTER_SEED + 1).tolist(),
-        mode="markers", name=label, marker={"color": colour, "size": 8, "opacity": 0.6},
-        customdata=[[plot_text(q), plotly_text(text), float(v), float(e)] for q, text, v, e in
-                    zip(points["query_id"], points["question"], points["value"], points["e2e"])],
-        hovertemplate=("query %{customdata[0]}<br>%{customdata[1]}<br>" + f"{label} {measure}"
-                       + " = %{customdata[2]:.3f}<br>" + f"{metric}@{k}" + " = %{customdata[3]:.3f}<extra></extra>")))
-    # Two short lines: one long line is cut in a narrow column (800 px wide windows).
-    figure.update_layout(title={"text": f"{label} {measure} vs {metric}@{k}<br>one point per query"},
-                         xaxis_title=f"{label} {measure} (jittered)", yaxis_title=f"{metric}@{k} (jittered)",
-                         showlegend=False, height=460, dragmode="select")
-    return figure
+        return density_chart(points["value"], points["e2e"], name, f"{metric}@{k}",
+                             {"text": [f"Queries per value pair ({len(points):,} queries)",
+                                       "click a cell to list its queries"]})
+    data = pd.DataFrame({"row": np.arange(len(points)), "query": points["query_id"].astype(str).to_numpy(),
+                         "question": [tooltip_text(q) for q in points["question"]],
+                         "value": points["value"].astype(float).to_numpy(),
+                         "e2e": points["e2e"].astype(float).to_numpy(),
+                         "x": jitter(points["value"], JITTER_SEED), "y": jitter(points["e2e"], JITTER_SEED + 1)})
+    spec = {
+        # Two short lines: one long line is cut in a narrow column (800 px wide windows).
+        # (A title of two lines, not a subtitle: Streamlit's dark theme does not colour a Vega-Lite subtitle.)
+        "title": {"text": [f"{name} vs {metric}@{k}", SCATTER_SUBTITLE]},
+        "height": 460,
+        "params": [{"name": SCATTER_BOX, "select": {"type": "interval", "encodings": ["x", "y"]}},
+                   {"name": SCATTER_PICK, "select": {"type": "point", "fields": ["row"]}}],
+        "mark": {"type": "circle", "size": 64, "color": theme.method_colours([method])[method], "tooltip": True},
+        "encoding": {
+            # 12 px of room beyond the jittered extremes, so that no point sits on the frame (where a box dragged
+            # from inside the frame would miss it).
+            "x": {"field": "x", "type": "quantitative", "title": f"{name} (jittered)", "scale": {"padding": 12}},
+            "y": {"field": "y", "type": "quantitative", "title": f"{metric}@{k} (jittered)",
+                  "scale": {"padding": 12}},
+            "opacity": {"condition": {"param": SCATTER_PICK, "value": 0.75}, "value": 0.15},
+            "tooltip": [{"field": "query", "title": "query"}, {"field": "question", "title": "question"},
+                        {"field": "value", "title": name, "format": ".3f"},
+                        {"field": "e2e", "title": f"{metric}@{k}", "format": ".3f"}],
+        },
+    }
+    return data, spec
+
+
+def tooltip_text(text: Any, limit: int = HOVER_CHARS) -> str:
+    """Data text (a question) for a Vega-Lite tooltip: whitespace collapsed, cut to ``limit`` characters. Not
+    escaped: Vega-Lite's tooltip shows text as text (checked in tests/test_browser_pages.py)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def correlation_estimate(value: float) -> str:
@@ -137,19 +228,6 @@ def correlation_interval(low: float, high: float) -> str:
     """The line under a correlation's metric: ``95% interval [0.21, 0.60]``, or that it has none."""
     interval = fmt.format_interval(low, high)
     return "no interval (undefined)" if interval == fmt.MISSING else f"95% interval {interval}"
-
-
-def density_figure(points: pd.DataFrame, method: str, measure: str, k: int, metric: str):
-    """:func:`scatter_figure` for more than :data:`SCATTER_MAX_POINTS` queries: a heatmap of how many queries
-    have each (measure value, E2E score), one cell per value (or bin), no per-query point."""
-    import plotly.graph_objects as go
-
-    name = f"{render.method_name(method)} {measure}"
-    figure = go.Figure(density_trace(points["value"], points["e2e"], name, f"{metric}@{k}"))
-    figure.update_layout(title={"text": f"Queries per value pair ({len(points):,} queries)"},
-                         xaxis_title=plot_text(name), yaxis_title=f"{plot_text(metric)}@{k}", height=460,
-                         xaxis={"type": "category"}, yaxis={"type": "category"})
-    return figure
 
 
 def _levels(values: pd.Series) -> pd.Series:
@@ -204,41 +282,60 @@ def points_view(points: pd.DataFrame, run: str, measure: str, e2e_name: str,
                          "Inspect": links})
 
 
-def selected_rows(selection: Any) -> list[int]:
-    """Point indices of a plotly selection (``st.plotly_chart(on_select="rerun")``'s event), [] when none."""
-    try:
-        points = selection["selection"]["points"]
-    except (KeyError, TypeError):
-        return []
-    # A density grid's cells carry no query (their point_index is a cell, not an int): nothing is selected.
-    return sorted({int(p["point_index"]) for p in points if isinstance(p.get("point_index"), int)})
+def selected_rows(selection: Any, points: pd.DataFrame) -> list[int]:
+    """Rows of ``points`` a user selected on :func:`scatter_chart`'s chart (``st.vega_lite_chart``'s event): those
+    inside the box dragged (on the drawn, jittered, positions) or clicked; on a density grid, those in the cells
+    clicked. [] when nothing is selected."""
+    if is_density(len(points)):
+        cells = selected_cells(selection)
+        if not cells:
+            return []
+        x_codes, y_codes, x_labels, y_labels = density_cells(points["value"], points["e2e"])
+        wanted = np.zeros((len(y_labels), len(x_labels)), dtype=bool)
+        for x_cell, y_cell in cells:
+            if x_cell in x_labels and y_cell in y_labels:
+                wanted[y_labels.index(y_cell), x_labels.index(x_cell)] = True
+        return np.flatnonzero(wanted[y_codes, x_codes]).tolist()
+    chosen: set[int] = set()
+    box = _selection_part(selection, SCATTER_BOX)
+    if isinstance(box, Mapping) and {"x", "y"} <= set(box):
+        x, y = jitter(points["value"], JITTER_SEED), jitter(points["e2e"], JITTER_SEED + 1)
+        (x_low, x_high), (y_low, y_high) = sorted(box["x"]), sorted(box["y"])
+        chosen.update(np.flatnonzero((x >= x_low) & (x <= x_high) & (y >= y_low) & (y <= y_high)).tolist())
+    for point in _selection_part(selection, SCATTER_PICK) or []:
+        if isinstance(point, Mapping) and isinstance(point.get("row"), int) and 0 <= point["row"] < len(points):
+            chosen.add(point["row"])
+    return sorted(chosen)
 
 
-def k_sweep_figure(sweep: pd.DataFrame, metric: str):
-    """Line chart of Kendall's tau against k, one line per label method (its best measure family), in the method's
-    colour from :mod:`ui.theme`; line names are ``<method name> (<family>)``, hover gives the measure and n
-    (:func:`ui.render.k_sweep_figure`'s chart, drawn with graph objects: plotly.express costs 0.3-0.5 s to import)."""
-    import plotly.graph_objects as go
-
+def k_sweep_chart(sweep: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]:
+    """Kendall's tau against k, one line per label method (its best measure family) in the method's colour from
+    :mod:`ui.theme`, as ``(data, Vega-Lite spec)``; line names are ``<method name> (<family>)``, the tooltip gives
+    k, tau, the measure and n."""
     methods = render.order_label_methods(list(sweep["method"].unique()))
     colours = theme.method_colours(methods)
-    metric = plot_text(metric)
-    figure = go.Figure()
-    for method in methods:
-        rows = sweep[sweep["method"] == method].sort_values("k", kind="stable")
-        for family, line in rows.groupby("family", sort=False):
-            figure.add_trace(go.Scatter(
-                x=line["k"].astype(int).tolist(), y=line["tau"].astype(float).tolist(), mode="lines+markers",
-                name=plot_text(f"{render.method_name(method)} ({family})"),
-                line={"color": colours[method]}, marker={"color": colours[method]},
-                customdata=[[plot_text(m), int(n)] for m, n in zip(line["measure"], line["n"])],
-                hovertemplate="k=%{x}<br>tau=%{y:.3f}<br>measure=%{customdata[0]}<br>n=%{customdata[1]}"
-                              "<extra>%{fullData.name}</extra>"))
-    figure.update_xaxes(tickvals=sorted(sweep["k"].unique()), title="k (passages given to the LLM)")
-    figure.update_layout(title={"text": f"Kendall's tau-b with the {metric} at each k (best measure family per "
-                                        "label method)"},
-                         yaxis_title=f"Kendall's tau-b with {metric}@k", legend={"title": {"text": "Labels"}})
-    return figure
+    order = {m: i for i, m in enumerate(methods)}
+    rows = sweep.assign(_order=sweep["method"].map(order)).sort_values(["_order", "family", "k"], kind="stable")
+    data = pd.DataFrame({"line": [f"{render.method_name(m)} ({f})" for m, f in zip(rows["method"], rows["family"])],
+                         "k": rows["k"].astype(int).to_numpy(), "tau": rows["tau"].astype(float).to_numpy(),
+                         "measure": rows["measure"].astype(str).to_numpy(), "n": rows["n"].astype(int).to_numpy()})
+    lines = list(dict.fromkeys(data["line"]))
+    line_colours = dict(zip(data["line"], (colours[m] for m in rows["method"])))
+    spec = {
+        "title": f"Kendall's tau-b with the {metric} at each k (best measure family per label method)",
+        "height": 380,
+        "mark": {"type": "line", "point": True, "tooltip": True},
+        "encoding": {
+            "x": {"field": "k", "type": "quantitative", "title": "k (passages given to the LLM)",
+                  "axis": {"values": sorted(data["k"].unique().tolist()), "format": "d"}},
+            "y": {"field": "tau", "type": "quantitative", "title": f"Kendall's tau-b with {metric}@k"},
+            "color": {"field": "line", "type": "nominal", "title": "Labels",
+                      "scale": {"domain": lines, "range": [line_colours[line] for line in lines]}},
+            "tooltip": [{"field": "line", "title": "labels"}, {"field": "k"},
+                        {"field": "tau", "title": "tau", "format": ".3f"}, {"field": "measure"}, {"field": "n"}],
+        },
+    }
+    return data, spec
 
 
 def interval_words(loaded) -> str:
