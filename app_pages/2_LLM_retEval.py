@@ -78,9 +78,11 @@ if shown.empty:
 run_order = list(data.load_query_order(*key))
 list_name = f"LLM-retEval failures, {render.judge_name(judge)}, k={k}, {''.join(sorted(set(shown['category'])))}"
 inspect.render_walk_link(path.stem, shown["query_id"].tolist(), run_order, list_name)
-view = render.failure_cases_view(shown, with_judge=False).drop(columns="k")
+all_case_ids = [f"{query_id} {category}" for query_id, category in zip(shown["query_id"], shown["category"])]
+listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"))].reset_index(drop=True)
+view = render.failure_cases_view(listed, with_judge=False).drop(columns="k")
 view.insert(view.columns.get_loc("Category") + 1, "Inspect",
-            inspect.inspect_links(path.stem, shown["query_id"].tolist(), run_order, list_name))
+            inspect.inspect_links(path.stem, listed["query_id"].tolist(), run_order, list_name))
 render.render_table(view, hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
@@ -89,12 +91,13 @@ render.render_table(view, hide_index=True, column_config={
                                                 "queries of this table")})
 st.caption(render.escape_markdown(
     f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) at k={k} under judge {judge_note}, "
-    f"categories {', '.join(sorted(set(shown['category'])))}.") + " " + render.provenance(settings, n_judged, k=k))
+    f"categories {', '.join(sorted(set(shown['category'])))}{render.listed_note(len(shown))}.")
+    + " " + render.provenance(settings, n_judged, k=k))
 
-case_ids = [f"{row.query_id} {row.category}" for row in shown.itertuples()]
-labels = {i: f"{row.category} · {row.text}  [{row.query_id}]" for i, row in zip(case_ids, shown.itertuples())}
+case_ids = [f"{row.query_id} {row.category}" for row in listed.itertuples()]
+labels = {i: f"{row.category} · {row.text}  [{row.query_id}]" for i, row in zip(case_ids, listed.itertuples())}
 chosen = render.select_synced(st, "Open a case", case_ids, state_key=CASE_STATE, param="case",
                               format_func=lambda i: labels.get(i, i), filter_mode="contains")
-case = shown.iloc[case_ids.index(chosen)]
+case = listed.iloc[case_ids.index(chosen)]
 walk = inspect.worklist_query_params(path.stem, shown["query_id"].tolist(), run_order, list_name)
 render.render_failure_case(case, path.stem, k, {p: walk[p] for p in ("list", "list_name")})

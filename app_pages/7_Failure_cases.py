@@ -82,7 +82,9 @@ list_name = f"failure cases, {judge_label}, {''.join(categories)}, k={','.join(m
 for run, ids in worklists.items():
     inspect.render_walk_link(run, ids, run_orders[run], f"{list_name} · {run}",
                              label=f"Walk the {len(ids):,} queries of run {run} in the query inspector")
-render.render_table(example_view(shown, inspect_links(shown, run_orders, list_name)), hide_index=True, column_config={
+all_case_ids = [f"{row.run} {row.query_id} {row.k} {row.category}" for row in shown.itertuples()]
+listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"))].reset_index(drop=True)
+render.render_table(example_view(listed, inspect_links(listed, run_orders, list_name)), hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
     "Inspect": st.column_config.LinkColumn("Inspect", display_text="open ↗",
@@ -90,14 +92,14 @@ render.render_table(example_view(shown, inspect_links(shown, run_orders, list_na
                                                 "walking this run's queries of the table")})
 st.caption(render.escape_markdown(
     f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) in {shown['run'].nunique()} runs, judge "
-    f"{judge_label}."))
+    f"{judge_label}{render.listed_note(len(shown))}."))
 
-case_ids = [f"{row.run} {row.query_id} {row.k} {row.category}" for row in shown.itertuples()]
+case_ids = [f"{row.run} {row.query_id} {row.k} {row.category}" for row in listed.itertuples()]
 labels = {i: f"{row.category} · k={row.k} · {row.text}  [{row.run} · {row.query_id}]"
-          for i, row in zip(case_ids, shown.itertuples())}
+          for i, row in zip(case_ids, listed.itertuples())}
 chosen = render.select_synced(st, "Open a case", case_ids, state_key="failures.case", param="case",
                               format_func=labels.__getitem__, filter_mode="contains")  # ?case= shares it
-case = shown.iloc[case_ids.index(chosen)]
+case = listed.iloc[case_ids.index(chosen)]
 walk = inspect.worklist_query_params(case["run"], worklists[case["run"]], run_orders[case["run"]],
                                      f"{list_name} · {case['run']}")
 render.render_failure_case(case, case["run"], int(case["k"]), {p: walk[p] for p in ("list", "list_name")})

@@ -79,14 +79,16 @@ class Page:
 
 CONTENT = '[data-testid="stDataFrame"], [data-testid="stPlotlyChart"], [data-testid="stMetric"]'
 NOTICE = '[data-testid="stAlert"], [data-testid="stFileUploader"], [data-testid="stForm"]'
-#: A Vega-Lite chart once drawn (its canvas or svg; the element itself shows before the chart code has loaded).
-DRAWN_VEGA = '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
+#: A chart once drawn: a Vega-Lite chart's canvas or svg (the element itself shows before the chart code has
+#: loaded), or a plotly chart (as pages drew them before Vega-Lite, so that ``--before`` can time an older checkout).
+CHART = ('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, '
+         '[data-testid="stPlotlyChart"]')
 PAGES = (
     Page("Home", "", CONTENT),
     Page("Query inspector", "Query_inspector", '[data-testid="stText"], [data-testid="stExpander"], ' + CONTENT),
     Page("LLM-retEval", "LLM_retEval", CONTENT + ", " + NOTICE),
     Page("Failure cases", "Failure_cases", CONTENT + ", " + NOTICE),
-    Page("Correlations", "Correlations", DRAWN_VEGA),
+    Page("Correlations", "Correlations", CHART),
     Page("Compare runs", "Compare_runs", '[data-testid="stPlotlyChart"]'),
     Page("Annotate", "Annotate", '[data-testid="stButton"], [data-testid="stRadio"], ' + CONTENT + ", " + NOTICE),
     Page("Citations", "Citations", CONTENT + ", " + NOTICE),

@@ -153,3 +153,59 @@ def test_a_chosen_case_shows_its_question_and_reason_as_text_and_links_to_its_ru
     walks = {link.proto.label: link.proto.query_string for link in app.get("page_link")}
     walk = walks[f"Walk the {len(walked)} queries of run {COPY} in the query inspector"]
     assert link_walk("?" + walk, order)[1:3] == (walked[0], walked)
+
+
+def listed_cases(app, run_file: Path) -> set[tuple[str, int, str]]:
+    """(query id, k, category) of the cases table's rows (the query read back from each row's inspector link)."""
+    with RunReader(run_file) as reader:
+        order = reader.query_table()["query_id"]
+    table = cases_table(app)
+    ks = table["k"] if "k" in table else [int(app.selectbox(key="reteval.k.widget").value)] * len(table)
+    return {(link_walk(url, order)[1], int(k), category)
+            for url, k, category in zip(table["Inspect"], ks, table["Category"])}
+
+
+def test_a_long_case_list_is_cut_but_a_shared_case_past_the_cut_still_opens(runs_folder, monkeypatch):
+    """Past ui.render.CASE_ROWS cases (set to 5 here) the table and the case picker list the first ones and say so;
+    the walk link still carries every case's query, and a ?case= link to a case further down opens it."""
+    from ui import render
+
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs_folder))
+    monkeypatch.setattr(render, "CASE_ROWS", 5)
+    original = retriever_of(runs_folder / f"{RETEVAL_RUN}.sqlite")
+    expected = cases_of(runs_folder / f"{RETEVAL_RUN}.sqlite").query("judge == 'em'")
+    assert len(expected) > 6
+    app = start(FAILURES, retriever=original)
+    assert len(cases_table(app)) == 5 and len(app.selectbox(key="failures.case.widget").options) == 5
+    assert any("the first 5 are listed below" in c.value for c in app.caption)
+    walk = next(link.proto for link in app.get("page_link") if link.proto.label.startswith("Walk the"))
+    assert walk.label == f"Walk the {expected['query_id'].nunique()} queries of run {RETEVAL_RUN} in the query " \
+                         "inspector"
+    listed = listed_cases(app, runs_folder / f"{RETEVAL_RUN}.sqlite")
+    last = next(row for row in expected.itertuples() if (row.query_id, row.k, row.category) not in listed)
+    wanted = f"{RETEVAL_RUN} {last.query_id} {last.k} {last.category}"
+    shared = start(FAILURES, retriever=original, case=wanted)
+    assert shared.selectbox(key="failures.case.widget").value == wanted and not shared.warning
+    assert len(cases_table(shared)) == 6 and last.reason in [t.value for t in shared.text]
+
+
+def test_llm_reteval_cuts_a_long_case_list_the_same_way(runs_folder, monkeypatch):
+    from tests.test_app import RETEVAL
+    from ui import render
+
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs_folder))
+    monkeypatch.setattr(render, "CASE_ROWS", 3)
+    app = start(RETEVAL, run=RETEVAL_RUN)
+    k = int(app.selectbox(key="reteval.k.widget").value)
+    expected = cases_of(runs_folder / f"{RETEVAL_RUN}.sqlite").query("judge == 'em'")
+    expected = expected[expected["k"] == k]
+    assert len(expected) > 4
+    assert len(cases_table(app)) == 3 and len(app.selectbox(key="reteval.case.widget").options) == 3
+    assert any(f"{len(expected)} failure cases" in c.value and "the first 3 are listed below" in c.value
+               for c in app.caption)
+    listed = listed_cases(app, runs_folder / f"{RETEVAL_RUN}.sqlite")
+    wanted = next(f"{row.query_id} {row.category}" for row in expected.itertuples()
+                  if (row.query_id, k, row.category) not in listed)
+    shared = start(RETEVAL, run=RETEVAL_RUN, case=wanted)
+    assert shared.selectbox(key="reteval.case.widget").value == wanted
+    assert not shared.warning and len(cases_table(shared)) == 4

@@ -263,6 +263,28 @@ def _on_select(state_key: str, param: str) -> None:
     commit_choice(state_key, param, st.session_state[_widget_key(state_key)])
 
 
+#: Failure cases listed at most (table rows and the case picker's options): a 100k-query run has tens of thousands,
+#: megabytes sent to the browser for rows nobody scrolls to (the walk link still carries the whole list).
+CASE_ROWS = 1_000
+
+
+def listed_positions(ids: Sequence[str], wanted: str | None, limit: int | None = None) -> list[int]:
+    """Positions of the rows to list: the first ``limit`` (default :data:`CASE_ROWS`), and the one whose id is
+    ``wanted`` (a shared ``?case=`` link) when it is further down, so that such a link still opens its case."""
+    limit = CASE_ROWS if limit is None else limit
+    positions = list(range(min(limit, len(ids))))
+    if wanted is not None and len(ids) > limit:
+        further = [i for i in range(limit, len(ids)) if ids[i] == wanted]
+        positions += further[:1]
+    return positions
+
+
+def listed_note(total: int) -> str:
+    """Words for a list cut at :data:`CASE_ROWS`: `` (the first 1,000 are listed below; ...)``, else empty."""
+    return (f" (the first {CASE_ROWS:,} are listed below; narrow the filters to list others)" if total > CASE_ROWS
+            else "")
+
+
 def select_synced(where: Any, label: str, options: Sequence[str], *, state_key: str, param: str,
                   format_func: Callable[[Any], str] = str, default: Callable[[], str] | None = None,
                   **selectbox_args: Any) -> str:
