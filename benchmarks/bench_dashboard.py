@@ -77,7 +77,8 @@ class Page:
     main: str  # CSS of the page's main content (any of), besides its title heading
 
 
-CONTENT = '[data-testid="stDataFrame"], [data-testid="stPlotlyChart"], [data-testid="stMetric"]'
+CONTENT = ('[data-testid="stDataFrame"], [data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"], '
+           '[data-testid="stMetric"]')
 NOTICE = '[data-testid="stAlert"], [data-testid="stFileUploader"], [data-testid="stForm"]'
 PAGES = (
     Page("Home", "", CONTENT),

@@ -314,7 +314,8 @@ def test_agents_page_shows_scores_per_agent_and_the_macro_average(ium_env):
 def test_agents_page_shows_the_iteration_and_batch_size_curves(ium_env):
     app = start(AGENTS)
     outcomes = read_ium_run(ium_env)[1]["outcomes"]
-    charts = {spec["title"]: (spec, rows) for spec, rows in vega_charts(app)}
+    charts = {spec["title"]["text"] if isinstance(spec["title"], dict) else spec["title"]: (spec, rows)
+              for spec, rows in vega_charts(app)}
     iterations, points = next(chart for title, chart in charts.items() if title.startswith("Offline IUM"))
     assert iterations["mark"]["type"] == "line" and iterations["encoding"]["color"]["field"] == "engine"
     assert set(points["engine"]) == {"personalised", "non-personalised"}

@@ -443,6 +443,7 @@ def kappa_chart(table: pd.DataFrame, annotator: str) -> tuple[pd.DataFrame, dict
     low = min(-0.1, float(bars["kappa"].min()) - 0.05) if len(bars) else -0.1
     spec = {
         "title": f"Cohen's kappa between {annotator}'s labels and each automatic method",
+        "autosize": theme.FIT_WIDTH, "height": 260,
         "mark": {"type": "bar"},
         "encoding": {
             "x": {"field": "method", "type": "nominal", "sort": names, "title": "automatic label method",

@@ -142,7 +142,7 @@ def entailment_chart(matrix: pd.DataFrame, citations: Sequence[Sequence[int]]) -
     y = {"field": "statement", "type": "nominal", "sort": rows, "title": "statement"}
     spec = {
         "title": "Entailment of each statement by each input passage",
-        "height": {"step": 44},
+        "autosize": theme.FIT_WIDTH, "height": {"step": 44},
         "encoding": {"x": x, "y": y, "tooltip": [  # on every layer: the number and the circle hide the cell
             {"field": "statement", "title": "statement"}, {"field": "passage", "title": "passage"},
             {"field": "p_entail", "type": "quantitative", "format": ".3f", "title": "p(passage entails statement)"},

@@ -107,6 +107,7 @@ def summary_chart(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     long = long.astype({"agent": str, "method": str, "score": float})
     spec = {
         "title": "Downstream score of each agent's answer from its top k, per method",
+        "autosize": theme.FIT_WIDTH, "height": 260,
         "mark": {"type": "bar"},
         "encoding": {
             "x": {"field": "method", "type": "nominal", "sort": methods, "title": "method (search engine)",
@@ -114,7 +115,7 @@ def summary_chart(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
             "xOffset": {"field": "agent", "type": "nominal", "sort": agents},
             "y": {"field": "score", "type": "quantitative", "title": SCORE_TITLE, "scale": theme.share_scale()},
             "color": {"field": "agent", "type": "nominal", "sort": agents, "title": "agent",
-                      "legend": {"orient": "bottom", "columns": 2, "labelLimit": 400}},
+                      "legend": {"labelLimit": 300}},
             "tooltip": [{"field": "agent", "title": "agent"}, {"field": "method", "title": "method"},
                         {"field": "score", "type": "quantitative", "format": ".1f", "title": SCORE_TITLE}],
         },
@@ -122,15 +123,16 @@ def summary_chart(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     return long, spec
 
 
-def _curve_spec(title: str, x: str, x_title: str, ticks: list[int], lines: dict | None = None) -> dict:
+def _curve_spec(title: str | dict, x: str, x_title: str, ticks: list[int], lines: dict | None = None) -> dict:
     """A line with points of ``score`` (percent, axis from 0) against ``x`` (ticks at ``ticks``); ``lines``, a
     Vega-Lite ``color`` encoding, draws one line per value of its field."""
     by_line = [{"field": lines["field"], "title": lines["title"]}] if lines else []
     return {
         "title": title,
+        "autosize": theme.FIT_WIDTH, "height": 220,
         "mark": {"type": "line", "point": True},
         "encoding": {
-            "x": {"field": x, "type": "quantitative", "title": x_title, "axis": {"values": ticks, "format": "d"}},
+            "x": {"field": x, "type": "quantitative", "title": x_title, "axis": {"values": ticks, "format": ".0f"}},
             "y": {"field": "score", "type": "quantitative", "title": MACRO_SCORE_TITLE, "scale": theme.share_scale()},
             **({"color": lines} if lines else {}),
             "tooltip": [*by_line, {"field": x, "type": "quantitative", "title": x},
@@ -147,7 +149,9 @@ def iteration_chart(curves: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     long = long.dropna().astype({"t": int, "engine": str, "score": float}).reset_index(drop=True)
     lines = {"field": "engine", "type": "nominal", "sort": engines, "title": "engine input",
              "legend": {"orient": "bottom"}}
-    spec = _curve_spec("Offline IUM: personalised (task/model ids) vs non-personalised", "t",
+    title = {"text": "Offline IUM: personalised vs non-personalised",
+             "subtitle": "personalised: the engine also reads the agent's task and model ids"}
+    spec = _curve_spec(title, "t",
                        "offline iteration t (0 = BM25)", sorted(int(t) for t in curves.index), lines)
     return long[["engine", "t", "score"]], spec
 
@@ -203,12 +207,12 @@ def personalisation_chart(summary: pd.DataFrame, statistic: str) -> tuple[pd.Dat
              {"scheme": theme.SCORE_SCHEME, "domain": [0.0, 1.0]})
     spec = {
         "title": f"{name} between the lists two agents are served for the same query",
-        "height": {"step": 48},
+        "autosize": theme.FIT_WIDTH, "height": {"step": 48},
         "encoding": {
             "x": {"field": "engine", "type": "nominal", "sort": engines, "title": "engine",
                   "axis": {"labelAngle": -30, "labelLimit": 200}},
             "y": {"field": "pair", "type": "nominal", "sort": pairs, "title": "agent pair (same dataset)",
-                  "axis": {"labelLimit": 300}},
+                  "axis": {"labelLimit": 320, "maxExtent": 340}},  # the pairs' names beside, not under, the title
             "tooltip": [{"field": "pair", "title": "agent pair"}, {"field": "engine", "title": "engine"},
                         {"field": "value", "type": "quantitative", "format": ".3f", "title": f"mean {name}"}],
         },

@@ -54,6 +54,12 @@ def method_colours(methods: Sequence[str]) -> dict[str, str]:
     return {m: METHOD_COLOURS.get(m, extra.get(m)) for m in methods}
 
 
+#: A Vega-Lite chart's ``autosize``: as wide as its column, as high as its spec says (plot area plus title, axes and
+#: legend). Streamlit's default (``fit``) fits the whole chart into 350 px: a legend below the plot squeezed it and
+#: its title was not drawn.
+FIT_WIDTH = {"type": "fit-x", "contains": "padding"}
+
+
 def share_scale(**scale) -> dict:
     """The Vega-Lite ``scale`` of a share's (or a score's) axis: it starts at 0 (``zero``), so that a difference of
     0.13 points does not fill the chart and read as a collapse (an axis autoscaled to 4.87-5.01 did); the top is
