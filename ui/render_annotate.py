@@ -514,7 +514,7 @@ def render_agreement(table: pd.DataFrame, between: pd.DataFrame, found: pd.DataF
                "both you and the method labelled (your latest label of each); undefined when both gave every item "
                f"the same label.{apart}{graded} " + provenance)
     if table["kappa"].notna().any():
-        st.vega_lite_chart(*kappa_chart(table, annotator), key="annotate.kappa_figure")
+        st.vega_lite_chart(*kappa_chart(table, annotator), key="annotate.kappa_chart")
     if not between.empty:
         st.markdown("**Agreement between annotators**")
         st.dataframe(annotators_view(between), hide_index=True,
