@@ -126,7 +126,8 @@ inputs = data.load_attribution_inputs(*key, scenario, query_id)
 matrix = data.load_entailment_matrix(*key, scenario, query_id, answer_id)
 if not matrix.empty:
     cites = dict(zip(statements["statement"], statements["citations"]))
-    st.plotly_chart(view.entailment_figure(matrix, [cites.get(s, []) for s in matrix.index]), key="citations.heatmap")
+    cells, heatmap = view.entailment_chart(matrix, [cites.get(s, []) for s in matrix.index])
+    st.vega_lite_chart(cells, heatmap, key="citations.heatmap")
     st.caption(render.escape_markdown(
         f"p(passage entails statement) from the NLI model {settings.get('nli', '?')} for each of the "
         f"{matrix.shape[0]} statements (rows) and {matrix.shape[1]} input passages (columns, by citation number); "

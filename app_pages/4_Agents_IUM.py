@@ -39,7 +39,7 @@ st.subheader("Downstream score per agent and method")
 low, high = min(counts.values()), max(counts.values())
 per_agent = f"{low}{'' if low == high else f'-{high}'} test queries per agent"
 summary = data.load_ium_summary(*key)
-st.plotly_chart(view.summary_figure(summary), key="ium.summary")
+st.vega_lite_chart(*view.summary_chart(summary), key="ium.summary")
 render.render_table(view.summary_view(summary, counts), digits=1, column_config={
     **{m: st.column_config.NumberColumn(m, format="%.1f") for m in summary.columns},
     "n": st.column_config.NumberColumn("n", help="test queries (agents, on the macro-average row)", format="%d")})
@@ -73,12 +73,12 @@ curves = data.load_ium_iteration_curves(*key)
 batch = data.load_ium_batch_curve(*key)
 iteration_column, batch_column = st.columns(2)
 if not curves.dropna(how="all").empty:
-    iteration_column.plotly_chart(view.iteration_figure(curves), key="ium.iterations")
+    iteration_column.vega_lite_chart(*view.iteration_chart(curves), key="ium.iterations")
     iteration_column.caption(render.escape_markdown(
         "Macro-average downstream score after each offline iteration (methods offline-IUM@t<t> and "
         "offline-IUM-nonpersonalised@t<t>); t = 0 is the BM25 first stage.") + " " + view.provenance(settings))
 if len(batch):
-    batch_column.plotly_chart(view.batch_figure(batch), key="ium.batches")
+    batch_column.vega_lite_chart(*view.batch_chart(batch), key="ium.batches")
     batch_column.caption(render.escape_markdown(
         "Macro-average downstream score of online IUM (methods online-IUM@b<b>), trained from the last offline "
         "checkpoint on the test queries' feedback b queries at a time, each query served before it is trained on.")
@@ -88,8 +88,8 @@ personalisation = data.load_ium_personalisation(*key)
 if not personalisation.empty:
     st.subheader("Personalisation: how different are the lists agents are served?")
     tau_tab, jaccard_tab, table_tab = st.tabs(["Kendall's tau", "Jaccard", "Table"])
-    tau_tab.plotly_chart(view.personalisation_figure(personalisation, "kendall_tau"), key="ium.tau")
-    jaccard_tab.plotly_chart(view.personalisation_figure(personalisation, "jaccard"), key="ium.jaccard")
+    tau_tab.vega_lite_chart(*view.personalisation_chart(personalisation, "kendall_tau"), key="ium.tau")
+    jaccard_tab.vega_lite_chart(*view.personalisation_chart(personalisation, "jaccard"), key="ium.jaccard")
     render.render_table(view.personalisation_view(personalisation), where=table_tab, hide_index=True, column_config={
         c: st.column_config.NumberColumn(c, format="%.3f") for c in ("Kendall's tau", "Jaccard")})
     st.caption(render.escape_markdown(

@@ -77,7 +77,8 @@ class Page:
     main: str  # CSS of the page's main content (any of), besides its title heading
 
 
-CONTENT = '[data-testid="stDataFrame"], [data-testid="stPlotlyChart"], [data-testid="stMetric"]'
+CONTENT = ('[data-testid="stDataFrame"], [data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"], '
+           '[data-testid="stMetric"]')
 NOTICE = '[data-testid="stAlert"], [data-testid="stFileUploader"], [data-testid="stForm"]'
 #: A chart once drawn: a Vega-Lite chart's canvas or svg (the element itself shows before the chart code has
 #: loaded), or a plotly chart (as pages drew them before Vega-Lite, so that ``--before`` can time an older checkout).

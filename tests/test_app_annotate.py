@@ -14,11 +14,12 @@ from sklearn.metrics import cohen_kappa_score
 
 from rageval.annotations import ANNOTATIONS_FILE
 from rageval.store import RunReader
-from tests.app_helpers import captions, frame_with
+from tests.app_helpers import captions, frame_with, vega_charts
 from tests.run_fixtures import LABEL_METHODS, make_small_run
 from tests.test_annotations import make_small_attribution_run
 from tests.test_app import start
 from ui.render import METHOD_NAMES, escape_markdown
+from ui.theme import METHOD_COLOURS
 
 REPO = Path(__file__).resolve().parent.parent
 ANNOTATE = str(REPO / "app_pages" / "9_Annotate.py")
@@ -134,6 +135,14 @@ def test_sample_queue_labels_with_progress_against_the_sample_and_kappa(runs):
         if len(set(theirs)) > 1:
             assert table.at[METHOD_NAMES[method], "Cohen's kappa"] == pytest.approx(cohen_kappa_score([1, 0], theirs))
     assert "2 marked unsure or skipped are left out" in captions(app)
+    # The kappa chart (Vega-Lite): one bar per method whose kappa is defined, the table's numbers, method colours.
+    defined = table[table["Cohen's kappa"].notna()]
+    [(spec, bars)] = vega_charts(app)
+    assert list(bars["method"]) == list(defined.index) and spec["encoding"]["x"]["sort"] == list(defined.index)
+    assert list(bars["kappa"]) == pytest.approx(list(defined["Cohen's kappa"])) and set(bars["n"]) == {2}
+    colours = dict(zip(spec["encoding"]["color"]["scale"]["domain"], spec["encoding"]["color"]["scale"]["range"]))
+    assert all(colours[METHOD_NAMES[m]] == METHOD_COLOURS[m] for m in LABEL_METHODS if METHOD_NAMES[m] in colours)
+    assert spec["title"] == "Cohen's kappa between Ada Lovelace's labels and each automatic method"
     downloads = {button.proto.label for button in app.get("download_button")}
     assert downloads == {"Download CSV (every label)", "Download TREC qrels"}
 

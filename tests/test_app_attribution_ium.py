@@ -26,8 +26,8 @@ from rageval.ium.experiment import MAIN_METHODS, IumPlan, IumResult, read_ium_ru
 from rageval.ium.report import ium_sections
 from rageval.stats.paired import jaccard, top_k_kendall_tau
 from rageval.store import list_runs
-from tests.app_helpers import captions, chart_specs, frame_with
-from tests.test_app import HOME, plotly_array, start
+from tests.app_helpers import captions, frame_with, vega_charts
+from tests.test_app import HOME, start
 from ui.render import escape_markdown, format_label
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,20 +139,25 @@ def test_citations_page_shows_an_answer_with_statements_heatmap_and_literal_pass
         format_label(v) if c != "[]" else "–" for v, c in zip(statements["supported"], statements["citations"])]
     assert list(shown["Human: attributable"]) == list(statements["human_attributable"].map(format_label))
 
-    [heatmap] = [spec for spec in chart_specs(app) if spec["data"][0]["type"] == "heatmap"]
-    cells = heatmap["data"][0]
-    assert (len(cells["z"]), len(cells["z"][0])) == (n_statements, n_passages) == matrix.shape
-    assert np.allclose(cells["z"], matrix.to_numpy())
-    assert cells["x"] == [f"[{n}]" for n in inputs["number"]] and cells["y"] == [f"S{i}" for i in
-                                                                                range(1, n_statements + 1)]
-    assert (cells["zmin"], cells["zmax"]) == (0.0, 1.0) and "p(passage entails statement)" in cells["hovertemplate"]
-    layout = heatmap["layout"]
-    assert layout["title"]["text"] and layout["xaxis"]["title"]["text"] and layout["yaxis"]["title"]["text"]
+    # The heatmap (Vega-Lite): one data row per statement x passage cell, the stored p(entail), S1 on top.
+    [(heatmap, cells)] = vega_charts(app)
+    assert len(cells) == n_statements * n_passages == matrix.size
+    grid = cells.pivot(index="statement", columns="passage", values="p_entail")
+    rows, columns = [f"S{i}" for i in range(1, n_statements + 1)], [f"[{n}]" for n in inputs["number"]]
+    assert np.allclose(grid.loc[rows, columns].to_numpy(), matrix.to_numpy())
+    x, y = heatmap["encoding"]["x"], heatmap["encoding"]["y"]
+    assert (x["field"], x["sort"], y["field"], y["sort"]) == ("passage", columns, "statement", rows)
+    assert heatmap["title"] and x["title"] and y["title"]
+    [colour] = [layer["encoding"]["color"] for layer in heatmap["layer"] if layer["mark"]["type"] == "rect"]
+    assert colour["field"] == "p_entail" and colour["scale"] == {"scheme": "blues", "domain": [0.0, 1.0]}
+    assert "p(passage entails statement)" in [t["title"] for t in heatmap["encoding"]["tooltip"]]
     numbers = set(inputs["number"])
     cited = sorted((f"S{s + 1}", f"[{n}]") for s, c in zip(statements["statement"], statements["citations"])
                    for n in set(json.loads(c)) if n in numbers)
-    [marks] = [trace for trace in heatmap["data"] if trace.get("name") == "cited"]
-    assert sorted(zip(marks["y"], marks["x"])) == cited
+    assert cited and sorted(cells[cells["cited"] == "yes"][["statement", "passage"]].itertuples(index=False,
+                                                                                                  name=None)) == cited
+    [circles] = [layer for layer in heatmap["layer"] if layer["mark"]["type"] == "point"]
+    assert circles["transform"][0] == {"filter": "datum.cited === 'yes'"}  # a circle on each cited cell only
 
     # Passage text (with its script tag) is shown verbatim as text; the title, in Markdown, is escaped.
     assert texts[1:] == list(inputs["text"]) and any(SCRIPT in t for t in texts[1:])
@@ -181,7 +186,7 @@ def test_choosing_scenario_query_and_answer_updates_the_url(attribution_env):
     # A bad value in the URL falls back to the first option; the closed-book scenario has no heatmap.
     app = start(CITATIONS, scenario="G", query="no-such-query")
     assert app.query_params["query"] == generated["query_id"].iloc[0]
-    assert not app.get("plotly_chart") and "closed-book" in captions(app)
+    assert not app.get("vega_lite_chart") and "closed-book" in captions(app)
 
 
 def test_citations_page_shows_the_human_agreement_table(attribution_env):
@@ -292,35 +297,42 @@ def test_agents_page_shows_scores_per_agent_and_the_macro_average(ium_env):
     assert any(table.at["macro average", m] != pytest.approx(100 * outcomes[outcomes["method"] == m]["score"].mean())
                for m in MAIN_METHODS)
 
-    bars = next(spec for spec in chart_specs(app) if spec["data"][0]["type"] == "bar")
-    assert [trace["name"] for trace in bars["data"]] == list(table.index)
-    macro_bars = next(trace for trace in bars["data"] if trace["name"] == "macro average")
-    assert list(macro_bars["x"]) == list(MAIN_METHODS)
-    assert plotly_array(macro_bars["y"]) == pytest.approx(list(table.loc["macro average", list(MAIN_METHODS)]))
-    assert bars["layout"]["barmode"] == "group" and bars["layout"]["title"]["text"]
-    assert bars["layout"]["yaxis"]["title"]["text"] == "downstream score (%)"
-    assert "%{y:.1f}%" in macro_bars["hovertemplate"]
+    # The grouped bars (Vega-Lite): one data row per agent x method, the table's numbers; the axis starts at 0.
+    bars, drawn = next((spec, rows) for spec, rows in vega_charts(app) if spec["mark"]["type"] == "bar")
+    encoding = bars["encoding"]
+    assert encoding["color"]["sort"] == encoding["xOffset"]["sort"] == list(table.index)  # a bar per agent, grouped
+    assert encoding["x"]["sort"] == list(MAIN_METHODS)
+    assert len(drawn) == len(table.index) * len(MAIN_METHODS)
+    for row in drawn.itertuples():
+        assert row.score == pytest.approx(table.at[row.agent, row.method])
+    assert bars["title"] and encoding["y"]["title"] == "downstream score (%)" and encoding["y"]["scale"]["zero"]
+    assert {"field": "score", "type": "quantitative", "format": ".1f", "title": "downstream score (%)"} in \
+        encoding["tooltip"]
     assert escape_markdown("fake:nq/a/em") in captions(app)  # the generators that produced the scores
 
 
 def test_agents_page_shows_the_iteration_and_batch_size_curves(ium_env):
     app = start(AGENTS)
     outcomes = read_ium_run(ium_env)[1]["outcomes"]
-    specs = {spec["layout"]["title"]["text"]: spec for spec in chart_specs(app)}
-    iterations = next(spec for title, spec in specs.items() if title.startswith("Offline IUM"))
-    lines = {trace["name"]: (plotly_array(trace["x"]), plotly_array(trace["y"])) for trace in iterations["data"]}
-    assert set(lines) == {"personalised", "non-personalised"}
+    charts = {spec["title"]["text"] if isinstance(spec["title"], dict) else spec["title"]: (spec, rows)
+              for spec, rows in vega_charts(app)}
+    iterations, points = next(chart for title, chart in charts.items() if title.startswith("Offline IUM"))
+    assert iterations["mark"]["type"] == "line" and iterations["encoding"]["color"]["field"] == "engine"
+    assert set(points["engine"]) == {"personalised", "non-personalised"}
     for name, label in (("personalised", "offline-IUM"), ("non-personalised", "offline-IUM-nonpersonalised")):
-        ts, scores = lines[name]
-        assert ts == [0, 1, 2]
-        expected = [100 * pd.Series(agent_means(outcomes, f"{label}@t{t}")).mean() for t in ts]
-        assert scores == pytest.approx(expected)
-    batches = next(spec for title, spec in specs.items() if title.startswith("Online IUM"))
-    [line] = batches["data"]
-    assert plotly_array(line["x"]) == [5, 15]
-    assert plotly_array(line["y"]) == pytest.approx(
+        line = points[points["engine"] == name].sort_values("t")
+        assert list(line["t"]) == [0, 1, 2]
+        expected = [100 * pd.Series(agent_means(outcomes, f"{label}@t{t}")).mean() for t in line["t"]]
+        assert list(line["score"]) == pytest.approx(expected)
+    batches, line = next(chart for title, chart in charts.items() if title.startswith("Online IUM"))
+    assert list(line["b"]) == [5, 15]
+    assert list(line["score"]) == pytest.approx(
         [100 * pd.Series(agent_means(outcomes, m)).mean() for m in ONLINE_METHODS])
-    assert batches["layout"]["xaxis"]["title"]["text"].startswith("online batch size")
+    assert batches["encoding"]["x"]["title"].startswith("online batch size")
+    for spec in (iterations, batches):  # scores on an axis from 0, ticks at the iterations / batch sizes drawn
+        assert spec["encoding"]["y"]["scale"]["zero"] is True
+    assert iterations["encoding"]["x"]["axis"]["values"] == [0, 1, 2] and batches["encoding"]["x"]["axis"][
+        "values"] == [5, 15]
 
     # The results document (rageval.ium.report) reads the same curves from the same engine functions.
     document = "\n".join(ium_sections(ium_env))
@@ -348,10 +360,18 @@ def test_agents_page_shows_mcnemar_and_personalisation(ium_env):
     for row in personalisation.to_dict("records"):
         assert row["Jaccard"] == pytest.approx(rows.at[row["Engine"], "jaccard"]) and row["n"] == 3
         assert row["Kendall's tau"] == pytest.approx(rows.at[row["Engine"], "kendall_tau"], nan_ok=True)
-    heatmaps = [spec for spec in chart_specs(app) if spec["data"][0]["type"] == "heatmap"]
+    heatmaps = [(spec, cells) for spec, cells in vega_charts(app) if "layer" in spec]
     assert len(heatmaps) == 2
-    for spec in heatmaps:
-        assert spec["data"][0]["y"] == ["nq/a/em ↔ nq/b/f1"] and len(spec["data"][0]["z"][0]) == len(PERSONALISED)
+    for (spec, cells), statistic, scale in zip(heatmaps, ("kendall_tau", "jaccard"),
+                                               ({"scheme": "redblue", "domain": [-1.0, 1.0]},
+                                                {"scheme": "blues", "domain": [0.0, 1.0]})):
+        assert spec["encoding"]["y"]["sort"] == ["nq/a/em ↔ nq/b/f1"]
+        assert sorted(spec["encoding"]["x"]["sort"]) == sorted(PERSONALISED)
+        assert spec["layer"][0]["encoding"]["color"]["scale"] == scale
+        defined = rows[statistic].dropna()  # a pair whose tau is undefined on an engine has no cell there
+        assert sorted(cells["engine"]) == sorted(defined.index)
+        for cell in cells.itertuples():
+            assert cell.pair == "nq/a/em ↔ nq/b/f1" and cell.value == pytest.approx(defined[cell.engine])
 
 
 def test_agents_page_shows_the_lists_each_method_served(ium_env):
@@ -388,7 +408,7 @@ def test_empty_folders_explain_how_to_build_each_kind_of_run(tmp_path, monkeypat
         app = start(script)
         assert escape_markdown(f"No {kind} run files") in app.info[0].value
         assert app.code[0].value == command
-        assert not app.dataframe and not app.get("plotly_chart")
+        assert not app.dataframe and not app.get("vega_lite_chart")
 
 
 def test_an_unreadable_attribution_run_shows_an_error_naming_the_file(tmp_path, monkeypatch):

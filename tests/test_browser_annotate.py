@@ -81,7 +81,7 @@ def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, tmp_
         expect(page.get_by_role("heading", name="Agreement with the automatic labels")).to_be_visible(
             timeout=WAIT_MS)
         expect(page.get_by_text("Cohen's kappa (Cohen 1960)")).to_be_visible()
-        expect(page.get_by_test_id("stPlotlyChart")).to_be_visible()
+        expect(page.get_by_test_id("stVegaLiteChart").locator("canvas, svg").first).to_be_visible()  # drawn
         page.screenshot(path=str(SHOTS / "annotate.png"), full_page=True)
 
         with page.expect_download(timeout=WAIT_MS) as download_info:

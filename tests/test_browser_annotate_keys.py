@@ -94,7 +94,7 @@ def test_label_ten_passages_with_the_keyboard_then_reveal_and_kappa(annotate_ser
         expect(page.get_by_role("heading", name="Agreement with the automatic labels")).to_be_visible()
         expect(page.get_by_text("Cohen's kappa (Cohen 1960)")).to_be_visible()
         expect(page.get_by_text("Only items you labelled useful or not")).to_be_visible()
-        expect(page.get_by_test_id("stPlotlyChart")).to_be_visible()
+        expect(page.get_by_test_id("stVegaLiteChart").locator("canvas, svg").first).to_be_visible()  # drawn
         page.screenshot(path=str(SHOTS / "annotate_keys.png"), full_page=True)
         assert not page_errors, page_errors
 

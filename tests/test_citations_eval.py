@@ -432,7 +432,7 @@ def test_citations_page_opens_on_a_user_run(scored_run, tmp_path, monkeypatch):
         [query_id] = reader.frame("answers", "answer_id = 'empty'")["query_id"]
     app = start(str(repo / "app_pages" / "3_Citations.py"), scenario=USER_SCENARIO, query=query_id, answer="empty")
     assert app.selectbox(key="citations.answer_id.widget").value == "empty"
-    assert "(empty answer)" in [t.value for t in app.text] and not app.get("plotly_chart")
+    assert "(empty answer)" in [t.value for t in app.text] and not app.get("vega_lite_chart")
 
 
 def test_the_earliest_error_is_reported_with_a_count_of_the_rest(tmp_path):

@@ -1,7 +1,9 @@
 """Names from users' data never reach plotly as markup: plotly renders ``<a href>`` (a live link), ``<span style>``
-and other tags in titles, legends, axis and tick labels and hover labels. Every figure builder of the dashboard is
-given run, method, annotator, agent, query and measure names holding tags, and its figure JSON must hold them only
-escaped; then the Annotate page itself, opened with ``?annotator=<a href=...>``, draws a chart without the tag."""
+and other tags in titles, legends, axis and tick labels and hover labels. Every plotly figure builder of the
+dashboard is given run, method, annotator, agent, query and measure names holding tags, and its figure JSON must
+hold them only escaped. The Vega-Lite charts draw every label and tooltip as text (no HTML): they are given the names
+as they are, and the Annotate page, opened with ``?annotator=<a href=...>``, puts the name in its kappa chart's
+title unchanged (tests/test_browser_vega_text.py checks in Chromium that such a name shows literally)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pandas as pd
 import pytest
 
 from rageval.compare import OUTCOMES
-from tests.app_helpers import chart_specs
+from tests.app_helpers import vega_charts
 from tests.run_fixtures import make_small_run
 from ui import render_annotate, render_compare, render_correlations, render_failures, render_ium
 from ui.plot_text import plot_text, plotly_text
@@ -51,11 +53,7 @@ def test_plot_text_escapes_markup_and_keeps_the_rest():
 
 def test_every_figure_builder_escapes_names_from_the_data():
     figures = []
-    kappa = pd.DataFrame({"method": [HOSTILE, "gold"], "kappa": [0.5, 0.2], "n": [4, 4], "observed": [0.75, 0.5],
-                          "expected": [0.5, 0.4]})
-    figures.append(render_annotate.kappa_figure(kappa, annotator=LINK))
-
-    # The correlation charts are Vega-Lite too: names and questions go in as they are.
+    # The correlation charts are Vega-Lite: names and questions go in as they are.
     points = pd.DataFrame({"query_id": [HOSTILE, "q2"], "question": [STYLED, "fine"], "value": [1.0, 0.0],
                            "e2e": [1.0, 0.0]})
     data, spec = render_correlations.scatter_chart(points, HOSTILE, HOSTILE, 3, HOSTILE)
@@ -77,15 +75,29 @@ def test_every_figure_builder_escapes_names_from_the_data():
     data, spec = render_failures.count_chart(cases, judge_label=HOSTILE)
     assert HOSTILE in data["run"].tolist() and spec["title"].endswith(f"(judge: {HOSTILE})")
 
-    summary = pd.DataFrame({HOSTILE: [0.5, 0.25], "BM25": [0.4, 0.3]}, index=[LINK, "agent 2"])
-    figures.append(render_ium.summary_figure(summary))
-    figures.append(render_ium.iteration_figure(pd.DataFrame({HOSTILE: [0.1, 0.2]}, index=[0, 1])))
-    personal = pd.DataFrame({"agent_a": [LINK], "agent_b": ["b"], "method": [HOSTILE], "kendall_tau": [0.3],
-                             "jaccard": [0.5], "n": [3]})
-    figures.append(render_ium.personalisation_figure(personal, "kendall_tau"))
-
     for figure in figures:
         assert_no_markup(figure.to_plotly_json())
+
+
+def test_vega_lite_charts_take_names_as_they_are():
+    """The Vega-Lite charts (kappa, IUM) draw names as text: the data rows and titles hold them unescaped, so the
+    reader sees exactly the method's, agent's or annotator's name (an escaped one would show ``&lt;``)."""
+    kappa = pd.DataFrame({"method": [HOSTILE, "gold"], "kappa": [0.5, 0.2], "n": [4, 4], "observed": [0.75, 0.5],
+                          "expected": [0.5, 0.4]})
+    bars, spec = render_annotate.kappa_chart(kappa, annotator=LINK)
+    assert HOSTILE in bars["method"].tolist() and spec["title"].startswith(f"Cohen's kappa between {LINK}'s")
+
+    summary = pd.DataFrame({HOSTILE: [0.5, 0.25], "BM25": [0.4, 0.3]}, index=[LINK, "agent 2"])
+    bars, spec = render_ium.summary_chart(summary)
+    assert {LINK, HOSTILE} <= set(bars["agent"]) | set(bars["method"]) and LINK in spec["encoding"]["color"]["sort"]
+    points, _ = render_ium.iteration_chart(pd.DataFrame({HOSTILE: [0.1, 0.2]}, index=[0, 1]))
+    assert set(points["engine"]) == {HOSTILE}
+    personal = pd.DataFrame({"agent_a": [LINK], "agent_b": ["b"], "method": [HOSTILE], "kendall_tau": [0.3],
+                             "jaccard": [0.5], "n": [3]})
+    cells, _ = render_ium.personalisation_chart(personal, "kendall_tau")
+    assert cells[["pair", "engine"]].values.tolist() == [[f"{LINK} ↔ b", HOSTILE]]
+    for frame in (bars, points, cells):
+        assert not any("&lt;" in str(value) for value in frame.to_numpy().ravel())
 
 
 @pytest.fixture
@@ -95,7 +107,7 @@ def runs(tmp_path_factory, tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_an_annotator_name_from_the_url_is_no_link_in_the_kappa_chart(runs):
+def test_an_annotator_name_from_the_url_goes_into_the_kappa_chart_as_text(runs):
     from tests.test_app import start
     from tests.test_app_annotate import ANNOTATE, decide, draw
 
@@ -103,7 +115,6 @@ def test_an_annotator_name_from_the_url_is_no_link_in_the_kappa_chart(runs):
     decide(app, "1")
     decide(app, "0")
     assert not app.exception, [e.value for e in app.exception]
-    specs = chart_specs(app)
-    assert len(specs) == 1
-    assert_no_markup(specs[0])
-    assert f"Cohen's kappa between {plot_text(LINK)}'s labels" in specs[0]["layout"]["title"]["text"]
+    [(spec, bars)] = vega_charts(app)
+    assert spec["title"] == f"Cohen's kappa between {LINK}'s labels and each automatic method"  # Vega-Lite: text
+    assert len(bars) and bars["kappa"].notna().all()

@@ -41,10 +41,12 @@ def test_contrast_helper_on_known_pairs():
 
 def test_online_ium_chart_starts_at_zero():
     # 4.87% to 5.01% over batch sizes: autoscaled, the axis spans only these and 0.13 points look like a collapse
-    figure = render_ium.batch_figure(pd.Series([0.0501, 0.0487, 0.0495], index=[1, 10, 100]))
-    assert figure.layout.yaxis.rangemode == "tozero"
+    frame, spec = render_ium.batch_chart(pd.Series([0.0501, 0.0487, 0.0495], index=[1, 10, 100]))
+    assert spec["encoding"]["y"]["scale"] == theme.share_scale() == {"zero": True}
+    assert list(frame["score"]) == pytest.approx([5.01, 4.87, 4.95])
     curves = pd.DataFrame({"personalised": [0.05, 0.051], "not": [0.05, 0.0499]}, index=[0, 1])
-    assert render_ium.iteration_figure(curves).layout.yaxis.rangemode == "tozero"
-    # no background or font colour of its own: Streamlit's theme (light or dark) decides them
-    assert figure.layout.paper_bgcolor is None and figure.layout.plot_bgcolor is None
-    assert figure.layout.font.color is None
+    assert render_ium.iteration_chart(curves)[1]["encoding"]["y"]["scale"]["zero"] is True
+    assert render_ium.summary_chart(curves.T)[1]["encoding"]["y"]["scale"]["zero"] is True
+    # no background, config or font colour of its own: Streamlit's theme (light or dark) decides them
+    assert not {"background", "config"} & set(spec)
+

@@ -8,7 +8,6 @@ method, annotator, agent, query or measure name and every question that goes int
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
 from typing import Any
 
 HOVER_CHARS = 120
@@ -17,11 +16,6 @@ HOVER_CHARS = 120
 def plot_text(value: Any) -> str:
     """A name for a plotly title, legend, axis, tick or hover label, shown literally: ``<``, ``>``, ``&`` escaped."""
     return html.escape(str(value), quote=False)
-
-
-def plot_texts(values: Iterable[Any]) -> list[str]:
-    """:func:`plot_text` of each value (category values: bar/line labels, legend entries, facet titles)."""
-    return [plot_text(value) for value in values]
 
 
 def plotly_text(text: Any, limit: int = HOVER_CHARS) -> str:

@@ -25,7 +25,6 @@ from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
 from ui import data, glossary, navigation
 from ui import format as fmt
-from ui.plot_text import plot_texts
 
 METHOD_NAMES = {
     "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
@@ -620,22 +619,6 @@ def best_measures_view(best: pd.DataFrame) -> pd.DataFrame:
         "Spearman's rho": [format_correlation(r.rho, r.rho_low, r.rho_high) for r in best.itertuples()],
         "n": best["n"].astype(int).to_list(),
     })
-
-
-def k_sweep_figure(sweep: pd.DataFrame):
-    """Line chart of Kendall's tau against k, one line per label method (its best measure family)."""
-    import plotly.express as px
-
-    ordered = order_label_methods(list(sweep["method"].unique()))
-    shown = sweep.iloc[sorted(range(len(sweep)), key=lambda i: (ordered.index(sweep["method"].iat[i]),
-                                                                  sweep["k"].iat[i]))]
-    names = [f"{method_name(m)} ({f})" for m, f in zip(shown["method"], shown["family"])]
-    shown = shown.assign(Labels=plot_texts(names), measure=plot_texts(shown["measure"]))
-    figure = px.line(shown, x="k", y="tau", color="Labels", markers=True,
-                     labels={"k": "k (passages given to the LLM)", "tau": "Kendall's tau-b with E2E EM"},
-                     hover_data={"measure": True, "n": True})
-    figure.update_xaxes(tickvals=sorted(sweep["k"].unique()))
-    return figure
 
 
 def render_question(query: Query, e2e: E2EOutput | None) -> None:

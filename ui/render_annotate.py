@@ -1,6 +1,6 @@
 """Views of the annotation page (``app_pages/9_Annotate.py``): the annotator's name, the guideline, the sample queue
 (its form, progress, the item on screen with its label buttons and note, the hotkeys, the reveal of the methods'
-labels), the blocks of statements, the agreement tables and figure, the disagreements and the downloads.
+labels), the blocks of statements, the agreement tables and chart, the disagreements and the downloads.
 
 Passage, statement and question text is shown through ``st.text`` / ``st.dataframe`` or escaped Markdown, never as
 HTML. Table builders are pure; the ``render_*`` functions draw.
@@ -18,7 +18,6 @@ import streamlit as st
 
 from rageval import annotations as ann
 from ui import data, render, theme
-from ui.plot_text import plot_text
 from ui.render import escape_markdown
 
 ANNOTATOR_STATE = "annotate.annotator"
@@ -426,26 +425,43 @@ def annotators_view(table: pd.DataFrame) -> pd.DataFrame:
     return view
 
 
-def kappa_figure(table: pd.DataFrame, annotator: str):
-    """Bars of Cohen's kappa per automatic method (only where it is defined), coloured by method as everywhere."""
-    import plotly.graph_objects as go
-
+def kappa_chart(table: pd.DataFrame, annotator: str) -> tuple[pd.DataFrame, dict]:
+    """Bars of Cohen's kappa per automatic method (only where it is defined), coloured by method as everywhere
+    (:func:`ui.theme.method_colours`), as ``(data, Vega-Lite spec)`` for ``st.vega_lite_chart``: one data row per
+    method (``method``, its display name, ``kappa``, ``n``, ``observed``, ``expected``). The axis runs from below 0
+    (kappa is negative when the two disagree more than chance; at most -0.1) to 1. Vega-Lite draws names as text,
+    so the annotator's name and the methods' go in as they are."""
     defined = table[table["kappa"].notna()]
     methods = order_methods(list(defined["method"]))
     defined = defined.set_index("method").loc[methods]
     colours = theme.method_colours(methods)
-    figure = go.Figure(go.Bar(
-        x=[plot_text(method_display_name(m)) for m in methods], y=defined["kappa"].tolist(),
-        marker_color=[colours[m] for m in methods],
-        customdata=list(zip(defined["n"].astype(int), defined["observed"], defined["expected"])),
-        hovertemplate="%{x}<br>Cohen's kappa %{y:.3f}<br>n = %{customdata[0]} items<br>"
-                      "observed agreement %{customdata[1]:.3f}<br>chance agreement %{customdata[2]:.3f}"
-                      "<extra></extra>"))
-    figure.update_layout(title={"text": f"Cohen's kappa between {plot_text(annotator)}'s labels and each automatic "
-                                        "method"},
-                         xaxis_title="automatic label method", yaxis_title="Cohen's kappa",
-                         yaxis_range=[min(-0.1, float(defined["kappa"].min()) - 0.05) if len(defined) else -0.1, 1.0])
-    return figure
+    names = [method_display_name(m) for m in methods]
+    bars = pd.DataFrame({"method": names, "kappa": defined["kappa"].astype(float).to_numpy(),
+                         "n": defined["n"].astype(int).to_numpy(),
+                         "observed": defined["observed"].astype(float).to_numpy(),
+                         "expected": defined["expected"].astype(float).to_numpy()})
+    low = min(-0.1, float(bars["kappa"].min()) - 0.05) if len(bars) else -0.1
+    spec = {
+        "title": f"Cohen's kappa between {annotator}'s labels and each automatic method",
+        "autosize": theme.FIT_WIDTH, "height": 260,
+        "mark": {"type": "bar"},
+        "encoding": {
+            "x": {"field": "method", "type": "nominal", "sort": names, "title": "automatic label method",
+                  "axis": {"labelAngle": -30, "labelLimit": 240}},
+            "y": {"field": "kappa", "type": "quantitative", "title": "Cohen's kappa",
+                  "scale": {"domain": [low, 1.0]}},
+            "color": {"field": "method", "type": "nominal", "legend": None,
+                      "scale": {"domain": names, "range": [colours[m] for m in methods]}},
+            "tooltip": [{"field": "method", "title": "method"},
+                        {"field": "kappa", "type": "quantitative", "format": ".3f", "title": "Cohen's kappa"},
+                        {"field": "n", "type": "quantitative", "title": "n (items)"},
+                        {"field": "observed", "type": "quantitative", "format": ".3f",
+                         "title": "observed agreement"},
+                        {"field": "expected", "type": "quantitative", "format": ".3f",
+                         "title": "chance agreement"}],
+        },
+    }
+    return bars, spec
 
 
 def citations_link(run: str, scenario: str, query_id: str, answer_id: str) -> str:
@@ -479,7 +495,7 @@ def disagreements_view(found: pd.DataFrame, kind: str, run: str, questions: dict
 
 def render_agreement(table: pd.DataFrame, between: pd.DataFrame, found: pd.DataFrame, *, kind: str, run: str,
                      annotator: str, questions: dict[str, str], provenance: str, left_out: int = 0) -> None:
-    """The agreement section: kappa table and figure, kappa between annotators, the disagreements."""
+    """The agreement section: kappa table and chart, kappa between annotators, the disagreements."""
     st.subheader("Agreement with the automatic labels")
     if int(table["n"].max() if len(table) else 0) == 0:
         st.info(escape_markdown(f"{annotator} has no label on an item the automatic methods labelled yet: label "
@@ -498,7 +514,7 @@ def render_agreement(table: pd.DataFrame, between: pd.DataFrame, found: pd.DataF
                "both you and the method labelled (your latest label of each); undefined when both gave every item "
                f"the same label.{apart}{graded} " + provenance)
     if table["kappa"].notna().any():
-        st.plotly_chart(kappa_figure(table, annotator), key="annotate.kappa_figure")
+        st.vega_lite_chart(*kappa_chart(table, annotator), key="annotate.kappa_chart")
     if not between.empty:
         st.markdown("**Agreement between annotators**")
         st.dataframe(annotators_view(between), hide_index=True,

@@ -1,7 +1,7 @@
 """Views of the citations page (``app_pages/3_Citations.py``): attributed-answer runs (``rageval attribution``,
 ``rageval evaluate-citations``).
 
-Pure functions from the data layer's tables to display tables and figures, plus the passage block. Answer,
+Pure functions from the data layer's tables to display tables and charts, plus the passage block. Answer,
 statement and passage text is shown through ``st.text`` / ``st.dataframe`` (never Markdown or HTML); the heatmap
 carries numbers and labels only, no corpus text.
 """
@@ -18,7 +18,7 @@ import streamlit as st
 
 from rageval.attribution.report import to_percent
 from rageval.attribution.user_answers import SOURCE as USER_SOURCE
-from ui import data, render
+from ui import data, render, theme
 from ui.render import escape_markdown, format_label
 
 METRIC_NAMES = {
@@ -29,6 +29,8 @@ METRIC_NAMES = {
 }
 METRIC_ORDER = ("autoais_cit", "autoais_pssg", "alce_precision", "alce_recall", "overlap_p", "overlap_r", "bleu",
                 "rougeL_p", "rougeL_r", "rougeL_f", "bertscore_p", "bertscore_r", "bertscore_f")
+#: The circles that mark the cited cells of the entailment heatmap (red on every shade of blue, and on both themes).
+CITED_COLOUR = theme.METHOD_COLOURS["human"]
 AGREEMENT_SCORES = {"nli_verdict_cited": "NLI verdict on the cited passages", "p_entail_cited": "best cited p(entail)"}
 
 
@@ -121,30 +123,45 @@ def cited_cells(matrix: pd.DataFrame, citations: Sequence[Sequence[int]]) -> lis
             for number in dict.fromkeys(cited) if number in numbers]
 
 
-def entailment_figure(matrix: pd.DataFrame, citations: Sequence[Sequence[int]]):
-    """Heatmap of p(passage ⊨ statement): one row per statement (S1 on top), one column per input passage
-    (its citation number), colour 0..1; an open circle marks each cell the statement cites."""
-    import plotly.graph_objects as go
-
+def entailment_chart(matrix: pd.DataFrame, citations: Sequence[Sequence[int]]) -> tuple[pd.DataFrame, dict]:
+    """Heatmap of p(passage ⊨ statement): one row per statement (S1 on top), one column per input passage (its
+    citation number), colour 0..1 (:data:`ui.theme.SCORE_SCHEME`) with the value written in each cell; an open red
+    circle marks each cell the statement cites. As ``(data, Vega-Lite spec)`` for ``st.vega_lite_chart``: one row
+    per cell (``statement``, ``passage``, ``p_entail``, ``cited`` yes/no). Vega-Lite rather than plotly: the page
+    then loads no plotly.js (4.7 MB)."""
     rows = [f"S{int(s) + 1}" for s in matrix.index]
     columns = [f"[{int(n)}]" for n in matrix.columns]
-    figure = go.Figure(go.Heatmap(
-        z=matrix.to_numpy(dtype=float).tolist(), x=columns, y=rows, zmin=0.0, zmax=1.0, colorscale="Blues",
-        colorbar={"title": {"text": "p(entail)"}}, texttemplate="%{z:.2f}", name="p(entail)",
-        hovertemplate="statement %{y} · passage %{x}<br>p(passage entails statement) = %{z:.3f}<extra></extra>"))
-    cells = cited_cells(matrix, citations)
-    if cells:
-        figure.add_trace(go.Scatter(
-            x=[f"[{int(n)}]" for _, n in cells], y=[f"S{int(s) + 1}" for s, _ in cells], mode="markers",
-            name="cited", marker={"symbol": "circle-open", "size": 26, "color": "#d62728", "line": {"width": 3}},
-            hovertemplate="statement %{y} cites passage %{x}<extra></extra>"))
-    figure.update_layout(title={"text": "Entailment of each statement by each input passage"},
-                         xaxis_title="input passage (citation number)", yaxis_title="statement",
-                         height=260 + 48 * len(rows),
-                         legend={"orientation": "h", "x": 1.0, "xanchor": "right", "y": 1.02, "yanchor": "bottom"})
-    figure.update_yaxes(autorange="reversed", type="category")
-    figure.update_xaxes(type="category")
-    return figure
+    cited = {(f"S{int(s) + 1}", f"[{int(n)}]") for s, n in cited_cells(matrix, citations)}
+    values = matrix.to_numpy(dtype=float)
+    cells = pd.DataFrame([{"statement": row, "passage": column, "p_entail": float(values[i, j]),
+                           "cited": "yes" if (row, column) in cited else "no"}
+                          for i, row in enumerate(rows) for j, column in enumerate(columns)],
+                         columns=["statement", "passage", "p_entail", "cited"])
+    x = {"field": "passage", "type": "nominal", "sort": columns, "title": "input passage (citation number)",
+         "axis": {"labelAngle": 0}}
+    y = {"field": "statement", "type": "nominal", "sort": rows, "title": "statement"}
+    spec = {
+        "title": "Entailment of each statement by each input passage",
+        "autosize": theme.FIT_WIDTH, "height": {"step": 44},
+        "encoding": {"x": x, "y": y, "tooltip": [  # on every layer: the number and the circle hide the cell
+            {"field": "statement", "title": "statement"}, {"field": "passage", "title": "passage"},
+            {"field": "p_entail", "type": "quantitative", "format": ".3f", "title": "p(passage entails statement)"},
+            {"field": "cited", "title": "the statement cites it"}]},
+        "layer": [
+            {"mark": {"type": "rect"},
+             "encoding": {
+                 "color": {"field": "p_entail", "type": "quantitative", "title": "p(entail)",
+                           "scale": {"scheme": theme.SCORE_SCHEME, "domain": [0.0, 1.0]}}}},
+            {"mark": {"type": "text", "fontSize": 12},
+             "encoding": {"text": {"field": "p_entail", "type": "quantitative", "format": ".2f"},
+                          "color": theme.heatmap_text_colour("p_entail")}},
+            {"transform": [{"filter": "datum.cited === 'yes'"}, {"calculate": "'cited'", "as": "marker"}],
+             "mark": {"type": "point", "shape": "circle", "filled": False, "size": 700, "strokeWidth": 3},
+             "encoding": {"stroke": {"field": "marker", "type": "nominal", "title": None,
+                                     "scale": {"domain": ["cited"], "range": [CITED_COLOUR]}}}},
+        ],
+    }
+    return cells, spec
 
 
 def agreement_view(agreement: pd.DataFrame) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Views of the agents page (``app_pages/4_Agents_IUM.py``): Iterative Utility Maximization runs (``rageval ium``).
 
-Pure functions from the data layer's tables to display tables and plotly figures. Scores are shown in percent;
-model answers only through ``st.dataframe`` (never Markdown or HTML).
+Pure functions from the data layer's tables to display tables and Vega-Lite charts (``(data, spec)`` for
+``st.vega_lite_chart``: the page loads no plotly.js, 4.7 MB; Vega-Lite draws names as text, so they are not
+HTML-escaped). Scores are shown in percent; model answers only through ``st.dataframe`` (never Markdown or HTML).
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ from typing import Any
 import pandas as pd
 
 from rageval.ium.experiment import MAIN_METHODS
-from ui.plot_text import plot_texts
+from ui import theme
 from ui.render import escape_markdown
-from ui.theme import share_axis
 
 MACRO = "macro average"
 
@@ -94,48 +94,75 @@ def macro_intervals_view(table: pd.DataFrame) -> pd.DataFrame:
             for r in table.itertuples()]})
 
 
-def summary_figure(summary: pd.DataFrame):
-    """Grouped bars: downstream score (percent) per method, one bar per agent and one for the macro average."""
-    import plotly.express as px
+SCORE_TITLE = "downstream score (%)"
+MACRO_SCORE_TITLE = "macro-average downstream score (%)"
 
+
+def summary_chart(summary: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Grouped bars: downstream score (percent) per method, one bar per agent and one for the macro average; one
+    data row per bar (``agent``, ``method``, ``score``). The score axis starts at 0."""
+    agents, methods = [str(a) for a in summary.index], [str(m) for m in summary.columns]
     long = (100 * summary).rename_axis("agent").reset_index().melt(id_vars="agent", var_name="method",
                                                                    value_name="score")
-    long = long.assign(agent=plot_texts(long["agent"]), method=plot_texts(long["method"]))
-    figure = px.bar(long, x="method", y="score", color="agent", barmode="group",
-                    category_orders={"method": plot_texts(summary.columns), "agent": plot_texts(summary.index)},
-                    labels={"method": "method (search engine)", "score": "downstream score (%)", "agent": "agent"},
-                    title="Downstream score of each agent's answer from its top k, per method")
-    figure.update_traces(hovertemplate="%{fullData.name}<br>%{x}: %{y:.1f}%<extra></extra>")
-    return share_axis(figure)
+    long = long.astype({"agent": str, "method": str, "score": float})
+    spec = {
+        "title": "Downstream score of each agent's answer from its top k, per method",
+        "autosize": theme.FIT_WIDTH, "height": 260,
+        "mark": {"type": "bar"},
+        "encoding": {
+            "x": {"field": "method", "type": "nominal", "sort": methods, "title": "method (search engine)",
+                  "axis": {"labelAngle": -30, "labelLimit": 200}},
+            "xOffset": {"field": "agent", "type": "nominal", "sort": agents},
+            "y": {"field": "score", "type": "quantitative", "title": SCORE_TITLE, "scale": theme.share_scale()},
+            "color": {"field": "agent", "type": "nominal", "sort": agents, "title": "agent",
+                      "legend": {"labelLimit": 300}},
+            "tooltip": [{"field": "agent", "title": "agent"}, {"field": "method", "title": "method"},
+                        {"field": "score", "type": "quantitative", "format": ".1f", "title": SCORE_TITLE}],
+        },
+    }
+    return long, spec
 
 
-def iteration_figure(curves: pd.DataFrame):
-    """Macro-average score (percent) against the offline iteration t, personalised and not (the paper's Fig. 2a)."""
-    import plotly.express as px
+def _curve_spec(title: str | dict, x: str, x_title: str, ticks: list[int], lines: dict | None = None) -> dict:
+    """A line with points of ``score`` (percent, axis from 0) against ``x`` (ticks at ``ticks``); ``lines``, a
+    Vega-Lite ``color`` encoding, draws one line per value of its field."""
+    by_line = [{"field": lines["field"], "title": lines["title"]}] if lines else []
+    return {
+        "title": title,
+        "autosize": theme.FIT_WIDTH, "height": 220,
+        "mark": {"type": "line", "point": True},
+        "encoding": {
+            "x": {"field": x, "type": "quantitative", "title": x_title, "axis": {"values": ticks, "format": ".0f"}},
+            "y": {"field": "score", "type": "quantitative", "title": MACRO_SCORE_TITLE, "scale": theme.share_scale()},
+            **({"color": lines} if lines else {}),
+            "tooltip": [*by_line, {"field": x, "type": "quantitative", "title": x},
+                        {"field": "score", "type": "quantitative", "format": ".1f", "title": MACRO_SCORE_TITLE}],
+        },
+    }
 
+
+def iteration_chart(curves: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Macro-average score (percent) against the offline iteration t, personalised and not (the paper's Fig. 2a):
+    one data row per point (``engine``, ``t``, ``score``; iterations without a score left out)."""
+    engines = [str(e) for e in curves.columns]
     long = (100 * curves).rename_axis("t").reset_index().melt(id_vars="t", var_name="engine", value_name="score")
-    long = long.assign(engine=plot_texts(long["engine"]))
-    figure = px.line(long.dropna(), x="t", y="score", color="engine", markers=True,
-                     labels={"t": "offline iteration t (0 = BM25)", "score": "macro-average downstream score (%)",
-                             "engine": "engine input"},
-                     title="Offline IUM: personalised (task/model ids) vs non-personalised")
-    figure.update_traces(hovertemplate="%{fullData.name}<br>t = %{x}: %{y:.1f}%<extra></extra>")
-    figure.update_xaxes(tickvals=sorted(curves.index))
-    return share_axis(figure)
+    long = long.dropna().astype({"t": int, "engine": str, "score": float}).reset_index(drop=True)
+    lines = {"field": "engine", "type": "nominal", "sort": engines, "title": "engine input",
+             "legend": {"orient": "bottom"}}
+    title = {"text": "Offline IUM: personalised vs non-personalised",
+             "subtitle": "personalised: the engine also reads the agent's task and model ids"}
+    spec = _curve_spec(title, "t",
+                       "offline iteration t (0 = BM25)", sorted(int(t) for t in curves.index), lines)
+    return long[["engine", "t", "score"]], spec
 
 
-def batch_figure(curve: pd.Series):
-    """Macro-average score (percent) of online IUM against its batch size b (the paper's Fig. 2b)."""
-    import plotly.express as px
-
+def batch_chart(curve: pd.Series) -> tuple[pd.DataFrame, dict]:
+    """Macro-average score (percent) of online IUM against its batch size b (the paper's Fig. 2b): one data row
+    per batch size (``b``, ``score``)."""
     frame = pd.DataFrame({"b": curve.index.astype(int), "score": 100 * curve.to_numpy(dtype=float)})
-    figure = px.line(frame, x="b", y="score", markers=True,
-                     labels={"b": "online batch size b (queries per update)",
-                             "score": "macro-average downstream score (%)"},
-                     title="Online IUM: downstream score per batch size")
-    figure.update_traces(hovertemplate="b = %{x}: %{y:.1f}%<extra></extra>")
-    figure.update_xaxes(tickvals=list(frame["b"]))
-    return share_axis(figure)
+    spec = _curve_spec("Online IUM: downstream score per batch size", "b",
+                       "online batch size b (queries per update)", [int(b) for b in frame["b"]])
+    return frame, spec
 
 
 def significance_view(significance: pd.DataFrame) -> pd.DataFrame:
@@ -160,23 +187,44 @@ def personalisation_view(summary: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def personalisation_figure(summary: pd.DataFrame, statistic: str):
-    """Heatmap of the mean ``statistic`` (``kendall_tau`` or ``jaccard``) between two agents' served lists: one
-    row per agent pair, one column per engine."""
-    import plotly.graph_objects as go
+STATISTIC_NAMES = {"kendall_tau": "Kendall's tau", "jaccard": "Jaccard"}
 
+
+def personalisation_chart(summary: pd.DataFrame, statistic: str) -> tuple[pd.DataFrame, dict]:
+    """Heatmap of the mean ``statistic`` (``kendall_tau``, -1..1, :data:`ui.theme.SIGNED_SCHEME`, or ``jaccard``,
+    0..1, :data:`ui.theme.SCORE_SCHEME`) between two agents' served lists, the value written in each cell: one row
+    per agent pair, one column per engine; one data row per cell (``pair``, ``engine``, ``value``). A pair whose
+    statistic is undefined (NaN) on an engine leaves its cell empty."""
     frame = summary.assign(pair=[pair_name(a, b) for a, b in zip(summary["agent_a"], summary["agent_b"])])
     wide = frame.pivot(index="pair", columns="method", values=statistic)
-    wide = wide[method_order(wide.columns)]
-    name, low = ("Kendall's tau", -1.0) if statistic == "kendall_tau" else ("Jaccard", 0.0)
-    figure = go.Figure(go.Heatmap(
-        z=wide.to_numpy(dtype=float).tolist(), x=plot_texts(wide.columns), y=plot_texts(wide.index), zmin=low, zmax=1.0,
-        colorscale="RdBu" if low < 0 else "Blues", colorbar={"title": {"text": name}}, texttemplate="%{z:.2f}",
-        hovertemplate=f"%{{y}}<br>%{{x}}: mean {name} = %{{z:.3f}}<extra></extra>"))
-    figure.update_layout(title={"text": f"{name} between the lists two agents are served for the same query"},
-                         xaxis_title="engine", yaxis_title="agent pair (same dataset)", height=260 + 60 * len(wide))
-    figure.update_yaxes(automargin=True)
-    return figure
+    engines, pairs = method_order(wide.columns), [str(p) for p in wide.index]
+    cells = (wide[engines].rename_axis(index="pair", columns="engine").stack().rename("value")
+             .reset_index().astype({"pair": str, "engine": str, "value": float}))
+    cells = cells[cells["value"].notna()].reset_index(drop=True)
+    name = STATISTIC_NAMES[statistic]
+    signed = statistic == "kendall_tau"
+    scale = ({"scheme": theme.SIGNED_SCHEME, "domain": [-1.0, 1.0]} if signed else
+             {"scheme": theme.SCORE_SCHEME, "domain": [0.0, 1.0]})
+    spec = {
+        "title": f"{name} between the lists two agents are served for the same query",
+        "autosize": theme.FIT_WIDTH, "height": {"step": 48},
+        "encoding": {
+            "x": {"field": "engine", "type": "nominal", "sort": engines, "title": "engine",
+                  "axis": {"labelAngle": -30, "labelLimit": 200}},
+            "y": {"field": "pair", "type": "nominal", "sort": pairs, "title": "agent pair (same dataset)",
+                  "axis": {"labelLimit": 320, "maxExtent": 340}},  # the pairs' names beside, not under, the title
+            "tooltip": [{"field": "pair", "title": "agent pair"}, {"field": "engine", "title": "engine"},
+                        {"field": "value", "type": "quantitative", "format": ".3f", "title": f"mean {name}"}],
+        },
+        "layer": [
+            {"mark": {"type": "rect"},
+             "encoding": {"color": {"field": "value", "type": "quantitative", "title": name, "scale": scale}}},
+            {"mark": {"type": "text", "fontSize": 12},
+             "encoding": {"text": {"field": "value", "type": "quantitative", "format": ".2f"},
+                          "color": theme.heatmap_text_colour("value", signed=signed)}},
+        ],
+    }
+    return cells, spec
 
 
 def served_view(served: pd.DataFrame, outcomes: pd.DataFrame) -> pd.DataFrame:

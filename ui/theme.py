@@ -1,10 +1,12 @@
 """One colour scheme for every view: label values, label methods, failure categories, comparison outcomes.
 
-Every chart that colours by one of these uses the maps below (plotly ``color_discrete_map``), so "useful" is the
-same green and eRAG EM the same blue on every page. Pure constants: no streamlit import.
+Every chart that colours by one of these uses the maps below (plotly ``color_discrete_map``, a Vega-Lite scale's
+``domain`` and ``range``), so "useful" is the same green and eRAG EM the same blue on every page. Pure constants: no
+streamlit import.
 
-The dashboard follows the OS light or dark theme, and plotly charts take Streamlit's theme (``st.plotly_chart``'s
-default ``theme="streamlit"``: no figure here sets a template, a background or a font colour). So every colour
+The dashboard follows the OS light or dark theme, and charts take Streamlit's theme (``st.plotly_chart``'s and
+``st.vega_lite_chart``'s default ``theme="streamlit"``: no chart here sets a template, a background or a font
+colour). So every colour
 below is a mid tone that stays visible on both backgrounds, white and Streamlit's dark one: a contrast
 ratio (WCAG 2) of at least :data:`MIN_CONTRAST` against each (tests/test_theme.py); black or a dark navy would
 vanish on the dark one.
@@ -24,6 +26,11 @@ POSITIVE, NEGATIVE, MISSING = LABEL_COLOURS["useful"], LABEL_COLOURS["not useful
 #: Continuous scores in [0, 1] (p(entail), utility, similarity) and signed ones (Kendall's tau, differences).
 SCORE_SCALE = "Blues"
 SIGNED_SCALE = "RdBu"
+#: The same two as Vega schemes (Vega-Lite charts): white to dark blue; dark red (-1) through white to dark blue (1).
+SCORE_SCHEME = "blues"
+SIGNED_SCHEME = "redblue"
+#: From this value (or this far from 0 on the signed scheme) a heatmap cell is dark enough for white text.
+DARK_CELL = 0.6
 
 #: Label methods, in the display order of ui.render.METHOD_ORDER (tab10, colour-blind friendlier order).
 METHOD_COLOURS = {
@@ -47,9 +54,23 @@ def method_colours(methods: Sequence[str]) -> dict[str, str]:
     return {m: METHOD_COLOURS.get(m, extra.get(m)) for m in methods}
 
 
-def share_axis(figure, axis: str = "y"):
-    """Start a share's (or a score's) axis at 0, so that a difference of 0.13 points does not fill the chart and
-    read as a collapse (an axis autoscaled to 4.87-5.01 did); the top is still fitted to the data. Returns
-    ``figure`` (a plotly figure)."""
-    (figure.update_yaxes if axis == "y" else figure.update_xaxes)(rangemode="tozero")
-    return figure
+#: A Vega-Lite chart's ``autosize``: as wide as its column, as high as its spec says (plot area plus title, axes and
+#: legend). Streamlit's default (``fit``) fits the whole chart into 350 px: a legend below the plot squeezed it and
+#: its title was not drawn.
+FIT_WIDTH = {"type": "fit-x", "contains": "padding"}
+
+
+def share_scale(**scale) -> dict:
+    """The Vega-Lite ``scale`` of a share's (or a score's) axis: it starts at 0 (``zero``), so that a difference of
+    0.13 points does not fill the chart and read as a collapse (an axis autoscaled to 4.87-5.01 did); the top is
+    still fitted to the data. ``scale`` adds to it (e.g. ``domain``). An axis that does not start at 0 says so in
+    its title."""
+    return {"zero": True, **scale}
+
+
+def heatmap_text_colour(field: str, *, signed: bool = False) -> dict:
+    """A Vega-Lite ``color`` for the numbers written on a heatmap's cells (scheme :data:`SCORE_SCHEME`, or
+    :data:`SIGNED_SCHEME` when ``signed``): white on the dark cells (a value from :data:`DARK_CELL`, or that far from 0
+    when signed), black on the light ones, whichever theme the page has (the cells' colours are the same on both)."""
+    value = f"abs(datum[{field!r}])" if signed else f"datum[{field!r}]"
+    return {"condition": {"test": f"{value} >= {DARK_CELL}", "value": "white"}, "value": "black"}
