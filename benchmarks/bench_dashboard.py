@@ -102,11 +102,14 @@ PAGES = (
 # --- the runs ------------------------------------------------------------------------------------------------
 
 def synthetic_run(num_queries: int, docs: int, seed: int = 0):
-    """A run of ``num_queries`` x ``docs`` with labels, measures, single-passage and E2E outputs (random text) and
-    the correlation table ``rageval evaluate`` stores."""
+    """A run of ``num_queries`` x ``docs`` with labels, measures, single-passage and E2E outputs (random text), the
+    correlation table ``rageval evaluate`` stores, and LLM-retEval's semi-gold answers, exact-match verdicts and
+    failure cases A-F (made by the engine's own judge and classifier from the synthetic answers), so that the
+    LLM-retEval and Failure cases pages show a big run's cases."""
     from rageval.erag import compute_measure_values
     from rageval.pipeline.evaluate import compute_correlations
-    from rageval.store import DocOutput, E2EOutput, Label, Run
+    from rageval.reteval import find_failure_cases, judge_answers, make_judge
+    from rageval.store import DocOutput, E2EOutput, Label, Run, SemiGoldOutput
     from rageval.types import Passage, Query, Ranking, ScoredPassage
 
     rng = random.Random(seed)
@@ -114,12 +117,16 @@ def synthetic_run(num_queries: int, docs: int, seed: int = 0):
             for i in range(max(num_queries * docs // 4, docs))]
     ks = sorted({1, min(5, docs), docs})
     queries, rankings, labels, outputs, e2e = [], {}, [], [], []
+    semi_gold: dict[str, list[str]] = {}
+    retrieved: dict[str, list[Passage]] = {}
     for q in range(num_queries):
         qid = f"q{q}"
         answer = rng.choice(WORDS)
-        ranked = rng.sample(pool, docs)
-        queries.append(Query(qid, f"which {' '.join(rng.choices(WORDS, k=6))}?", (answer,), (ranked[0].passage_id,),
-                             "synthetic"))
+        ranked = rng.sample(pool, docs + 1)
+        # The gold passage: the top one for 60% of the queries, else one the retriever missed (recall failures).
+        gold_passage = ranked.pop() if rng.random() < 0.4 else ranked[0]
+        queries.append(Query(qid, f"which {' '.join(rng.choices(WORDS, k=6))}?", (answer,),
+                             (gold_passage.passage_id,), "synthetic"))
         rankings[qid] = Ranking(qid, tuple(ScoredPassage(p.passage_id, float(docs - r)) for r, p in enumerate(ranked)))
         hits = 0
         for p in ranked:
@@ -128,15 +135,26 @@ def synthetic_run(num_queries: int, docs: int, seed: int = 0):
             hits += useful
             labels += [Label("contains_answer", qid, p.passage_id, float(contains)),
                        Label("erag:em", qid, p.passage_id, float(useful)),
-                       Label("gold", qid, p.passage_id, float(p is ranked[0]))]
+                       Label("gold", qid, p.passage_id, float(p is gold_passage))]
             outputs.append(DocOutput(qid, p.passage_id, answer if contains else rng.choice(WORDS)))
-        e2e += [E2EOutput(qid, k, answer, float(rng.random() < 0.2 + 0.2 * min(hits, 3))) for k in ks]
+        for k in ks:
+            right = rng.random() < 0.2 + 0.2 * min(hits, 3)
+            e2e.append(E2EOutput(qid, k, answer if right else rng.choice(WORDS), float(right)))
+        semi_gold[qid] = [answer if rng.random() < 0.7 else rng.choice(WORDS)]
+        retrieved[qid] = ranked
     measures = compute_measure_values(labels, rankings, ks)
+    answers_at_k = {k: {o.query_id: o.output for o in e2e if o.k == k} for k in ks}
+    verdicts = judge_answers(make_judge("em"), queries, answers_at_k, semi_gold)
+    by_id = {p.passage_id: p for p in pool}
+    gold = {q.query_id: [by_id[p] for p in q.gold_passage_ids] for q in queries}
+    cases = find_failure_cases(queries, retrieved, gold, answers_at_k, semi_gold, verdicts)
     settings = {"dataset": "synthetic", "retriever": "random", "model_id": "none (synthetic)", "k": docs,
                 "label_metric": "em", "e2e_metric": "em", "num_queries": num_queries, "cutoffs": ks,
                 "notes": "benchmarks/bench_dashboard.py"}
+    settings["reteval"] = {"judges": ["em"], "semi_gold": {"samples": 1, "temperature": 0.0}}
     return Run(settings, queries, pool, list(rankings.values()), outputs, labels, e2e, measures,
-               correlations=compute_correlations(measures, e2e))
+               semi_gold_outputs=[SemiGoldOutput(q, 0, a) for q, answers in semi_gold.items() for a in answers],
+               verdicts=verdicts, failure_cases=cases, correlations=compute_correlations(measures, e2e))
 
 
 def make_partner(run_file: Path, partner: Path) -> Path:
@@ -159,8 +177,8 @@ def generated_runs(num_queries: int, docs: int, cache: Path) -> tuple[Path, Path
     from rageval.store import write_run
 
     cache.mkdir(parents=True, exist_ok=True)
-    run_file = cache / f"synthetic-{num_queries}x{docs}.sqlite"
-    partner = cache / f"synthetic-{num_queries}x{docs}-b.sqlite"
+    run_file = cache / f"synthetic-v2-{num_queries}x{docs}.sqlite"  # v2: with LLM-retEval cases
+    partner = cache / f"synthetic-v2-{num_queries}x{docs}-b.sqlite"
     if not run_file.exists():
         started = time.perf_counter()
         write_run(synthetic_run(num_queries, docs), run_file)
