@@ -64,8 +64,14 @@ def test_every_figure_builder_escapes_names_from_the_data():
 
     pairs = pd.DataFrame({"query_id": [HOSTILE, "q2", "q3"], "a": [1.0, 0.0, 0.5], "b": [0.0, 1.0, 0.5],
                           "difference": [1.0, -1.0, 0.0], "outcome": list(OUTCOMES)})
-    figures.append(render_compare.paired_scatter_figure(pairs, {HOSTILE: STYLED}, HOSTILE, LINK, HOSTILE))
-    figures.append(render_compare.difference_figure(pairs, HOSTILE))
+    # Compare's charts are Vega-Lite too: the question, run and score names go in as they are (shown as text).
+    points, scatter_spec = render_compare.paired_scatter_chart(pairs, {HOSTILE: STYLED}, HOSTILE, LINK, HOSTILE)
+    assert points["query_id"].tolist()[0] == HOSTILE and points["question"].tolist()[0] == STYLED
+    assert scatter_spec["title"].startswith(HOSTILE)
+    axes = {layer["encoding"]["x"]["title"] for layer in scatter_spec["layer"]}
+    assert axes == {f"A: {HOSTILE} (jittered)"}
+    _, histogram_spec = render_compare.difference_chart(pairs, HOSTILE)
+    assert histogram_spec["title"] == f"Per-query difference of {HOSTILE}, A - B"
 
     # The failure counts are a Vega-Lite chart, which draws every label and tooltip as text (no HTML): names go in
     # as they are, so the reader sees exactly the run's name.
