@@ -284,7 +284,8 @@ def difference_chart(pairs: pd.DataFrame, score: str) -> tuple[pd.DataFrame, dic
         counts = np.bincount(cells[(pairs["outcome"] == outcome).to_numpy()], minlength=len(labels))
         rows += [(outcome, float(starts[i]), float(ends[i]), labels[i], int(counts[i])) for i in np.nonzero(counts)[0]]
     data = pd.DataFrame(rows, columns=["outcome", "start", "end", "difference", "queries"])
-    axis_x = {"field": "start", "type": "quantitative", "title": f"{score}: A - B"}
+    # pre-counted bars ("binned": start and end given), so the bars stand on the x axis
+    axis_x = {"field": "start", "type": "quantitative", "bin": "binned", "title": f"{score}: A - B"}
     spec = {
         "title": f"Per-query difference of {score}, A - B",
         "height": CHART_HEIGHT,
@@ -292,14 +293,13 @@ def difference_chart(pairs: pd.DataFrame, score: str) -> tuple[pd.DataFrame, dic
             {"mark": {"type": "bar"},
              "encoding": {"x": axis_x, "x2": {"field": "end"},
                           "y": {"field": "queries", "type": "quantitative", "stack": "zero", "title": "queries",
-                                "scale": {"zero": True}},
+                                "scale": {"zero": True}, "axis": {"tickMinStep": 1}},
                           "color": _outcome_colour(_outcome_counts(pairs)),
                           "order": {"field": "outcome", "sort": "ascending"},
                           "tooltip": [{"field": "difference", "title": "A - B"}, {"field": "outcome"},
                                       {"field": "queries", "type": "quantitative", "format": ","}]}},
-            {"data": {"values": [{"start": 0}]},  # no difference
-             "mark": {"type": "rule", "strokeDash": [6, 4], "color": theme.OUTCOME_COLOURS["tie"]},
-             "encoding": {"x": axis_x}},
+            {"mark": {"type": "rule", "strokeDash": [6, 4], "color": theme.OUTCOME_COLOURS["tie"]},
+             "encoding": {"x": {"datum": 0, "type": "quantitative"}}},  # no difference
         ],
     }
     return data, spec
