@@ -85,8 +85,8 @@ PAGES = (
     Page("LLM-retEval", "LLM_retEval", CONTENT + ", " + NOTICE),
     Page("Failure cases", "Failure_cases", CONTENT + ", " + NOTICE),
     Page("Correlations", "Correlations", '[data-testid="stPlotlyChart"]'),
-    # A Vega-Lite chart's canvas, or a plotly one's (an old checkout under --before)
-    Page("Compare runs", "Compare_runs", '[data-testid="stVegaLiteChart"] canvas, [data-testid="stPlotlyChart"]'),
+    # A drawn Vega-Lite chart (Vega's svg or canvas, class "marks"), or a plotly one (an old checkout, --before)
+    Page("Compare runs", "Compare_runs", '[data-testid="stVegaLiteChart"] .marks, [data-testid="stPlotlyChart"]'),
     Page("Annotate", "Annotate", '[data-testid="stButton"], [data-testid="stRadio"], ' + CONTENT + ", " + NOTICE),
     Page("Citations", "Citations", CONTENT + ", " + NOTICE),
     Page("Agents", "Agents_IUM", CONTENT + ", " + NOTICE),

@@ -45,8 +45,8 @@ def open_compare(page, server_url: str) -> list:
     expect(page.get_by_role("heading", name="Queries that changed most")).to_be_visible(timeout=WAIT_MS)
     charts = page.get_by_test_id("stVegaLiteChart")
     expect(charts).to_have_count(2, timeout=WAIT_MS)
-    for chart in charts.all():  # Streamlit draws Vega as svg, on a canvas past 2,000 rows
-        expect(chart.locator("svg, canvas").first).to_be_visible(timeout=WAIT_MS)
+    for chart in charts.all():  # Streamlit draws Vega as svg, on a canvas past 2,000 rows: class "marks" either way
+        expect(chart.locator(".marks").first).to_be_visible(timeout=WAIT_MS)
     expect(page.get_by_test_id("stPlotlyChart")).to_have_count(0)
     return charts.all()
 
