@@ -184,6 +184,20 @@ def test_compare_charts_past_the_point_limit_send_counts_not_queries():
             assert per_bin.index.to_numpy() == pytest.approx(edges[:-1][counts > 0])
 
 
+def test_difference_bars_are_one_per_value_only_when_the_values_are_spread():
+    from ui.render_compare import difference_bins
+
+    # E2E exact match: A - B is -1, 0 or 1: a bar on each value, 0.8 wide
+    starts, ends, labels, cells = difference_bins(np.array([1.0, 0.0, 0.0, -1.0, 1.0]))
+    assert labels == ["-1", "+0", "+1"] and cells.tolist() == [2, 1, 1, 0, 2]
+    assert (ends - starts).tolist() == pytest.approx([0.8] * 3)
+    # two values 0.001 apart in a range of 1: a bar each would be a hairline, so 40 equal-width bins, as numpy counts
+    differences = np.array([0.0, 0.001, 0.5, 1.0, 1.0])
+    starts, ends, labels, cells = difference_bins(differences)
+    assert len(labels) == 40 and ends[-1] == 1.0
+    assert np.bincount(cells, minlength=40).tolist() == np.histogram(differences, bins=40)[0].tolist()
+
+
 def test_pair_scores_by_arrays_equal_the_per_query_rule():
     a = pd.Series([1.0, 0.5, 0.0, 2.0], index=["q1", "q2", "q3", "q4"])
     b = pd.Series([0.5, 0.5 + 1e-13, 1.0, 7.0], index=["q2", "q1", "q3", "q9"])

@@ -258,15 +258,18 @@ def paired_density_chart(pairs: pd.DataFrame, run_a: str, run_b: str, score: str
 
 
 def difference_bins(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
-    """Bars of the difference histogram: (starts, ends, labels, each difference's bar). One bar per distinct
-    difference when there are at most 2 x :data:`~ui.render_correlations.DENSITY_BINS` (centred on it, 0.8 of the
-    least gap wide, labelled by it), else that many equal-width bins over their range, each holding its start and
-    the last one its end too (as ``np.histogram``), labelled by their range."""
+    """Bars of the difference histogram: (starts, ends, labels, each difference's bar). With n =
+    2 x :data:`~ui.render_correlations.DENSITY_BINS`: one bar per distinct difference when there are at most n and
+    no two are closer than 1/n of their range (discrete scores; each bar centred on its value, 0.8 of the least gap
+    wide, labelled by it), else n equal-width bins over their range, each holding its start and the last one its
+    end too (as ``np.histogram``), labelled by their range."""
     distinct = np.unique(differences)
     if len(distinct) == 0:
         return np.array([]), np.array([]), [], np.array([], dtype=np.int64)
-    if len(distinct) <= 2 * DENSITY_BINS:
-        half = 0.4 * float(np.diff(distinct).min()) if len(distinct) > 1 else 0.05
+    gap = float(np.diff(distinct).min()) if len(distinct) > 1 else 0.0
+    if len(distinct) == 1 or (len(distinct) <= 2 * DENSITY_BINS
+                              and gap * 2 * DENSITY_BINS >= distinct[-1] - distinct[0] - 1e-12):
+        half = 0.4 * gap if len(distinct) > 1 else 0.05
         return (distinct - half, distinct + half, [f"{v:+.3g}" for v in distinct],
                 np.searchsorted(distinct, differences))
     edges = np.linspace(distinct[0], distinct[-1], 2 * DENSITY_BINS + 1)
