@@ -142,8 +142,9 @@ texts = loaders.load_question_texts(*key_a, [*([] if view.is_density(n) else com
 # Vega-Lite, not plotly: the page loads a sixth of plotly.js's browser code; both charts send only their own columns
 # (past SCATTER_MAX_POINTS queries, counted cells and bars rather than one row a query).
 scatter_column.vega_lite_chart(*view.paired_scatter_chart(comparison.pairs, texts, run_a, run_b, score),
-                               key="compare.scatter")
-histogram_column.vega_lite_chart(*view.difference_chart(comparison.pairs, score), key="compare.differences")
+                               height=view.CHART_HEIGHT, key="compare.scatter")
+histogram_column.vega_lite_chart(*view.difference_chart(comparison.pairs, score), height=view.CHART_HEIGHT,
+                                 key="compare.differences")
 st.caption(render.escape_markdown(
     (f"Left: how many shared queries have each pair of {score} values in A (x) and B (y) (past "
      f"{view.SCATTER_MAX_POINTS:,} queries a grid of counts replaces the points; the diagonal is A = B)"

@@ -150,8 +150,9 @@ def tests_view(comparison: Comparison) -> pd.DataFrame:
 
 #: Characters of a question in the scatter's tooltip (whitespace collapsed, longer ones cut with "…").
 TOOLTIP_CHARS = 120
-#: Height of both charts, in pixels.
-CHART_HEIGHT = 420
+#: Height of both charts, in pixels, titles and legends included (``st.vega_lite_chart(height=...)``: a height in
+#: the spec would be the plot's alone, and Streamlit's fitting would push the title out of view).
+CHART_HEIGHT = 460
 
 
 def short_question(text: Any, limit: int = TOOLTIP_CHARS) -> str:
@@ -198,7 +199,6 @@ def paired_scatter_chart(pairs: pd.DataFrame, texts: Mapping[str, str], run_a: s
     axis_y = {"field": "y", "type": "quantitative", "title": f"B: {run_b} (jittered)", "scale": {"zero": True}}
     spec = {
         "title": f"{score} per query: run A against run B",
-        "height": CHART_HEIGHT,
         "layer": [
             {"data": {"values": [{"x": low, "y": low}, {"x": high, "y": high}]},  # the diagonal A = B
              "mark": {"type": "line", "strokeDash": [6, 4], "color": theme.OUTCOME_COLOURS["tie"]},
@@ -237,7 +237,6 @@ def paired_density_chart(pairs: pd.DataFrame, run_a: str, run_b: str, score: str
     half = int(data["queries"].max()) / 2 if len(data) else 0
     spec = {
         "title": f"{score}: queries per (A, B) pair; diagonal A = B",
-        "height": CHART_HEIGHT,
         "encoding": {"x": x, "y": y},
         "layer": [
             {"mark": {"type": "rect"},
@@ -291,7 +290,6 @@ def difference_chart(pairs: pd.DataFrame, score: str) -> tuple[pd.DataFrame, dic
     axis_x = {"field": "start", "type": "quantitative", "bin": "binned", "title": f"{score}: A - B"}
     spec = {
         "title": f"Per-query difference of {score}, A - B",
-        "height": CHART_HEIGHT,
         "layer": [
             {"mark": {"type": "bar"},
              "encoding": {"x": axis_x, "x2": {"field": "end"},
