@@ -139,15 +139,19 @@ changed = changed_most(comparison.pairs, CHANGED_ROWS)
 # The questions the page shows: the scatter's hover (drawn points only; a grid of counts has none) and the table's.
 texts = loaders.load_question_texts(*key_a, [*([] if view.is_density(n) else comparison.pairs["query_id"]),
                                              *changed["query_id"]])
-scatter_column.plotly_chart(view.paired_scatter_figure(comparison.pairs, texts, run_a, run_b, score),
-                            key="compare.scatter")
-histogram_column.plotly_chart(view.difference_figure(comparison.pairs, score), key="compare.differences")
+# Vega-Lite, not plotly: the page loads a sixth of plotly.js's browser code; both charts send only their own columns
+# (past SCATTER_MAX_POINTS queries, counted cells and bars rather than one row a query).
+scatter_column.vega_lite_chart(*view.paired_scatter_chart(comparison.pairs, texts, run_a, run_b, score),
+                               height=view.CHART_HEIGHT, key="compare.scatter")
+histogram_column.vega_lite_chart(*view.difference_chart(comparison.pairs, score), height=view.CHART_HEIGHT,
+                                 key="compare.differences")
 st.caption(render.escape_markdown(
     (f"Left: how many shared queries have each pair of {score} values in A (x) and B (y) (past "
      f"{view.SCATTER_MAX_POINTS:,} queries a grid of counts replaces the points; the diagonal is A = B)"
      if view.is_density(n) else
      f"Left: {score} of each shared query in A (x) and B (y), jittered so equal values stay visible (hover for the "
-     f"exact values)") + "; right: the distribution of A - B. Green: A better, grey: tie, red: B better.") + " " + both)
+     f"exact values; both axes include 0)") + "; right: the distribution of A - B (the dashed line is 0). Green: A "
+    "better, grey: tie, red: B better.") + " " + both)
 
 st.subheader("Queries that changed most")
 if changed.empty:

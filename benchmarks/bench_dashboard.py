@@ -80,17 +80,17 @@ class Page:
 CONTENT = ('[data-testid="stDataFrame"], [data-testid="stPlotlyChart"], [data-testid="stVegaLiteChart"], '
            '[data-testid="stMetric"]')
 NOTICE = '[data-testid="stAlert"], [data-testid="stFileUploader"], [data-testid="stForm"]'
-#: A chart once drawn: a Vega-Lite chart's canvas or svg (the element itself shows before the chart code has
-#: loaded), or a plotly chart (as pages drew them before Vega-Lite, so that ``--before`` can time an older checkout).
-CHART = ('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg, '
-         '[data-testid="stPlotlyChart"]')
+#: A chart once drawn: a Vega-Lite chart's marks (the element itself shows before the chart code has loaded;
+#: Streamlit draws svg, a canvas past 2,000 rows), or a plotly chart (as pages drew them before Vega-Lite, so that
+#: ``--before`` can time an older checkout).
+CHART = '[data-testid="stVegaLiteChart"] .marks, [data-testid="stPlotlyChart"]'  # .marks: Vega's svg or canvas
 PAGES = (
     Page("Home", "", CONTENT),
     Page("Query inspector", "Query_inspector", '[data-testid="stText"], [data-testid="stExpander"], ' + CONTENT),
     Page("LLM-retEval", "LLM_retEval", CONTENT + ", " + NOTICE),
     Page("Failure cases", "Failure_cases", CONTENT + ", " + NOTICE),
     Page("Correlations", "Correlations", CHART),
-    Page("Compare runs", "Compare_runs", '[data-testid="stPlotlyChart"]'),
+    Page("Compare runs", "Compare_runs", CHART),
     Page("Annotate", "Annotate", '[data-testid="stButton"], [data-testid="stRadio"], ' + CONTENT + ", " + NOTICE),
     Page("Citations", "Citations", CONTENT + ", " + NOTICE),
     Page("Agents", "Agents_IUM", CONTENT + ", " + NOTICE),

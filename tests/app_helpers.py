@@ -7,11 +7,6 @@ import json
 import pandas as pd
 
 
-def chart_specs(app) -> list[dict]:
-    """The plotly figure specs of the page, in page order."""
-    return [json.loads(chart.proto.spec) for chart in app.get("plotly_chart")]
-
-
 def vega_charts(app) -> list[tuple[dict, pd.DataFrame]]:
     """The Vega-Lite charts of the page in page order, each as (spec, its data): the spec as JSON and the rows the
     browser gets (Arrow IPC, an empty frame when the spec holds its data inline)."""

@@ -5,7 +5,6 @@ own functions, or restated from the fixture's construction (cited where used).""
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import html
 import os
@@ -458,13 +457,6 @@ def marked_query(reader: RunReader) -> str:
 
 def correlation_tables(app):
     return [df.value for df in app.dataframe if df.value.index.name == "Measure"]
-
-
-def plotly_array(value) -> list:
-    """A plotly JSON array: a plain list, or the typed-array form ``{"dtype", "bdata"}`` plotly 6+ writes."""
-    if isinstance(value, dict):
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"])).tolist()
-    return list(value)
 
 
 def test_reteval_fixture_run_has_what_the_pages_show(reteval_run):

@@ -17,7 +17,7 @@ from scipy import stats
 from rageval.report import correlation_table_at_k
 from rageval.stats.correlation import DEFAULT_RESAMPLES, kendall_tau_b
 from rageval.store import RunReader, write_run
-from tests.app_helpers import captions, chart_specs, frame_with, use_shipped_runs, vega_charts
+from tests.app_helpers import captions, frame_with, use_shipped_runs, vega_charts
 from tests.run_fixtures import MEASURES, K, build_small_run, make_small_run
 from tests.test_app import MARKUP, SHIPPED_PATHS, link_walk, marked_query, reteval_run_file, start
 from tests.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
@@ -337,9 +337,25 @@ def paired_tests_table(app) -> pd.DataFrame:
     return frame_with(app, "p-value (two-sided)").set_index("Test")["p-value (two-sided)"]
 
 
-def outcome_traces(app) -> dict[str, dict]:
-    spec = next(s for s in chart_specs(app) if s["layout"]["title"]["text"].endswith("run A against run B"))
-    return {t["name"].split(" (")[0]: t for t in spec["data"] if t.get("mode") == "markers"}
+def compare_charts(app) -> tuple[tuple[dict, pd.DataFrame], tuple[dict, pd.DataFrame]]:
+    """The compare page's two Vega-Lite charts, each as (spec, the rows the browser gets): the A-against-B scatter
+    (or its grid of counts) and the histogram of A - B."""
+    charts = vega_charts(app)
+    assert len(charts) == 2 and not app.get("plotly_chart")  # the page loads no plotly.js
+    scatter_chart = next(c for c in charts if "run A against run B" in c[0]["title"] or "(A, B) pair" in c[0]["title"])
+    histogram = next(c for c in charts if c[0]["title"].startswith("Per-query difference of"))
+    return scatter_chart, histogram
+
+
+def histogram_counts(histogram: pd.DataFrame) -> dict[str, int]:
+    """Queries per outcome in the difference histogram's bars."""
+    return {o: int(n) for o, n in histogram.groupby("outcome")["queries"].sum().items()}
+
+
+def outcome_scale(spec: dict) -> dict[str, str]:
+    """Outcome -> colour of a compare chart's colour channel (its point or bar layer)."""
+    colour = next(layer["encoding"]["color"] for layer in spec["layer"] if "color" in layer.get("encoding", {}))
+    return dict(zip(colour["scale"]["domain"], colour["scale"]["range"]))
 
 
 def test_compare_fixture_runs_wins_ties_losses_and_tests(pair_env):
@@ -360,10 +376,30 @@ def test_compare_fixture_runs_wins_ties_losses_and_tests(pair_env):
     assert p_values["Paired randomization test (mean difference)"] == pytest.approx(
         brute_force_p(a[shared] - b[shared]))
 
-    traces = outcome_traces(app)
-    assert {o: len(t["customdata"]) for o, t in traces.items()} == {"A better": 1, "tie": 1, "B better": 2}
-    assert {o: t["marker"]["color"] for o, t in traces.items()} == theme.OUTCOME_COLOURS
-    assert traces["B better"]["customdata"][0][0] == "nq:3" and traces["A better"]["customdata"][0][0] == "nq:1"
+    (scatter_spec, points), (histogram_spec, bars) = compare_charts(app)
+    # One point per shared query with its exact scores as read from the files, coloured by outcome (ui.theme).
+    assert sorted(points["query_id"]) == sorted(shared)
+    assert points.set_index("query_id")["a"].to_dict() == pytest.approx(a[shared].to_dict())
+    assert points.set_index("query_id")["b"].to_dict() == pytest.approx(b[shared].to_dict())
+    assert points.groupby("outcome").size().to_dict() == {"A better": 1, "tie": 1, "B better": 2}
+    assert points.set_index("query_id").loc[["nq:1", "nq:3"], "outcome"].tolist() == ["A better", "B better"]
+    assert outcome_scale(scatter_spec) == outcome_scale(histogram_spec) == theme.OUTCOME_COLOURS
+    # jittered so equal values stay apart, never by as much as the least gap between values (1/4 - 1/5)
+    assert (points["x"] - points["a"]).abs().max() < 0.05 / 4 + 1e-12
+    with RunReader(pair_env / f"{RUN_A}.sqlite") as reader:
+        questions = reader.query_table().set_index("query_id")["text"]
+    assert points.set_index("query_id")["question"].to_dict() == {q: questions[q] for q in shared}
+    tooltip = next(layer["encoding"]["tooltip"] for layer in scatter_spec["layer"] if "tooltip" in layer["encoding"])
+    assert [t["field"] for t in tooltip][:2] == ["query_id", "question"]
+    diagonal = next(layer for layer in scatter_spec["layer"] if layer["mark"]["type"] == "line")["data"]["values"]
+    assert diagonal == [{"x": 0.2, "y": 0.2}, {"x": 1.0, "y": 1.0}]  # A = B over the values' range
+    assert scatter_spec["title"] == f"gold RR@{K} per query: run A against run B"
+    # The histogram: one bar per distinct difference (+0.25, 0, -0.25, -0.8), counted by outcome.
+    assert histogram_counts(bars) == {"A better": 1, "tie": 1, "B better": 2}
+    assert dict(zip(bars["difference"], bars["queries"])) == {"+0.25": 1, "+0": 1, "-0.25": 1, "-0.8": 1}
+    centres = dict(zip(bars["difference"], (bars["start"] + bars["end"]) / 2))
+    assert centres == pytest.approx({"+0.25": 0.25, "+0": 0.0, "-0.25": -0.25, "-0.8": -0.8})
+    assert (bars["end"] - bars["start"]).round(9).unique().tolist() == [0.2]  # 0.8 of the least gap, 0.25
 
     changed = frame_with(app, "Inspect in B")
     # Largest |A - B| first (nq:4: 0.8), equal sizes in A's order (nq:1, nq:3: 0.25); the tie nq:2 is left out.
@@ -453,6 +489,22 @@ def test_compare_shipped_runs(run_a, run_b, method, measure, monkeypatch):
     expected_sign = stats.binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
     assert p_values["Sign test (exact binomial)"] == pytest.approx(expected_sign)
     assert ("McNemar's test (exact, binary scores)" in p_values.index) == (method == "e2e")
+
+    # The charts hold what the metrics and the changed-most table say: every shared query's scores, as read from
+    # the files, and bars that count each outcome as the metrics do.
+    (_, points), (_, bars) = compare_charts(app)
+    drawn = points.set_index("query_id")
+    assert sorted(drawn.index) == sorted(shared)
+    assert drawn["a"].to_dict() == pytest.approx(a[shared].to_dict())
+    assert drawn["difference"].to_dict() == pytest.approx(difference.to_dict())
+    counts = {"A better": shown["A better"], "tie": shown["Ties"], "B better": shown["B better"]}
+    assert histogram_counts(bars) == {o: int(n) for o, n in counts.items() if int(n)}
+    if wins + losses == 0:  # every query tied: no changed-most table
+        assert app.info[0].value.startswith(escape_markdown("No query changed"))
+        return
+    changed = frame_with(app, "Inspect in B").set_index("Query")
+    assert changed["A - B"].to_dict() == pytest.approx(drawn.loc[changed.index, "difference"].to_dict())
+    assert changed["Outcome"].to_dict() == drawn.loc[changed.index, "outcome"].to_dict()
 
 
 def test_compare_shipped_runs_over_different_questions_explains(monkeypatch):

@@ -1,5 +1,5 @@
 """Names from the data in a Vega-Lite chart show literally in Chromium: the charts take names as they are (no HTML
-escaping, unlike plotly's, ``ui/plot_text.py``), because Vega draws axis labels and legends as SVG text and its
+escaping), because Vega draws axis labels and legends as SVG text and its
 tooltip escapes what it puts in its table. The Agents page on a hand-made IUM run (``tests/test_app_attribution_ium``)
 whose agent ``nq/a/em`` is renamed ``<b>x</b>``: the personalisation heatmap's axis label, and the tooltip of its
 cell, read ``<b>x</b> ↔ nq/b/f1`` with no bold element.

@@ -1,14 +1,13 @@
-"""Names from users' data never reach plotly as markup: plotly renders ``<a href>`` (a live link), ``<span style>``
-and other tags in titles, legends, axis and tick labels and hover labels. Every plotly figure builder of the
-dashboard is given run, method, annotator, agent, query and measure names holding tags, and its figure JSON must
-hold them only escaped. The Vega-Lite charts draw every label and tooltip as text (no HTML): they are given the names
-as they are, and the Annotate page, opened with ``?annotator=<a href=...>``, puts the name in its kappa chart's
-title unchanged (tests/test_browser_vega_text.py checks in Chromium that such a name shows literally)."""
+"""Names from users' data go into every chart as they are, and are shown as text. Every chart is Vega-Lite, which
+draws titles, axis labels, legends and tooltips as text, never HTML (tests/test_browser_vega_text.py and
+tests/test_browser_compare.py check in Chromium that ``<b>``/``<img onerror>`` in a name or question shows
+literally): an escaped name would show ``&lt;``. Every chart builder is given run, method, annotator, agent, query
+and measure names holding tags, and must keep them unchanged; the Annotate page, opened with
+``?annotator=<a href=...>``, puts the name in its kappa chart's title unchanged."""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 
 import pandas as pd
 import pytest
@@ -17,43 +16,18 @@ from rageval.compare import OUTCOMES
 from tests.app_helpers import vega_charts
 from tests.run_fixtures import make_small_run
 from ui import render_annotate, render_compare, render_correlations, render_failures, render_ium
-from ui.plot_text import plot_text, plotly_text
 
 LINK = '<a href="http://example.invalid/x">click</a>'
 STYLED = '<span style="font-size:80px">big</span>'
 HOSTILE = f"{LINK}{STYLED}"
-ESCAPED = plot_text(HOSTILE)
 
 
-def strings(value) -> Iterator[str]:
-    """Every string in a figure's JSON (layout, traces, their data), however deep."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from strings(key)
-            yield from strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from strings(item)
+def test_a_tooltip_question_is_flattened_and_cut_but_not_escaped():
+    assert render_correlations.tooltip_text("a  long\nquestion <i>x</i>", limit=12) == "a long ques…"
+    assert render_correlations.tooltip_text(f" {LINK} ") == LINK
 
 
-def assert_no_markup(figure_json) -> None:
-    found = [s for s in strings(figure_json) if "<a" in s or "<span" in s]
-    assert not found, found
-    assert any(ESCAPED in s or plot_text(LINK) in s for s in strings(figure_json)), "the names are not shown at all"
-
-
-def test_plot_text_escapes_markup_and_keeps_the_rest():
-    assert plot_text(LINK) == '&lt;a href="http://example.invalid/x"&gt;click&lt;/a&gt;'
-    assert plot_text("R&D <b>") == "R&amp;D &lt;b&gt;"
-    assert plot_text("erag:em@gemma-3-270m") == "erag:em@gemma-3-270m"
-    assert plotly_text("a  long\nquestion <i>x</i>", limit=12) == "a long ques…"
-
-
-def test_every_figure_builder_escapes_names_from_the_data():
-    figures = []
-    # The correlation charts are Vega-Lite: names and questions go in as they are.
+def test_every_chart_builder_takes_names_from_the_data_as_they_are():
     points = pd.DataFrame({"query_id": [HOSTILE, "q2"], "question": [STYLED, "fine"], "value": [1.0, 0.0],
                            "e2e": [1.0, 0.0]})
     data, spec = render_correlations.scatter_chart(points, HOSTILE, HOSTILE, 3, HOSTILE)
@@ -66,17 +40,17 @@ def test_every_figure_builder_escapes_names_from_the_data():
 
     pairs = pd.DataFrame({"query_id": [HOSTILE, "q2", "q3"], "a": [1.0, 0.0, 0.5], "b": [0.0, 1.0, 0.5],
                           "difference": [1.0, -1.0, 0.0], "outcome": list(OUTCOMES)})
-    figures.append(render_compare.paired_scatter_figure(pairs, {HOSTILE: STYLED}, HOSTILE, LINK, HOSTILE))
-    figures.append(render_compare.difference_figure(pairs, HOSTILE))
+    points, scatter_spec = render_compare.paired_scatter_chart(pairs, {HOSTILE: STYLED}, HOSTILE, LINK, HOSTILE)
+    assert points["query_id"].tolist()[0] == HOSTILE and points["question"].tolist()[0] == STYLED
+    assert scatter_spec["title"].startswith(HOSTILE)
+    axes = {layer["encoding"]["x"]["title"] for layer in scatter_spec["layer"]}
+    assert axes == {f"A: {HOSTILE} (jittered)"}
+    _, histogram_spec = render_compare.difference_chart(pairs, HOSTILE)
+    assert histogram_spec["title"] == f"Per-query difference of {HOSTILE}, A - B"
 
-    # The failure counts are a Vega-Lite chart, which draws every label and tooltip as text (no HTML): names go in
-    # as they are, so the reader sees exactly the run's name.
     cases = pd.DataFrame({"run": [HOSTILE, "other"], "k": [1, 5], "category": ["A", "C"], "query_id": ["q1", "q2"]})
     data, spec = render_failures.count_chart(cases, judge_label=HOSTILE)
     assert HOSTILE in data["run"].tolist() and spec["title"].endswith(f"(judge: {HOSTILE})")
-
-    for figure in figures:
-        assert_no_markup(figure.to_plotly_json())
 
 
 def test_vega_lite_charts_take_names_as_they_are():

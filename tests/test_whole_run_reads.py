@@ -151,20 +151,52 @@ def test_density_grid_counts_every_query_once():
     assert x_labels == y_labels == ["0", "0.5", "1"]  # same cells on both axes: the diagonal is A = B
 
 
-def test_compare_density_figures_keep_the_counts():
-    from ui.render_compare import difference_figure, paired_scatter_figure
+def test_compare_charts_past_the_point_limit_send_counts_not_queries():
+    from ui.render_compare import SCATTER_MAX_POINTS, difference_chart, grid_axis, paired_scatter_chart
 
     rng = np.random.default_rng(1)
     n = 7_000
-    a, b = pd.Series(rng.integers(0, 2, n).astype(float)), pd.Series(rng.integers(0, 2, n).astype(float))
-    a.index = b.index = [f"q{i}" for i in range(n)]
-    pairs = compare.pair_scores(a, b)[0]
-    assert sum(c or 0 for row in paired_scatter_figure(pairs, {}, "A", "B", "EM").data[0].z for c in row) == n
-    bars = difference_figure(pairs, "EM").data
-    by_outcome = pairs["outcome"].value_counts()
-    for bar in bars:
-        outcome = bar.name.rsplit(" (", 1)[0]
-        assert sum(bar.y) == by_outcome.get(outcome, 0)
+    assert n > SCATTER_MAX_POINTS
+    for a_values, b_values in ((rng.integers(0, 2, n), rng.integers(0, 2, n)), (rng.random(n), rng.random(n))):
+        a, b = pd.Series(a_values.astype(float)), pd.Series(b_values.astype(float))
+        a.index = b.index = [f"q{i}" for i in range(n)]
+        pairs = compare.pair_scores(a, b)[0]
+        cells, spec = paired_scatter_chart(pairs, {}, "A", "B", "EM")
+        # a grid of counts: no query id, no question, no per-query row reaches the browser
+        assert set(cells.columns) == {"a_cell", "b_cell", "queries", "tie_cell"} and len(cells) <= 20 * 20
+        assert "(A, B) pair" in spec["title"] and cells["queries"].sum() == n
+        # the counts are the crosstab of the pairs' cells (both axes on the cells of A and B together)
+        levels = np.concatenate([a.to_numpy(), b.to_numpy()])
+        expected = pd.crosstab(grid_axis(pairs["a"], levels)[0], grid_axis(pairs["b"], levels)[0]).stack()
+        labels = grid_axis(pairs["a"], levels)[1]
+        assert {(labels[i], labels[j]): int(c) for (i, j), c in expected.items() if c} == {
+            (row.a_cell, row.b_cell): row.queries for row in cells.itertuples()}
+        assert cells["tie_cell"].tolist() == (cells["a_cell"] == cells["b_cell"]).tolist()
+
+        bars, _ = difference_chart(pairs, "EM")
+        assert len(bars) <= 3 * 40 and "query_id" not in bars.columns
+        by_outcome = pairs["outcome"].value_counts()
+        assert bars.groupby("outcome")["queries"].sum().to_dict() == by_outcome.to_dict()
+        if bars["difference"].nunique() > 3:  # continuous scores: 40 equal-width bins, as np.histogram counts them
+            edges = np.linspace(pairs["difference"].min(), pairs["difference"].max(), 41)
+            counts = np.histogram(pairs["difference"], bins=edges)[0]
+            per_bin = bars.groupby("start")["queries"].sum()
+            assert per_bin.tolist() == counts[counts > 0].tolist()
+            assert per_bin.index.to_numpy() == pytest.approx(edges[:-1][counts > 0])
+
+
+def test_difference_bars_are_one_per_value_only_when_the_values_are_spread():
+    from ui.render_compare import difference_bins
+
+    # E2E exact match: A - B is -1, 0 or 1: a bar on each value, 0.8 wide
+    starts, ends, labels, cells = difference_bins(np.array([1.0, 0.0, 0.0, -1.0, 1.0]))
+    assert labels == ["-1", "+0", "+1"] and cells.tolist() == [2, 1, 1, 0, 2]
+    assert (ends - starts).tolist() == pytest.approx([0.8] * 3)
+    # two values 0.001 apart in a range of 1: a bar each would be a hairline, so 40 equal-width bins, as numpy counts
+    differences = np.array([0.0, 0.001, 0.5, 1.0, 1.0])
+    starts, ends, labels, cells = difference_bins(differences)
+    assert len(labels) == 40 and ends[-1] == 1.0
+    assert np.bincount(cells, minlength=40).tolist() == np.histogram(differences, bins=40)[0].tolist()
 
 
 def test_pair_scores_by_arrays_equal_the_per_query_rule():

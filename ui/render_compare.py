@@ -1,14 +1,17 @@
 """Views of the compare-runs page (``app_pages/6_Compare_runs.py``): run A against run B on one per-query score.
 
-Pure functions from :class:`rageval.compare.Comparison` and the runs' settings to display tables and plotly
-figures; outcome colours from :data:`ui.theme.OUTCOME_COLOURS`. Question text and names reach plotly only through
-:mod:`ui.plot_text` (escaped) and tables only through ``st.dataframe``.
+Pure functions from :class:`rageval.compare.Comparison` and the runs' settings to display tables and Vega-Lite
+charts (``(data, spec)`` for ``st.vega_lite_chart``; outcome colours from :data:`ui.theme.OUTCOME_COLOURS`). Vega-Lite
+draws every label and tooltip as text, so question text and names go into the charts unescaped; tables show them
+through ``st.dataframe``.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -16,14 +19,14 @@ import pandas as pd
 from rageval.compare import E2E_METHOD, OUTCOMES, Comparison, e2e_k
 from rageval.report import measure_family, measure_sort_key
 from ui import render, theme
-from ui.plot_text import plot_text, plotly_text
 from ui.render_correlations import (  # noqa: F401 (SCATTER_MAX_POINTS: re-exported for the page)
     DENSITY_BINS,
     SCATTER_MAX_POINTS,
-    density_trace,
     e2e_metric_name,
+    grid_axis,
     is_density,
     jitter,
+    tooltip_text,
 )
 from ui.render_inspector import inspect_links
 
@@ -146,88 +149,153 @@ def tests_view(comparison: Comparison) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Test", "Counts", "p-value (two-sided)"])
 
 
-def _hover(pairs: pd.DataFrame, texts: Mapping[str, str]) -> list[list]:
-    return [[plot_text(q), plotly_text(texts.get(q, "")), float(a), float(b), float(d)]
-            for q, a, b, d in zip(pairs["query_id"], pairs["a"], pairs["b"], pairs["difference"])]
+#: Height of both charts, in pixels, titles and legends included (``st.vega_lite_chart(height=...)``: a height in
+#: the spec would be the plot's alone, and Streamlit's fitting would push the title out of view).
+CHART_HEIGHT = 460
 
 
-_HOVER = ("query %{customdata[0]}<br>%{customdata[1]}<br>A = %{customdata[2]:.3f} · B = %{customdata[3]:.3f}"
-          " · A - B = %{customdata[4]:+.3f}<extra>%{fullData.name}</extra>")
+def _outcome_colour(counts: Mapping[str, int]) -> dict:
+    """The colour channel of both charts: the fixed outcome colours (ui.theme), the legend naming each outcome with
+    its number of queries (``tie (12)``)."""
+    label = "datum.label"
+    for outcome in reversed(OUTCOMES):  # a chain of conditionals over the three fixed outcome names
+        label = (f"datum.label === {json.dumps(outcome)} ? {json.dumps(f'{outcome} ({counts.get(outcome, 0):,})')}"
+                 f" : ({label})")
+    return {"field": "outcome", "type": "nominal", "title": "outcome",
+            "scale": {"domain": list(OUTCOMES), "range": [theme.OUTCOME_COLOURS[o] for o in OUTCOMES]},
+            "legend": {"labelExpr": label, "orient": "bottom"}}
 
 
-def paired_scatter_figure(pairs: pd.DataFrame, texts: Mapping[str, str], run_a: str, run_b: str, score: str):
+def _outcome_counts(pairs: pd.DataFrame) -> dict[str, int]:
+    return {o: int(n) for o, n in pairs["outcome"].value_counts().items()}
+
+
+def paired_scatter_chart(pairs: pd.DataFrame, texts: Mapping[str, str], run_a: str, run_b: str, score: str
+                         ) -> tuple[pd.DataFrame, dict]:
     """A against B, one point per shared query (jittered: scores are often discrete), coloured by outcome, with
-    the diagonal of ties; hover shows the query, its question and the exact values."""
-    import plotly.graph_objects as go
-
+    the dashed diagonal of ties; the tooltip shows the query, its (shortened) question and the exact values. As
+    ``(data, Vega-Lite spec)`` for ``st.vega_lite_chart`` (Vega-Lite rather than plotly: a sixth of plotly.js's
+    browser code). Both axes include 0 (``zero``). Past :data:`~ui.render_correlations.SCATTER_MAX_POINTS`
+    queries, :func:`paired_density_chart` instead. Names go in as they are: Vega-Lite draws text as text."""
     if is_density(len(pairs)):
-        return paired_density_figure(pairs, run_a, run_b, score)
-    run_a, run_b, score = plot_text(run_a), plot_text(run_b), plot_text(score)
-    figure = go.Figure()
-    x, y = jitter(pairs["a"], 0), jitter(pairs["b"], 1)
-    values = pd.concat([pairs["a"], pairs["b"]])
+        return paired_density_chart(pairs, run_a, run_b, score)
+    data = pd.DataFrame({
+        "query_id": pairs["query_id"].astype(str).to_numpy(),
+        "question": [tooltip_text(texts.get(q, "")) for q in pairs["query_id"]],
+        "a": pairs["a"].to_numpy(float), "b": pairs["b"].to_numpy(float),
+        "difference": pairs["difference"].to_numpy(float), "outcome": pairs["outcome"].to_numpy(),
+        "x": jitter(pairs["a"], 0), "y": jitter(pairs["b"], 1)})
+    values = np.concatenate([data["a"].to_numpy(), data["b"].to_numpy()])
     low, high = (float(values.min()), float(values.max())) if len(values) else (0.0, 1.0)
-    figure.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="A = B",
-                                line={"color": theme.OUTCOME_COLOURS["tie"], "dash": "dash"}, hoverinfo="skip"))
+    axis_x = {"field": "x", "type": "quantitative", "title": f"A: {run_a} (jittered)", "scale": {"zero": True}}
+    axis_y = {"field": "y", "type": "quantitative", "title": f"B: {run_b} (jittered)", "scale": {"zero": True}}
+    spec = {
+        "title": f"{score} per query: run A against run B",
+        "layer": [
+            {"data": {"values": [{"x": low, "y": low}, {"x": high, "y": high}]},  # the diagonal A = B
+             "mark": {"type": "line", "strokeDash": [6, 4], "color": theme.OUTCOME_COLOURS["tie"]},
+             "encoding": {"x": axis_x, "y": axis_y}},
+            {"mark": {"type": "circle", "size": 60, "opacity": 0.7},
+             "encoding": {
+                 "x": axis_x, "y": axis_y, "color": _outcome_colour(_outcome_counts(pairs)),
+                 "tooltip": [{"field": "query_id", "title": "query"}, {"field": "question"},
+                             {"field": "a", "type": "quantitative", "title": "A", "format": ".3f"},
+                             {"field": "b", "type": "quantitative", "title": "B", "format": ".3f"},
+                             {"field": "difference", "type": "quantitative", "title": "A - B", "format": "+.3f"},
+                             {"field": "outcome"}]}},
+        ],
+    }
+    return data, spec
+
+
+def paired_density_chart(pairs: pd.DataFrame, run_a: str, run_b: str, score: str) -> tuple[pd.DataFrame, dict]:
+    """:func:`paired_scatter_chart` for more than :data:`~ui.render_correlations.SCATTER_MAX_POINTS` shared
+    queries: a grid of how many queries have each (A, B) pair of values (the cells counted here: only the non-empty
+    cells reach the browser, no per-query mark or tooltip), both axes on the same cells
+    (:func:`~ui.render_correlations.grid_axis`), so the diagonal (outlined) holds the ties, the cells above it B
+    better, below it A better. As ``(data, Vega-Lite spec)``."""
+    a, b = pairs["a"].to_numpy(float), pairs["b"].to_numpy(float)
+    levels = cast("Sequence[float]", np.concatenate([a, b]))  # grid_axis takes any array-like
+    a_codes, labels = grid_axis(a, levels)
+    b_codes, _ = grid_axis(b, levels)
+    counts = np.zeros((len(labels), len(labels)), dtype=np.int64)
+    np.add.at(counts, (a_codes, b_codes), 1)
+    a_cells, b_cells = np.nonzero(counts)
+    data = pd.DataFrame({"a_cell": [labels[i] for i in a_cells], "b_cell": [labels[j] for j in b_cells],
+                         "queries": counts[a_cells, b_cells], "tie_cell": a_cells == b_cells})
+    x = {"field": "a_cell", "type": "ordinal", "sort": labels, "title": f"A: {run_a}", "scale": {"domain": labels}}
+    y = {"field": "b_cell", "type": "ordinal", "sort": labels[::-1], "title": f"B: {run_b}",
+         "scale": {"domain": labels[::-1]}}  # B grows upwards, as on a scatter
+    half = int(data["queries"].max()) / 2 if len(data) else 0
+    spec = {
+        "title": f"{score}: queries per (A, B) pair; diagonal A = B",
+        "encoding": {"x": x, "y": y},
+        "layer": [
+            {"mark": {"type": "rect"},
+             "encoding": {"color": {"field": "queries", "type": "quantitative", "title": "queries",
+                                    "scale": {"scheme": "blues"}},
+                          "tooltip": [{"field": "a_cell", "title": "A"}, {"field": "b_cell", "title": "B"},
+                                      {"field": "queries", "type": "quantitative", "format": ","}]}},
+            {"transform": [{"filter": "datum.tie_cell"}],
+             "mark": {"type": "rect", "fillOpacity": 0, "stroke": theme.OUTCOME_COLOURS["tie"], "strokeWidth": 2}},
+            {"mark": {"type": "text", "fontSize": 10},
+             "encoding": {"text": {"field": "queries", "type": "quantitative", "format": ","},
+                          # dark digits on the light cells, white ones on the dark cells: readable on both themes
+                          "color": {"condition": {"test": f"datum.queries > {half}", "value": "#ffffff"},
+                                    "value": "#000000"}}},
+        ],
+    }
+    return data, spec
+
+
+def difference_bins(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """Bars of the difference histogram: (starts, ends, labels, each difference's bar). With n =
+    2 x :data:`~ui.render_correlations.DENSITY_BINS`: one bar per distinct difference when there are at most n and
+    no two are closer than 1/n of their range (discrete scores; each bar centred on its value, 0.8 of the least gap
+    wide, labelled by it), else n equal-width bins over their range, each holding its start and the last one its
+    end too (as ``np.histogram``), labelled by their range."""
+    distinct = np.unique(differences)
+    if len(distinct) == 0:
+        return np.array([]), np.array([]), [], np.array([], dtype=np.int64)
+    gap = float(np.diff(distinct).min()) if len(distinct) > 1 else 0.0
+    if len(distinct) == 1 or (len(distinct) <= 2 * DENSITY_BINS
+                              and gap * 2 * DENSITY_BINS >= distinct[-1] - distinct[0] - 1e-12):
+        half = 0.4 * gap if len(distinct) > 1 else 0.05
+        return (distinct - half, distinct + half, [f"{v:+.3g}" for v in distinct],
+                np.searchsorted(distinct, differences))
+    edges = np.linspace(distinct[0], distinct[-1], 2 * DENSITY_BINS + 1)
+    cells = np.clip(np.searchsorted(edges, differences, side="right") - 1, 0, 2 * DENSITY_BINS - 1)
+    return edges[:-1], edges[1:], [f"{s:+.3f} to {e:+.3f}" for s, e in itertools.pairwise(edges)], cells
+
+
+def difference_chart(pairs: pd.DataFrame, score: str) -> tuple[pd.DataFrame, dict]:
+    """Histogram of the per-query differences A - B, stacked by outcome, with a dashed line at 0 (no difference).
+    The bars are counted here (:func:`difference_bins`): at most 3 x 40 rows reach the browser whatever the number
+    of queries. As ``(data, Vega-Lite spec)``; the count axis starts at 0."""
+    starts, ends, labels, cells = difference_bins(pairs["difference"].to_numpy(float))
+    rows = []
     for outcome in OUTCOMES:
-        chosen = (pairs["outcome"] == outcome).to_numpy()
-        figure.add_trace(go.Scatter(
-            x=x[chosen].tolist(), y=y[chosen].tolist(), mode="markers", name=f"{outcome} ({int(chosen.sum())})",
-            marker={"color": theme.OUTCOME_COLOURS[outcome], "size": 8, "opacity": 0.7},
-            customdata=_hover(pairs[chosen], texts), hovertemplate=_HOVER))
-    figure.update_layout(title={"text": f"{score} per query: run A against run B"},
-                         xaxis_title=f"A: {run_a} (jittered)", yaxis_title=f"B: {run_b} (jittered)", height=460,
-                         legend={"title": {"text": "outcome"}})
-    return figure
-
-
-def paired_density_figure(pairs: pd.DataFrame, run_a: str, run_b: str, score: str):
-    """:func:`paired_scatter_figure` for more than :data:`~ui.render_correlations.SCATTER_MAX_POINTS` shared
-    queries: a heatmap of how many queries have each (A, B) pair of values, both axes on the same cells, so the
-    diagonal holds the ties, cells above it B better, below it A better."""
-    import plotly.graph_objects as go
-
-    figure = go.Figure(density_trace(pairs["a"], pairs["b"], f"A: {run_a}", f"B: {run_b}", shared_levels=True))
-    figure.update_layout(title={"text": f"{plot_text(score)}: queries per (A, B) pair; diagonal A = B"},
-                         xaxis_title=f"A: {plot_text(run_a)}", yaxis_title=f"B: {plot_text(run_b)}", height=460,
-                         xaxis={"type": "category"}, yaxis={"type": "category"})
-    return figure
-
-
-def difference_figure(pairs: pd.DataFrame, score: str):
-    """Histogram of the per-query differences A - B, stacked by outcome (past
-    :data:`~ui.render_correlations.SCATTER_MAX_POINTS` queries, binned here and drawn as bars: the same histogram
-    without sending every difference to the browser)."""
-    import plotly.graph_objects as go
-
-    score = plot_text(score)
-    figure = go.Figure()
-    if is_density(len(pairs)):
-        differences = pairs["difference"].to_numpy(float)
-        distinct = np.unique(differences)
-        edges = (np.concatenate([distinct - 1e-9, [distinct[-1] + 1e-9]]) if len(distinct) <= 2 * DENSITY_BINS
-                 else np.linspace(distinct[0], distinct[-1], 2 * DENSITY_BINS + 1))
-        centres = distinct if len(distinct) <= 2 * DENSITY_BINS else (edges[:-1] + edges[1:]) / 2
-        for outcome in OUTCOMES:
-            chosen = (pairs["outcome"] == outcome).to_numpy()
-            counts, _ = np.histogram(differences[chosen], bins=edges)
-            figure.add_trace(go.Bar(x=centres.round(4).tolist(), y=counts.tolist(),
-                                    name=f"{outcome} ({int(chosen.sum())})",
-                                    marker={"color": theme.OUTCOME_COLOURS[outcome]},
-                                    hovertemplate="A - B near %{x}: %{y} queries<extra>%{fullData.name}</extra>"))
-        figure.update_layout(title={"text": f"Per-query difference of {score}, A - B"}, barmode="stack",
-                             xaxis_title=f"{score}: A - B", yaxis_title="queries", height=460,
-                             legend={"title": {"text": "outcome"}})
-        return figure
-    for outcome in OUTCOMES:
-        chosen = pairs[pairs["outcome"] == outcome]
-        figure.add_trace(go.Histogram(x=chosen["difference"].tolist(), name=f"{outcome} ({len(chosen)})",
-                                      marker={"color": theme.OUTCOME_COLOURS[outcome]},
-                                      hovertemplate="A - B in %{x}: %{y} queries<extra>%{fullData.name}</extra>"))
-    figure.update_layout(title={"text": f"Per-query difference of {score}, A - B"}, barmode="stack",
-                         xaxis_title=f"{score}: A - B", yaxis_title="queries", height=460,
-                         legend={"title": {"text": "outcome"}})
-    return figure
+        counts = np.bincount(cells[(pairs["outcome"] == outcome).to_numpy()], minlength=len(labels))
+        rows += [(outcome, float(starts[i]), float(ends[i]), labels[i], int(counts[i])) for i in np.nonzero(counts)[0]]
+    data = pd.DataFrame(rows, columns=["outcome", "start", "end", "difference", "queries"])
+    # pre-counted bars ("binned": start and end given), so the bars stand on the x axis
+    axis_x = {"field": "start", "type": "quantitative", "bin": "binned", "title": f"{score}: A - B"}
+    spec = {
+        "title": f"Per-query difference of {score}, A - B",
+        "layer": [
+            {"mark": {"type": "bar"},
+             "encoding": {"x": axis_x, "x2": {"field": "end"},
+                          "y": {"field": "queries", "type": "quantitative", "stack": "zero", "title": "queries",
+                                "scale": {"zero": True}, "axis": {"tickMinStep": 1}},
+                          "color": _outcome_colour(_outcome_counts(pairs)),
+                          "order": {"field": "outcome", "sort": "ascending"},
+                          "tooltip": [{"field": "difference", "title": "A - B"}, {"field": "outcome"},
+                                      {"field": "queries", "type": "quantitative", "format": ","}]}},
+            {"mark": {"type": "rule", "strokeDash": [6, 4], "color": theme.OUTCOME_COLOURS["tie"]},
+             "encoding": {"x": {"datum": 0, "type": "quantitative"}}},  # no difference
+        ],
+    }
+    return data, spec
 
 
 def changed_view(changed: pd.DataFrame, texts: Mapping[str, str], run_a: str, run_b: str,

@@ -19,7 +19,6 @@ import pandas as pd
 from rageval.report import measure_sort_key
 from ui import format as fmt
 from ui import render, theme
-from ui.plot_text import HOVER_CHARS, plot_text, plotly_text  # noqa: F401 (plot_text, plotly_text: for Compare)
 from ui.render_inspector import inspect_links
 
 #: Downstream metric names (the run's ``label_metric`` setting scores the E2E answers too; ``rageval.erag``).
@@ -75,19 +74,6 @@ def density_counts(x_codes: np.ndarray, y_codes: np.ndarray, shape: tuple[int, i
     counts = np.zeros(shape, dtype=np.int64)
     np.add.at(counts, (y_codes, x_codes), 1)
     return counts
-
-
-def density_trace(x: Sequence[float], y: Sequence[float], x_name: str, y_name: str, *, shared_levels: bool = False):
-    """A plotly heatmap of queries per (x cell, y cell) (:func:`density_cells`), for the Compare page until its
-    charts move to Vega-Lite too. Names are escaped here."""
-    import plotly.graph_objects as go
-
-    x_codes, y_codes, x_labels, y_labels = density_cells(x, y, shared_levels=shared_levels)
-    counts = density_counts(x_codes, y_codes, (len(y_labels), len(x_labels)))
-    return go.Heatmap(x=x_labels, y=y_labels, z=[[int(c) if c else None for c in row] for row in counts],
-                      colorscale="Blues", texttemplate="%{z:,d}", colorbar={"title": {"text": "queries"}},
-                      hovertemplate=plot_text(x_name) + " %{x}<br>" + plot_text(y_name) + " %{y}<br>%{z} queries"
-                      "<extra></extra>")
 
 
 #: The selection parameter of a density grid (a click picks a cell, shift-click adds one): its cells' labels.
@@ -210,6 +196,10 @@ def scatter_chart(points: pd.DataFrame, method: str, measure: str, k: int, metri
         },
     }
     return data, spec
+
+
+#: Characters of a question in a tooltip at most.
+HOVER_CHARS = 120
 
 
 def tooltip_text(text: Any, limit: int = HOVER_CHARS) -> str:

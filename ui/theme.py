@@ -1,15 +1,12 @@
 """One colour scheme for every view: label values, label methods, failure categories, comparison outcomes.
 
-Every chart that colours by one of these uses the maps below (plotly ``color_discrete_map``, a Vega-Lite scale's
-``domain`` and ``range``), so "useful" is the same green and eRAG EM the same blue on every page. Pure constants: no
-streamlit import.
+Every chart that colours by one of these uses the maps below (a Vega-Lite scale's ``domain`` and ``range``), so
+"useful" is the same green and eRAG EM the same blue on every page. Pure constants: no streamlit import.
 
-The dashboard follows the OS light or dark theme, and charts take Streamlit's theme (``st.plotly_chart``'s and
-``st.vega_lite_chart``'s default ``theme="streamlit"``: no chart here sets a template, a background or a font
-colour). So every colour
-below is a mid tone that stays visible on both backgrounds, white and Streamlit's dark one: a contrast
-ratio (WCAG 2) of at least :data:`MIN_CONTRAST` against each (tests/test_theme.py); black or a dark navy would
-vanish on the dark one.
+The dashboard follows the OS light or dark theme, and charts take Streamlit's theme (``st.vega_lite_chart``'s
+default ``theme="streamlit"``: no chart here sets a background or a font colour). So every colour below is a mid
+tone that stays visible on both backgrounds, white and Streamlit's dark one: a contrast ratio (WCAG 2) of at least
+:data:`MIN_CONTRAST` against each (tests/test_theme.py); black or a dark navy would vanish on the dark one.
 """
 
 from __future__ import annotations
