@@ -29,7 +29,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 PAGES = {
     "home": (f"?run={RUN}", '[data-testid="stMetric"]'),
     "inspector": (f"Query_inspector?run={RUN}", '[data-testid="stExpander"]'),
-    "correlations": (f"Correlations?run={RUN}", '[data-testid="stPlotlyChart"]'),
+    "correlations": (f"Correlations?run={RUN}", '[data-testid="stVegaLiteChart"] .marks'),
     "annotate": (f"Annotate?run={RUN}&annotator=Ada", '[data-testid="stButton"]'),
 }
 QUIET_MS = 1_000  # the script has finished when Streamlit's status widget stays away this long
