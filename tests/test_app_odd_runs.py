@@ -236,10 +236,13 @@ def test_a_huge_input_passage_of_an_attributed_answer_is_shown_a_part_at_a_time(
     assert odd_runs.big_text(3 * PART, length) in [t.value for t in app.text]
 
 
-def measure_page(runs: Path, page: str) -> dict:
+def measure_page(runs: Path, page: str, cache: Path) -> dict:
+    """``tests.odd_runs measure`` in a fresh process, with its own cache folder ``cache``: the developer's cache
+    holds a record of every run summary seen (megabytes after many test runs), which one measurement would read and
+    the other not (a file written in the last two seconds is never looked up)."""
     result = subprocess.run([sys.executable, "-m", "tests.odd_runs", "measure", str(runs), page], cwd=REPO,
                             capture_output=True, text=True, timeout=600,
-                            env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+                            env={**__import__("os").environ, "PYTHONPATH": str(REPO), "RAGEVAL_CACHE_DIR": str(cache)})
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -250,8 +253,8 @@ def test_rendering_a_huge_passage_costs_about_what_a_small_run_does(big_run, tmp
     170 MB of Python objects (tracemalloc); now neither grows by a tenth of the passage."""
     folder, _, length = big_run
     make_small_run(tmp_path / "big.sqlite")
-    small = measure_page(tmp_path, "app_pages/1_Query_inspector.py")
-    big = measure_page(folder, "app_pages/1_Query_inspector.py")
+    small = measure_page(tmp_path, "app_pages/1_Query_inspector.py", tmp_path / "cache-small")
+    big = measure_page(folder, "app_pages/1_Query_inspector.py", tmp_path / "cache-big")
     assert small["exceptions"] == big["exceptions"] == []
     growth_kib = (big["maxrss_kib"] - big["maxrss_before_kib"]) - (small["maxrss_kib"] - small["maxrss_before_kib"])
     assert growth_kib * 1024 < length / 10, (small, big)
