@@ -61,7 +61,7 @@ if not evidence.empty:
     st.caption("What each label was decided on, e.g. the LLM's reply to the relevance prompt (a reply that is "
                "neither Yes nor No counts as not relevant).")
 
-if not data.load_verdicts(*key).empty:
+if data.load_judges(*key):
     st.subheader("LLM-retEval")
     reteval_settings = settings.get("reteval") or {}
     semi_gold = data.load_query_semi_gold(*key, query_id)

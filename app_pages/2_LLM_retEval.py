@@ -23,10 +23,10 @@ path = render.select_run(data.has_reteval_data, NEEDS)
 
 key = data.run_key(path)
 settings = data.load_settings(*key)
-verdicts = data.load_verdicts(*key)
+judges = data.load_judges(*key)
 render.page_heading(navigation.RETEVAL)
 render_lacks_panel(path)
-if verdicts.empty:
+if not judges:
     st.info(render.escape_markdown(f"Run {path.stem} has no LLM-retEval verdicts.")
             + " LLM-retEval answers each question from its gold passages (semi-gold answers), then judges the "
               "answer from the top-k against them and sorts the failures into cases A-F; it needs the questions' "
@@ -39,7 +39,7 @@ if verdicts.empty:
         data.find_all_runs().runs, data.has_reteval_data), NEEDS)
     st.stop()
 
-judges = sorted(verdicts["judge"].unique(), key=lambda j: (j != "em", j))
+judges = sorted(judges, key=lambda j: (j != "em", j))
 judge = render.select_synced(st.sidebar, "Judge", judges, state_key=JUDGE_STATE, param="judge",
                              format_func=render.judge_name,
                              help="Which judge compares the top-k answer with the semi-gold answers")
@@ -61,7 +61,6 @@ st.caption(render.escape_markdown(
     f"at that k.") + " " + render.provenance(settings, n_judged, k=", ".join(str(int(k)) for k in table["k"])))
 
 st.subheader("Failure cases")
-cases = data.load_failure_case_table(*key, judge)
 ks = sorted(int(k) for k in table["k"])
 filter_k, filter_category = st.columns([1, 4])
 k = int(render.select_synced(filter_k, "k", [str(k) for k in ks], state_key=K_STATE, param="k",
@@ -70,7 +69,8 @@ categories = render.multiselect_synced(
     filter_category, "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES),
     key="reteval.categories", param="category",
     help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
-shown = cases[(cases["k"] == k) & cases["category"].isin(categories)].reset_index(drop=True)
+cases = data.load_failure_case_table(*key, judge, k)
+shown = cases[cases["category"].isin(categories)].reset_index(drop=True)
 if shown.empty:
     st.info(render.escape_markdown(f"No failure case of the chosen categories at k={k} under judge {judge_note}."))
     st.stop()

@@ -18,22 +18,22 @@ render.page_heading(navigation.FAILURES)
 
 listing = data.find_all_runs()
 run_keys = data.safe_run_keys(list(listing.runs.values()))
-cases = data.load_failure_overview(run_keys)
 problems = data.readable_runs(run_keys, data.read_failure_tables)[1]  # each run on its own: one bad file hides none
 unreadable = [*listing.problems, *problems.values()]
 if unreadable:
     st.warning(render.escape_markdown(f"{len(unreadable)} run file(s) could not be read and are left out: "
                                       + "; ".join(unreadable)))
+judges = data.load_failure_judges(run_keys)
 without = [name for name, path in listing.runs.items()
-           if name not in set(cases["run"]) and data.run_id(path) not in problems]
-with st.expander(f"Runs without failure cases ({len(without)})", expanded=cases.empty):
+           if data.run_id(path) not in problems and not data.has_failure_cases(data.run_key(path))]
+with st.expander(f"Runs without failure cases ({len(without)})", expanded=not judges):
     if without:
         chosen_run = st.selectbox("Run", without, key="failures.lacking_run",
                                   help="A run of yours without LLM-retEval: see what it lacks and compute it")
         render_lacks_panel(listing.runs[chosen_run])
     else:
         st.caption("Every run has LLM-retEval failure cases.")
-if cases.empty:
+if not judges:
     st.info(render.escape_markdown(f"No run in {data.runs_dir()} (or among the shipped runs) has LLM-retEval "
                                    "failure cases.")
             + " LLM-retEval stores semi-gold answers, the judges' verdicts and the failure cases A-F: compute it "
@@ -41,10 +41,11 @@ if cases.empty:
     st.code("rageval evaluate --queries Q.jsonl --corpus C.jsonl --run R.trec --methods all", language="bash")
     st.stop()
 
-judges = sorted(cases["judge"].unique(), key=lambda j: (j != "em", j))
+judges = sorted(judges, key=lambda j: (j != "em", j))
 judge = render.select_synced(st.sidebar, "Judge", judges, state_key="failures.judge", param="judge",
                              format_func=render.judge_name,
                              help="Which judge compared the top-k answer with the semi-gold answers")
+cases = data.load_failure_overview(run_keys, judge)
 categories = render.multiselect_synced(
     st.sidebar, "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES),
     key="failures.categories", param="category",

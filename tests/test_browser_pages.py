@@ -51,12 +51,11 @@ def wait_until_rendered(page) -> None:
 
 def first_case(category: str, k: int) -> tuple[str, str]:
     """(query id, question) of the failure browser's first case under judge ``em`` for ``category`` at ``k``: the
-    BM25 run is listed first (the newest top-level run), its cases in stored order."""
+    BM25 run is listed first (the newest top-level run), its cases by k, category and run order of the queries."""
     with RunReader(SHIPPED_RUNS / f"{BM25_RUN}.sqlite") as reader:
-        cases = reader.failure_cases()
-        texts = dict(zip(reader.query_table()["query_id"], reader.query_table()["text"]))
-    chosen = cases[(cases["judge"] == "em") & (cases["category"] == category) & (cases["k"] == k)].iloc[0]
-    return chosen["query_id"], texts[chosen["query_id"]]
+        cases = reader.failure_case_table("em", k)
+    chosen = cases[cases["category"] == category].iloc[0]
+    return chosen["query_id"], chosen["text"]
 
 
 def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url):

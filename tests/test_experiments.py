@@ -4,6 +4,7 @@ HotpotQA records, their round trip through the run store (schema v2), and readin
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from contextlib import closing
 from dataclasses import asdict
@@ -393,3 +394,26 @@ def test_run_plans_file_errors_name_the_file_and_run(tmp_path):
     path.write_text('[[run]]\nname = "x"\ndataset = "nq_open"\nretriever = "magic"\nnum_queries = 3\n')
     with pytest.raises(DataError, match=r"plans\.toml, record 'x': RunPlan\.retriever"):
         load_run_plans(path)
+
+
+@pytest.mark.parametrize("judge", JUDGE_NAMES)
+def test_the_dashboards_lean_reteval_table_equals_the_table_from_whole_frames(built, reader, judge, tmp_path,
+                                                                              monkeypatch):
+    """rageval.store.aggregates.read_reteval_table (the LLM-retEval page's Tables 1-2: no evidence or reason read,
+    rankings cut at the largest k, remembered per file version) gives the table reteval_table gives from the run's
+    whole frames; read twice, the second from the remembered record."""
+    from rageval.store import aggregates
+
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    run = built.run
+    queries = pd.DataFrame({"query_id": [q.query_id for q in run.queries],
+                            "gold_passage_ids": [list(q.gold_passage_ids) for q in run.queries]})
+    rankings = {q: list(r.passage_ids) for q, r in reader.rankings().items()}
+    expected = reteval_table(queries, rankings, reader.verdicts(), reader.failure_cases(), reader.e2e_table(), judge)
+    os.utime(reader.path, (1_000_000, 1_000_000))  # settled: its summaries are remembered
+    for _ in range(2):
+        lean = aggregates.read_reteval_table(reader, judge)
+        pd.testing.assert_frame_equal(lean[expected.columns], expected, check_dtype=False)
+    record = json.loads((tmp_path / "cache" / "run_summaries.json").read_text(encoding="utf-8"))
+    assert [key for key in record if key.startswith(f"summary:reteval_table:1:{judge}|")]
+    assert aggregates.read_reteval_table(reader, "no-such-judge").empty

@@ -142,3 +142,39 @@ def test_list_runs_newest_first(tmp_path):
     nested = write_run(small_run(), tmp_path / "retrieval" / "nested.sqlite")
     assert list_runs(tmp_path) == [newer, older, nested]  # sub-folder runs come after, even when newer
     assert list_runs(tmp_path / "absent") == []
+
+
+@pytest.mark.parametrize("run", ["nq_open-bm25-gemma3_270m", "demo/nq_open-dense-gemma3_270m"])
+def test_lean_llm_reteval_reads_equal_the_whole_tables_filtered(run):
+    """The per-query and per-judge reads the dashboard uses (through the primary keys) give exactly the rows of
+    the whole tables filtered with pandas, on the shipped runs (3-4 judges, 2 references, 3 k)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parent.parent / "data" / "runs" / f"{run}.sqlite"
+    with RunReader(path) as reader:
+        verdicts, cases, semi = reader.verdicts(), reader.failure_cases(), reader.semi_gold_outputs()
+        questions = reader.questions()
+        assert reader.judges() == sorted(verdicts["judge"].unique()) and len(reader.judges()) >= 3
+        order = {q: i for i, q in enumerate(questions["query_id"])}
+        texts = dict(zip(questions["query_id"], questions["text"]))
+        for query_id in list(order)[:: 37]:
+            mine = verdicts[verdicts["query_id"] == query_id].drop(columns="query_id")
+            expected = mine.sort_values(["k", "judge", "reference"]).reset_index(drop=True)
+            pd.testing.assert_frame_equal(reader.query_verdicts(query_id), expected, check_dtype=False)
+            mine = cases[cases["query_id"] == query_id].drop(columns="query_id")
+            expected = mine.sort_values(["k", "judge", "category"]).reset_index(drop=True)
+            pd.testing.assert_frame_equal(reader.query_failure_cases(query_id), expected, check_dtype=False)
+            mine = semi[semi["query_id"] == query_id].drop(columns="query_id")
+            pd.testing.assert_frame_equal(reader.query_semi_gold(query_id), mine.reset_index(drop=True),
+                                          check_dtype=False)
+        for judge in reader.judges():
+            table = reader.failure_case_table(judge)
+            mine = cases[cases["judge"] == judge].assign(text=lambda f: f["query_id"].map(texts),
+                                                         order=lambda f: f["query_id"].map(order))
+            expected = mine.sort_values(["k", "category", "order"])[["query_id", "text", "k", "category", "reason"]]
+            pd.testing.assert_frame_equal(table, expected.reset_index(drop=True), check_dtype=False)
+            at_5 = reader.failure_case_table(judge, 5)
+            pd.testing.assert_frame_equal(at_5, table[table["k"] == 5].reset_index(drop=True), check_dtype=False)
+        assert reader.query_verdicts("no-such-query").empty and reader.failure_case_table("no-such-judge").empty

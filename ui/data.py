@@ -656,94 +656,82 @@ def load_rescored_answers(path: str, mtime_ns: int, query_id: str) -> dict[str, 
 
 # --- LLM-retEval ----------------------------------------------------------------------------------------
 
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_semi_gold_outputs(path: str, mtime_ns: int) -> pd.DataFrame:
-    return _read(path, mtime_ns, RunReader.semi_gold_outputs)
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_verdicts(path: str, mtime_ns: int) -> pd.DataFrame:
-    return _read(path, mtime_ns, RunReader.verdicts)
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_failure_cases(path: str, mtime_ns: int) -> pd.DataFrame:
-    return _read(path, mtime_ns, RunReader.failure_cases)
-
-
-def _rows_of(table: pd.DataFrame, query_id: str) -> pd.DataFrame:
-    return table[table["query_id"] == query_id].drop(columns="query_id").reset_index(drop=True)
-
-
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_query_semi_gold(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
-    """The query's semi-gold samples: sample, output."""
-    return _rows_of(load_semi_gold_outputs(path, mtime_ns), query_id).sort_values("sample")
+    """The query's semi-gold samples: sample, output (read alone, not from the whole table)."""
+    return _read(path, mtime_ns, lambda reader: reader.query_semi_gold(query_id))
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_query_verdicts(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
-    """The query's verdicts: judge, reference, k, verdict, evidence (by k, judge, reference)."""
-    return _rows_of(load_verdicts(path, mtime_ns), query_id).sort_values(["k", "judge", "reference"])
+    """The query's verdicts: judge, reference, k, verdict, evidence (by k, judge, reference; read alone)."""
+    return _read(path, mtime_ns, lambda reader: reader.query_verdicts(query_id))
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
 def load_query_failure_cases(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
-    """The query's failure cases: judge, k, category, reason (by k, judge, category)."""
-    return _rows_of(load_failure_cases(path, mtime_ns), query_id).sort_values(["k", "judge", "category"])
-
-
-def read_gold_table(reader: RunReader) -> pd.DataFrame:
-    """Every query with its gold answers and gold passage ids (lists), in run order: the ``queries`` input
-    of :func:`rageval.reteval.reteval_table`."""
-    rows = [{"query_id": query.query_id, "text": query.text, "answers": list(query.answers),
-             "gold_passage_ids": list(query.gold_passage_ids)} for query in reader.queries()]
-    return pd.DataFrame(rows, columns=["query_id", "text", "answers", "gold_passage_ids"])
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_gold_table(path: str, mtime_ns: int) -> pd.DataFrame:
-    return _read(path, mtime_ns, read_gold_table)
+    """The query's failure cases: judge, k, category, reason (by k, judge, category; read alone)."""
+    return _read(path, mtime_ns, lambda reader: reader.query_failure_cases(query_id))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the LLM-retEval table…")
 def load_reteval_table(path: str, mtime_ns: int, judge: str) -> pd.DataFrame:
     """:func:`rageval.reteval.reteval_table` (the paper's Tables 1-2) of one judge on this run."""
-    from rageval.reteval import reteval_table
+    from rageval.store import aggregates
 
-    rankings = _read(path, mtime_ns, lambda reader: {q: list(r.passage_ids) for q, r in reader.rankings().items()})
-    tables = (load_gold_table(path, mtime_ns), rankings, load_verdicts(path, mtime_ns),
-              load_failure_cases(path, mtime_ns), load_e2e_table(path, mtime_ns))
-    with checked(path):
-        return reteval_table(*tables, judge)
+    return _read(path, mtime_ns, lambda reader: aggregates.read_reteval_table(reader, judge))
 
 
-def load_failure_case_table(path: str, mtime_ns: int, judge: str) -> pd.DataFrame:
-    """One judge's failure cases with the question text: query_id, text, k, category, reason (by k, category,
-    run order of the queries)."""
-    cases = load_failure_cases(path, mtime_ns)
-    cases = cases[cases["judge"] == judge].drop(columns="judge")
-    queries = load_gold_table(path, mtime_ns)[["query_id", "text"]].reset_index(names="_order")
-    table = cases.merge(queries, on="query_id", how="left").sort_values(["k", "category", "_order"])
-    return table[["query_id", "text", "k", "category", "reason"]].reset_index(drop=True)
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_failure_case_table(path: str, mtime_ns: int, judge: str, k: int | None = None) -> pd.DataFrame:
+    """One judge's failure cases (at ``k`` when given) with the question text: query_id, text, k, category, reason
+    (by k, category, run order of the queries; :meth:`RunReader.failure_case_table`)."""
+    return _read(path, mtime_ns, lambda reader: reader.failure_case_table(judge, k))
 
 
-@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner="Reading the failure cases of every run…")
-def load_failure_overview(run_keys: tuple[tuple[str, int], ...]) -> pd.DataFrame:
-    """The failure cases of every run in ``run_keys`` ((path, mtime_ns) pairs) that has any, with what produced
-    them: columns run, dataset, retriever, model, judge, query_id, text, k, category, reason. Runs without the
-    LLM-retEval tables contribute nothing."""
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_judges(path: str, mtime_ns: int) -> list[str]:
+    """The judges with LLM-retEval verdicts in this run (none: the run has no LLM-retEval)."""
+    return _read(path, mtime_ns, RunReader.judges)
+
+
+def has_failure_cases(key: tuple[str, int]) -> bool:
+    """A run the Failure cases page lists: it stores LLM-retEval failure cases."""
+    return load_has_rows(*key, "failure_cases")
+
+
+def load_failure_judges(run_keys: tuple[tuple[str, int], ...]) -> list[str]:
+    """The judges of every run in ``run_keys`` with failure cases (sorted; runs that cannot be read left out)."""
+    judges: set[str] = set()
+    for key in run_keys:
+        try:
+            with isolated():
+                if has_failure_cases(key):
+                    judges.update(load_judges(*key))
+        except (StoreError, OSError):
+            continue  # listed by load_unreadable_runs
+    return sorted(judges)
+
+
+def load_failure_overview(run_keys: tuple[tuple[str, int], ...], judge: str) -> pd.DataFrame:
+    """The failure cases of ``judge`` in every run of ``run_keys`` that has any, with what produced them: columns
+    run, dataset, retriever, model, judge, query_id, text, k, category, reason. Each run's cases are one joined
+    read (:func:`load_failure_case_table`, cached per run); runs without the LLM-retEval tables contribute
+    nothing."""
     frames = []
     for path, mtime_ns in run_keys:
         try:
             with isolated():
-                cases = load_failure_cases(path, mtime_ns)
-                if cases.empty:
+                if not has_failure_cases((path, mtime_ns)):
                     continue
+                cases = load_failure_case_table(path, mtime_ns, judge)
                 settings = load_settings(path, mtime_ns)
-                texts = load_gold_table(path, mtime_ns)[["query_id", "text"]]
         except (StoreError, OSError):
             continue  # listed by load_unreadable_runs; one bad file never hides the others
-        frames.append(cases.merge(texts, on="query_id", how="left").assign(
-            run=Path(path).stem, dataset=str(settings.get("dataset", "?")),
-            retriever=str(settings.get("retriever", "?")), model=str(settings.get("model_id", "?"))))
+        if len(cases):
+            frames.append(cases.assign(
+                run=Path(path).stem, dataset=str(settings.get("dataset", "?")),
+                retriever=str(settings.get("retriever", "?")), model=str(settings.get("model_id", "?")), judge=judge))
     columns = ["run", "dataset", "retriever", "model", "judge", "query_id", "text", "k", "category", "reason"]
     if not frames:
         return pd.DataFrame(columns=columns)
@@ -751,11 +739,11 @@ def load_failure_overview(run_keys: tuple[tuple[str, int], ...]) -> pd.DataFrame
 
 
 def read_failure_tables(path: str, mtime_ns: int) -> None:
-    """Read what :func:`load_failure_overview` reads of one run (its failure cases, and when it has any its
-    settings and questions)."""
-    if not load_failure_cases(path, mtime_ns).empty:
+    """Read what the Failure cases page reads of one run before its cases (whether it has any, its judges and
+    settings); its cases are read per judge, and a run whose cases cannot be read is left out there."""
+    if has_failure_cases((path, mtime_ns)):
+        load_judges(path, mtime_ns)
         load_settings(path, mtime_ns)
-        load_gold_table(path, mtime_ns)
 
 
 def load_unreadable_runs(run_keys: tuple[tuple[str, int], ...]) -> list[str]:

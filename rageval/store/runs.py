@@ -328,6 +328,52 @@ class RunReader:
         return self._optional_frame("verdicts", "SELECT judge, reference, query_id, k, verdict, evidence FROM verdicts",
                                     (), ("judge", "reference", "query_id", "k", "verdict", "evidence"))
 
+    def judges(self) -> list[str]:
+        """The judges with LLM-retEval verdicts, sorted: one step down the ``verdicts`` primary key per judge (a
+        DISTINCT over 600k verdicts reads them all)."""
+        if "verdicts" not in self._tables:
+            return []
+        return [row[0] for row in self._connection.execute(
+            "WITH RECURSIVE j(judge) AS (SELECT MIN(judge) FROM verdicts UNION ALL SELECT (SELECT MIN(judge) FROM "
+            "verdicts WHERE judge > j.judge) FROM j WHERE j.judge IS NOT NULL) "
+            "SELECT judge FROM j WHERE judge IS NOT NULL")]
+
+    def query_semi_gold(self, query_id: str) -> pd.DataFrame:
+        """One query's semi-gold answers: columns sample, output, by sample (through the primary key)."""
+        return self._optional_frame("semi_gold_outputs", "SELECT sample, output FROM semi_gold_outputs WHERE "
+                                    "query_id = ? ORDER BY sample", (query_id,), ("sample", "output"))
+
+    def query_verdicts(self, query_id: str) -> pd.DataFrame:
+        """One query's verdicts: columns judge, reference, k, verdict, evidence, by k, judge, reference; through
+        the primary key (judge, reference, query_id, k), judge by judge and reference by reference."""
+        pairs = [(judge, reference) for judge in self.judges() for (reference,) in self._connection.execute(
+            "WITH RECURSIVE r(reference) AS (SELECT MIN(reference) FROM verdicts WHERE judge = ?1 UNION ALL SELECT "
+            "(SELECT MIN(reference) FROM verdicts WHERE judge = ?1 AND reference > r.reference) FROM r WHERE "
+            "r.reference IS NOT NULL) SELECT reference FROM r WHERE reference IS NOT NULL", (judge,))]
+        condition = " OR ".join(["(judge = ? AND reference = ?)"] * len(pairs)) or "0"
+        return self._optional_frame(
+            "verdicts", f"SELECT judge, reference, k, verdict, evidence FROM verdicts WHERE ({condition}) AND "
+            "query_id = ? ORDER BY k, judge, reference", (*(v for pair in pairs for v in pair), query_id),
+            ("judge", "reference", "k", "verdict", "evidence"))
+
+    def query_failure_cases(self, query_id: str) -> pd.DataFrame:
+        """One query's failure cases: columns judge, k, category, reason, by k, judge, category (through the
+        primary key, judge by judge)."""
+        judges = self.judges() if "failure_cases" in self._tables else []
+        placeholders = ", ".join("?" * len(judges)) or "NULL"
+        return self._optional_frame(
+            "failure_cases", f"SELECT judge, k, category, reason FROM failure_cases WHERE judge IN ({placeholders}) "
+            "AND query_id = ? ORDER BY k, judge, category", (*judges, query_id), ("judge", "k", "category", "reason"))
+
+    def failure_case_table(self, judge: str, k: int | None = None) -> pd.DataFrame:
+        """One judge's failure cases (at ``k`` only, when given) with their question: columns query_id, text, k,
+        category, reason, by k, category and the run order of the queries; one join, no other query column."""
+        where, params = ("f.judge = ?", [judge]) if k is None else ("f.judge = ? AND f.k = ?", [judge, int(k)])
+        return self._optional_frame(
+            "failure_cases", "SELECT f.query_id, q.text, f.k, f.category, f.reason FROM failure_cases f "
+            f"JOIN queries q ON q.query_id = f.query_id WHERE {where} ORDER BY f.k, f.category, q.rowid",
+            params, ("query_id", "text", "k", "category", "reason"))
+
     def failure_cases(self) -> pd.DataFrame:
         return self._optional_frame("failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases",
                                     (), ("judge", "query_id", "k", "category", "reason"))
