@@ -11,7 +11,15 @@ import streamlit as st
 from rageval.reteval import CATEGORY_NAMES
 from ui import data, navigation, render
 from ui import render_inspector as inspect
-from ui.render_failures import count_chart, count_table, example_view, filter_cases, inspect_links, run_worklists
+from ui.render_failures import (
+    case_keys,
+    count_chart,
+    count_table,
+    example_view,
+    filter_cases,
+    inspect_links,
+    run_worklists,
+)
 from ui.render_lacks import render_lacks_panel
 
 render.page_heading(navigation.FAILURES)
@@ -23,6 +31,7 @@ unreadable = [*listing.problems, *problems.values()]
 if unreadable:
     st.warning(render.escape_markdown(f"{len(unreadable)} run file(s) could not be read and are left out: "
                                       + "; ".join(unreadable)))
+run_keys = tuple(key for key in run_keys if key[0] not in problems)  # the cases of the runs that read
 judges = data.load_failure_judges(run_keys)
 without = [name for name, path in listing.runs.items()
            if data.run_id(path) not in problems and not data.has_failure_cases(data.run_key(path))]
@@ -83,8 +92,9 @@ list_name = f"failure cases, {judge_label}, {''.join(categories)}, k={','.join(m
 for run, ids in worklists.items():
     inspect.render_walk_link(run, ids, run_orders[run], f"{list_name} · {run}",
                              label=f"Walk the {len(ids):,} queries of run {run} in the query inspector")
-all_case_ids = [f"{row.run} {row.query_id} {row.k} {row.category}" for row in shown.itertuples()]
-listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"))].reset_index(drop=True)
+all_case_ids = case_keys(shown)
+listed = data.with_failure_details(
+    shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"))].reset_index(drop=True), run_keys)
 render.render_table(example_view(listed, inspect_links(listed, run_orders, list_name)), hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
@@ -95,7 +105,7 @@ st.caption(render.escape_markdown(
     f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) in {shown['run'].nunique()} runs, judge "
     f"{judge_label}{render.listed_note(len(shown))}."))
 
-case_ids = [f"{row.run} {row.query_id} {row.k} {row.category}" for row in listed.itertuples()]
+case_ids = case_keys(listed)
 labels = {i: f"{row.category} · k={row.k} · {row.text}  [{row.run} · {row.query_id}]"
           for i, row in zip(case_ids, listed.itertuples())}
 chosen = render.select_synced(st, "Open a case", case_ids, state_key="failures.case", param="case",

@@ -683,10 +683,19 @@ def load_reteval_table(path: str, mtime_ns: int, judge: str) -> pd.DataFrame:
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_failure_case_table(path: str, mtime_ns: int, judge: str, k: int | None = None) -> pd.DataFrame:
+def load_failure_case_table(path: str, mtime_ns: int, judge: str, k: int | None = None,
+                            details: bool = True) -> pd.DataFrame:
     """One judge's failure cases (at ``k`` when given) with the question text: query_id, text, k, category, reason
-    (by k, category, run order of the queries; :meth:`RunReader.failure_case_table`)."""
-    return _read(path, mtime_ns, lambda reader: reader.failure_case_table(judge, k))
+    (by k, category, run order of the queries; :meth:`RunReader.failure_case_table`); without ``details``, only
+    query_id, k, category."""
+    return _read(path, mtime_ns, lambda reader: reader.failure_case_table(judge, k, details=details))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=256, show_spinner=False)
+def load_failure_case_details(path: str, mtime_ns: int, judge: str, query_ids: tuple[str, ...]) -> pd.DataFrame:
+    """The question and reason of one judge's failure cases on ``query_ids``: query_id, k, category, text, reason
+    (:meth:`RunReader.failure_case_details`)."""
+    return _read(path, mtime_ns, lambda reader: reader.failure_case_details(judge, query_ids))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
@@ -715,35 +724,50 @@ def load_failure_judges(run_keys: tuple[tuple[str, int], ...]) -> list[str]:
 
 def load_failure_overview(run_keys: tuple[tuple[str, int], ...], judge: str) -> pd.DataFrame:
     """The failure cases of ``judge`` in every run of ``run_keys`` that has any, with what produced them: columns
-    run, dataset, retriever, model, judge, query_id, text, k, category, reason. Each run's cases are one joined
-    read (:func:`load_failure_case_table`, cached per run); runs without the LLM-retEval tables contribute
-    nothing."""
+    run, path, dataset, retriever, model, judge, query_id, k, category (no question or reason: a big run's are
+    megabytes; :func:`with_failure_details` adds them to the rows shown). Each run's cases are one joined read
+    (:func:`load_failure_case_table`, cached per run); runs without the LLM-retEval tables contribute nothing."""
     frames = []
     for path, mtime_ns in run_keys:
         try:
             with isolated():
                 if not has_failure_cases((path, mtime_ns)):
                     continue
-                cases = load_failure_case_table(path, mtime_ns, judge)
+                cases = load_failure_case_table(path, mtime_ns, judge, details=False)
                 settings = load_settings(path, mtime_ns)
         except (StoreError, OSError):
             continue  # listed by load_unreadable_runs; one bad file never hides the others
         if len(cases):
             frames.append(cases.assign(
-                run=Path(path).stem, dataset=str(settings.get("dataset", "?")),
+                run=Path(path).stem, path=path, dataset=str(settings.get("dataset", "?")),
                 retriever=str(settings.get("retriever", "?")), model=str(settings.get("model_id", "?")), judge=judge))
-    columns = ["run", "dataset", "retriever", "model", "judge", "query_id", "text", "k", "category", "reason"]
+    columns = ["run", "path", "dataset", "retriever", "model", "judge", "query_id", "k", "category"]
     if not frames:
         return pd.DataFrame(columns=columns)
     return pd.concat(frames, ignore_index=True)[columns]
 
 
+def with_failure_details(cases: pd.DataFrame, run_keys: tuple[tuple[str, int], ...]) -> pd.DataFrame:
+    """``cases`` (rows of :func:`load_failure_overview`, a few hundred) with their question (``text``) and reason,
+    read for those rows only, run by run; the rows and their order are kept."""
+    mtimes = dict(run_keys)
+    key = ["query_id", "k", "category"]
+    parts = []
+    for (path, judge), group in cases.reset_index(names="_position").groupby(["path", "judge"], sort=False):
+        found = load_failure_case_details(path, mtimes[path], judge, tuple(dict.fromkeys(group["query_id"])))
+        parts.append(group.merge(found.astype({"k": int}), how="left", on=key))
+    if not parts:
+        return cases.assign(text=pd.Series(dtype=object), reason=pd.Series(dtype=object))
+    return pd.concat(parts).sort_values("_position").drop(columns="_position").reset_index(drop=True)
+
+
 def read_failure_tables(path: str, mtime_ns: int) -> None:
-    """Read what the Failure cases page reads of one run before its cases (whether it has any, its judges and
-    settings); its cases are read per judge, and a run whose cases cannot be read is left out there."""
+    """Read what the Failure cases page reads of one run (whether it has cases, its judges, settings and
+    questions), so that a run it cannot show is named up front; its cases are read per judge."""
     if has_failure_cases((path, mtime_ns)):
         load_judges(path, mtime_ns)
         load_settings(path, mtime_ns)
+        load_questions(path, mtime_ns)  # a question that does not decode fails here, not under a listed case
 
 
 def load_unreadable_runs(run_keys: tuple[tuple[str, int], ...]) -> list[str]:

@@ -72,10 +72,17 @@ def example_view(cases: pd.DataFrame, links: Sequence[str] | None = None) -> pd.
     return view
 
 
+def case_keys(cases: pd.DataFrame) -> list[str]:
+    """Each case's id in the URL (``?case=``): ``run query_id k category``."""
+    return (cases["run"].astype(str) + " " + cases["query_id"].astype(str) + " " + cases["k"].astype(int).astype(str)
+            + " " + cases["category"].astype(str)).tolist()
+
+
 def run_worklists(cases: pd.DataFrame) -> dict[str, list[str]]:
     """Run -> the query ids of its cases, each once, in the order the cases are listed (a worklist per run: the
     inspector walks one run at a time)."""
-    return {run: list(dict.fromkeys(group["query_id"])) for run, group in cases.groupby("run", sort=False)}
+    first = cases.drop_duplicates(["run", "query_id"])  # keeps each query's first case, in order
+    return {run: group["query_id"].tolist() for run, group in first.groupby("run", sort=False)}
 
 
 def inspect_links(cases: pd.DataFrame, run_orders: Mapping[str, Sequence[str]], name: str) -> list[str]:

@@ -365,14 +365,30 @@ class RunReader:
             "failure_cases", f"SELECT judge, k, category, reason FROM failure_cases WHERE judge IN ({placeholders}) "
             "AND query_id = ? ORDER BY k, judge, category", (*judges, query_id), ("judge", "k", "category", "reason"))
 
-    def failure_case_table(self, judge: str, k: int | None = None) -> pd.DataFrame:
+    def failure_case_table(self, judge: str, k: int | None = None, *, details: bool = True) -> pd.DataFrame:
         """One judge's failure cases (at ``k`` only, when given) with their question: columns query_id, text, k,
-        category, reason, by k, category and the run order of the queries; one join, no other query column."""
+        category, reason, by k, category and the run order of the queries; one join, no other query column.
+        ``details=False``: columns query_id, k, category only (what counts and lists need; a 100,000-query run's
+        questions and reasons are megabytes), :meth:`failure_case_details` reads the others for the rows shown."""
         where, params = ("f.judge = ?", [judge]) if k is None else ("f.judge = ? AND f.k = ?", [judge, int(k)])
+        columns = ("query_id", "text", "k", "category", "reason") if details else ("query_id", "k", "category")
+        selected = ", ".join(f"q.{c}" if c == "text" else f"f.{c}" for c in columns)
         return self._optional_frame(
-            "failure_cases", "SELECT f.query_id, q.text, f.k, f.category, f.reason FROM failure_cases f "
-            f"JOIN queries q ON q.query_id = f.query_id WHERE {where} ORDER BY f.k, f.category, q.rowid",
-            params, ("query_id", "text", "k", "category", "reason"))
+            "failure_cases", f"SELECT {selected} FROM failure_cases f JOIN queries q ON q.query_id = f.query_id "
+            f"WHERE {where} ORDER BY f.k, f.category, q.rowid", params, columns)
+
+    def failure_case_details(self, judge: str, query_ids: Sequence[str]) -> pd.DataFrame:
+        """The question and the reason of every failure case of ``judge`` on ``query_ids``: columns query_id, k,
+        category, text, reason (through the primary key, a query at a time)."""
+        import pandas as pd
+
+        columns = ["query_id", "k", "category", "text", "reason"]
+        if "failure_cases" not in self._tables:
+            return pd.DataFrame(columns=columns)
+        rows = [row for query_id in dict.fromkeys(query_ids) for row in self._connection.execute(
+            "SELECT f.query_id, f.k, f.category, q.text, f.reason FROM failure_cases f JOIN queries q ON "
+            "q.query_id = f.query_id WHERE f.judge = ? AND f.query_id = ?", (judge, query_id))]
+        return pd.DataFrame(rows, columns=columns)
 
     def failure_cases(self) -> pd.DataFrame:
         return self._optional_frame("failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases",
