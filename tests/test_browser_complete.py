@@ -86,7 +86,7 @@ def test_upload_see_what_it_lacks_compute_it_and_the_pages_fill_in(complete_serv
         expect(page.get_by_role("heading", name="Correlations: labels against the end-to-end answer")).to_be_visible(
             timeout=WAIT_MS)
         expect(page.get_by_text("Kendall's tau-b").first).to_be_visible(timeout=WAIT_MS)
-        expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_test_id("stVegaLiteChart").first.locator(".marks").first).to_be_visible(timeout=WAIT_MS)
         page.screenshot(path=str(SHOTS / "complete_correlations.png"), full_page=True)
 
         page.goto(f"{url}/LLM_retEval?run={RUN_NAME}")

@@ -40,12 +40,14 @@ def reteval_table(queries: pd.DataFrame, rankings: Mapping[str, Sequence[str]], 
     rows = []
     mine = verdicts[verdicts["judge"] == judge]
     cases = failure_cases[failure_cases["judge"] == judge]
+    query_ids = queries["query_id"].tolist()
+    gold_ids = dict(zip(query_ids, queries["gold_passage_ids"]))
     for k in sorted(mine["k"].unique()):
         at_k = mine[mine["k"] == k]
         semi = at_k[at_k["reference"] == SEMI_GOLD].set_index("query_id")["verdict"].astype(float)
         gold = at_k[at_k["reference"] == GOLD_ANSWERS].set_index("query_id")["verdict"].astype(float)
-        ids = [q for q in queries["query_id"] if q in semi.index]
-        gold_ids = dict(zip(queries["query_id"], queries["gold_passage_ids"]))
+        judged = set(semi.index.tolist())
+        ids = [q for q in query_ids if q in judged]  # in query order
         if not ids:
             continue
         rpf = np.array([recall_precision_f1(rankings.get(q, []), gold_ids[q], int(k)) for q in ids])
