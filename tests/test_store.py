@@ -178,3 +178,30 @@ def test_lean_llm_reteval_reads_equal_the_whole_tables_filtered(run):
             at_5 = reader.failure_case_table(judge, 5)
             pd.testing.assert_frame_equal(at_5, table[table["k"] == 5].reset_index(drop=True), check_dtype=False)
         assert reader.query_verdicts("no-such-query").empty and reader.failure_case_table("no-such-judge").empty
+
+
+def test_failure_counts_are_remembered_and_equal_the_tables(tmp_path, monkeypatch):
+    """aggregates.read_failure_counts on the shipped run: per (judge, k) the queries judged against the semi-gold
+    answers and those with a recall (A-C) or LLM-retEval (D-F) failure, recounted with pandas; read twice, the
+    second time from the remembered record (the shipped file is settled)."""
+    import json
+    from pathlib import Path
+
+    from rageval.store import aggregates
+
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path))
+    path = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
+    with RunReader(path) as reader:
+        verdicts, cases = reader.verdicts(), reader.failure_cases()
+        first = aggregates.read_failure_counts(reader)
+        again = aggregates.read_failure_counts(reader)
+    assert first.equals(again) and len(first) == verdicts.groupby(["judge", "k"]).ngroups
+    record = json.loads((tmp_path / "run_summaries.json").read_text(encoding="utf-8"))
+    assert any(key.startswith("summary:failure_counts:1|") for key in record)
+    for row in first.itertuples():
+        semi = verdicts[(verdicts["judge"] == row.judge) & (verdicts["k"] == row.k)
+                        & (verdicts["reference"] == "semi_gold")]
+        mine = cases[(cases["judge"] == row.judge) & (cases["k"] == row.k)]
+        assert row.n == semi["query_id"].nunique()
+        assert row.recall_failures == mine[mine["category"].isin(list("ABC"))]["query_id"].nunique()
+        assert row.reteval_failures == mine[mine["category"].isin(list("DEF"))]["query_id"].nunique()
