@@ -29,8 +29,9 @@ an unchanged file are remembered (``checked_files.json`` in rageval's cache fold
 not include the one-time check of a file never opened before (about 20 s for the 100,000-query run, 880 MB),
 nor the one-time overview of it remembered the same way (``rageval.store.files.remembered_summary``: measure
 moments, E2E ks, ``run_summary``; about 3 s at 100,000 queries), which any earlier visit to the run computed,
-nor LLM-retEval's Tables 1-2 per judge, remembered the same way (``rageval.store.aggregates.read_reteval_table``;
-about 5 s at 100,000 queries, once per version of the file).
+nor LLM-retEval's Tables 1-2 per judge and Home's failure counts, remembered the same way
+(``rageval.store.aggregates.read_reteval_table``, ``read_failure_counts``; about 5 s and 0.5 s at 100,000 queries,
+once per version of the file).
 """
 
 from __future__ import annotations
@@ -215,6 +216,7 @@ def runs_folder(size: str, docs: int, cache: Path, work: Path) -> Path:
                 reader.every_query_scored(k)
             for judge in reader.judges():  # LLM-retEval's Tables 1-2, remembered per file version
                 aggregates.read_reteval_table(reader, judge)
+            aggregates.read_failure_counts(reader)  # Home's failure counts, remembered the same way
         run_summary(run)
     return folder
 
