@@ -232,13 +232,17 @@ def free_port() -> int:
 @contextmanager
 def streamlit_server(script: Path, runs: Path, log: Path, checkout: Path = REPO) -> Iterator[str]:
     """``streamlit run script`` on ``runs`` (no shipped runs), on a free port, importing rageval and ui from
-    ``checkout``; yields its URL once healthy."""
+    ``checkout``; yields its URL once healthy. The dashboard (``app.py``) is started as ``make dashboard`` starts
+    it: ``python -m ui.serve`` (its modules imported before the server answers) where the checkout has it."""
     port = free_port()
     env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs), "RAGEVAL_SHIPPED_RUNS_DIR": "",
            "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    command = [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
-               "--server.address", "127.0.0.1", "--server.port", str(port),
+    options = ["--server.headless", "true", "--server.address", "127.0.0.1", "--server.port", str(port),
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    if script.name == "app.py" and (checkout / "ui" / "serve.py").exists():
+        command = [sys.executable, "-m", "ui.serve", *options]  # as `make dashboard` starts it: pages preloaded
+    else:
+        command = [sys.executable, "-m", "streamlit", "run", str(script), *options]
     with log.open("w") as log_file:
         server = subprocess.Popen(command, cwd=script.parent, env=env, stdout=log_file, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

@@ -3,7 +3,8 @@ network namespace where it can (so the server and the browser share the namespac
 
     python -m tests.offline_app_session SETTINGS.json
 
-``streamlit run app.py`` is started as a user starts it (its settings from ``.streamlit/config.toml``; only a free
+The dashboard is started as ``make dashboard`` starts it (``python -m ui.serve``: ``streamlit run app.py`` with
+the pages' modules imported first; its settings from ``.streamlit/config.toml``; only a free
 port is given), under the Python guard and strace (``tests/offline_helpers.py``); every page is opened in
 Chromium on the run named in the settings and waited for until drawn. What was seen is written to the settings'
 ``out`` as JSON: the addresses the server listens on, each page's title and error elements, the browser's
@@ -107,8 +108,7 @@ def main(settings_path: str) -> int:
     env = guarded_env(Path(settings["guard_log"]), RAGEVAL_RUNS_DIR=settings["runs_dir"],
                       RAGEVAL_SHIPPED_RUNS_DIR="", RAGEVAL_CACHE_DIR=settings["cache_dir"],
                       RAGEVAL_ANNOTATIONS=str(Path(settings["cache_dir"]) / "annotations.sqlite"))
-    command = [*strace_prefix(Path(settings["strace_log"])), sys.executable, "-m", "streamlit", "run", "app.py",
-               "--server.port", str(port)]
+    command = [*strace_prefix(Path(settings["strace_log"])), sys.executable, "-m", "ui.serve", "--server.port", str(port)]
     with server_log.open("w") as log_file:
         server = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
                                   stderr=subprocess.STDOUT, start_new_session=True)

@@ -83,7 +83,8 @@ def streamlit_server(runs: Path, log_name: str, **extra_env: str) -> Iterator[st
     port = _free_port()
     # The shipped demo runs are left out unless a test asks for them (RAGEVAL_SHIPPED_RUNS_DIR in extra_env).
     env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs), "RAGEVAL_SHIPPED_RUNS_DIR": "", **extra_env}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+    # Started as `make dashboard` starts it (ui.serve: `streamlit run app.py` with the pages' modules preloaded).
+    command = [sys.executable, "-m", "ui.serve", "--server.headless", "true",
                "--server.address", "127.0.0.1", "--server.port", str(port),
                "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     with log.open("w") as log_file:

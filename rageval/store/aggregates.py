@@ -55,9 +55,12 @@ def read_gold_retrieval(reader: RunReader, k: int, method: str | None = None) ->
     ``method``, the passages that label method labels above 0 instead (for a run whose queries list none)."""
     score = f"CASE WHEN {_FINITE.format('e.score')} THEN e.score END AS e2e_score"
     if method is None:
-        sql = ("SELECT q.query_id, json_array_length(q.gold_passage_ids) AS n_gold, EXISTS (SELECT 1 FROM rankings r "
-               "WHERE r.query_id = q.query_id AND r.rank <= :k AND r.passage_id IN "
-               f"(SELECT value FROM json_each(q.gold_passage_ids))) AS gold_retrieved, {score} FROM queries q "
+        # Each gold id looked up among the query's top k (CROSS JOIN keeps that order): the list is parsed once
+        # per query, where `passage_id IN (SELECT value FROM json_each(...))` parsed it once per ranked passage
+        # (0.48 -> 0.29 s at 100,000 queries x 10 passages).
+        sql = ("SELECT q.query_id, json_array_length(q.gold_passage_ids) AS n_gold, EXISTS (SELECT 1 FROM "
+               "json_each(q.gold_passage_ids) g CROSS JOIN rankings r WHERE r.query_id = q.query_id AND "
+               f"r.rank <= :k AND r.passage_id = g.value) AS gold_retrieved, {score} FROM queries q "
                "LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = :k ORDER BY q.rowid")
     else:
         sql = ("SELECT q.query_id, (SELECT COUNT(*) FROM labels l WHERE l.method = :method AND l.query_id = q.query_id "

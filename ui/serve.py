@@ -1,0 +1,72 @@
+"""``python -m ui.serve [streamlit options]``: the dashboard, as ``streamlit run app.py [options]`` serves it, with
+the modules its pages need imported before the server answers.
+
+Why: ``streamlit run`` imports nothing of a page until the first visitor's first script run, so the first visit
+of a fresh server paid for importing pandas, numpy, pyarrow, the engine and the data layer (about 0.9 s of CPU
+here, as much as an empty Streamlit page takes to show) inside that run. Here the server process imports them
+before it starts listening: the server takes that much longer to start, and the first page shows sooner.
+``make dashboard`` starts the dashboard this way; ``benchmarks/bench_dashboard.py`` times pages served by it.
+
+Options are passed to ``streamlit run`` unchanged (``python -m ui.serve --server.port 8502``); the settings of
+``.streamlit/config.toml`` apply as they do there (read from the working directory: start it from the checkout).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+import sys
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+#: The data layer's cached functions are declared at import; with no Streamlit runtime yet, each declaration logs
+#: "No runtime found, using MemoryCacheStorageManager" (a check of its parameters only: the caches themselves are
+#: made at the first call, in the server's runtime). That message is dropped while :func:`preload` runs.
+CACHE_LOGGER = "streamlit.runtime.caching.cache_data_api"
+#: Modules the pages import only while they run (lazy imports of the engine, parts of pandas, pyarrow and
+#: Streamlit, PIL for the favicon), found by listing ``sys.modules`` before and after each page's first run after
+#: :func:`preload`. None of them imports torch or a model. A name missing here costs only its import time.
+IMPORTED_WHILE_RUNNING = (
+    "PIL.Image", "PIL.PngImagePlugin", "pandas.core.methods.to_dict", "pandas.core.reshape.reshape",
+    "pyarrow.pandas_compat", "streamlit.components.v2.manifest_scanner", "streamlit.material_icon_names",
+    "rageval.attribution.experiment", "rageval.ium.report", "rageval.jobs.labelling", "rageval.jobs.store",
+)
+
+
+def preload() -> list[str]:
+    """Import every module of the ``ui`` package (and so pandas, numpy, pyarrow and the engine modules the pages
+    use) and :data:`IMPORTED_WHILE_RUNNING`; the names imported, in order."""
+    import ui
+
+    names = [f"ui.{module.name}" for module in pkgutil.iter_modules(ui.__path__) if module.name != "serve"]
+    names += IMPORTED_WHILE_RUNNING
+    # A filter, not a level: Streamlit sets the level of its loggers when a module first asks for one.
+    cache_logger = logging.getLogger(CACHE_LOGGER)
+    no_runtime = _NoRuntimeFilter()
+    cache_logger.addFilter(no_runtime)
+    try:
+        for name in names:
+            importlib.import_module(name)
+    finally:
+        cache_logger.removeFilter(no_runtime)
+    return names
+
+
+class _NoRuntimeFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "No runtime found" not in record.getMessage()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Preload, then hand over to ``streamlit run app.py`` with ``argv`` (default: this command's arguments)."""
+    options = sys.argv[1:] if argv is None else argv
+    preload()
+    from streamlit.web import cli
+
+    sys.argv = ["streamlit", "run", str(APP), *options]
+    cli.main()
+
+
+if __name__ == "__main__":
+    main()
