@@ -3,7 +3,8 @@ per-query scatter of any stored measure (eRAG, LLM relevance, contains-answer, g
 with the queries behind it linked to the query inspector; Kendall's tau-b and Spearman's rho with bootstrap
 intervals for every method x measure (eRAG's Table 1, Salemi & Zamani 2024) and the k sweep (their Figure 1).
 
-``?run=<name>&method=<label method>&k=<k>&measure=<measure>`` selects the view, so it can be shared.
+``?run=<name>&method=<label method>&k=<k>&measure=<measure>&statistic=<tau|rho>`` selects the view, so it can be
+shared.
 """
 
 import streamlit as st
@@ -18,6 +19,8 @@ from ui.render_lacks import complete_command, render_lacks_panel
 METHOD_STATE = "correlations.method"
 K_STATE = "correlations.k"
 MEASURE_STATE = "correlations.measure"
+STATISTIC_STATE = "correlations.statistic"
+STATISTICS = {"tau": "Kendall's tau-b", "rho": "Spearman's rho"}
 
 
 NEEDS = "end-to-end answers and measure values"
@@ -131,9 +134,12 @@ st.subheader(render.escape_markdown(f"Every label method and measure at k={k}"))
 if correlations.empty:
     st.info(render.escape_markdown(f"This run stores no measure at cutoff {k} to correlate with the {metric}@{k}."))
 else:
-    tau_tab, rho_tab = st.tabs(["Kendall's tau-b", "Spearman's rho"])
-    tau_tab.dataframe(render.correlation_view(correlations, "tau"))
-    rho_tab.dataframe(render.correlation_view(correlations, "rho"))
+    # One table at a time (a choice, not two tabs): a hidden tab's table is drawn all the same, 0.2-0.4 s of a
+    # cold visit on the shipped run (bench_dashboard, paired).
+    statistic = render.select_synced(st, "Statistic", list(STATISTICS), state_key=STATISTIC_STATE,
+                                     param="statistic", format_func=STATISTICS.__getitem__, widget="radio",
+                                     horizontal=True, label_visibility="collapsed")
+    st.dataframe(render.correlation_view(correlations, statistic))
     st.caption(render.escape_markdown(
         f"Correlation across queries (up to {int(correlations['n'].max())}) between each per-query measure at k={k} "
         f"(and R-precision) and the {metric} at k={k}, with {view.interval_words(loaded)}; eRAG's Table 1 on this "

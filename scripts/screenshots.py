@@ -118,7 +118,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "RAGEVAL_RUNS_DIR": tmp, "RAGEVAL_ANNOTATIONS": str(Path(tmp) / "annotations.sqlite")}
         port = _free_port()
-        server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
+        server = subprocess.Popen([sys.executable, "-m", "ui.serve", "--server.port", str(port)],
                                   cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         try:
             url = f"http://127.0.0.1:{port}"

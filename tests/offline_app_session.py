@@ -108,7 +108,8 @@ def main(settings_path: str) -> int:
     env = guarded_env(Path(settings["guard_log"]), RAGEVAL_RUNS_DIR=settings["runs_dir"],
                       RAGEVAL_SHIPPED_RUNS_DIR="", RAGEVAL_CACHE_DIR=settings["cache_dir"],
                       RAGEVAL_ANNOTATIONS=str(Path(settings["cache_dir"]) / "annotations.sqlite"))
-    command = [*strace_prefix(Path(settings["strace_log"])), sys.executable, "-m", "ui.serve", "--server.port", str(port)]
+    command = [*strace_prefix(Path(settings["strace_log"])), sys.executable, "-m", "ui.serve",
+               "--server.port", str(port)]
     with server_log.open("w") as log_file:
         server = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log_file,
                                   stderr=subprocess.STDOUT, start_new_session=True)

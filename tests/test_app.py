@@ -320,7 +320,7 @@ def test_home_links_to_the_correlations_which_show_every_method_and_measure(runs
     links = [link.proto for link in home.get("page_link")]
     assert any(link.page == "Correlations" and "predict the end-to-end answer" in link.label for link in links)
     app = start(CORRELATIONS)
-    tau, _rho = [df.value for df in app.dataframe if df.value.index.name == "Measure"]
+    [tau] = [df.value for df in app.dataframe if df.value.index.name == "Measure"]  # tau unless rho is chosen
     # Rows: the fixture's measures at K plus R-precision; columns: its three label methods.
     assert sorted(tau.index) == sorted(m for m in MEASURES if m.endswith(f"@{K}") or m == "Rprec")
     assert len(tau.columns) == len(LABEL_METHODS)
@@ -478,7 +478,7 @@ def test_correlation_tables_follow_the_chosen_k(reteval_env):
     assert box.options == [str(k) for k in E2E_KS] and box.value == str(RUN_K)
 
     def check(k: int) -> None:
-        tau_table, _rho_table = correlation_tables(app)
+        [tau_table] = correlation_tables(app)  # tau by default; rho on a choice (test_correlation_table_statistic)
         at_k = {m for m in measures["measure"] if m.endswith(f"@{k}")}
         assert sorted(tau_table.index) == sorted(at_k | {"Rprec"})
         for method in ("erag:em", "gold", "erag:f1"):
@@ -506,6 +506,39 @@ def test_correlation_tables_follow_the_chosen_k(reteval_env):
     box.select("1").run()
     assert not app.exception
     check(1)
+
+
+def test_correlation_table_statistic_is_a_choice_kept_in_the_url(reteval_env):
+    """One table at a time: Kendall's tau-b by default, Spearman's rho when chosen (the radio, or ``?statistic=rho``
+    in a shared link); rho cells against scipy's spearmanr."""
+    from scipy.stats import spearmanr
+
+    with RunReader(reteval_env) as reader:
+        measures, e2e = reader.measure_table(), reader.e2e_table()
+
+    def rho_of(method: str, measure: str) -> float:
+        values = measures[(measures["method"] == method) & (measures["measure"] == measure)].set_index("query_id")
+        downstream = e2e[e2e["k"] == RUN_K].set_index("query_id")["score"]
+        return spearmanr(values["value"].to_numpy(float), downstream.loc[values.index].to_numpy(float)).statistic
+
+    def check_rho(app) -> None:
+        [table] = correlation_tables(app)
+        for method in ("erag:em", "gold"):
+            rho, cell = rho_of(method, f"P@{RUN_K}"), table.loc[f"P@{RUN_K}", render.method_name(method)]
+            assert cell == "undefined (constant)" if np.isnan(rho) else cell.startswith(f"{rho:.3f} ["), cell
+
+    app = start(CORRELATIONS)
+    radio = app.radio(key="correlations.statistic.widget")
+    assert radio.value == "tau" and "statistic" in app.query_params
+    [tau_table] = correlation_tables(app)
+    tau = tau_of(measures, e2e, "gold", f"P@{RUN_K}", RUN_K)
+    assert tau_table.loc[f"P@{RUN_K}", render.method_name("gold")].startswith(f"{tau:.3f} [")
+    radio.set_value("rho").run()
+    assert not app.exception and app.query_params["statistic"] == "rho"
+    check_rho(app)
+    shared = start(CORRELATIONS, statistic="rho")  # a shared link opens on rho
+    assert shared.radio(key="correlations.statistic.widget").value == "rho"
+    check_rho(shared)
 
 
 def test_k_sweep_chart_follows_each_methods_best_measure(reteval_env):

@@ -96,7 +96,8 @@ def fixture_env(fixture_dir, monkeypatch) -> Path:
 def test_correlations_default_view_shows_the_runs_per_query_values(fixture_env):
     app = start(CORRELATIONS)
     # Defaults: the first label method in display order, the run's k, the first measure at k.
-    assert dict(app.query_params) == {"run": "fixture", "method": "erag:em", "k": str(K), "measure": f"P@{K}"}
+    assert dict(app.query_params) == {"run": "fixture", "method": "erag:em", "k": str(K), "measure": f"P@{K}",
+                                      "statistic": "tau"}
     points = check_scatter(app, fixture_env, "erag:em", f"P@{K}", K)
     assert len(points) == 6  # tests/run_fixtures.py: 6 questions, each with an E2E answer at K
     with RunReader(fixture_env) as reader:
@@ -137,8 +138,9 @@ def test_correlations_url_parameters_select_method_and_measure(fixture_env, meth
 
 
 def test_correlations_bad_url_parameters_fall_back(fixture_env):
-    app = start(CORRELATIONS, run="fixture", method="no-such-method", measure="P@99", k="7")
-    assert dict(app.query_params) == {"run": "fixture", "method": "erag:em", "k": str(K), "measure": f"P@{K}"}
+    app = start(CORRELATIONS, run="fixture", method="no-such-method", measure="P@99", k="7", statistic="r2")
+    assert dict(app.query_params) == {"run": "fixture", "method": "erag:em", "k": str(K), "measure": f"P@{K}",
+                                      "statistic": "tau"}
 
 
 def test_correlations_on_a_run_without_e2e_answers_explains_why(tmp_path, monkeypatch):

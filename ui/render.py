@@ -286,10 +286,11 @@ def listed_note(total: int) -> str:
 
 def select_synced(where: Any, label: str, options: Sequence[str], *, state_key: str, param: str,
                   format_func: Callable[[Any], str] = str, default: Callable[[], str] | None = None,
-                  **selectbox_args: Any) -> str:
-    """A selectbox whose choice comes from ``?param=`` (if valid), else the session, else ``default()`` (the first
-    option without one), and is written back to both. A link naming something that is not an option gets a
-    visible warning naming it (never a silent substitute)."""
+                  widget: str = "selectbox", **selectbox_args: Any) -> str:
+    """A selectbox (or another one-choice widget with its signature: ``widget="radio"``) whose choice comes from
+    ``?param=`` (if valid), else the session, else ``default()`` (the first option without one), and is written
+    back to both. A link naming something that is not an option gets a visible warning naming it (never a silent
+    substitute)."""
     from_url = st.query_params.get(param)
     if from_url in options:
         chosen = from_url
@@ -303,8 +304,8 @@ def select_synced(where: Any, label: str, options: Sequence[str], *, state_key: 
     # Streamlit puts the page in a widget's id, so the same key on another page is another widget, which a
     # value kept in the session from the previous page does not set: seed it on every run, before it exists.
     st.session_state[_widget_key(state_key)] = chosen
-    return where.selectbox(label, options, key=_widget_key(state_key), format_func=format_func,
-                           on_change=_on_select, args=(state_key, param), **selectbox_args)
+    return getattr(where, widget)(label, options, key=_widget_key(state_key), format_func=format_func,
+                                  on_change=_on_select, args=(state_key, param), **selectbox_args)
 
 
 def _on_multiselect(param: str, widget_key: str) -> None:
