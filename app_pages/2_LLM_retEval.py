@@ -1,9 +1,9 @@
 """LLM-retEval: how a run's retriever fares when judged by the answer its top-k yields against the answer the
 gold passages yield (Alinejad et al. 2024, Tables 1-2), and a browser of the failure cases A-F with their reasons.
 
-``?run=<name>&judge=<judge>&k=<k>&category=A&category=C&case=<query id> <category>`` selects the run, the judge, the
-failure cases shown and the case opened, so a view can be shared; the cases link to the query inspector with the
-shown queries as its worklist (Prev / Next walk them).
+``?run=<name>&judge=<judge>&k=<k>&category=A&category=C&rows=1000&case=<query id> <category>`` selects the run,
+the judge, the failure cases shown (and how many are listed) and the case opened, so a view can be shared; the
+cases link to the query inspector with the shown queries as its worklist (Prev / Next walk them).
 """
 
 import streamlit as st
@@ -62,13 +62,14 @@ st.caption(render.escape_markdown(
 
 st.subheader("Failure cases")
 ks = sorted(int(k) for k in table["k"])
-filter_k, filter_category = st.columns([1, 4])
+filter_k, filter_category, filter_rows = st.columns([1, 4, 1])
 k = int(render.select_synced(filter_k, "k", [str(k) for k in ks], state_key=K_STATE, param="k",
                              help="The failure cases of the answer from the top k passages the LLM was given"))
 categories = render.multiselect_synced(
     filter_category, "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES),
     key="reteval.categories", param="category",
     help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
+rows = render.select_case_rows(filter_rows, "reteval.rows")
 cases = data.load_failure_case_table(*key, judge, k)
 shown = cases[cases["category"].isin(categories)].reset_index(drop=True)
 if shown.empty:
@@ -79,7 +80,7 @@ run_order = list(data.load_query_order(*key))
 list_name = f"LLM-retEval failures, {render.judge_name(judge)}, k={k}, {''.join(sorted(set(shown['category'])))}"
 inspect.render_walk_link(path.stem, shown["query_id"].tolist(), run_order, list_name)
 all_case_ids = [f"{query_id} {category}" for query_id, category in zip(shown["query_id"], shown["category"])]
-listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"))].reset_index(drop=True)
+listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"), rows)].reset_index(drop=True)
 view = render.failure_cases_view(listed, with_judge=False).drop(columns="k")
 view.insert(view.columns.get_loc("Category") + 1, "Inspect",
             inspect.inspect_links(path.stem, listed["query_id"].tolist(), run_order, list_name))
@@ -91,7 +92,7 @@ render.render_table(view, hide_index=True, column_config={
                                                 "queries of this table")})
 st.caption(render.escape_markdown(
     f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) at k={k} under judge {judge_note}, "
-    f"categories {', '.join(sorted(set(shown['category'])))}{render.listed_note(len(shown))}.")
+    f"categories {', '.join(sorted(set(shown['category'])))}{render.listed_note(len(shown), rows)}.")
     + " " + render.provenance(settings, n_judged, k=k))
 
 case_ids = [f"{row.query_id} {row.category}" for row in listed.itertuples()]

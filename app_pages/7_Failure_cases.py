@@ -2,8 +2,8 @@
 run that has LLM-retEval verdicts, filtered by judge, category, k, dataset and retriever, with the cases listed and
 linked to the query inspector (Alinejad et al. 2024, §4).
 
-``?judge=<judge>&category=A&category=C&k=5&dataset=...&retriever=...`` preset the filters and ``?case=<run query k
-category>`` the case shown, so a view can be shared.
+``?judge=<judge>&category=A&category=C&k=5&dataset=...&retriever=...&rows=1000`` preset the filters and how many
+cases are listed, and ``?case=<run query k category>`` the case shown, so a view can be shared.
 """
 
 import streamlit as st
@@ -65,6 +65,7 @@ datasets = render.multiselect_synced(st.sidebar, "Dataset", sorted(cases["datase
                                      key="failures.datasets", param="dataset")
 retrievers = render.multiselect_synced(st.sidebar, "Retriever", sorted(cases["retriever"].unique()),
                                        key="failures.retrievers", param="retriever")
+rows = render.select_case_rows(st.sidebar, "failures.rows")
 
 shown = filter_cases(cases, judge=judge, categories=categories, ks=ks, datasets=datasets, retrievers=retrievers)
 judge_label = render.judge_name(judge)
@@ -94,7 +95,8 @@ for run, ids in worklists.items():
                              label=f"Walk the {len(ids):,} queries of run {run} in the query inspector")
 all_case_ids = case_keys(shown)
 listed = data.with_failure_details(
-    shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"))].reset_index(drop=True), run_keys)
+    shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"), rows)].reset_index(drop=True),
+    run_keys)
 render.render_table(example_view(listed, inspect_links(listed, run_orders, list_name)), hide_index=True, column_config={
     "Question": st.column_config.TextColumn(width="medium"),
     "Reason": st.column_config.TextColumn(width="large"),
@@ -103,7 +105,7 @@ render.render_table(example_view(listed, inspect_links(listed, run_orders, list_
                                                 "walking this run's queries of the table")})
 st.caption(render.escape_markdown(
     f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) in {shown['run'].nunique()} runs, judge "
-    f"{judge_label}{render.listed_note(len(shown))}."))
+    f"{judge_label}{render.listed_note(len(shown), rows)}."))
 
 case_ids = case_keys(listed)
 labels = {i: f"{row.category} · k={row.k} · {row.text}  [{row.run} · {row.query_id}]"

@@ -209,3 +209,28 @@ def test_llm_reteval_cuts_a_long_case_list_the_same_way(runs_folder, monkeypatch
     shared = start(RETEVAL, run=RETEVAL_RUN, case=wanted)
     assert shared.selectbox(key="reteval.case.widget").value == wanted
     assert not shared.warning and len(cases_table(shared)) == 4
+    longer = start(RETEVAL, run=RETEVAL_RUN, rows="1000")  # "Cases listed": every case of this run
+    assert longer.selectbox(key="reteval.rows.widget").value == "1000"
+    assert len(cases_table(longer)) == len(expected) and not any("are listed below" in c.value
+                                                                   for c in longer.caption)
+
+
+def test_cases_listed_is_a_choice_kept_in_the_url(runs_folder, monkeypatch):
+    """Failure cases lists ui.render.CASE_ROWS cases (3 here) unless "Cases listed" asks for more; the choice is in
+    the URL (?rows=), so a shared view lists as many."""
+    from ui import render
+
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs_folder))
+    monkeypatch.setattr(render, "CASE_ROWS", 3)
+    original = retriever_of(runs_folder / f"{RETEVAL_RUN}.sqlite")
+    expected = cases_of(runs_folder / f"{RETEVAL_RUN}.sqlite").query("judge == 'em'")
+    app = start(FAILURES, retriever=original)
+    rows = app.selectbox(key="failures.rows.widget")
+    assert rows.options == ["at most 3", "at most 1,000", "at most 5,000"] and rows.value == "3"
+    assert len(cases_table(app)) == 3
+    rows.select("1000").run()
+    assert not app.exception and app.query_params["rows"] == "1000"
+    assert len(cases_table(app)) == len(expected) == len(app.selectbox(key="failures.case.widget").options)
+    assert not any("are listed below" in c.value for c in app.caption)
+    shared = start(FAILURES, retriever=original, rows="1000")
+    assert len(cases_table(shared)) == len(expected)

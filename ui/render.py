@@ -262,9 +262,23 @@ def _on_select(state_key: str, param: str) -> None:
     commit_choice(state_key, param, st.session_state[_widget_key(state_key)])
 
 
-#: Failure cases listed at most (table rows and the case picker's options): a 100k-query run has tens of thousands,
-#: megabytes sent to the browser for rows nobody scrolls to (the walk link still carries the whole list).
-CASE_ROWS = 1_000
+#: Failure cases listed by default (table rows and the case picker's options): a 100k-query run has tens of
+#: thousands, megabytes sent to the browser for rows nobody scrolls to (the walk link still carries the whole
+#: list). 1,000 rows of the shipped runs' cases were 575 kB of table and 118 kB of picker options, and 0.3 s of a
+#: cold visit more than 200 (bench_dashboard, paired); "Cases listed" (:func:`select_case_rows`) lists more.
+CASE_ROWS = 200
+#: The longer lists "Cases listed" offers after :data:`CASE_ROWS`.
+MORE_CASE_ROWS = (1_000, 5_000)
+
+
+def select_case_rows(where: Any, state_key: str) -> int:
+    """How many cases a page lists ("Cases listed", ``?rows=``): :data:`CASE_ROWS` unless a longer list of
+    :data:`MORE_CASE_ROWS` is chosen."""
+    choices = [str(n) for n in (CASE_ROWS, *(n for n in MORE_CASE_ROWS if n > CASE_ROWS))]
+    return int(select_synced(where, "Cases listed", choices, state_key=state_key, param="rows",
+                             format_func=lambda n: f"at most {int(n):,}",
+                             help="Rows of the case table and options of the case picker (the walk link always "
+                                  "carries every case's query)"))
 
 
 def listed_positions(ids: Sequence[str], wanted: str | None, limit: int | None = None) -> list[int]:
@@ -278,10 +292,12 @@ def listed_positions(ids: Sequence[str], wanted: str | None, limit: int | None =
     return positions
 
 
-def listed_note(total: int) -> str:
-    """Words for a list cut at :data:`CASE_ROWS`: `` (the first 1,000 are listed below; ...)``, else empty."""
-    return (f" (the first {CASE_ROWS:,} are listed below; narrow the filters to list others)" if total > CASE_ROWS
-            else "")
+def listed_note(total: int, limit: int | None = None) -> str:
+    """Words for a list cut at ``limit`` (default :data:`CASE_ROWS`): `` (the first 200 are listed below; ...)``,
+    else empty."""
+    limit = CASE_ROWS if limit is None else limit
+    return (f" (the first {limit:,} are listed below; list more with \"Cases listed\", or narrow the filters)"
+            if total > limit else "")
 
 
 def select_synced(where: Any, label: str, options: Sequence[str], *, state_key: str, param: str,
