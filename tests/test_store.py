@@ -177,7 +177,13 @@ def test_lean_llm_reteval_reads_equal_the_whole_tables_filtered(run):
             pd.testing.assert_frame_equal(table, expected.reset_index(drop=True), check_dtype=False)
             at_5 = reader.failure_case_table(judge, 5)
             pd.testing.assert_frame_equal(at_5, table[table["k"] == 5].reset_index(drop=True), check_dtype=False)
+            keys = ["query_id", "k", "category"]  # details=False: ordered in numpy, not by SQL
+            pd.testing.assert_frame_equal(reader.failure_case_table(judge, details=False), table[keys],
+                                          check_dtype=False)
+            pd.testing.assert_frame_equal(reader.failure_case_table(judge, 5, details=False), at_5[keys],
+                                          check_dtype=False)
         assert reader.query_verdicts("no-such-query").empty and reader.failure_case_table("no-such-judge").empty
+        assert reader.failure_case_table("no-such-judge", details=False).empty
 
 
 def test_failure_counts_are_remembered_and_equal_the_tables(tmp_path, monkeypatch):
