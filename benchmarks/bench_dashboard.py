@@ -31,7 +31,9 @@ nor the one-time overview of it remembered the same way (``rageval.store.files.r
 moments, E2E ks, ``run_summary``; about 3 s at 100,000 queries), which any earlier visit to the run computed,
 nor LLM-retEval's Tables 1-2 per judge and Home's failure counts, remembered the same way
 (``rageval.store.aggregates.read_reteval_table``, ``read_failure_counts``; about 5 s and 0.5 s at 100,000 queries,
-once per version of the file).
+once per version of the file), nor the Failure cases page's lean table of each judge's cases, remembered as an
+Arrow file (``RunReader.failure_case_table(details=False)`` through ``rageval.store.files.remembered_frame``; 0.4 s
+a run at 100,000 queries).
 """
 
 from __future__ import annotations
@@ -216,6 +218,7 @@ def runs_folder(size: str, docs: int, cache: Path, work: Path) -> Path:
                 reader.every_query_scored(k)
             for judge in reader.judges():  # LLM-retEval's Tables 1-2, remembered per file version
                 aggregates.read_reteval_table(reader, judge)
+                reader.failure_case_table(judge, details=False)  # the Failure cases page's lean table, the same
             aggregates.read_failure_counts(reader)  # Home's failure counts, remembered the same way
         run_summary(run)
     return folder

@@ -268,3 +268,53 @@ def test_the_run_overview_is_remembered_per_version_of_the_file(run_file):
         assert reader.nonfinite_measure_counts()[method] == int(grouped.count()[(method, measure)])
         after = reader.measure_moments()
         assert (method, measure) not in set(zip(after["method"], after["measure"]))
+
+
+def test_frames_are_remembered_per_version_of_the_file_as_arrow_files(run_file, monkeypatch):
+    """files.remembered_frame: a frame of at least FRAME_MIN_ROWS rows is computed once per version of a settled
+    file and read back equal, dtypes included, from ``frames/`` in the cache; a damaged frame file, a changed run
+    file or a small frame is computed again."""
+    os.utime(run_file, (OLD, OLD))
+    frames = run_file.parent / "cache" / "frames"
+    calls = []
+
+    def compute() -> pd.DataFrame:
+        calls.append(1)
+        with RunReader(run_file) as reader:
+            return reader.measure_table()
+
+    monkeypatch.setattr(files, "FRAME_MIN_ROWS", 10**9)
+    files.remembered_frame(run_file, "test:1", compute)
+    assert len(calls) == 1 and not frames.exists()  # too small to keep
+    monkeypatch.setattr(files, "FRAME_MIN_ROWS", 1)
+    first = files.remembered_frame(run_file, "test:1", compute)
+    again = files.remembered_frame(run_file, "test:1", compute)
+    assert len(calls) == 2 and len(list(frames.glob("*.arrow"))) == 1
+    pd.testing.assert_frame_equal(again, first)  # values and dtypes
+    next(frames.glob("*.arrow")).write_bytes(b"not an arrow file")  # damaged: computed again, then kept again
+    pd.testing.assert_frame_equal(files.remembered_frame(run_file, "test:1", compute), first)
+    assert len(calls) == 3
+    files.remembered_frame(run_file, "test:1", compute)
+    assert len(calls) == 3
+    os.utime(run_file, (OLD + 5, OLD + 5))  # another version of the file
+    files.remembered_frame(run_file, "test:1", compute)
+    assert len(calls) == 4 and len(list(frames.glob("*.arrow"))) == 2
+
+
+def test_the_lean_failure_case_table_is_remembered_and_equal_to_the_read(tmp_path, monkeypatch):
+    """RunReader.failure_case_table(details=False) read through files.remembered_frame equals the joined read."""
+    import shutil
+
+    from tests.test_app import SHIPPED_PATHS
+
+    source = next(path for path in SHIPPED_PATHS.values() if RunReader(path).has_rows("failure_cases"))
+    run = shutil.copy(source, tmp_path / source.name)
+    os.utime(run, (OLD, OLD))
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(files, "FRAME_MIN_ROWS", 1)
+    with RunReader(run) as reader:
+        judge = reader.judges()[0]
+        expected = reader.failure_case_table(judge)[["query_id", "k", "category"]]
+        for _ in range(2):  # computed, then read back from the frame file
+            pd.testing.assert_frame_equal(reader.failure_case_table(judge, details=False), expected)
+    assert len(list((tmp_path / "cache" / "frames").glob("*.arrow"))) == 1

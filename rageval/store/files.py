@@ -32,9 +32,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rageval.errors import StoreError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _tag(letters: str) -> int:
@@ -457,6 +460,68 @@ def remembered_summary(path: str | os.PathLike, what: str, compute: Callable[[],
         _summaries[str(record)] = merged
         _write_record(record, merged)
     return value
+
+
+#: Frames are remembered as Arrow IPC files in this folder of the cache (one file per run version and frame).
+_FRAME_FOLDER = "frames"
+#: Frames of fewer rows are computed every time: reading them from the run is as quick as from a file.
+FRAME_MIN_ROWS = 20_000
+#: The most frame files kept (the least recently written go first).
+_FRAME_FILES = 256
+
+
+def remembered_frame(path: str | os.PathLike, what: str, compute: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+    """``compute()`` (a frame read from the run file ``path``: e.g. every failure case of a judge, 205,000 rows of
+    a 100,000-query run, 0.4 s to read and sort), remembered like :func:`remembered_summary` per version of the
+    file, but as an Arrow IPC file of its own (``frames/`` in :func:`rageval.paths.cache_dir`; a JSON record of
+    megabytes would slow every summary): a later process reads it back in milliseconds, with its dtypes. Frames of
+    fewer than :data:`FRAME_MIN_ROWS` rows are not stored; a missing or unreadable frame file is computed again;
+    at most :data:`_FRAME_FILES` files are kept. ``what`` names the frame and its format (change it when the
+    format changes); the frame returned is the caller's to change."""
+    import hashlib
+
+    from pyarrow import feather
+
+    key = _good_key(path, f"frame:{what}")
+    target = None
+    if key is not None:
+        try:
+            from rageval.paths import cache_dir
+
+            target = cache_dir() / _FRAME_FOLDER / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.arrow"
+        except OSError:
+            target = None
+    if target is not None and target.exists():
+        try:
+            return feather.read_feather(target, memory_map=False)
+        except Exception:  # a damaged cache file (a killed writer, another pyarrow) is computed again
+            pass
+    frame = compute()
+    if target is not None and len(frame) >= FRAME_MIN_ROWS:
+        _write_frame(target, frame)
+    return frame
+
+
+def _write_frame(target: Path, frame: pd.DataFrame) -> None:
+    """Write ``frame`` to ``target`` atomically and keep the folder to :data:`_FRAME_FILES` files (best effort: an
+    unwritable folder only costs the work next time)."""
+    from pyarrow import feather
+
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(handle)
+        try:
+            feather.write_feather(frame, temp_name, compression="uncompressed")
+            os.replace(temp_name, target)
+        finally:
+            if os.path.exists(temp_name):
+                os.unlink(temp_name)
+        kept = sorted(target.parent.glob("*.arrow"), key=lambda f: f.stat().st_mtime_ns, reverse=True)
+        for old in kept[_FRAME_FILES:]:
+            old.unlink(missing_ok=True)
+    except (OSError, ValueError, TypeError):
+        pass
 
 
 def _check_shape(connection: sqlite3.Connection, path: str | os.PathLike, kind: SqliteKind,
