@@ -34,3 +34,18 @@ def test_preload_imports_the_ui_package_and_the_lazy_modules_but_no_model_librar
     assert found["heavy"] == []
     # The data layer's cache declarations log "No runtime found" outside a server; preload keeps them quiet.
     assert "No runtime found" not in done.stderr
+
+
+def test_the_direct_run_check_is_skipped_with_this_streamlit():
+    """ui.serve spares the first page Streamlit's one-time inspect.stack() check; the pinned Streamlit has the flag
+    (if an upgrade drops it, this fails and the lever is gone, not the dashboard)."""
+    from streamlit import delta_generator
+
+    from ui import serve
+
+    before = delta_generator._use_warning_has_been_displayed
+    try:
+        assert serve.skip_direct_run_check() is True
+        assert delta_generator._use_warning_has_been_displayed is True
+    finally:
+        delta_generator._use_warning_has_been_displayed = before
