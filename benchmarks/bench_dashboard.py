@@ -33,7 +33,8 @@ nor LLM-retEval's Tables 1-2 per judge and Home's failure counts, remembered the
 (``rageval.store.aggregates.read_reteval_table``, ``read_failure_counts``; about 5 s and 0.5 s at 100,000 queries,
 once per version of the file), nor the Failure cases page's lean table of each judge's cases, remembered as an
 Arrow file (``RunReader.failure_case_table(details=False)`` through ``rageval.store.files.remembered_frame``; 0.4 s
-a run at 100,000 queries).
+a run at 100,000 queries), nor Home's per-query gold retrieval at each k, remembered the same way
+(``aggregates.read_gold_retrieval``; 0.4-0.9 s at 100,000 queries).
 """
 
 from __future__ import annotations
@@ -220,6 +221,8 @@ def runs_folder(size: str, docs: int, cache: Path, work: Path) -> Path:
                 aggregates.read_reteval_table(reader, judge)
                 reader.failure_case_table(judge, details=False)  # the Failure cases page's lean table, the same
             aggregates.read_failure_counts(reader)  # Home's failure counts, remembered the same way
+            for k in reader.e2e_ks():  # Home's 2 x 2 (one row a query), remembered as an Arrow file
+                aggregates.read_gold_retrieval(reader, k)
         run_summary(run)
     return folder
 

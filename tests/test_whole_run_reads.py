@@ -318,3 +318,26 @@ def test_the_lean_failure_case_table_is_remembered_and_equal_to_the_read(tmp_pat
         for _ in range(2):  # computed, then read back from the frame file
             pd.testing.assert_frame_equal(reader.failure_case_table(judge, details=False), expected)
     assert len(list((tmp_path / "cache" / "frames").glob("*.arrow"))) == 1
+
+
+def test_the_gold_retrieval_frame_is_remembered_and_equal_to_the_read(tmp_path, monkeypatch):
+    """aggregates.read_gold_retrieval (Home's 2 x 2) read back from its frame file equals the SQLite read."""
+    import shutil
+
+    from rageval.store import aggregates
+    from tests.test_app import SHIPPED_PATHS
+
+    run = shutil.copy(next(iter(SHIPPED_PATHS.values())), tmp_path / "run.sqlite")
+    os.utime(run, (OLD, OLD))
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(files, "FRAME_MIN_ROWS", 10**9)
+    with RunReader(run) as reader:
+        k = reader.main_k() or 1
+        expected = aggregates.read_gold_retrieval(reader, k)
+        monkeypatch.setattr(files, "FRAME_MIN_ROWS", 1)
+        for _ in range(2):  # computed and kept, then read back from the frame file
+            pd.testing.assert_frame_equal(aggregates.read_gold_retrieval(reader, k), expected)
+        assert len(list((tmp_path / "cache" / "frames").glob("*.arrow"))) == 1
+        other_k = aggregates.read_gold_retrieval(reader, 1)  # another k is another frame
+        assert len(list((tmp_path / "cache" / "frames").glob("*.arrow"))) == 2
+        assert other_k["gold_retrieved"].sum() <= expected["gold_retrieved"].sum()
