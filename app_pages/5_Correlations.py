@@ -134,8 +134,8 @@ st.subheader(render.escape_markdown(f"Every label method and measure at k={k}"))
 if correlations.empty:
     st.info(render.escape_markdown(f"This run stores no measure at cutoff {k} to correlate with the {metric}@{k}."))
 else:
-    # One table at a time (a choice, not two tabs): a hidden tab's table is drawn all the same, 0.2-0.4 s of a
-    # cold visit on the shipped run (bench_dashboard, paired).
+    # One table at a time (a choice, not two tabs): a hidden tab's table is drawn all the same, 0.17-0.38 s
+    # of a cold visit on the shipped run (bench_dashboard, paired, two runs of 4 rounds).
     statistic = render.select_synced(st, "Statistic", list(STATISTICS), state_key=STATISTIC_STATE,
                                      param="statistic", format_func=STATISTICS.__getitem__, widget="radio",
                                      horizontal=True, label_visibility="collapsed")

@@ -3,9 +3,10 @@ the dark theme (the browser's colour-scheme preference, which the dashboard foll
 
     .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/<page>-<theme>-<width>.png
 
-Starts ``streamlit run app.py`` on 127.0.0.1 with an empty runs folder (so the shipped runs are what it shows) and a
-throwaway annotations file, drives Debian's Chromium with Playwright, waits for each page's content and for the
-script to finish (no fixed sleeps), and takes the first screen (900 px high) of each page.
+Starts the dashboard as ``make dashboard`` does (``python -m ui.serve``, i.e. ``streamlit run app.py``) on
+127.0.0.1 with an empty runs folder (so the shipped runs are what it shows) and a throwaway annotations file,
+drives Debian's Chromium with Playwright, waits for each page's content and for the script to finish (no fixed
+sleeps), and takes the first screen (900 px high) of each page.
 """
 
 from __future__ import annotations

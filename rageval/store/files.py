@@ -345,13 +345,19 @@ def _good_key(path: str | os.PathLike, what: str) -> str | None:
     return f"{what}|{stat.st_dev}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}"  # a link or a move: same file
 
 
-def _good_file() -> Path | None:
+def _in_cache(*parts: str) -> Path | None:
+    """``parts`` under :func:`rageval.paths.cache_dir`; None when there is no usable cache folder (remembering is
+    then skipped, never an error)."""
     try:
         from rageval.paths import cache_dir
 
-        return cache_dir() / _GOOD_FILE_NAME
+        return cache_dir().joinpath(*parts)
     except OSError:
         return None
+
+
+def _good_file() -> Path | None:
+    return _in_cache(_GOOD_FILE_NAME)
 
 
 def remembered_good(key: str) -> Any:
@@ -436,14 +442,7 @@ def remembered_summary(path: str | os.PathLike, what: str, compute: Callable[[],
     import copy
 
     key = _good_key(path, f"summary:{what}")
-    record = None
-    if key is not None:
-        try:
-            from rageval.paths import cache_dir
-
-            record = cache_dir() / _SUMMARY_FILE_NAME
-        except OSError:
-            record = None
+    record = _in_cache(_SUMMARY_FILE_NAME) if key is not None else None
     if record is not None:
         entries = _summaries.get(str(record))
         if entries is None:
@@ -483,14 +482,8 @@ def remembered_frame(path: str | os.PathLike, what: str, compute: Callable[[], p
     from pyarrow import feather
 
     key = _good_key(path, f"frame:{what}")
-    target = None
-    if key is not None:
-        try:
-            from rageval.paths import cache_dir
-
-            target = cache_dir() / _FRAME_FOLDER / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.arrow"
-        except OSError:
-            target = None
+    target = (_in_cache(_FRAME_FOLDER, f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.arrow")
+              if key is not None else None)
     if target is not None and target.exists():
         try:
             return feather.read_feather(target, memory_map=False)
