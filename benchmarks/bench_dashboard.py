@@ -7,6 +7,7 @@ generated runs of 10,000 and 100,000 queries, each timed cold (the first visit a
     python benchmarks/bench_dashboard.py --sizes shipped,10000 --pages Correlations,Compare_runs
     python benchmarks/bench_dashboard.py --sizes shipped --repeat 3                  # medians of 3 rounds
     python benchmarks/bench_dashboard.py --sizes shipped --repeat 4 --before ../old   # against an old checkout
+    python benchmarks/bench_dashboard.py --sizes shipped --cpu     # + CPU seconds of the server and the browser
 
 **Time until usable**: from the browser's navigation start (``performance.now()`` of the new document) until the
 page's title heading and its main content (a page-specific locator: its first table, chart, metric or notice) are
@@ -17,6 +18,9 @@ websocket). Every page visit gets a fresh server (cold: empty caches, page modul
 browser context (no HTTP cache); the floor too. The goal (issue 15): every page within 2x the floor on the shipped
 run and within 3x at 100,000 queries (between the two sizes: 3x); changing k on Correlations within 2x the floor.
 The floor is measured again just before each page (the load of a shared machine changes by the minute).
+``--cpu`` adds what each visit cost in CPU seconds, the server's and the browser's (every Chromium process), next
+to the floor's: on a 2-core machine a cold visit keeps both cores busy, so a page is as fast as its total CPU
+allows, and a change that moves work between the server and the browser shows there.
 
 Runs: ``shipped`` is data/runs/nq_open-bm25-gemma3_270m.sqlite (300 queries x 10 passages) with the shipped dense
 run as Compare's partner; a number N is a generated run of N queries x ``--docs`` passages with what
@@ -235,6 +239,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+#: The server process of each URL :func:`streamlit_server` serves (for ``--cpu``).
+SERVER_PIDS: dict[str, int] = {}
+
+
 @contextmanager
 def streamlit_server(script: Path, runs: Path, log: Path, checkout: Path = REPO) -> Iterator[str]:
     """``streamlit run script`` on ``runs`` (no shipped runs), on a free port, importing rageval and ui from
@@ -252,6 +260,7 @@ def streamlit_server(script: Path, runs: Path, log: Path, checkout: Path = REPO)
     with log.open("w") as log_file:
         server = subprocess.Popen(command, cwd=script.parent, env=env, stdout=log_file, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    SERVER_PIDS[url] = server.pid
     try:
         deadline = time.monotonic() + SERVER_START_S
         while True:
@@ -267,6 +276,7 @@ def streamlit_server(script: Path, runs: Path, log: Path, checkout: Path = REPO)
                 time.sleep(0.1)  # readiness polling, before anything is timed
         yield url
     finally:
+        SERVER_PIDS.pop(url, None)
         server.terminate()
         try:
             server.wait(timeout=10)
@@ -328,18 +338,64 @@ def change_k(page) -> float:
 
 # --- the benchmark ----------------------------------------------------------------------------------------------
 
+# --- CPU seconds of a visit (--cpu; Linux /proc) -------------------------------------------------------------
+
+def _process_cpu(pid: int) -> tuple[int, float] | None:
+    """(parent pid, user + system CPU seconds) of a process from /proc; None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_snapshot(server_url: str) -> dict[str, dict[int, float]]:
+    """CPU seconds so far of the server behind ``server_url`` and of each Chromium process this benchmark
+    started (every process below this one other than a Streamlit server)."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (found := _process_cpu(int(entry.name))) is not None:
+            table[int(entry.name)] = found
+    below, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, (parent, _) in table.items() if parent in frontier} - below
+        below |= frontier
+    servers = set(SERVER_PIDS.values())
+    server = SERVER_PIDS[server_url]
+    return {"server": {server: table[server][1]} if server in table else {},
+            "browser": {pid: table[pid][1] for pid in below if pid not in servers
+                        and "chrom" in _process_name(pid)}}
+
+
+def _process_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def cpu_used(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]) -> dict[str, float]:
+    """CPU seconds each side used between two :func:`cpu_snapshot` s (a process started in between counts from
+    0; one that ended in between is not seen after, so visits are measured before their context closes)."""
+    return {side: sum(seconds - before[side].get(pid, 0.0) for pid, seconds in after[side].items())
+            for side in after}
+
+
 def goal(size: str) -> float:
     return 2.0 if size == "shipped" else 3.0
 
 
-def floor_seconds(browser, runs: Path, work: Path, log: Path) -> float:
-    """The empty page's time until usable, cold: its own fresh server, a fresh browser context."""
+def floor_seconds(browser, runs: Path, work: Path, log: Path) -> tuple[float, dict[str, float]]:
+    """The empty page's time until usable, cold (its own fresh server, a fresh browser context), and the CPU
+    seconds the server and the browser used meanwhile (:func:`cpu_used`)."""
     floor_script = work / "floor_app.py"
     floor_script.write_text(FLOOR_SCRIPT, encoding="utf-8")
     with streamlit_server(floor_script, runs, log) as url:
+        start = cpu_snapshot(url)
         floor, context, _ = visit(browser, url, "h1")
+        cpu = cpu_used(start, cpu_snapshot(url))
         context.close()
-    return floor
+    return floor, cpu
 
 
 def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, log: Path,
@@ -359,10 +415,14 @@ def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, 
 
     for round_ in range(repeat):
         for entry in pages:
-            floor = floor_seconds(browser, runs, work, log)
+            floor, floor_cpu = floor_seconds(browser, runs, work, log)
             for what, checkout in (checkouts if round_ % 2 == 0 else checkouts[::-1]):
                 with streamlit_server(checkout / "app.py", runs, log, checkout) as url:
+                    start = cpu_snapshot(url)
                     cold, context, page = visit(browser, f"{url}/{entry.url_path}", entry.main)
+                    for side, seconds in cpu_used(start, cpu_snapshot(url)).items():
+                        record(entry.name, f"{what} {side} cpu", seconds)
+                        record(entry.name, f"floor {side} cpu", floor_cpu[side])
                     record(entry.name, what, cold)
                     record(entry.name, "floor", floor)
                     label = "" if what == "cold" else f" ({before})"
@@ -379,6 +439,20 @@ def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, 
             for name, found in visits.items()]
 
 
+def print_cpu(rows: list[dict], before: bool) -> None:
+    """CPU seconds used during the visits (medians): the page's server and browser (all Chromium processes), and
+    the floor's. On a machine with few cores their sum over the cores bounds the time until usable from below."""
+    sides = ["cold"] + (["before"] if before else [])
+    header = "".join(f"{f'{w} server':>14}{f'{w} browser':>15}" for w in sides)
+    print(f"\n{'CPU seconds (medians)':<24}{'size':>9}{header}{'floor server':>14}{'floor browser':>15}")
+    for row in rows:
+        if "floor server cpu" not in row:
+            continue  # a change of k: measured within the visit
+        cells = "".join(f"{row[f'{w} server cpu']:>14.2f}{row[f'{w} browser cpu']:>15.2f}" for w in sides)
+        print(f"{row['page']:<24}{row['size']:>9}{cells}{row['floor server cpu']:>14.2f}"
+              f"{row['floor browser cpu']:>15.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="shipped,10000,100000",
@@ -390,6 +464,8 @@ def main() -> int:
                         help="rounds of visits: each row is then the median cold time over its median floor")
     parser.add_argument("--before", type=Path, default=None,
                         help="another checkout (e.g. before a change): its pages visited alternately with these")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also print the CPU seconds the server and the browser used during each visit (Linux)")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "rageval-bench-dashboard",
                         help="where generated runs are kept between invocations")
     args = parser.parse_args()
@@ -422,6 +498,8 @@ def main() -> int:
         earlier = f"{row['before']:>10.2f}{row['before'] / row['floor']:>7.1f}" if args.before else ""
         print(f"{row['page']:<24}{row['size']:>9}{earlier}{row['cold']:>8.2f}{row['floor']:>9.2f}{ratio:>7.1f}"
               f"{target:>5.0f}x  {'yes' if ratio <= target else 'NO'}")
+    if args.cpu:
+        print_cpu(rows, bool(args.before))
     print("\ncold: first visit after `streamlit run` started, fresh browser context; floor: an empty page the same "
           "way, measured just before each page; seconds from navigation start until title + main content visible and "
           "the script finished. "
