@@ -32,7 +32,8 @@ is opened once before anything is timed, as ``rageval info`` or any earlier visi
 an unchanged file are remembered (``checked_files.json`` in rageval's cache folder), so the cold visits below do
 not include the one-time check of a file never opened before (about 20 s for the 100,000-query run, 880 MB),
 nor the one-time overview of it remembered the same way (``rageval.store.files.remembered_summary``: measure
-moments, E2E ks, ``run_summary``; about 3 s at 100,000 queries), which any earlier visit to the run computed,
+moments, measure names, E2E ks, ``run_summary``; about 3 s at 100,000 queries), which any earlier visit to the run
+computed,
 nor LLM-retEval's Tables 1-2 per judge and Home's failure counts, remembered the same way
 (``rageval.store.aggregates.read_reteval_table``, ``read_failure_counts``; about 5 s and 0.5 s at 100,000 queries,
 once per version of the file), nor the Failure cases page's lean table of each judge's cases, remembered as an
@@ -219,6 +220,7 @@ def runs_folder(size: str, docs: int, cache: Path, work: Path) -> Path:
     for run in folder.glob("*.sqlite"):  # opened once, as by `rageval info` or any earlier visit (not timed)
         with RunReader(run) as reader:  # and its overview summed, as any earlier visit did (remembered)
             reader.measure_moments()
+            reader.measure_names()
             for k in reader.e2e_ks():
                 reader.every_query_scored(k)
             for judge in reader.judges():  # LLM-retEval's Tables 1-2, remembered per file version
