@@ -19,8 +19,8 @@ browser context (no HTTP cache); the floor too. The goal (issue 15): every page 
 run and within 3x at 100,000 queries (between the two sizes: 3x); changing k on Correlations within 2x the floor.
 The floor is measured again just before each page (the load of a shared machine changes by the minute).
 ``--cpu`` adds what each visit cost in CPU seconds, the server's and the browser's (every Chromium process), next
-to the floor's: on a 2-core machine a cold visit keeps both cores busy, so a page is as fast as its total CPU
-allows, and a change that moves work between the server and the browser shows there.
+to the floor's: on a 2-core machine a cold visit of a chart page keeps both cores busy, so where the CPU goes
+says which side a change must make cheaper.
 
 Runs: ``shipped`` is data/runs/nq_open-bm25-gemma3_270m.sqlite (300 queries x 10 passages) with the shipped dense
 run as Compare's partner; a number N is a generated run of N queries x ``--docs`` passages with what
@@ -338,8 +338,6 @@ def change_k(page) -> float:
     return (finished_ms(page) - started_ms) / 1000
 
 
-# --- the benchmark ----------------------------------------------------------------------------------------------
-
 # --- CPU seconds of a visit (--cpu; Linux /proc) -------------------------------------------------------------
 
 def _process_cpu(pid: int) -> tuple[int, float] | None:
@@ -376,39 +374,48 @@ def _process_name(pid: int) -> str:
         return ""
 
 
+def cpu_snapshot_if(wanted: bool, server_url: str) -> dict[str, dict[int, float]]:
+    """:func:`cpu_snapshot` with ``--cpu``, else nothing (no /proc scan: other systems have none)."""
+    return cpu_snapshot(server_url) if wanted else {}
+
+
 def cpu_used(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]) -> dict[str, float]:
     """CPU seconds each side used between two :func:`cpu_snapshot` s (a process started in between counts from
-    0; one that ended in between is not seen after, so visits are measured before their context closes)."""
+    0; one that ended in between is not seen after, so visits are measured before their context closes). The
+    second snapshot is taken once the page is usable and the status widget stayed gone :data:`QUIET_MS`, so the
+    seconds include that wait."""
     return {side: sum(seconds - before[side].get(pid, 0.0) for pid, seconds in after[side].items())
             for side in after}
 
+
+# --- the benchmark ----------------------------------------------------------------------------------------------
 
 def goal(size: str) -> float:
     return 2.0 if size == "shipped" else 3.0
 
 
-def floor_seconds(browser, runs: Path, work: Path, log: Path) -> tuple[float, dict[str, float]]:
-    """The empty page's time until usable, cold (its own fresh server, a fresh browser context), and the CPU
-    seconds the server and the browser used meanwhile (:func:`cpu_used`)."""
+def floor_seconds(browser, runs: Path, work: Path, log: Path, cpu: bool = False) -> tuple[float, dict[str, float]]:
+    """The empty page's time until usable, cold (its own fresh server, a fresh browser context), and with ``cpu``
+    the CPU seconds the server and the browser used meanwhile (:func:`cpu_used`; else none)."""
     floor_script = work / "floor_app.py"
     floor_script.write_text(FLOOR_SCRIPT, encoding="utf-8")
     with streamlit_server(floor_script, runs, log) as url:
-        start = cpu_snapshot(url)
+        start = cpu_snapshot_if(cpu, url)
         floor, context, _ = visit(browser, url, "h1")
-        cpu = cpu_used(start, cpu_snapshot(url))
+        used = cpu_used(start, cpu_snapshot_if(cpu, url))
         context.close()
-    return floor, cpu
+    return floor, used
 
 
 def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, log: Path,
-                 repeat: int = 1, before: Path | None = None) -> list[dict]:
+                 repeat: int = 1, before: Path | None = None, cpu: bool = False) -> list[dict]:
     """Each page cold, right after the floor is measured again: on a machine shared with other jobs the load
     changes from minute to minute, so every page is compared with a floor taken just before it. With ``repeat``
     > 1 the pages are visited in that many rounds (all pages, then all again), and a page's row holds the
     medians of its cold times and of its floors (one visit's ratio moves by +-30% on a loaded machine). With
     ``before`` (another checkout) each round also visits the page served from it, this checkout and that one
     in alternating order after the same floor, so that a change of load hits both alike; ``before`` in a row is
-    that checkout's median."""
+    that checkout's median. With ``cpu`` each visit's CPU seconds are kept too (:func:`cpu_used`)."""
     visits: dict[str, dict[str, list[float]]] = {}
     checkouts = [("cold", REPO)] + ([("before", before)] if before is not None else [])
 
@@ -417,12 +424,12 @@ def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, 
 
     for round_ in range(repeat):
         for entry in pages:
-            floor, floor_cpu = floor_seconds(browser, runs, work, log)
+            floor, floor_cpu = floor_seconds(browser, runs, work, log, cpu)
             for what, checkout in (checkouts if round_ % 2 == 0 else checkouts[::-1]):
                 with streamlit_server(checkout / "app.py", runs, log, checkout) as url:
-                    start = cpu_snapshot(url)
+                    start = cpu_snapshot_if(cpu, url)
                     cold, context, page = visit(browser, f"{url}/{entry.url_path}", entry.main)
-                    for side, seconds in cpu_used(start, cpu_snapshot(url)).items():
+                    for side, seconds in cpu_used(start, cpu_snapshot_if(cpu, url)).items():
                         record(entry.name, f"{what} {side} cpu", seconds)
                         record(entry.name, f"floor {side} cpu", floor_cpu[side])
                     record(entry.name, what, cold)
@@ -443,7 +450,7 @@ def measure_size(browser, size: str, pages: list[Page], runs: Path, work: Path, 
 
 def print_cpu(rows: list[dict], before: bool) -> None:
     """CPU seconds used during the visits (medians): the page's server and browser (all Chromium processes), and
-    the floor's. On a machine with few cores their sum over the cores bounds the time until usable from below."""
+    the floor's (:func:`cpu_used`: each includes the :data:`QUIET_MS` wait after the page was usable)."""
     sides = ["cold"] + (["before"] if before else [])
     header = "".join(f"{f'{w} server':>14}{f'{w} browser':>15}" for w in sides)
     print(f"\n{'CPU seconds (medians)':<24}{'size':>9}{header}{'floor server':>14}{'floor browser':>15}")
@@ -488,7 +495,7 @@ def main() -> int:
                 print(f"{size}:", flush=True)
                 runs = runs_folder(size, args.docs, args.cache, work)
                 rows += measure_size(browser, size, pages, runs, work, work / f"streamlit-{size}.log", args.repeat,
-                                     args.before.resolve() if args.before else None)
+                                     args.before.resolve() if args.before else None, args.cpu)
         finally:
             browser.close()
 
