@@ -172,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="rows decoded together on the optimised path (default 32, as bench_generation.py)")
     parser.add_argument("--pipeline-batch-size", type=int, default=0,
                         help="EvaluationOptions.batch_size and the generator's batch size in the pipeline "
-                             f"(default: --batch-size; rageval evaluate's default is {EvaluateConfig().batch_size})")
+                             "(default: --batch-size; rageval evaluate's default is "
+                             f"{EvaluateConfig().model_settings.batch_size})")
     parser.add_argument("--repeats", type=int, default=1, help="rounds of (a, b, b, a) (default 1)")
     parser.add_argument("--no-full", action="store_true", help="skip the full pipeline")
     args = parser.parse_args(argv)

@@ -269,14 +269,15 @@ def _passage_row(p: Passage) -> dict:
     return {"type": "passage", "id": p.passage_id, "title": p.title, "text": p.text, "source": p.source}
 
 
-def corpus_fingerprint(corpus: Corpus) -> str:
-    """SHA-256 (hex) of the passages in order (id, title, text, source), as canonical JSON lines.
+def corpus_fingerprint(passages: Corpus | Iterable[Passage]) -> str:
+    """SHA-256 (hex) of the passages in order (id, title, text, source), as canonical JSON lines: the one key of
+    a corpus' BM25 index, embeddings and reranker (for the shipped corpus or the user's own passages alike).
 
     Queries and aliases do not enter it: they do not change what an index over the corpus contains, so an index
     cached under this fingerprint stays valid when only the queries change.
     """
     digest = hashlib.sha256()
-    for p in corpus.passages:
+    for p in passages.passages if isinstance(passages, Corpus) else passages:
         digest.update(json.dumps(_passage_row(p), ensure_ascii=False, sort_keys=True).encode("utf-8"))
         digest.update(b"\n")
     return digest.hexdigest()

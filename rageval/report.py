@@ -328,10 +328,10 @@ def cost_markdown(cost: Mapping) -> str:
 
 
 def write_results(runs_dir: Path, out_path: Path, cost_path: Path | None = None) -> Path:
-    """Write ``docs/results.md`` from the demo runs in ``runs_dir`` (see :data:`rageval.experiments.DEMO_PLANS`)."""
-    from rageval.experiments import DEMO_PLANS
+    """Write ``docs/results.md`` from the demo runs in ``runs_dir`` (:func:`rageval.pipeline.demo.load_demo_runs`)."""
+    from rageval.pipeline.demo import load_demo_runs
 
-    runs = {plan.name: Path(runs_dir) / plan.file_name for plan in DEMO_PLANS}
+    runs = {demo.name: Path(runs_dir) / demo.file_name for demo in load_demo_runs()}
     present = {name: path for name, path in runs.items() if path.is_file()}
     if not present:
         raise RagevalError(f"{runs_dir}: none of the demo runs ({', '.join(runs)}) exists; "

@@ -409,15 +409,21 @@ def reteval_run_file(tmp_path_factory) -> Path:
     if path.exists():
         return path
     from rageval.corpus import build_corpus
-    from rageval.experiments import Resources, RunPlan, build_run, plan_queries
     from rageval.generation.cache import CachedGenerator, LLMCache
+    from rageval.pipeline.config import EvaluateConfig
+    from rageval.pipeline.run import evaluate_config
+    from rageval.pipeline.sources import ShippedData, shipped_queries
 
-    plan = RunPlan(RETEVAL_RUN, "nq_open", "bm25", RETEVAL_QUERIES, k=RUN_K, e2e_ks=E2E_KS, reteval=True,
-                   reteval_settings=reteval.RetEvalSettings(ks=RETEVAL_KS))
-    resources = Resources(build_corpus())
-    generator = FakeGenerator(fake_reader_rule(plan_queries(plan, resources)), model_id="fake:reader/test_app")
+    assert max(E2E_KS) == RUN_K
+    config = EvaluateConfig(dataset="nq_open", retriever="bm25", num_queries=RETEVAL_QUERIES,
+                            k=",".join(map(str, E2E_KS)), reteval_ks=",".join(map(str, RETEVAL_KS)),
+                            rerank_check=True)
+    shipped = ShippedData(build_corpus())
+    generator = FakeGenerator(fake_reader_rule(shipped_queries("nq_open", shipped, 0, RETEVAL_QUERIES)),
+                              model_id="fake:reader/test_app")
     cache = LLMCache(tmp_path_factory.mktemp("reteval_llm_cache") / "calls.sqlite")
-    run = build_run(plan, resources, CachedGenerator(generator, cache), log=lambda _: None)
+    run = evaluate_config(config, CachedGenerator(generator, cache), shipped=shipped, name=RETEVAL_RUN,
+                          log=lambda _: None)
     order = {q.query_id: i for i, q in enumerate(run.queries)}
     first = min((c for c in run.failure_cases if c.judge == "em" and c.k == min(RETEVAL_KS)),
                 key=lambda c: (c.category, order[c.query_id]))

@@ -13,10 +13,13 @@ import scipy.stats
 from rageval import report
 from rageval.cli import main
 from rageval.corpus import build_corpus
-from rageval.experiments import DEMO_PLANS, Resources, RunPlan, build_run
 from rageval.generation.base import FakeGenerator
 from rageval.generation.cache import CachedGenerator, LLMCache
-from rageval.reteval import RetEvalSettings, recall_precision_f1
+from rageval.pipeline.config import EvaluateConfig
+from rageval.pipeline.demo import load_demo_runs
+from rageval.pipeline.run import evaluate_config
+from rageval.pipeline.sources import ShippedData, shipped_queries
+from rageval.reteval import recall_precision_f1
 from rageval.store import RunReader, write_run
 from rageval.text_metrics import contains_answer
 from rageval.trec import read_trec_qrels
@@ -44,16 +47,14 @@ def answer_reader(answers_by_question: dict[str, tuple[str, ...]]):
 def built_run(tmp_path_factory):
     """A HotpotQA run over the questions' own candidate paragraphs, with LLM-retEval, named as the demo run."""
     folder = tmp_path_factory.mktemp("runs")
-    resources = Resources(build_corpus())
-    plan = RunPlan("hotpotqa-candidates-gemma3_270m", "hotpotqa", "candidates", NUM_QUESTIONS, k=5,
-                   e2e_ks=(1, 3, 5), label_metrics=("em", "f1"), reteval=True,
-                   reteval_settings=RetEvalSettings(ks=(1, 5), judges=("em", "token_f1", "llm")), folder="demo")
-    from rageval.experiments import plan_queries
-
-    questions = {q.text: q.answers for q in plan_queries(plan, resources)}
+    shipped = ShippedData(build_corpus())
+    name = "hotpotqa-candidates-gemma3_270m"
+    config = EvaluateConfig(dataset="hotpotqa", retriever="candidates", num_queries=NUM_QUESTIONS, k="1,3,5",
+                            label_metrics="em,f1", reteval_ks="1,5", judges="em,token_f1,llm", rerank_check=True)
+    questions = {q.text: q.answers for q in shipped_queries("hotpotqa", shipped, 0, NUM_QUESTIONS)}
     generator = CachedGenerator(FakeGenerator(answer_reader(questions), "fake:answer-reader/v1"),
                                 LLMCache(folder / "llm.sqlite"))
-    path = write_run(build_run(plan, resources, generator), folder / plan.file_name)
+    path = write_run(evaluate_config(config, generator, shipped=shipped, name=name), folder / "demo" / f"{name}.sqlite")
     return path
 
 
@@ -136,7 +137,7 @@ def test_results_without_demo_runs_names_the_folder(tmp_path, capsys):
     assert main(["results", "--runs-dir", str(tmp_path), "--out", str(tmp_path / "r.md")]) == 2
     assert f"{tmp_path}: none of the demo runs" in capsys.readouterr().err
     assert not (tmp_path / "r.md").exists()
-    assert {p.name for p in DEMO_PLANS} >= {"nq_open-bm25-gemma3_270m", "hotpotqa-candidates-gemma3_270m"}
+    assert {d.name for d in load_demo_runs()} >= {"nq_open-bm25-gemma3_270m", "hotpotqa-candidates-gemma3_270m"}
 
 
 def test_export_labels_csv_and_qrels_round_trip(built_run, tmp_path, capsys):

@@ -199,9 +199,9 @@ class AttributionResources:
 
     def __init__(self, corpus, generator, nli, reranker, bert_scorer, hagrid: Sequence[HagridRecord],
                  hagrid_run: Sequence[HagridRunRecord], bm25=None, tokenizer=None):
-        from rageval.experiments import Resources
+        from rageval.retrieval.retrievers import Retrievers
 
-        self.shared = Resources(corpus)  # corpus passages by id and the cached BM25 index, as the eRAG runs use them
+        self.shared = Retrievers(corpus.passages)  # passages by id and the cached BM25 index, as the eRAG runs use
         self.corpus = corpus
         self.passages: dict[str, Passage] = self.shared.passages
         self.generator = generator

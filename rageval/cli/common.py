@@ -73,7 +73,7 @@ def bm25_index(corpus):
     from rageval.retrieval.bm25 import load_or_build_bm25_index
 
     started = time.perf_counter()
-    index_dir = load_or_build_bm25_index(corpus.passages, corpus_fingerprint(corpus))
+    index_dir = load_or_build_bm25_index(corpus.passages, corpus_fingerprint(corpus.passages))
     print(f"BM25 index: {index_dir} ({time.perf_counter() - started:.1f} s)", file=sys.stderr)
     return index_dir
 

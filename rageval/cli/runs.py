@@ -85,7 +85,7 @@ def cmd_info(args: argparse.Namespace) -> int:
         if not config:
             raise RagevalError(f"{args.run}: this run was not made by rageval evaluate, so it stores no config")
         try:
-            print(EvaluateConfig(**config).to_toml(), end="")
+            print(EvaluateConfig.from_flat(config).to_toml(), end="")
         except (TypeError, ValueError) as error:
             raise StoreError(f"{args.run}: the stored config is not one this rageval reads ({error})") from error
     else:

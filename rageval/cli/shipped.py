@@ -23,24 +23,24 @@ from rageval.paths import DATA_DIR, REPO_ROOT, RUNS_DIR, not_writable_folder, us
 
 
 def cmd_erag(args: argparse.Namespace) -> int:
-    """eRAG labels + E2E answers for an NQ-open slice: the pipeline on the shipped NQ configuration."""
-    from rageval.experiments import Resources, RunPlan, build_run
-    from rageval.generation.cache import CachedGenerator, LLMCache
-    from rageval.store import write_run
+    """eRAG labels + E2E answers for an NQ-open slice: an alias of ``rageval evaluate`` on the shipped NQ-open
+    dataset with BM25 (the config it builds goes through the one pipeline)."""
+    from rageval.pipeline.config import EvaluateConfig
+    from rageval.pipeline.run import evaluate
+    from rageval.pipeline.sources import ShippedData
 
-    cutoffs = tuple(sorted({c for c in (1, 5, 10, 20) if c <= args.k} | {args.k}))
-    plan = RunPlan(Path(args.out).stem, "nq_open", "bm25", args.num_queries, k=args.k, e2e_ks=(args.k,),
-                   measure_cutoffs=cutoffs, label_metrics=(args.metric,),
-                   metric=args.metric, llm_relevance=False, offset=args.offset, max_new_tokens=args.max_new_tokens,
-                   em_early_stop=args.em_early_stop)
-    cache = LLMCache(args.cache) if args.cache else LLMCache()
-    generator = CachedGenerator(load_generator(ModelSettings(
-        model=args.model, backend=args.backend, base_url=args.base_url, api=args.api, api_key_env=args.api_key_env,
-        batch_size=args.batch_size, balance=args.balance, max_requests_per_minute=args.max_requests_per_minute,
-        max_tokens_per_minute=args.max_tokens_per_minute)), cache)
-    run = build_run(plan, Resources(_load_corpus(args.data_dir)), generator, batch_size=args.batch_size,
+    cutoffs = sorted({c for c in (1, 5, 10, 20) if c <= args.k} | {args.k})
+    config = EvaluateConfig(
+        dataset="nq_open", retriever="bm25", offset=args.offset, num_queries=args.num_queries, k=str(args.k),
+        methods="erag,e2e,baselines", metric=args.metric, label_metrics=args.metric, llm_relevance=False,
+        measure_cutoffs=",".join(map(str, cutoffs)), max_new_tokens=args.max_new_tokens,
+        em_early_stop=args.em_early_stop, cache=str(args.cache) if args.cache else None, out=str(args.out),
+        rerank_check=True, model_settings=ModelSettings(
+            model=args.model, backend=args.backend, base_url=args.base_url, api=args.api,
+            api_key_env=args.api_key_env, batch_size=args.batch_size, balance=args.balance,
+            max_requests_per_minute=args.max_requests_per_minute, max_tokens_per_minute=args.max_tokens_per_minute))
+    path = evaluate(config, shipped=ShippedData(_load_corpus(args.data_dir)), out=Path(args.out),
                     command="rageval " + " ".join(sys.argv[1:]), progress=stage_progress())
-    path = write_run(run, args.out)
     print(f"wrote {path}")
     from rageval.cli.runs import print_summary
 
@@ -91,25 +91,20 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         dataset = args.dataset
         queries = ev.load_queries(args.dataset, corpus, args.num_queries, args.data_dir)
         passages = {p.passage_id: p for p in corpus.passages}
-        fingerprint = corpus_fingerprint(corpus)
+        fingerprint = corpus_fingerprint(corpus)  # (the passages' fingerprint: one index cache per corpus)
         slice_note, notes = f"the first {len(queries)} {args.dataset} queries (file order)", CORPUS_NOTE
         out_dir = args.out_dir or RUNS_DIR / "retrieval"
-    bm25 = dense = reranker = None
-    if ev.NEEDS_BM25.intersection(systems):
-        from rageval.retrieval.bm25 import BM25Retriever, load_or_build_bm25_index
+    from rageval.retrieval.retrievers import Retrievers
 
-        bm25 = BM25Retriever(load_or_build_bm25_index(list(passages.values()), fingerprint))
-    if ev.NEEDS_DENSE.intersection(systems):
-        from rageval.retrieval.dense import load_dense_retriever
-
-        dense = load_dense_retriever(list(passages.values()), fingerprint, batch_size=args.batch_size)
+    retrievers = Retrievers(passages.values(), fingerprint, batch_size=args.batch_size)
+    reranker = None
     if "bm25+rerank" in systems:
         from rageval.retrieval.rerank import CrossEncoderReranker
 
         reranker = CrossEncoderReranker.load(args.reranker or ev.latest_nq_reranker_dir())
     bar = _progress_bar("bm25+rerank: queries reranked", len(queries))[0] if reranker else None
     try:
-        results = ev.run_systems(systems, queries, args.k, bm25=bm25, dense=dense, reranker=reranker,
+        results = ev.run_systems(systems, queries, args.k, retrievers=retrievers, reranker=reranker,
                                  passages=passages, rerank_depth=args.rerank_depth,
                                  progress=lambda message: print(message, file=sys.stderr),
                                  on_reranked=bar.update if bar else None)
@@ -197,7 +192,6 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
     import json
 
     from rageval.generation.cache import CachedGenerator, LLMCache
-    from rageval.retrieval.bm25 import BM25Retriever, load_or_build_bm25_index
     from rageval.retrieval.subqueries import evaluate_subquery_retrieval, parse_fusion_methods
 
     methods = parse_fusion_methods(args.fusion)
@@ -217,7 +211,9 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
         described = f"NQ-open queries 0..{len(queries) - 1}"
     if not queries:
         raise RagevalError(f"--num-queries {args.num_queries}: no queries selected")
-    retriever = BM25Retriever(load_or_build_bm25_index(list(passages.values()), fingerprint))
+    from rageval.retrieval.retrievers import Retrievers
+
+    retriever = Retrievers(passages.values(), fingerprint).bm25
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     generator = CachedGenerator(load_generator(ModelSettings(model=args.model, batch_size=args.batch_size)), cache)
     reranker = None
@@ -243,31 +239,31 @@ def cmd_subquery_retrieval(args: argparse.Namespace) -> int:
 
 
 def cmd_demo_runs(args: argparse.Namespace) -> int:
-    from rageval.experiments import build_demo_runs, load_run_plans
+    from rageval.pipeline.demo import build_demo_runs, load_demo_runs
 
-    all_plans = load_run_plans(args.plans)
-    plans = all_plans
+    all_runs = load_demo_runs(args.plans)
+    runs = all_runs
     if args.only:
         wanted = args.only.split(",")
-        unknown = sorted(set(wanted) - {p.name for p in all_plans})
+        unknown = sorted(set(wanted) - {r.name for r in all_runs})
         if unknown:
             raise RagevalError(f"--only: unknown run(s) {', '.join(unknown)}; known: "
-                               f"{', '.join(p.name for p in all_plans)}")
-        plans = tuple(p for p in all_plans if p.name in wanted)
+                               f"{', '.join(r.name for r in all_runs)}")
+        runs = tuple(r for r in all_runs if r.name in wanted)
     started = time.perf_counter()
     if args.correlations_only:
         from rageval.pipeline.evaluate import store_correlations
 
-        for plan in plans:
-            path = args.out_dir / plan.file_name
+        for demo in runs:
+            path = args.out_dir / demo.file_name
             if not path.is_file():
-                raise RagevalError(f"{path}: no such run; build it first (rageval demo-runs --only {plan.name})")
+                raise RagevalError(f"{path}: no such run; build it first (rageval demo-runs --only {demo.name})")
             added = store_correlations(path, command="rageval " + " ".join(sys.argv[1:]))
             print(f"{path}: " + (f"{added} correlations added" if added else "has its correlations (or no E2E "
                                                                              "scores to correlate with)"))
         print(f"done in {time.perf_counter() - started:.0f} s")
         return 0
-    paths = build_demo_runs(args.out_dir, plans, scale=args.scale, dtype=args.dtype or None,
+    paths = build_demo_runs(args.out_dir, runs, scale=args.scale, dtype=args.dtype or None,
                             command="rageval " + " ".join(sys.argv[1:]))
     print(f"built {len(paths)} runs in {time.perf_counter() - started:.0f} s:")
     for path in paths:
@@ -412,9 +408,10 @@ def add_parsers(sub) -> None:
 
     demo = sub.add_parser("demo-runs", help="build the shipped demo runs (eRAG with every label method and a k "
                                             "sweep, LLM-retEval) into data/runs through the LLM-call cache")
-    demo.add_argument("--only", help="comma-separated run names (default: every [[run]] of the plans file)")
-    demo.add_argument("--plans", type=Path, help="a TOML file of [[run]] tables (default: data/configs/demo_runs.toml, "
-                                                 "the shipped demo runs)")
+    demo.add_argument("--only", help="comma-separated run names (default: every config of --plans)")
+    demo.add_argument("--plans", type=Path, nargs="+", metavar="CONFIG",
+                      help="rageval evaluate config files of shipped dataset slices, or folders of them (default: "
+                           "data/configs/demo_runs, the shipped demo runs; a file's path there is its run's path)")
     demo.add_argument("--scale", type=float, default=1.0, help="multiply every run's question count")
     demo.add_argument("--dtype", default="bfloat16", help="RAG LLM precision ('' for the device default)")
     demo.add_argument("--out-dir", type=Path, default=RUNS_DIR)

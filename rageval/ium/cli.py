@@ -70,7 +70,6 @@ def cmd_ium(args: argparse.Namespace) -> int:
     if args.runs:
         return cmd_ium_runs(args)
     from rageval.corpus import build_corpus
-    from rageval.experiments import Resources
     from rageval.generation.cache import CachedGenerator, LLMCache
     from rageval.generation.gemma import load_gemma_generator
     from rageval.generation.smollm2 import chat_prompt, load_smollm2_generator
@@ -87,7 +86,9 @@ def cmd_ium(args: argparse.Namespace) -> int:
                            seed=args.seed, init=_init_folder(args.init), train_id_tokens=args.train_id_tokens)
         plan = IumPlan(num_train=args.num_train, num_test=args.num_test, config=config)
     corpus = build_corpus(args.data_dir)
-    resources = Resources(corpus)
+    from rageval.retrieval.retrievers import Retrievers
+
+    resources = Retrievers(corpus.passages)
     cache = LLMCache(args.cache) if args.cache else LLMCache()
     dtype = args.dtype or None
     gemma = load_gemma_generator(batch_size=8, dtype=dtype)

@@ -20,18 +20,18 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from rageval import erag
 from rageval.errors import DataError, RagevalError
 from rageval.generation.base import DecodingSettings
-from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL, ModelSettings
+from rageval.generation.factory import ModelSettings
 from rageval.measures import parse_measure_list
 from rageval.paths import not_a_file
 from rageval.pipeline.evaluate import METHODS, EvaluationOptions, parse_ks, parse_methods
-from rageval.pipeline.sources import RETRIEVERS, SourcePaths
+from rageval.pipeline.sources import RETRIEVERS, SHIPPED_RETRIEVERS, SourcePaths
 from rageval.prompts import QA_FEW_SHOT, FewShotExample, PromptTemplate
 from rageval.reteval import JUDGE_NAMES, RetEvalSettings, SemiGoldSettings
 
@@ -57,34 +57,51 @@ class EvaluateConfig:
     llm_relevance: bool = True
     judges: str = ",".join(JUDGE_NAMES)
     semi_gold_samples: int = 3
-    model: str = DEFAULT_MODEL
-    backend: str = "local"
-    base_url: str = DEFAULT_BASE_URL  # several servers: separated by commas (a list in the TOML file)
-    balance: str = "least-in-flight"
-    max_requests_per_minute: float | None = None
-    max_tokens_per_minute: float | None = None
-    api: str = "completions"
-    api_key_env: str | None = None
-    device: str = "auto"
-    dtype: str | None = "auto"
+    reteval_ks: str = ""  # the ks LLM-retEval judges at, comma-separated, within k (default: every k)
+    # The RAG LLM; in the file and the flags its fields are flat names (model, backend, base_url, ...: MODEL_FIELDS).
     # 32 prompts a forward batch: the rate of bench_generation.py's optimised path (benchmarks/bench_pipeline.py:
     # at 8 a batch the eRAG stage took 1.16x as long on the 2-core CPU); for a server, 32 concurrent requests.
-    batch_size: int = 32
+    model_settings: ModelSettings = field(default_factory=lambda: ModelSettings(batch_size=32))
     max_new_tokens: int = 16
     em_early_stop: bool = False  # exact-match early stopping of the eRAG answers (label_metrics and metric em only)
     prompt_template: str | None = None
     cache: str | None = None
     out: str | None = None
+    # A shipped dataset slice (``dataset`` nq_open or hotpotqa, without queries): its questions offset ..
+    # offset + num_queries - 1 (None: all), ranked by ``retriever`` (or HotpotQA's own ``candidates``).
+    offset: int = 0
+    num_queries: int | None = None
+    measure_cutoffs: str = ""  # IR measure cutoffs beyond k (up to the eRAG depth), comma-separated
+    #: The re-ranking check: each top-k reversed goes through eRAG again; the cache counters (stored in the
+    #: settings) must show no new LLM call.
+    rerank_check: bool = False
 
     def __post_init__(self):
-        if self.retriever is not None and self.retriever not in RETRIEVERS:
+        if self.retriever is not None and self.retriever not in SHIPPED_RETRIEVERS:
             raise RagevalError(f"retriever {self.retriever!r}: expected one of {', '.join(RETRIEVERS)}")
+        if self.offset < 0 or (self.num_queries is not None and self.num_queries < 1):
+            raise RagevalError("offset: expected at least 0; num_queries: expected at least 1")
         parse_ks(self.k)
+        for cutoffs in (self.measure_cutoffs, self.reteval_ks):
+            if cutoffs:
+                parse_ks(cutoffs)
         parse_methods(self.methods)
         self.extra_measures()
         if self.semi_gold_samples < 1 or self.max_new_tokens < 1:
             raise RagevalError("semi_gold_samples and max_new_tokens: expected at least 1")
-        self.model_settings()  # the model fields are checked where they are defined (a ModelError otherwise)
+
+    @classmethod
+    def from_flat(cls, values: dict[str, Any]) -> EvaluateConfig:
+        """The config of flat names (a config file's, the flags', a stored config's): the model fields become its
+        :class:`ModelSettings` (a :class:`~rageval.generation.factory.ModelError` names a bad one)."""
+        model = {name: values[name] for name in MODEL_FIELDS if name in values}
+        rest = {name: value for name, value in values.items() if name not in MODEL_FIELDS}
+        return cls(**rest, model_settings=ModelSettings(**{"batch_size": 32, **model}))
+
+    @property
+    def shipped(self) -> bool:
+        """Whether the questions are a shipped dataset's (no questions, corpus or run file given)."""
+        return not (self.queries or self.corpus or self.run)
 
     # ---- what the pipeline takes
 
@@ -94,13 +111,6 @@ class EvaluateConfig:
 
         return SourcePaths(queries=path(self.queries), corpus=path(self.corpus), run=path(self.run),
                            qrels=path(self.qrels), retriever=self.retriever, answers_field=self.answers_field)
-
-    def model_settings(self) -> ModelSettings:
-        return ModelSettings(model=self.model, backend=self.backend, base_url=self.base_url, api=self.api,
-                             api_key_env=self.api_key_env, device=self.device, dtype=self.dtype,
-                             batch_size=self.batch_size, balance=self.balance,
-                             max_requests_per_minute=self.max_requests_per_minute,
-                             max_tokens_per_minute=self.max_tokens_per_minute)
 
     def extra_measures(self) -> tuple[str, ...]:
         """The ``measures`` setting as canonical measure strings."""
@@ -119,18 +129,22 @@ class EvaluateConfig:
             methods=parse_methods(self.methods), ks=ks,
             label_metrics=tuple(x.strip() for x in self.label_metrics.split(",") if x.strip()),
             metric=self.metric, llm_relevance=self.llm_relevance, measures=self.extra_measures(),
-            reteval=RetEvalSettings(ks=ks, judges=judges,
+            reteval=RetEvalSettings(ks=parse_ks(self.reteval_ks) if self.reteval_ks else ks, judges=judges,
                                     semi_gold=SemiGoldSettings(samples=self.semi_gold_samples,
                                                                max_new_tokens=self.max_new_tokens)),
-            decoding=DecodingSettings(max_new_tokens=self.max_new_tokens), batch_size=self.batch_size,
+            decoding=DecodingSettings(max_new_tokens=self.max_new_tokens), batch_size=self.model_settings.batch_size,
+            measure_cutoffs=parse_ks(self.measure_cutoffs) if self.measure_cutoffs else (),
             prompt=load_prompt_template(Path(self.prompt_template)) if self.prompt_template else QA_FEW_SHOT,
             em_early_stop=self.em_early_stop)
 
     # ---- reading and writing
 
     def as_dict(self) -> dict[str, Any]:
-        """The config with relative paths made absolute (so a stored config reruns from anywhere)."""
-        values = asdict(self)
+        """The config as flat names, in :data:`FIELD_NAMES` order, with relative paths made absolute (so a stored
+        config reruns from anywhere)."""
+        nested = asdict(self)
+        values = {name: nested["model_settings"][name] if name in MODEL_FIELDS else nested[name]
+                  for name in FIELD_NAMES}
         for name in PATH_FIELDS:
             if values[name]:
                 values[name] = str(Path(values[name]).expanduser().resolve())
@@ -146,7 +160,12 @@ class EvaluateConfig:
         return "\n".join(lines) + "\n"
 
 
-FIELD_NAMES = tuple(f.name for f in fields(EvaluateConfig))
+#: The flat names of the model fields (:class:`ModelSettings`'), in the file and the flags.
+MODEL_FIELDS = ("model", "backend", "base_url", "balance", "max_requests_per_minute", "max_tokens_per_minute", "api",
+                "api_key_env", "device", "dtype", "batch_size")
+_OWN = [f.name for f in fields(EvaluateConfig) if f.name != "model_settings"]
+#: Every setting's flat name (a config file's keys, the flags' names), model fields after ``semi_gold_samples``.
+FIELD_NAMES = (*_OWN[:_OWN.index("semi_gold_samples") + 1], *MODEL_FIELDS, *_OWN[_OWN.index("semi_gold_samples") + 1:])
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -172,6 +191,9 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise DataError(path, f"unknown setting {unknown[0]!r}; known: {', '.join(FIELD_NAMES)}", field=unknown[0])
     if isinstance(values.get("k"), list):
         values["k"] = ",".join(str(x) for x in values["k"])
+    for name in ("measure_cutoffs", "reteval_ks"):
+        if isinstance(values.get(name), list):
+            values[name] = ",".join(str(x) for x in values[name])
     for name in ("methods", "label_metrics", "judges", "measures", "base_url"):
         if isinstance(values.get(name), list):
             values[name] = ",".join(map(str, values[name]))
@@ -185,7 +207,7 @@ def build_config(file_values: dict[str, Any], flag_values: dict[str, Any]) -> Ev
     """Defaults, then the config file, then the flags given (``None`` = not given)."""
     merged = {**file_values, **{k: v for k, v in flag_values.items() if v is not None and k in FIELD_NAMES}}
     try:
-        return EvaluateConfig(**merged)
+        return EvaluateConfig.from_flat(merged)
     except TypeError as error:
         raise RagevalError(f"config: {error}") from error
 
@@ -215,4 +237,5 @@ def load_prompt_template(path: Path) -> PromptTemplate:
                           instruction=values["instruction"], examples=tuple(examples))
 
 
-__all__ = ["METHODS", "EvaluateConfig", "build_config", "load_prompt_template", "read_config_file"]
+__all__ = ["FIELD_NAMES", "METHODS", "MODEL_FIELDS", "EvaluateConfig", "build_config", "load_prompt_template",
+           "read_config_file"]

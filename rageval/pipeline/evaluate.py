@@ -16,7 +16,7 @@ nothing and a rerun costs no call already made):
 6. the correlation of every label method x measure with the E2E score at every k of the sweep (eRAG's Table 1,
    what the Correlations page shows; :func:`compute_correlations`), so the page reads it instead of bootstrapping.
 
-The same function builds the shipped demo runs (:mod:`rageval.experiments`), ``rageval evaluate`` on the user's
+The same function builds the shipped demo runs (:mod:`rageval.pipeline.demo`), ``rageval evaluate`` on the user's
 files, and the dashboard's "compute what this run lacks" job (:func:`complete_run_file`).
 
 :class:`StageMeter` wraps the generator, counts each stage's calls (cached / new) and reports progress;

@@ -9,14 +9,16 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from rageval import erag
 from rageval.errors import RagevalError
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.generation.factory import check_model, expected_model_id, load_generator
 from rageval.paths import REPO_ROOT, not_writable_file, user_runs_dir
 from rageval.pipeline.config import EvaluateConfig
 from rageval.pipeline.evaluate import LLM_STAGES, DryRunGenerator, EvaluationOptions, Log, Progress, evaluate_run
-from rageval.pipeline.sources import LoadedInputs, load_inputs
-from rageval.store import write_run
+from rageval.pipeline.sources import LoadedInputs, ShippedData, load_inputs, load_shipped_inputs
+from rageval.store import Run, write_run
+from rageval.types import Ranking
 
 ANSWERS_NEEDED = "eRAG, E2E, the contains-answer baseline and LLM-retEval score answers against them"
 
@@ -28,7 +30,7 @@ def _stderr(message: str) -> None:
 def default_out_path(config: EvaluateConfig, inputs: LoadedInputs) -> Path:
     """``<user runs folder>/<dataset>-<retriever or run>-<model>.sqlite``."""
     candidates = config.retriever or Path(config.run or "").stem  # (load_inputs checked: one of the two)
-    model = Path(config.model.rstrip("/")).name
+    model = Path(config.model_settings.model.rstrip("/")).name
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", f"{inputs.run.settings.get('dataset', 'run')}-{candidates}-{model}")
     return user_runs_dir() / f"{name.strip('-.')[:100]}.sqlite"
 
@@ -45,38 +47,91 @@ def check_out_path(path: Path) -> Path:
     return resolved
 
 
-def prepare(config: EvaluateConfig, log: Log = _stderr) -> tuple[LoadedInputs, EvaluationOptions]:
+def prepare(config: EvaluateConfig, log: Log = _stderr,
+            shipped: ShippedData | None = None) -> tuple[LoadedInputs, EvaluationOptions]:
     """Read and validate every input (raises a one-line :class:`~rageval.errors.DataError` before any model
-    loads or any file is written)."""
+    loads or any file is written). ``shipped``: the shipped corpus and retrievers to share (a config without
+    files evaluates a shipped dataset slice; built on first use otherwise)."""
     options = config.options()
-    inputs = load_inputs(config.sources(), options.depth, dataset=config.dataset or "", log=log)
+    if config.shipped:
+        inputs = load_shipped_inputs(config.dataset or "", config.retriever or "", options.depth,
+                                     shipped or ShippedData(), offset=config.offset, num_queries=config.num_queries,
+                                     log=log)
+    else:
+        if config.offset or config.num_queries is not None or config.retriever == "candidates":
+            raise RagevalError("offset, num_queries and the candidates retriever are for a shipped dataset "
+                               "(--dataset nq_open or hotpotqa without --queries, --corpus or --run)")
+        inputs = load_inputs(config.sources(), options.depth, dataset=config.dataset or "", log=log)
     if {"erag", "e2e", "reteval"} & set(options.methods) or "baselines" in options.methods:
         inputs.require_answers(ANSWERS_NEEDED)
-    check_model(config.model_settings())
+    check_model(config.model_settings)
     return inputs, options
 
 
-def _settings_of(config: EvaluateConfig, inputs: LoadedInputs, command: str) -> dict:
+def _settings_of(config: EvaluateConfig, inputs: LoadedInputs, command: str, name: str) -> dict:
+    if inputs.shipped:  # a shipped dataset slice: its name (the run file's), slice, retriever and corpus note
+        return {**inputs.run.settings, "name": name, **inputs.description, "command": command}
     return {**inputs.run.settings, **inputs.description, "source": "rageval evaluate",
             "corpus": {"passages": inputs.corpus_size, "file": config.corpus},
             "config": config.as_dict(), "command": command}
 
 
-def evaluate(config: EvaluateConfig, *, generator=None, log: Log = _stderr, progress: Progress | None = None,
-             command: str = "") -> Path:
+def evaluate_inputs(config: EvaluateConfig, inputs: LoadedInputs, options: EvaluationOptions, generator, *,
+                    name: str = "", log: Log = _stderr, progress: Progress | None = None, command: str = "",
+                    encoder=None) -> Run:
+    """The run of ``config`` on its prepared ``inputs`` (:func:`prepare`): :func:`evaluate_run`, then (when
+    ``config.rerank_check``) the re-ranking check. ``generator`` must count ``hits``/``misses`` (a
+    :class:`~rageval.generation.cache.CachedGenerator`); ``name``: the run's name (the file's stem)."""
+    base = replace(inputs.run, settings=_settings_of(config, inputs, command, name))
+    run = evaluate_run(base, generator, options, log=log, progress=progress, encoder=encoder)
+    run = replace(run, settings={**run.settings, "timing_s": {**inputs.timing_s, **run.settings["timing_s"]}})
+    if config.rerank_check:
+        run = replace(run, settings={**run.settings, "rerank_check": rerank_check(run, generator, options)})
+        log(f"re-ranking check: {run.settings['rerank_check']}")
+    return run
+
+
+def evaluate_config(config: EvaluateConfig, generator, *, shipped: ShippedData | None = None, name: str = "",
+                    log: Log = _stderr, progress: Progress | None = None, command: str = "") -> Run:
+    """:func:`prepare` then :func:`evaluate_inputs`: the run of ``config`` in memory, nothing written."""
+    inputs, options = prepare(config, log, shipped)
+    return evaluate_inputs(config, inputs, options, generator, name=name, log=log, progress=progress,
+                           command=command)
+
+
+def rerank_check(run: Run, generator, options: EvaluationOptions) -> dict:
+    """Each of the run's top-k lists reversed goes through eRAG again: with every (question, passage) answer in
+    the LLM-call cache, the counters show no new call (eRAG's labels do not depend on the list's order)."""
+    depth = options.depth
+    rankings = {r.query_id: Ranking(r.query_id, tuple(reversed(r.passages[:depth]))) for r in run.rankings}
+    settings = erag.EragSettings(k=depth, metric=options.metric, decoding=options.decoding,
+                                 batch_size=options.batch_size, cutoffs=options.cutoffs, prompt=options.prompt,
+                                 em_early_stop=options.em_early_stop)
+    hits, misses = generator.hits, generator.misses
+    erag.compute_erag_labels(run.queries, rankings, {p.passage_id: p for p in run.passages}, generator, settings)
+    return {"reranking": f"each top-{depth} reversed, eRAG labels recomputed",
+            "cache_hits": generator.hits - hits, "cache_misses": generator.misses - misses}
+
+
+def evaluate(config: EvaluateConfig, *, generator=None, shipped: ShippedData | None = None, out: Path | None = None,
+             log: Log = _stderr, progress: Progress | None = None, command: str = "", encoder=None) -> Path:
     """Run ``config`` end to end and write one run file (atomically; nothing is written on an input error).
-    ``generator``: a ready model (tests); else loaded with :func:`rageval.generation.factory.load_generator`.
-    Every LLM call goes through the LLM-call cache, so a killed run resumes at no LLM cost."""
+    ``generator``: a ready model (tests, or one shared by several runs); else loaded with
+    :func:`rageval.generation.factory.load_generator`. ``out``: the run file, written where it says (``rageval
+    demo-runs`` writes the shipped runs into data/runs); else ``config.out``, never in the checkout. Every LLM call
+    goes through the LLM-call cache, so a killed run resumes at no LLM cost."""
     started = time.perf_counter()
-    if config.out:
+    if out is None and config.out:
         check_out_path(Path(config.out))  # before the inputs are read and retrieved
-    inputs, options = prepare(config, log)
-    out = check_out_path(Path(config.out) if config.out else default_out_path(config, inputs))
+    inputs, options = prepare(config, log, shipped)
+    if out is None:
+        out = check_out_path(Path(config.out) if config.out else default_out_path(config, inputs))
+    out = Path(out)
     with LLMCache(config.cache) if config.cache else LLMCache() as cache:  # closed: no -wal/-shm left behind
-        model = generator if generator is not None else load_generator(config.model_settings())
+        model = generator if generator is not None else load_generator(config.model_settings)
         cached = CachedGenerator(model, cache)
-        base = replace(inputs.run, settings=_settings_of(config, inputs, command))
-        run = evaluate_run(base, cached, options, log=log, progress=progress)
+        run = evaluate_inputs(config, inputs, options, cached, name=out.stem, log=log, progress=progress,
+                              command=command, encoder=encoder)
     run.settings["timing_s"]["total"] = round(time.perf_counter() - started, 1)
     out.parent.mkdir(parents=True, exist_ok=True)
     return write_run(run, out)
@@ -124,7 +179,7 @@ def dry_run(config: EvaluateConfig, *, log: Log = _stderr) -> DryRunReport:
     inputs, options = prepare(config, log)
     out = check_out_path(Path(config.out) if config.out else default_out_path(config, inputs))
     with LLMCache(config.cache) if config.cache else LLMCache() as cache:  # closed: no -wal/-shm left behind
-        generator = DryRunGenerator(expected_model_id(config.model_settings()), cache)
+        generator = DryRunGenerator(expected_model_id(config.model_settings), cache)
         run = evaluate_run(inputs.run, generator, options, dry_run=True)
     calls = run.settings["llm_calls"]["by_stage"]
     pairs = sum(min(len(r.passages), options.depth) for r in inputs.run.rankings)

@@ -7,6 +7,9 @@ Three sources, each read once:
   ``answers_field``, looked up on the record first, then in ``metadata``);
 - **passages**: rageval's passages JSONL (``passage_id``, ``title``, ``text``) or BEIR's ``corpus.jsonl``
   (``_id``, ``title``, ``text``);
+- **a shipped dataset** instead of files (:func:`load_shipped_inputs`): a slice of the NQ-open test questions or
+  of the HotpotQA dev questions over the rageval corpus (:mod:`rageval.corpus`), ranked by a retriever or (HotpotQA)
+  by MiniLM over each question's own candidate paragraphs; the shipped demo runs are built from it;
 - **candidates**: the user's own lists (a TREC run file, or the one-JSONL upload form) or retrieval over the
   corpus (BM25 with pyserini/Lucene, dense MiniLM + faiss, or hybrid CombSUM of the two); optional qrels (TREC
   ``qid 0 pid rel`` or BEIR's ``qrels/<split>.tsv`` with its header).
@@ -19,13 +22,14 @@ before validation, so every error still names the user's file, line and field. V
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
+import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rageval.errors import DataError, RagevalError
+from rageval.retrieval.retrievers import RETRIEVERS, Retrievers
 from rageval.store import Label, Run
 from rageval.types import Passage, Query, Ranking
 from rageval.upload import (
@@ -43,7 +47,6 @@ from rageval.upload import (
 #: No practical size limit for files named on the command line (the dashboard's upload keeps its own limits).
 PIPELINE_LIMITS = UploadLimits(max_file_bytes=64 * 2**30, max_queries=10_000_000, max_passages_per_query=100_000,
                                max_text_chars=10_000_000)
-RETRIEVERS = ("bm25", "dense", "hybrid")
 RETRIEVER_DESCRIPTIONS = {
     "bm25": "bm25 (pyserini Lucene, k1=0.9, b=0.4) over {corpus}",
     "dense": "dense (all-MiniLM-L6-v2, exact inner product, faiss) over {corpus}",
@@ -208,42 +211,6 @@ def _data_error(path: Path, error: UploadError) -> DataError:
     return DataError(path, message[len(prefix):] if message.startswith(prefix) else message)
 
 
-def corpus_fingerprint(passages: Mapping[str, Passage]) -> str:
-    """SHA-256 of the passages (id, title, text) in order: the key of the corpus' BM25 index and embeddings."""
-    digest = hashlib.sha256()
-    for passage in passages.values():
-        digest.update(json.dumps([passage.passage_id, passage.title, passage.text], ensure_ascii=False).encode())
-        digest.update(b"\n")
-    return digest.hexdigest()
-
-
-def retrieve(retriever: str, queries: Sequence[Query], passages: Mapping[str, Passage], k: int,
-             log=lambda message: None) -> dict[str, Ranking]:
-    """Each query's top ``k`` from ``passages`` with ``retriever`` (bm25, dense or hybrid); indexes and embeddings
-    are built once per corpus (keyed by :func:`corpus_fingerprint`) and cached in the user cache."""
-    if retriever not in RETRIEVERS:
-        raise RagevalError(f"retriever {retriever!r}: expected one of {', '.join(RETRIEVERS)}")
-    fingerprint = corpus_fingerprint(passages)
-    corpus = list(passages.values())
-    results: dict[str, dict[str, Ranking]] = {}
-    if retriever in ("bm25", "hybrid"):
-        from rageval.retrieval.bm25 import BM25Retriever, load_or_build_bm25_index
-
-        log(f"BM25 index over {len(corpus):,} passages (built once, cached)")
-        results["bm25"] = BM25Retriever(load_or_build_bm25_index(corpus, fingerprint)).batch_search(queries, k)
-    if retriever in ("dense", "hybrid"):
-        from rageval.retrieval.dense import load_dense_retriever
-
-        log(f"dense embeddings of {len(corpus):,} passages (computed once, cached)")
-        results["dense"] = load_dense_retriever(corpus, fingerprint).batch_search(queries, k)
-    if retriever != "hybrid":
-        return results[retriever]
-    from rageval.retrieval.fusion import comb_sum
-
-    return {q.query_id: comb_sum([results["bm25"][q.query_id], results["dense"][q.query_id]], k=k)
-            for q in queries}
-
-
 @dataclass(frozen=True)
 class LoadedInputs:
     """The starting run (queries, the passages it touches, rankings, qrels labels) and the corpus size."""
@@ -253,6 +220,8 @@ class LoadedInputs:
     description: dict
     questions_file: Path | None = None
     question_lines: Mapping[str, int] | None = None
+    timing_s: Mapping[str, float] = field(default_factory=dict)  # the shipped source's time to rank
+    shipped: bool = False  # the questions and candidates of a shipped dataset (load_shipped_inputs)
 
     def require_answers(self, why: str) -> None:
         """A :class:`DataError` naming the questions file, line and field for the first query without answers."""
@@ -299,7 +268,7 @@ def load_inputs(paths: SourcePaths, k: int, *, dataset: str = "", log=lambda mes
     queries = {qid: replace(q, dataset=dataset, gold_passage_ids=tuple(p for p, v in qrels[qid].items() if v > 0))
                if qid in qrels else replace(q, dataset=dataset) for qid, q in queries.items()}
     _check_gold_ids(queries, passages, paths.queries)
-    rankings = retrieve(paths.retriever, list(queries.values()), passages, k, log)
+    rankings = Retrievers(passages.values(), log=log).search(paths.retriever, list(queries.values()), k)
     labels = [Label("qrels", qid, pid, float(v)) for qid, judged in qrels.items() if qid in queries
               for pid, v in judged.items()]
     used = dict.fromkeys([p for r in rankings.values() for p in r.passage_ids]
@@ -327,7 +296,9 @@ def load_retrieval_inputs(queries_path: Path | None, corpus_path: Path | None, q
                if qid in qrels else replace(q, dataset=dataset) for qid, q in queries.items()}
     _check_gold_ids(queries, passages, queries_path)
     chosen = list(queries.values())[:num_queries] if num_queries else list(queries.values())
-    return dataset, chosen, passages, corpus_fingerprint(passages)
+    from rageval.corpus import corpus_fingerprint
+
+    return dataset, chosen, passages, corpus_fingerprint(passages.values())
 
 
 def _read_qrels(path: Path, queries: Mapping[str, Query]) -> dict[str, dict[str, float]]:
@@ -382,3 +353,111 @@ def _from_jsonl_run(paths: SourcePaths, dataset: str) -> LoadedInputs:
     description = {"retriever": run.settings.get("retriever") or "given lists",
                    "candidates": f"the user's run file {paths.run} (one-JSONL form)"}
     return LoadedInputs(_only_inputs(run), len(run.passages), description, Path(paths.queries or paths.run))
+
+
+# ------------------------------------------------------------------------------------ the shipped datasets
+
+#: The shipped question sets: ``dataset`` without ``queries`` (the rageval corpus gives the passages).
+SHIPPED_DATASETS = {"nq_open": "NQ-open test", "hotpotqa": "HotpotQA dev (distractor)"}
+#: Candidates of a shipped dataset: a retriever over the rageval corpus, or HotpotQA's own candidate paragraphs.
+SHIPPED_RETRIEVERS = (*RETRIEVERS, "candidates")
+SHIPPED_RETRIEVER_DESCRIPTIONS = {
+    "bm25": "bm25 (pyserini Lucene, k1=0.9, b=0.4) over the rageval corpus",
+    "dense": "dense (all-MiniLM-L6-v2, exact inner product) over the rageval corpus",
+    "hybrid": "hybrid: CombSUM of min-max normalised BM25 and dense (MiniLM) top-k over the rageval corpus",
+    "candidates": "HotpotQA's own ~10 candidate paragraphs (2 supporting + distractors), ordered by MiniLM cosine",
+}
+CORPUS_NOTE = ("The rageval corpus is the deduplicated union of the shipped passages (16,507), not the 21M-passage "
+               "Wikipedia of the papers: retrieval is easier and gold passages rank higher than in the papers.")
+
+
+class ShippedData:
+    """The rageval corpus (:func:`rageval.corpus.build_corpus`) and its :class:`Retrievers`, built on first use and
+    shared by every run of a build (``rageval demo-runs``)."""
+
+    def __init__(self, corpus=None, retrievers: Retrievers | None = None):
+        self._corpus = corpus
+        self._retrievers = retrievers
+
+    @property
+    def corpus(self):
+        if self._corpus is None:
+            from rageval.corpus import build_corpus
+
+            self._corpus = build_corpus()
+        return self._corpus
+
+    @property
+    def retrievers(self) -> Retrievers:
+        if self._retrievers is None:
+            from rageval.corpus import corpus_fingerprint
+
+            self._retrievers = Retrievers(self.corpus.passages, corpus_fingerprint(self.corpus))
+        return self._retrievers
+
+
+def shipped_queries(dataset: str, shipped: ShippedData, offset: int = 0,
+                    num_queries: int | None = None) -> list[Query]:
+    """Questions ``offset .. offset + num_queries - 1`` (file order) of a shipped dataset, with gold ids."""
+    from rageval.retrieval.evaluate import hotpotqa_queries, nq_open_queries
+
+    if dataset == "nq_open":
+        return nq_open_queries(shipped.corpus, num_queries, offset)
+    if dataset == "hotpotqa":
+        end = None if num_queries is None else offset + num_queries
+        return hotpotqa_queries(shipped.corpus, num_queries=end)[offset:]
+    raise RagevalError(f"dataset {dataset!r}: without --queries, expected a shipped dataset "
+                       f"({' or '.join(SHIPPED_DATASETS)})")
+
+
+def hotpotqa_candidate_rankings(queries: Sequence[Query], shipped: ShippedData) -> dict[str, Ranking]:
+    """Each HotpotQA question's own candidate paragraphs (canonical corpus ids), ordered by the MiniLM cosine
+    between question and paragraph (ties keep the file order)."""
+    import numpy as np
+
+    from rageval.data import HOTPOTQA_FILE, read_hotpotqa
+    from rageval.paths import DATA_DIR
+    from rageval.types import ScoredPassage
+
+    records = {f"hotpotqa:{r.question_id}": r for r in read_hotpotqa(DATA_DIR / HOTPOTQA_FILE)}
+    corpus, retrievers, rankings = shipped.corpus, shipped.retrievers, {}
+    for query in queries:
+        record = records[query.query_id]
+        ids = list(dict.fromkeys(corpus.resolve(f"hotpotqa:{record.question_id}:{c.context_id}")
+                                 for c in record.contexts))
+        vectors = retrievers.encoder.encode([query.text] + [retrievers.passages[i].as_document() for i in ids])
+        scores = vectors[1:] @ vectors[0]
+        order = np.argsort(-scores, kind="stable")
+        rankings[query.query_id] = Ranking(query.query_id,
+                                           tuple(ScoredPassage(ids[i], float(scores[i])) for i in order))
+    return rankings
+
+
+def load_shipped_inputs(dataset: str, retriever: str, k: int, shipped: ShippedData, *, offset: int = 0,
+                        num_queries: int | None = None, log=lambda message: None) -> LoadedInputs:
+    """A slice of a shipped dataset (:data:`SHIPPED_DATASETS`) and its candidates (:data:`SHIPPED_RETRIEVERS`),
+    the top ``k`` of each, as a starting :class:`Run` (what ``rageval demo-runs`` and ``rageval erag`` evaluate)."""
+    if retriever not in SHIPPED_RETRIEVERS or (retriever == "candidates" and dataset != "hotpotqa"):
+        raise RagevalError(f"retriever {retriever!r}: expected one of {', '.join(RETRIEVERS)} (or candidates, with "
+                           "the hotpotqa dataset)")
+    started = time.perf_counter()
+    queries = shipped_queries(dataset, shipped, offset, num_queries)
+    if not queries:
+        name = {"nq_open": "NQ-open", "hotpotqa": "HotpotQA"}[dataset]
+        raise RagevalError(f"no {name} queries in the slice offset={offset}, n={num_queries}")
+    rankings = (hotpotqa_candidate_rankings(queries, shipped) if retriever == "candidates"
+                else shipped.retrievers.search(retriever, queries, k))
+    passages = shipped.retrievers.passages
+    used = dict.fromkeys([pid for q in queries for pid in rankings[q.query_id].passage_ids[:k]]
+                         + [pid for q in queries for pid in q.gold_passage_ids])
+    run = Run(settings={"dataset": dataset}, queries=queries, passages=[passages[p] for p in used if p in passages],
+              rankings=[Ranking(q.query_id, rankings[q.query_id].passages[:k]) for q in queries])
+    description = {
+        "dataset_slice": f"questions {offset}..{offset + len(queries) - 1} of the shipped "
+                         f"{SHIPPED_DATASETS[dataset]} file, in file order",
+        "retriever": SHIPPED_RETRIEVER_DESCRIPTIONS[retriever], "retriever_name": retriever,
+        "corpus": {"passages": len(shipped.corpus.passages)}, "notes": CORPUS_NOTE}
+    seconds = round(time.perf_counter() - started, 1)
+    log(f"rankings: {seconds} s")
+    return LoadedInputs(run, len(shipped.corpus.passages), description, timing_s={"rankings": seconds},
+                        shipped=True)

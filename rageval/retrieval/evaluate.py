@@ -32,7 +32,7 @@ import pandas as pd
 from rageval.errors import RagevalError
 from rageval.measures import aggregate_measures, compute_measures, parse_measure_list
 from rageval.paths import DATA_DIR
-from rageval.retrieval.fusion import comb_sum, reciprocal_rank_fusion
+from rageval.retrieval.retrievers import Retrievers, fuse
 from rageval.store import Label, MeasureValue, Run
 from rageval.types import Passage, Query, Ranking
 
@@ -153,16 +153,6 @@ def summarize(per_query: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------------- systems
 
 
-def hybrid_rrf(first: Mapping[str, Ranking], second: Mapping[str, Ranking], k: int) -> dict[str, Ranking]:
-    """Per query, :func:`reciprocal_rank_fusion` of the two rankings (rrf_k = 60), top ``k``."""
-    return {qid: reciprocal_rank_fusion([first[qid], second[qid]], k=k, query_id=qid) for qid in first}
-
-
-def hybrid_combsum(first: Mapping[str, Ranking], second: Mapping[str, Ranking], k: int) -> dict[str, Ranking]:
-    """Per query, :func:`comb_sum` of the two rankings' min-max normalised scores, top ``k``."""
-    return {qid: comb_sum([first[qid], second[qid]], "min_max", k=k, query_id=qid) for qid in first}
-
-
 def rerank_head(reranker, queries: Sequence[Query], rankings: Mapping[str, Ranking],
                 passages: Mapping[str, Passage], depth: int,
                 progress: Callable[[int], None] | None = None) -> dict[str, Ranking]:
@@ -210,13 +200,15 @@ class SystemRun:
     details: Mapping[str, Any] = field(default_factory=dict)
 
 
-def run_systems(systems: Sequence[str], queries: Sequence[Query], k: int, *, bm25=None, dense=None,
-                reranker=None, passages: Mapping[str, Passage] | None = None, rerank_depth: int = RERANK_DEPTH,
+def run_systems(systems: Sequence[str], queries: Sequence[Query], k: int, *, retrievers: Retrievers | None = None,
+                bm25=None, dense=None, reranker=None, passages: Mapping[str, Passage] | None = None,
+                rerank_depth: int = RERANK_DEPTH,
                 progress: Progress | None = None,
                 on_reranked: Callable[[int], None] | None = None) -> dict[str, SystemRun]:
     """Rankings of the top ``k`` of every system in ``systems`` (see the module docstring) for ``queries``.
 
-    ``bm25`` and ``dense`` are retrievers with ``batch_search(queries, k)``; BM25 and dense rankings are computed
+    ``retrievers`` (:class:`~rageval.retrieval.retrievers.Retrievers`, the one dispatch of a retriever name) or
+    ready ``bm25`` and ``dense`` retrievers with ``batch_search(queries, k)``; BM25 and dense rankings are computed
     once and shared by the systems built on them. ``reranker`` (a ``rageval.retrieval.rerank.Reranker``) and
     ``passages`` are needed for ``bm25+rerank`` only. A system's ``seconds`` include its components.
     ``progress(message)`` announces each retrieval step; ``on_reranked(n)`` counts reranked queries.
@@ -227,31 +219,33 @@ def run_systems(systems: Sequence[str], queries: Sequence[Query], k: int, *, bm2
     note = progress or (lambda _message: None)
     base: dict[str, SystemRun] = {}
 
-    def component(name: str, retriever) -> SystemRun:
+    if retrievers is None:
+        retrievers = Retrievers((), fingerprint="0" * 64, bm25=bm25, dense=dense)
+
+    def component(name: str) -> SystemRun:
         if name not in base:
-            if retriever is None:
+            if retrievers.loaded(name) is None and not retrievers.corpus:
                 raise RagevalError(f"system {name!r} needs a {name} retriever")
             note(f"{name}: retrieving the top {k} for {len(queries)} queries")
             started = time.perf_counter()
-            rankings = retriever.batch_search(queries, k)
+            rankings = retrievers.search(name, queries, k)
             base[name] = SystemRun(name, rankings, time.perf_counter() - started, SYSTEM_DESCRIPTIONS[name])
         return base[name]
 
     out: dict[str, SystemRun] = {}
     for system in systems:
         if system in ("bm25", "dense"):
-            out[system] = component(system, bm25 if system == "bm25" else dense)
+            out[system] = component(system)
         elif system in ("hybrid", "hybrid-rrf"):
-            lexical, semantic = component("bm25", bm25), component("dense", dense)
-            fuse = hybrid_combsum if system == "hybrid" else hybrid_rrf
+            lexical, semantic = component("bm25"), component("dense")
             started = time.perf_counter()
-            fused = fuse(lexical.rankings, semantic.rankings, k)
+            fused = fuse(system, lexical.rankings, semantic.rankings, k)
             seconds = lexical.seconds + semantic.seconds + time.perf_counter() - started
             out[system] = SystemRun(system, fused, seconds, SYSTEM_DESCRIPTIONS[system])
         else:  # bm25+rerank
             if reranker is None or passages is None:
                 raise RagevalError("system 'bm25+rerank' needs a reranker and the passage texts")
-            lexical = component("bm25", bm25)
+            lexical = component("bm25")
             depth = min(rerank_depth, k)
             note(f"bm25+rerank: re-scoring the BM25 top {depth} of {len(queries)} queries with {reranker.model_id}")
             started = time.perf_counter()

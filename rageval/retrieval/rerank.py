@@ -680,4 +680,4 @@ def load_or_train_nq_reranker(config: NqRerankerConfig = NqRerankerConfig(), cor
 def _fingerprint(corpus) -> str:
     from rageval.corpus import corpus_fingerprint
 
-    return corpus_fingerprint(corpus)
+    return corpus_fingerprint(corpus.passages)

@@ -1,5 +1,6 @@
-"""Complete runs (rageval.experiments.build_run) with the fake LLM behind the LLM-call cache, on real NQ-open and
-HotpotQA records, their round trip through the run store (schema v2), and reading a schema-v1 file."""
+"""Complete runs of shipped dataset slices (rageval.pipeline: a config with ``dataset`` and no files) with the fake
+LLM behind the LLM-call cache, on real NQ-open and HotpotQA records, their round trip through the run store (schema
+v2), the shipped demo run configs, and reading a schema-v1 file."""
 
 from __future__ import annotations
 
@@ -16,15 +17,19 @@ import pytest
 
 from rageval import erag
 from rageval.corpus import build_corpus
-from rageval.experiments import RETRIEVER_DESCRIPTIONS, Resources, RunPlan, build_run, plan_queries
+from rageval.errors import DataError, RagevalError
 from rageval.generation.base import FakeGenerator, first_capitalised_span
 from rageval.generation.cache import CachedGenerator, LLMCache
+from rageval.pipeline.config import EvaluateConfig
+from rageval.pipeline.evaluate import parse_ks
+from rageval.pipeline.run import evaluate_config
+from rageval.pipeline.sources import SHIPPED_RETRIEVER_DESCRIPTIONS as RETRIEVER_DESCRIPTIONS
+from rageval.pipeline.sources import ShippedData, load_shipped_inputs, shipped_queries
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT
 from rageval.reteval import (
     GOLD_ANSWERS,
     JUDGE_NAMES,
     SEMI_GOLD,
-    RetEvalSettings,
     find_failure_cases,
     recall_precision_f1,
     reteval_table,
@@ -33,10 +38,11 @@ from rageval.retrieval.evaluate import hotpotqa_queries
 from rageval.store import APPLICATION_ID, RunReader, Verdict, write_run
 from rageval.types import Passage
 
-PLAN = RunPlan("nq6-bm25-fake", "nq_open", "bm25", 6, k=5, e2e_ks=(1, 3, 5), reteval=True,
-               reteval_settings=RetEvalSettings(ks=(1, 5)))
-N, K = 6, 5
-SEMI_SAMPLES = PLAN.reteval_settings.semi_gold.samples
+NAME = "nq6-bm25-fake"
+CONFIG = EvaluateConfig(dataset="nq_open", retriever="bm25", num_queries=6, k="1,3,5", reteval_ks="1,5",
+                        rerank_check=True)
+N, K, E2E_KS = 6, 5, (1, 3, 5)
+SEMI_SAMPLES = CONFIG.semi_gold_samples
 MODEL_ID = "fake:last-passage-span/v1"
 
 
@@ -49,19 +55,20 @@ def last_passage_span(prompt: str) -> str:
 
 @pytest.fixture(scope="module")
 def resources():
-    return Resources(build_corpus())
+    return ShippedData(build_corpus())
 
 
 @pytest.fixture(scope="module")
 def built(resources, tmp_path_factory):
-    """PLAN built once with FakeGenerator behind a fresh LLM-call cache, and written to a run file."""
+    """CONFIG built once with FakeGenerator behind a fresh LLM-call cache, and written to a run file."""
     folder = tmp_path_factory.mktemp("experiments")
     cache = LLMCache(folder / "llm_cache.sqlite")
     fake = FakeGenerator(last_passage_span, MODEL_ID)
     generator = CachedGenerator(fake, cache)
     logs: list[str] = []
-    run = build_run(PLAN, resources, generator, log=logs.append, command="pytest tests/test_experiments.py")
-    path = write_run(run, folder / PLAN.file_name)
+    run = evaluate_config(CONFIG, generator, shipped=resources, name=NAME, log=logs.append,
+                          command="pytest tests/test_pipeline_shipped.py")
+    path = write_run(run, folder / f"{NAME}.sqlite")
     yield SimpleNamespace(run=run, path=path, cache=cache, fake=fake, generator=generator, logs=logs,
                           prompts_seen=fake.prompts_seen, hits=generator.hits, misses=generator.misses)
     cache.close()
@@ -90,7 +97,7 @@ def test_every_table_is_populated(built, reader):
     rankings = reader.rankings()
     n_page = sum(len(set(q.gold_passage_ids) | set(rankings[q.query_id].passage_ids)) for q in run.queries)
     assert counts["queries"] == N and counts["rankings"] == N * K and counts["doc_outputs"] == N * K
-    assert counts["e2e_outputs"] == N * len(PLAN.e2e_ks)
+    assert counts["e2e_outputs"] == N * len(E2E_KS)
     # eRAG under 5 metrics, contains-answer and LLM relevance on the top-k, gold on every gold passage, gold page
     # on both.
     assert counts["labels"] == N * K * (len(erag.ALL_METRICS) + 2) + n_gold + n_page
@@ -102,7 +109,7 @@ def test_every_table_is_populated(built, reader):
     semi = reader.semi_gold_outputs()
     assert len(semi) == N * SEMI_SAMPLES and sorted(set(semi["sample"])) == list(range(SEMI_SAMPLES))
     verdicts = reader.verdicts()
-    assert len(verdicts) == len(JUDGE_NAMES) * 2 * len(PLAN.reteval_settings.ks) * N
+    assert len(verdicts) == len(JUDGE_NAMES) * 2 * len(CONFIG.options().reteval.ks) * N
     assert set(verdicts["judge"]) == set(JUDGE_NAMES) and set(verdicts["reference"]) == {SEMI_GOLD, GOLD_ANSWERS}
     assert sorted(set(verdicts["k"])) == [1, 5] and set(verdicts["verdict"]) <= {0, 1}
     assert not reader.failure_cases().empty and not reader.measure_table().empty
@@ -124,7 +131,7 @@ def test_new_tables_round_trip(built, reader):
     assert set(reader.label_evidence(qid)["query_id"]) == {qid}
     assert {tuple(r.values()) for r in reader.e2e_table().to_dict("records")} == {
         (e.query_id, e.k, e.output, e.score) for e in run.e2e_outputs}
-    for k in PLAN.e2e_ks:
+    for k in E2E_KS:
         assert reader.e2e_output(qid, k).k == k
         assert reader.query_table(k)["e2e_output"].tolist() == [
             next(e.output for e in run.e2e_outputs if e.query_id == q.query_id and e.k == k) for q in run.queries]
@@ -140,14 +147,14 @@ def test_verdicts_at_k_judge_the_e2e_answer_at_k(reader):
 
 def test_settings_say_what_produced_the_run(built, reader):
     settings = reader.settings()
-    assert settings["name"] == PLAN.name and settings["dataset"] == "nq_open" and settings["num_queries"] == N
+    assert settings["name"] == NAME and settings["dataset"] == "nq_open" and settings["num_queries"] == N
     assert settings["dataset_slice"] == "questions 0..5 of the shipped NQ-open test file, in file order"
     assert settings["retriever"] == RETRIEVER_DESCRIPTIONS["bm25"] and settings["retriever_name"] == "bm25"
     assert settings["k"] == K and settings["e2e_ks"] == [1, 3, 5] and settings["model_id"] == MODEL_ID
     assert settings["reteval"]["ks"] == [1, 5] and settings["reteval"]["judges"] == list(JUDGE_NAMES)
     assert settings["graded_label_methods"] == ["erag:bertscore", "erag:f1", "erag:rougeL"]
     assert settings["label_methods"] == reader.label_methods()
-    assert settings["command"] == "pytest tests/test_experiments.py"
+    assert settings["command"] == "pytest tests/test_pipeline_shipped.py"
     # The QA, relevance and answer-judge prompts, each stored in full under its name@version#hash.
     assert settings["prompt"] == QA_FEW_SHOT.identifier
     assert set(settings["prompts"]) == {t.identifier for t in (QA_FEW_SHOT, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)}
@@ -173,7 +180,7 @@ def test_reranking_costs_no_llm_call(built):
 def test_a_rebuild_on_the_same_cache_makes_no_llm_call(built, resources):
     fake = FakeGenerator(last_passage_span, MODEL_ID)
     generator = CachedGenerator(fake, built.cache)
-    again = build_run(PLAN, resources, generator, log=lambda _: None)
+    again = evaluate_config(CONFIG, generator, shipped=resources, name=NAME, log=lambda _: None)
     assert fake.calls == 0 and generator.misses == 0
     assert again.settings["llm_calls"]["cache_misses"] == 0 and again.settings["rerank_check"]["cache_misses"] == 0
     for table in ("queries", "rankings", "doc_outputs", "labels", "e2e_outputs", "semi_gold_outputs",
@@ -182,9 +189,10 @@ def test_a_rebuild_on_the_same_cache_makes_no_llm_call(built, resources):
 
 
 def test_llm_calls_count_only_this_runs_calls(built, resources):
-    tiny = RunPlan("tiny", "nq_open", "bm25", 1, k=1, e2e_ks=(1,), label_metrics=("em",), llm_relevance=False)
+    tiny = EvaluateConfig(dataset="nq_open", retriever="bm25", num_queries=1, k="1", label_metrics="em",
+                          llm_relevance=False, methods="erag,e2e,baselines", rerank_check=True)
     misses_before = built.generator.misses
-    run = build_run(tiny, resources, built.generator, log=lambda _: None)
+    run = evaluate_config(tiny, built.generator, shipped=resources, name="tiny", log=lambda _: None)
     assert built.generator.misses == misses_before  # every prompt of the tiny run is cached by the first build
     assert run.settings["llm_calls"]["cache_misses"] == 0
 
@@ -261,10 +269,11 @@ def candidate_ids(corpus, question_id: str) -> set[str]:
 def test_hotpotqa_candidates_rank_exactly_the_questions_own_paragraphs(resources, tmp_path):
     # HotpotQA dev questions 97 and 98 (file order); one candidate paragraph of question 97 is a duplicate of an
     # NQ gold passage, so the corpus knows it under that passage's id.
-    plan = RunPlan("hotpot2", "hotpotqa", "candidates", 2, k=10, e2e_ks=(1, 10), label_metrics=("em",),
-                   llm_relevance=False, offset=97)
+    config = EvaluateConfig(dataset="hotpotqa", retriever="candidates", num_queries=2, k="1,10", label_metrics="em",
+                            llm_relevance=False, offset=97, methods="erag,e2e,baselines", rerank_check=True)
     with LLMCache(tmp_path / "cache.sqlite") as cache:
-        run = build_run(plan, resources, CachedGenerator(FakeGenerator(), cache), log=lambda _: None)
+        run = evaluate_config(config, CachedGenerator(FakeGenerator(), cache), shipped=resources, name="hotpot2",
+                              log=lambda _: None)
     queries = hotpotqa_queries(resources.corpus, num_queries=99)[97:]
     assert list(run.queries) == queries
     assert any(not pid.startswith("hotpotqa:") for r in run.rankings for pid in r.passage_ids)
@@ -272,12 +281,13 @@ def test_hotpotqa_candidates_rank_exactly_the_questions_own_paragraphs(resources
         assert ranked.query_id == query.query_id
         candidates = candidate_ids(resources.corpus, query.query_id.split(":", 1)[1])
         ids = list(ranked.passage_ids)
-        assert len(candidates) <= plan.k and len(ids) == len(set(ids)) and set(ids) == candidates
+        assert len(candidates) <= 10 and len(ids) == len(set(ids)) and set(ids) == candidates
         assert set(query.gold_passage_ids) <= set(ids)  # both supporting paragraphs are candidates
         scores = [p.score for p in ranked.passages]
         assert scores == sorted(scores, reverse=True)
         # Scores are MiniLM cosines between the question and each paragraph (title + text).
-        vectors = resources.encoder.encode([query.text, resources.passages[ids[0]].as_document()])
+        vectors = resources.retrievers.encoder.encode([query.text,
+                                                       resources.retrievers.passages[ids[0]].as_document()])
         assert scores[0] == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-5)
     assert run.settings["retriever"] == RETRIEVER_DESCRIPTIONS["candidates"]
     assert run.settings["reteval"] is None and not run.verdicts and not run.semi_gold_outputs
@@ -285,30 +295,29 @@ def test_hotpotqa_candidates_rank_exactly_the_questions_own_paragraphs(resources
     assert run.settings["rerank_check"]["cache_misses"] == 0
 
 
-# ---------------------------------------------------------------------------------------------- RunPlan
+# ------------------------------------------------------------------------------------ the shipped source
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"retriever": "splade"}, r"RunPlan.retriever: expected one of \['bm25', 'candidates', 'dense'\], got 'splade'"),
-    ({"e2e_ks": (1, 20)}, r"RunPlan.e2e_ks: expected values in 1..k=10, got \(1, 20\)"),
-    ({"e2e_ks": ()}, r"RunPlan.e2e_ks: expected values in 1..k=10, got \(\)"),
-    ({"e2e_ks": (0, 5)}, r"RunPlan.e2e_ks: expected values in 1..k=10, got \(0, 5\)"),
-    ({"reteval": True, "e2e_ks": (1, 3, 5)},
-     r"RunPlan: LLM-retEval ks \(1, 5, 10\) need E2E outputs at those k \(e2e_ks=\(1, 3, 5\)\)"),
+    ({"retriever": "splade"}, r"retriever 'splade': expected one of bm25, dense, hybrid"),
+    ({"k": "0,5"}, r"--k '0,5': expected a comma list of positive integers"),
+    ({"offset": -1}, r"offset: expected at least 0"),
+    ({"num_queries": 0}, r"num_queries: expected at least 1"),
 ])
-def test_run_plan_validation(changes, message):
-    fields = {"name": "x", "dataset": "nq_open", "retriever": "bm25", "num_queries": 3, "k": 10} | changes
-    with pytest.raises(ValueError, match=message):
-        RunPlan(**fields)
+def test_shipped_config_validation(changes, message):
+    with pytest.raises(RagevalError, match=message):
+        EvaluateConfig(**{"dataset": "nq_open", "retriever": "bm25", "num_queries": 3} | changes)
 
 
-def test_run_plan_accepts_reteval_ks_within_the_sweep_and_unknown_dataset_fails_early(resources):
-    plan = RunPlan("x", "nq_open", "bm25", 3, k=10, e2e_ks=(1, 3, 5), reteval=False)  # ks are not checked
-    assert plan.file_name == "x.sqlite"
-    with pytest.raises(ValueError, match=r"RunPlan\.dataset: expected 'nq_open' or 'hotpotqa', got 'triviaqa'"):
-        plan_queries(RunPlan("x", "triviaqa", "bm25", 3), resources)
-    assert [q.query_id for q in plan_queries(RunPlan("x", "nq_open", "bm25", 2, offset=3), resources)] == [
+def test_shipped_slices_and_unknown_datasets_fail_early(resources):
+    with pytest.raises(RagevalError, match=r"dataset 'triviaqa': without --queries, expected a shipped dataset"):
+        shipped_queries("triviaqa", resources)
+    assert [q.query_id for q in shipped_queries("nq_open", resources, offset=3, num_queries=2)] == [
         q.query_id for q in resources.corpus.nq_queries[3:5]]
+    with pytest.raises(RagevalError, match=r"retriever 'candidates'"):
+        load_shipped_inputs("nq_open", "candidates", 5, resources, num_queries=1)
+    with pytest.raises(RagevalError, match=r"no NQ-open queries in the slice offset=100000, n=2"):
+        load_shipped_inputs("nq_open", "bm25", 5, resources, offset=100_000, num_queries=2)
 
 
 # ------------------------------------------------------------------------------------------ store, v1
@@ -334,7 +343,7 @@ CREATE TABLE measure_values (method TEXT NOT NULL, measure TEXT NOT NULL, query_
 def test_a_schema_v1_file_reads_with_empty_new_tables(resources, tmp_path):
     """A v1 run (one E2E output per query, none of the LLM-retEval tables), written by hand as rageval 0.x did."""
     query = resources.corpus.nq_queries[0]
-    gold = resources.passages["nq-dpr:1"]
+    gold = resources.retrievers.passages["nq-dpr:1"]
     path = tmp_path / "v1.sqlite"
     with closing(sqlite3.connect(path)) as connection, connection:
         connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -364,36 +373,44 @@ def test_a_schema_v1_file_reads_with_empty_new_tables(resources, tmp_path):
             assert frame.empty and list(frame.columns) == columns
 
 
-def test_demo_plans_file_describes_the_shipped_runs():
-    """data/configs/demo_runs.toml is what the shipped run files were built from: each plan's sizes and
-    retriever equal the settings stored in its run file."""
-    from rageval.experiments import DEMO_PLANS
+def test_demo_configs_describe_the_shipped_runs():
+    """data/configs/demo_runs/ is what the shipped run files were built from: each config's sizes and retriever
+    equal the settings stored in its run file."""
     from rageval.paths import RUNS_DIR
+    from rageval.pipeline.demo import load_demo_runs
 
-    assert len(DEMO_PLANS) == 5
-    for plan in DEMO_PLANS:
-        with RunReader(RUNS_DIR / plan.file_name) as reader:
+    demos = load_demo_runs()
+    assert len(demos) == 5
+    for demo in demos:
+        config = demo.config
+        with RunReader(RUNS_DIR / demo.file_name) as reader:
             settings = reader.settings()
+        assert settings["name"] == demo.name
+        ks = parse_ks(config.k)
         assert (settings["num_queries"], settings["k"], settings["retriever_name"]) == \
-            (plan.num_queries, plan.k, plan.retriever), plan.name
-        assert tuple(settings["e2e_ks"]) == plan.e2e_ks
-        assert (settings["reteval"] is not None) == plan.reteval
-        if plan.reteval:
-            assert tuple(settings["reteval"]["ks"]) == plan.reteval_settings.ks
-            assert tuple(settings["reteval"]["judges"]) == plan.reteval_settings.judges
+            (config.num_queries, max(ks), config.retriever), demo.name
+        assert tuple(settings["e2e_ks"]) == ks
+        options = config.options()
+        assert (settings["reteval"] is not None) == ("reteval" in options.methods)
+        if settings["reteval"] is not None:
+            assert tuple(settings["reteval"]["ks"]) == options.reteval_ks
+            assert tuple(settings["reteval"]["judges"]) == options.reteval.judges
+        assert settings["rerank_check"]["cache_misses"] == 0 and config.rerank_check
 
 
-def test_run_plans_file_errors_name_the_file_and_run(tmp_path):
-    from rageval.errors import DataError
-    from rageval.experiments import load_run_plans
+def test_demo_config_errors_name_the_file(tmp_path):
+    from rageval.pipeline.demo import load_demo_runs
 
-    path = tmp_path / "plans.toml"
-    path.write_text('[[run]]\nname = "x"\ndataset = "nq_open"\nretriever = "bm25"\nnum_queries = 3\nkk = 2\n')
-    with pytest.raises(DataError, match=r"plans\.toml, record 'x', field 'kk': unknown field"):
-        load_run_plans(path)
-    path.write_text('[[run]]\nname = "x"\ndataset = "nq_open"\nretriever = "magic"\nnum_queries = 3\n')
-    with pytest.raises(DataError, match=r"plans\.toml, record 'x': RunPlan\.retriever"):
-        load_run_plans(path)
+    path = tmp_path / "x.toml"
+    path.write_text('dataset = "nq_open"\nretriever = "bm25"\nnum_queries = 3\nkk = 2\n')
+    with pytest.raises(DataError, match=r"x\.toml, field 'kk': unknown setting 'kk'"):
+        load_demo_runs(path)
+    path.write_text('dataset = "nq_open"\nretriever = "magic"\nnum_queries = 3\n')
+    with pytest.raises(DataError, match=r"x\.toml: retriever 'magic'"):
+        load_demo_runs(path)
+    path.write_text('queries = "q.jsonl"\nretriever = "bm25"\n')
+    with pytest.raises(DataError, match=r"x\.toml: a demo run evaluates a shipped dataset"):
+        load_demo_runs(path)
 
 
 @pytest.mark.parametrize("judge", JUDGE_NAMES)
