@@ -12,12 +12,12 @@ import sys
 
 import pandas as pd
 import pytest
-from run_fixtures import make_small_run
 
 from rageval.cli import COMMANDS, build_parser, command_name
 from rageval.cli.runs import measure_means_table
 from rageval.paths import REPO_ROOT
 from rageval.store import RunReader
+from tests.run_fixtures import make_small_run
 
 HEAVY = ("pandas", "numpy", "torch", "transformers", "pyarrow", "faiss", "httpx", "tqdm")
 

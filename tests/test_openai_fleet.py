@@ -15,7 +15,6 @@ import threading
 import time
 
 import pytest
-from test_pipeline import dataset  # noqa: F401 (a fixture: a small set of questions, corpus and run)
 
 from rageval.cli.common import add_server_arguments
 from rageval.errors import RagevalError
@@ -28,6 +27,7 @@ from rageval.generation.rate_limit import RateLimiter, TokenBucket, estimate_tok
 from rageval.generation.server import serve
 from rageval.jobs.spec import JobSpec
 from rageval.paths import REPO_ROOT
+from tests.test_pipeline import dataset  # noqa: F401 (a fixture: a small set of questions, corpus and run)
 
 MODEL = "fleet-fake"
 GREEDY = DecodingSettings(max_new_tokens=8)
