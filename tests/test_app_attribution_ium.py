@@ -84,6 +84,7 @@ def attribution_env(attribution_dir, monkeypatch) -> Path:
     return attribution_dir / "attribution" / f"{ATTRIBUTION_RUN}.sqlite"
 
 
+@pytest.mark.model
 def test_citations_page_shows_the_metric_table_of_every_scenario(attribution_env):
     app = start(CITATIONS)
     with AttributionReader(attribution_env) as reader:
@@ -114,6 +115,7 @@ def test_citations_page_shows_the_metric_table_of_every_scenario(attribution_env
     assert escape_markdown("1,342 answers") in text  # 1318 gold answers + 6 scenarios x 4 queries
 
 
+@pytest.mark.model
 def test_citations_page_shows_an_answer_with_statements_heatmap_and_literal_passages(attribution_env):
     query_id, n_statements, n_passages = shown_answer(attribution_env)
     app = start(CITATIONS, scenario=GOLD_SCENARIO, query=query_id, answer="0")
@@ -166,6 +168,7 @@ def test_citations_page_shows_an_answer_with_statements_heatmap_and_literal_pass
     assert not any(SCRIPT in m.value for m in app.markdown) and not any(SCRIPT in c.value for c in app.caption)
 
 
+@pytest.mark.model
 def test_choosing_scenario_query_and_answer_updates_the_url(attribution_env):
     app = start(CITATIONS)
     with AttributionReader(attribution_env) as reader:
@@ -189,6 +192,7 @@ def test_choosing_scenario_query_and_answer_updates_the_url(attribution_env):
     assert not app.get("vega_lite_chart") and "closed-book" in captions(app)
 
 
+@pytest.mark.model
 def test_citations_page_shows_the_human_agreement_table(attribution_env):
     app = start(CITATIONS)
     with AttributionReader(attribution_env) as reader:
@@ -201,6 +205,7 @@ def test_citations_page_shows_the_human_agreement_table(attribution_env):
     assert "AutoAIS cit" in set(shown["Automatic score"])
 
 
+@pytest.mark.model
 def test_an_attribution_run_is_not_an_erag_run(attribution_env, monkeypatch):
     """The home page lists only eRAG runs: a runs folder holding only an attribution run is empty there."""
     assert list_runs(attribution_env.parent.parent) == []

@@ -156,6 +156,7 @@ def test_alce_premise_format():
     assert format_passage("", "It was found.") == "It was found."
 
 
+@pytest.mark.model
 def test_correctness_best_over_references():
     from rageval.bertscore import BertScorer
 
@@ -288,6 +289,7 @@ def hagrid_run(tmp_path_factory, corpus, hagrid):
     return build_hagrid_run(tmp_path_factory.mktemp("hagrid-run"), corpus, hagrid)
 
 
+@pytest.mark.model
 def test_hagrid_run_end_to_end(hagrid_run):
     from rageval.attribution.experiment import GENERATED_SCENARIOS, GOLD_SCENARIO
     from rageval.attribution.store import AttributionReader
@@ -332,6 +334,7 @@ def test_hagrid_run_end_to_end(hagrid_run):
     assert generator.prompts_seen == 4 * 6  # sub-queries, G, and 4 RTG scenarios
 
 
+@pytest.mark.model
 def test_results_section_puts_our_tables_next_to_the_papers(hagrid_run, tmp_path):
     import json
 

@@ -46,6 +46,7 @@ def rows(path, table: str, key: list[str], columns: list[str] | None = None) -> 
     return frame.sort_values(key, ignore_index=True)[columns or list(frame.columns)]
 
 
+@pytest.mark.model
 def test_the_same_checker_gives_back_every_stored_score(built, tmp_path, corpus, hagrid):
     out = rescore_attribution_run(built, ContainmentNli(), tmp_path / "same.sqlite", corpus=corpus, hagrid=hagrid,
                                   command="rageval attribution --rescore a.sqlite", log=lambda message: None)
@@ -93,6 +94,7 @@ class HalfContainment(ContainmentNli):
         return [score * 0.9 for score in super().entailment_probabilities(pairs)]
 
 
+@pytest.mark.model
 def test_another_checker_rescores_and_keeps_answers_retrieval_and_subqueries(built, tmp_path, corpus, hagrid):
     # The run as a file built before the ALCE fix stores it: hagrid:2629's gold answer 1 cites [1] (supported) and
     # [2] (its query has one quote); the old precision counted [2] in the denominator (1/2).
@@ -134,6 +136,7 @@ def test_another_checker_rescores_and_keeps_answers_retrieval_and_subqueries(bui
     assert metrics["alce_precision"] == supported_first  # 1/1 when [1] supports its statement, else 0/1
 
 
+@pytest.mark.model
 def test_the_command_rescores_a_copy_and_refuses_to_overwrite_a_shipped_run(built, tmp_path, capsys):
     from rageval.cli import main
     from tests.test_checkers import _bert_classifier, _save
@@ -158,6 +161,7 @@ def test_the_command_rescores_a_copy_and_refuses_to_overwrite_a_shipped_run(buil
     assert rescore_target(shipped, shipped) == shipped  # named explicitly: allowed, to rebuild it
 
 
+@pytest.mark.model
 def test_files_that_are_not_hagrid_runs_are_one_error_naming_them(built, tmp_path):
     text = tmp_path / "notes.sqlite"
     text.write_text("not a database")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+import pytest
+
 from rageval.paths import REPO_ROOT
 
 
@@ -17,6 +19,8 @@ def _bench_module():
     return module
 
 
+@pytest.mark.slow
+@pytest.mark.model
 def test_bench_pipeline_runs_on_the_tiny_model(tiny_model_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path))  # nothing touches the user's caches
     bench = _bench_module()

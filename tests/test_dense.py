@@ -92,6 +92,7 @@ def flat_rankings(flat, nq_subset):
     return flat.batch_search(nq_subset[1], k=10)
 
 
+@pytest.mark.model
 def test_first_load_encodes_every_passage_once_and_caches_a_float32_npy(first_load, cache_root):
     embeddings, counting, fingerprint = first_load
     assert counting.texts_encoded == SUBSET
@@ -103,6 +104,7 @@ def test_first_load_encodes_every_passage_once_and_caches_a_float32_npy(first_lo
     assert not list(path.parent.glob(".*.tmp"))  # nothing left of the atomic writes
 
 
+@pytest.mark.model
 def test_second_load_reads_the_cache_without_encoding(first_load, nq_subset, encoder):
     passages, _ = nq_subset
     counting = CountingEncoder(encoder)
@@ -112,6 +114,7 @@ def test_second_load_reads_the_cache_without_encoding(first_load, nq_subset, enc
     assert np.array_equal(again.matrix, first_load[0].matrix)
 
 
+@pytest.mark.model
 def test_a_cache_file_for_other_passages_is_an_error_not_reused(first_load, nq_subset, encoder):
     passages, _ = nq_subset
     reordered = passages[1:] + passages[:1]
@@ -119,6 +122,7 @@ def test_a_cache_file_for_other_passages_is_an_error_not_reused(first_load, nq_s
         load_or_encode_passages(reordered, first_load[2], CountingEncoder(encoder), progress=False)
 
 
+@pytest.mark.model
 def test_vectors_are_unit_length_and_match_sentence_transformers(first_load, nq_subset):
     # the same model loaded through sentence-transformers (Transformer -> mean Pooling -> Normalize)
     pytest.importorskip("sentence_transformers")
@@ -131,6 +135,7 @@ def test_vectors_are_unit_length_and_match_sentence_transformers(first_load, nq_
     assert np.allclose(reference, embeddings.matrix[:8], atol=1e-5)
 
 
+@pytest.mark.model
 def test_dense_finds_the_gold_passage_of_most_questions(flat_rankings, nq_subset):
     _, queries = nq_subset
     top1 = np.mean([flat_rankings[q.query_id].passage_ids[0] == q.gold_passage_ids[0] for q in queries])
@@ -140,6 +145,7 @@ def test_dense_finds_the_gold_passage_of_most_questions(flat_rankings, nq_subset
     assert top10 >= 0.98
 
 
+@pytest.mark.model
 def test_scores_are_cosine_similarities_best_first(flat, flat_rankings, nq_subset, first_load):
     _, queries = nq_subset
     embeddings = first_load[0]
@@ -153,6 +159,7 @@ def test_scores_are_cosine_similarities_best_first(flat, flat_rankings, nq_subse
     assert scores == sorted(scores, reverse=True) and len(scores) == 10
 
 
+@pytest.mark.model
 def test_search_equals_batch_search_and_handles_blank_queries_and_large_k(flat, flat_rankings, nq_subset):
     query = nq_subset[1][3]
     # One query encoded alone vs in a batch: the same ranking; scores equal up to float32 rounding (a batched
@@ -166,6 +173,7 @@ def test_search_equals_batch_search_and_handles_blank_queries_and_large_k(flat, 
         flat.batch_search([query, query], k=1)
 
 
+@pytest.mark.model
 def test_flat_and_hnsw_agree_on_the_top_passage(first_load, encoder, flat_rankings, nq_subset):
     hnsw = DenseRetriever(first_load[0], encoder, index="hnsw")
     approximate = hnsw.batch_search(nq_subset[1], k=10)
@@ -186,6 +194,7 @@ def test_equal_scores_are_ordered_by_passage_id():
     assert [p.score for p in ranking.passages] == pytest.approx([0.8, 0.6, 0.6])
 
 
+@pytest.mark.model
 def test_unknown_index_kind_and_mismatched_encoder_are_errors(first_load, encoder):
     table = TableEncoder({})
     with pytest.raises(ValueError, match="index must be one of"):

@@ -119,6 +119,7 @@ def test_unknown_metric_is_refused_with_the_choices(nq):
         erag.EragSettings(k=0)
 
 
+@pytest.mark.model
 def test_score_outputs_bertscore_equals_a_scorer_on_the_same_model(nq, bert_scorer):
     outputs = ["Wilhelm Conrad Röntgen", "Röntgen", "Stockholm"]
     answers = [nq(NOBEL).answers] * 3
@@ -183,6 +184,7 @@ class CountingEncoder:
         return self.encoder.token_vectors(texts)
 
 
+@pytest.mark.model
 def test_bert_scorer_on_real_answers(nq, encoder):
     nobel, beast = nq(NOBEL), nq(BEAST)
     counting = CountingEncoder(encoder)

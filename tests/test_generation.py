@@ -132,6 +132,7 @@ def test_missing_model_is_not_downloaded(tmp_path):
 NQ_ORACLE = "/work/shared/data/nq_open/nq_open_oracle_psgs_w100.jsonl.gz"
 
 
+@pytest.mark.model
 def test_gemma_answers_nq_from_gold_passages_and_the_cache_skips_regeneration(tmp_path):
     """Real model on the first 4 NQ questions with their gold passage; the converted model is cached on disk."""
     from rageval.generation.cache import CachedGenerator, LLMCache

@@ -166,6 +166,7 @@ def test_generate_samples_is_seeded_and_varied(tiny_model_dir):
 # ---------------------------------------------------------------- the real Gemma 3 270M
 
 
+@pytest.mark.model
 def test_gemma_prefix_reuse_gives_the_plain_answers():
     """Real model, 3 NQ prompts decoded as one batch of padded suffixes: same greedy answers as without reuse."""
     from rageval.generation.gemma import load_gemma_generator

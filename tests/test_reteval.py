@@ -148,6 +148,7 @@ def test_token_f1_judge_rejects_thresholds_outside_0_1(threshold):
         TokenF1Judge(threshold)
 
 
+@pytest.mark.model
 def test_embedding_judge_accepts_a_paraphrase_and_rejects_another_name(nq, encoder):
     song = nq(SONG)
     references = ["George Harrison"]
@@ -166,6 +167,7 @@ def test_embedding_judge_accepts_a_paraphrase_and_rejects_another_name(nq, encod
     assert above[0].verdict is False
 
 
+@pytest.mark.model
 def test_embedding_judge_picks_the_closest_reference(nq, encoder):
     song = nq(SONG)
     result = EmbeddingJudge(0.8, encoder).judge_many([song.text], [["James Ray", "George Harrison"]],
@@ -211,6 +213,7 @@ def test_llm_judge_parses_yes_no_and_counts_other_replies_as_no(nq):
     assert "Reference answers: Wilhelm Conrad Röntgen\nCandidate answer: Röntgen" in prompts[2]
 
 
+@pytest.mark.model
 def test_make_judge_builds_each_judge_and_refuses_bad_requests(encoder):
     generator = FakeGenerator()
     assert isinstance(make_judge("em"), ExactMatchJudge)

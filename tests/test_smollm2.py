@@ -55,6 +55,7 @@ def test_a_missing_package_or_file_names_the_install_command(monkeypatch, tmp_pa
     assert not (tmp_path / "models").exists()  # nothing converted, nothing left behind
 
 
+@pytest.mark.model
 def test_the_first_load_converts_once_into_a_complete_directory(generator, cache_root):
     target = smollm2.converted_model_dir(cache_root)
     assert target == cache_root / "models" / "smollm2-135m-instruct"
@@ -69,6 +70,7 @@ def test_the_first_load_converts_once_into_a_complete_directory(generator, cache
     assert generator.model.config.architectures == ["LlamaForCausalLM"]
 
 
+@pytest.mark.model
 def test_a_second_load_reads_the_converted_directory(generator, cache_root, monkeypatch):
     target = smollm2.converted_model_dir(cache_root)
     before = {p.name: p.stat().st_mtime_ns for p in target.iterdir()}
@@ -82,6 +84,7 @@ def test_a_second_load_reads_the_converted_directory(generator, cache_root, monk
     assert {p.name: p.stat().st_mtime_ns for p in target.iterdir()} == before
 
 
+@pytest.mark.model
 def test_chat_prompt_uses_the_chat_template(generator, cache_root):
     prompt = smollm2.chat_prompt(generator.tokenizer, QUESTION)
     assert QUESTION in prompt
@@ -94,6 +97,7 @@ def test_chat_prompt_uses_the_chat_template(generator, cache_root):
     assert custom.startswith("<|im_start|>system\nAnswer briefly.<|im_end|>\n<|im_start|>user\n")
 
 
+@pytest.mark.model
 def test_the_generator_adds_no_second_bos_to_a_chat_prompt(generator):
     """TransformersGenerator tokenizes with the default add_special_tokens=True: SmolLM2's tokenizer adds nothing,
     so the model sees exactly the chat template's tokens, with a single <|im_start|> at the start."""
@@ -108,6 +112,7 @@ def test_the_generator_adds_no_second_bos_to_a_chat_prompt(generator):
     assert ids[1] != tokenizer.bos_token_id
 
 
+@pytest.mark.model
 def test_the_generator_answers_a_chat_prompt_greedily(generator):
     prompts = [smollm2.chat_prompt(generator, QUESTION), smollm2.chat_prompt(generator, "Name a primary colour.")]
     answers = generator.generate(prompts, DecodingSettings(max_new_tokens=16))
@@ -116,6 +121,7 @@ def test_the_generator_answers_a_chat_prompt_greedily(generator):
     assert generator.generate(prompts, DecodingSettings(max_new_tokens=16)) == answers
 
 
+@pytest.mark.model
 def test_chat_prompts_sharing_a_long_system_message_reuse_its_prefix(generator):
     """A system message longer than min_prefix_tokens makes the prompts share a prefix: same greedy answers."""
     system = ("You answer questions about geography. Give only the name that answers the question, "
