@@ -1,145 +1,37 @@
-"""End-to-end tests in a real Chromium: start ``streamlit run app.py`` on the fixture run, read the summary,
-open the query inspector, pick a query, and check that passage text holding HTML/script is shown literally
-and never executed; then open the LLM-retEval page on a complete run (``tests/test_app.py``'s
-:func:`reteval_run_file`), follow a failure case to the query inspector and switch the judge. Screenshots go
-to ``test-output/``.
+"""End-to-end tests in a real Chromium on the session's dashboard server (tests/conftest.py ``dashboard``): read the
+fixture run's summary, open the query inspector, pick a query, and check that passage text holding HTML/script is
+shown literally and never executed; then open the LLM-retEval page on a complete run (``tests/test_app.py``'s
+:func:`reteval_run_file`), follow a failure case to the query inspector and switch the judge. Screenshots go to
+``test-output/``.
 
-Needs Debian's Chromium at /usr/bin/chromium (``apt-get install -y chromium``) and the ``playwright`` package
-(its own browser downloads are never used). Without Chromium the test is skipped, unless ``CI`` is set, in
-which case it fails.
+Needs Debian's Chromium and the ``playwright`` package (tests/browser_support.py): skipped without them, unless
+``CI`` is set, in which case it fails.
 """
 
 from __future__ import annotations
 
-import os
+import math
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from rageval.store import RunReader
+from tests.browser_support import SHOTS, WAIT_MS
 from tests.run_fixtures import INJECTION, make_small_run
 from tests.test_app import MARKUP, RETEVAL_RUN, reteval_run_file
 
-REPO = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = REPO / "test-output"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SERVER_START_S = 45
-WAIT_MS = 20_000
+pytestmark = pytest.mark.browser
+
+FIXTURE_RUN = "fixture"  # placed by tests/conftest.py dashboard_shared_runs, like RETEVAL_RUN
 
 
-def _require_browser() -> None:
-    missing = [] if CHROMIUM.exists() else [f"{CHROMIUM} (apt-get install -y chromium)"]
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        missing.append("the playwright package (pip install -r requirements-dev.txt)")
-    if missing:
-        reason = "browser test needs " + " and ".join(missing)
-        if os.environ.get("CI"):
-            pytest.fail(reason + "; CI is set, so this is a failure, not a skip")
-        pytest.skip(reason)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_until_healthy(url: str, server: subprocess.Popen, log: Path) -> None:
-    """Poll Streamlit's health endpoint until it answers ``ok`` (or the server dies / times out)."""
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"streamlit exited with {server.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return
-        except OSError:
-            time.sleep(0.2)  # polling interval of a readiness probe, not a wait for content
-    pytest.fail(f"streamlit did not answer within {SERVER_START_S} s:\n{log.read_text()[-3000:]}")
-
-
-@contextmanager
-def streamlit_server(runs: Path, log_name: str, **extra_env: str) -> Iterator[str]:
-    """``streamlit run app.py`` on ``runs`` (``$RAGEVAL_RUNS_DIR``; no shipped runs; plus ``extra_env``), bound to
-    127.0.0.1 on a free port, its log in ``test-output/<log_name>``; yields its URL once healthy and stops it
-    afterwards."""
-    _require_browser()
-    SHOTS.mkdir(exist_ok=True)
-    log = SHOTS / log_name
-    port = _free_port()
-    # The shipped demo runs are left out unless a test asks for them (RAGEVAL_SHIPPED_RUNS_DIR in extra_env).
-    env = {**os.environ, "RAGEVAL_RUNS_DIR": str(runs), "RAGEVAL_SHIPPED_RUNS_DIR": "", **extra_env}
-    # Started as `make dashboard` starts it (ui.serve: `streamlit run app.py` with the pages' modules preloaded).
-    command = [sys.executable, "-m", "ui.serve", "--server.headless", "true",
-               "--server.address", "127.0.0.1", "--server.port", str(port),
-               "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    with log.open("w") as log_file:
-        server = subprocess.Popen(command, cwd=REPO, env=env, stdout=log_file, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_healthy(url, server, log)
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-
-
-@pytest.fixture(scope="module")
-def server_url(tmp_path_factory) -> Iterator[str]:
-    _require_browser()
-    runs = tmp_path_factory.mktemp("browser_runs")
-    complete_run = shutil.copy(reteval_run_file(tmp_path_factory), runs / f"{RETEVAL_RUN}.sqlite")
-    os.utime(complete_run, (1_000_000, 1_000_000))  # older, so the fixture run stays the default run
-    make_small_run(runs / "fixture.sqlite")
-    with streamlit_server(runs, "streamlit_server.log") as url:
-        yield url
-
-
-@contextmanager
-def chromium_page(width: int = 1400, height: int = 1000):
-    """A page in headless Debian chromium, with the JavaScript errors it raises; the browser closes after.
-
-    Every ``expect`` of the browser tests waits for its condition up to :data:`WAIT_MS` (not Playwright's default
-    5 s): a Streamlit page draws its elements one by one as its script runs, and on a loaded machine the next one
-    may come more than 5 s after the one a test waited for."""
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT_MS)
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page_errors: list[str] = []
-            page.on("pageerror", lambda error: page_errors.append(str(error)))
-            yield page, page_errors
-        finally:
-            browser.close()
-
-
-def test_summary_inspector_and_escaping_in_chromium(server_url):
+def test_summary_inspector_and_escaping_in_chromium(dashboard_shared_runs, chromium_page):
     from playwright.sync_api import expect
 
+    server_url = dashboard_shared_runs.url
     with chromium_page() as (page, page_errors):
         # Home: the summary of the fixture run (6 queries; dataset named in the provenance caption).
-        page.goto(server_url)
+        page.goto(f"{server_url}/?run={FIXTURE_RUN}")
         expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
         queries_metric = page.get_by_test_id("stMetric").filter(has_text="Queries")
         expect(queries_metric).to_contain_text("6")
@@ -174,7 +66,7 @@ def test_summary_inspector_and_escaping_in_chromium(server_url):
             timeout=WAIT_MS)
 
         # Open the injection passage's query (nq:0) by a shared link.
-        page.goto(f"{server_url}/Query_inspector?query=nq:0")
+        page.goto(f"{server_url}/Query_inspector?run={FIXTURE_RUN}&query=nq:0")
         injected = page.get_by_test_id("stExpander").filter(has_text="<script>window.__pwned=1</script>")
         expect(injected).to_be_visible(timeout=WAIT_MS)
         expect(injected).to_contain_text(INJECTION)  # rank 3: open, its text escaped before the answers are marked
@@ -189,9 +81,10 @@ def test_summary_inspector_and_escaping_in_chromium(server_url):
         assert not page_errors, page_errors
 
 
-def test_reteval_page_failure_case_to_inspector_in_chromium(server_url, tmp_path_factory):
+def test_reteval_page_failure_case_to_inspector_in_chromium(dashboard_shared_runs, chromium_page, tmp_path_factory):
     from playwright.sync_api import expect
 
+    server_url = dashboard_shared_runs.url
     with RunReader(reteval_run_file(tmp_path_factory)) as reader:
         queries = reader.query_table()
     marked = queries[[MARKUP in text for text in queries["text"]]].iloc[0]
@@ -234,8 +127,23 @@ def test_reteval_page_failure_case_to_inspector_in_chromium(server_url, tmp_path
 
 
 
-def test_a_two_by_two_cell_opens_the_inspector_on_its_queries_in_the_same_tab(server_url, tmp_path,
-                                                                             tmp_path_factory):
+def leaderboard_order(runs) -> list[str]:
+    """The names of the run files in ``runs`` in the home page's leaderboard order: best mean E2E score first,
+    runs without one last, ties by name."""
+    from ui.data import find_runs
+
+    def mean_e2e(path) -> float:
+        with RunReader(path) as reader:
+            queries = reader.query_table()
+        return float(queries["e2e_score"].mean()) if "e2e_score" in queries and len(queries) else math.nan
+
+    means = {path.stem: mean_e2e(path) for path in find_runs(runs)}
+    return sorted(means, key=lambda name: (math.isnan(means[name]), -means[name] if not math.isnan(means[name])
+                                           else 0.0, name))
+
+
+def test_a_two_by_two_cell_opens_the_inspector_on_its_queries_in_the_same_tab(dashboard_shared_runs, chromium_page,
+                                                                             tmp_path):
     """The engineer's first click: a cell of the home page's 2 x 2 opens the query inspector in the same tab, with
     the cell's queries as the worklist in the URL; Back returns to the findings; a leaderboard row opens that run's
     findings, in the same tab too."""
@@ -252,8 +160,9 @@ def test_a_two_by_two_cell_opens_the_inspector_on_its_queries_in_the_same_tab(se
         order = reader.query_table()["query_id"].tolist()
     cells = {f"gold {'retrieved' if g else 'not retrieved'}, answer {'right' if r else 'wrong'} at k={K}": ids
              for (g, r), ids in pandas_two_by_two(fixture, K).items()}
+    server_url = dashboard_shared_runs.url
     with chromium_page() as (page, page_errors):
-        page.goto(server_url)
+        page.goto(f"{server_url}/?run={FIXTURE_RUN}")
         expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
         link = page.get_by_role("link", name=re.compile(r"^Inspect these \d+$")).first
         expect(link).to_be_visible(timeout=WAIT_MS)
@@ -261,19 +170,15 @@ def test_a_two_by_two_cell_opens_the_inspector_on_its_queries_in_the_same_tab(se
         expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
         assert len(page.context.pages) == 1  # the same tab
         params = {key: values[0] for key, values in parse_qs(urlsplit(page.url).query).items()}
-        assert params["run"] == "fixture"
+        assert params["run"] == FIXTURE_RUN
         ids = worklist.decode_worklist(params[worklist.LIST_PARAM], order)
         assert ids == cells[params[worklist.NAME_PARAM]] and params["query"] == ids[0]
         page.go_back()
         expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
 
-        # The leaderboard: selecting the other run's row opens its findings in the same tab.
-        with RunReader(reteval_run_file(tmp_path_factory)) as reader:
-            other_mean = reader.query_table()["e2e_score"].mean()
-        with RunReader(fixture) as reader:
-            fixture_mean = reader.query_table()["e2e_score"].mean()
-        order = sorted([(-fixture_mean, "fixture"), (-other_mean, RETEVAL_RUN)])  # best E2E score first
-        row = [name for _, name in order].index(RETEVAL_RUN)
+        # The leaderboard: selecting the other run's row opens its findings in the same tab. The runs folder is
+        # the session's: the row is found among every run the other tests have placed there so far.
+        row = leaderboard_order(dashboard_shared_runs.runs).index(RETEVAL_RUN)
         expect(page.get_by_role("heading", name="All runs")).to_be_visible(timeout=WAIT_MS)
         board = page.get_by_test_id("stDataFrame").first
         board.scroll_into_view_if_needed()

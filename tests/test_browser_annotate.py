@@ -4,14 +4,15 @@ with the buttons, see Cohen's kappa, download the CSV export and check its rows 
 holding HTML/script is shown literally and runs nothing. Screenshot: ``test-output/annotate.png``. The keyboard
 journey is tests/test_browser_annotate_keys.py.
 
-Uses the browser helpers of tests/test_browser.py (Debian's Chromium, skipped without it unless ``CI`` is set).
+Runs on the session's dashboard (tests/conftest.py ``dashboard``), on a copy of the fixture run of its own: the
+annotation file is the runs folder's, shared with the other tests, so what is read back is this run's rows only.
+Debian's Chromium, skipped without it unless ``CI`` is set (tests/browser_support.py).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -19,37 +20,37 @@ import pytest
 
 from rageval.annotations import ANNOTATIONS_FILE
 from rageval.store import RunReader
+from tests.browser_support import SHOTS, WAIT_MS
 from tests.run_fixtures import INJECTION, make_small_run
-from tests.test_browser import SHOTS, WAIT_MS, _require_browser, chromium_page, streamlit_server
 
-REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.browser
+
 NAME = "Ada Lovelace"
+RUN = "annotate-mouse"  # the fixture run under this module's name
 
 
 @pytest.fixture(scope="module")
-def annotate_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
-    """(URL, runs folder) of a dashboard serving a runs folder with only the fixture run."""
-    _require_browser()
-    runs = tmp_path_factory.mktemp("annotate_runs")
-    make_small_run(runs / "fixture.sqlite")
-    with streamlit_server(runs, "streamlit_server_annotate.log") as url:
-        yield url, runs
+def annotate_server(dashboard) -> tuple[str, Path]:
+    """(URL, runs folder) of the session's dashboard, with the fixture run placed as :data:`RUN`."""
+    make_small_run(dashboard.runs / f"{RUN}.sqlite")
+    return dashboard.url, dashboard.runs
 
 
 def sample_items(runs: Path) -> list[tuple[str, str]]:
     with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
         return [tuple(row) for row in connection.execute(
-            "SELECT query_id, passage_id FROM sample_items ORDER BY position")]
+            "SELECT query_id, passage_id FROM sample_items JOIN samples ON samples.id = sample_id WHERE run = ?"
+            " ORDER BY position", (RUN,))]
 
 
-def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, tmp_path):
+def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, chromium_page, tmp_path):
     from playwright.sync_api import expect
 
     url, runs = annotate_server
-    with RunReader(runs / "fixture.sqlite") as reader:
+    with RunReader(runs / f"{RUN}.sqlite") as reader:
         first, second = reader.rankings()["nq:0"].passage_ids[:2]
     with chromium_page(height=3200) as (page, page_errors):  # tall: the screenshot shows the kappa table too
-        page.goto(f"{url}/Annotate")
+        page.goto(f"{url}/Annotate?run={RUN}")
         expect(page.get_by_role("heading", name="Annotate", exact=True)).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_text("Enter your name to start labelling")).to_be_visible()
 
@@ -87,7 +88,7 @@ def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, tmp_
         with page.expect_download(timeout=WAIT_MS) as download_info:
             page.get_by_role("button", name="Download CSV (every label)").click()
         download = download_info.value
-        assert download.suggested_filename == "fixture-passage-annotations.csv"
+        assert download.suggested_filename == f"{RUN}-passage-annotations.csv"
         saved = tmp_path / download.suggested_filename
         download.save_as(saved)
         assert page.evaluate("typeof window.__pwned") == "undefined"
@@ -97,7 +98,7 @@ def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, tmp_
     assert list(zip(exported["query_id"], exported["passage_id"], exported["label"], exported["annotator"],
                     exported["current"])) == [("nq:0", first, "1", NAME, "1"), ("nq:0", second, "0", NAME, "1")]
     with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
-        in_file = connection.execute("SELECT id, query_id, passage_id, label, annotator FROM labels ORDER BY id"
-                                     ).fetchall()
+        in_file = connection.execute("SELECT id, query_id, passage_id, label, annotator FROM labels WHERE run = ?"
+                                     " ORDER BY id", (RUN,)).fetchall()
     assert [tuple(map(str, row)) for row in in_file] == list(zip(
         exported["id"], exported["query_id"], exported["passage_id"], exported["label"], exported["annotator"]))

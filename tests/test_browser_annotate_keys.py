@@ -3,38 +3,38 @@ fixture run, open the Annotate page with a name in the link, draw a sample of 10
 all 10 with the 1 / 0 keys (auto-advance opens the next pending item after each), walk back with k and forward with j,
 see the automatic labels revealed beside the person's once a question's passages are done, and Cohen's kappa.
 
-What was typed is checked against the annotation file itself (labels, in the sample's order). Screenshot:
-``test-output/annotate_keys.png``. Uses the browser helpers of tests/test_browser.py (Debian's Chromium, skipped
-without it unless ``CI`` is set).
+What was typed is checked against the annotation file itself (labels, in the sample's order; this run's rows only:
+the file is the runs folder's, shared with the other tests on the session's dashboard). Screenshot:
+``test-output/annotate_keys.png``. Debian's Chromium, skipped without it unless ``CI`` is set
+(tests/browser_support.py).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from rageval.annotations import ANNOTATIONS_FILE
+from tests.browser_support import SHOTS, WAIT_MS
 from tests.run_fixtures import make_small_run
-from tests.test_browser import SHOTS, WAIT_MS, _require_browser, chromium_page, streamlit_server
+
+pytestmark = pytest.mark.browser
 
 NAME = "Ada"
 SAMPLE = 10
 #: What the annotator types, one key per sampled passage (1 useful, 0 not): both labels, so kappa is informative.
 KEYS = "1001100101"
+RUN = "annotate-keys"  # the fixture run under this module's name
 
 
 @pytest.fixture(scope="module")
-def annotate_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
-    """(URL, runs folder) of a dashboard serving a runs folder with only the fixture run."""
-    _require_browser()
-    runs = tmp_path_factory.mktemp("annotate_keys_runs")
-    make_small_run(runs / "fixture.sqlite")
-    with streamlit_server(runs, "streamlit_server_annotate_keys.log") as url:
-        yield url, runs
+def annotate_server(dashboard) -> tuple[str, Path]:
+    """(URL, runs folder) of the session's dashboard, with the fixture run placed as :data:`RUN`."""
+    make_small_run(dashboard.runs / f"{RUN}.sqlite")
+    return dashboard.url, dashboard.runs
 
 
 def progress(page, done: int):
@@ -42,12 +42,12 @@ def progress(page, done: int):
     return page.get_by_text(f"{done} of {SAMPLE} sampled passages done by {NAME}")
 
 
-def test_label_ten_passages_with_the_keyboard_then_reveal_and_kappa(annotate_server):
+def test_label_ten_passages_with_the_keyboard_then_reveal_and_kappa(annotate_server, chromium_page):
     from playwright.sync_api import expect
 
     url, runs = annotate_server
     with chromium_page(height=2400) as (page, page_errors):
-        page.goto(f"{url}/Annotate?annotator={NAME}")
+        page.goto(f"{url}/Annotate?run={RUN}&annotator={NAME}")
         expect(page.get_by_text("Start by drawing the sample")).to_be_visible(timeout=WAIT_MS)
         size = page.get_by_role("spinbutton", name="Passages to label")
         size.fill(str(SAMPLE))
@@ -56,7 +56,8 @@ def test_label_ten_passages_with_the_keyboard_then_reveal_and_kappa(annotate_ser
         expect(progress(page, 0)).to_be_visible(timeout=WAIT_MS)
         expect(page).to_have_url(re.compile(r"[?&]item=1\b"))
         with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
-            items = connection.execute("SELECT query_id, passage_id FROM sample_items ORDER BY position").fetchall()
+            items = connection.execute("SELECT query_id, passage_id FROM sample_items JOIN samples"
+                                       " ON samples.id = sample_id WHERE run = ? ORDER BY position", (RUN,)).fetchall()
         connection.close()
         assert len(items) == SAMPLE
 
@@ -86,7 +87,8 @@ def test_label_ten_passages_with_the_keyboard_then_reveal_and_kappa(annotate_ser
         note.fill("1 0 u s")
         expect(progress(page, SAMPLE)).to_be_visible()
         with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
-            assert connection.execute("SELECT COUNT(*) FROM labels").fetchone()[0] == SAMPLE  # typing saved nothing
+            assert connection.execute("SELECT COUNT(*) FROM labels WHERE run = ?", (RUN,)
+                                      ).fetchone()[0] == SAMPLE  # typing saved nothing
         connection.close()
 
         # The reveal (each method's label beside hers) and Cohen's kappa against every method.
@@ -99,7 +101,7 @@ def test_label_ten_passages_with_the_keyboard_then_reveal_and_kappa(annotate_ser
         assert not page_errors, page_errors
 
     with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
-        saved = connection.execute("SELECT query_id, passage_id, label, status, annotator FROM labels ORDER BY id"
-                                   ).fetchall()
+        saved = connection.execute("SELECT query_id, passage_id, label, status, annotator FROM labels WHERE run = ?"
+                                   " ORDER BY id", (RUN,)).fetchall()
     connection.close()
     assert saved == [(*item, int(key), "labelled", NAME) for item, key in zip(items, KEYS)]

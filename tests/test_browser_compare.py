@@ -2,19 +2,19 @@
 with markup in the scatter's tooltip shows as literal text (Vega-Lite's tooltips come from vega-tooltip, which
 Streamlit sets up: checked here, not assumed), and under the OS dark theme the page is dark with the charts drawn.
 
-Needs Debian's Chromium and playwright, like tests/test_browser.py (skipped without them unless ``CI`` is set).
+Its two runs go into the session's dashboard (tests/conftest.py ``dashboard``) under this module's names. Needs
+Debian's Chromium and playwright, like tests/test_browser.py (skipped without them unless ``CI`` is set).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 
 from rageval.store import write_run
+from tests.browser_support import SHOTS, WAIT_MS
 from tests.run_fixtures import build_small_run
-from tests.test_browser import SHOTS, WAIT_MS, chromium_page, streamlit_server
 from tests.test_browser_theme import DARK_BELOW, LIGHT_ABOVE, rgb_hex, screenshot_luminance
 from tests.test_compare import ONLY_A, ONLY_B, RUN_A, RUN_B, reversed_run, without_query
 from tests.test_theme import luminance
@@ -24,17 +24,18 @@ from tests.test_theme import luminance
 HOSTILE = 'Who <b>x</b> <img src=x onerror="window.__pwned=1">?'
 HOSTILE_QUERY = "nq:1"
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
-def server_url(tmp_path_factory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("compare_browser")
+def server_url(dashboard) -> str:
+    folder = dashboard.runs
     run = build_small_run()
     run = dataclasses.replace(run, queries=[dataclasses.replace(q, text=HOSTILE) if q.query_id == HOSTILE_QUERY
                                             else q for q in run.queries])
     write_run(without_query(run, ONLY_A), folder / f"{RUN_A}.sqlite")
     write_run(without_query(reversed_run(run), ONLY_B), folder / f"{RUN_B}.sqlite")
-    with streamlit_server(folder, "streamlit_compare.log") as url:
-        yield url
+    return dashboard.url
 
 
 def open_compare(page, server_url: str) -> list:
@@ -51,7 +52,7 @@ def open_compare(page, server_url: str) -> list:
     return charts.all()
 
 
-def test_a_question_with_markup_shows_as_text_in_the_scatter_tooltip(server_url):
+def test_a_question_with_markup_shows_as_text_in_the_scatter_tooltip(server_url, chromium_page):
     from playwright.sync_api import expect
 
     with chromium_page(height=1600) as (page, page_errors):
@@ -71,7 +72,7 @@ def test_a_question_with_markup_shows_as_text_in_the_scatter_tooltip(server_url)
 
 
 @pytest.mark.parametrize("scheme", ["dark", "light"])
-def test_the_compare_charts_follow_the_os_theme(scheme, server_url):
+def test_the_compare_charts_follow_the_os_theme(scheme, server_url, chromium_page):
     with chromium_page(height=1600) as (page, page_errors):
         page.emulate_media(color_scheme=scheme)
         scatter, histogram = open_compare(page, server_url)

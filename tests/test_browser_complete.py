@@ -4,7 +4,8 @@ with answers and gold passages, passages; tests/user_run_fixtures.py), see on it
 generator, so the background worker loads no model), watch the job finish, and find the Correlations and LLM-retEval
 pages filled in. Screenshots: ``test-output/complete*.png``.
 
-Uses the Streamlit server and Chromium helpers of tests/test_browser.py (skipped without Chromium, unless ``CI``).
+Runs on the session's dashboard (tests/conftest.py ``dashboard``: its own runs and cache folders), the upload under
+a name of its own. Skipped without Chromium, unless ``CI`` (tests/browser_support.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from rageval.generation.base import FakeGenerator
 from rageval.generation.server import serve
-from tests.test_browser import SHOTS, WAIT_MS, _require_browser, chromium_page, streamlit_server
+from tests.browser_support import SHOTS, WAIT_MS
 from tests.user_run_fixtures import write_user_files
 from ui.data_lacks import lacks_text
 from ui.render_lacks import MODEL_CHOICES
@@ -25,19 +26,18 @@ RUN_NAME = "my-system"
 MODEL = "fake-span"
 JOB_WAIT_MS = 90_000  # a worker process starts, imports the pipeline, loads MiniLM (BERTScore, cosine judge)
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture(scope="module")
-def complete_server(tmp_path_factory) -> Iterator[tuple[str, str]]:
-    """(dashboard URL, model server base URL): the dashboard on an empty runs folder, its cache in tmp."""
-    _require_browser()
-    runs = tmp_path_factory.mktemp("complete_runs")
-    cache = str(tmp_path_factory.mktemp("complete_cache"))
-    with serve(FakeGenerator(model_id=MODEL), model_name=MODEL) as model_server, \
-            streamlit_server(runs, "streamlit_complete_server.log", RAGEVAL_CACHE_DIR=cache) as url:
-        yield url, model_server.base_url
+def complete_server(dashboard) -> Iterator[tuple[str, str]]:
+    """(dashboard URL, model server base URL): the session's dashboard and rageval's own OpenAI-compatible server
+    serving the fake generator."""
+    with serve(FakeGenerator(model_id=MODEL), model_name=MODEL) as model_server:
+        yield dashboard.url, model_server.base_url
 
 
-def test_upload_see_what_it_lacks_compute_it_and_the_pages_fill_in(complete_server, tmp_path):
+def test_upload_see_what_it_lacks_compute_it_and_the_pages_fill_in(complete_server, chromium_page, tmp_path):
     from playwright.sync_api import expect
 
     url, model_url = complete_server

@@ -3,7 +3,9 @@ LLM-retEval and open one in the query inspector; then every other view (overview
 citations, agents) renders its content with no JavaScript error. Screenshots of each page go to ``test-output/``.
 
 Needs Debian's Chromium and the playwright package, as ``tests/test_browser.py`` (skipped without them, failed when
-``CI`` is set)."""
+``CI`` is set). A dashboard of its own on data/runs, not the session's: these pages show the shipped runs as
+``make dashboard`` shows them (the newest shipped run is the default, the failure cases pool every run), which the
+other tests' runs in the session's folder would change."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from rageval.store import RunReader
-from tests.test_browser import SHOTS, WAIT_MS, chromium_page, streamlit_server
+from tests.browser_support import SHOTS, WAIT_MS, streamlit_server
+
+pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED_RUNS = REPO / "data" / "runs"
@@ -58,7 +62,7 @@ def first_case(category: str, k: int) -> tuple[str, str]:
     return chosen["query_id"], chosen["text"]
 
 
-def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url):
+def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url, chromium_page):
     from playwright.sync_api import expect
 
     query_id, question = first_case("C", 5)
@@ -93,7 +97,7 @@ def test_browse_failure_cases_then_open_one_in_the_inspector(shipped_url):
     (f"Re_score?run={BM25_RUN}", "Re-score", "rescore_shipped.png"),
     ("Upload", "Upload a run", "upload_form.png"),
 ], ids=["overview", "correlations", "compare", "citations", "agents", "annotate", "rescore", "upload"])
-def test_every_view_renders_on_the_shipped_runs(shipped_url, path, ready, shot):
+def test_every_view_renders_on_the_shipped_runs(shipped_url, chromium_page, path, ready, shot):
     from playwright.sync_api import expect
 
     if path == "Agents_IUM" and not list((SHIPPED_RUNS / "ium").glob("*.sqlite")):
@@ -121,7 +125,7 @@ def hover_a_point(page, plot) -> tuple[float, float, str]:
     raise AssertionError("no point of the scatter shows a tooltip")
 
 
-def test_correlation_scatter_selections_list_their_queries(shipped_url):
+def test_correlation_scatter_selections_list_their_queries(shipped_url, chromium_page):
     """The Vega-Lite scatter in Chromium: a click on a point lists that query (the one its tooltip names), and a box
     dragged over the whole plot lists every query; the tooltip shows the question as text."""
     from playwright.sync_api import expect

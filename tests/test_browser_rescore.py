@@ -3,7 +3,7 @@ random Gemma built from a config (tests/conftest.py ``tiny_model_dir``, its fold
 watch the progress bar reach done (the page refreshes itself while the background worker runs), then follow the
 link to the query inspector and find the new label column there. Screenshot: ``test-output/rescore.png``.
 
-Uses the Streamlit server and Chromium helpers of tests/test_browser.py (skipped without Chromium, unless ``CI``).
+Skipped without Chromium, unless ``CI`` (tests/browser_support.py).
 """
 
 from __future__ import annotations
@@ -14,15 +14,18 @@ from collections.abc import Iterator
 import pytest
 
 from rageval.jobs import model_short_name
+from tests.browser_support import SHOTS, WAIT_MS, streamlit_server
 from tests.run_fixtures import make_small_run
-from tests.test_browser import SHOTS, WAIT_MS, _require_browser, chromium_page, streamlit_server
+
+pytestmark = pytest.mark.browser
 
 JOB_WAIT_MS = 120_000  # a worker process starts, imports torch, loads the tiny model and labels 4 passages
 
 
 @pytest.fixture(scope="module")
 def rescore_server(tmp_path_factory) -> Iterator[str]:
-    _require_browser()
+    """A dashboard of its own, not the session's: the re-scoring jobs belong to a runs folder (one queue per
+    folder), and this test checks the page on a folder with no job yet and that its job is the folder's first."""
     runs = tmp_path_factory.mktemp("rescore_runs")
     make_small_run(runs / "fixture.sqlite")
     cache = str(tmp_path_factory.mktemp("cache"))
@@ -30,7 +33,7 @@ def rescore_server(tmp_path_factory) -> Iterator[str]:
         yield url
 
 
-def test_start_a_rescore_job_watch_it_finish_and_see_the_labels(rescore_server, tiny_model_dir):
+def test_start_a_rescore_job_watch_it_finish_and_see_the_labels(rescore_server, chromium_page, tiny_model_dir):
     from playwright.sync_api import expect
 
     method = f"erag:em@{model_short_name(str(tiny_model_dir))}"
@@ -61,14 +64,17 @@ def test_start_a_rescore_job_watch_it_finish_and_see_the_labels(rescore_server, 
         # The page's last rerun has settled (until then the previous run's elements may still show).
         expect(page.get_by_text("All jobs as a table")).to_have_count(1, timeout=WAIT_MS)
         # A finished job offers the inspector link and no longer Cancel / Stop now.
-        expect(page.get_by_role("link", name="See the labels in the query inspector")).to_be_visible(timeout=WAIT_MS)
+        # (While the page redraws, a stale copy of the link may stand beside the new one: wait until one is left.)
+        inspector_link = page.get_by_role("link", name="See the labels in the query inspector")
+        expect(inspector_link).to_have_count(1, timeout=WAIT_MS)
+        expect(inspector_link).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_role("button", name="Cancel")).to_have_count(0, timeout=WAIT_MS)
         expect(page.get_by_role("button", name="Stop now")).to_have_count(0)
         progress.scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / "rescore.png"))
 
         # The new labels in the query inspector, on the job's first question.
-        page.get_by_role("link", name="See the labels in the query inspector").click()
+        inspector_link.click()
         expect(page.get_by_role("heading", name="Query inspector")).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_role("heading", name="who got the first nobel prize in physics")).to_be_visible(
             timeout=WAIT_MS)

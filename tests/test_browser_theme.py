@@ -7,37 +7,31 @@
 - A link naming a run or a query that does not exist (``?run=no-such-run``, ``?query=no-such-query``) shows a
   visible warning naming it, never a silent substitute.
 
-Needs Debian's Chromium and playwright, like tests/test_browser.py (skipped without them unless ``CI`` is set).
+Runs on the session's dashboard server (tests/conftest.py ``dashboard_shared_runs``). Needs Debian's Chromium and
+playwright, like tests/test_browser.py (skipped without them unless ``CI`` is set).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.run_fixtures import make_small_run
-from tests.test_app import RETEVAL_RUN, reteval_run_file
-from tests.test_browser import SHOTS, WAIT_MS, chromium_page, streamlit_server
+from tests.browser_support import SHOTS, WAIT_MS
+from tests.test_app import RETEVAL_RUN
 from tests.test_theme import luminance
+
+pytestmark = pytest.mark.browser
 
 #: Streamlit's own backgrounds are #ffffff (light) and #171614 (dark): a dark one is far below this luminance, a
 #: light one far above.
 DARK_BELOW, LIGHT_ABOVE = 0.1, 0.6
 
 
-@pytest.fixture(scope="module")
-def server_url(tmp_path_factory) -> Iterator[str]:
-    runs = tmp_path_factory.mktemp("theme_runs")
-    complete = shutil.copy(reteval_run_file(tmp_path_factory), runs / f"{RETEVAL_RUN}.sqlite")
-    os.utime(complete, (1_000_000, 1_000_000))  # older, so the small fixture run is the default
-    make_small_run(runs / "fixture.sqlite")
-    with streamlit_server(runs, "streamlit_theme.log") as url:
-        yield url
+@pytest.fixture
+def server_url(dashboard_shared_runs) -> str:
+    return dashboard_shared_runs.url
 
 
 def rgb_hex(css: str) -> str:
@@ -55,7 +49,7 @@ def screenshot_luminance(path: Path) -> float:
 
 
 @pytest.mark.parametrize("scheme", ["dark", "light"])
-def test_the_app_follows_the_os_theme_with_readable_charts(scheme, server_url):
+def test_the_app_follows_the_os_theme_with_readable_charts(scheme, server_url, chromium_page):
     from playwright.sync_api import expect
 
     with chromium_page() as (page, page_errors):
@@ -83,7 +77,7 @@ def test_the_app_follows_the_os_theme_with_readable_charts(scheme, server_url):
 
 @pytest.mark.parametrize(("path", "named"), [("/?run=no-such-run", "no-such-run"),
                                              ("/Query_inspector?query=no-such-query", "no-such-query")])
-def test_a_stale_link_shows_a_visible_warning(path, named, server_url):
+def test_a_stale_link_shows_a_visible_warning(path, named, server_url, chromium_page):
     from playwright.sync_api import expect
 
     with chromium_page() as (page, page_errors):
@@ -95,7 +89,7 @@ def test_a_stale_link_shows_a_visible_warning(path, named, server_url):
         assert not page_errors, page_errors
 
 
-def test_a_glossary_link_opens_at_its_term(server_url):
+def test_a_glossary_link_opens_at_its_term(server_url, chromium_page):
     from playwright.sync_api import expect
 
     with chromium_page(height=700) as (page, page_errors):

@@ -3,40 +3,31 @@ made from the fixture run (tests/run_fixtures.py, real NQ-open records) with ``s
 save the run, follow the link to its overview on the home page and open its queries; the injection passage's markup
 is shown as text and never runs. Screenshot: ``test-output/upload.png``.
 
-Reuses the server and browser helpers of tests/test_browser.py (Debian's Chromium, skipped without it unless
-``CI`` is set).
+Runs on the session's dashboard (tests/conftest.py ``dashboard``), saving the run under a name of its own. Debian's
+Chromium, skipped without it unless ``CI`` is set (tests/browser_support.py).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 
 from rageval.store import RunReader
-from tests.run_fixtures import INJECTION, build_small_run, make_small_run
-from tests.test_browser import SHOTS, WAIT_MS, _require_browser, chromium_page, streamlit_server
+from tests.browser_support import SHOTS, WAIT_MS
+from tests.run_fixtures import INJECTION, build_small_run
 from tests.test_upload import trec_files
 from ui.render_upload import SLOTS
+
+pytestmark = pytest.mark.browser
 
 RUN_NAME = "browser-upload"
 
 
-@pytest.fixture(scope="module")
-def upload_server(tmp_path_factory) -> Iterator[tuple[str, object]]:
-    """``streamlit run app.py`` on a runs folder holding only the fixture run; yields (url, runs folder)."""
-    _require_browser()
-    runs = tmp_path_factory.mktemp("upload_runs")
-    make_small_run(runs / "fixture.sqlite")
-    with streamlit_server(runs, "streamlit_upload_server.log") as url:
-        yield url, runs
-
-
-def test_upload_trec_files_then_open_the_new_run_in_chromium(upload_server):
+def test_upload_trec_files_then_open_the_new_run_in_chromium(dashboard, chromium_page):
     from playwright.sync_api import expect
 
-    url, runs = upload_server
+    url, runs = dashboard.url, dashboard.runs
     files = trec_files(build_small_run())
     with chromium_page(height=1400) as (page, page_errors):
         page.goto(f"{url}/Upload")

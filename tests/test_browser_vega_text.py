@@ -4,20 +4,22 @@ tooltip escapes what it puts in its table. The Agents page on a hand-made IUM ru
 whose agent ``nq/a/em`` is renamed ``<b>x</b>``: the personalisation heatmap's axis label, and the tooltip of its
 cell, read ``<b>x</b> ↔ nq/b/f1`` with no bold element.
 
-Needs Debian's Chromium and the playwright package, as ``tests/test_browser.py`` (skipped without them, failed when
-``CI`` is set)."""
+The IUM run is the only one in the session dashboard's runs folder (tests/conftest.py ``dashboard``), so the page opens
+on it. Needs Debian's Chromium and the playwright package, as ``tests/test_browser.py`` (skipped without them, failed
+when ``CI`` is set)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pandas as pd
 import pytest
 
 from rageval.ium.experiment import write_ium_run
+from tests.browser_support import SHOTS, WAIT_MS
 from tests.test_app_attribution_ium import hand_made_ium_result
-from tests.test_browser import SHOTS, WAIT_MS, chromium_page, streamlit_server
+
+pytestmark = pytest.mark.browser
 
 HOSTILE = "<b>x</b>"
 PAIR = f"{HOSTILE} ↔ nq/b/f1"  # ui.render_ium.pair_name of the renamed agent and the other NQ agent
@@ -25,17 +27,15 @@ TOOLTIP = "#vg-tooltip-element"  # vega-tooltip's one element, shown on hover
 
 
 @pytest.fixture(scope="module")
-def hostile_url(tmp_path_factory) -> Iterator[str]:
+def hostile_url(dashboard) -> str:
     result = hand_made_ium_result()
     renamed = {field.name: value.replace({"nq/a/em": HOSTILE}) if isinstance(value, pd.DataFrame) else value
                for field in dataclasses.fields(result) for value in [getattr(result, field.name)]}
-    runs = tmp_path_factory.mktemp("vega_text_runs")
-    write_ium_run(type(result)(**renamed), runs / "ium" / "hostile.sqlite")
-    with streamlit_server(runs, "streamlit_vega_text.log") as url:
-        yield url
+    write_ium_run(type(result)(**renamed), dashboard.runs / "ium" / "hostile.sqlite")
+    return dashboard.url
 
 
-def test_a_name_with_tags_shows_literally_in_a_vega_lite_axis_and_tooltip(hostile_url):
+def test_a_name_with_tags_shows_literally_in_a_vega_lite_axis_and_tooltip(hostile_url, chromium_page):
     from playwright.sync_api import expect
 
     with chromium_page(height=2600) as (page, page_errors):

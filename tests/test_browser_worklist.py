@@ -1,33 +1,31 @@
 """The RAG engineer's journey in a real Chromium: from LLM-retEval's failure cases, one click (same tab) opens the
 query inspector on a worklist of the shown cases; j and the Next button walk it ("Case 2 of N"), the URL keeping
 the list; the browser's back button returns to the previous case. Then a link whose list cannot be read shows a
-warning naming it. Uses tests/test_browser.py's server and browser helpers (skipped without Chromium)."""
+warning naming it. Runs on the session's dashboard (tests/conftest.py ``dashboard_shared_runs``: the complete run
+``reteval``); skipped without Chromium."""
 
 from __future__ import annotations
 
 import re
-import shutil
-from collections.abc import Iterator
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from rageval.store import RunReader
-from tests.test_app import RETEVAL_RUN, reteval_run_file
-from tests.test_browser import SHOTS, WAIT_MS, chromium_page, streamlit_server
+from tests.browser_support import SHOTS, WAIT_MS
+from tests.test_app import RETEVAL_RUN
 from ui.worklist import decode_worklist
+
+pytestmark = pytest.mark.browser
 
 KEYS_READY = "() => window.document.__ragevalInspectorKeys === true"
 
 
-@pytest.fixture(scope="module")
-def journey(tmp_path_factory) -> Iterator[tuple[str, list[str], dict[str, str]]]:
-    runs = tmp_path_factory.mktemp("worklist_runs")
-    path = shutil.copy(reteval_run_file(tmp_path_factory), runs / f"{RETEVAL_RUN}.sqlite")
-    with RunReader(path) as reader:
+@pytest.fixture
+def journey(dashboard_shared_runs) -> tuple[str, list[str], dict[str, str]]:
+    with RunReader(dashboard_shared_runs.runs / f"{RETEVAL_RUN}.sqlite") as reader:
         table = reader.query_table()
-    with streamlit_server(runs, "streamlit_worklist.log") as url:
-        yield url, table["query_id"].tolist(), dict(zip(table["query_id"], table["text"]))
+    return dashboard_shared_runs.url, table["query_id"].tolist(), dict(zip(table["query_id"], table["text"]))
 
 
 def heading(page, text: str):
@@ -42,7 +40,7 @@ def settled(page) -> None:
     expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)
 
 
-def test_walk_a_worklist_from_failure_cases_with_keys_buttons_and_back(journey):
+def test_walk_a_worklist_from_failure_cases_with_keys_buttons_and_back(journey, chromium_page):
     from playwright.sync_api import expect
 
     url, run_order, texts = journey

@@ -83,6 +83,7 @@ def offline(tmp_path_factory, tiny_model_dir):
             "traces": traces}
 
 
+@pytest.mark.slow
 def test_the_commands_work_offline_and_ask_no_outside_service(offline):
     results = offline["results"]
     for name, done in results.items():
@@ -115,10 +116,12 @@ def test_importing_rageval_sets_every_opt_out_and_keeps_the_users(tmp_path):
     assert json.loads(shown.stdout) == {**OPT_OUTS, "HF_HUB_OFFLINE": "0"}  # a value the user set is kept
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_every_page_works_offline_bound_to_loopback(offline, tmp_path):
-    from tests.test_browser import _require_browser
+    from tests.browser_support import require_browser
 
-    _require_browser()
+    require_browser()
     settings = {"runs_dir": str(offline["runs"]), "cache_dir": str(offline["cache"]), "run": "mine",
                 "out": str(tmp_path / "session.json"), "server_log": str(REPO / "test-output" / "offline_server.log"),
                 "guard_log": str(tmp_path / "guard.jsonl"), "strace_log": str(tmp_path / "strace-server.log")}
