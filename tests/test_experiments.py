@@ -258,6 +258,7 @@ def candidate_ids(corpus, question_id: str) -> set[str]:
     return ids
 
 
+@pytest.mark.slow
 def test_hotpotqa_candidates_rank_exactly_the_questions_own_paragraphs(resources, tmp_path):
     # HotpotQA dev questions 97 and 98 (file order); one candidate paragraph of question 97 is a duplicate of an
     # NQ gold passage, so the corpus knows it under that passage's id.

@@ -292,6 +292,7 @@ def test_stop_now_terminates_the_worker_and_keeps_its_labels(tmp_path, store, re
     assert len(method_rows(run)[0]) == 2
 
 
+@pytest.mark.slow
 def test_a_tiny_transformers_model_in_a_background_worker(tmp_path, store, tiny_model_dir):
     from rageval.generation.transformers_backend import TransformersGenerator, resolve_device
 

@@ -63,6 +63,7 @@ def cached_calls(path: str) -> int:
         return cache.execute("SELECT COUNT(*) FROM llm_calls").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_an_uploaded_run_lacks_every_piece_and_a_background_job_fills_them_in(tmp_path, served, store):
     server, generator = served
     run = uploaded(tmp_path)
@@ -87,6 +88,7 @@ def test_an_uploaded_run_lacks_every_piece_and_a_background_job_fills_them_in(tm
     assert generator.prompts_seen == cached_calls(complete_spec(run, server, tmp_path).llm_cache)
 
 
+@pytest.mark.slow
 def test_cancel_leaves_the_run_file_as_it_was_and_resume_makes_no_call_twice(tmp_path, served, store):
     server, generator = served
     run = uploaded(tmp_path)

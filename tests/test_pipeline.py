@@ -89,6 +89,7 @@ def run_cli(args, capsys, monkeypatch, cache: Path):
     return code, captured.out, captured.err
 
 
+@pytest.mark.slow
 def test_evaluate_on_own_data_through_the_cli_with_a_tiny_model(dataset, tiny_model_dir, tmp_path, capsys,
                                                                  monkeypatch):
     out = tmp_path / "runs" / "mine.sqlite"
@@ -209,6 +210,7 @@ def test_dry_run_does_not_load_a_model(dataset, tmp_path, monkeypatch):
     assert any("llm_judge" in line and "at most" in line for line in report.lines())
 
 
+@pytest.mark.slow
 def test_beir_folder_with_bm25_over_its_corpus(beir, tmp_path):
     """BEIR's files as they are: answers from metadata, gold passages from the qrels TSV, BM25 over the corpus."""
     config = build_config({}, {"queries": str(beir / "queries.jsonl"), "corpus": str(beir / "corpus.jsonl"),
