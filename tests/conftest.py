@@ -129,9 +129,9 @@ def dashboard(tmp_path_factory) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def dashboard_shared_runs(dashboard, tmp_path_factory):
     """The session's dashboard with the two runs that tests only read, placed once: ``fixture`` (the small run of
-    tests/run_fixtures.py) and the complete run ``reteval`` (tests/test_app.py ``reteval_run_file``)."""
+    tests/run_fixtures.py) and the complete run ``reteval`` (tests/ui/test_app.py ``reteval_run_file``)."""
     from tests.run_fixtures import make_small_run
-    from tests.test_app import RETEVAL_RUN, reteval_run_file
+    from tests.ui.test_app import RETEVAL_RUN, reteval_run_file
 
     dashboard.place(reteval_run_file(tmp_path_factory), RETEVAL_RUN)
     make_small_run(dashboard.runs / "fixture.sqlite")

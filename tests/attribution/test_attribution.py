@@ -1,7 +1,7 @@
 """Attributed answers (issue 5): citation metrics, scoring, human agreement and the HAGRID run, on real HAGRID data.
 
 The NLI model here is a transparent stand-in (word containment) so that every expected value can be worked out by
-hand; the trained model is tested in tests/test_nli.py.
+hand; the trained model is tested in tests/attribution/test_nli.py.
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def test_another_checker_rescores_and_keeps_answers_retrieval_and_subqueries(bui
 @pytest.mark.model
 def test_the_command_rescores_a_copy_and_refuses_to_overwrite_a_shipped_run(built, tmp_path, capsys):
     from rageval.cli import main
-    from tests.test_checkers import _bert_classifier, _save
+    from tests.attribution.test_checkers import _bert_classifier, _save
 
     run = tmp_path / "mine.sqlite"
     shutil.copy(built, run)

@@ -403,7 +403,7 @@ def test_citations_page_opens_on_a_user_run(scored_run, tmp_path, monkeypatch):
     import shutil
 
     from tests.app_helpers import captions, frame_with
-    from tests.test_app import start
+    from tests.ui.test_app import start
     from ui.render import escape_markdown
 
     path, _ = scored_run
@@ -411,7 +411,7 @@ def test_citations_page_opens_on_a_user_run(scored_run, tmp_path, monkeypatch):
     (runs / "attribution").mkdir(parents=True)
     shutil.copyfile(path, runs / "attribution" / "mine.sqlite")
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs))
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     app = start(str(repo / "app_pages" / "3_Citations.py"))  # asserts no exception
     assert app.title[0].value == "Citations · attributed answers from answers.jsonl"
     assert not any("HAGRID" in t.value for t in app.title)
@@ -471,7 +471,7 @@ def test_citations_page_shows_checker_quality_reports(scored_run, tmp_path, monk
     from rageval.attribution.checker_report import CheckerReport, ReportEntry, write_checker_report
     from rageval.attribution.nli_eval import evaluate_checker_scores
     from tests.app_helpers import captions, frame_with
-    from tests.test_app import start
+    from tests.ui.test_app import start
     from ui.render import escape_markdown
 
     path, _ = scored_run
@@ -491,7 +491,7 @@ def test_citations_page_shows_checker_quality_reports(scored_run, tmp_path, monk
     write_checker_report(runs / "nli" / "mine.json", report)
     (runs / "nli" / "broken.json").write_text("{}", encoding="utf-8")
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs))
-    app = start(str(Path(__file__).resolve().parent.parent / "app_pages" / "3_Citations.py"))
+    app = start(str(Path(__file__).resolve().parents[2] / "app_pages" / "3_Citations.py"))
     assert "Checker quality" in [h.value for h in app.subheader]
     tables = [df.value for df in app.dataframe if "Balanced accuracy" in df.value.columns]
     assert len(tables) == 2

@@ -1,6 +1,6 @@
 """End-to-end tests in a real Chromium on the session's dashboard server (tests/conftest.py ``dashboard``): read the
 fixture run's summary, open the query inspector, pick a query, and check that passage text holding HTML/script is
-shown literally and never executed; then open the LLM-retEval page on a complete run (``tests/test_app.py``'s
+shown literally and never executed; then open the LLM-retEval page on a complete run (``tests/ui/test_app.py``'s
 :func:`reteval_run_file`), follow a failure case to the query inspector and switch the judge. Screenshots go to
 ``test-output/``.
 
@@ -18,7 +18,7 @@ import pytest
 from rageval.store import RunReader
 from tests.browser_support import SHOTS, WAIT_MS
 from tests.run_fixtures import INJECTION, make_small_run
-from tests.test_app import MARKUP, RETEVAL_RUN, reteval_run_file
+from tests.ui.test_app import MARKUP, RETEVAL_RUN, reteval_run_file
 
 pytestmark = pytest.mark.browser
 
@@ -151,8 +151,8 @@ def test_a_two_by_two_cell_opens_the_inspector_on_its_queries_in_the_same_tab(da
 
     from playwright.sync_api import expect
 
+    from tests.engine.test_findings import pandas_two_by_two
     from tests.run_fixtures import K
-    from tests.test_findings import pandas_two_by_two
     from ui import worklist
 
     fixture = make_small_run(tmp_path / "fixture.sqlite")  # the server's default run, built the same way

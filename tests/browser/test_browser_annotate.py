@@ -2,7 +2,7 @@
 Annotate page, enter a name, draw a sample of every passage (the queue walks nq:0's five first), label two passages
 with the buttons, see Cohen's kappa, download the CSV export and check its rows against what was clicked; the passage
 holding HTML/script is shown literally and runs nothing. Screenshot: ``test-output/annotate.png``. The keyboard
-journey is tests/test_browser_annotate_keys.py.
+journey is tests/browser/test_browser_annotate_keys.py.
 
 Runs on the session's dashboard (tests/conftest.py ``dashboard``), on a copy of the fixture run of its own: the
 annotation file is the runs folder's, shared with the other tests, so what is read back is this run's rows only.
@@ -60,7 +60,7 @@ def test_annotate_label_kappa_and_csv_download_in_chromium(annotate_server, chro
         expect(page).to_have_url(re.compile(r"[?&]annotator=Ada(\+|%20)Lovelace\b"), timeout=WAIT_MS)
         expect(page.get_by_text("Start by drawing the sample")).to_be_visible(timeout=WAIT_MS)
         size = page.get_by_role("spinbutton", name="Passages to label")
-        size.fill("30")  # every passage: with seed 0 the queue starts with nq:0's five (tests/test_app_annotate.py)
+        size.fill("30")  # every passage: with seed 0 the queue starts with nq:0's five (tests/ui/test_app_annotate.py)
         size.press("Tab")
         page.get_by_role("button", name="Start: draw the sample").click()
         expect(page.get_by_text("0 of 30 sampled passages done by Ada Lovelace")).to_be_visible(timeout=WAIT_MS)

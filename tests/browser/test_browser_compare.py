@@ -3,7 +3,7 @@ with markup in the scatter's tooltip shows as literal text (Vega-Lite's tooltips
 Streamlit sets up: checked here, not assumed), and under the OS dark theme the page is dark with the charts drawn.
 
 Its two runs go into the session's dashboard (tests/conftest.py ``dashboard``) under this module's names. Needs
-Debian's Chromium and playwright, like tests/test_browser.py (skipped without them unless ``CI`` is set).
+Debian's Chromium and playwright, like tests/browser/test_browser.py (skipped without them unless ``CI`` is set).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import dataclasses
 import pytest
 
 from rageval.store import write_run
+from tests.browser.test_browser_theme import DARK_BELOW, LIGHT_ABOVE, rgb_hex, screenshot_luminance
 from tests.browser_support import SHOTS, WAIT_MS
+from tests.engine.test_compare import ONLY_A, ONLY_B, RUN_A, RUN_B, reversed_run, without_query
 from tests.run_fixtures import build_small_run
-from tests.test_browser_theme import DARK_BELOW, LIGHT_ABOVE, rgb_hex, screenshot_luminance
-from tests.test_compare import ONLY_A, ONLY_B, RUN_A, RUN_B, reversed_run, without_query
-from tests.test_theme import luminance
+from tests.ui.test_theme import luminance
 
-#: The question of nq:1, the one query run A answers better (tests/test_compare.py): tags that would render, and
+#: The question of nq:1, the one query run A answers better (tests/engine/test_compare.py): tags that would render, and
 #: run script, if a tooltip parsed it as HTML.
 HOSTILE = 'Who <b>x</b> <img src=x onerror="window.__pwned=1">?'
 HOSTILE_QUERY = "nq:1"

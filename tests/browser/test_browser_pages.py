@@ -2,7 +2,7 @@
 LLM-retEval and open one in the query inspector; then every other view (overview, correlations, compare runs,
 citations, agents) renders its content with no JavaScript error. Screenshots of each page go to ``test-output/``.
 
-Needs Debian's Chromium and the playwright package, as ``tests/test_browser.py`` (skipped without them, failed when
+Needs Debian's Chromium and the playwright package (tests/browser_support.py; skipped without them, failed when
 ``CI`` is set). A dashboard of its own on data/runs, not the session's: these pages show the shipped runs as
 ``make dashboard`` shows them (the newest shipped run is the default, the failure cases pool every run), which the
 other tests' runs in the session's folder would change."""
@@ -20,7 +20,7 @@ from tests.browser_support import SHOTS, WAIT_MS, streamlit_server
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED_RUNS = REPO / "data" / "runs"
 BM25_RUN = "nq_open-bm25-gemma3_270m"
 #: The correlations page bootstraps tau and rho for every method x measure of a 300-query run on first visit.

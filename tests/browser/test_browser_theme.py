@@ -8,7 +8,7 @@
   visible warning naming it, never a silent substitute.
 
 Runs on the session's dashboard server (tests/conftest.py ``dashboard_shared_runs``). Needs Debian's Chromium and
-playwright, like tests/test_browser.py (skipped without them unless ``CI`` is set).
+playwright, like tests/browser/test_browser.py (skipped without them unless ``CI`` is set).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.browser_support import SHOTS, WAIT_MS
-from tests.test_app import RETEVAL_RUN
-from tests.test_theme import luminance
+from tests.ui.test_app import RETEVAL_RUN
+from tests.ui.test_theme import luminance
 
 pytestmark = pytest.mark.browser
 

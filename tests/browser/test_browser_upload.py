@@ -16,7 +16,7 @@ import pytest
 from rageval.store import RunReader
 from tests.browser_support import SHOTS, WAIT_MS
 from tests.run_fixtures import INJECTION, build_small_run
-from tests.test_upload import trec_files
+from tests.upload.test_upload import trec_files
 from ui.render_upload import SLOTS
 
 pytestmark = pytest.mark.browser

@@ -5,7 +5,7 @@ whose agent ``nq/a/em`` is renamed ``<b>x</b>``: the personalisation heatmap's a
 cell, read ``<b>x</b> ↔ nq/b/f1`` with no bold element.
 
 The IUM run is the only one in the session dashboard's runs folder (tests/conftest.py ``dashboard``), so the page opens
-on it. Needs Debian's Chromium and the playwright package, as ``tests/test_browser.py`` (skipped without them, failed
+on it. Needs Debian's Chromium and the playwright package, (tests/browser_support.py; skipped without them, failed
 when ``CI`` is set)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from rageval.ium.experiment import write_ium_run
 from tests.browser_support import SHOTS, WAIT_MS
-from tests.test_app_attribution_ium import hand_made_ium_result
+from tests.ui.test_app_attribution_ium import hand_made_ium_result
 
 pytestmark = pytest.mark.browser
 

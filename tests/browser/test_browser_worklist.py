@@ -13,7 +13,7 @@ import pytest
 
 from rageval.store import RunReader
 from tests.browser_support import SHOTS, WAIT_MS
-from tests.test_app import RETEVAL_RUN
+from tests.ui.test_app import RETEVAL_RUN
 from ui.worklist import decode_worklist
 
 pytestmark = pytest.mark.browser
@@ -51,7 +51,7 @@ def test_walk_a_worklist_from_failure_cases_with_keys_buttons_and_back(journey, 
         params = parse_qs(urlsplit(walk.get_attribute("href")).query)
         listed = decode_worklist(params["list"][0], run_order)
         name = params["list_name"][0]
-        assert len(listed) >= 3, listed  # the fake reader fails enough questions at k=1 (tests/test_app.py)
+        assert len(listed) >= 3, listed  # the fake reader fails enough questions at k=1 (tests/ui/test_app.py)
         n = len(listed)
 
         walk.click()  # one click, same tab

@@ -51,7 +51,7 @@ from rageval.errors import StoreError
 from rageval.store import ANNOTATION_APPLICATION_ID, RunReader, list_runs, sqlite_application_id
 from tests.run_fixtures import LABEL_METHODS, N_QUERIES, K, make_small_run
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RUN = "fixture"
 
 

@@ -1,7 +1,7 @@
 """Tests of the paired run comparison (rageval/compare.py): the tests against scipy and brute-force enumeration, and
 wins/ties/losses on two real fixture runs with different rankings and partly different queries.
 
-The fixture pair (:func:`write_fixture_pair`, also used by ``tests/test_app_correlations_compare.py``): run A is
+The fixture pair (:func:`write_fixture_pair`, also used by ``tests/ui/test_app_correlations_compare.py``): run A is
 ``tests/run_fixtures.build_small_run`` without query ``nq:5``; run B is the same run with every ranking reversed
 (labels unchanged, measures recomputed by the engine's ``rageval.measures.compute_measures``, the E2E answer
 re-read from the new top passage by the fixture's fake reader) without query ``nq:0``.

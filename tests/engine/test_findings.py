@@ -25,7 +25,7 @@ from rageval.findings import (
 from rageval.store import E2EOutput, Label, MeasureValue, RunReader, aggregates, write_run
 from tests.run_fixtures import K, build_small_run, make_small_run
 
-SHIPPED = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
+SHIPPED = Path(__file__).resolve().parents[2] / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
 
 
 def pandas_two_by_two(path: Path, k: int, threshold: float = RIGHT_THRESHOLD) -> dict[tuple[bool, bool], list[str]]:

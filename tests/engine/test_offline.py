@@ -31,8 +31,8 @@ from tests.offline_helpers import (
     strace_attempts,
     strace_prefix,
 )
+from tests.pipeline.test_pipeline import PASSAGES, QUESTIONS, write_jsonl
 from tests.run_fixtures import make_small_run
-from tests.test_pipeline import PASSAGES, QUESTIONS, write_jsonl
 
 COMMAND_TIMEOUT_S = 600  # a hang guard, not a timing assertion
 

@@ -25,8 +25,8 @@ from rageval.trec import (
     write_trec_qrels,
     write_trec_run,
 )
-from tests.test_measures import MEASURES, TREC_MEASURES, random_case, trec_order
-from tests.test_measures_columnar import qrels_frame, run_frame
+from tests.measures.test_measures import MEASURES, TREC_MEASURES, random_case, trec_order
+from tests.measures.test_measures_columnar import qrels_frame, run_frame
 
 GOOD_RUN_LINE = "q1 Q0 d1 1 0.5 bm25\n"
 RUN_FIELDS = "'query_id Q0 passage_id rank score tag'"
@@ -366,7 +366,7 @@ BROKEN_RUNS = [
 def test_the_same_broken_run_file_gives_the_same_line_and_message_everywhere(tmp_path, text, line, said):
     from rageval.upload import UploadFile, convert_upload
     from tests.run_fixtures import build_small_run
-    from tests.test_upload import trec_files
+    from tests.upload.test_upload import trec_files
 
     data = text.encode("latin-1")
     path = write(tmp_path, data)
@@ -440,8 +440,8 @@ def test_rank_text_is_checked_as_the_line_rule_checks_it(ranks, integers):
 def test_files_give_the_frames_values_for_every_measure_family(tmp_path, judged_only):
     # Every family, including those that read each ranked passage's judgment (bpref, infAP, judged_only): the
     # codes from the reader go through the same label builder as tables do.
-    from tests.test_measures_families import as_frames, measure_pairs
-    from tests.test_measures_families import random_case as family_case
+    from tests.measures.test_measures_families import as_frames, measure_pairs
+    from tests.measures.test_measures_families import random_case as family_case
 
     run, qrels = family_case(2)
     measures = list(measure_pairs(2, judged_only))

@@ -91,7 +91,7 @@ def test_a_stop_string_begun_inside_the_text_is_considered():
 
 def test_tiny_model_same_exact_match_labels_and_marked_stops(tiny_model_dir):
     from rageval.generation.transformers_backend import TransformersGenerator
-    from tests.test_shared_prefix import PREFIX, PROMPTS
+    from tests.generation.test_shared_prefix import PREFIX, PROMPTS
 
     settings = DecodingSettings(max_new_tokens=12)
     generator = TransformersGenerator(tiny_model_dir, device="cpu", batch_size=6, prefix=PREFIX, min_prefix_tokens=8)
@@ -184,7 +184,7 @@ def test_the_cache_keeps_stopped_answers_apart_from_full_ones(tmp_path):
 
 def test_evaluate_with_em_early_stop_gives_the_same_labels(tiny_model_dir, tmp_path, capsys, monkeypatch):
     from rageval.store import read_run
-    from tests.test_pipeline import PASSAGES, QUESTIONS, run_cli, write_jsonl
+    from tests.pipeline.test_pipeline import PASSAGES, QUESTIONS, run_cli, write_jsonl
 
     folder = tmp_path / "data"
     folder.mkdir()
@@ -221,7 +221,7 @@ def test_the_cost_configuration_with_early_stopping_keeps_the_labels(tiny_model_
     import types
 
     from rageval.erag.cost import measure_configuration
-    from tests.test_shared_prefix import PREFIX, QUESTIONS
+    from tests.generation.test_shared_prefix import PREFIX, QUESTIONS
 
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))  # see test_report's cost test
     erag_prompts = [[PREFIX + q for q in QUESTIONS[:3]], [PREFIX + q for q in QUESTIONS[3:]]]

@@ -27,7 +27,7 @@ from rageval.generation.rate_limit import RateLimiter, TokenBucket, estimate_tok
 from rageval.generation.server import serve
 from rageval.jobs.spec import JobSpec
 from rageval.paths import REPO_ROOT
-from tests.test_pipeline import dataset  # noqa: F401 (a fixture: a small set of questions, corpus and run)
+from tests.pipeline.test_pipeline import dataset  # noqa: F401 (a fixture: a small set of questions, corpus and run)
 
 MODEL = "fleet-fake"
 GREEDY = DecodingSettings(max_new_tokens=8)

@@ -28,9 +28,9 @@ from rageval.ium.experiment import read_ium_run
 from rageval.paths import DATA_DIR
 from rageval.store import RunReader
 from rageval.types import Passage
+from tests.retrieval.test_rerank import tiny_bert_dir  # noqa: F401  (a session fixture)
 from tests.run_fixtures import read_oracle_head
-from tests.test_app import REPO, start
-from tests.test_rerank import tiny_bert_dir  # noqa: F401  (a session fixture)
+from tests.ui.test_app import REPO, start
 
 AGENTS_PAGE = str(REPO / "app_pages" / "4_Agents_IUM.py")
 DEPTH = 6

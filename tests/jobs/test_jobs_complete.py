@@ -23,7 +23,7 @@ from rageval.generation.server import serve
 from rageval.jobs.store import _SCHEMA as JOBS_SCHEMA
 from rageval.pipeline.summary import PIECES, missing_pieces, run_summary
 from rageval.store import RunReader
-from tests.test_jobs import GatedReader, wait_for
+from tests.jobs.test_jobs import GatedReader, wait_for
 from tests.user_run_fixtures import QUESTIONS, build_evaluated_run, build_uploaded_run
 
 MODEL = "fake-span"
@@ -33,7 +33,7 @@ MODEL = "fake-span"
 def served(tmp_path, monkeypatch):
     """A fresh server per test (its generator's counters are the test's), the cache under tmp_path."""
     monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    generator = GatedReader(rule=first_capitalised_span, model_id=MODEL)  # the gate of tests/test_jobs.py
+    generator = GatedReader(rule=first_capitalised_span, model_id=MODEL)  # the gate of tests/jobs/test_jobs.py
     with serve(generator, model_name=MODEL) as running:
         yield running, generator
     generator.gate.set()

@@ -12,7 +12,7 @@ from rageval.measures import (
     compute_measures_from_run,
     parse_measure,
 )
-from tests.test_measures import FRACTIONAL_QRELS, MEASURES, random_case, reference_values
+from tests.measures.test_measures import FRACTIONAL_QRELS, MEASURES, random_case, reference_values
 
 
 def run_frame(run: dict[str, dict[str, float]]) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from rageval.measures import (
     requires_judgments,
 )
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "measures.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "measures.md"
 
 # ----------------------------------------------------------------------------------------------
 # Canonical strings

@@ -24,10 +24,10 @@ from pathlib import Path
 from rageval.generation.base import FakeGenerator
 from rageval.generation.server import serve
 from rageval.store import read_run
+from tests.pipeline.test_pipeline import dataset  # noqa: F401  (the fixture: 5 questions, 13 passages, a TREC run)
 from tests.run_fixtures import make_small_run
-from tests.test_pipeline import dataset  # noqa: F401  (the fixture: 5 questions, 13 passages, a TREC run)
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # One request in flight at a time: with two, the held request's partner could reach the server after the kill
 # and be counted as a call of the resumed run.
 BATCH = 1

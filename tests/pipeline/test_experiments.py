@@ -60,7 +60,7 @@ def built(resources, tmp_path_factory):
     fake = FakeGenerator(last_passage_span, MODEL_ID)
     generator = CachedGenerator(fake, cache)
     logs: list[str] = []
-    run = build_run(PLAN, resources, generator, log=logs.append, command="pytest tests/test_experiments.py")
+    run = build_run(PLAN, resources, generator, log=logs.append, command="pytest tests/pipeline/test_experiments.py")
     path = write_run(run, folder / PLAN.file_name)
     yield SimpleNamespace(run=run, path=path, cache=cache, fake=fake, generator=generator, logs=logs,
                           prompts_seen=fake.prompts_seen, hits=generator.hits, misses=generator.misses)
@@ -147,7 +147,7 @@ def test_settings_say_what_produced_the_run(built, reader):
     assert settings["reteval"]["ks"] == [1, 5] and settings["reteval"]["judges"] == list(JUDGE_NAMES)
     assert settings["graded_label_methods"] == ["erag:bertscore", "erag:f1", "erag:rougeL"]
     assert settings["label_methods"] == reader.label_methods()
-    assert settings["command"] == "pytest tests/test_experiments.py"
+    assert settings["command"] == "pytest tests/pipeline/test_experiments.py"
     # The QA, relevance and answer-judge prompts, each stored in full under its name@version#hash.
     assert settings["prompt"] == QA_FEW_SHOT.identifier
     assert set(settings["prompts"]) == {t.identifier for t in (QA_FEW_SHOT, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)}

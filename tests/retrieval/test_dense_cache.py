@@ -1,6 +1,7 @@
 """The dense retriever's caches: passage embeddings and the HNSW index are computed once per (model, corpus) and
 read back by the next run (no encode call, no index build, the same rankings); a build killed while writing leaves
-no cache entry behind. A tiny deterministic encoder stands in for MiniLM (``tests/test_dense.py`` runs MiniLM)."""
+no cache entry behind. A tiny deterministic encoder stands in for MiniLM
+(``tests/retrieval/test_dense.py`` runs MiniLM)."""
 
 from __future__ import annotations
 

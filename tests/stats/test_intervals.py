@@ -22,7 +22,7 @@ from rageval.stats.intervals import (
 )
 from rageval.store import RunReader
 
-SHIPPED = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
+SHIPPED = Path(__file__).resolve().parents[2] / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
 
 
 @pytest.fixture(scope="module")
@@ -214,5 +214,5 @@ def test_intervals_of_large_samples_do_not_import_scipy():
             "mean_interval([0.0, 1.0] * 150)\n"
             "print('scipy' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                            cwd=Path(__file__).resolve().parent.parent)
+                            cwd=Path(__file__).resolve().parents[2])
     assert result.stdout.strip() == "False", result.stderr

@@ -152,7 +152,7 @@ def test_lean_llm_reteval_reads_equal_the_whole_tables_filtered(run):
 
     import pandas as pd
 
-    path = Path(__file__).resolve().parent.parent / "data" / "runs" / f"{run}.sqlite"
+    path = Path(__file__).resolve().parents[2] / "data" / "runs" / f"{run}.sqlite"
     with RunReader(path) as reader:
         verdicts, cases, semi = reader.verdicts(), reader.failure_cases(), reader.semi_gold_outputs()
         questions = reader.questions()
@@ -196,7 +196,7 @@ def test_failure_counts_are_remembered_and_equal_the_tables(tmp_path, monkeypatc
     from rageval.store import aggregates
 
     monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path))
-    path = Path(__file__).resolve().parent.parent / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
+    path = Path(__file__).resolve().parents[2] / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
     with RunReader(path) as reader:
         verdicts, cases = reader.verdicts(), reader.failure_cases()
         first = aggregates.read_failure_counts(reader)

@@ -32,7 +32,7 @@ from rageval.store import (
     write_run,
     write_sqlite_atomically,
 )
-from tests.test_store import small_run
+from tests.store.test_store import small_run
 
 ODD_NAME = "a#b?c%2f.sqlite"
 

@@ -306,7 +306,7 @@ def test_the_lean_failure_case_table_is_remembered_and_equal_to_the_read(tmp_pat
     """RunReader.failure_case_table(details=False) read through files.remembered_frame equals the joined read."""
     import shutil
 
-    from tests.test_app import SHIPPED_PATHS
+    from tests.ui.test_app import SHIPPED_PATHS
 
     source = next(path for path in SHIPPED_PATHS.values() if RunReader(path).has_rows("failure_cases"))
     run = shutil.copy(source, tmp_path / source.name)
@@ -326,7 +326,7 @@ def test_the_gold_retrieval_frame_is_remembered_and_equal_to_the_read(tmp_path, 
     import shutil
 
     from rageval.store import aggregates
-    from tests.test_app import SHIPPED_PATHS
+    from tests.ui.test_app import SHIPPED_PATHS
 
     run = shutil.copy(next(iter(SHIPPED_PATHS.values())), tmp_path / "run.sqlite")
     os.utime(run, (OLD, OLD))

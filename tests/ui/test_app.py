@@ -31,7 +31,7 @@ from tests.run_fixtures import INJECTION, LABEL_METHODS, MEASURES, READER_WINDOW
 from ui import render
 from ui.render import escape_markdown
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HOME = str(REPO / "app.py")
 INSPECTOR = str(REPO / "app_pages" / "1_Query_inspector.py")
 RETEVAL = str(REPO / "app_pages" / "2_LLM_retEval.py")
@@ -400,7 +400,7 @@ def fake_reader_rule(queries) -> Callable[[str], str]:
 
 
 def reteval_run_file(tmp_path_factory) -> Path:
-    """The complete run, built once per test session (``tests/test_browser.py`` uses it too): BM25 over the
+    """The complete run, built once per test session (``tests/browser/test_browser.py`` uses it too): BM25 over the
     rageval corpus, k=5, E2E answers at k=1, 3, 5, every label method, LLM-retEval at k=1 and 5 with every judge;
     every LLM call goes to a :class:`FakeGenerator` with :func:`fake_reader_rule`. After the build,
     :data:`MARKUP` is appended to the question of the failure browser's first case (judge ``em``, k=1, first

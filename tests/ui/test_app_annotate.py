@@ -15,13 +15,13 @@ from sklearn.metrics import cohen_kappa_score
 from rageval.annotations import ANNOTATIONS_FILE
 from rageval.store import RunReader
 from tests.app_helpers import captions, frame_with, vega_charts
+from tests.engine.test_annotations import make_small_attribution_run
 from tests.run_fixtures import LABEL_METHODS, make_small_run
-from tests.test_annotations import make_small_attribution_run
-from tests.test_app import start
+from tests.ui.test_app import start
 from ui.render import METHOD_NAMES, escape_markdown
 from ui.theme import METHOD_COLOURS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ANNOTATE = str(REPO / "app_pages" / "9_Annotate.py")
 NAME_WIDGET = "annotate.annotator.widget"
 

@@ -27,10 +27,10 @@ from rageval.ium.report import ium_sections
 from rageval.stats.paired import jaccard, top_k_kendall_tau
 from rageval.store import list_runs
 from tests.app_helpers import captions, frame_with, vega_charts
-from tests.test_app import HOME, start
+from tests.ui.test_app import HOME, start
 from ui.render import escape_markdown, format_label
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CITATIONS = str(REPO / "app_pages" / "3_Citations.py")
 AGENTS = str(REPO / "app_pages" / "4_Agents_IUM.py")
 SCRIPT = "<script>alert(1)</script>"
@@ -107,7 +107,7 @@ def test_citations_page_shows_the_metric_table_of_every_scenario(attribution_env
                 assert cell == (f"{value:.1f}" if isinstance(cell, str) else pytest.approx(value))
             else:
                 assert table.at[scenario, shown] == "–"  # G has no citation metrics, the gold answers no BLEU
-    # tests/test_attribution.py: RTG-gold copies its first quote and cites it, so AutoAIS_cit is 100%.
+    # tests/attribution/test_attribution.py: RTG-gold copies its first quote and cites it, so AutoAIS_cit is 100%.
     assert table.at["RTG-gold", "AutoAIS cit"] == "100.0"
     assert table.at["gold-answer", "n"] == 1318 and table.at["RTG-gold", "n"] == 4
     text = captions(app)

@@ -1,7 +1,7 @@
 """AppTest tests of the correlations page and the compare-runs page, on the fixture runs (``tests/run_fixtures.py``,
-the reversed-ranking pair of ``tests/test_compare.py``, the complete fake-reader run of ``tests/test_app.py``) and
-on the shipped runs in ``data/runs``. Expected values are read back from the run files and recomputed with the
-engine or scipy, or restated from the fixtures' construction (cited where used).
+the reversed-ranking pair of ``tests/engine/test_compare.py``, the complete fake-reader run of
+``tests/ui/test_app.py``) and on the shipped runs in ``data/runs``. Expected values are read back from the run files
+and recomputed with the engine or scipy, or restated from the fixtures' construction (cited where used).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from rageval.report import correlation_table_at_k
 from rageval.stats.correlation import DEFAULT_RESAMPLES, kendall_tau_b
 from rageval.store import RunReader, write_run
 from tests.app_helpers import captions, frame_with, use_shipped_runs, vega_charts
+from tests.engine.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
 from tests.run_fixtures import MEASURES, K, build_small_run, make_small_run
-from tests.test_app import MARKUP, SHIPPED_PATHS, link_walk, marked_query, reteval_run_file, start
-from tests.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
+from tests.ui.test_app import MARKUP, SHIPPED_PATHS, link_walk, marked_query, reteval_run_file, start
 from ui import render, render_correlations, theme
 from ui.render import escape_markdown, format_correlation
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CORRELATIONS = str(REPO / "app_pages" / "5_Correlations.py")
 COMPARE = str(REPO / "app_pages" / "6_Compare_runs.py")
 SCATTER_SUBTITLE = render_correlations.SCATTER_SUBTITLE
@@ -170,7 +170,7 @@ def test_correlations_with_no_measure_at_the_e2e_k_offer_every_cutoff(tmp_path, 
 
 
 def test_selected_points_are_read_from_the_vega_lite_event():
-    """The event as Streamlit returns it (checked in Chromium by tests/test_browser_pages.py): a dragged box is
+    """The event as Streamlit returns it (checked in Chromium by tests/browser/test_browser_pages.py): a dragged box is
     {field: [low, high]} on the drawn (jittered) positions, clicked points are [{"row": i}]."""
     points = pd.DataFrame({"query_id": list("abcdef"), "question": [""] * 6,
                            "value": [0.0, 0.0, 0.5, 0.5, 1.0, 1.0], "e2e": [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]})
@@ -228,7 +228,7 @@ def test_correlations_follow_k_on_a_run_with_a_k_sweep(reteval_env_path, monkeyp
     assert metrics(app)["Spearman's rho"] == format_correlation(row["rho"], row["rho_low"], row["rho_high"])
     tau_table = next(df.value for df in app.dataframe if df.value.index.name == "Measure")
     assert set(tau_table.index) == set(table.index.get_level_values("measure"))
-    # Question text goes into the tooltip as it is (Vega-Lite shows it as text: tests/test_browser_pages.py).
+    # Question text goes into the tooltip as it is (Vega-Lite shows it as text: tests/browser/test_browser_pages.py).
     assert points.loc[marked, "question"].endswith(MARKUP.strip())
 
     sweep, lines = next((s, d) for s, d in vega_charts(app) if "at each k" in str(s.get("title")))
@@ -260,9 +260,9 @@ def test_correlations_on_every_shipped_run(run, monkeypatch):
 
 @pytest.fixture(scope="module")
 def evaluated_runs(tmp_path_factory) -> Path:
-    """A run ``rageval evaluate`` built (the small invented set of tests/test_pipeline.py, the fake reader, E2E at
-    k = 1, 3), so it stores its correlations; beside it ``older`` (the same run without the correlations table, as
-    files written before it existed) and ``rescored`` (a method added after the correlations were stored, as a
+    """A run ``rageval evaluate`` built (the small invented set of tests/pipeline/test_pipeline.py, the fake
+    reader, E2E at k = 1, 3), so it stores its correlations; beside it ``older`` (the same run without the correlations
+    table, as files written before it existed) and ``rescored`` (a method added after the correlations were stored, as a
     re-scoring job adds one)."""
     import shutil
     import sqlite3
@@ -270,7 +270,7 @@ def evaluated_runs(tmp_path_factory) -> Path:
     from rageval.generation.base import FakeGenerator
     from rageval.pipeline import run as pipeline
     from rageval.pipeline.config import build_config
-    from tests.test_pipeline import PASSAGES, QUESTIONS, write_jsonl
+    from tests.pipeline.test_pipeline import PASSAGES, QUESTIONS, write_jsonl
 
     folder = tmp_path_factory.mktemp("evaluated")
     data_dir = tmp_path_factory.mktemp("evaluated_data")
@@ -306,7 +306,8 @@ def test_correlations_page_reads_the_stored_table_or_computes_it(evaluated_runs,
         now = correlation_table_at_k(reader.measure_table(), reader.e2e_table(), k, DEFAULT_RESAMPLES,
                                      with_rprec=True).set_index(["method", "measure"])
     row = saved.loc[(method, measure)]
-    # the stored numbers are those computed now from the same measures (tests/test_pipeline.py checks all cells)
+    # the stored numbers are those computed now from the same measures (tests/pipeline/test_pipeline.py checks all
+    # cells)
     assert row[["tau", "tau_low", "tau_high"]].tolist() == now.loc[(method, measure), ["tau", "tau_low",
                                                                                       "tau_high"]].tolist()
     assert metrics(app)["Kendall's tau-b"] == format_correlation(row["tau"], row["tau_low"], row["tau_high"])
@@ -363,7 +364,7 @@ def outcome_scale(spec: dict) -> dict[str, str]:
 def test_compare_fixture_runs_wins_ties_losses_and_tests(pair_env):
     app = start(COMPARE, run_a=RUN_A, run_b=RUN_B, method="gold", measure=f"RR@{K}")
     shown = metrics(app)
-    # tests/test_compare.py: gold RR@5 on the shared nq:1..nq:4 is 1/2 vs 1/4, 1/3 vs 1/3, 1/4 vs 1/2, 1/5 vs 1.
+    # tests/engine/test_compare.py: gold RR@5 on the shared nq:1..nq:4 is 1/2 vs 1/4, 1/3 vs 1/3, 1/4 vs 1/2, 1/5 vs 1.
     assert (shown["Shared queries"], shown["A better"], shown["Ties"], shown["B better"]) == ("4", "1", "1", "2")
     a, b = read_scores(pair_env / f"{RUN_A}.sqlite", "gold", f"RR@{K}"), read_scores(
         pair_env / f"{RUN_B}.sqlite", "gold", f"RR@{K}")
@@ -425,7 +426,7 @@ def test_compare_fixture_runs_wins_ties_losses_and_tests(pair_env):
 def test_compare_on_the_binary_e2e_score_adds_mcnemar(pair_env):
     app = start(COMPARE, run_a=RUN_A, run_b=RUN_B, method="e2e", measure=f"E2E@{K}")
     shown = metrics(app)
-    # tests/test_compare.py: B alone answers nq:4 right (its gold passage moves to rank 1).
+    # tests/engine/test_compare.py: B alone answers nq:4 right (its gold passage moves to rank 1).
     assert (shown["A better"], shown["Ties"], shown["B better"]) == ("0", "3", "1")
     p_values = paired_tests_table(app)
     assert p_values["McNemar's test (exact, binary scores)"] == pytest.approx(stats.binomtest(0, 1, 0.5).pvalue)
@@ -436,7 +437,7 @@ def test_comparing_a_run_with_itself_gives_all_ties_and_p_one(pair_env):
     for method, measure in (("e2e", f"E2E@{K}"), ("gold", f"nDCG@{K}")):
         app = start(COMPARE, run_a=RUN_A, run_b=RUN_A, method=method, measure=measure)
         shown = metrics(app)
-        # Run A holds 5 queries (tests/test_compare.py: the 6 fixture questions without nq:5).
+        # Run A holds 5 queries (tests/engine/test_compare.py: the 6 fixture questions without nq:5).
         assert (shown["Shared queries"], shown["A better"], shown["Ties"], shown["B better"]) == ("5", "0", "5", "0")
         assert shown["Mean A - B"] == "+0.0000"
         assert (paired_tests_table(app) == 1.0).all()

@@ -1,5 +1,5 @@
 """AppTest tests of the cross-run failure-case browser (app_pages/7_Failure_cases.py) on two complete runs built with
-the fake reader (tests/test_app.py's ``reteval_run_file``; the second a copy relabelled as another retriever) and
+the fake reader (tests/ui/test_app.py's ``reteval_run_file``; the second a copy relabelled as another retriever) and
 on the shipped runs. Expected counts are recomputed from the run files."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 from rageval.store import RunReader
 from tests.app_helpers import use_shipped_runs, vega_charts
 from tests.run_fixtures import make_small_run
-from tests.test_app import RETEVAL_RUN, link_walk, reteval_run_file, start
+from tests.ui.test_app import RETEVAL_RUN, link_walk, reteval_run_file, start
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FAILURES = str(REPO / "app_pages" / "7_Failure_cases.py")
 COPY = "reteval-copy-as-dense"
 
@@ -190,7 +190,7 @@ def test_a_long_case_list_is_cut_but_a_shared_case_past_the_cut_still_opens(runs
 
 
 def test_llm_reteval_cuts_a_long_case_list_the_same_way(runs_folder, monkeypatch):
-    from tests.test_app import RETEVAL
+    from tests.ui.test_app import RETEVAL
     from ui import render
 
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs_folder))

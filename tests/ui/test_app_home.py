@@ -15,9 +15,9 @@ from urllib.parse import parse_qs
 import pytest
 
 from rageval.store import APPLICATION_ID, Label, MeasureValue, RunReader, write_run
+from tests.engine.test_findings import pandas_two_by_two
 from tests.run_fixtures import K, build_small_run, make_small_run
-from tests.test_app import CORRELATIONS, HOME, RETEVAL_RUN, reteval_run_file, start
-from tests.test_findings import pandas_two_by_two
+from tests.ui.test_app import CORRELATIONS, HOME, RETEVAL_RUN, reteval_run_file, start
 from ui import worklist
 
 
@@ -159,7 +159,7 @@ def test_leaderboard_best_erag_measure_is_the_correlation_pages_best(fixture_env
 
 @pytest.fixture
 def complete_env(tmp_path_factory, monkeypatch) -> Path:
-    """The complete run of tests/test_app.py (built once per session) alone in a runs folder."""
+    """The complete run of tests/ui/test_app.py (built once per session) alone in a runs folder."""
     folder = tmp_path_factory.mktemp("complete")
     path = folder / f"{RETEVAL_RUN}.sqlite"
     path.write_bytes(reteval_run_file(tmp_path_factory).read_bytes())

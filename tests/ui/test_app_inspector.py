@@ -15,7 +15,7 @@ import pytest
 
 from rageval.store import E2EOutput, RunReader, write_run
 from tests.run_fixtures import INJECTION, K, build_small_run, make_small_run
-from tests.test_app import INSPECTOR, passage_texts, query_box, start
+from tests.ui.test_app import INSPECTOR, passage_texts, query_box, start
 from ui import render_inspector as inspect
 from ui import worklist
 from ui.render import escape_markdown
@@ -221,7 +221,7 @@ def test_verdicts_pivot_to_judges_by_k():
 # --- worklist links -----------------------------------------------------------------------------------------------
 
 def test_row_links_name_each_query_once_in_the_list_and_drop_it_past_the_limit():
-    from tests.test_app import link_walk
+    from tests.ui.test_app import link_walk
 
     rows = ["nq:3", "nq:1", "nq:3", "nq:0"]  # a query with two failure cases has two rows
     links = worklist.worklist_links("Query_inspector", "fixture", rows, RUN_ORDER, NAME)
@@ -251,7 +251,7 @@ def test_switching_run_with_a_list_in_the_url_warns_instead_of_walking_other_que
 
 
 def test_a_scatter_selection_links_walk_the_selected_queries_worst_answer_first():
-    from tests.test_app import link_walk
+    from tests.ui.test_app import link_walk
     from ui.render_correlations import points_view
 
     points = pd.DataFrame({"query_id": ["nq:0", "nq:2", "nq:5"], "question": ["a", "b", "c"],

@@ -1,6 +1,6 @@
 """One formatter and one look, tried on the pages (AppTest): no table cell shows "None" or "nan", every page says
 the question it answers under its title, the glossary has an anchor per term, and Compare runs pairs a run with
-one that shares its queries. On the fixture runs of tests/test_app.py (the complete fake-reader run and the small
+one that shares its queries. On the fixture runs of tests/ui/test_app.py (the complete fake-reader run and the small
 run) and the shipped runs of data/runs."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import pytest
 from rageval.store import RunReader
 from tests.app_helpers import captions, use_shipped_runs
 from tests.run_fixtures import make_small_run
-from tests.test_app import RETEVAL_RUN, reteval_run_file, start
+from tests.ui.test_app import RETEVAL_RUN, reteval_run_file, start
 from ui import format as fmt
 from ui import glossary, navigation, render_compare
 from ui.render import escape_markdown
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SMALL_RUN = "small"
 COPY = "reteval-copy-as-dense"
 

@@ -15,12 +15,12 @@ from rageval.store import RunReader
 from tests import odd_runs
 from tests.app_helpers import frame_with
 from tests.run_fixtures import N_QUERIES, K, make_small_run
-from tests.test_app import passage_texts, start
-from tests.test_app_annotate import sample_items, saved_rows
+from tests.ui.test_app import passage_texts, start
+from tests.ui.test_app_annotate import sample_items, saved_rows
 from ui import data
 from ui.render import escape_markdown
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 INSPECTOR = str(REPO / "app_pages" / "1_Query_inspector.py")
 ANNOTATE = str(REPO / "app_pages" / "9_Annotate.py")
 CORRELATIONS = str(REPO / "app_pages" / "5_Correlations.py")
@@ -213,7 +213,7 @@ def test_a_huge_input_passage_of_an_attributed_answer_is_shown_a_part_at_a_time(
     import sqlite3
 
     from rageval.attribution.store import AttributionReader
-    from tests.test_annotations import make_small_attribution_run
+    from tests.engine.test_annotations import make_small_attribution_run
 
     path = make_small_attribution_run(tmp_path / "attribution" / "hagrid.sqlite")
     with AttributionReader(path) as reader:

@@ -1,8 +1,8 @@
 """AppTest tests of the Re-score page (app_pages/8_Re_score.py) on the fixture run (tests/run_fixtures.py).
 
 Starting a job from the form is checked with the worker launcher replaced by a recorder (the real background
-worker is tested in tests/test_jobs.py and, through the browser, in tests/test_browser_rescore.py); progress,
-cancel and resume are checked on jobs driven in this process with the fake reader of tests/test_jobs.py.
+worker is tested in tests/jobs/test_jobs.py and, through the browser, in tests/browser/test_browser_rescore.py);
+progress, cancel and resume are checked on jobs driven in this process with the fake reader of tests/jobs/test_jobs.py.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from streamlit.testing.v1 import AppTest
 from rageval import jobs
 from rageval.generation.base import FakeGenerator
 from rageval.generation.factory import DEFAULT_MODEL
+from tests.jobs.test_jobs import METHOD, MODEL, TOTAL, reader_rule
 from tests.run_fixtures import N_QUERIES, K, make_small_run
-from tests.test_jobs import METHOD, MODEL, TOTAL, reader_rule
 from ui.render import escape_markdown
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HOME = str(REPO / "app.py")
 RESCORE = "app_pages/8_Re_score.py"
 INSPECTOR = "app_pages/1_Query_inspector.py"

@@ -1,7 +1,7 @@
 """AppTest tests of the Upload page (app_pages/10_Upload.py): files go in through Streamlit 1.67's file_uploader test
 API (``AppTest.file_uploader(...).upload``), are validated (problems as a table with file and line), saved into
 ``$RAGEVAL_RUNS_DIR``, and the new run then opens on the home page and in the query inspector. The upload files are
-built from the fixture run of real NQ-open records (tests/run_fixtures.py) by tests/test_upload.py's helpers."""
+built from the fixture run of real NQ-open records (tests/run_fixtures.py) by tests/upload/test_upload.py's helpers."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from streamlit.testing.v1 import AppTest
 from rageval.store import RunReader
 from rageval.upload import Problem
 from tests.run_fixtures import INJECTION, build_small_run, make_small_run
-from tests.test_app import passage_texts
-from tests.test_upload import jsonl, jsonl_records, trec_files
+from tests.ui.test_app import passage_texts
+from tests.upload.test_upload import jsonl, jsonl_records, trec_files
 from ui import render_upload as ru
 from ui.render import escape_markdown
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HOME = str(REPO / "app.py")
 UPLOAD = "app_pages/10_Upload.py"
 INSPECTOR = "app_pages/1_Query_inspector.py"

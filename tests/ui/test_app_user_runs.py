@@ -18,8 +18,8 @@ from rageval.generation.base import FakeGenerator
 from rageval.generation.server import serve
 from rageval.pipeline.summary import missing_pieces, run_summary
 from rageval.store import RunReader
-from tests.test_app import HOME, REPO, start
-from tests.test_jobs import wait_for
+from tests.jobs.test_jobs import wait_for
+from tests.ui.test_app import HOME, REPO, start
 from tests.user_run_fixtures import QUESTIONS, build_evaluated_run, build_uploaded_run
 from ui import render
 from ui.render import SHIPPED_MARK, escape_markdown

@@ -58,7 +58,7 @@ from tests.bad_inputs.arguments import (
 from tests.bad_inputs.good import FAILING_QUERY, GOOD
 from tests.user_run_fixtures import build_uploaded_run, write_user_files
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 120
 GOOD_RUN, GOOD_ATTRIBUTION, GOOD_IUM = "good-run", "good-attribution", "good-ium"
 REPORT_ENV = "RAGEVAL_BAD_INPUTS_REPORT"

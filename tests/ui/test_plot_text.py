@@ -1,6 +1,6 @@
 """Names from users' data go into every chart as they are, and are shown as text. Every chart is Vega-Lite, which
-draws titles, axis labels, legends and tooltips as text, never HTML (tests/test_browser_vega_text.py and
-tests/test_browser_compare.py check in Chromium that ``<b>``/``<img onerror>`` in a name or question shows
+draws titles, axis labels, legends and tooltips as text, never HTML (tests/browser/test_browser_vega_text.py and
+tests/browser/test_browser_compare.py check in Chromium that ``<b>``/``<img onerror>`` in a name or question shows
 literally): an escaped name would show ``&lt;``. Every chart builder is given run, method, annotator, agent, query
 and measure names holding tags, and must keep them unchanged; the Annotate page, opened with
 ``?annotator=<a href=...>``, puts the name in its kappa chart's title unchanged."""
@@ -82,8 +82,8 @@ def runs(tmp_path_factory, tmp_path, monkeypatch):
 
 
 def test_an_annotator_name_from_the_url_goes_into_the_kappa_chart_as_text(runs):
-    from tests.test_app import start
-    from tests.test_app_annotate import ANNOTATE, decide, draw
+    from tests.ui.test_app import start
+    from tests.ui.test_app_annotate import ANNOTATE, decide, draw
 
     app = draw(start(ANNOTATE, annotator=LINK), 30)
     decide(app, "1")

@@ -39,7 +39,7 @@ from rageval.upload import (
 from rageval.upload.problems import size_text
 from tests.run_fixtures import INJECTION, INJECTION_ID, K, build_small_run
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED_RUN = RUNS_DIR / "nq_open-bm25-gemma3_270m.sqlite"
 FORMAT_DOC = REPO / "docs" / "upload_format.md"
 #: Our measure -> pytrec_eval's name, at a cutoff c (RR@c is compared only where c covers the whole ranking).
