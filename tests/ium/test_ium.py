@@ -104,6 +104,7 @@ def test_unk_replaces_both_ids_for_about_ten_percent_of_samples(setup):
     assert {text for text, _, _ in plain} == {"who?"}
 
 
+@pytest.mark.slow
 def test_offline_ium_em_loop(setup):
     agents = setup["agents"][:2]
     train = {a.name: setup["nq"][10:18] for a in agents}
@@ -131,6 +132,7 @@ def test_offline_ium_em_loop(setup):
     assert any(r.utility == 1.0 for r in first) and any(r.utility == 0.0 for r in first)
 
 
+@pytest.mark.slow
 def test_offline_ium_resumes_from_checkpoints_without_retraining(setup, tmp_path, monkeypatch):
     import rageval.retrieval.rerank as rerank
 
@@ -158,6 +160,7 @@ def test_offline_ium_resumes_from_checkpoints_without_retraining(setup, tmp_path
                     checkpoints=tmp_path)
 
 
+@pytest.mark.slow
 def test_online_ium_never_serves_a_query_with_parameters_that_saw_its_feedback(setup):
     agent = setup["agents"][0]
     queries = setup["nq"][:7]
