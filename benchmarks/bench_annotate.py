@@ -8,7 +8,7 @@ again (no stale element), the median over the labels; optionally against another
 This checkout draws the default sample (50 passages) and presses 1 for each label; a checkout without the queue
 (``--before``) lists a whole query and is clicked "✓ Useful" passage after passage. The two alternate, each on a
 fresh ``streamlit run`` with an empty runs folder (the shipped runs read from this checkout's ``data/runs``), for
-``--rounds`` rounds of ``--labels`` labels. Needs Debian's Chromium and playwright (tests/test_browser.py).
+``--rounds`` rounds of ``--labels`` labels. Needs Debian's Chromium and playwright (tests/browser_support.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ WAIT_MS = 90_000
 
 
 def start_server(checkout: Path) -> tuple[subprocess.Popen, str]:
-    from tests.test_browser import _free_port
+    from tests.browser_support import _free_port
 
     port = _free_port()
     env = {**os.environ, "RAGEVAL_RUNS_DIR": tempfile.mkdtemp(), "RAGEVAL_SHIPPED_RUNS_DIR": str(ROOT / "data/runs"),
@@ -53,12 +53,12 @@ def start_server(checkout: Path) -> tuple[subprocess.Popen, str]:
 
 
 def label_times(checkout: Path, labels: int, queue: bool) -> list[float]:
-    from tests.test_browser import chromium_page
+    from tests.browser_support import launched_chromium_page
 
     server, url = start_server(checkout)
     times = []
     try:
-        with chromium_page(height=1400) as (page, _errors):
+        with launched_chromium_page(height=1400) as (page, _errors):
             page.goto(f"{url}/Annotate?annotator=M&run={RUN}")
             if queue:
                 page.get_by_role("button", name="Start: draw the sample").click(timeout=WAIT_MS)

@@ -249,6 +249,26 @@ def measure(size: int, source: str, tool: str, call: Callable[[], object], repea
     return timing
 
 
+@dataclass
+class Check:
+    """One tool's values on one input against pytrec_eval's on the sample: the largest absolute difference (``gap``)
+    and its description (which measure and query, how many queries differ)."""
+
+    size: int
+    source: str
+    tool: str
+    gap: float
+    detail: str
+
+
+@dataclass
+class Comparison:
+    """What a benchmark run computed: every tool's timing, and every tool's values checked against pytrec_eval."""
+
+    timings: list[Timing]
+    checks: list[Check]
+
+
 def skipped(size: int, source: str, tool: str, note: str) -> Timing:
     print(f"  {tool:16s} {source:6s} skipped: {note}", flush=True)
     return Timing(size, source, tool, note=note)
@@ -371,15 +391,16 @@ def per_query(tool: str, result) -> dict[tuple[str, str], float]:
     return {(m.query_id, ours[str(m.measure)]): m.value for m in result}
 
 
-def largest_difference(reference: dict, values: dict, sample: list[str]) -> str:
-    """The largest |value - pytrec_eval's| over the sample, with its measure and how many queries differ."""
+def largest_difference(reference: dict, values: dict, sample: list[str]) -> tuple[float, str]:
+    """The largest |value - pytrec_eval's| over the sample, and it described with its measure and how many queries
+    differ."""
     gaps = {(q, measure): abs(values.get((q, measure), 0.0) - reference[q, measure])
             for q in sample for measure in MEASURES}
     (query, measure), gap = max(gaps.items(), key=lambda item: item[1])
     if gap <= 1e-12:
-        return f"{gap:.3g}"
+        return gap, f"{gap:.3g}"
     differing = {q for (q, m), g in gaps.items() if g > 1e-12}
-    return f"{gap:.3g} ({measure} of {query}; {len(differing)} of {len(sample)} queries differ)"
+    return gap, f"{gap:.3g} ({measure} of {query}; {len(differing)} of {len(sample)} queries differ)"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -388,6 +409,13 @@ def largest_difference(reference: dict, values: dict, sample: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    report(compare(argv))
+    return 0
+
+
+def compare(argv: list[str] | None = None) -> Comparison:
+    """Time every tool on every size (progress lines as it goes) and check their values: the arguments of
+    :func:`main`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000", help="numbers of queries, comma-separated")
     parser.add_argument("--docs", type=int, default=100, help="retrieved passages per query")
@@ -422,19 +450,22 @@ def main(argv: list[str] | None = None) -> int:
         warm_up(peers)
         print(f"{args.docs} docs a query; Arrow threads: {os.cpu_count()} cores; best of {args.repeat}")
         timings: list[Timing] = []
-        checks: list[str] = []
+        checks: list[Check] = []
         for size in sizes:
             timings += run_size(size, args, peers, checks)
     finally:
         pa.set_memory_pool(previous_pool)
-    print_table(timings)
+    return Comparison(timings, checks)
+
+
+def report(comparison: Comparison) -> None:
+    print_table(comparison.timings)
     print("values against pytrec_eval on a sample of queries (largest absolute difference over 7 measures):")
-    for line in checks:
-        print("  " + line)
-    return 0
+    for check in comparison.checks:
+        print(f"  {check.size:>9,} {check.source:5s} {check.tool:12s} {check.detail}")
 
 
-def run_size(size: int, args, peers: list[str], checks: list[str]) -> list[Timing]:
+def run_size(size: int, args, peers: list[str], checks: list[Check]) -> list[Timing]:
     print(f"{size:,} queries: generating", flush=True)
     inputs = make_inputs(size, args.docs, args.seed)
     rng = np.random.default_rng(args.seed + 1)
@@ -485,7 +516,7 @@ def run_size(size: int, args, peers: list[str], checks: list[str]) -> list[Timin
     reference = per_query("pytrec_eval", pytrec_dicts({q: run[q] for q in sample}, {q: qrels[q] for q in sample},
                                                       None))
     for (tool, source), values in results.items():
-        checks.append(f"{size:>9,} {source:5s} {tool:12s} {largest_difference(reference, values, sample)}")
+        checks.append(Check(size, source, tool, *largest_difference(reference, values, sample)))
     return timings
 
 

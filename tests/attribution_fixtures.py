@@ -1,5 +1,5 @@
-"""A small but real attributed-answer run for the tests, built without any LLM (``tests/test_attribution.py`` and
-the dashboard's ``tests/test_app_attribution_ium.py`` share it).
+"""A small but real attributed-answer run for the tests, built without any LLM
+(``tests/attribution/test_attribution.py`` and the dashboard's ``tests/ui/test_app_attribution_ium.py`` share it).
 
 :func:`build_hagrid_run` runs :func:`rageval.attribution.experiment.build_attribution_run` on the first 4 shipped
 HAGRID dev queries with transparent stand-ins: a :class:`FakeGenerator` that cites the first passage

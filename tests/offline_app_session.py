@@ -1,5 +1,5 @@
-"""The dashboard with outgoing connections blocked, for ``tests/test_offline.py``, which runs this module in a new
-network namespace where it can (so the server and the browser share the namespace's only network, loopback):
+"""The dashboard with outgoing connections blocked, for ``tests/engine/test_offline.py``, which runs this module in a
+new network namespace where it can (so the server and the browser share the namespace's only network, loopback):
 
     python -m tests.offline_app_session SETTINGS.json
 
@@ -73,8 +73,8 @@ def visit_pages(url: str, run: str) -> tuple[list[dict], list[str]]:
     the browser made to hosts other than loopback)."""
     from playwright.sync_api import expect
 
-    from tests.test_browser import chromium_page
-    from tests.test_browser_pages import wait_until_rendered
+    from tests.browser.test_browser_pages import wait_until_rendered
+    from tests.browser_support import launched_chromium_page
 
     outside: list[str] = []
 
@@ -84,7 +84,7 @@ def visit_pages(url: str, run: str) -> tuple[list[dict], list[str]]:
             outside.append(request.url)
 
     pages = []
-    with chromium_page() as (page, page_errors):
+    with launched_chromium_page() as (page, page_errors):
         page.on("request", note)
         for path in page_paths():
             page.goto(f"{url}/{path}?run={urllib.parse.quote(run)}")

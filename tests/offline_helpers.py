@@ -1,4 +1,4 @@
-"""Running a process with its outgoing connections blocked and recorded, for ``tests/test_offline.py`` and its
+"""Running a process with its outgoing connections blocked and recorded, for ``tests/engine/test_offline.py`` and its
 dashboard session (``tests/offline_app_session.py``). Three layers, each used where the machine allows it:
 
 1. **No network.** ``unshare -n`` (or ``unshare -rn`` without root) starts the process in a new network namespace

@@ -14,7 +14,7 @@ ranking of ``K = 5`` passages drawn from that pool; the labels and measures are 
   sits late in the passage.
 - the E2E output is the fake reader's answer for the top-ranked passage, scored with exact match.
 
-Measures (binary relevance = label > 0, cutoff K) follow trec_eval's definitions; ``tests/test_app.py``
+Measures (binary relevance = label > 0, cutoff K) follow trec_eval's definitions; ``tests/ui/test_app.py``
 checks them against ``pytrec_eval``.
 """
 

@@ -204,7 +204,7 @@ HOVER_CHARS = 120
 
 def tooltip_text(text: Any, limit: int = HOVER_CHARS) -> str:
     """Data text (a question) for a Vega-Lite tooltip: whitespace collapsed, cut to ``limit`` characters. Not
-    escaped: Vega-Lite's tooltip shows text as text (checked in tests/test_browser_pages.py)."""
+    escaped: Vega-Lite's tooltip shows text as text (checked in tests/browser/test_browser_pages.py)."""
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 

@@ -6,7 +6,7 @@ Every chart that colours by one of these uses the maps below (a Vega-Lite scale'
 The dashboard follows the OS light or dark theme, and charts take Streamlit's theme (``st.vega_lite_chart``'s
 default ``theme="streamlit"``: no chart here sets a background or a font colour). So every colour below is a mid
 tone that stays visible on both backgrounds, white and Streamlit's dark one: a contrast ratio (WCAG 2) of at least
-:data:`MIN_CONTRAST` against each (tests/test_theme.py); black or a dark navy would vanish on the dark one.
+:data:`MIN_CONTRAST` against each (tests/ui/test_theme.py); black or a dark navy would vanish on the dark one.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 #: The least contrast ratio of a chart colour against the light and the dark background.
 MIN_CONTRAST = 1.7
-LIGHT_BACKGROUND, DARK_BACKGROUND = "#ffffff", "#171614"  # as Chromium draws them (tests/test_browser_theme.py)
+LIGHT_BACKGROUND, DARK_BACKGROUND = "#ffffff", "#171614"  # as Chromium draws them (tests/browser/test_browser_theme.py)
 
 #: A binary label or verdict: useful / supported / relevant, not, and no label.
 LABEL_COLOURS = {"useful": "#1a9850", "not useful": "#d73027", "no label": "#bdbdbd"}

@@ -35,7 +35,7 @@ class Command(NamedTuple):
 
 #: Every command, in ``rageval --help`` order. Only the module of the command being run is imported: the others,
 #: and the libraries they import (pandas, numpy, torch), cost nothing, so ``rageval --help`` and ``rageval info``
-#: start in a fraction of a second (``benchmarks/bench_startup.py``; ``tests/test_cli_startup.py`` keeps this table
+#: start in a fraction of a second (``benchmarks/bench_startup.py``; ``tests/cli/test_cli_startup.py`` keeps this table
 #: equal to what the modules define).
 COMMANDS: dict[str, Command] = {
     "evaluate": Command("rageval.cli.evaluate", "your questions + corpus + run file or retriever + model -> one run "

@@ -29,8 +29,8 @@ class MeanInterval:
 
 
 #: From this many degrees of freedom on, :func:`_t_quantile` sums the expansion (its error is below 1e-9 for any
-#: confidence up to 0.999, checked against scipy in tests/test_intervals.py) instead of importing scipy (~0.3 s cold,
-#: a third of a dashboard page's own time).
+#: confidence up to 0.999, checked against scipy in tests/stats/test_intervals.py) instead of importing scipy
+#: (~0.3 s cold, a third of a dashboard page's own time).
 EXPANSION_MIN_DF = 200
 
 

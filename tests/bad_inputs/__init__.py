@@ -1,6 +1,6 @@
 """A corpus of broken inputs, each built on the spot from a good tiny file (no binary blob is committed): what a user
 can put in the runs folder (run files and the five other kinds of rageval SQLite file, damaged in every way we know),
-upload files, URL parameters and command-line arguments. ``tests/test_bad_inputs.py`` opens each through the command
+upload files, URL parameters and command-line arguments. ``tests/ui/test_bad_inputs.py`` opens each through the command
 line and the dashboard; ``python -m tests.bad_inputs.report`` prints the table of kinds, counts and results.
 
 * :mod:`.good` the good tiny files of each kind (a run with LLM-retEval facts, an attribution run, an IUM run, an

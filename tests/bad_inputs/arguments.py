@@ -1,6 +1,6 @@
 """Bad input that is not a file in the runs folder: upload files, URL parameters and command-line arguments.
 
-Every case is data; ``tests/test_bad_inputs.py`` runs them against a runs folder holding the good run
+Every case is data; ``tests/ui/test_bad_inputs.py`` runs them against a runs folder holding the good run
 (``good-run``), the good attribution run (``good-attribution``) and the good IUM run (``good-ium``).
 """
 

@@ -55,7 +55,7 @@ def write_good_run(path: Path) -> Path:
 
 
 def write_good_attribution_run(path: Path) -> Path:
-    from tests.test_annotations import make_small_attribution_run
+    from tests.engine.test_annotations import make_small_attribution_run
 
     path.parent.mkdir(parents=True, exist_ok=True)
     return make_small_attribution_run(path)
@@ -63,7 +63,7 @@ def write_good_attribution_run(path: Path) -> Path:
 
 def write_good_ium_run(path: Path) -> Path:
     from rageval.ium.experiment import write_ium_run
-    from tests.test_app_attribution_ium import hand_made_ium_result
+    from tests.ui.test_app_attribution_ium import hand_made_ium_result
 
     return write_ium_run(hand_made_ium_result(), path)
 

@@ -1,4 +1,4 @@
-"""The bad-input table: runs ``tests/test_bad_inputs.py`` with ``$RAGEVAL_BAD_INPUTS_REPORT`` set and prints, per
+"""The bad-input table: runs ``tests/ui/test_bad_inputs.py`` with ``$RAGEVAL_BAD_INPUTS_REPORT`` set and prints, per
 input kind, how many inputs there were, what became of them and how many tracebacks were seen.
 
     python -m tests.bad_inputs.report            # about 2 minutes on 2 cores
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "RAGEVAL_BAD_INPUTS_REPORT": str(report), "CI": "true", "OMP_NUM_THREADS": "1",
                "PYTHONPATH": str(REPO)}
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                               "tests/test_bad_inputs.py"], cwd=REPO, env=env, capture_output=True, text=True)
+                               "tests/ui/test_bad_inputs.py"], cwd=REPO, env=env, capture_output=True, text=True)
         rows = [json.loads(line) for line in report.read_text().splitlines()] if report.exists() else []
     failed = sum(1 for line in done.stdout.splitlines() if line.startswith("FAILED"))
     lines = table(rows, failed)

@@ -1,5 +1,5 @@
-"""The network guard of ``tests/test_offline.py``, loaded first by every Python process started with this folder at
-the head of ``PYTHONPATH`` (children inherit it: job workers, the indexer's parent, the Streamlit server).
+"""The network guard of ``tests/engine/test_offline.py``, loaded first by every Python process started with this
+folder at the head of ``PYTHONPATH`` (children inherit it: job workers, the indexer's parent, the Streamlit server).
 
 It records to ``$RAGEVAL_NETGUARD_LOG`` (JSON lines, appended by every process) and refuses:
 

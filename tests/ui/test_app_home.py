@@ -1,0 +1,228 @@
+"""AppTest tests of the home page (app_pages/0_Home.py, "Findings") on the fixture run (tests/run_fixtures.py) and
+variants of it: the 2 x 2's cells and their inspector links (a worklist that decodes to the cell's queries, checked
+against pandas), the finding sentences' links, the warnings on degenerate label methods, and the leaderboard of
+runs with a damaged file beside the good ones."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sqlite3
+from pathlib import Path
+from urllib.parse import parse_qs
+
+import pytest
+
+from rageval.store import APPLICATION_ID, Label, MeasureValue, RunReader, write_run
+from tests.engine.test_findings import pandas_two_by_two
+from tests.run_fixtures import K, build_small_run, make_small_run
+from tests.ui.test_app import CORRELATIONS, HOME, RETEVAL_RUN, reteval_run_file, start
+from ui import worklist
+
+
+def links(app) -> list:
+    return [link.proto for link in app.get("page_link")]
+
+
+def params_of(link) -> dict[str, str]:
+    return {key: values[0] for key, values in parse_qs(link.query_string).items()}
+
+
+def plain(text: str) -> str:
+    return text.replace("\\", "")
+
+
+@pytest.fixture
+def fixture_env(tmp_path, monkeypatch) -> Path:
+    path = make_small_run(tmp_path / "fixture.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    return path
+
+
+def test_two_by_two_cells_open_the_inspector_on_their_queries(fixture_env):
+    app = start(HOME)
+    assert app.title[0].value == "Findings"
+    assert app.caption[0].value == "What does this run say about its retrieval, and how do all runs compare?"
+    assert f"Gold passage retrieved × answer right at k={K}" in [h.value for h in app.subheader]
+    with RunReader(fixture_env) as reader:
+        order = reader.query_table()["query_id"].tolist()
+    expected = pandas_two_by_two(fixture_env, K)
+    cell_links = [link for link in links(app) if re.fullmatch(r"Inspect these [\d,]+", link.label)]
+    assert len(cell_links) == sum(1 for ids in expected.values() if ids)  # a cell without queries has no link
+    opened = {}
+    for link in cell_links:
+        params = params_of(link)
+        assert link.page == "Query_inspector" and params["run"] == "fixture"
+        ids = worklist.decode_worklist(params[worklist.LIST_PARAM], order)
+        assert params["query"] == ids[0] and link.label == f"Inspect these {len(ids)}"
+        opened[params[worklist.NAME_PARAM]] = ids
+    for (gold, right), ids in expected.items():
+        name = f"gold {'retrieved' if gold else 'not retrieved'}, answer {'right' if right else 'wrong'} at k={K}"
+        assert opened.get(name, []) == ids, name
+    counts = [m.value for m in app.markdown if m.value.startswith("### ")]
+    assert counts == [f"### {len(expected[g, r])}" for g in (True, False) for r in (True, False)]
+    caption = plain(" ".join(c.value for c in app.caption))
+    assert "Wilson 95% intervals" in caption and "gold_passage_ids" in caption and "at least 0.5" in caption
+
+
+def test_finding_sentences_link_to_the_pages_that_prove_them(fixture_env):
+    app = start(HOME)
+    texts = [plain(m.value) for m in app.markdown]
+    wrong = len(pandas_two_by_two(fixture_env, K)[True, False])
+    assert any(t.startswith(f"{wrong} of 6 queries (") and f"top {K} yet answer wrongly" in t for t in texts)
+    correlation = next(t for t in texts if "labels predict the answer" in t)
+    assert "Kendall's tau" in correlation and f"6 queries, k={K}" in correlation
+    to_correlations = next(link for link in links(app) if link.label == "See the correlations")
+    params = params_of(to_correlations)
+    assert to_correlations.page == "Correlations" and params["run"] == "fixture" and params["k"] == str(K)
+    assert params["method"].startswith("erag:") and params["measure"].endswith(f"@{K}")
+    follow = start(CORRELATIONS, **params)  # the link's view opens with that method and measure
+    assert follow.query_params["method"] == params["method"] and follow.query_params["measure"] == params["measure"]
+    assert not follow.warning
+
+
+def test_degenerate_label_methods_are_warned_about(tmp_path, monkeypatch):
+    run = build_small_run()
+    always = [MeasureValue("always", f"P@{K}", q.query_id, 1.0) for q in run.queries]
+    labels = [Label("always", r.query_id, p.passage_id, 1.0) for r in run.rankings for p in r.passages]
+    write_run(dataclasses.replace(run, measure_values=[*run.measure_values, *always], labels=[*run.labels, *labels]),
+              tmp_path / "odd.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(HOME)
+    box = next(plain(w.value) for w in app.warning if "correlations mean little" in w.value)
+    assert f"always: P@{K} is 1 for all 6 queries, so its correlation with the answer is undefined." in box
+    assert "gold:" not in box and "eRAG EM:" not in box
+
+
+def test_a_run_without_gold_passages_says_so(tmp_path, monkeypatch):
+    run = build_small_run()
+    queries = [dataclasses.replace(q, gold_passage_ids=()) for q in run.queries]
+    labels = [x for x in run.labels if x.method != "gold"]
+    write_run(dataclasses.replace(run, queries=queries, labels=labels), tmp_path / "nogold.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(HOME)
+    assert any("No query of this run has gold passages" in box.value for box in app.info)
+    assert not [link for link in links(app) if re.fullmatch(r"Inspect these [\d,]+", link.label)]
+    assert any(h.value == "All runs" for h in app.subheader)  # no dead end: the rest of the page is there
+
+
+def leaderboard(app):
+    return next(df.value for df in app.dataframe if "Best eRAG measure" in df.value.columns)
+
+
+def test_leaderboard_lists_every_run_and_names_a_damaged_one(tmp_path, monkeypatch):
+    run = build_small_run()
+    make_small_run(tmp_path / "fixture.sqlite")
+    worse = [dataclasses.replace(e, score=0.0) for e in run.e2e_outputs]
+    write_run(dataclasses.replace(run, e2e_outputs=worse, settings={**run.settings, "dataset": "other"}),
+              tmp_path / "worse.sqlite")
+    broken = tmp_path / "broken.sqlite"  # a run by its kind, of a schema from the future: listed, not readable
+    connection = sqlite3.connect(broken)
+    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    connection.execute("PRAGMA user_version = 99")
+    connection.execute("CREATE TABLE t (x)")
+    connection.close()
+    os.utime(broken, (1_000_000, 1_000_000))  # the oldest: the default run is a good one
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(HOME, run="fixture")
+    assert not app.error
+    box = next(plain(w.value) for w in app.warning if "could not be read and are left out" in w.value)
+    assert str(broken) in box and "schema version 99" in box
+    board = leaderboard(app)
+    assert list(board["Run"]) == ["fixture", "worse"]  # best E2E score first; the broken file is not a row
+    with RunReader(tmp_path / "fixture.sqlite") as reader:
+        mean = reader.query_table()["e2e_score"].mean()
+    fixture = board.set_index("Run").loc["fixture"]
+    assert fixture["E2E score"].startswith(f"EM {mean:.3f} [") and fixture["k"] == str(K)
+    assert fixture["Queries"] == "6" and fixture["Dataset"] == "nq_open (first 6 oracle questions)"
+    assert board.set_index("Run").loc["worse", "E2E score"] == "EM 0.000 [0.00, 0.39]"  # Wilson, 0 of 6
+    assert list(board["Open"]) == ["?run=fixture", "?run=worse"]
+    other = start(HOME, run="worse")  # a row's link: that run's findings
+    assert other.query_params["run"] == "worse"
+    assert "Run worse.sqlite" in plain(" ".join(c.value for c in other.caption))
+
+
+def test_leaderboard_best_erag_measure_is_the_correlation_pages_best(fixture_env):
+    """The fixture run stores no correlations and is small: the leaderboard shows the best eRAG measure of the
+    Correlations page's own table (rageval.report.best_measures), with its tau and interval."""
+    from rageval.report import best_measures, correlation_table_at_k
+
+    with RunReader(fixture_env) as reader:
+        table = correlation_table_at_k(reader.measure_table(), reader.e2e_table(), K, with_rprec=True)
+    best = best_measures(table, K)
+    best = best[best["method"].str.startswith("erag:")].iloc[0]
+    row = leaderboard(start(HOME)).set_index("Run").loc["fixture"]
+    assert best["method"] == "erag:em" and row["Best eRAG measure"] == f"eRAG EM {best['measure']}"
+    assert row["Kendall's tau"].startswith(f"{best['tau']:.3f} [")
+
+
+@pytest.fixture
+def complete_env(tmp_path_factory, monkeypatch) -> Path:
+    """The complete run of tests/ui/test_app.py (built once per session) alone in a runs folder."""
+    folder = tmp_path_factory.mktemp("complete")
+    path = folder / f"{RETEVAL_RUN}.sqlite"
+    path.write_bytes(reteval_run_file(tmp_path_factory).read_bytes())
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(folder))
+    return path
+
+
+def test_findings_of_a_complete_run_link_to_llm_reteval_and_the_llm_relevance_measures(complete_env):
+    """The complete run (every label method, LLM-retEval): the LLM-relevance share of Yes and the failure cases
+    A-C / D-F at the run's k, each counted here from the run's tables, with links to the pages that show them."""
+    with RunReader(complete_env) as reader:
+        k = reader.main_k()
+        llm = reader.labels("llm_relevance")
+        verdicts, cases = reader.verdicts(), reader.failure_cases()
+    app = start(HOME, run=complete_env.stem)
+    texts = [plain(m.value) for m in app.markdown]
+    yes = int((llm["value"] > 0).sum())
+    assert any(t.startswith(f"The LLM relevance baseline says Yes (relevant) to {yes / len(llm):.0%} [") and
+               f"of the {len(llm):,} passages it labelled" in t for t in texts)
+    judged = verdicts[(verdicts["judge"] == "em") & (verdicts["k"] == k) & (verdicts["reference"] == "semi_gold")]
+    at_k = cases[(cases["judge"] == "em") & (cases["k"] == k)]
+    recall = at_k[at_k["category"].isin(["A", "B", "C"])]["query_id"].nunique()
+    reteval = at_k[at_k["category"].isin(["D", "E", "F"])]["query_id"].nunique()
+    n = judged["query_id"].nunique()
+    assert any(t.startswith(f"At k={k} (judge exact match), {recall} of {n} judged queries (") and
+               f"and {reteval} (" in t for t in texts)
+    by_label = {link.label: link for link in links(app)}
+    failures = by_label["See the failure cases"]
+    assert failures.page == "LLM_retEval" and params_of(failures) == {"run": complete_env.stem, "judge": "em"}
+    llm_link = by_label["Its measures against the answer"]
+    assert llm_link.page == "Correlations" and params_of(llm_link)["method"] == "llm_relevance"
+
+
+def stored_correlation(method: str, measure: str, tau: float, low: float, high: float):
+    from rageval.store import Correlation
+
+    return Correlation(K, method, measure, 6, tau, low, high, tau, low, high, 300, 0.95)
+
+
+def test_stored_correlations_are_read_and_a_large_run_is_never_bootstrapped(tmp_path, monkeypatch):
+    """A run that stores its correlations: the sentence and the leaderboard use them as stored (made-up values here,
+    so that they cannot come from a computation). A run above SMALL_RUN_QUERIES without them: no correlation
+    sentence and no computed tau, but the caption says why."""
+    from ui import data_findings
+
+    run = build_small_run()
+    stored = [stored_correlation("erag:em", f"P@{K}", 0.61, 0.51, 0.71),
+              stored_correlation("gold", f"Hit@{K}", 0.11, 0.01, 0.21)]
+    write_run(dataclasses.replace(run, correlations=stored), tmp_path / "stored.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(HOME, run="stored")
+    texts = [plain(m.value) for m in app.markdown]
+    assert (f"eRAG EM labels predict the answer better than gold labels: Kendall's tau 0.61 [0.51, 0.71] (P@{K}) vs "
+            f"0.11 [0.01, 0.21] (Hit@{K}); 6 queries, k={K}.") in texts
+    row = leaderboard(app).set_index("Run").loc["stored"]
+    assert row["Best eRAG measure"] == f"eRAG EM P@{K}" and row["Kendall's tau"] == "0.610 [0.51, 0.71]"
+
+    make_small_run(tmp_path / "large.sqlite")
+    monkeypatch.setattr(data_findings, "SMALL_RUN_QUERIES", 3)  # the 6-query fixture counts as large
+    import streamlit as st
+
+    st.cache_data.clear()
+    app = start(HOME, run="large")
+    assert not [m for m in app.markdown if "labels predict the answer" in m.value]
+    assert any("stores no correlations" in c.value for c in app.caption)
+    assert leaderboard(app).set_index("Run").loc["large", "Best eRAG measure"] == "not stored"

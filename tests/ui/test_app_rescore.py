@@ -1,0 +1,165 @@
+"""AppTest tests of the Re-score page (app_pages/8_Re_score.py) on the fixture run (tests/run_fixtures.py).
+
+Starting a job from the form is checked with the worker launcher replaced by a recorder (the real background
+worker is tested in tests/jobs/test_jobs.py and, through the browser, in tests/browser/test_browser_rescore.py);
+progress, cancel and resume are checked on jobs driven in this process with the fake reader of tests/jobs/test_jobs.py.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rageval import jobs
+from rageval.generation.base import FakeGenerator
+from rageval.generation.factory import DEFAULT_MODEL
+from tests.jobs.test_jobs import METHOD, MODEL, TOTAL, reader_rule
+from tests.run_fixtures import N_QUERIES, K, make_small_run
+from ui.render import escape_markdown
+
+REPO = Path(__file__).resolve().parents[2]
+HOME = str(REPO / "app.py")
+RESCORE = "app_pages/8_Re_score.py"
+INSPECTOR = "app_pages/1_Query_inspector.py"
+TIMEOUT_S = 120
+
+
+@pytest.fixture
+def run_path(tmp_path, monkeypatch) -> Path:
+    """A fresh fixture run alone in a runs folder, and a private cache (jobs database, LLM calls)."""
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    return make_small_run(tmp_path / "runs" / "fixture.sqlite")
+
+
+@pytest.fixture
+def launches(monkeypatch) -> list[int]:
+    """Job ids the page asked to start a worker for (no process is started)."""
+    started: list[int] = []
+    monkeypatch.setattr(jobs.control, "launch_worker", lambda job_id, store: started.append(job_id) or 0)
+    return started
+
+
+def start(script: str, **query_params: str) -> AppTest:
+    app = AppTest.from_file(HOME, default_timeout=TIMEOUT_S)
+    app.query_params.update(query_params)
+    app.switch_page(script)
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def job_store() -> jobs.JobStore:
+    return jobs.JobStore(jobs.default_jobs_db())
+
+
+def progress_bars(app: AppTest) -> list[tuple[int, str]]:
+    return [(bar.proto.value, bar.proto.text) for bar in app.get("progress")]
+
+
+def markdown(app: AppTest) -> str:
+    return " ".join(m.value for m in app.markdown)
+
+
+def test_page_renders_the_form_with_the_runs_defaults(run_path):
+    app = start(RESCORE)
+    assert [t.value for t in app.title] == ["Re-score"]
+    assert app.text_input(key="rescore.model").value == DEFAULT_MODEL
+    assert app.number_input(key="rescore.k").value == K  # the run's k (tests/run_fixtures.py)
+    assert app.radio(key="rescore.kind").value == "erag"
+    assert app.selectbox(key="rescore.metric").value == "em"  # the run's label metric
+    assert app.selectbox(key="rescore.dtype").value == "device default"  # the fixture's model names no precision
+    assert len(app.multiselect(key="rescore.chosen").options) == N_QUERIES
+    assert "No re-scoring job on this runs folder yet" in app.info[0].value
+
+
+def test_starting_a_job_creates_it_and_lists_it_queued(run_path, launches, tmp_path):
+    model = tmp_path / "some-model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")  # a model folder: found, though never loaded here
+    app = start(RESCORE)
+    app.text_input(key="rescore.model").input(str(model))
+    app.radio(key="rescore.queries").set_value("first")
+    app.number_input(key="rescore.first").set_value(2)
+    app.number_input(key="rescore.k").set_value(3)
+    app.button(key="FormSubmitter:rescore.form-Start re-scoring").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+
+    with job_store() as store:
+        [job] = store.list()
+    assert launches == [job.job_id]
+    assert (job.method, job.total, job.status) == ("erag:em@some-model", 2 * 3, jobs.QUEUED)
+    assert (job.spec.query_ids, job.spec.k, job.spec.run_path) == (("nq:0", "nq:1"), 3, str(run_path.resolve()))
+    started = f"Job {job.job_id} started: erag:em@some-model, 6 passages of fixture."
+    assert app.success[0].value == escape_markdown(started)
+    assert progress_bars(app) == [(0, "0/6 passages labelled")]
+    assert escape_markdown("erag:em@some-model") in markdown(app) and "queued" in markdown(app)
+
+
+def test_bad_input_is_an_error_on_the_page_and_creates_no_job(run_path, launches, tmp_path):
+    app = start(RESCORE)
+    app.text_input(key="rescore.model").input(str(tmp_path / "missing-model"))
+    app.button(key="FormSubmitter:rescore.form-Start re-scoring").click().run()
+    assert "no such local folder and not in the local Hugging Face cache" in app.error[0].value
+    app.text_input(key="rescore.model").input(MODEL)
+    app.radio(key="rescore.backend").set_value("openai")
+    app.radio(key="rescore.queries").set_value("chosen")
+    app.button(key="FormSubmitter:rescore.form-Start re-scoring").click().run()
+    assert "choose at least one query" in app.error[0].value
+    with job_store() as store:
+        assert store.list() == [] and launches == []
+
+
+def test_a_running_job_shows_progress_eta_and_can_be_cancelled(run_path):
+    with job_store() as store:
+        job = jobs.create_job(jobs.JobSpec(str(run_path), model=MODEL, backend="openai"), store)
+        store.claim(job.job_id, os.getpid())  # this live process plays the worker
+        store.begin_items(job.job_id, TOTAL, 0)
+        store.set_model(job.job_id, MODEL, "cpu")
+        store.add_done(job.job_id, 12)
+    app = start(RESCORE)
+    [(value, text)] = progress_bars(app)
+    assert value == 40 and text.startswith(f"12/{TOTAL} passages labelled · ") and " · ETA " in text
+    assert "running" in markdown(app)
+    assert {b.label for b in app.button} >= {"Cancel", "Stop now"}
+    app.button(key=f"rescore.cancel.{job.job_id}").click().run()
+    with job_store() as store:
+        cancelled = store.get(job.job_id)
+    assert cancelled.cancel_requested and cancelled.status == jobs.RUNNING  # the worker stops at its next batch
+
+
+def test_cancelled_job_resumes_and_its_labels_reach_the_query_inspector(run_path, launches):
+    with job_store() as store:
+        job = jobs.create_job(jobs.JobSpec(str(run_path), model=MODEL, backend="openai", batch_size=2), store)
+
+        class CancelAfterFirstBatch(FakeGenerator):
+            def generate(self, prompts, settings):
+                jobs.cancel_job(job.job_id, store)
+                return super().generate(prompts, settings)
+
+        jobs.run_job(job.job_id, store, generator=CancelAfterFirstBatch(rule=reader_rule, model_id=MODEL),
+                     log=lambda _: None)
+    app = start(RESCORE)
+    [(value, text)] = progress_bars(app)
+    assert value == 6 and text.startswith(f"2/{TOTAL} passages labelled")  # int(100 * 2 / 30)
+    assert "ETA" not in text  # a stopped job has a rate but nothing to estimate
+    assert "cancelled" in markdown(app)
+    app.button(key=f"rescore.resume.{job.job_id}").click().run()
+    assert launches == [job.job_id]
+    with job_store() as store:
+        assert store.get(job.job_id).status == jobs.QUEUED
+        jobs.run_job(job.job_id, store, generator=FakeGenerator(rule=reader_rule, model_id=MODEL), log=lambda _: None)
+    app.run()
+    assert progress_bars(app)[0][1].startswith(f"{TOTAL}/{TOTAL} passages labelled")
+    assert "done" in markdown(app)
+    [link] = app.get("page_link")
+    assert link.proto.label == "See the labels in the query inspector"
+
+    inspector = start(INSPECTOR, run="fixture", query="nq:0")
+    ranked = next(df.value for df in inspector.dataframe if "Passage" in df.value.columns)
+    assert METHOD in ranked.columns and set(ranked[METHOD]) <= {"✓", "✗"}
+    evidence = next(df.value for df in inspector.dataframe if "Evidence" in df.value.columns)
+    assert any(text.startswith(f"{MODEL} answered ") for text in evidence["Evidence"])
