@@ -18,6 +18,8 @@ from typing import Any, NoReturn
 import pandas as pd
 import streamlit as st
 
+from rageval.correlations import measure_sort_key
+from rageval.erag.methods import order_label_methods
 from rageval.errors import StoreError
 from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
@@ -31,10 +33,6 @@ METHOD_NAMES = {
     "erag:bertscore": "eRAG BERTScore", "llm_relevance": "LLM relevance", "contains_answer": "contains-answer",
     "gold": "gold", "gold_page": "gold page",
 }
-#: Display order of the label methods: eRAG (by downstream metric), the LLM's relevance judgement, then the
-#: reference baselines; any other method comes after, alphabetically.
-METHOD_ORDER = ("erag:em", "erag:f1", "erag:accuracy", "erag:rougeL", "erag:bertscore", "llm_relevance",
-                "contains_answer", "gold", "gold_page")
 JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
 REFERENCE_NAMES = {"semi_gold": "semi-gold answers", "gold_answers": "gold answers"}
 RANKING_BASE_COLUMNS = RANKING_COLUMNS
@@ -66,16 +64,6 @@ def escape_markdown(text: Any) -> str:
 def method_name(method: str) -> str:
     """Display name of a label method (``erag:em`` -> ``eRAG EM``); unknown methods are shown as stored."""
     return METHOD_NAMES.get(method, method)
-
-
-def order_label_methods(methods: Sequence[str]) -> list[str]:
-    """Methods in :data:`METHOD_ORDER` (eRAG first, then LLM relevance, contains-answer, gold), then any
-    other eRAG method, then the rest, each alphabetically."""
-    def key(method: str) -> tuple[int, int, str]:
-        if method in METHOD_ORDER:
-            return 0, METHOD_ORDER.index(method), method
-        return (1 if method.startswith("erag:") else 2), 0, method
-    return sorted(methods, key=key)
 
 
 def judge_name(judge: str) -> str:
@@ -596,8 +584,6 @@ def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) 
 def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
     """``mean [low, high]`` of every measure (columns, in measure order) per label method (rows, display order),
     from :func:`ui.data.load_measure_intervals`; ``–`` where a method lacks the measure."""
-    from rageval.report import measure_sort_key
-
     if intervals.empty:
         return pd.DataFrame()
     cells = intervals.assign(cell=[fmt.format_estimate(m, lo, hi) for m, lo, hi in
@@ -618,7 +604,7 @@ def correlation_view(table: pd.DataFrame, statistic: str) -> pd.DataFrame:
     shown = table.assign(cell=[cell(row) for _, row in table.iterrows()])
     wide = shown.pivot(index="measure", columns="method", values="cell").fillna(fmt.MISSING)
     wide = wide[order_label_methods(list(wide.columns))].rename(columns=method_name)
-    wide = wide.loc[sorted(wide.index, key=data.measure_sort_key)]
+    wide = wide.loc[sorted(wide.index, key=measure_sort_key)]
     wide.index.name = "Measure"
     wide.columns.name = None
     return wide
