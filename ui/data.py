@@ -60,6 +60,7 @@ from rageval.store import (
 from rageval.store.files import describe_missing, reading
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
+from ui.stop import stop_with_error
 
 RUNS_DIR_ENV = "RAGEVAL_RUNS_DIR"
 #: Sub-folders of :func:`runs_dir` holding the other kinds of run file (``rageval attribution``, ``rageval ium``).
@@ -206,8 +207,6 @@ def unreadable(error: StoreError) -> NoReturn:
     :func:`isolated`, the error is raised instead."""
     if getattr(_ISOLATION, "depth", 0):
         raise error
-    from ui.render import stop_with_error
-
     stop_with_error(error)
 
 

@@ -9,11 +9,9 @@ before any Markdown element.
 from __future__ import annotations
 
 import math
-import re
-import string
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -27,6 +25,8 @@ from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
 from ui import data, glossary, navigation
 from ui import format as fmt
+from ui.format import escape_markdown
+from ui.stop import stop_with_error
 
 METHOD_NAMES = {
     "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
@@ -45,21 +45,11 @@ SETTING_NAMES = {
 RUN_STATE = "app.run"  # shared by every page, so it carries the page name "app"
 URL_VALUES_STATE = "app.url_values"  # param -> the values this session wrote into the URL (not the user's link)
 URL_VALUE_CHARS = 80
-_MARKDOWN_SPECIALS = frozenset(string.punctuation)
-_WHITESPACE_RUN = re.compile(r"\s+")
 EMPTY_STATE_COMMAND = "rageval evaluate --queries Q.jsonl --corpus C.jsonl --run R.trec --k 1,5,10 --methods all"
 SHIPPED_MARK = "shipped, read-only"
 
 
 # --- formatting (pure) ---------------------------------------------------------------------------------
-
-def escape_markdown(text: Any) -> str:
-    """``text`` as Markdown that displays literally: every ASCII punctuation character is backslash-escaped
-    (CommonMark allows it for all of them), which also disarms HTML tags, links, ``:emoji:`` codes and
-    ``$math$``; line breaks become spaces so the text stays one paragraph."""
-    one_line = _WHITESPACE_RUN.sub(" ", str(text))  # a leading/trailing space stays, so pieces can be joined
-    return "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIALS else ch for ch in one_line)
-
 
 def method_name(method: str) -> str:
     """Display name of a label method (``erag:em`` -> ``eRAG EM``); unknown methods are shown as stored."""
@@ -469,14 +459,6 @@ def first_readable(runs: Mapping[str, Path]) -> str:
             continue
         return stem
     return next(iter(runs))
-
-
-def stop_with_error(error: Exception) -> NoReturn:
-    """The page cannot go on (a file it needs is missing or damaged): the error, which names the file and says
-    what is wrong, in a box; then the page stops."""
-    st.error(escape_markdown(str(error)))
-    st.stop()
-    raise AssertionError("st.stop() returned")  # outside a script run (a unit test); never reached in the app
 
 
 def select_kind_run(title: str, runs: Sequence[Path], folder: Path, *, state_key: str, command: str,
