@@ -37,8 +37,8 @@ from rageval import reteval as llm_reteval
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import LLMCache, cache_key, stopped_key
+from rageval.generation.dtype_check import precision_of
 from rageval.generation.em_stop import generate_stopping_early
-from rageval.generation.precision import precision_of
 from rageval.measures import parse_measure_list
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
