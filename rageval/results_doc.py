@@ -306,8 +306,8 @@ def write_results(runs_dir: Path, out_path: Path, cost_path: Path | None = None)
 
 
 def _ium_section(runs_dir: Path) -> list[str]:
-    """The IUM section from the IUM runs under ``runs_dir / "ium"`` (:func:`rageval.ium.report.ium_report`)."""
-    from rageval.ium.report import ium_report
+    """The IUM section from the IUM runs under ``runs_dir / "ium"`` (:func:`rageval.ium.results_section.ium_report`)."""
+    from rageval.ium.results_section import ium_report
 
     return ium_report(runs_dir / "ium")
 
@@ -315,7 +315,7 @@ def _ium_section(runs_dir: Path) -> list[str]:
 def _attribution_section(runs_dir: Path) -> list[str]:
     """The HAGRID attributed-answer section, when its run or the NLI test report exists under ``runs_dir``."""
     from rageval.attribution.experiment import AttributionPlan
-    from rageval.attribution.report import attribution_sections
+    from rageval.attribution.results_section import attribution_sections
 
     run_path = runs_dir / "attribution" / AttributionPlan().file_name
     nli_report = runs_dir / "nli" / "nli_test_report.json"

@@ -847,8 +847,8 @@ def load_attribution_settings(path: str, mtime_ns: int) -> dict[str, Any]:
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_attribution_metric_table(path: str, mtime_ns: int) -> pd.DataFrame:
-    """:func:`rageval.attribution.report.scenario_metric_table` of the run (Table 2: fractions, BLEU 0-100)."""
-    from rageval.attribution.report import scenario_metric_table
+    """:func:`rageval.attribution.results_section.scenario_metric_table` of the run (Table 2: fractions, BLEU 0-100)."""
+    from rageval.attribution.results_section import scenario_metric_table
 
     return scenario_metric_table(_read_attribution(path, mtime_ns, AttributionReader.metric_means))
 
