@@ -373,7 +373,7 @@ def test_a_label_ablation_arm_scores_the_served_lists_by_the_stored_labels(world
                                                                           capsys):
     from rageval.errors import RagevalError
     from rageval.ium.experiment import macro_interval
-    from rageval.ium.runs import read_label_ablation
+    from rageval.ium.run_file_agents import read_label_ablation
     from rageval.store import read_run
 
     out = tmp_path / "arm.json"
