@@ -9,7 +9,7 @@ shared.
 
 import streamlit as st
 
-from rageval.report import best_measures
+from rageval.correlations import best_measures
 from ui import data, navigation, render
 from ui import data_correlations as loaders
 from ui import render_correlations as view

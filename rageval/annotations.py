@@ -24,8 +24,8 @@ A statement that cites no passage is not judged, by the person or by the NLI met
 supported by the passages it cites?", and the NLI verdicts stored for such a statement (0, AutoAIS' convention for
 its answer-level mean) are left out of the statement labels (:func:`statement_method_labels`).
 
-Exports: every row as CSV (:func:`labels_csv`), and passage labels as TREC qrels (:func:`qrels_text`; one
-annotator's latest labels, or the majority across annotators, :func:`qrels_frame`).
+Exports: every row as CSV (:func:`labels_csv`), and passage labels as qrels rows (:func:`qrels_frame`: one
+annotator's latest labels, or the majority across annotators) for :func:`rageval.trec.qrels_text`.
 """
 
 from __future__ import annotations
@@ -763,14 +763,3 @@ def qrels_frame(latest: pd.DataFrame, annotator: str | None = None) -> pd.DataFr
     return (pd.DataFrame({"query_id": votes["query_id"], "passage_id": votes["passage_id"], "label": label})
             .sort_values(["query_id", "passage_id"]).reset_index(drop=True))
 
-
-def qrels_text(qrels: pd.DataFrame) -> str:
-    """TREC qrels lines ``query_id 0 passage_id label`` (what trec_eval and pytrec_eval read)."""
-    lines = []
-    for row in qrels.itertuples(index=False):
-        for column, value in (("query_id", row.query_id), ("passage_id", row.passage_id)):
-            if not value or any(ch.isspace() for ch in str(value)):
-                raise ValueError(f"cannot write {column} {value!r} to a qrels file: ids must be non-empty and "
-                                 "contain no whitespace")
-        lines.append(f"{row.query_id} 0 {row.passage_id} {int(row.label)}\n")
-    return "".join(lines)

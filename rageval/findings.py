@@ -6,7 +6,7 @@
 - :func:`label_method_warnings`, label methods whose measure hardly varies over queries (labels almost all 1 or
   all 0) or whose labels are the same for every passage of most queries, so that their correlations with the
   answer mean little;
-- the sentences ``rageval results`` writes about the shipped runs (:mod:`rageval.report`), for any run:
+- the sentences ``rageval results`` writes about the shipped runs (:mod:`rageval.results_doc`), for any run:
   :func:`correlation_finding` (the best eRAG measure against gold labels, Kendall's tau with its interval),
   :func:`two_by_two_finding`, :func:`label_share_finding` (the LLM-relevance baseline's share of Yes) and
   :func:`failure_finding` (LLM-retEval's failure cases A-C and D-F).
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rageval.report import best_measures
+from rageval.correlations import best_measures, kendall_taus
 from rageval.stats.intervals import MeanInterval, share_from_counts
 
 #: An E2E score at or above this counts as a right answer: exact match and accuracy are 0 or 1; for a graded
@@ -175,7 +175,7 @@ def correlation_finding(correlations: pd.DataFrame, k: int, name: Callable[[str]
     """The best eRAG measure at ``k`` against the best gold-label measure (the first of :data:`GOLD_METHODS`
     present, else the best other method): which predicts the E2E answer better, by Kendall's tau and its interval
     (``correlations``: method, measure, n, tau, tau_low, tau_high, as the Correlations page and
-    :func:`rageval.report.correlation_table_at_k` give them). Better or worse only when the intervals do not
+    :func:`rageval.correlations.correlation_table_at_k` give them). Better or worse only when the intervals do not
     overlap. None without an eRAG method whose tau is defined."""
     best = best_measures(correlations, k)
     erag = _erag_rows(best)
@@ -253,7 +253,7 @@ def failure_finding(counts: pd.DataFrame, k: int | None, judge_name: Callable[[s
 
 def _reference(best: pd.DataFrame) -> pd.Series | None:
     """The row a best eRAG measure is compared with: the best measure of the first of :data:`GOLD_METHODS` present,
-    else the best non-eRAG method's (``best``: :func:`rageval.report.best_measures`, best first)."""
+    else the best non-eRAG method's (``best``: :func:`rageval.correlations.best_measures`, best first)."""
     others = _erag_rows(best, erag=False)
     for method in GOLD_METHODS:
         if (others["method"] == method).any():
@@ -275,16 +275,12 @@ def key_correlations(measures: pd.DataFrame, e2e: pd.Series, k: int, n_resamples
 
     columns = ["method", "measure", "n", "tau", "tau_low", "tau_high"]
     at_k = measures[measures["measure"].str.endswith(f"@{k}") & measures["query_id"].isin(e2e.index)]
-    groups = dict(list(at_k.groupby(["method", "measure"], sort=True)))
-    points = pd.DataFrame([{"method": m, "measure": x, "n": len(g), "tau": correlation.kendall_tau_b(
-        g["value"].to_numpy(float), e2e.loc[g["query_id"]].to_numpy(float))} for (m, x), g in groups.items()],
-        columns=columns[:4])
-    best = best_measures(points, k)
+    best = best_measures(kendall_taus(at_k, e2e), k)
     erag = _erag_rows(best)
     chosen = [row for row in (erag.iloc[0] if len(erag) else None, _reference(best)) if row is not None]
     rows = []
     for row in chosen:
-        group = groups[(row["method"], row["measure"])]
+        group = at_k[(at_k["method"] == row["method"]) & (at_k["measure"] == row["measure"])]
         tau, _rho = correlation.bootstrap_rank_correlations(
             group["value"].to_numpy(float), e2e.loc[group["query_id"]].to_numpy(float),
             correlation.DEFAULT_RESAMPLES if n_resamples is None else n_resamples,

@@ -449,7 +449,8 @@ def first_repeated_pair(query_codes: np.ndarray, passage_codes: np.ndarray, n_pa
 
 
 def pad_rows(flat: np.ndarray, lengths: np.ndarray, width: int, fill: float = 0.0) -> np.ndarray:
-    """Row ``i`` holds the ``lengths[i]`` values of row ``i`` from ``flat`` (grouped by row), then ``fill``.
+    """Row ``i`` holds the ``lengths[i]`` values of row ``i`` from ``flat`` (grouped by row), then ``fill``, in a
+    dtype that holds both (a query's values per row: the layout the measure kernels read).
 
     When every row is full the result is a view of ``flat``, which callers pass fresh.
     """
@@ -517,10 +518,18 @@ def write_trec_run(frame: pd.DataFrame, path: str | os.PathLike, tag: str = "rag
 
 
 def write_trec_qrels(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Write a qrels table (``query_id, passage_id, label``) as a TREC qrels file; return its path.
+    """Write a qrels table (``query_id, passage_id, label``) as a TREC qrels file (:func:`qrels_text`); return its
+    path."""
+    path = Path(path)
+    path.write_text(qrels_text(frame), encoding="utf-8")
+    return path
 
-    Lines keep the table's order with iteration ``0``. Integral labels are written as integers (as
-    trec_eval requires), fractional labels with ``repr`` precision.
+
+def qrels_text(frame: pd.DataFrame) -> str:
+    """A qrels table (``query_id, passage_id, label``) as TREC qrels lines ``query_id 0 passage_id label`` (what
+    trec_eval and pytrec_eval read), in the table's order. Integral labels are written as integers (as trec_eval
+    requires), fractional labels with ``repr`` precision. Ids that could not be read back (empty, with whitespace)
+    and labels that are not numbers are refused (``ValueError``).
     """
     require_columns(frame, QRELS_COLUMNS, "qrels")
     check_no_missing_ids(frame, "qrels")
@@ -538,7 +547,7 @@ def write_trec_qrels(frame: pd.DataFrame, path: str | os.PathLike) -> Path:
         "passage_id": frame["passage_id"].to_numpy(),
         "label": labels.astype(np.int64) if integral else labels,
     })
-    return _write_lines(lines, path)
+    return lines.to_csv(None, sep=" ", header=False, index=False, quoting=csv.QUOTE_NONE, lineterminator="\n")
 
 
 def _write_lines(lines: pd.DataFrame, path: str | os.PathLike) -> Path:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -32,8 +33,17 @@ import streamlit as st
 
 from rageval import paths
 from rageval.attribution.store import AttributionReader
+from rageval.correlations import (
+    SWEEP_COLUMNS,
+    best_measures,
+    current_stored_taus,
+    in_table_at_k,
+    k_sweep,
+    kendall_taus,
+    measure_sort_key,
+    stored_table_is_current,
+)
 from rageval.errors import StoreError
-from rageval.report import measure_sort_key
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from rageval.store import (
     APPLICATION_ID,
@@ -50,6 +60,7 @@ from rageval.store import (
 from rageval.store.files import describe_missing, reading
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
+from ui.stop import stop_with_error
 
 RUNS_DIR_ENV = "RAGEVAL_RUNS_DIR"
 #: Sub-folders of :func:`runs_dir` holding the other kinds of run file (``rageval attribution``, ``rageval ium``).
@@ -196,8 +207,6 @@ def unreadable(error: StoreError) -> NoReturn:
     :func:`isolated`, the error is raised instead."""
     if getattr(_ISOLATION, "depth", 0):
         raise error
-    from ui.render import stop_with_error
-
     stop_with_error(error)
 
 
@@ -398,17 +407,12 @@ def load_correlation_table(path: str, mtime_ns: int, cutoff: int,
     """Kendall's tau-b and Spearman's rho (bootstrap CIs) of every label method's measures at ``cutoff``
     (and R-precision) against the per-query E2E score at the same k, computed now: eRAG's Table 1 on this run.
     Reads only those measures' values (:func:`load_measure_values`), not the whole measure table."""
-    from rageval.report import correlation_table_at_k
+    from rageval.correlations import correlation_table_at_k
 
     measures = load_measures_at(path, mtime_ns, cutoff)
     e2e = load_e2e_scores(path, mtime_ns, cutoff).table.assign(k=cutoff)
     with checked(path):
         return correlation_table_at_k(measures, e2e, cutoff, n_resamples, with_rprec=True).drop(columns="family")
-
-
-def _at_cutoff(measure: str, cutoff: int) -> bool:
-    """A measure at rank cutoff ``cutoff``, or R-precision (what a correlation table at that k holds)."""
-    return measure.endswith(f"@{cutoff}") or measure == "Rprec"
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
@@ -450,7 +454,7 @@ def load_measures_at(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
     measure, query_id, value."""
     names = load_measure_names(path, mtime_ns)
     pairs = zip(names["method"], names["measure"])
-    return load_measures_of(path, mtime_ns, tuple((m, x) for m, x in pairs if _at_cutoff(x, cutoff)))
+    return load_measures_of(path, mtime_ns, tuple((m, x) for m, x in pairs if in_table_at_k(x, cutoff)))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
@@ -469,7 +473,7 @@ def load_measure_counts(path: str, mtime_ns: int, cutoff: int) -> pd.DataFrame:
     (finite, with a finite E2E score at ``cutoff``), and ``dropped`` (stored - finite), aggregated by SQLite
     (:meth:`RunReader.measure_counts`)."""
     names = load_measure_names(path, mtime_ns)
-    pairs = [(m, x) for m, x in zip(names["method"], names["measure"]) if _at_cutoff(x, cutoff)]
+    pairs = [(m, x) for m, x in zip(names["method"], names["measure"]) if in_table_at_k(x, cutoff)]
     return _measure_counts(path, mtime_ns, pairs, cutoff)
 
 
@@ -508,13 +512,10 @@ class Correlations:
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_correlations(path: str, mtime_ns: int, cutoff: int) -> Correlations:
-    """The run's stored correlations at ``cutoff`` (:meth:`RunReader.correlations`) when they cover every
-    (label method, measure at ``cutoff`` or R-precision) the run now measures, with the same number of queries;
-    otherwise (a run written before the table existed, or by a writer that computes none, or measures added
-    since, e.g. by a re-scoring job) :func:`load_correlation_table`, computed now."""
+    """The run's stored correlations at ``cutoff`` (:meth:`RunReader.correlations`) when they still describe the
+    run (:func:`rageval.correlations.stored_table_is_current`), else :func:`load_correlation_table`, computed now."""
     stored = _read(path, mtime_ns, lambda reader: reader.correlations(cutoff))
-    if not stored.empty and _current_counts(path, mtime_ns, cutoff) == {
-            (m, x): int(n) for m, x, n in zip(stored["method"], stored["measure"], stored["n"])}:
+    if stored_table_is_current(stored, _current_counts(path, mtime_ns, cutoff)):
         return Correlations(stored.drop(columns=["k", "n_resamples", "confidence"]).reset_index(drop=True), True,
                             int(stored["n_resamples"].iloc[0]), float(stored["confidence"].iloc[0]))
     return Correlations(load_correlation_table(path, mtime_ns, cutoff), False, DEFAULT_RESAMPLES, DEFAULT_CONFIDENCE)
@@ -541,51 +542,32 @@ def load_main_k(path: str, mtime_ns: int) -> int | None:
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the k sweep…")
 def load_k_sweep(path: str, mtime_ns: int) -> pd.DataFrame:
-    """eRAG's Figure 1 on the run (:func:`rageval.report.k_sweep_from_frames`'s table: method, family, measure,
-    k, tau, n): each label method's best measure family at the run's main k, taken from the correlation table
-    there (:func:`load_correlations`: the same choice, highest tau, ties to the first in measure order), then
-    that family's tau against the E2E score at every k: the stored correlation's tau where the run stores one
-    over the same queries (:meth:`RunReader.measure_counts`), else computed from those measures' values only."""
-    from rageval.report import best_measures, measure_family
-    from rageval.stats.correlation import kendall_tau_b
-
-    columns = ["method", "family", "measure", "k", "tau", "n"]
+    """eRAG's Figure 1 on the run (:func:`rageval.correlations.k_sweep`: method, family, measure, k, tau, n): each
+    label method's best measure family at the run's main k, taken from the correlation table there
+    (:func:`load_correlations`), then that family's tau against the E2E score at every k: the stored
+    correlation's tau where it still holds (:func:`rageval.correlations.current_stored_taus`), else computed from
+    those measures' values only."""
     main_k = load_main_k(path, mtime_ns)
     if main_k is None:
-        return pd.DataFrame(columns=columns)
+        return pd.DataFrame(columns=SWEEP_COLUMNS)
     best = best_measures(load_correlations(path, mtime_ns, main_k).table, main_k)
     names = load_measure_names(path, mtime_ns)
-    measured = set(zip(names["method"], names["measure"]))
-    families = sorted(zip(best["method"], best["measure"].map(measure_family)))
-    rows = []
+
+    def taus_at(k: int, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, int]]:
+        stored = _read(path, mtime_ns, lambda reader: reader.correlations(k))
+        counts = _measure_counts(path, mtime_ns, pairs, k)
+        taus = current_stored_taus(stored, dict(zip(zip(counts["method"], counts["measure"]), counts["scored"])))
+        uncovered = tuple(p for p in pairs if p not in taus)
+        if uncovered:  # the E2E scores at k only then (100,000 rows a k for nothing otherwise)
+            downstream = load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"]
+            computed = kendall_taus(load_measures_of(path, mtime_ns, uncovered), downstream)
+            taus.update(dict.fromkeys(uncovered, (math.nan, 0)))  # a pair without a shared query: undefined
+            taus.update({(m, x): (tau, n) for m, x, tau, n in zip(computed["method"], computed["measure"],
+                                                                   computed["tau"], computed["n"])})
+        return taus
+
     with checked(path):
-        for k in load_e2e_ks(path, mtime_ns):
-            pairs = [(method, f"{family}@{k}") for method, family in families if (method, f"{family}@{k}") in measured]
-            stored = _read(path, mtime_ns, lambda reader, k=k: reader.correlations(k))
-            stored_tau = {(m, x): (tau, int(n)) for m, x, tau, n in
-                          zip(stored["method"], stored["measure"], stored["tau"], stored["n"])}
-            counts = _measure_counts(path, mtime_ns, pairs, k)
-            scored = dict(zip(zip(counts["method"], counts["measure"]), counts["scored"]))
-            covered = {pair for pair in pairs if pair in stored_tau and stored_tau[pair][1] == scored[pair]}
-            uncovered = tuple(p for p in pairs if p not in covered)
-            computed = load_measures_of(path, mtime_ns, uncovered)
-            # The E2E scores at k only when a tau is computed here (100,000 rows a k for nothing otherwise).
-            downstream = (load_e2e_scores(path, mtime_ns, k).table.set_index("query_id")["score"] if uncovered
-                          else None)
-            for method, measure in pairs:
-                if (method, measure) in covered:
-                    tau, n = stored_tau[method, measure]
-                else:
-                    assert downstream is not None  # loaded: this pair is uncovered
-                    chosen = computed[(computed["method"] == method) & (computed["measure"] == measure)]
-                    values = chosen.set_index("query_id")["value"]
-                    shared = values.index.intersection(downstream.index)
-                    tau = kendall_tau_b(values.loc[shared].to_numpy(float), downstream.loc[shared].to_numpy(float))
-                    n = len(shared)
-                rows.append({"method": method, "family": measure_family(measure), "measure": measure, "k": int(k),
-                             "tau": float(tau), "n": n})
-    sweep = pd.DataFrame(rows, columns=columns)
-    return sweep.sort_values(["method", "k"], kind="stable").reset_index(drop=True)
+        return k_sweep(best, load_e2e_ks(path, mtime_ns), set(zip(names["method"], names["measure"])), taus_at)
 
 
 # --- one query's outputs and evidence -------------------------------------------------------------------
@@ -865,8 +847,8 @@ def load_attribution_settings(path: str, mtime_ns: int) -> dict[str, Any]:
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_attribution_metric_table(path: str, mtime_ns: int) -> pd.DataFrame:
-    """:func:`rageval.attribution.report.scenario_metric_table` of the run (Table 2: fractions, BLEU 0-100)."""
-    from rageval.attribution.report import scenario_metric_table
+    """:func:`rageval.attribution.results_section.scenario_metric_table` of the run (Table 2: fractions, BLEU 0-100)."""
+    from rageval.attribution.results_section import scenario_metric_table
 
     return scenario_metric_table(_read_attribution(path, mtime_ns, AttributionReader.metric_means))
 

@@ -18,7 +18,7 @@ import pandas as pd
 import streamlit as st
 
 from rageval import findings
-from rageval.report import best_measures
+from rageval.correlations import best_measures
 from rageval.stats.intervals import intervals_from_moments, share_from_counts
 from rageval.store import RunReader, aggregates
 from ui import data

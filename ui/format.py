@@ -8,11 +8,14 @@
   (:func:`rageval.stats.intervals.wilson_interval`, never outside [0, 1]): ``23.3% [17.6%, 30.2%]``.
 - Fixed digits per kind: correlations 3 (interval 2), means of graded scores 3, shares 1 decimal of a percent,
   counts with thousands separators.
+- Text from data shown in Markdown goes through :func:`escape_markdown`.
 """
 
 from __future__ import annotations
 
 import numbers
+import re
+import string
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +30,8 @@ CORRELATION_DIGITS = 3
 INTERVAL_DIGITS = 2
 MEAN_DIGITS = 3
 SHARE_DIGITS = 1
+_MARKDOWN_SPECIALS = frozenset(string.punctuation)
+_WHITESPACE_RUN = re.compile(r"\s+")
 
 
 def is_missing(value: Any) -> bool:
@@ -188,3 +193,10 @@ def shown_missing(value: Any) -> bool:
     """Whether a displayed cell reads like a missing value leaked through (``None``, ``nan``, ``NaN``, ``<NA>``)."""
     return is_missing(value) or str(value).strip() in {"None", "nan", "NaN", "<NA>", "NaT", "null"}
 
+
+def escape_markdown(text: Any) -> str:
+    """``text`` as Markdown that displays literally: every ASCII punctuation character is backslash-escaped
+    (CommonMark allows it for all of them), which also disarms HTML tags, links, ``:emoji:`` codes and
+    ``$math$``; line breaks become spaces so the text stays one paragraph."""
+    one_line = _WHITESPACE_RUN.sub(" ", str(text))  # a leading/trailing space stays, so pieces can be joined
+    return "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIALS else ch for ch in one_line)

@@ -9,15 +9,15 @@ before any Markdown element.
 from __future__ import annotations
 
 import math
-import re
-import string
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from rageval.correlations import measure_sort_key
+from rageval.erag.methods import order_label_methods
 from rageval.errors import StoreError
 from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
@@ -25,16 +25,14 @@ from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
 from ui import data, glossary, navigation
 from ui import format as fmt
+from ui.format import escape_markdown
+from ui.stop import stop_with_error
 
 METHOD_NAMES = {
     "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
     "erag:bertscore": "eRAG BERTScore", "llm_relevance": "LLM relevance", "contains_answer": "contains-answer",
     "gold": "gold", "gold_page": "gold page",
 }
-#: Display order of the label methods: eRAG (by downstream metric), the LLM's relevance judgement, then the
-#: reference baselines; any other method comes after, alphabetically.
-METHOD_ORDER = ("erag:em", "erag:f1", "erag:accuracy", "erag:rougeL", "erag:bertscore", "llm_relevance",
-                "contains_answer", "gold", "gold_page")
 JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
 REFERENCE_NAMES = {"semi_gold": "semi-gold answers", "gold_answers": "gold answers"}
 RANKING_BASE_COLUMNS = RANKING_COLUMNS
@@ -47,35 +45,15 @@ SETTING_NAMES = {
 RUN_STATE = "app.run"  # shared by every page, so it carries the page name "app"
 URL_VALUES_STATE = "app.url_values"  # param -> the values this session wrote into the URL (not the user's link)
 URL_VALUE_CHARS = 80
-_MARKDOWN_SPECIALS = frozenset(string.punctuation)
-_WHITESPACE_RUN = re.compile(r"\s+")
 EMPTY_STATE_COMMAND = "rageval evaluate --queries Q.jsonl --corpus C.jsonl --run R.trec --k 1,5,10 --methods all"
 SHIPPED_MARK = "shipped, read-only"
 
 
 # --- formatting (pure) ---------------------------------------------------------------------------------
 
-def escape_markdown(text: Any) -> str:
-    """``text`` as Markdown that displays literally: every ASCII punctuation character is backslash-escaped
-    (CommonMark allows it for all of them), which also disarms HTML tags, links, ``:emoji:`` codes and
-    ``$math$``; line breaks become spaces so the text stays one paragraph."""
-    one_line = _WHITESPACE_RUN.sub(" ", str(text))  # a leading/trailing space stays, so pieces can be joined
-    return "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIALS else ch for ch in one_line)
-
-
 def method_name(method: str) -> str:
     """Display name of a label method (``erag:em`` -> ``eRAG EM``); unknown methods are shown as stored."""
     return METHOD_NAMES.get(method, method)
-
-
-def order_label_methods(methods: Sequence[str]) -> list[str]:
-    """Methods in :data:`METHOD_ORDER` (eRAG first, then LLM relevance, contains-answer, gold), then any
-    other eRAG method, then the rest, each alphabetically."""
-    def key(method: str) -> tuple[int, int, str]:
-        if method in METHOD_ORDER:
-            return 0, METHOD_ORDER.index(method), method
-        return (1 if method.startswith("erag:") else 2), 0, method
-    return sorted(methods, key=key)
 
 
 def judge_name(judge: str) -> str:
@@ -483,14 +461,6 @@ def first_readable(runs: Mapping[str, Path]) -> str:
     return next(iter(runs))
 
 
-def stop_with_error(error: Exception) -> NoReturn:
-    """The page cannot go on (a file it needs is missing or damaged): the error, which names the file and says
-    what is wrong, in a box; then the page stops."""
-    st.error(escape_markdown(str(error)))
-    st.stop()
-    raise AssertionError("st.stop() returned")  # outside a script run (a unit test); never reached in the app
-
-
 def select_kind_run(title: str, runs: Sequence[Path], folder: Path, *, state_key: str, command: str,
                     read_settings: Callable[[str, int], Any]) -> Path:
     """The sidebar selector of a run of another kind (attributed answers, IUM), ``?run=<file stem>``, default the
@@ -596,8 +566,6 @@ def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) 
 def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
     """``mean [low, high]`` of every measure (columns, in measure order) per label method (rows, display order),
     from :func:`ui.data.load_measure_intervals`; ``–`` where a method lacks the measure."""
-    from rageval.report import measure_sort_key
-
     if intervals.empty:
         return pd.DataFrame()
     cells = intervals.assign(cell=[fmt.format_estimate(m, lo, hi) for m, lo, hi in
@@ -618,7 +586,7 @@ def correlation_view(table: pd.DataFrame, statistic: str) -> pd.DataFrame:
     shown = table.assign(cell=[cell(row) for _, row in table.iterrows()])
     wide = shown.pivot(index="measure", columns="method", values="cell").fillna(fmt.MISSING)
     wide = wide[order_label_methods(list(wide.columns))].rename(columns=method_name)
-    wide = wide.loc[sorted(wide.index, key=data.measure_sort_key)]
+    wide = wide.loc[sorted(wide.index, key=measure_sort_key)]
     wide.index.name = "Measure"
     wide.columns.name = None
     return wide

@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from rageval import annotations as ann
+from rageval.trec import qrels_text
 from ui import data, render, theme
 from ui.render import escape_markdown
 
@@ -550,7 +551,7 @@ def render_downloads(history: pd.DataFrame, latest: pd.DataFrame, *, kind: str, 
                                    format_func={"yours": f"{annotator}'s labels",
                                                 "majority": "majority of all annotators (a tie is 0)"}.get)
     try:
-        qrels = ann.qrels_text(ann.qrels_frame(latest, annotator if scope == "yours" else None))
+        qrels = qrels_text(ann.qrels_frame(latest, annotator if scope == "yours" else None))
     except ValueError as error:
         qrels_column.error(str(error))
         return

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from rageval.attribution.report import to_percent
+from rageval.attribution.results_section import to_percent
 from rageval.attribution.user_answers import SOURCE as USER_SOURCE
 from ui import data, render, theme
 from ui.render import escape_markdown, format_label
@@ -79,7 +79,7 @@ def invalid_citations_note(settings: Mapping[str, Any]) -> str:
 
 
 def metric_table_view(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`rageval.attribution.report.scenario_metric_table` in percent, citation metrics first, named for
+    """:func:`rageval.attribution.results_section.scenario_metric_table` in percent, citation metrics first, named for
     people; ``n`` (answers) last. A metric no scenario has (e.g. overlap in a run without gold citations) is left
     out."""
     present = [m for m in METRIC_ORDER if m in table.columns and table[m].notna().any()]

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rageval.compare import E2E_METHOD, OUTCOMES, Comparison, e2e_k
-from rageval.report import measure_family, measure_sort_key
+from rageval.correlations import measure_family, measure_sort_key
 from ui import render, theme
 from ui.render_correlations import (  # noqa: F401 (SCATTER_MAX_POINTS: re-exported for the page)
     DENSITY_BINS,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rageval.report import measure_sort_key
+from rageval.correlations import measure_sort_key
 from ui import format as fmt
 from ui import render, theme
 from ui.render_inspector import inspect_links

@@ -84,7 +84,7 @@ def summary_view(summary: pd.DataFrame, counts: Mapping[str, int]) -> pd.DataFra
 def macro_intervals_view(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`rageval.ium.experiment.macro_interval_table` as text: the macro average and the difference from the
     first stage, each with its 95% interval."""
-    from rageval.ium.report import format_interval
+    from rageval.ium.results_section import format_interval
 
     return pd.DataFrame({
         "Method": table.index,

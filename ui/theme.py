@@ -29,7 +29,7 @@ SIGNED_SCHEME = "redblue"
 #: From this value (or this far from 0 on the signed scheme) a heatmap cell is dark enough for white text.
 DARK_CELL = 0.6
 
-#: Label methods, in the display order of ui.render.METHOD_ORDER (tab10, colour-blind friendlier order).
+#: Label methods, in the order of rageval.erag.methods.METHOD_ORDER (tab10, colour-blind friendlier order).
 METHOD_COLOURS = {
     "erag:em": "#1f77b4", "erag:f1": "#17becf", "erag:accuracy": "#9467bd", "erag:rougeL": "#8c564b",
     "erag:bertscore": "#e377c2", "llm_relevance": "#ff7f0e", "contains_answer": "#2ca02c", "gold": "#7f7f7f",

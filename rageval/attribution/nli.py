@@ -286,9 +286,3 @@ class LlmNli:
         self.last_replies = self.generator.generate(prompts, DecodingSettings(max_new_tokens=3)) if prompts else []
         return [1.0 if parse_yes_no(reply) else 0.0 for reply in self.last_replies]
 
-
-def load_nli(backend: str = "trained", generator=None, device: str | None = None) -> EntailmentModel:
-    """The checker ``backend`` names (a spec: :func:`rageval.attribution.checkers.load_checker`)."""
-    from rageval.attribution.checkers import load_checker
-
-    return load_checker(backend, generator=generator, device=device)

@@ -299,7 +299,7 @@ def cmd_cost_report(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from rageval.report import write_results
+    from rageval.results_doc import write_results
 
     path = write_results(args.runs_dir, args.out, args.cost)
     print(f"wrote {path}")

@@ -19,6 +19,7 @@ given, a query's gold passages are its passages with a positive qrels value, so 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 ERAG_PREFIX = "erag:"
@@ -28,6 +29,10 @@ CONTAINS_ANSWER = "contains_answer"
 LLM_RELEVANCE = "llm_relevance"
 QRELS = "qrels"
 MODEL_SEPARATOR = "@"
+#: The order label methods are listed in (docs/results.md's tables, the dashboard's tables, selectors and legends):
+#: eRAG by downstream metric, then the baselines of eRAG's Table 1, the LLM's relevance judgement last.
+METHOD_ORDER = ("erag:em", "erag:accuracy", "erag:f1", "erag:rougeL", "erag:bertscore", CONTAINS_ANSWER, GOLD,
+                GOLD_PAGE, LLM_RELEVANCE)
 
 
 @dataclass(frozen=True)
@@ -82,3 +87,16 @@ def erag_method(metric: str, model: str | None = None) -> str:
     """The label-method name of eRAG labels made with ``metric`` (and re-scored with ``model``): ``"erag:em"``,
     ``"erag:em@gemma-3-270m"``."""
     return LabelMethod(f"{ERAG_PREFIX}{metric}", model).name
+
+
+def method_sort_key(method: str) -> tuple[int, int, str]:
+    """Sort key of a label method: those of :data:`METHOD_ORDER` in that order, then any other eRAG method (a
+    re-scored ``erag:em@model``, ``erag:<metric>``), then the rest, each alphabetically."""
+    if method in METHOD_ORDER:
+        return 0, METHOD_ORDER.index(method), method
+    return (1 if method.startswith(ERAG_PREFIX) else 2), 0, method
+
+
+def order_label_methods(methods: Iterable[str]) -> list[str]:
+    """``methods`` sorted by :func:`method_sort_key`."""
+    return sorted(methods, key=method_sort_key)

@@ -34,7 +34,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"  # vLLM's and our test server's de
 BACKENDS = ("local", "transformers", "openai")
 APIS = ("completions", "chat")
 #: ``auto``: bfloat16 on CUDA; on the CPU bfloat16 where a one-time check finds float32's eRAG labels and a faster
-#: run (:mod:`rageval.generation.precision`), else float32.
+#: run (:mod:`rageval.generation.dtype_check`), else float32.
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
@@ -45,7 +45,7 @@ class ModelError(RagevalError):
 @dataclass(frozen=True)
 class ModelSettings:
     """Which RAG LLM to run and how. ``dtype="auto"`` (the default): bfloat16 on CUDA, and on the CPU bfloat16 where
-    the precision check passes (:mod:`rageval.generation.precision`), else float32; ``None``: the device default
+    the precision check passes (:mod:`rageval.generation.dtype_check`), else float32; ``None``: the device default
     (float32 on CPU, bfloat16 on CUDA) without a check. ``device="auto"``: CUDA when present. ``batch_size``:
     prompts per forward batch (local) or concurrent requests (openai). ``api_key_env`` names the environment
     variable holding the server's key (never the key itself). Server only: ``base_url`` may list several servers
@@ -163,7 +163,7 @@ def expected_model_id(settings: ModelSettings) -> str:
 def _dtype_suffix(settings: ModelSettings, base_id: str) -> str:
     if settings.dtype != "auto":
         return f" [{settings.dtype}]" if settings.dtype else ""
-    from rageval.generation.precision import cached_check, check_enabled
+    from rageval.generation.dtype_check import cached_check, check_enabled
     from rageval.generation.transformers_backend import resolve_device
 
     device, default = resolve_device(settings.device)

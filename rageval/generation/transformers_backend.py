@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rageval.generation.base import DecodingSettings, apply_stop
+from rageval.generation.dtype_check import PrecisionCheck, cached_check, check_enabled, measure_precision, save_check
 from rageval.generation.em_stop import ExactMatchStop, stopped_answer, tokenizer_allows
-from rageval.generation.precision import PrecisionCheck, cached_check, check_enabled, measure_precision, save_check
 from rageval.generation.prefix import PrefixCacheStore, choose_prefix, starts_with
 from rageval.generation.shared_prefix import PrefixKV, SharedPrefixDecoder, supports
 from rageval.text_metrics import exact_match
@@ -113,7 +113,7 @@ class TransformersGenerator:
 
     ``dtype`` overrides the default (float32 on CPU, bfloat16 on CUDA); it is then part of ``model_id``, so
     cached answers of different precisions never mix. ``dtype="auto"``: the default on CUDA; on the CPU, bfloat16
-    when a check on eRAG labels (:mod:`rageval.generation.precision`, made once per model and cached) says it
+    when a check on eRAG labels (:mod:`rageval.generation.dtype_check`, made once per model and cached) says it
     gives float32's labels faster, with ``[bfloat16]`` in ``model_id``, else float32; ``precision_check`` holds
     the verdict.
     """
@@ -182,7 +182,7 @@ class TransformersGenerator:
             self._check_precision(base_id)
 
     def _check_precision(self, base_id: str) -> None:
-        """Make and cache the auto precision's verdict (:mod:`rageval.generation.precision`); switch to bfloat16
+        """Make and cache the auto precision's verdict (:mod:`rageval.generation.dtype_check`); switch to bfloat16
         when it says so."""
         check, bfloat16_model = measure_precision(self, base_id)
         save_check(check)

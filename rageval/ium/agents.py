@@ -13,9 +13,10 @@ output: lenient, for a verbose chat model; the same function as eRAG's ``accurac
 and ``rougeL``: every downstream metric of a run file but BERTScore. Downstream outcomes are binarised for McNemar's
 test as ``score >= 0.5``.
 
-An agent built from a run file (:mod:`rageval.ium.runs`) also knows what the run already holds: ``known_feedback``
-(its eRAG labels, per (query, passage)) and ``known_answers`` (its E2E answers, per (query, list of passage ids));
-those are used before any prompt goes to the generator, and ``stored_feedback`` / ``stored_answers`` count them.
+An agent built from a run file (:mod:`rageval.ium.run_file_agents`) also knows what the run already holds:
+``known_feedback`` (its eRAG labels, per (query, passage)) and ``known_answers`` (its E2E answers, per (query, list
+of passage ids)); those are used before any prompt goes to the generator, and ``stored_feedback`` /
+``stored_answers`` count them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """``rageval ium``: offline and online IUM with four agents and the baselines, end to end, into a run file; or,
-with ``--runs``, with one agent per eRAG run file the user has (:mod:`rageval.ium.runs`)."""
+with ``--runs``, with one agent per eRAG run file the user has (:mod:`rageval.ium.run_file_agents`)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def cmd_ium_runs(args: argparse.Namespace) -> int:
     from rageval.generation.cache import LLMCache
     from rageval.ium.experiment import summary_table, write_ium_run
     from rageval.ium.learning import IumConfig
-    from rageval.ium.runs import RunSplit, run_ium_over_runs
+    from rageval.ium.run_file_agents import RunSplit, run_ium_over_runs
     from rageval.paths import user_runs_dir
 
     started = time.perf_counter()
@@ -44,7 +44,7 @@ def cmd_ium_runs(args: argparse.Namespace) -> int:
     split = RunSplit(test_share=args.test_share, max_train=args.max_train, max_test=args.max_test, seed=args.seed)
     checkpoints = None if args.no_checkpoints else cache_dir() / "models" / "ium-checkpoints"
     if args.label_ablation:
-        from rageval.ium.runs import label_ablation, write_label_ablation
+        from rageval.ium.run_file_agents import label_ablation, write_label_ablation
 
         with LLMCache(args.cache) if args.cache else LLMCache() as cache:
             ablation = label_ablation(args.runs, config, split, cache=cache, metric=args.metric, k=args.k,

@@ -36,7 +36,7 @@ DEFAULT_AGENTS = (
     AgentSpec("hotpotqa/smollm2/f1", "hotpotqa", "hotpotqa", "smollm2", k=2, utility="f1"),
 )
 #: The engines of the paper's Table 3; ``first-stage`` stands for BM25 when the agents come from run files, each
-#: with its own retriever's lists (rageval.ium.runs).
+#: with its own retriever's lists (rageval.ium.run_file_agents).
 MAIN_METHODS = ("BM25", "first-stage", "dense", "reranker-individual", "reranker-dataset", "uRAG", "offline-IUM",
                 "online-IUM")
 

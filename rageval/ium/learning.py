@@ -13,7 +13,7 @@ iteration's feedback of all agents with binary cross-entropy (labels f ∈ [0, 1
 of the training samples both ids are replaced by ``[task:unk]`` / ``[model:unk]``. θ^0 has an untrained head (or, with
 ``IumConfig.init``, is a saved cross-encoder such as the NQ reranker with the id tokens added: a warm start), so the
 first iteration is served by the first stage (BM25 order). Agents built from run files
-(:mod:`rageval.ium.runs`) bring their feedback for iteration 1: every eRAG label the run already holds on the
+(:mod:`rageval.ium.run_file_agents`) bring their feedback for iteration 1: every eRAG label the run already holds on the
 training queries' candidates (``first_feedback``), and each agent its own first-stage lists
 (:class:`AgentCandidates`).
 

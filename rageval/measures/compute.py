@@ -17,8 +17,10 @@ import numpy as np
 import pandas as pd
 
 from rageval.measures.base import Measure, RankedLabels
+from rageval.measures.matrices import ideal_gains
 from rageval.measures.ranks import rank_entries
 from rageval.measures.registry import parse_measure
+from rageval.trec import pad_rows
 
 Rankings = Mapping[str, Sequence[str]]
 Qrels = Mapping[str, Mapping[str, float]]
@@ -53,7 +55,7 @@ def _order_by_score_then_id_desc(
 ) -> np.ndarray:
     """Flat indices that sort every query's block by (score desc, passage id desc)."""
     width = int(lengths.max(initial=0))
-    negated = _pad(-scores, lengths, width, fill=np.inf)  # padding sorts after every real score
+    negated = pad_rows(-scores, lengths, width, fill=np.inf)  # padding sorts after every real score
     order = np.argsort(negated, axis=1)
     ordered = np.take_along_axis(negated, order, axis=1)
     tied_with_next = (ordered[:, 1:] == ordered[:, :-1]) & np.isfinite(ordered[:, 1:])
@@ -105,7 +107,7 @@ def build_ranked_labels(
     unjudged = np.nan if judgments else 0.0
     lookups = (map(labels.get, ranked, repeat(unjudged)) for labels, ranked in zip(judged, ranked_lists))
     flat_labels = _floats(chain.from_iterable(lookups), int(kept.sum()), query_ids, judged)
-    labels = _pad(flat_labels, kept, width=int(kept.max(initial=0)), fill=unjudged)
+    labels = pad_rows(flat_labels, kept, width=int(kept.max(initial=0)), fill=unjudged)
     judged_rows, judged_labels = _judged_table(query_ids, judged)
     return _ranked_labels(query_ids, judged_rows, judged_labels, labels, lengths, ideal_depth, judgments)
 
@@ -163,7 +165,7 @@ def _ranks_of_judgments(scored: list, judged: list, lengths: np.ndarray, judged_
     scores, positive_scores = _scores_and_lookups(scored, judged, lengths, placed, judged_rows)
     _check_scores(scores, lengths, query_ids)
     # -inf padding never ranks above a real score nor ties with one.
-    score_matrix = _pad(scores, lengths, width=int(lengths.max(initial=0)), fill=-np.inf)
+    score_matrix = pad_rows(scores, lengths, width=int(lengths.max(initial=0)), fill=-np.inf)
     retrieved = ~np.isnan(positive_scores)
     entries = np.flatnonzero(placed)[retrieved]
     rows = judged_rows[entries]
@@ -249,7 +251,7 @@ def _ranked_labels(
         query_ids=query_ids,
         gains=gains,
         relevance=ranked_relevance,
-        ideal_gains=_ideal_gains(judged_rows, np.maximum(judged_labels, 0.0), len(query_ids), ideal_depth),
+        ideal_gains=ideal_gains(judged_rows, np.maximum(judged_labels, 0.0), len(query_ids), ideal_depth),
         n_relevant=np.bincount(judged_rows, weights=relevance, minlength=len(query_ids)),
         has_fractional=np.bincount(judged_rows, weights=fractional, minlength=len(query_ids)) > 0,
         lengths=lengths,
@@ -302,35 +304,6 @@ def _check_unique(query_ids, ranked_lists, kept: np.ndarray) -> None:
     if len(duplicated):
         query_id = query_ids[int(duplicated[0])]
         raise ValueError(f"ranking of query {query_id!r} lists a passage id more than once")
-
-
-def _pad(flat: np.ndarray, lengths: np.ndarray, width: int, fill: float = 0.0) -> np.ndarray:
-    """Row ``i`` holds the ``lengths[i]`` values of query ``i`` from ``flat``, then ``fill``.
-
-    When every row is full the result is a view of ``flat``, which callers pass fresh.
-    """
-    if len(lengths) and width and (lengths == width).all():
-        return flat.reshape(len(lengths), width)
-    rows = np.repeat(np.arange(len(lengths)), lengths)
-    columns = np.arange(len(flat)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    matrix = np.full((len(lengths), width), fill)
-    matrix[rows, columns] = flat
-    return matrix
-
-
-def _ideal_gains(rows: np.ndarray, gains: np.ndarray, n_queries: int, ideal_depth: int | None) -> np.ndarray:
-    """Each query's positive judged gains sorted descending, zero padded (the ideal ranking)."""
-    positive = gains > 0
-    rows, gains = rows[positive], gains[positive]
-    same_row = rows[1:] == rows[:-1]
-    if not ((rows[1:] >= rows[:-1]).all() and (gains[1:][same_row] <= gains[:-1][same_row]).all()):
-        order = np.lexsort((-gains, rows))  # (skipped when the judgments come grouped, best first)
-        rows, gains = rows[order], gains[order]
-    counts = np.bincount(rows, minlength=n_queries)
-    kept = counts if ideal_depth is None else np.minimum(counts, ideal_depth)
-    position = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
-    keep = position < kept[rows]
-    return _pad(gains[keep], kept, width=int(kept.max(initial=0)))
 
 
 def required_depths(measures: Sequence[Measure]) -> tuple[int | None, int | None]:

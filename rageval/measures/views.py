@@ -14,11 +14,14 @@ In this order (each one a new :class:`~rageval.measures.base.RankedLabels`; the 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rageval.measures.base import Measure, RankedLabels
-from rageval.measures.compute import _ideal_gains
+from rageval.measures.matrices import ideal_gains
+
+if TYPE_CHECKING:  # base imports this module when a measure computes
+    from rageval.measures.base import Measure, RankedLabels
 
 
 def view_for(labels: RankedLabels, measure: Measure, cache: dict | None = None) -> RankedLabels:
@@ -104,6 +107,6 @@ def with_gains(labels: RankedLabels, gains: tuple[tuple[float, float], ...], exp
     ranked_gains = gain_of(ranked, gains, exponential)
     ranked_gains.flags.writeable = False
     judged = labels.judgment_labels >= 0
-    ideal = _ideal_gains(labels.judgment_rows[judged], gain_of(labels.judgment_labels[judged], gains, exponential),
+    ideal = ideal_gains(labels.judgment_rows[judged], gain_of(labels.judgment_labels[judged], gains, exponential),
                          len(labels.query_ids), None)
     return replace(labels, gains=ranked_gains, ideal_gains=ideal)

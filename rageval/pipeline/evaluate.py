@@ -37,8 +37,8 @@ from rageval import reteval as llm_reteval
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import LLMCache, cache_key, stopped_key
+from rageval.generation.dtype_check import precision_of
 from rageval.generation.em_stop import generate_stopping_early
-from rageval.generation.precision import precision_of
 from rageval.measures import parse_measure_list
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -392,7 +392,7 @@ def compute_correlations(measure_values: Sequence[MeasureValue], e2e_outputs: Se
     """Kendall's tau-b and Spearman's rho, with percentile bootstrap intervals (``n_resamples`` resamples,
     :data:`~rageval.stats.correlation.DEFAULT_CONFIDENCE`, seed :data:`~rageval.stats.correlation.DEFAULT_SEED`),
     between every (label method, measure@k or R-precision) and the E2E score at k, for every k with E2E outputs:
-    :func:`rageval.report.correlation_table_at_k` at each k, exactly what the Correlations page shows."""
+    :func:`rageval.correlations.correlation_table_at_k` at each k, exactly what the Correlations page shows."""
     import pandas as pd
 
     if not measure_values or not e2e_outputs:
@@ -406,7 +406,7 @@ def correlations_from_tables(measures: pd.DataFrame, e2e: pd.DataFrame,
                              n_resamples: int = DEFAULT_RESAMPLES) -> list[Correlation]:
     """:func:`compute_correlations` on a run's tables as :class:`~rageval.store.RunReader` reads them
     (``measures``: method, measure, query_id, value; ``e2e``: query_id, k, score)."""
-    from rageval.report import correlation_table_at_k
+    from rageval.correlations import correlation_table_at_k
 
     correlations = []
     for k in sorted(e2e["k"].unique()):

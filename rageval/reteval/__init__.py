@@ -14,7 +14,7 @@ gold answers (the same judge, references = gold answers).
 The pieces: the semi-gold answers of step 2 (``semi_gold``), the judges of step 3 (``judges``: an LLM, exact
 match, token F1, embedding cosine, each with its evidence), the failure cases A-F decided by explicit rules over
 stored facts (``failures``: A-C failures of the classic recall metric, D-F of LLM-retEval), the paper's Tables
-1-2 (``report``) and a run's settings (``settings``).
+1-2 (``tables``) and a run's settings (``settings``).
 """
 
 from rageval.reteval.failures import (
@@ -42,9 +42,9 @@ from rageval.reteval.judges import (
                                       judge_answers,
                                       make_judge,
 )
-from rageval.reteval.report import recall_precision_f1, reteval_table
 from rageval.reteval.semi_gold import SemiGoldSettings, distinct_answers, sample_semi_gold
 from rageval.reteval.settings import RetEvalSettings
+from rageval.reteval.tables import recall_precision_f1, reteval_table
 
 __all__ = [
     "CATEGORY_NAMES", "GOLD_ANSWERS", "JUDGE_NAMES", "NEAR_DUPLICATE_OVERLAP", "RECALL_FAILURES", "RETEVAL_FAILURES",

@@ -19,12 +19,9 @@ _ID_PATTERN = re.compile(r"^\S+$")
 def read_lines(file: UploadFile, problems: Problems, limits: UploadLimits) -> list[tuple[int, str]] | None:
     """The non-blank lines of ``file`` with their 1-based numbers, or None (reported) when the file is too large,
     empty or not UTF-8. Lines end at ``\\n`` only (a JSON string may hold U+2028); a trailing ``\\r`` is dropped."""
-    if file.size > limits.max_file_bytes:
-        problems.error(file.name, None, too_large_message(file.size, limits.max_file_bytes))
-        return None
-    not_text = encoding_problem(file.data)
-    if not_text:
-        problems.error(file.name, None, not_text)
+    unreadable = file_problem(file, limits)
+    if unreadable:
+        problems.error(file.name, None, unreadable)
         return None
     try:
         text = file.data.decode("utf-8")
@@ -39,6 +36,13 @@ def read_lines(file: UploadFile, problems: Problems, limits: UploadLimits) -> li
         problems.error(file.name, None, "the file is empty: expected one record per line")
         return None
     return lines
+
+
+def file_problem(file: UploadFile, limits: UploadLimits) -> str | None:
+    """Why ``file`` cannot be read line by line at all (too large, or plainly not UTF-8 text), else None."""
+    if file.size > limits.max_file_bytes:
+        return too_large_message(file.size, limits.max_file_bytes)
+    return encoding_problem(file.data)
 
 
 #: Byte-order marks of the encodings other than UTF-8, longest first (UTF-32-LE's starts like UTF-16-LE's).

@@ -15,7 +15,7 @@ from rageval.trec import RUN as RUN_LAYOUT
 from rageval.trec import TrecLayout, TrecLine, TrecLineError, parse_trec_line, repeated_pair_message, trec_lines
 from rageval.types import Ranking, ScoredPassage
 from rageval.upload.build import finish_upload
-from rageval.upload.fields import encoding_problem
+from rageval.upload.fields import file_problem
 from rageval.upload.jsonl import read_passages, read_queries
 from rageval.upload.problems import (
     DEFAULT_LIMITS,
@@ -23,7 +23,6 @@ from rageval.upload.problems import (
     UploadFile,
     UploadLimits,
     UploadResult,
-    too_large_message,
 )
 
 TREC_RUN_FIELDS = RUN_LAYOUT.fields
@@ -33,12 +32,9 @@ TREC_QRELS_FIELDS = QRELS_LAYOUT.fields
 def _read_trec_lines(file: UploadFile, problems: Problems, limits: UploadLimits) -> list[tuple[int, str]] | None:
     """The non-blank lines of a TREC file with their numbers, or None (reported) when the file is too large, not
     text, not UTF-8 (at the first such line) or empty."""
-    if file.size > limits.max_file_bytes:
-        problems.error(file.name, None, too_large_message(file.size, limits.max_file_bytes))
-        return None
-    not_text = encoding_problem(file.data)
-    if not_text:
-        problems.error(file.name, None, not_text)
+    unreadable = file_problem(file, limits)
+    if unreadable:
+        problems.error(file.name, None, unreadable)
         return None
     try:
         lines = list(trec_lines(file.data))

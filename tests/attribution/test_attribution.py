@@ -338,7 +338,7 @@ def test_hagrid_run_end_to_end(hagrid_run):
 def test_results_section_puts_our_tables_next_to_the_papers(hagrid_run, tmp_path):
     import json
 
-    from rageval.attribution.report import attribution_sections
+    from rageval.attribution.results_section import attribution_sections
 
     path, _, _ = hagrid_run
     report = tmp_path / "nli.json"

@@ -75,7 +75,7 @@ def test_the_same_checker_gives_back_every_stored_score(built, tmp_path, corpus,
     assert rescored["command"] == "rageval attribution --rescore a.sqlite" and rescored["seconds"] >= 0
     assert "reranker" in rescored["kept"] and rescored["date"].endswith("Z")
     # results.md says so, under the run's line; a run scored by its build says nothing of it.
-    from rageval.attribution.report import attribution_sections
+    from rageval.attribution.results_section import attribution_sections
 
     section = "\n".join(attribution_sections(out))
     assert "Re-scored by `rageval attribution --rescore a.sqlite`" in section

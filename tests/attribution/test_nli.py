@@ -8,6 +8,7 @@ import math
 import pytest
 
 from rageval.attribution import nli
+from rageval.attribution.checkers import load_checker
 from rageval.generation.base import FakeGenerator
 from rageval.retrieval.rerank import CrossEncoder, CrossEncoderSettings, minilm_path
 
@@ -81,7 +82,7 @@ def test_hugging_face_sequence_classifier_reads_its_entailment_label(tmp_path):
     with torch.no_grad():
         expected = model.model(**inputs).logits.softmax(-1)[:, 2].tolist()
     assert probabilities == pytest.approx(expected, abs=1e-5)
-    assert nli.load_nli(str(directory), device="cpu").model_id == f"hf:{directory}@0.5"
+    assert load_checker(str(directory), device="cpu").model_id == f"hf:{directory}@0.5"
 
 
 def test_hugging_face_model_without_entailment_label_is_refused(tmp_path):
@@ -120,7 +121,7 @@ def test_true_style_seq2seq_model_scores_the_first_token(tmp_path):
 
 def test_llm_judge_reads_yes_no():
     generator = FakeGenerator(rule=lambda prompt: "Yes" if "1928" in prompt.split("\n\n")[-1] else "No, it does not")
-    judge = nli.load_nli("llm", generator=generator)
+    judge = load_checker("llm", generator=generator)
     probabilities = judge.entailment_probabilities([("Fleming found it in 1928.", "It was found in 1928."),
                                                     ("Fleming found it.", "It was found in 1930.")])
     assert probabilities == [1.0, 0.0]
@@ -129,4 +130,4 @@ def test_llm_judge_reads_yes_no():
     from rageval.errors import RagevalError
 
     with pytest.raises(RagevalError, match="no such local folder"):  # built by the generator factory
-        nli.load_nli("llm:/no/such/model")
+        load_checker("llm:/no/such/model")

@@ -42,13 +42,13 @@ from rageval.annotations import (
     latest_labels,
     multi_annotator_agreement,
     qrels_frame,
-    qrels_text,
     sample_passages,
     sample_status,
     statement_method_labels,
 )
 from rageval.errors import StoreError
 from rageval.store import ANNOTATION_APPLICATION_ID, RunReader, list_runs, sqlite_application_id
+from rageval.trec import qrels_text
 from tests.run_fixtures import LABEL_METHODS, N_QUERIES, K, make_small_run
 
 REPO = Path(__file__).resolve().parents[2]

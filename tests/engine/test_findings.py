@@ -229,7 +229,7 @@ def test_cell_positions_are_rows_of_the_run_order(fixture_run):
 def test_key_correlations_equal_the_full_tables_rows(which, fixture_run):
     """Bootstrapping only the best eRAG pair and its reference gives those rows of the full table (same point taus,
     tie rule, resamples and seed), and the same finding."""
-    from rageval.report import correlation_table_at_k
+    from rageval.correlations import correlation_table_at_k
     from rageval.stats.correlation import DEFAULT_RESAMPLES
 
     path = fixture_run if which == "fixture" else SHIPPED

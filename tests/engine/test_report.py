@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from rageval import report
+from rageval import correlations, results_doc
 from rageval.cli import main
 from rageval.corpus import build_corpus
 from rageval.generation.base import FakeGenerator
@@ -60,7 +60,7 @@ def built_run(tmp_path_factory):
 
 def test_correlation_at_k_matches_scipy(built_run):
     with RunReader(built_run) as reader:
-        table = report.correlation_at_k(reader, 5, n_resamples=50)
+        table = results_doc.read_correlation_table(reader, 5, n_resamples=50)
         measures, e2e = reader.measure_table(), reader.e2e_table()
     e2e5 = e2e[e2e["k"] == 5].set_index("query_id")["score"]
     for method, measure in (("erag:em", "P@5"), ("contains_answer", "nDCG@5"), ("erag:f1", "Hit@5")):
@@ -80,9 +80,9 @@ def test_correlation_at_k_matches_scipy(built_run):
 
 def test_best_measures_and_k_sweep(built_run):
     with RunReader(built_run) as reader:
-        table = report.correlation_at_k(reader, 5, n_resamples=50)
-        best = report.best_measures(table, 5)
-        sweep = report.k_sweep(reader)
+        table = results_doc.read_correlation_table(reader, 5, n_resamples=50)
+        best = correlations.best_measures(table, 5)
+        sweep = results_doc.read_k_sweep(reader)
     for row in best.itertuples():
         assert row.tau == pytest.approx(table[table["method"] == row.method]["tau"].max())
     assert list(best["tau"]) == sorted(best["tau"], reverse=True)
@@ -94,7 +94,7 @@ def test_best_measures_and_k_sweep(built_run):
 
 def test_reteval_tables_recompute_recall_independently(built_run):
     with RunReader(built_run) as reader:
-        tables = report.reteval_tables(reader)
+        tables = results_doc.reteval_tables(reader)
         rankings = reader.rankings()
         gold = {q: reader.query(q).gold_passage_ids for q in rankings}
         cases = reader.failure_cases()
@@ -123,7 +123,7 @@ def test_results_markdown_is_built_from_the_runs(built_run, tmp_path):
     assert code == 0
     text = out.read_text()
     with RunReader(built_run) as reader:
-        best = report.best_measures(report.correlation_at_k(reader, 5), 5)
+        best = correlations.best_measures(results_doc.read_correlation_table(reader, 5), 5)
     top = best.iloc[0]
     assert f"| {top['method']} | {top['measure']} | {top['n']} | {top['tau']:.3f} [" in text
     assert "## LLM-retEval Tables 1 and 2" in text and "**Judge `em`** (the default)" in text

@@ -232,7 +232,7 @@ def test_ium_run_end_to_end(setup, tmp_path):
     assert list_runs(tmp_path) == []
     settings, tables = read_ium_run(path)
     assert settings["kind"] == "ium" and len(tables["outcomes"]) == len(result.outcomes)
-    from rageval.ium.report import ium_sections
+    from rageval.ium.results_section import ium_sections
 
     text = "\n".join(ium_sections(path))
     for expected in ("| macro average |", "| macro average (18 agents) | 55.38", "| 0 |", "| 2 |",

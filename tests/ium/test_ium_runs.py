@@ -313,7 +313,7 @@ def test_a_model_that_cannot_be_reached_is_one_clear_error(world, tiny_bert_dir,
 
 
 def test_the_results_section_reads_a_run_of_run_files(ium_run):
-    from rageval.ium.report import ium_sections
+    from rageval.ium.results_section import ium_sections
 
     text = "\n".join(ium_sections(ium_run))
     assert "| agent | first stage | reranker/agent |" in text and "| macro average |" in text
@@ -338,7 +338,7 @@ def test_the_macro_interval_and_the_difference_are_read_from_the_outcomes(ium_ru
 def test_the_results_report_has_the_ablation_the_test_size_and_an_honest_direction(world, ium_run,
                                                                                     tiny_bert_dir,  # noqa: F811
                                                                                     tmp_path):
-    from rageval.ium.report import ABLATION_ARMS, DEMO_RUNS_IUM, ium_report
+    from rageval.ium.results_section import ABLATION_ARMS, DEMO_RUNS_IUM, ium_report
 
     folder = tmp_path / "ium"
     (folder / "ablation").mkdir(parents=True)
@@ -361,7 +361,7 @@ def test_the_results_report_has_the_ablation_the_test_size_and_an_honest_directi
 
 
 def test_the_direction_sentence_follows_the_interval():
-    from rageval.ium.report import direction_sentence
+    from rageval.ium.results_section import direction_sentence
     from rageval.stats.intervals import MeanInterval
 
     assert "holds here" in direction_sentence(MeanInterval(0.03, 0.01, 0.05, 100), "BM25")
@@ -373,7 +373,7 @@ def test_a_label_ablation_arm_scores_the_served_lists_by_the_stored_labels(world
                                                                           capsys):
     from rageval.errors import RagevalError
     from rageval.ium.experiment import macro_interval
-    from rageval.ium.runs import read_label_ablation
+    from rageval.ium.run_file_agents import read_label_ablation
     from rageval.store import read_run
 
     out = tmp_path / "arm.json"

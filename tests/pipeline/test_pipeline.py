@@ -379,7 +379,7 @@ def test_eval_retrieval_on_own_beir_data(beir, tmp_path, capsys, monkeypatch):
 def test_the_run_stores_what_the_correlations_page_shows(dataset, tmp_path):
     """Every (label method, measure) x E2E k correlation is stored with the run, equal to what
     ``correlation_table_at_k`` gives from the stored measures and E2E scores (the Correlations page's numbers)."""
-    from rageval.report import correlation_table_at_k
+    from rageval.correlations import correlation_table_at_k
     from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 
     config = build_config({}, {"queries": str(dataset["queries"]), "corpus": str(dataset["corpus"]),

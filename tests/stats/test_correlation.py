@@ -201,3 +201,63 @@ def test_vectorised_bootstrap_of_constant_input_is_nan():
     tau, rho = bootstrap_rank_correlations([1, 1, 1, 1], [1, 2, 3, 4], n_resamples=50)
     assert all(math.isnan(v) for r in (tau, rho) for v in (r.value, r.low, r.high))
     assert tau.n == rho.n == 4
+
+
+# --- rageval.correlations: the tables built on these coefficients -------------------------------------------------
+
+def _frames(seed: int = 0, n: int = 40):
+    """Per-query measures of two label methods at k = 1, 3 and an E2E score at each k."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    queries = [f"q{i}" for i in range(n)]
+    rows, e2e = [], []
+    for k in (1, 3):
+        score = rng.integers(0, 2, n).astype(float)
+        e2e += [{"query_id": q, "k": k, "score": s} for q, s in zip(queries, score)]
+        for method, noise in (("erag:em", 0.3), ("gold", 1.0)):
+            for family in ("P", "nDCG"):
+                value = np.round(score + rng.normal(0, noise, n), 1)
+                rows += [{"method": method, "measure": f"{family}@{k}", "query_id": q, "value": v}
+                         for q, v in zip(queries, value)]
+    return pd.DataFrame(rows), pd.DataFrame(e2e)
+
+
+def test_k_sweep_from_frames_takes_each_methods_best_family_at_the_main_k():
+    from rageval.correlations import best_measures, correlation_table_at_k, k_sweep_from_frames, measure_family
+
+    measures, e2e = _frames()
+    sweep = k_sweep_from_frames(measures, e2e, 3)
+    best = best_measures(correlation_table_at_k(measures, e2e, 3, n_resamples=10), 3)
+    assert list(sweep.columns) == ["method", "family", "measure", "k", "tau", "n"]
+    assert sweep[["method", "k"]].values.tolist() == [["erag:em", 1], ["erag:em", 3], ["gold", 1], ["gold", 3]]
+    for row in sweep.itertuples():
+        assert row.family == measure_family(best.set_index("method").loc[row.method, "measure"])
+        chosen = measures[(measures["method"] == row.method) & (measures["measure"] == row.measure)]
+        scores = e2e[e2e["k"] == row.k].set_index("query_id")["score"]
+        assert row.tau == pytest.approx(kendall_tau_b(chosen["value"], scores.loc[chosen["query_id"]]))
+        assert row.n == 40
+    assert k_sweep_from_frames(measures, e2e, None).empty
+
+
+def test_stored_correlations_hold_only_while_they_count_the_same_queries():
+    import pandas as pd
+
+    from rageval.correlations import current_stored_taus, stored_table_is_current
+
+    stored = pd.DataFrame({"method": ["erag:em", "gold"], "measure": ["P@3", "P@3"], "n": [40, 40],
+                           "tau": [0.5, 0.1]})
+    assert stored_table_is_current(stored, {("erag:em", "P@3"): 40, ("gold", "P@3"): 40})
+    assert not stored_table_is_current(stored, {("erag:em", "P@3"): 40, ("gold", "P@3"): 39})  # values changed
+    assert not stored_table_is_current(stored, {("erag:em", "P@3"): 40, ("gold", "P@3"): 40,
+                                                ("erag:f1", "P@3"): 40})  # a method added since
+    assert not stored_table_is_current(stored.iloc[:0], {})  # none stored
+    assert current_stored_taus(stored, {("erag:em", "P@3"): 40, ("gold", "P@3"): 39}) == {("erag:em", "P@3"): (0.5, 40)}
+
+
+def test_label_methods_in_one_order():
+    from rageval.erag.methods import METHOD_ORDER, order_label_methods
+
+    assert order_label_methods(["zeta", "gold", "erag:em@gemma", "erag:f1", "erag:em"]) == [
+        "erag:em", "erag:f1", "gold", "erag:em@gemma", "zeta"]
+    assert order_label_methods(reversed(METHOD_ORDER)) == list(METHOD_ORDER)

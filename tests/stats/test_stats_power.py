@@ -71,7 +71,7 @@ def test_discordant_probabilities_and_bad_input():
 
 
 def test_the_results_writer_gets_a_table_of_the_papers_differences():
-    from rageval.ium.report import power_section
+    from rageval.ium.results_section import power_section
 
     text = "\n".join(power_section([0.05, 0.11], psi=11 / 120))
     assert "| 5% -> 11.0% (+5.96 points), independent outcomes |" in text

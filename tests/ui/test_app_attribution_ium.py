@@ -23,7 +23,7 @@ import pytest
 from rageval.attribution.experiment import GOLD_SCENARIO
 from rageval.attribution.store import AttributionReader
 from rageval.ium.experiment import MAIN_METHODS, IumPlan, IumResult, read_ium_run, significance_table, write_ium_run
-from rageval.ium.report import ium_sections
+from rageval.ium.results_section import ium_sections
 from rageval.stats.paired import jaccard, top_k_kendall_tau
 from rageval.store import list_runs
 from tests.app_helpers import captions, frame_with, vega_charts
@@ -90,7 +90,7 @@ def test_citations_page_shows_the_metric_table_of_every_scenario(attribution_env
     with AttributionReader(attribution_env) as reader:
         means, settings = reader.metric_means(), reader.settings()
     table = frame_with(app, "AutoAIS cit")
-    # rageval.attribution.report.SCENARIO_ORDER: the gold answers first, then G, RTG-*, GTR.
+    # rageval.attribution.results_section.SCENARIO_ORDER: the gold answers first, then G, RTG-*, GTR.
     assert list(table.index) == ["gold-answer", "G", "RTG-gold", "RTG-vanilla", "RTG-monot5", "RTG-query-gen", "GTR"]
     assert list(table.columns) == ["AutoAIS cit", "AutoAIS pssg", "ALCE P", "ALCE R", "Overlap P", "Overlap R", "BLEU",
                                    "ROUGE-L P", "ROUGE-L R", "ROUGE-L F", "BERTScore P", "BERTScore R", "BERTScore F",
@@ -339,7 +339,7 @@ def test_agents_page_shows_the_iteration_and_batch_size_curves(ium_env):
     assert iterations["encoding"]["x"]["axis"]["values"] == [0, 1, 2] and batches["encoding"]["x"]["axis"][
         "values"] == [5, 15]
 
-    # The results document (rageval.ium.report) reads the same curves from the same engine functions.
+    # The results document (rageval.ium.results_section) reads the same curves from the same engine functions.
     document = "\n".join(ium_sections(ium_env))
     t2 = 100 * pd.Series(agent_means(outcomes, "offline-IUM@t2")).mean()
     t2_plain = 100 * pd.Series(agent_means(outcomes, "offline-IUM-nonpersonalised@t2")).mean()

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from rageval.report import correlation_table_at_k
+from rageval.correlations import correlation_table_at_k
 from rageval.stats.correlation import DEFAULT_RESAMPLES, kendall_tau_b
 from rageval.store import RunReader, write_run
 from tests.app_helpers import captions, frame_with, use_shipped_runs, vega_charts

@@ -145,8 +145,8 @@ def test_leaderboard_lists_every_run_and_names_a_damaged_one(tmp_path, monkeypat
 
 def test_leaderboard_best_erag_measure_is_the_correlation_pages_best(fixture_env):
     """The fixture run stores no correlations and is small: the leaderboard shows the best eRAG measure of the
-    Correlations page's own table (rageval.report.best_measures), with its tau and interval."""
-    from rageval.report import best_measures, correlation_table_at_k
+    Correlations page's own table (rageval.correlations.best_measures), with its tau and interval."""
+    from rageval.correlations import best_measures, correlation_table_at_k
 
     with RunReader(fixture_env) as reader:
         table = correlation_table_at_k(reader.measure_table(), reader.e2e_table(), K, with_rprec=True)

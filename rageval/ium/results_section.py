@@ -151,7 +151,7 @@ def ablation_section(arms: Sequence[tuple[str, Path]], base: str = "first-stage"
     --label-ablation`` wrote): its warm start, its iteration-1 feedback, the macro average of offline IUM after
     iteration 1 and after the last (T), of ``base`` (each the mean eRAG label of the served top k), and T minus
     ``base``, each with its interval; arms whose file is missing are listed as not built."""
-    from rageval.ium.runs import read_label_ablation
+    from rageval.ium.run_file_agents import read_label_ablation
 
     rows = []
     for label, path in arms:

@@ -15,8 +15,15 @@ from pathlib import Path
 import pandas as pd
 
 from rageval import reteval
+from rageval.correlations import (
+    best_measures,
+    correlation_table_at_k,
+    k_sweep_from_frames,
+    measure_family,
+    measure_sort_key,
+)
+from rageval.erag.methods import method_sort_key
 from rageval.errors import RagevalError
-from rageval.stats.correlation import compute_correlation_table, kendall_tau_b
 from rageval.store import RunReader
 
 #: Our measure names -> the names eRAG's Table 1 uses.
@@ -24,8 +31,6 @@ PAPER_MEASURE_NAMES = {"AP": "MAP", "RR": "MRR", "nDCG": "NDCG", "P": "P", "R": 
 #: Our label methods -> the rows of eRAG's Table 1 they correspond to.
 PAPER_METHODS = {"contains_answer": "Containing the Answer", "gold_page": "KILT Provenance (page level)",
                  "llm_relevance": "Relevance Annotation with LLM (Mistral 7B)", "erag:em": "eRAG Annotations"}
-METHOD_ORDER = ("erag:em", "erag:accuracy", "erag:f1", "erag:rougeL", "erag:bertscore", "contains_answer", "gold",
-                "gold_page", "llm_relevance")
 
 # eRAG (Salemi & Zamani, SIGIR 2024), Table 1: (tau, rho) per (dataset, retriever, method, measure); T5-small + FiD,
 # 50 retrieved documents, KILT Wikipedia. Only the columns our demo runs correspond to are transcribed.
@@ -88,84 +93,13 @@ def paper_table1(dataset: str, retriever: str) -> dict | None:
     return {("gold_page" if method == "gold" else method): values for method, values in table.items()}
 
 
-#: The order measures are listed in, and the tie-break when two measures correlate equally well.
-MEASURE_ORDER = ("P", "R", "AP", "MAP", "RR", "MRR", "nDCG", "Hit", "Rprec")
-
-
-def measure_sort_key(name: str) -> tuple[int, int, str]:
-    family, _, cutoff = name.partition("@")
-    rank = MEASURE_ORDER.index(family) if family in MEASURE_ORDER else len(MEASURE_ORDER)
-    return rank, int(cutoff) if cutoff.isdigit() else 0, name
-
-
-def measure_family(measure: str) -> str:
-    """``nDCG@5`` -> ``nDCG``; a measure without a cutoff is its own family."""
-    return measure.partition("@")[0]
-
-
-def correlation_table_at_k(measures: pd.DataFrame, e2e: pd.DataFrame, k: int, n_resamples: int = 1000,
-                           with_rprec: bool = False) -> pd.DataFrame:
-    """Kendall tau-b and Spearman rho (bootstrap CIs) between every (label method, measure@k) and E2E EM@k
-    across queries: eRAG's Table 1 at k. ``measures``: method, measure, query_id, value; ``e2e``: query_id, k,
-    score. ``with_rprec`` adds R-precision (no cutoff) against the same E2E score."""
-    at_k = e2e[e2e["k"] == k]
-    downstream = dict(zip(at_k["query_id"], at_k["score"]))
-    wanted = measures["measure"].str.endswith(f"@{k}")
-    if with_rprec:
-        wanted |= measures["measure"] == "Rprec"
-    table = compute_correlation_table(measures[wanted], downstream, n_resamples=n_resamples)
-    table.insert(2, "family", table["measure"].map(measure_family))
-    return table
-
-
-def correlation_at_k(reader: RunReader, k: int, n_resamples: int = 1000) -> pd.DataFrame:
-    """:func:`correlation_table_at_k` of a run file."""
+def read_correlation_table(reader: RunReader, k: int, n_resamples: int = 1000) -> pd.DataFrame:
+    """:func:`rageval.correlations.correlation_table_at_k` of a run file."""
     return correlation_table_at_k(reader.measure_table(), reader.e2e_table(), k, n_resamples)
 
 
-def _best_row(rows: pd.DataFrame) -> pd.Series:
-    """The row with the highest ``tau``; ties go to the measure first in :data:`MEASURE_ORDER`."""
-    return rows.loc[min(rows.index, key=lambda i: (-rows.at[i, "tau"], measure_sort_key(rows.at[i, "measure"])))]
-
-
-def best_measures(correlations: pd.DataFrame, cutoff: int) -> pd.DataFrame:
-    """Per label method, the measure at ``cutoff`` with the highest Kendall's tau in ``correlations`` (ties go
-    to the first in :data:`MEASURE_ORDER`), best method first. Measures without a cutoff (R-precision) and
-    undefined taus are left out, so a method whose every tau is undefined is absent."""
-    at_k = correlations[correlations["measure"].str.endswith(f"@{cutoff}")].dropna(subset=["tau"])
-    best = [_best_row(group) for _, group in at_k.groupby("method", sort=True)]
-    frame = pd.DataFrame(best, columns=correlations.columns)
-    return frame.sort_values("tau", ascending=False, kind="stable").reset_index(drop=True)
-
-
-def k_sweep_from_frames(measures: pd.DataFrame, e2e: pd.DataFrame, main_k: int | None) -> pd.DataFrame:
-    """eRAG's Figure 1: for each label method, the measure family whose Kendall's tau with the E2E score is
-    highest at ``main_k`` (ties: first in :data:`MEASURE_ORDER`), then its tau at every k of the sweep
-    (``family@k`` against the E2E score at that k; point estimates, no bootstrap).
-
-    ``measures``: method, measure, query_id, value; ``e2e``: query_id, k, score. Returns one row per
-    (method, k): method, family, measure, k, tau, n (none when ``main_k`` is None: a run without E2E outputs).
-    """
-    columns = ["method", "family", "measure", "k", "tau", "n"]
-    taus = []
-    for k in sorted(e2e["k"].unique()):
-        downstream = e2e[e2e["k"] == k].set_index("query_id")["score"]
-        at_k = measures[measures["measure"].str.endswith(f"@{k}") & measures["query_id"].isin(downstream.index)]
-        for (method, measure), group in at_k.groupby(["method", "measure"], sort=True):
-            tau = kendall_tau_b(group["value"].to_numpy(float), downstream.loc[group["query_id"]].to_numpy(float))
-            taus.append({"method": method, "family": measure_family(measure), "measure": measure, "k": int(k),
-                         "tau": tau, "n": len(group)})
-    taus = pd.DataFrame(taus, columns=columns)
-    at_main = taus[(taus["k"] == main_k)].dropna(subset=["tau"])
-    rows = []
-    for method, group in at_main.groupby("method", sort=True):
-        best = _best_row(group)
-        rows.append(taus[(taus["method"] == method) & (taus["family"] == best["family"])])
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=columns)
-
-
-def k_sweep(reader: RunReader) -> pd.DataFrame:
-    """:func:`k_sweep_from_frames` of a run file, best families chosen at its main k."""
+def read_k_sweep(reader: RunReader) -> pd.DataFrame:
+    """:func:`rageval.correlations.k_sweep_from_frames` of a run file, best families chosen at its main k."""
     return k_sweep_from_frames(reader.measure_table(), reader.e2e_table(), reader.main_k())
 
 
@@ -201,10 +135,6 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
-def _method_rank(method: str) -> int:
-    return METHOD_ORDER.index(method) if method in METHOD_ORDER else len(METHOD_ORDER)
-
-
 def provenance(settings: Mapping, n: int | None = None) -> str:
     n = settings.get("num_queries") if n is None else n
     return (f"{settings.get('dataset')}, {n} questions; retriever: {settings.get('retriever')}; "
@@ -215,7 +145,7 @@ def table1_markdown(settings: Mapping, table: pd.DataFrame, k: int) -> str:
     """eRAG Table 1 at ``k`` (a :func:`correlation_table_at_k` result) next to the paper's numbers."""
     paper = paper_table1(str(settings.get("dataset")), str(settings.get("retriever_name")))
     rows = []
-    for row in sorted(table.to_dict("records"), key=lambda r: (_method_rank(r["method"]),
+    for row in sorted(table.to_dict("records"), key=lambda r: (method_sort_key(r["method"]),
                                                                measure_sort_key(r["measure"]))):
         published = (paper or {}).get(row["method"], {}).get(row["family"])
         rows.append([row["method"], PAPER_MEASURE_NAMES.get(row["family"], row["family"]) + f"@{k}", str(row["n"]),
@@ -233,7 +163,7 @@ def best_markdown(table: pd.DataFrame, k: int) -> str:
 
 
 def sweep_markdown(reader: RunReader) -> str:
-    sweep = k_sweep(reader)
+    sweep = read_k_sweep(reader)
     if sweep.empty:
         e2e, k = reader.e2e_table(), reader.main_k()
         at_k = e2e[e2e["k"] == k]["score"]
@@ -241,7 +171,7 @@ def sweep_markdown(reader: RunReader) -> str:
             return (f"_(no k sweep: the E2E exact match at the main k = {k} is {at_k.iloc[0]:g} for all {len(at_k)} "
                     "questions, so no correlation with it is defined)_")
         return "_(no k sweep in this run)_"
-    methods = sorted(sweep["method"].unique(), key=_method_rank)
+    methods = sorted(sweep["method"].unique(), key=method_sort_key)
     family = {m: measure_family(sweep[sweep["method"] == m]["measure"].iloc[0]) for m in methods}
     rows = []
     for k in sorted(sweep["k"].unique()):
@@ -376,8 +306,8 @@ def write_results(runs_dir: Path, out_path: Path, cost_path: Path | None = None)
 
 
 def _ium_section(runs_dir: Path) -> list[str]:
-    """The IUM section from the IUM runs under ``runs_dir / "ium"`` (:func:`rageval.ium.report.ium_report`)."""
-    from rageval.ium.report import ium_report
+    """The IUM section from the IUM runs under ``runs_dir / "ium"`` (:func:`rageval.ium.results_section.ium_report`)."""
+    from rageval.ium.results_section import ium_report
 
     return ium_report(runs_dir / "ium")
 
@@ -385,7 +315,7 @@ def _ium_section(runs_dir: Path) -> list[str]:
 def _attribution_section(runs_dir: Path) -> list[str]:
     """The HAGRID attributed-answer section, when its run or the NLI test report exists under ``runs_dir``."""
     from rageval.attribution.experiment import AttributionPlan
-    from rageval.attribution.report import attribution_sections
+    from rageval.attribution.results_section import attribution_sections
 
     run_path = runs_dir / "attribution" / AttributionPlan().file_name
     nli_report = runs_dir / "nli" / "nli_test_report.json"
@@ -412,7 +342,7 @@ def _erag_sections(present: Mapping[str, Path]) -> list[str]:
             if k is None:
                 out += [f"### {name}", "", "_(no E2E outputs in this run: nothing to correlate with)_", ""]
                 continue
-            table = correlation_at_k(reader, k)
+            table = read_correlation_table(reader, k)
             out += [f"### {name} (k = {k})", "", provenance(s) + ".", "", "Best measure per label method:", "",
                     best_markdown(table, k), ""]
             out += ["<details><summary>Every measure, next to the paper</summary>", "", table1_markdown(s, table, k),
