@@ -47,9 +47,12 @@ def erag_prompts(count: int) -> list[str]:
     """eRAG prompts (question + one passage, the default few-shot QA prompt) of the shipped run, in rank order,
     repeated when ``count`` exceeds them."""
     with RunReader(SHIPPED_RUN) as reader:
-        rows = reader._connection.execute(
-            "SELECT q.text, p.passage_id, p.title, p.text FROM rankings r JOIN queries q USING (query_id) "
-            "JOIN passages p USING (passage_id) ORDER BY r.query_id, r.rank").fetchall()
+        questions = {query.query_id: query.text for query in reader.queries()}
+        rankings = reader.rankings()  # by query id, then rank
+        passages = reader.passages(pid for ranking in rankings.values() for pid in ranking.passage_ids)
+    rows = [(questions[query_id], pid, passages[pid].title, passages[pid].text)
+            for query_id, ranking in rankings.items() if query_id in questions
+            for pid in ranking.passage_ids if pid in passages]
     from rageval.types import Passage
 
     prompts = [build_qa_prompt(question, [Passage(pid, title, text, "")]) for question, pid, title, text in rows]

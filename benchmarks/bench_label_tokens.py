@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
 from rageval.prompts import build_qa_prompt
-from rageval.store import RunReader
+from rageval.store import read_run
 from rageval.types import Passage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,10 +43,11 @@ def main() -> int:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(args.tokenizer or converted_model_dir(), local_files_only=True)
-    with RunReader(args.run) as reader:
-        rows = reader._connection.execute(
-            "SELECT q.text, p.passage_id, p.title, p.text, o.output FROM doc_outputs o "
-            "JOIN queries q USING (query_id) JOIN passages p USING (passage_id)").fetchall()
+    run = read_run(args.run)
+    questions = {query.query_id: query.text for query in run.queries}
+    passages = {passage.passage_id: passage for passage in run.passages}
+    rows = [(questions[o.query_id], o.passage_id, passages[o.passage_id].title, passages[o.passage_id].text, o.output)
+            for o in run.doc_outputs if o.query_id in questions and o.passage_id in passages]
     prompts = [build_qa_prompt(question, [Passage(pid, title, text, "")]) for question, pid, title, text, _ in rows]
     prompt_tokens = [len(ids) for ids in tokenizer(prompts, add_special_tokens=True)["input_ids"]]
     answer_tokens = [len(ids) for ids in tokenizer([r[4] for r in rows], add_special_tokens=False)["input_ids"]]

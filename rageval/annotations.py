@@ -34,7 +34,6 @@ import json
 import math
 import os
 import sqlite3
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,14 +44,15 @@ from typing import ClassVar
 import pandas as pd
 
 from rageval.store.files import (
-    ANNOTATIONS,
     check_shape,
     open_for_write,
     open_readonly,
     reading,
     schema_shape,
     stamp,
+    write_sqlite_atomically,
 )
+from rageval.store.schemas import ANNOTATIONS, ANNOTATIONS_SCHEMA, ANNOTATIONS_SCHEMAS, upgrade_annotation_file
 
 SCHEMA_VERSION = ANNOTATIONS.version
 ANNOTATIONS_FILE = "annotations.sqlite"
@@ -77,61 +77,7 @@ STATEMENT_METHODS = {"supported": "nli:autoais", "alce_recall": "nli:alce", "hum
 CITATION_METHODS = ("nli:autoais", "nli:alce")
 DEFAULT_SAMPLE_SIZE = 50
 
-_SCHEMA_V1 = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE labels (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
-    query_id TEXT NOT NULL,
-    passage_id TEXT NOT NULL DEFAULT '',
-    scenario TEXT NOT NULL DEFAULT '',
-    answer_id TEXT NOT NULL DEFAULT '',
-    statement INTEGER,
-    label INTEGER NOT NULL CHECK (label IN (0, 1)),
-    annotator TEXT NOT NULL CHECK (length(trim(annotator)) > 0),
-    labelled_at TEXT NOT NULL,
-    note TEXT NOT NULL DEFAULT '');
-CREATE INDEX labels_by_run ON labels (run, kind, annotator);
-"""
-_LABELS_V2 = """
-CREATE TABLE labels (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
-    query_id TEXT NOT NULL,
-    passage_id TEXT NOT NULL DEFAULT '',
-    scenario TEXT NOT NULL DEFAULT '',
-    answer_id TEXT NOT NULL DEFAULT '',
-    statement INTEGER,
-    label INTEGER CHECK (label IN (0, 1)),
-    status TEXT NOT NULL DEFAULT 'labelled' CHECK (status IN ('labelled', 'unsure', 'skipped')),
-    annotator TEXT NOT NULL CHECK (length(trim(annotator)) > 0),
-    labelled_at TEXT NOT NULL,
-    note TEXT NOT NULL DEFAULT '',
-    CHECK ((status = 'labelled') = (label IS NOT NULL)));
-"""
-_SAMPLES_V2 = """
-CREATE TABLE samples (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run TEXT NOT NULL,
-    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
-    size INTEGER NOT NULL,
-    seed INTEGER NOT NULL,
-    population INTEGER NOT NULL,
-    created_by TEXT NOT NULL,
-    created_at TEXT NOT NULL);
-CREATE TABLE sample_items (
-    sample_id INTEGER NOT NULL REFERENCES samples (id),
-    position INTEGER NOT NULL,
-    query_id TEXT NOT NULL,
-    passage_id TEXT NOT NULL,
-    PRIMARY KEY (sample_id, position));
-"""
-_SCHEMA = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" + _LABELS_V2
-           + "CREATE INDEX labels_by_run ON labels (run, kind, annotator);" + _SAMPLES_V2)
-_SHAPE = schema_shape(_SCHEMA)
-_SHAPES = {1: schema_shape(_SCHEMA_V1), 2: _SHAPE}
+_SHAPES = {version: schema_shape(schema) for version, schema in ANNOTATIONS_SCHEMAS.items()}
 
 
 @dataclass(frozen=True)
@@ -197,30 +143,12 @@ class AnnotationStore:
 
     def _create(self) -> None:
         """Build the empty file in a hidden sibling and link it into place (never over an existing file)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp_name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
-        os.close(handle)
-        try:
-            connection = sqlite3.connect(temp_name)
-            try:
-                stamp(connection, ANNOTATIONS)
-                connection.executescript(_SCHEMA)
-                connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                connection.commit()
-            finally:
-                connection.close()
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temp_name, 0o666 & ~umask)  # mkstemp makes the file private; this one is an ordinary file
-            try:
-                os.link(temp_name, self.path)  # atomic, and fails if another process created the file first
-            except FileExistsError:
-                pass
-            except OSError:  # a file system without hard links: rename, unless someone was quicker
-                if not self.path.exists():
-                    os.replace(temp_name, self.path)
-        finally:
-            Path(temp_name).unlink(missing_ok=True)
+        def fill(connection: sqlite3.Connection) -> None:
+            stamp(connection, ANNOTATIONS)
+            connection.executescript(ANNOTATIONS_SCHEMA)
+            connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+        write_sqlite_atomically(self.path, fill, overwrite=False)
         self._check()
 
     @contextmanager
@@ -232,7 +160,7 @@ class AnnotationStore:
         try:
             with reading(self.path, ANNOTATIONS):
                 if write:
-                    _upgrade(connection)
+                    upgrade_annotation_file(connection)
                 yield connection
         finally:
             connection.close()
@@ -344,40 +272,6 @@ class AnnotationStore:
                                       "ORDER BY position", connection, params=(row[0],))
             return Sample(int(row[0]), run, kind, int(row[1]), int(row[2]), int(row[3]), str(row[4]), str(row[5]),
                           items.astype({"position": "int64", "query_id": "object", "passage_id": "object"}))
-
-
-def _upgrade(connection: sqlite3.Connection) -> None:
-    """Upgrade a v1 annotation file to v2 in one transaction (rows kept, ids kept, each one "labelled")."""
-    if int(connection.execute("PRAGMA user_version").fetchone()[0]) >= SCHEMA_VERSION:
-        return
-    isolation = connection.isolation_level
-    connection.isolation_level = None
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            if int(connection.execute("PRAGMA user_version").fetchone()[0]) < SCHEMA_VERSION:  # not done meanwhile
-                connection.execute("ALTER TABLE labels RENAME TO labels_v1")
-                connection.execute("DROP INDEX labels_by_run")
-                for statement in _LABELS_V2.split(";"):
-                    if statement.strip():
-                        connection.execute(statement)
-                connection.execute("CREATE INDEX labels_by_run ON labels (run, kind, annotator)")
-                for statement in _SAMPLES_V2.split(";"):
-                    if statement.strip():
-                        connection.execute(statement)
-                connection.execute(
-                    "INSERT INTO labels (id, run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
-                    "status, annotator, labelled_at, note) SELECT id, run, kind, query_id, passage_id, scenario, "
-                    "answer_id, statement, label, 'labelled', annotator, labelled_at, note FROM labels_v1")
-                connection.execute("DROP TABLE labels_v1")
-                connection.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-    finally:
-        connection.isolation_level = isolation
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,6 @@ import pandas as pd
 
 from rageval.errors import StoreError
 from rageval.store.files import (
-    ATTRIBUTION,
     check_settings,
     check_shape,
     checked_reads,
@@ -42,42 +41,11 @@ from rageval.store.files import (
     stamp,
     write_sqlite_atomically,
 )
+from rageval.store.schemas import ATTRIBUTION, ATTRIBUTION_SCHEMA
 from rageval.store.text import text_window
 
 SCHEMA_VERSION = ATTRIBUTION.version
 
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE queries (query_id TEXT PRIMARY KEY, text TEXT NOT NULL, relevant_ids TEXT NOT NULL);
-CREATE TABLE input_passages (
-    scenario TEXT NOT NULL, query_id TEXT NOT NULL, number INTEGER NOT NULL, passage_id TEXT NOT NULL,
-    title TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (scenario, query_id, number));
-CREATE TABLE answers (
-    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, text TEXT NOT NULL,
-    human_attributable INTEGER, human_informative INTEGER, PRIMARY KEY (scenario, query_id, answer_id));
-CREATE TABLE statements (
-    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, statement INTEGER NOT NULL,
-    text TEXT NOT NULL, raw TEXT NOT NULL, citations TEXT NOT NULL, human_attributable INTEGER,
-    supported INTEGER, alce_recall INTEGER, PRIMARY KEY (scenario, query_id, answer_id, statement));
-CREATE TABLE entailment (
-    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, statement INTEGER NOT NULL,
-    number INTEGER NOT NULL, probability REAL NOT NULL,
-    PRIMARY KEY (scenario, query_id, answer_id, statement, number));
-CREATE TABLE answer_metrics (
-    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, metric TEXT NOT NULL,
-    value REAL NOT NULL, PRIMARY KEY (scenario, query_id, answer_id, metric));
-CREATE TABLE retrieval_rankings (
-    system TEXT NOT NULL, query_id TEXT NOT NULL, rank INTEGER NOT NULL, passage_id TEXT NOT NULL,
-    score REAL NOT NULL, PRIMARY KEY (system, query_id, rank));
-CREATE TABLE retrieval_measures (
-    system TEXT NOT NULL, query_id TEXT NOT NULL, measure TEXT NOT NULL, value REAL NOT NULL,
-    PRIMARY KEY (system, query_id, measure));
-CREATE TABLE subqueries (query_id TEXT NOT NULL, position INTEGER NOT NULL, text TEXT NOT NULL,
-    PRIMARY KEY (query_id, position));
-CREATE TABLE agreement (
-    level TEXT NOT NULL, score TEXT NOT NULL, n INTEGER NOT NULL, pearson REAL, spearman REAL, accuracy REAL,
-    human_positive_rate REAL, model_positive_rate REAL, PRIMARY KEY (level, score));
-"""
 
 
 @dataclass
@@ -104,7 +72,7 @@ def write_attribution_run(run: AttributionRun, path: str | os.PathLike) -> Path:
 
 def _fill(connection: sqlite3.Connection, run: AttributionRun) -> None:
     stamp(connection, ATTRIBUTION)
-    connection.executescript(_SCHEMA)
+    connection.executescript(ATTRIBUTION_SCHEMA)
     connection.executemany("INSERT INTO meta VALUES (?, ?)", [
         ("schema_version", str(SCHEMA_VERSION)), ("settings", json.dumps(dict(run.settings), sort_keys=True))])
     connection.executemany("INSERT INTO queries VALUES (?, ?, ?)",
@@ -146,7 +114,7 @@ def _fill(connection: sqlite3.Connection, run: AttributionRun) -> None:
          _nullable(a.human_positive_rate), _nullable(a.model_positive_rate)) for a in run.agreement])
 
 
-_SHAPE = schema_shape(_SCHEMA)
+_SHAPE = schema_shape(ATTRIBUTION_SCHEMA)
 #: The settings the views compute with, each with its JSON type in words and its test (see check_settings).
 SETTINGS_TYPES = {
     "invalid_citations": ("an object of counts with a list of {line} objects",
@@ -227,6 +195,26 @@ class AttributionReader:
                            (scenario, query_id, answer_id))
         return frame.pivot(index="statement", columns="number", values="probability")
 
+    def summary(self) -> dict[str, Any]:
+        """What the file holds (:func:`attribution_summary`); StoreError naming the file for an incomplete one."""
+        connection = self._connection
+        try:
+            statements, pairs, answers = (connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                                          for table in ("statements", "entailment", "answers"))
+            metrics = {metric: float(value) for metric, value in connection.execute(
+                "SELECT metric, AVG(value) FROM answer_metrics GROUP BY metric ORDER BY metric")}
+            scenarios: dict[str, dict[str, float]] = {}
+            for scenario, metric, value in connection.execute(
+                    "SELECT scenario, metric, AVG(value) FROM answer_metrics GROUP BY scenario, metric "
+                    "ORDER BY scenario, metric"):
+                scenarios.setdefault(scenario, {})[metric] = float(value)
+            invalid = connection.execute("SELECT COALESCE(SUM(value), 0) FROM answer_metrics "
+                                         "WHERE metric = 'invalid_citations'").fetchone()[0]
+        except (sqlite3.Error, OSError, TypeError, ValueError) as error:
+            raise StoreError(f"{self.path}: not a complete attribution run file ({error})") from error
+        return {"statements": int(statements), "pairs": int(pairs), "answers": int(answers), "metrics": metrics,
+                "scenarios": scenarios, "invalid_citations": int(invalid)}
+
 
 def agreement_rows(agreements: Sequence[Any]) -> list[dict[str, Any]]:
     return [asdict(a) for a in agreements]
@@ -241,20 +229,4 @@ def attribution_summary(path: str | os.PathLike) -> dict[str, Any]:
     :class:`StoreError` for anything that is not a readable attribution run file.
     """
     with AttributionReader(path) as reader:
-        try:
-            connection = reader._connection
-            statements, pairs, answers = (connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-                                          for table in ("statements", "entailment", "answers"))
-            metrics = {metric: float(value) for metric, value in connection.execute(
-                "SELECT metric, AVG(value) FROM answer_metrics GROUP BY metric ORDER BY metric")}
-            scenarios: dict[str, dict[str, float]] = {}
-            for scenario, metric, value in connection.execute(
-                    "SELECT scenario, metric, AVG(value) FROM answer_metrics GROUP BY scenario, metric "
-                    "ORDER BY scenario, metric"):
-                scenarios.setdefault(scenario, {})[metric] = float(value)
-            invalid = connection.execute("SELECT COALESCE(SUM(value), 0) FROM answer_metrics "
-                                         "WHERE metric = 'invalid_citations'").fetchone()[0]
-        except (sqlite3.Error, OSError, TypeError, ValueError) as error:
-            raise StoreError(f"{reader.path}: not a complete attribution run file ({error})") from error
-    return {"statements": int(statements), "pairs": int(pairs), "answers": int(answers), "metrics": metrics,
-            "scenarios": scenarios, "invalid_citations": int(invalid)}
+        return reader.summary()

@@ -17,21 +17,14 @@ def print_summary(path: Path) -> None:
 
     with RunReader(path) as reader:
         settings = reader.settings()
-        connection = reader._connection
         print(f"{settings.get('dataset')} | {settings.get('retriever')} | k={settings.get('k')} | "
               f"{settings.get('model_id')} | {settings.get('num_queries')} queries")
-        for method, share, count in connection.execute(
-                "SELECT method, AVG(value), COUNT(*) FROM labels GROUP BY method ORDER BY method"):
+        for method, share, count in reader.label_shares():
             print(f"  share of labels = 1 ({method}): {_number(share):.3f} over {count} labels")
-        main_k = reader.main_k()
-        mean, answered = connection.execute(
-            "SELECT AVG(e.score), COUNT(e.score) FROM queries q "
-            "LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = ?",
-            (main_k if main_k is not None else -1,)).fetchone()
+        mean, answered = reader.e2e_mean(reader.main_k())
         print(f"  E2E {settings.get('e2e_metric') or settings.get('label_metric')}: {_number(mean):.3f} "
               f"over {answered} queries")
-        means = connection.execute("SELECT method, measure, AVG(value) FROM measure_values "
-                                   "GROUP BY method, measure ORDER BY method, measure").fetchall()
+        means = reader.measure_means()
         if means:
             print(measure_means_table(means))
 

@@ -18,20 +18,11 @@ from pathlib import Path
 
 from rageval.errors import StoreError
 from rageval.generation.base import DecodingSettings, Generator
-from rageval.store.files import LLM_CACHE, checked_reads, open_for_write, stamp
+from rageval.store.files import checked_reads, open_for_write, stamp
+from rageval.store.schemas import LLM_CACHE, LLM_CACHE_SCHEMA
 
 SCHEMA_VERSION = LLM_CACHE.version
 _LOOKUP_CHUNK = 500  # stays under SQLite's bound-parameter limit (999 on old builds)
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS llm_calls (
-    key      TEXT PRIMARY KEY,  -- sha256 hex of canonical JSON [model_id, prompt, settings]
-    model_id TEXT NOT NULL,
-    settings TEXT NOT NULL,     -- canonical JSON of the DecodingSettings
-    output   TEXT NOT NULL,
-    created  REAL NOT NULL      -- Unix time the answer was generated
-) WITHOUT ROWID;
-"""
 
 
 def _canonical_json(value) -> str:
@@ -83,7 +74,7 @@ class LLMCache:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
             with self._transaction():
-                self._conn.execute(_SCHEMA)
+                self._conn.execute(LLM_CACHE_SCHEMA)
                 stamp(self._conn, LLM_CACHE)
         except (sqlite3.DatabaseError, StoreError) as exc:
             if hasattr(self, "_conn"):

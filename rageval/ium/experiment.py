@@ -371,11 +371,12 @@ def write_ium_run(result: IumResult, path: Path) -> Path:
     """Store ``result`` as an IUM run file (SQLite kind "RAGI"; one table per :class:`IumResult` field)."""
     import json
 
-    from rageval.store.files import IUM, stamp, write_sqlite_atomically
+    from rageval.store.files import stamp, write_sqlite_atomically
+    from rageval.store.schemas import IUM, IUM_META_SCHEMA
 
     def fill(connection) -> None:
         stamp(connection, IUM)
-        connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        connection.execute(IUM_META_SCHEMA)
         connection.executemany("INSERT INTO meta VALUES (?, ?)", [
             ("schema_version", str(IUM.version)), ("settings", json.dumps(result.settings, sort_keys=True))])
         for name in ("agents", "queries", "served", "outcomes", "feedback", "online_trained_on", "significance",
@@ -383,26 +384,6 @@ def write_ium_run(result: IumResult, path: Path) -> Path:
             getattr(result, name).to_sql(name, connection, index=False)
 
     return write_sqlite_atomically(path, fill)
-
-
-def _columns(text: str) -> dict[str, tuple[str, bool]]:
-    """``"name TEXT, k INTEGER"`` -> column -> (declared type, NOT NULL: never, pandas writes these tables)."""
-    return {name: (declared, False) for name, declared in (item.split() for item in text.split(","))}
-
-
-#: The columns of each table the readers use, as pandas writes them (a run may lack a table: it reads as empty).
-IUM_SHAPE = {
-    "agents": _columns("name TEXT, dataset TEXT, task_id TEXT, model_id TEXT, k INTEGER, utility TEXT"),
-    "queries": _columns("agent TEXT, split TEXT, query_id TEXT, text TEXT, answers TEXT"),
-    "served": _columns("method TEXT, agent TEXT, query_id TEXT, rank INTEGER, passage_id TEXT"),
-    "outcomes": _columns("method TEXT, agent TEXT, query_id TEXT, output TEXT, score REAL"),
-    "feedback": _columns("phase TEXT, agent TEXT, query_id TEXT, passage_id TEXT, utility REAL"),
-    "online_trained_on": _columns("method TEXT, agent TEXT, query_id TEXT, trained_on TEXT"),
-    "significance": _columns("agent TEXT, method_a TEXT, method_b TEXT, n INTEGER, only_a INTEGER, only_b INTEGER, "
-                             "p_value REAL"),
-    "personalisation": _columns("method TEXT, agent_a TEXT, agent_b TEXT, query_id TEXT, kendall_tau REAL, "
-                                "jaccard REAL"),
-}
 
 
 def _ium_settings_types() -> dict:
@@ -417,11 +398,12 @@ def read_ium_run(path: Path) -> tuple[dict, dict[str, pd.DataFrame]]:
     """(settings, tables) of an IUM run file (kind "RAGI", schema version 1: one table per :class:`IumResult`
     field); raises StoreError naming the file for another kind of file, a newer schema, or a damaged file (tables
     of another shape included)."""
-    from rageval.store.files import IUM, check_settings, check_shape, json_object, open_readonly, reading
+    from rageval.store.files import check_settings, check_shape, json_object, open_readonly, reading
+    from rageval.store.schemas import IUM, IUM_TABLES
 
     connection = open_readonly(path, IUM)
     try:
-        check_shape(connection, path, IUM, IUM_SHAPE, ())
+        check_shape(connection, path, IUM, IUM_TABLES, ())
         with reading(path, IUM):
             row = connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
             settings = check_settings(json_object(row[0], path, IUM), path, IUM, _ium_settings_types()) if row else {}

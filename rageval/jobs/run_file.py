@@ -5,10 +5,8 @@ rolls back a commit the kill cut short)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,9 +19,9 @@ from rageval.erag.measures import STORED_MEASURES
 from rageval.errors import StoreError
 from rageval.jobs.spec import JobError, JobSpec
 from rageval.measures import parse_measure_list
-from rageval.store import RUN, Correlation, Label, LabelEvidence, MeasureValue, RunReader, open_for_write, open_readonly
+from rageval.store import Correlation, Label, LabelEvidence, MeasureValue, RunReader
 from rageval.store.files import recover_hot_journal
-from rageval.store.runs import CORRELATION_COLUMNS
+from rageval.store.run_writer import RunWriter
 from rageval.types import Passage, Query, Ranking
 
 #: How long a worker waits for a dashboard reader to release the run file before a write fails.
@@ -75,50 +73,27 @@ def read_job_inputs(spec: JobSpec) -> JobInputs:
         if not items:
             raise JobError(f"{spec.run_path}: the chosen queries have no ranked passages to re-score")
         queries = {q: reader.query(q) for q in chosen}
-    passages = _read_passages(spec.run_path, {pid for _, pid in items})
+        passage_ids = {pid for _, pid in items}
+        passages = reader.passages(passage_ids)
+    missing = passage_ids - set(passages)
+    if missing:
+        raise JobError(f"{spec.run_path}: ranked passage {min(missing)!r} is not in the run's passages table")
     return JobInputs(queries, rankings, passages, items, settings)
 
 
-def _read_passages(path: str, passage_ids: set[str]) -> dict[str, Passage]:
-    ids = sorted(passage_ids)
-    found: dict[str, Passage] = {}
-    connection = open_readonly(path, RUN)
-    try:
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            rows = connection.execute(f"SELECT passage_id, title, text, source FROM passages WHERE passage_id IN "
-                                      f"({','.join('?' * len(chunk))})", chunk)
-            found.update({row[0]: Passage(*row) for row in rows})
-    finally:
-        connection.close()
-    missing = passage_ids - set(found)
-    if missing:
-        raise JobError(f"{path}: ranked passage {min(missing)!r} is not in the run's passages table")
-    return found
-
-
 @contextmanager
-def _run_transaction(path: str | os.PathLike) -> Iterator[sqlite3.Connection]:
-    """A write transaction on a run file in place (not the atomic rewrite of ``store.write_run``: results must
-    appear as they are produced, and a commit is what survives a kill). Waits up to
-    :data:`RUN_WRITE_TIMEOUT_S` for readers."""
+def _run_transaction(path: str | os.PathLike) -> Iterator[RunWriter]:
+    """A write transaction on a run file in place (:class:`~rageval.store.run_writer.RunWriter`), its errors on
+    opening as :class:`JobError`. Waits up to :data:`RUN_WRITE_TIMEOUT_S` for readers."""
     path = Path(path)
     if not path.is_file():
         raise JobError(f"{path}: " + ("is a folder; expected a run file" if path.is_dir() else "no such run file"))
     try:
-        connection = open_for_write(path, RUN, timeout_s=RUN_WRITE_TIMEOUT_S, isolation_level=None)
+        writer = RunWriter(path, timeout_s=RUN_WRITE_TIMEOUT_S)
     except StoreError as error:
         raise JobError(str(error)) from error
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            yield connection
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
-    finally:
-        connection.close()
+    with writer:
+        yield writer
 
 
 def recover_run_file(path: str | os.PathLike) -> bool:
@@ -131,13 +106,8 @@ def recover_run_file(path: str | os.PathLike) -> bool:
 
 def write_labels(path: str | os.PathLike, labels: Sequence[Label], evidence: Sequence[LabelEvidence]) -> None:
     """Insert (or replace) labels and their evidence in the run file, in one committed transaction."""
-    with _run_transaction(path) as conn:
-        conn.execute("CREATE TABLE IF NOT EXISTS label_evidence (method TEXT NOT NULL, query_id TEXT NOT NULL, "
-                     "passage_id TEXT NOT NULL, evidence TEXT NOT NULL, PRIMARY KEY (method, query_id, passage_id))")
-        conn.executemany("INSERT OR REPLACE INTO labels VALUES (?, ?, ?, ?)",
-                         [(x.method, x.query_id, x.passage_id, float(x.value)) for x in labels])
-        conn.executemany("INSERT OR REPLACE INTO label_evidence VALUES (?, ?, ?, ?)",
-                         [(e.method, e.query_id, e.passage_id, e.evidence) for e in evidence])
+    with _run_transaction(path) as writer:
+        writer.put_labels(labels, evidence)
 
 
 def labelled_items(path: str | os.PathLike, method: str) -> set[tuple[str, str]]:
@@ -148,11 +118,8 @@ def labelled_items(path: str | os.PathLike, method: str) -> set[tuple[str, str]]
 
 
 def _update_settings(path: str | os.PathLike, change: Callable[[dict], None]) -> None:
-    with _run_transaction(path) as conn:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        settings = json.loads(row[0]) if row else {}
-        change(settings)
-        conn.execute("INSERT OR REPLACE INTO meta VALUES ('settings', ?)", (json.dumps(settings, sort_keys=True),))
+    with _run_transaction(path) as writer:
+        writer.update_settings(change)
 
 
 def record_provenance(path: str | os.PathLike, method: str, entry: Mapping) -> None:
@@ -209,11 +176,8 @@ def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking
 def run_cutoffs(path: str | os.PathLike) -> list[int]:
     """The cutoffs of the measures of the stored set a run already stores (``P@5`` -> 5), ascending; the cutoffs of
     a user's own measures (``P(rel=2)@7``, ``DCG@7``) do not add to the stored set."""
-    connection = open_readonly(path, RUN)
-    try:
-        names = [row[0] for row in connection.execute("SELECT DISTINCT measure FROM measure_values")]
-    finally:
-        connection.close()
+    with RunReader(path) as reader:
+        names = set(reader.measure_names()["measure"])
     stored = [re.fullmatch(r"([A-Za-z]+)@(\d+)", name) for name in names]
     return sorted({int(match.group(2)) for match in stored if match and match.group(1) in STORED_MEASURES})
 
@@ -226,14 +190,10 @@ def write_method_measures(path: str | os.PathLike, method: str, base_method: str
         extras = reader.settings().get("extra_measures") or ()
     values = compute_method_measures(labels, rankings, run_cutoffs(path), base_method, method, extras)
     correlations = _method_correlations(path, values)
-    with _run_transaction(path) as conn:
-        conn.execute("DELETE FROM measure_values WHERE method = ?", (method,))
-        conn.executemany("INSERT INTO measure_values VALUES (?, ?, ?, ?)",
-                         [(v.method, v.measure, v.query_id, v.value) for v in values])
+    with _run_transaction(path) as writer:
+        writer.replace_measure_values(method, values)
         if correlations is not None:
-            conn.execute("DELETE FROM correlations WHERE method = ?", (method,))
-            conn.executemany(f"INSERT INTO correlations VALUES ({', '.join('?' * len(CORRELATION_COLUMNS))})",
-                             [dataclasses.astuple(c) for c in correlations])
+            writer.replace_correlations(method, correlations)
     return values
 
 

@@ -14,39 +14,10 @@ from typing import Self
 
 from rageval.errors import StoreError
 from rageval.jobs.spec import QUEUED, RUNNING, Job, JobError, JobSpec, worker_alive
-from rageval.store import JOBS, open_for_write, stamp
-from rageval.store.files import checked_reads
+from rageval.store.files import checked_reads, open_for_write, stamp
+from rageval.store.schemas import JOBS, JOBS_MIGRATIONS, JOBS_SCHEMA
 
 SCHEMA_VERSION = JOBS.version  # 2: the stage column of the complete job
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    job_id           INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_path         TEXT NOT NULL,     -- absolute path of the run file
-    method           TEXT NOT NULL,     -- label method the job writes, e.g. erag:em@gemma-3-270m
-    spec             TEXT NOT NULL,     -- JSON of the JobSpec
-    status           TEXT NOT NULL,     -- queued | running | done | failed | cancelled
-    total            INTEGER NOT NULL,  -- (query, passage) items the job labels
-    done             INTEGER NOT NULL DEFAULT 0,
-    done_at_start    INTEGER NOT NULL DEFAULT 0,  -- items already done when the current attempt began
-    attempts         INTEGER NOT NULL DEFAULT 0,
-    created          REAL NOT NULL,     -- Unix times
-    started          REAL,              -- the current attempt's start
-    items_started    REAL,              -- when it began labelling (after loading the model)
-    updated          REAL,              -- last committed batch
-    finished         REAL,
-    heartbeat        REAL,
-    pid              INTEGER,
-    model_id         TEXT,
-    device           TEXT,
-    log_path         TEXT,
-    cancel_requested INTEGER NOT NULL DEFAULT 0,
-    error            TEXT,
-    stage            TEXT               -- complete jobs: the pipeline stage that done/total count
-);
-"""
-#: Schema 1 -> 2: the stage column of complete jobs.
-_MIGRATIONS = {1: "ALTER TABLE jobs ADD COLUMN stage TEXT"}
 
 
 def default_jobs_db() -> Path:
@@ -77,10 +48,10 @@ class JobStore:
             if version < SCHEMA_VERSION:  # only a new or older file is written to on opening
                 with self._transaction():
                     if version == 0:
-                        self._conn.execute(_SCHEMA)
+                        self._conn.execute(JOBS_SCHEMA)
                     else:
                         for step in range(version, SCHEMA_VERSION):
-                            self._conn.execute(_MIGRATIONS[step])
+                            self._conn.execute(JOBS_MIGRATIONS[step])
                     stamp(self._conn, JOBS)
         except sqlite3.DatabaseError as error:
             raise StoreError(f"{self.path}: not a usable jobs database (SQLite said: {error})") from error

@@ -42,22 +42,16 @@ def run_summary(path: str | os.PathLike) -> dict[str, Any]:
 def _run_summary(path: Path) -> dict[str, Any]:
     summary = _empty()
     with RunReader(path) as reader, reading(path, RUN):
-        conn = reader._connection
-        summary["queries"] = conn.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+        summary["queries"] = reader.query_count()
         summary["labels"] = reader.label_counts()
         settings = reader.settings()
         metric = settings.get("e2e_metric") or settings.get("label_metric") or "em"
-        for k, mean, n in conn.execute("SELECT k, AVG(score), COUNT(*) FROM e2e_outputs GROUP BY k ORDER BY k"):
+        for k, mean, n in reader.e2e_means():
             summary["e2e"][str(k)] = {metric: mean, "n": n}
-        if "verdicts" in reader._tables:
-            for k, judge, yes, total in conn.execute(
-                    "SELECT k, judge, SUM(verdict), COUNT(*) FROM verdicts WHERE reference = 'semi_gold' "
-                    "GROUP BY k, judge ORDER BY k, judge"):
-                summary["reteval"].setdefault(str(k), {})[judge] = {"yes": int(yes), "no": int(total - yes)}
-        if "failure_cases" in reader._tables:
-            for k, category, count in conn.execute(
-                    "SELECT k, category, COUNT(*) FROM failure_cases GROUP BY k, category ORDER BY k, category"):
-                summary["failures"].setdefault(str(k), {})[category] = count
+        for k, judge, yes, total in reader.semi_gold_verdict_counts():
+            summary["reteval"].setdefault(str(k), {})[judge] = {"yes": int(yes), "no": int(total - yes)}
+        for k, category, count in reader.failure_case_counts():
+            summary["failures"].setdefault(str(k), {})[category] = count
     return summary
 
 

@@ -1,5 +1,6 @@
-"""rageval's SQLite files: run files (``runs``, their records in ``records``) and the one open/version/check of
-every kind of file (``files``). The names are re-exported here: ``from rageval.store import RunReader``."""
+"""rageval's SQLite files: the schema of every kind of file (``schemas``), the one open/version/check of each
+(``files``), run files (``runs``: read and written whole; ``run_writer``: written in place; their records in
+``records``). The names are re-exported here: ``from rageval.store import RunReader``."""
 
 from rageval.store.files import (
                                  ANNOTATIONS,
@@ -31,6 +32,7 @@ from rageval.store.records import (
                                  SemiGoldOutput,
                                  Verdict,
 )
+from rageval.store.run_writer import RunWriter
 from rageval.store.runs import (
                                  APPLICATION_ID,
                                  SCHEMA_VERSION,
@@ -49,7 +51,8 @@ ANNOTATION_APPLICATION_ID = ANNOTATIONS.application_id
 __all__ = [
     "ANNOTATIONS", "ANNOTATION_APPLICATION_ID", "APPLICATION_ID", "ATTRIBUTION", "ATTRIBUTION_APPLICATION_ID", "IUM",
     "IUM_APPLICATION_ID", "JOBS", "KINDS", "LLM_CACHE", "RUN", "SCHEMA_VERSION", "Correlation", "DocOutput",
-    "E2EOutput", "FailureCase", "Label", "LabelEvidence", "MeasureValue", "Run", "RunReader", "SemiGoldOutput",
-    "SqliteKind", "Verdict", "check_kind", "kind_of", "labels_as_qrels", "list_runs", "open_for_write", "open_readonly",
-    "read_run", "sqlite_application_id", "sqlite_uri", "stamp", "write_run", "write_sqlite_atomically",
+    "E2EOutput", "FailureCase", "Label", "LabelEvidence", "MeasureValue", "Run", "RunReader", "RunWriter",
+    "SemiGoldOutput", "SqliteKind", "Verdict", "check_kind", "kind_of", "labels_as_qrels", "list_runs",
+    "open_for_write", "open_readonly", "read_run", "sqlite_application_id", "sqlite_uri", "stamp", "write_run",
+    "write_sqlite_atomically",
 ]

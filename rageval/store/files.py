@@ -1,4 +1,5 @@
-"""The six kinds of SQLite file rageval writes, and the one way to open each: kind and schema version checked.
+"""The six kinds of SQLite file rageval writes (each defined with its schema in :mod:`rageval.store.schemas`), and
+the one way to open each: kind and schema version checked.
 
 Every file carries its kind in SQLite's ``application_id`` (four ASCII letters) and its schema version in
 ``user_version``; :func:`stamp` writes both, :func:`open_readonly` and :func:`open_for_write` check both and raise
@@ -30,44 +31,23 @@ import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rageval.errors import StoreError
 
+# The kinds are defined with their schemas (rageval.store.schemas) and named here too, beside the opening of them.
+from rageval.store.schemas import ANNOTATIONS as ANNOTATIONS
+from rageval.store.schemas import ATTRIBUTION as ATTRIBUTION
+from rageval.store.schemas import IUM as IUM
+from rageval.store.schemas import JOBS as JOBS
+from rageval.store.schemas import KINDS as KINDS
+from rageval.store.schemas import LLM_CACHE as LLM_CACHE
+from rageval.store.schemas import RUN as RUN
+from rageval.store.schemas import SqliteKind as SqliteKind
+
 if TYPE_CHECKING:
     import pandas as pd
-
-
-def _tag(letters: str) -> int:
-    return int.from_bytes(letters.encode("ascii"), "big")
-
-
-@dataclass(frozen=True)
-class SqliteKind:
-    """One kind of rageval SQLite file: its ``application_id``, the schema version this rageval writes and the
-    oldest it still reads."""
-
-    name: str          # in messages: "run schema version 3 is newer ..."
-    noun: str          # in messages: "not a rageval run file"
-    application_id: int
-    version: int
-    oldest: int = 1
-    unmarked_ok: bool = False  # files of this kind written before it had an application_id are accepted
-
-    @property
-    def tag(self) -> str:
-        return self.application_id.to_bytes(4, "big").decode("ascii")
-
-
-RUN = SqliteKind("run", "run file", _tag("RAGE"), version=2)  # v1: one E2E output per query (rageval.store.runs)
-ATTRIBUTION = SqliteKind("attribution", "attribution run file", _tag("RAGA"), version=1)
-IUM = SqliteKind("IUM", "IUM run file", _tag("RAGI"), version=1)
-ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=2)  # v1: labels 0/1 only, no samples
-JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=2, unmarked_ok=True)
-LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmarked_ok=True)
-KINDS = (RUN, ATTRIBUTION, IUM, ANNOTATIONS, JOBS, LLM_CACHE)
 
 
 def sqlite_uri(path: str | os.PathLike, mode: str = "ro", *, immutable: bool = False) -> str:
@@ -676,10 +656,13 @@ def write_text_atomically(path: str | os.PathLike, text: str) -> Path:
     return path
 
 
-def write_sqlite_atomically(path: str | os.PathLike, fill: Callable[[sqlite3.Connection], None]) -> Path:
+def write_sqlite_atomically(path: str | os.PathLike, fill: Callable[[sqlite3.Connection], None], *,
+                            overwrite: bool = True) -> Path:
     """Create the SQLite file ``path`` with ``fill(connection)`` in a temporary sibling, commit, then rename.
 
     A reader never sees half a file; a failure (or a kill) leaves any earlier file at ``path`` untouched.
+    ``overwrite=False``: the new file is linked into place only where ``path`` does not exist yet (a file another
+    process created first is kept, and the new one dropped): how a file that many writers share is created.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -695,8 +678,22 @@ def write_sqlite_atomically(path: str | os.PathLike, fill: Callable[[sqlite3.Con
             connection.commit()
         finally:
             connection.close()
-        os.replace(temp_name, path)
-    except BaseException:
+        if overwrite:
+            os.replace(temp_name, path)
+        else:
+            _link_new(Path(temp_name), path)
+    finally:
         Path(temp_name).unlink(missing_ok=True)
-        raise
     return path
+
+
+def _link_new(source: Path, path: Path) -> None:
+    """Give ``source`` the name ``path`` unless ``path`` exists (atomically where the file system has hard links;
+    else a rename, unless another process was quicker)."""
+    try:
+        os.link(source, path)  # atomic, and fails if another process created the file first
+    except FileExistsError:
+        pass
+    except OSError:  # a file system without hard links
+        if not path.exists():
+            os.replace(source, path)

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from rageval.errors import StoreError
 from rageval.store.files import (
-    RUN,
     check_settings,
     check_shape,
     checked_reads,
@@ -61,6 +60,7 @@ from rageval.store.records import (
     SemiGoldOutput,
     Verdict,
 )
+from rageval.store.schemas import CORRELATION_COLUMNS, RUN, RUN_REQUIRED_TABLES, RUN_SCHEMA
 from rageval.store.text import text_window
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
@@ -70,51 +70,10 @@ if TYPE_CHECKING:  # pandas is imported by the readers that return frames: `rage
 SCHEMA_VERSION = RUN.version
 APPLICATION_ID = RUN.application_id  # "RAGE": marks a SQLite file as a rageval run
 
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE queries (
-    query_id TEXT PRIMARY KEY, text TEXT NOT NULL, answers TEXT NOT NULL,
-    gold_passage_ids TEXT NOT NULL, dataset TEXT NOT NULL);
-CREATE TABLE passages (
-    passage_id TEXT PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL, source TEXT NOT NULL);
-CREATE TABLE rankings (
-    query_id TEXT NOT NULL, rank INTEGER NOT NULL, passage_id TEXT NOT NULL, score REAL NOT NULL,
-    PRIMARY KEY (query_id, rank));
-CREATE TABLE doc_outputs (
-    query_id TEXT NOT NULL, passage_id TEXT NOT NULL, output TEXT NOT NULL,
-    PRIMARY KEY (query_id, passage_id));
-CREATE TABLE labels (
-    method TEXT NOT NULL, query_id TEXT NOT NULL, passage_id TEXT NOT NULL, value REAL NOT NULL,
-    PRIMARY KEY (method, query_id, passage_id));
-CREATE TABLE e2e_outputs (
-    query_id TEXT NOT NULL, k INTEGER NOT NULL, output TEXT NOT NULL, score REAL NOT NULL,
-    PRIMARY KEY (query_id, k));
-CREATE TABLE measure_values (
-    method TEXT NOT NULL, measure TEXT NOT NULL, query_id TEXT NOT NULL, value REAL NOT NULL,
-    PRIMARY KEY (method, measure, query_id));
-CREATE TABLE label_evidence (
-    method TEXT NOT NULL, query_id TEXT NOT NULL, passage_id TEXT NOT NULL, evidence TEXT NOT NULL,
-    PRIMARY KEY (method, query_id, passage_id));
-CREATE TABLE semi_gold_outputs (
-    query_id TEXT NOT NULL, sample INTEGER NOT NULL, output TEXT NOT NULL, PRIMARY KEY (query_id, sample));
-CREATE TABLE verdicts (
-    judge TEXT NOT NULL, reference TEXT NOT NULL, query_id TEXT NOT NULL, k INTEGER NOT NULL,
-    verdict INTEGER NOT NULL, evidence TEXT NOT NULL, PRIMARY KEY (judge, reference, query_id, k));
-CREATE TABLE failure_cases (
-    judge TEXT NOT NULL, query_id TEXT NOT NULL, k INTEGER NOT NULL, category TEXT NOT NULL,
-    reason TEXT NOT NULL, PRIMARY KEY (judge, query_id, k, category));
-CREATE TABLE correlations (
-    k INTEGER NOT NULL, method TEXT NOT NULL, measure TEXT NOT NULL, n INTEGER NOT NULL,
-    tau REAL, tau_low REAL, tau_high REAL, rho REAL, rho_low REAL, rho_high REAL,
-    n_resamples INTEGER NOT NULL, confidence REAL NOT NULL, PRIMARY KEY (k, method, measure));
-"""
 #: An SQL condition true for a finite number (false for NULL, +-inf and text: text sorts above every number).
 _FINITE = "(value > -9e999 AND value < 9e999)"
 #: The columns of :meth:`RunReader.ranking_table` before its label methods' (one column per method follows).
 RANKING_COLUMNS = ("rank", "passage_id", "score", "title", "text", "text_size", "output")
-#: The columns of the ``correlations`` table, in order (:class:`~rageval.store.records.Correlation`'s fields).
-CORRELATION_COLUMNS = ("k", "method", "measure", "n", "tau", "tau_low", "tau_high", "rho", "rho_low", "rho_high",
-                       "n_resamples", "confidence")
 
 
 def write_run(run: Run, path: str | os.PathLike) -> Path:
@@ -124,7 +83,7 @@ def write_run(run: Run, path: str | os.PathLike) -> Path:
 
 def _write_tables(connection: sqlite3.Connection, run: Run) -> None:
     stamp(connection, RUN)
-    connection.executescript(_SCHEMA)
+    connection.executescript(RUN_SCHEMA)
     connection.executemany(
         "INSERT INTO meta VALUES (?, ?)",
         [("schema_version", str(SCHEMA_VERSION)), ("settings", json.dumps(dict(run.settings), sort_keys=True))],
@@ -169,9 +128,6 @@ def _sql_value(value: Any) -> Any:
     return None if isinstance(value, float) and value != value else value
 
 
-#: The tables every run file has (v1 and v2); the others came with v2 or later within it and may be absent.
-REQUIRED_TABLES = ("meta", "queries", "passages", "rankings", "doc_outputs", "labels", "e2e_outputs",
-                   "measure_values")
 
 
 #: Columns rageval writes NOT NULL but reads a missing (NULL) value of as an odd row rather than damage: a measure
@@ -180,7 +136,7 @@ REQUIRED_TABLES = ("meta", "queries", "passages", "rankings", "doc_outputs", "la
 NULLABLE_WHEN_READ = {("measure_values", "value"), ("e2e_outputs", "score")}
 _SHAPE = {table: {column: (declared, not_null and (table, column) not in NULLABLE_WHEN_READ)
                   for column, (declared, not_null) in columns.items()}
-          for table, columns in schema_shape(_SCHEMA).items()}
+          for table, columns in schema_shape(RUN_SCHEMA).items()}
 
 
 #: The settings readers rely on, each with its JSON type in words and its test (a setting may be absent or null).
@@ -222,7 +178,7 @@ class RunReader:
         try:
             with reading(self.path, RUN):
                 self.schema_version = self._connection.execute("PRAGMA user_version").fetchone()[0]
-                self._tables = check_shape(self._connection, self.path, RUN, _SHAPE, REQUIRED_TABLES)
+                self._tables = check_shape(self._connection, self.path, RUN, _SHAPE, RUN_REQUIRED_TABLES)
                 self.settings()  # what produced the run must parse: every view shows it
         except BaseException:
             self._connection.close()
@@ -254,6 +210,64 @@ class RunReader:
         tables = ("queries", "passages", "rankings", "doc_outputs", "labels", "e2e_outputs")
         return remembered_summary(self.path, "counts:1", lambda: {
             t: self._connection.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables})
+
+    def query_count(self) -> int:
+        """How many queries the run has."""
+        return self._connection.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
+
+    def label_shares(self) -> list[tuple[str, float | None, int]]:
+        """Per label method, by method: ``(method, mean label, labels)`` (the mean of 0/1 labels is the share of
+        1s), aggregated by SQLite."""
+        return self._connection.execute(
+            "SELECT method, AVG(value), COUNT(*) FROM labels GROUP BY method ORDER BY method").fetchall()
+
+    def e2e_mean(self, k: int | None) -> tuple[float | None, int]:
+        """``(mean, n)``: the mean E2E score at ``k`` over the run's queries and how many queries have one (None
+        and 0 when none does, or ``k`` is None), aggregated by SQLite."""
+        return self._connection.execute(
+            "SELECT AVG(e.score), COUNT(e.score) FROM queries q "
+            "LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = ?",
+            (k if k is not None else -1,)).fetchone()
+
+    def e2e_means(self) -> list[tuple[int, float | None, int]]:
+        """Per k with E2E outputs, ascending: ``(k, mean score, outputs)``, aggregated by SQLite."""
+        return self._connection.execute(
+            "SELECT k, AVG(score), COUNT(*) FROM e2e_outputs GROUP BY k ORDER BY k").fetchall()
+
+    def measure_means(self) -> list[tuple[str, str, float | None]]:
+        """Per (method, measure), in that order: ``(method, measure, mean)`` over every stored value (SQLite's
+        AVG: NULLs left out), aggregated by SQLite."""
+        return self._connection.execute("SELECT method, measure, AVG(value) FROM measure_values "
+                                        "GROUP BY method, measure ORDER BY method, measure").fetchall()
+
+    def semi_gold_verdict_counts(self) -> list[tuple[int, str, int, int]]:
+        """Per (k, judge), in that order: ``(k, judge, yes, verdicts)`` of the LLM-retEval verdicts against the
+        semi-gold answers; empty for a run without verdicts."""
+        if "verdicts" not in self._tables:
+            return []
+        return self._connection.execute(
+            "SELECT k, judge, SUM(verdict), COUNT(*) FROM verdicts WHERE reference = 'semi_gold' "
+            "GROUP BY k, judge ORDER BY k, judge").fetchall()
+
+    def failure_case_counts(self) -> list[tuple[int, str, int]]:
+        """Per (k, category), in that order: ``(k, category, cases)`` over every judge; empty for a run without
+        failure cases."""
+        if "failure_cases" not in self._tables:
+            return []
+        return self._connection.execute(
+            "SELECT k, category, COUNT(*) FROM failure_cases GROUP BY k, category ORDER BY k, category").fetchall()
+
+    def passages(self, passage_ids: Iterable[str]) -> dict[str, Passage]:
+        """The passages of ``passage_ids`` that the run has, by id (read 500 ids at a time, through the primary
+        key)."""
+        ids = sorted(set(passage_ids))
+        found: dict[str, Passage] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = self._connection.execute(f"SELECT passage_id, title, text, source FROM passages WHERE passage_id "
+                                            f"IN ({','.join('?' * len(chunk))})", chunk)
+            found.update({row[0]: Passage(*row) for row in rows})
+        return found
 
     def _optional_frame(self, table: str, sql: str, params: Sequence[Any] = (), columns: Sequence[str] = ()
                         ) -> pd.DataFrame:

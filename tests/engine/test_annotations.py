@@ -22,7 +22,6 @@ import pytrec_eval
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from rageval.annotations import (
-    _SCHEMA_V1,
     ANNOTATIONS_FILE,
     LABEL_COLUMNS,
     SKIPPED,
@@ -48,6 +47,7 @@ from rageval.annotations import (
 )
 from rageval.errors import StoreError
 from rageval.store import ANNOTATION_APPLICATION_ID, RunReader, list_runs, sqlite_application_id
+from rageval.store.schemas import ANNOTATIONS_SCHEMA_V1
 from rageval.trec import qrels_text
 from tests.run_fixtures import LABEL_METHODS, N_QUERIES, K, make_small_run
 
@@ -495,7 +495,7 @@ def test_a_v1_file_is_read_and_upgraded_in_place_on_the_first_write(tmp_path):
     with sqlite3.connect(path) as connection:
         connection.execute(f"PRAGMA application_id = {ANNOTATION_APPLICATION_ID}")
         connection.execute("PRAGMA user_version = 1")
-        connection.executescript(_SCHEMA_V1)
+        connection.executescript(ANNOTATIONS_SCHEMA_V1)
         connection.execute("INSERT INTO meta VALUES ('schema_version', '1')")
         connection.executemany(
             "INSERT INTO labels (run, kind, query_id, passage_id, label, annotator, labelled_at, note) "

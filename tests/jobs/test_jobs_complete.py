@@ -20,9 +20,9 @@ from rageval import jobs
 from rageval.cli import main
 from rageval.generation.base import first_capitalised_span
 from rageval.generation.server import serve
-from rageval.jobs.store import _SCHEMA as JOBS_SCHEMA
 from rageval.pipeline.summary import PIECES, missing_pieces, run_summary
 from rageval.store import RunReader
+from rageval.store.schemas import JOBS_SCHEMA
 from tests.jobs.test_jobs import GatedReader, wait_for
 from tests.user_run_fixtures import QUESTIONS, build_evaluated_run, build_uploaded_run
 

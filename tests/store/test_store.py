@@ -13,9 +13,11 @@ from rageval.store import (
     DocOutput,
     E2EOutput,
     Label,
+    LabelEvidence,
     MeasureValue,
     Run,
     RunReader,
+    RunWriter,
     labels_as_qrels,
     list_runs,
     read_run,
@@ -211,3 +213,40 @@ def test_failure_counts_are_remembered_and_equal_the_tables(tmp_path, monkeypatc
         assert row.n == semi["query_id"].nunique()
         assert row.recall_failures == mine[mine["category"].isin(list("ABC"))]["query_id"].nunique()
         assert row.reteval_failures == mine[mine["category"].isin(list("DEF"))]["query_id"].nunique()
+
+
+def test_run_writer_commits_a_transaction_or_none_of_it(tmp_path):
+    path = write_run(small_run(), tmp_path / "a.sqlite")
+    with sqlite3.connect(path) as connection:  # a file from before label_evidence: the writer creates it
+        connection.execute("DROP TABLE label_evidence")
+    connection.close()
+    with pytest.raises(KeyboardInterrupt), RunWriter(path) as writer:
+        writer.put_labels([Label("erag:f1", "nq:1", "p1", 0.5)], [])
+        writer.replace_measure_values("erag:em", [])
+        raise KeyboardInterrupt
+    assert read_run(path).labels == small_run().labels
+    assert read_run(path).measure_values == small_run().measure_values
+    with RunWriter(path) as writer:
+        writer.put_labels([Label("erag:f1", "nq:1", "p1", 0.5)], [LabelEvidence("erag:f1", "nq:1", "p1", "Röntgen")])
+        writer.replace_measure_values("erag:em", [MeasureValue("erag:em", "RR@2", "nq:1", 1.0)])
+        writer.update_settings(lambda settings: settings.update(notes="second"))
+    run = read_run(path)
+    assert Label("erag:f1", "nq:1", "p1", 0.5) in run.labels
+    assert run.label_evidence == [LabelEvidence("erag:f1", "nq:1", "p1", "Röntgen")]
+    assert run.measure_values == [MeasureValue("erag:em", "RR@2", "nq:1", 1.0)]
+    assert run.settings == {**small_run().settings, "notes": "second"}
+    with pytest.raises(StoreError, match="no such run file"):
+        RunWriter(tmp_path / "missing.sqlite")
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+def test_the_summary_reads_equal_the_tables(tmp_path):
+    path = write_run(small_run(), tmp_path / "a.sqlite")
+    with RunReader(path) as reader:
+        assert reader.query_count() == 1
+        assert reader.label_shares() == [("erag:em", 0.5, 2), ("gold", 1.0, 1)]
+        assert reader.e2e_mean(2) == (0.0, 1) and reader.e2e_mean(None) == (None, 0)
+        assert reader.e2e_means() == [(2, 0.0, 1)]
+        assert reader.measure_means() == [("erag:em", "RR@2", 0.5)]
+        assert reader.semi_gold_verdict_counts() == [] and reader.failure_case_counts() == []
+        assert reader.passages(["p1", "p9"]) == {"p1": small_run().passages[0]}

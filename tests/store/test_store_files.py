@@ -113,7 +113,7 @@ def test_list_runs_lists_run_files_by_kind(tmp_path):
     run = write_run(small_run(), tmp_path / "run.sqlite")
     _ium_file(tmp_path / "ium.sqlite")
     AnnotationStore(tmp_path / "labels.sqlite").save_label("run", PassageItem("q", "p"), 1, "Ada")
-    LLMCache(tmp_path / "cache.sqlite")._conn.close()
+    LLMCache(tmp_path / "cache.sqlite").close()
     JobStore(tmp_path / "jobs.sqlite").close()
     (tmp_path / "bad").mkdir()
     bad = _bad_files(tmp_path / "bad")
@@ -126,7 +126,7 @@ def test_list_runs_lists_run_files_by_kind(tmp_path):
 
 
 def test_writers_stamp_kind_and_version_and_unmarked_old_files_still_open(tmp_path):
-    for kind, make in ((LLM_CACHE, lambda p: LLMCache(p)._conn.close()), (JOBS, lambda p: JobStore(p).close())):
+    for kind, make in ((LLM_CACHE, lambda p: LLMCache(p).close()), (JOBS, lambda p: JobStore(p).close())):
         path = tmp_path / f"{kind.tag}.sqlite"
         make(path)
         with sqlite3.connect(path) as connection:

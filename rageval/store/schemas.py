@@ -1,0 +1,311 @@
+"""What each of rageval's six kinds of SQLite file is: its ``application_id``, its schema version, the SQL that
+creates its tables, and how an older file of the kind becomes the current one.
+
+One module for all six, so that the stored files can be read side by side: a file's kind and version are checked
+by :mod:`rageval.store.files` (the one way to open any of them); the code that fills and reads each kind keeps its
+logic in its own package and imports its schema from here:
+
+=============== ====== ================================== ==================================================
+kind            tag    schema                             filled and read by
+=============== ====== ================================== ==================================================
+run             RAGE   :data:`RUN_SCHEMA`                 :mod:`rageval.store.runs`, :mod:`~.run_writer`
+attribution     RAGA   :data:`ATTRIBUTION_SCHEMA`         :mod:`rageval.attribution.store`
+IUM             RAGI   :data:`IUM_META_SCHEMA`, pandas'   :mod:`rageval.ium.experiment`
+                       tables (:data:`IUM_TABLES`)
+annotation      RAGN   :data:`ANNOTATIONS_SCHEMA`         :mod:`rageval.annotations`
+jobs database   RAGJ   :data:`JOBS_SCHEMA`                :mod:`rageval.jobs.store`
+LLM cache       RAGC   :data:`LLM_CACHE_SCHEMA`           :mod:`rageval.generation.cache`
+=============== ====== ================================== ==================================================
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+
+def _tag(letters: str) -> int:
+    return int.from_bytes(letters.encode("ascii"), "big")
+
+
+@dataclass(frozen=True)
+class SqliteKind:
+    """One kind of rageval SQLite file: its ``application_id``, the schema version this rageval writes and the
+    oldest it still reads."""
+
+    name: str          # in messages: "run schema version 3 is newer ..."
+    noun: str          # in messages: "not a rageval run file"
+    application_id: int
+    version: int
+    oldest: int = 1
+    unmarked_ok: bool = False  # files of this kind written before it had an application_id are accepted
+
+    @property
+    def tag(self) -> str:
+        return self.application_id.to_bytes(4, "big").decode("ascii")
+
+
+RUN = SqliteKind("run", "run file", _tag("RAGE"), version=2)  # v1: one E2E output per query (rageval.store.runs)
+ATTRIBUTION = SqliteKind("attribution", "attribution run file", _tag("RAGA"), version=1)
+IUM = SqliteKind("IUM", "IUM run file", _tag("RAGI"), version=1)
+ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=2)  # v1: labels 0/1 only, no samples
+JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=2, unmarked_ok=True)
+LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmarked_ok=True)
+KINDS = (RUN, ATTRIBUTION, IUM, ANNOTATIONS, JOBS, LLM_CACHE)
+
+
+def create_statement(schema: str, table: str, *, if_not_exists: bool = False) -> str:
+    """The ``CREATE TABLE`` statement of ``table`` in ``schema`` (``IF NOT EXISTS``: for a table an older file of
+    the kind may lack; SQLite stores the statement without that clause, so the table reads as ``schema`` has it)."""
+    start = f"CREATE TABLE {table} ("
+    statement = next(s.strip() for s in schema.split(";") if s.strip().startswith(start))
+    return statement.replace("CREATE TABLE", "CREATE TABLE IF NOT EXISTS", 1) if if_not_exists else statement
+
+
+# --- run (RAGE) -------------------------------------------------------------------------------------------------
+# v1 had one E2E output per query; v2 keys E2E outputs by (query, k) and adds label_evidence, semi_gold_outputs,
+# verdicts and failure_cases. correlations came later within v2, as an optional table (see rageval.store.runs).
+RUN_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE queries (
+    query_id TEXT PRIMARY KEY, text TEXT NOT NULL, answers TEXT NOT NULL,
+    gold_passage_ids TEXT NOT NULL, dataset TEXT NOT NULL);
+CREATE TABLE passages (
+    passage_id TEXT PRIMARY KEY, title TEXT NOT NULL, text TEXT NOT NULL, source TEXT NOT NULL);
+CREATE TABLE rankings (
+    query_id TEXT NOT NULL, rank INTEGER NOT NULL, passage_id TEXT NOT NULL, score REAL NOT NULL,
+    PRIMARY KEY (query_id, rank));
+CREATE TABLE doc_outputs (
+    query_id TEXT NOT NULL, passage_id TEXT NOT NULL, output TEXT NOT NULL,
+    PRIMARY KEY (query_id, passage_id));
+CREATE TABLE labels (
+    method TEXT NOT NULL, query_id TEXT NOT NULL, passage_id TEXT NOT NULL, value REAL NOT NULL,
+    PRIMARY KEY (method, query_id, passage_id));
+CREATE TABLE e2e_outputs (
+    query_id TEXT NOT NULL, k INTEGER NOT NULL, output TEXT NOT NULL, score REAL NOT NULL,
+    PRIMARY KEY (query_id, k));
+CREATE TABLE measure_values (
+    method TEXT NOT NULL, measure TEXT NOT NULL, query_id TEXT NOT NULL, value REAL NOT NULL,
+    PRIMARY KEY (method, measure, query_id));
+CREATE TABLE label_evidence (
+    method TEXT NOT NULL, query_id TEXT NOT NULL, passage_id TEXT NOT NULL, evidence TEXT NOT NULL,
+    PRIMARY KEY (method, query_id, passage_id));
+CREATE TABLE semi_gold_outputs (
+    query_id TEXT NOT NULL, sample INTEGER NOT NULL, output TEXT NOT NULL, PRIMARY KEY (query_id, sample));
+CREATE TABLE verdicts (
+    judge TEXT NOT NULL, reference TEXT NOT NULL, query_id TEXT NOT NULL, k INTEGER NOT NULL,
+    verdict INTEGER NOT NULL, evidence TEXT NOT NULL, PRIMARY KEY (judge, reference, query_id, k));
+CREATE TABLE failure_cases (
+    judge TEXT NOT NULL, query_id TEXT NOT NULL, k INTEGER NOT NULL, category TEXT NOT NULL,
+    reason TEXT NOT NULL, PRIMARY KEY (judge, query_id, k, category));
+CREATE TABLE correlations (
+    k INTEGER NOT NULL, method TEXT NOT NULL, measure TEXT NOT NULL, n INTEGER NOT NULL,
+    tau REAL, tau_low REAL, tau_high REAL, rho REAL, rho_low REAL, rho_high REAL,
+    n_resamples INTEGER NOT NULL, confidence REAL NOT NULL, PRIMARY KEY (k, method, measure));
+"""
+#: The tables every run file has (v1 and v2); the others came with v2 or later within it and may be absent.
+RUN_REQUIRED_TABLES = ("meta", "queries", "passages", "rankings", "doc_outputs", "labels", "e2e_outputs",
+                       "measure_values")
+#: The columns of the ``correlations`` table, in order (:class:`~rageval.store.records.Correlation`'s fields).
+CORRELATION_COLUMNS = ("k", "method", "measure", "n", "tau", "tau_low", "tau_high", "rho", "rho_low", "rho_high",
+                       "n_resamples", "confidence")
+
+
+# --- attribution run (RAGA) -------------------------------------------------------------------------------------
+ATTRIBUTION_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE queries (query_id TEXT PRIMARY KEY, text TEXT NOT NULL, relevant_ids TEXT NOT NULL);
+CREATE TABLE input_passages (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, number INTEGER NOT NULL, passage_id TEXT NOT NULL,
+    title TEXT NOT NULL, text TEXT NOT NULL, PRIMARY KEY (scenario, query_id, number));
+CREATE TABLE answers (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, text TEXT NOT NULL,
+    human_attributable INTEGER, human_informative INTEGER, PRIMARY KEY (scenario, query_id, answer_id));
+CREATE TABLE statements (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, statement INTEGER NOT NULL,
+    text TEXT NOT NULL, raw TEXT NOT NULL, citations TEXT NOT NULL, human_attributable INTEGER,
+    supported INTEGER, alce_recall INTEGER, PRIMARY KEY (scenario, query_id, answer_id, statement));
+CREATE TABLE entailment (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, statement INTEGER NOT NULL,
+    number INTEGER NOT NULL, probability REAL NOT NULL,
+    PRIMARY KEY (scenario, query_id, answer_id, statement, number));
+CREATE TABLE answer_metrics (
+    scenario TEXT NOT NULL, query_id TEXT NOT NULL, answer_id TEXT NOT NULL, metric TEXT NOT NULL,
+    value REAL NOT NULL, PRIMARY KEY (scenario, query_id, answer_id, metric));
+CREATE TABLE retrieval_rankings (
+    system TEXT NOT NULL, query_id TEXT NOT NULL, rank INTEGER NOT NULL, passage_id TEXT NOT NULL,
+    score REAL NOT NULL, PRIMARY KEY (system, query_id, rank));
+CREATE TABLE retrieval_measures (
+    system TEXT NOT NULL, query_id TEXT NOT NULL, measure TEXT NOT NULL, value REAL NOT NULL,
+    PRIMARY KEY (system, query_id, measure));
+CREATE TABLE subqueries (query_id TEXT NOT NULL, position INTEGER NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (query_id, position));
+CREATE TABLE agreement (
+    level TEXT NOT NULL, score TEXT NOT NULL, n INTEGER NOT NULL, pearson REAL, spearman REAL, accuracy REAL,
+    human_positive_rate REAL, model_positive_rate REAL, PRIMARY KEY (level, score));
+"""
+
+
+# --- IUM run (RAGI) ---------------------------------------------------------------------------------------------
+#: The one table an IUM run file declares itself; the others are written by pandas (``DataFrame.to_sql``), one per
+#: field of :class:`rageval.ium.experiment.IumResult` (:data:`IUM_TABLES`).
+IUM_META_SCHEMA = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+
+def _columns(text: str) -> dict[str, tuple[str, bool]]:
+    """``"name TEXT, k INTEGER"`` -> column -> (declared type, NOT NULL: never, pandas writes these tables)."""
+    return {name: (declared, False) for name, declared in (item.split() for item in text.split(","))}
+
+
+#: The columns of each table the IUM readers use, as pandas writes them (a run may lack a table: it reads as empty).
+IUM_TABLES = {
+    "agents": _columns("name TEXT, dataset TEXT, task_id TEXT, model_id TEXT, k INTEGER, utility TEXT"),
+    "queries": _columns("agent TEXT, split TEXT, query_id TEXT, text TEXT, answers TEXT"),
+    "served": _columns("method TEXT, agent TEXT, query_id TEXT, rank INTEGER, passage_id TEXT"),
+    "outcomes": _columns("method TEXT, agent TEXT, query_id TEXT, output TEXT, score REAL"),
+    "feedback": _columns("phase TEXT, agent TEXT, query_id TEXT, passage_id TEXT, utility REAL"),
+    "online_trained_on": _columns("method TEXT, agent TEXT, query_id TEXT, trained_on TEXT"),
+    "significance": _columns("agent TEXT, method_a TEXT, method_b TEXT, n INTEGER, only_a INTEGER, only_b INTEGER, "
+                             "p_value REAL"),
+    "personalisation": _columns("method TEXT, agent_a TEXT, agent_b TEXT, query_id TEXT, kendall_tau REAL, "
+                                "jaccard REAL"),
+}
+
+
+# --- annotation file (RAGN) -------------------------------------------------------------------------------------
+# v1 stored labels 0/1 only and no samples; v2 adds the status column and the shared sample queues.
+ANNOTATIONS_SCHEMA_V1 = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE labels (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
+    query_id TEXT NOT NULL,
+    passage_id TEXT NOT NULL DEFAULT '',
+    scenario TEXT NOT NULL DEFAULT '',
+    answer_id TEXT NOT NULL DEFAULT '',
+    statement INTEGER,
+    label INTEGER NOT NULL CHECK (label IN (0, 1)),
+    annotator TEXT NOT NULL CHECK (length(trim(annotator)) > 0),
+    labelled_at TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '');
+CREATE INDEX labels_by_run ON labels (run, kind, annotator);
+"""
+_ANNOTATION_LABELS = """
+CREATE TABLE labels (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
+    query_id TEXT NOT NULL,
+    passage_id TEXT NOT NULL DEFAULT '',
+    scenario TEXT NOT NULL DEFAULT '',
+    answer_id TEXT NOT NULL DEFAULT '',
+    statement INTEGER,
+    label INTEGER CHECK (label IN (0, 1)),
+    status TEXT NOT NULL DEFAULT 'labelled' CHECK (status IN ('labelled', 'unsure', 'skipped')),
+    annotator TEXT NOT NULL CHECK (length(trim(annotator)) > 0),
+    labelled_at TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    CHECK ((status = 'labelled') = (label IS NOT NULL)));
+"""
+_ANNOTATION_SAMPLES = """
+CREATE TABLE samples (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
+    size INTEGER NOT NULL,
+    seed INTEGER NOT NULL,
+    population INTEGER NOT NULL,
+    created_by TEXT NOT NULL,
+    created_at TEXT NOT NULL);
+CREATE TABLE sample_items (
+    sample_id INTEGER NOT NULL REFERENCES samples (id),
+    position INTEGER NOT NULL,
+    query_id TEXT NOT NULL,
+    passage_id TEXT NOT NULL,
+    PRIMARY KEY (sample_id, position));
+"""
+ANNOTATIONS_SCHEMA = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" + _ANNOTATION_LABELS
+                      + "CREATE INDEX labels_by_run ON labels (run, kind, annotator);" + _ANNOTATION_SAMPLES)
+#: The schema of each version an annotation file may have.
+ANNOTATIONS_SCHEMAS = {1: ANNOTATIONS_SCHEMA_V1, 2: ANNOTATIONS_SCHEMA}
+
+
+def upgrade_annotation_file(connection: sqlite3.Connection) -> None:
+    """Upgrade a v1 annotation file to v2 in one transaction (rows kept, ids kept, each one "labelled"); nothing to
+    do for a v2 file."""
+    if int(connection.execute("PRAGMA user_version").fetchone()[0]) >= ANNOTATIONS.version:
+        return
+    isolation = connection.isolation_level
+    connection.isolation_level = None
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            if int(connection.execute("PRAGMA user_version").fetchone()[0]) < ANNOTATIONS.version:  # not done meanwhile
+                connection.execute("ALTER TABLE labels RENAME TO labels_v1")
+                connection.execute("DROP INDEX labels_by_run")
+                for statement in _ANNOTATION_LABELS.split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+                connection.execute("CREATE INDEX labels_by_run ON labels (run, kind, annotator)")
+                for statement in _ANNOTATION_SAMPLES.split(";"):
+                    if statement.strip():
+                        connection.execute(statement)
+                connection.execute(
+                    "INSERT INTO labels (id, run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
+                    "status, annotator, labelled_at, note) SELECT id, run, kind, query_id, passage_id, scenario, "
+                    "answer_id, statement, label, 'labelled', annotator, labelled_at, note FROM labels_v1")
+                connection.execute("DROP TABLE labels_v1")
+                connection.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
+                                   (str(ANNOTATIONS.version),))
+                connection.execute(f"PRAGMA user_version = {ANNOTATIONS.version}")
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+    finally:
+        connection.isolation_level = isolation
+
+
+# --- jobs database (RAGJ) ---------------------------------------------------------------------------------------
+JOBS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_path         TEXT NOT NULL,     -- absolute path of the run file
+    method           TEXT NOT NULL,     -- label method the job writes, e.g. erag:em@gemma-3-270m
+    spec             TEXT NOT NULL,     -- JSON of the JobSpec
+    status           TEXT NOT NULL,     -- queued | running | done | failed | cancelled
+    total            INTEGER NOT NULL,  -- (query, passage) items the job labels
+    done             INTEGER NOT NULL DEFAULT 0,
+    done_at_start    INTEGER NOT NULL DEFAULT 0,  -- items already done when the current attempt began
+    attempts         INTEGER NOT NULL DEFAULT 0,
+    created          REAL NOT NULL,     -- Unix times
+    started          REAL,              -- the current attempt's start
+    items_started    REAL,              -- when it began labelling (after loading the model)
+    updated          REAL,              -- last committed batch
+    finished         REAL,
+    heartbeat        REAL,
+    pid              INTEGER,
+    model_id         TEXT,
+    device           TEXT,
+    log_path         TEXT,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    error            TEXT,
+    stage            TEXT               -- complete jobs: the pipeline stage that done/total count
+);
+"""
+#: Version -> the statement that takes a jobs database from it to the next (1 -> 2: the stage column of complete
+#: jobs).
+JOBS_MIGRATIONS = {1: "ALTER TABLE jobs ADD COLUMN stage TEXT"}
+
+
+# --- LLM cache (RAGC) -------------------------------------------------------------------------------------------
+LLM_CACHE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS llm_calls (
+    key      TEXT PRIMARY KEY,  -- sha256 hex of canonical JSON [model_id, prompt, settings]
+    model_id TEXT NOT NULL,
+    settings TEXT NOT NULL,     -- canonical JSON of the DecodingSettings
+    output   TEXT NOT NULL,
+    created  REAL NOT NULL      -- Unix time the answer was generated
+) WITHOUT ROWID;
+"""
