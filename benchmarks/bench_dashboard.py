@@ -35,7 +35,7 @@ nor the one-time overview of it remembered the same way (``rageval.store.files.r
 moments, measure names, E2E ks, ``run_summary``; about 3 s at 100,000 queries), which any earlier visit to the run
 computed,
 nor LLM-retEval's Tables 1-2 per judge and Home's failure counts, remembered the same way
-(``rageval.store.aggregates.read_reteval_table``, ``read_failure_counts``; about 5 s and 0.5 s at 100,000 queries,
+(``rageval.reteval.tables.read_reteval_table``, ``read_failure_counts``; about 5 s and 0.5 s at 100,000 queries,
 once per version of the file), nor the Failure cases page's lean table of each judge's cases, remembered as an
 Arrow file (``RunReader.failure_case_table(details=False)`` through ``rageval.store.files.remembered_frame``; 0.4 s
 a run at 100,000 queries), nor Home's per-query gold retrieval at each k, remembered the same way
@@ -215,6 +215,7 @@ def runs_folder(size: str, docs: int, cache: Path, work: Path) -> Path:
             shutil.copy(source, target)
         os.utime(target, (mtime, mtime))  # the main run is the newest, so every page opens on it
     from rageval.pipeline.summary import run_summary
+    from rageval.reteval.tables import read_reteval_table
     from rageval.store import RunReader, aggregates
 
     for run in folder.glob("*.sqlite"):  # opened once, as by `rageval info` or any earlier visit (not timed)
@@ -224,7 +225,7 @@ def runs_folder(size: str, docs: int, cache: Path, work: Path) -> Path:
             for k in reader.e2e_ks():
                 reader.every_query_scored(k)
             for judge in reader.judges():  # LLM-retEval's Tables 1-2, remembered per file version
-                aggregates.read_reteval_table(reader, judge)
+                read_reteval_table(reader, judge)
                 reader.failure_case_table(judge, details=False)  # the Failure cases page's lean table, the same
             aggregates.read_failure_counts(reader)  # Home's failure counts, remembered the same way
             for k in reader.e2e_ks():  # Home's 2 x 2 (one row a query), remembered as an Arrow file

@@ -659,9 +659,9 @@ def load_query_failure_cases(path: str, mtime_ns: int, query_id: str) -> pd.Data
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the LLM-retEval table…")
 def load_reteval_table(path: str, mtime_ns: int, judge: str) -> pd.DataFrame:
     """:func:`rageval.reteval.reteval_table` (the paper's Tables 1-2) of one judge on this run."""
-    from rageval.store import aggregates
+    from rageval.reteval.tables import read_reteval_table
 
-    return _read(path, mtime_ns, lambda reader: aggregates.read_reteval_table(reader, judge))
+    return _read(path, mtime_ns, lambda reader: read_reteval_table(reader, judge))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)

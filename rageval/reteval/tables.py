@@ -69,3 +69,25 @@ def reteval_table(queries: pd.DataFrame, rankings: Mapping[str, Sequence[str]], 
                     "n_refined": len(refined)})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def read_reteval_table(reader, judge: str) -> pd.DataFrame:
+    """LLM-retEval's Tables 1-2 for ``judge`` (:func:`reteval_table`) from a run file's lean reads
+    (:func:`rageval.store.aggregates.read_reteval_inputs`), remembered per version of the file
+    (:func:`~rageval.store.files.remembered_summary`): at 100,000 queries the reads and the per-query Recall@k take
+    seconds, once. An empty frame when the run has no verdict of ``judge``."""
+    import json
+
+    from rageval.store.aggregates import read_reteval_inputs
+    from rageval.store.files import remembered_summary
+
+    def compute() -> list[dict]:
+        inputs = read_reteval_inputs(reader, judge)
+        if inputs is None:
+            return []
+        queries, rankings, verdicts, cases, e2e = inputs
+        table = reteval_table(queries, rankings, verdicts, cases, e2e, judge)
+        return json.loads(table.to_json(orient="records"))  # NaN (an undefined rho) as null
+
+    rows = remembered_summary(reader.path, f"reteval_table:1:{judge}", compute)
+    return pd.DataFrame(rows).apply(pd.to_numeric)  # null (JSON) back to NaN

@@ -171,48 +171,41 @@ def read_measures_at(reader: RunReader, k: int) -> tuple[pd.DataFrame, pd.Series
     return measures, e2e.set_index("query_id")["score"].astype(float)
 
 
-def read_reteval_table(reader: RunReader, judge: str) -> pd.DataFrame:
-    """LLM-retEval's Tables 1-2 for ``judge`` (:func:`rageval.reteval.reteval_table`), from lean reads: the
-    verdicts and failure cases of that judge without their evidence and reasons, each query's gold passage ids,
-    the top-k passage ids of each ranking (k the largest judged) and the finite E2E scores. Remembered per version
-    of the file (:func:`~rageval.store.files.remembered_summary`): at 100,000 queries the reads and the per-query
-    Recall@k take seconds, once."""
+def read_reteval_inputs(reader: RunReader, judge: str):
+    """What LLM-retEval's Tables 1-2 for ``judge`` are computed from, read lean: the verdicts and failure cases of
+    that judge without their evidence and reasons, each query's gold passage ids, the top-k passage ids of each
+    ranking (k the largest judged) and the finite E2E scores, as ``(queries, rankings, verdicts, cases, e2e)``;
+    None when the run has no verdict of ``judge``. :func:`rageval.reteval.tables.read_reteval_table` computes
+    and remembers the tables."""
     import pandas as pd
 
-    from rageval.reteval import reteval_table
-
-    def compute() -> list[dict]:
-        with reading(reader.path, RUN):
-            connection = reader._connection
-            if not connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'verdicts'").fetchone():
-                return []
-            verdicts = pd.DataFrame(connection.execute(
-                "SELECT judge, reference, query_id, k, verdict FROM verdicts WHERE judge = ?", (judge,)).fetchall(),
-                columns=["judge", "reference", "query_id", "k", "verdict"])
-            if verdicts.empty:
-                return []
-            has_cases = connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'failure_cases'").fetchone()
-            cases = pd.DataFrame(connection.execute(
-                "SELECT judge, query_id, k, category FROM failure_cases WHERE judge = ?", (judge,)).fetchall()
-                if has_cases else [], columns=["judge", "query_id", "k", "category"])
-            queries = pd.DataFrame(
-                [(query_id, json.loads(gold)) for query_id, gold in connection.execute(
-                    "SELECT query_id, gold_passage_ids FROM queries ORDER BY rowid")],
-                columns=["query_id", "gold_passage_ids"])
-            rankings: dict[str, list[str]] = {}
-            depth = int(verdicts["k"].max())
-            # Along the primary key (query_id, rank), cut in Python: a ROW_NUMBER() window sorted the table again
-            # and took twice as long.
-            for query_id, passage_id in connection.execute(
-                    "SELECT query_id, passage_id FROM rankings ORDER BY query_id, rank"):
-                ranked = rankings.setdefault(query_id, [])
-                if len(ranked) < depth:
-                    ranked.append(passage_id)
-            e2e = pd.DataFrame(connection.execute(
-                f"SELECT query_id, k, score FROM e2e_outputs WHERE {_FINITE.format('score')}").fetchall(),
-                columns=["query_id", "k", "score"])
-        table = reteval_table(queries, rankings, verdicts, cases, e2e, judge)
-        return json.loads(table.to_json(orient="records"))  # NaN (an undefined rho) as null
-
-    rows = remembered_summary(reader.path, f"reteval_table:1:{judge}", compute)
-    return pd.DataFrame(rows).apply(pd.to_numeric)  # null (JSON) back to NaN
+    with reading(reader.path, RUN):
+        connection = reader._connection
+        if not connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'verdicts'").fetchone():
+            return None
+        verdicts = pd.DataFrame(connection.execute(
+            "SELECT judge, reference, query_id, k, verdict FROM verdicts WHERE judge = ?", (judge,)).fetchall(),
+            columns=["judge", "reference", "query_id", "k", "verdict"])
+        if verdicts.empty:
+            return None
+        has_cases = connection.execute("SELECT 1 FROM sqlite_master WHERE name = 'failure_cases'").fetchone()
+        cases = pd.DataFrame(connection.execute(
+            "SELECT judge, query_id, k, category FROM failure_cases WHERE judge = ?", (judge,)).fetchall()
+            if has_cases else [], columns=["judge", "query_id", "k", "category"])
+        queries = pd.DataFrame(
+            [(query_id, json.loads(gold)) for query_id, gold in connection.execute(
+                "SELECT query_id, gold_passage_ids FROM queries ORDER BY rowid")],
+            columns=["query_id", "gold_passage_ids"])
+        rankings: dict[str, list[str]] = {}
+        depth = int(verdicts["k"].max())
+        # Along the primary key (query_id, rank), cut in Python: a ROW_NUMBER() window sorted the table again
+        # and took twice as long.
+        for query_id, passage_id in connection.execute(
+                "SELECT query_id, passage_id FROM rankings ORDER BY query_id, rank"):
+            ranked = rankings.setdefault(query_id, [])
+            if len(ranked) < depth:
+                ranked.append(passage_id)
+        e2e = pd.DataFrame(connection.execute(
+            f"SELECT query_id, k, score FROM e2e_outputs WHERE {_FINITE.format('score')}").fetchall(),
+            columns=["query_id", "k", "score"])
+    return queries, rankings, verdicts, cases, e2e

@@ -417,10 +417,10 @@ def test_demo_config_errors_name_the_file(tmp_path):
 @pytest.mark.parametrize("judge", JUDGE_NAMES)
 def test_the_dashboards_lean_reteval_table_equals_the_table_from_whole_frames(built, reader, judge, tmp_path,
                                                                               monkeypatch):
-    """rageval.store.aggregates.read_reteval_table (the LLM-retEval page's Tables 1-2: no evidence or reason read,
+    """rageval.reteval.tables.read_reteval_table (the LLM-retEval page's Tables 1-2: no evidence or reason read,
     rankings cut at the largest k, remembered per file version) gives the table reteval_table gives from the run's
     whole frames; read twice, the second from the remembered record."""
-    from rageval.store import aggregates
+    from rageval.reteval.tables import read_reteval_table
 
     monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
     run = built.run
@@ -430,8 +430,8 @@ def test_the_dashboards_lean_reteval_table_equals_the_table_from_whole_frames(bu
     expected = reteval_table(queries, rankings, reader.verdicts(), reader.failure_cases(), reader.e2e_table(), judge)
     os.utime(reader.path, (1_000_000, 1_000_000))  # settled: its summaries are remembered
     for _ in range(2):
-        lean = aggregates.read_reteval_table(reader, judge)
+        lean = read_reteval_table(reader, judge)
         pd.testing.assert_frame_equal(lean[expected.columns], expected, check_dtype=False)
     record = json.loads((tmp_path / "cache" / "run_summaries.json").read_text(encoding="utf-8"))
     assert [key for key in record if key.startswith(f"summary:reteval_table:1:{judge}|")]
-    assert aggregates.read_reteval_table(reader, "no-such-judge").empty
+    assert read_reteval_table(reader, "no-such-judge").empty
