@@ -39,7 +39,7 @@ The modules, in the order a job flows through them: :mod:`~rageval.jobs.spec` (w
 :class:`Job`, statuses, the method name it writes), :mod:`~rageval.jobs.store` (the jobs database),
 :mod:`~rageval.jobs.control` (create, launch, resume, cancel), :mod:`~rageval.jobs.worker` (the worker process),
 :mod:`~rageval.jobs.labelling` (its model and labels), :mod:`~rageval.jobs.run_file` (what it reads from and writes
-into the run file), :mod:`~rageval.jobs.cli` (``rageval rescore``).
+into the run file), :mod:`rageval.cli.rescore` (``rageval rescore``).
 """
 
 from typing import TYPE_CHECKING
@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING
 from rageval.lazy import lazy_names
 
 if TYPE_CHECKING:  # the names below are imported on first use (__getattr__): importing the package is cheap
-    from rageval.jobs.cli import add_parsers, cmd_cancel, cmd_list, cmd_resume, cmd_run, cmd_start
     from rageval.jobs.control import (
                                    cancel_job,
                                    check_no_conflict,
@@ -130,17 +129,11 @@ _LAZY = {
     "RUN_WRITE_TIMEOUT_S": "run_file",
     "SCHEMA_VERSION": "store",
     "STALE_AFTER_S": "spec",
-    "add_parsers": "cli",
     "answer_from_evidence": "labelling",
     "cancel_job": "control",
     "check_model": "labelling",
     "check_no_conflict": "control",
     "check_writable": "control",
-    "cmd_cancel": "cli",
-    "cmd_list": "cli",
-    "cmd_resume": "cli",
-    "cmd_run": "cli",
-    "cmd_start": "cli",
     "compute_method_measures": "run_file",
     "create_job": "control",
     "default_jobs_db": "store",
@@ -199,17 +192,11 @@ __all__ = [
                                "JobSpec",
                                "JobStore",
                                "Progress",
-                               "add_parsers",
                                "answer_from_evidence",
                                "cancel_job",
                                "check_model",
                                "check_no_conflict",
                                "check_writable",
-                               "cmd_cancel",
-                               "cmd_list",
-                               "cmd_resume",
-                               "cmd_run",
-                               "cmd_start",
                                "compute_method_measures",
                                "create_job",
                                "default_jobs_db",

@@ -19,11 +19,10 @@ problems), :mod:`~rageval.upload.fields` (lines and JSON fields, read with every
 :mod:`~rageval.upload.jsonl` (queries and passages files, and the one-JSONL form), :mod:`~rageval.upload.trec` (the
 TREC form), :mod:`~rageval.upload.build` (measures and settings of the converted run),
 :mod:`~rageval.upload.convert` (:func:`convert_upload`, either form), :mod:`~rageval.upload.save` (run names and the
-atomic write), :mod:`~rageval.upload.cli` (``rageval upload``).
+atomic write), :mod:`rageval.cli.upload` (``rageval upload``).
 """
 
 from rageval.upload.build import STANDARD_CUTOFFS, compute_upload_measures, is_graded, measure_cutoffs
-from rageval.upload.cli import add_parsers, cmd_upload
 from rageval.upload.convert import FORMS, convert_upload
 from rageval.upload.fields import FieldReader, describe, encoding_problem, read_json_records
 from rageval.upload.jsonl import convert_jsonl_upload, read_passages_file, read_queries_file
@@ -59,9 +58,7 @@ __all__ = [
                                      "UploadFile",
                                      "UploadLimits",
                                      "UploadResult",
-                                     "add_parsers",
                                      "check_run_name",
-                                     "cmd_upload",
                                      "compute_upload_measures",
                                      "convert_jsonl_upload",
                                      "convert_trec_upload",
