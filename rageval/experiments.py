@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from rageval import erag
 from rageval import reteval as llm_reteval
+from rageval.erag.labels import ALL_METRICS, EragSettings, compute_erag_labels
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.paths import DATA_DIR
@@ -55,7 +55,7 @@ class RunPlan:
     num_queries: int
     k: int = 10
     e2e_ks: tuple[int, ...] = (1, 3, 5, 10)
-    label_metrics: tuple[str, ...] = erag.ALL_METRICS
+    label_metrics: tuple[str, ...] = ALL_METRICS
     llm_relevance: bool = True
     reteval: bool = False
     reteval_settings: llm_reteval.RetEvalSettings = field(default_factory=llm_reteval.RetEvalSettings)
@@ -256,10 +256,10 @@ def build_run(plan: RunPlan, resources: Resources, generator, *, decoding: Decod
                        progress=progress, encoder=resources.encoder if plan.reteval else None)
     timing = {"rankings": rankings_s, **run.settings["timing_s"]}
 
-    settings = erag.EragSettings(k=plan.k, metric=plan.metric, decoding=decoding, batch_size=batch_size,
-                                 cutoffs=options.cutoffs)
+    settings = EragSettings(k=plan.k, metric=plan.metric, decoding=decoding, batch_size=batch_size,
+                            cutoffs=options.cutoffs)
     hits_before, misses_before = generator.hits, generator.misses
-    erag.compute_erag_labels(queries, _reversed(rankings, plan.k), passages, generator, settings)
+    compute_erag_labels(queries, _reversed(rankings, plan.k), passages, generator, settings)
     rerank_check = {"reranking": f"each top-{plan.k} reversed, eRAG labels recomputed",
                     "cache_hits": generator.hits - hits_before, "cache_misses": generator.misses - misses_before}
     run = replace(run, settings={**run.settings, "timing_s": timing, "rerank_check": rerank_check})

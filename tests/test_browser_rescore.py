@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rageval.jobs import model_short_name
+from rageval.jobs.spec import model_short_name
 from tests.run_fixtures import make_small_run
 from tests.test_browser import SHOTS, WAIT_MS, _require_browser, chromium_page, streamlit_server
 
