@@ -7,8 +7,8 @@ documented in ``docs/upload_format.md``.
 
 import streamlit as st
 
-from rageval.upload import DEFAULT_LIMITS, MAX_UPLOAD_MIB, UploadError, check_run_name, name_in_use, save_upload
-from rageval.upload.problems import size_text
+from rageval.upload.problems import DEFAULT_LIMITS, MAX_UPLOAD_MIB, UploadError, size_text
+from rageval.upload.save import check_run_name, name_in_use, save_upload
 from ui import data, data_upload, navigation, render
 from ui import render_upload as ru
 

@@ -10,8 +10,8 @@ import math
 
 import streamlit as st
 
-from rageval import jobs
 from rageval.errors import RagevalError, StoreError
+from rageval.jobs.spec import ACTIVE, HEARTBEAT_S, STALE_AFTER_S, job_progress
 from ui import data, navigation, render
 from ui import data_jobs as loaders
 from ui import render_jobs as view
@@ -62,7 +62,7 @@ try:
 except StoreError as error:  # a damaged jobs database: said here, the rest of the page still works
     st.error(render.escape_markdown(str(error)))
     st.stop()
-active = any(jobs.job_progress(job).status in jobs.ACTIVE for job in job_list)
+active = any(job_progress(job).status in ACTIVE for job in job_list)
 
 
 @st.fragment(run_every=REFRESH_S if active else None)
@@ -81,7 +81,7 @@ def show_jobs() -> None:
         else:
             if action:
                 st.rerun()  # the whole page, so polling starts or stops with the job
-    still_active = any(jobs.job_progress(job).status in jobs.ACTIVE for job in current)
+    still_active = any(job_progress(job).status in ACTIVE for job in current)
     if st.session_state.get(ACTIVE_STATE) and not still_active:
         st.session_state[ACTIVE_STATE] = False
         st.rerun()  # the whole page: stop polling, and show the finished labels everywhere
@@ -93,5 +93,5 @@ with st.expander("All jobs as a table"):
     st.dataframe(view.jobs_summary(job_list), hide_index=True)
     st.caption(render.escape_markdown(
         f"Every job on run files in {data.runs_dir()}, newest first; status, counts and times from the jobs "
-        f"database {loaders.jobs_db()} (a worker beats its heartbeat every {jobs.HEARTBEAT_S:g} s; one silent for "
-        f"{jobs.STALE_AFTER_S:g} s, or whose process is gone, is shown as interrupted)."))
+        f"database {loaders.jobs_db()} (a worker beats its heartbeat every {HEARTBEAT_S:g} s; one silent for "
+        f"{STALE_AFTER_S:g} s, or whose process is gone, is shown as interrupted)."))

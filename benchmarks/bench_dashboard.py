@@ -117,7 +117,7 @@ def synthetic_run(num_queries: int, docs: int, seed: int = 0):
     correlation table ``rageval evaluate`` stores, and LLM-retEval's semi-gold answers, exact-match verdicts and
     failure cases A-F (made by the engine's own judge and classifier from the synthetic answers), so that the
     LLM-retEval and Failure cases pages show a big run's cases."""
-    from rageval.erag import compute_measure_values
+    from rageval.erag.measures import compute_measure_values
     from rageval.pipeline.evaluate import compute_correlations
     from rageval.reteval import find_failure_cases, judge_answers, make_judge
     from rageval.store import DocOutput, E2EOutput, Label, Run, SemiGoldOutput

@@ -43,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from rageval import erag
+from rageval.erag.labels import score_outputs
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator
@@ -220,7 +220,7 @@ def compare(argv: list[str] | None = None) -> Comparison:
                                              batch_size=args.pipeline_batch_size))
     load_s = time.perf_counter() - started
     started = time.perf_counter()
-    erag.score_outputs("bertscore", ["warm up"], [["warm up"]])  # a one-off model load, kept out of the timings
+    score_outputs("bertscore", ["warm up"], [["warm up"]])  # a one-off model load, kept out of the timings
     bertscore_s = time.perf_counter() - started
     with tempfile.TemporaryDirectory(prefix="bench_pipeline-warm-up-") as tmp:  # first-call imports and set-up
         time_pipeline(generator, read_workload(1, 1), EvaluationOptions(methods=("erag",), ks=(1,)), Path(tmp))

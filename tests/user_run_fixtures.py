@@ -84,7 +84,9 @@ def build_uploaded_run(folder: Path, runs: Path, name: str = "mine") -> Path:
     """The dataset uploaded as the Upload page and ``rageval upload`` do (TREC form, no qrels: the gold passages
     come with the questions), saved as ``<runs>/<name>.sqlite``: rankings, queries, passages and nothing
     computed."""
-    from rageval.upload import UploadFile, convert_upload, save_upload
+    from rageval.upload.convert import convert_upload
+    from rageval.upload.problems import UploadFile
+    from rageval.upload.save import save_upload
 
     files = write_user_files(folder)
     result = convert_upload("trec", {"run": UploadFile.from_path(files["run"]), "qrels": None,

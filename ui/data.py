@@ -623,9 +623,9 @@ def load_label_evidence(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame
 
 def load_rescored_answers(path: str, mtime_ns: int, query_id: str) -> dict[str, dict[str, str]]:
     """The answers re-score jobs' models gave from each of the query's passages alone (stored as the label
-    evidence of their ``erag:<metric>@<model>`` methods, :func:`rageval.jobs.answer_from_evidence`):
+    evidence of their ``erag:<metric>@<model>`` methods, :func:`rageval.jobs.labelling.answer_from_evidence`):
     method -> passage id -> answer."""
-    from rageval.jobs import answer_from_evidence
+    from rageval.jobs.labelling import answer_from_evidence
 
     answers: dict[str, dict[str, str]] = {}
     evidence = load_label_evidence(path, mtime_ns, query_id)

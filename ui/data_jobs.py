@@ -3,7 +3,7 @@
 The job list is live state: a worker commits a batch every few seconds. It is cached keyed by the database's
 revision, the modification times and sizes of the SQLite file and its write-ahead log (every commit changes
 the log), so a poll that finds nothing new costs one ``stat``. Liveness (is the worker process still there?)
-is not stored and is derived at render time (:func:`rageval.jobs.job_progress`), outside the cache.
+is not stored and is derived at render time (:func:`rageval.jobs.spec.job_progress`), outside the cache.
 The run files themselves stay keyed by ``(path, mtime_ns)`` in :mod:`ui.data`: a worker's commit changes the
 run file's mtime, so every other page shows the new labels on its next rerun. Nothing here creates widgets.
 """
@@ -15,15 +15,16 @@ from pathlib import Path
 
 import streamlit as st
 
-from rageval import jobs
+from rageval.jobs.spec import INTERRUPTED, Job, JobSpec, job_status
+from rageval.jobs.store import JobStore, default_jobs_db
 from ui import data
 
 _TTL_S = 3600
 
 
 def jobs_db() -> Path:
-    """The jobs database the dashboard and ``rageval rescore`` share (:func:`rageval.jobs.default_jobs_db`)."""
-    return jobs.default_jobs_db()
+    """The jobs database the dashboard and ``rageval rescore`` share (:func:`rageval.jobs.store.default_jobs_db`)."""
+    return default_jobs_db()
 
 
 def jobs_revision(path: Path) -> tuple[int, ...]:
@@ -39,42 +40,51 @@ def jobs_revision(path: Path) -> tuple[int, ...]:
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
-def load_jobs(path: str, revision: tuple[int, ...]) -> list[jobs.Job]:
+def load_jobs(path: str, revision: tuple[int, ...]) -> list[Job]:
     """Every job of the database, newest first."""
-    with jobs.JobStore(path) as store:
+    with JobStore(path) as store:
         return store.list()
 
 
-def load_folder_jobs(folder: Path | None = None) -> list[jobs.Job]:
+def load_folder_jobs(folder: Path | None = None) -> list[Job]:
     """The jobs on run files in the dashboard's runs folder (or ``folder``), newest first. The run file of a job
-    whose worker died is repaired on the way (:func:`rageval.jobs.recover_run_file`), so every page can read it."""
+    whose worker died is repaired on the way (:func:`rageval.jobs.run_file.recover_run_file`), so every page can
+    read it."""
     path = jobs_db()
     if not (path.exists() or path.is_symlink()):  # no job yet (a dangling link is an error)
         return []
     folder = (folder or data.runs_dir()).resolve()
     found = [job for job in load_jobs(str(path), jobs_revision(path)) if Path(job.run_path).is_relative_to(folder)]
     for job in found:
-        if jobs.job_status(job) == jobs.INTERRUPTED and Path(job.run_path).is_file():
-            jobs.recover_run_file(job.run_path)
+        if job_status(job) == INTERRUPTED and Path(job.run_path).is_file():
+            from rageval.jobs.run_file import recover_run_file  # here: a page with a lacks panel loads no job writer
+
+            recover_run_file(job.run_path)
     return found
 
 
-def start_rescore(spec: jobs.JobSpec) -> jobs.Job:
-    """Create the job and start its worker process (raises :class:`rageval.jobs.JobError` on bad input)."""
-    with jobs.JobStore(jobs_db()) as store:
-        return jobs.start_job(spec, store)
+def start_rescore(spec: JobSpec) -> Job:
+    """Create the job and start its worker process (raises :class:`rageval.jobs.spec.JobError` on bad input)."""
+    from rageval.jobs.control import start_job
+
+    with JobStore(jobs_db()) as store:
+        return start_job(spec, store)
 
 
-def cancel_rescore(job_id: int, terminate: bool = False) -> jobs.Job:
+def cancel_rescore(job_id: int, terminate: bool = False) -> Job:
     """Ask job ``job_id`` to stop after its batch; ``terminate`` also sends its worker SIGTERM."""
-    with jobs.JobStore(jobs_db()) as store:
-        return jobs.cancel_job(job_id, store, terminate=terminate)
+    from rageval.jobs.control import cancel_job
+
+    with JobStore(jobs_db()) as store:
+        return cancel_job(job_id, store, terminate=terminate)
 
 
-def resume_rescore(job_id: int) -> jobs.Job:
+def resume_rescore(job_id: int) -> Job:
     """Start a stopped job again in a new worker; its labels already saved are skipped."""
-    with jobs.JobStore(jobs_db()) as store:
-        return jobs.resume_job(job_id, store)
+    from rageval.jobs.control import resume_job
+
+    with JobStore(jobs_db()) as store:
+        return resume_job(job_id, store)
 
 
 def apply_action(job_id: int, action: str | None) -> None:

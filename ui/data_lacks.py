@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from rageval import jobs
+from rageval.jobs.spec import INTERRUPTED, Job, JobSpec, job_status
 from rageval.pipeline.summary import missing_pieces, run_summary
 from ui import data, data_jobs
 
@@ -30,7 +30,7 @@ def lacks_text(lacking: dict[str, str]) -> str:
     return " · ".join(f"{PIECE_NAMES.get(piece, piece)}: {what}" for piece, what in lacking.items())
 
 
-def load_run_jobs(path: Path) -> list[jobs.Job]:
+def load_run_jobs(path: Path) -> list[Job]:
     """The complete jobs on this run file, newest first (a dead worker's run file is repaired on the way)."""
     db = data_jobs.jobs_db()
     if not (db.exists() or db.is_symlink()):  # no job yet (a dangling link is an error)
@@ -39,11 +39,13 @@ def load_run_jobs(path: Path) -> list[jobs.Job]:
     found = [job for job in data_jobs.load_jobs(str(db), data_jobs.jobs_revision(db))
              if job.run_path == resolved and job.spec.is_complete]
     for job in found:
-        if jobs.job_status(job) == jobs.INTERRUPTED and Path(job.run_path).is_file():
-            jobs.recover_run_file(job.run_path)
+        if job_status(job) == INTERRUPTED and Path(job.run_path).is_file():
+            from rageval.jobs.run_file import recover_run_file  # here: a page with a lacks panel loads no job writer
+
+            recover_run_file(job.run_path)
     return found
 
 
-def start_complete(spec: jobs.JobSpec) -> jobs.Job:
-    """Create the complete job and start its background worker (:class:`rageval.jobs.JobError` on bad input)."""
+def start_complete(spec: JobSpec) -> Job:
+    """Create the complete job and start its background worker (:class:`rageval.jobs.spec.JobError` on bad input)."""
     return data_jobs.start_rescore(spec)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rageval.upload import UploadFile, UploadResult, convert_upload
+from rageval.upload.convert import convert_upload
+from rageval.upload.problems import UploadFile, UploadResult
 
 
 @st.cache_data(ttl=600, max_entries=2, show_spinner="Validating the upload…")
 def load_upload(form: str, files: tuple[tuple[str, str, bytes], ...], dataset: str, retriever: str,
                 model: str) -> UploadResult:
-    """:func:`rageval.upload.convert_upload` of uploaded files given as ``(slot key, file name, bytes)``."""
+    """:func:`rageval.upload.convert.convert_upload` of uploaded files given as ``(slot key, file name, bytes)``."""
     return convert_upload(form, {key: UploadFile(name, content) for key, name, content in files},
                           dataset=dataset, retriever=retriever, model=model)

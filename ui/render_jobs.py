@@ -15,8 +15,22 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from rageval import jobs
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
+from rageval.jobs.spec import (
+    ACTIVE,
+    CANCELLED,
+    DONE,
+    DTYPES,
+    FAILED,
+    INTERRUPTED,
+    QUEUED,
+    RUNNING,
+    Job,
+    JobError,
+    JobSpec,
+    Progress,
+    job_progress,
+)
 from ui import navigation, render
 
 LABEL_KIND_NAMES = {"erag": "eRAG utility: the model answers from each passage alone, scored against the gold answers",
@@ -25,10 +39,10 @@ METRIC_NAMES = {"em": "exact match", "f1": "token F1", "accuracy": "answer accur
                 "rougeL": "ROUGE-L", "bertscore": "BERTScore (MiniLM)"}
 BACKEND_NAMES = {"transformers": "Local model (transformers; a GPU when present, else the CPU)",
                  "openai": "OpenAI-compatible server (vLLM, Ollama, python -m rageval.generation.server)"}
-DTYPE_CHOICES = ("device default", *jobs.DTYPES)
+DTYPE_CHOICES = ("device default", *DTYPES)
 QUERY_CHOICES = ("all", "first", "chosen")
-STATUS_NAMES = {jobs.QUEUED: "… queued", jobs.RUNNING: "▶ running", jobs.DONE: "✓ done", jobs.FAILED: "✗ failed",
-                jobs.CANCELLED: "■ cancelled", jobs.INTERRUPTED: "⚠ interrupted (worker gone)"}
+STATUS_NAMES = {QUEUED: "… queued", RUNNING: "▶ running", DONE: "✓ done", FAILED: "✗ failed",
+                CANCELLED: "■ cancelled", INTERRUPTED: "⚠ interrupted (worker gone)"}
 INSPECTOR = navigation.INSPECTOR
 
 
@@ -52,12 +66,12 @@ def format_time(timestamp: float | None) -> str:
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def progress_text(job: jobs.Job, progress: jobs.Progress) -> str:
+def progress_text(job: Job, progress: Progress) -> str:
     """``12/30 passages labelled · 0.80 per s · ETA 23 s`` (rate and ETA only once known); for a complete job
     the stage in progress: ``stage erag 30/120 · ...`` (its ETA is the stage's)."""
     if job.spec.is_complete:
         if job.stage is None:
-            parts = ["loading the model" if progress.status in jobs.ACTIVE else "no stage started"]
+            parts = ["loading the model" if progress.status in ACTIVE else "no stage started"]
         else:
             parts = [f"stage {job.stage} {job.done}/{job.total} LLM calls"]
     else:
@@ -69,7 +83,7 @@ def progress_text(job: jobs.Job, progress: jobs.Progress) -> str:
     return " · ".join(parts)
 
 
-def job_description(job: jobs.Job) -> str:
+def job_description(job: Job) -> str:
     """What the job labels and with what, in one line (plain text)."""
     spec = job.spec
     if spec.is_complete:
@@ -86,11 +100,11 @@ def job_description(job: jobs.Job) -> str:
     return f"{kind} labels from {model}{server}{where}, {k} of {queries} of run {Path(job.run_path).stem}"
 
 
-def jobs_summary(job_list: Sequence[jobs.Job], now: float | None = None) -> pd.DataFrame:
+def jobs_summary(job_list: Sequence[Job], now: float | None = None) -> pd.DataFrame:
     """One row per job: id, run, method, status, done, total, ETA, started, last heartbeat."""
     rows = []
     for job in job_list:
-        progress = jobs.job_progress(job, now)
+        progress = job_progress(job, now)
         rows.append({"Job": job.job_id, "Run": Path(job.run_path).stem, "Labels": job.method,
                      "Status": STATUS_NAMES.get(progress.status, progress.status), "Done": job.done,
                      "Total": job.total, "ETA": format_duration(progress.eta_s), "Started": format_time(job.started),
@@ -103,21 +117,21 @@ def default_dtype(settings: Mapping[str, Any]) -> str:
     """The precision the run's own model ran in when its id names one (``... [bfloat16]``), so re-scoring with
     that model reuses its cached answers; else the device default."""
     model_id = str(settings.get("model_id", ""))
-    return next((d for d in jobs.DTYPES if model_id.endswith(f"[{d}]")), DTYPE_CHOICES[0])
+    return next((d for d in DTYPES if model_id.endswith(f"[{d}]")), DTYPE_CHOICES[0])
 
 
 # --- blocks ---------------------------------------------------------------------------------------------
 
-def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max_k: int) -> jobs.JobSpec | None:
+def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max_k: int) -> JobSpec | None:
     """The form that starts a job; returns its spec on submit (None otherwise)."""
-    from rageval import erag  # here, not at import: every page with a lacks panel imports this module
+    from rageval.erag.labels import ALL_METRICS
 
     texts = dict(zip(queries["query_id"], queries["text"]))
     ids = list(texts)
     with st.form("rescore.form"):
         left, right = st.columns(2)
         kind = left.radio("Labels", list(LABEL_KIND_NAMES), format_func=LABEL_KIND_NAMES.get, key="rescore.kind")
-        metrics = list(erag.ALL_METRICS)
+        metrics = list(ALL_METRICS)
         metric = left.selectbox("Label metric (eRAG)", metrics, format_func=lambda m: f"{m}: {METRIC_NAMES.get(m, m)}",
                                 index=metrics.index(settings.get("label_metric", "em"))
                                 if settings.get("label_metric", "em") in metrics else 0, key="rescore.metric")
@@ -143,16 +157,16 @@ def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max
         return None
     query_ids = {"all": None, "first": tuple(ids[:int(first)]), "chosen": tuple(chosen)}[how]
     if how == "chosen" and not chosen:
-        raise jobs.JobError("choose at least one query, or pick 'all' or 'the first N'")
-    return jobs.JobSpec(str(path), model=model.strip(), backend=backend, label_kind=kind, metric=metric, k=int(k),
-                        query_ids=query_ids, base_url=base_url.strip(),
-                        dtype=None if dtype == DTYPE_CHOICES[0] else dtype)
+        raise JobError("choose at least one query, or pick 'all' or 'the first N'")
+    return JobSpec(str(path), model=model.strip(), backend=backend, label_kind=kind, metric=metric, k=int(k),
+                   query_ids=query_ids, base_url=base_url.strip(),
+                   dtype=None if dtype == DTYPE_CHOICES[0] else dtype)
 
 
-def render_job(job: jobs.Job, now: float | None = None) -> str | None:
+def render_job(job: Job, now: float | None = None) -> str | None:
     """One job: title, progress bar with done/total and ETA, what produced it, its error, a link to the query
     inspector, and the buttons that apply; returns the action clicked (``cancel``, ``stop``, ``resume``) or None."""
-    progress = jobs.job_progress(job, now)
+    progress = job_progress(job, now)
     action = None
     with st.container(border=True):
         head, buttons = st.columns([5, 2], vertical_alignment="center")
@@ -161,18 +175,18 @@ def render_job(job: jobs.Job, now: float | None = None) -> str | None:
         head.progress(progress.fraction, text=progress_text(job, progress))
         head.caption(render.escape_markdown(
             f"{job_description(job)} · attempt {job.attempts} · started {format_time(job.started)}"
-            + (f" · finished {format_time(job.finished)}" if job.finished and progress.status not in jobs.ACTIVE
+            + (f" · finished {format_time(job.finished)}" if job.finished and progress.status not in ACTIVE
                else f" · last heartbeat {format_time(job.heartbeat)}")))
         if job.error:
             head.error(render.escape_markdown(job.error))
-        if progress.status in jobs.ACTIVE:
+        if progress.status in ACTIVE:
             if buttons.button("Cancel", key=f"rescore.cancel.{job.job_id}", width="stretch",
                               help="stop after the batch in progress; every label saved so far is kept"):
                 action = "cancel"
             if job.pid and buttons.button("Stop now", key=f"rescore.stop.{job.job_id}", width="stretch",
                                           help="send the worker process SIGTERM; saved labels are kept"):
                 action = "stop"
-        elif (progress.status != jobs.DONE or job.done < job.total) and buttons.button(
+        elif (progress.status != DONE or job.done < job.total) and buttons.button(
                 "Resume", key=f"rescore.resume.{job.job_id}", width="stretch",
                 help="start the job again; the passages it already labelled are skipped"):
             action = "resume"

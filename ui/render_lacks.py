@@ -10,9 +10,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from rageval import jobs
 from rageval.errors import RagevalError, StoreError
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
+from rageval.jobs.spec import ACTIVE, COMPLETE, DONE, Job, JobError, JobSpec, job_status
 from ui import data, data_jobs, render, render_jobs
 from ui import data_lacks as loaders
 
@@ -28,7 +28,7 @@ def complete_command(path: Path) -> str:
     return f"rageval rescore start {shlex.quote(str(path))} --complete"
 
 
-def model_form(path: Path) -> jobs.JobSpec | None:
+def model_form(path: Path) -> JobSpec | None:
     """The small form: which model computes the missing pieces; the job's spec on submit, else None."""
     with st.form("lacks.form", border=False):
         choice = st.radio("Model", list(MODEL_CHOICES), format_func=MODEL_CHOICES.get, key="lacks.model_choice",
@@ -43,19 +43,19 @@ def model_form(path: Path) -> jobs.JobSpec | None:
         return None
     if choice == "folder":
         if not model_folder.strip():
-            raise jobs.JobError("give the model folder (a local Hugging Face model), or choose another model")
+            raise JobError("give the model folder (a local Hugging Face model), or choose another model")
         model, backend = model_folder.strip(), "transformers"
     elif choice == "server":
         if not served_model.strip():
-            raise jobs.JobError("give the name of the model the server serves")
+            raise JobError("give the name of the model the server serves")
         model, backend = served_model.strip(), "openai"
     else:
         model, backend = DEFAULT_MODEL, "transformers"
-    return jobs.JobSpec(str(path), model=model, backend=backend, base_url=base_url.strip() or DEFAULT_BASE_URL,
-                        label_kind=jobs.COMPLETE)
+    return JobSpec(str(path), model=model, backend=backend, base_url=base_url.strip() or DEFAULT_BASE_URL,
+                   label_kind=COMPLETE)
 
 
-def _act(job: jobs.Job, action: str | None) -> None:
+def _act(job: Job, action: str | None) -> None:
     try:
         data_jobs.apply_action(job.job_id, action)
     except RagevalError as error:
@@ -65,8 +65,8 @@ def _act(job: jobs.Job, action: str | None) -> None:
             st.rerun()
 
 
-def _active(job_list: list[jobs.Job]) -> bool:
-    return bool(job_list) and jobs.job_status(job_list[0]) in jobs.ACTIVE
+def _active(job_list: list[Job]) -> bool:
+    return bool(job_list) and job_status(job_list[0]) in ACTIVE
 
 
 def render_lacks_panel(path: Path) -> dict[str, str]:
@@ -89,7 +89,7 @@ def render_lacks_panel(path: Path) -> dict[str, str]:
     with st.container(border=True):
         if lacking:
             st.markdown("**What this run lacks:** " + render.escape_markdown(loaders.lacks_text(lacking)))
-        if latest is not None and (_active(job_list) or jobs.job_status(latest) != jobs.DONE):
+        if latest is not None and (_active(job_list) or job_status(latest) != DONE):
             _job_block(path)
         elif data.is_shipped(path):
             st.caption(render.escape_markdown(
@@ -132,7 +132,7 @@ def _job_block(path: Path) -> None:
             return
         job = current[0]
         _act(job, render_jobs.render_job(job))
-        if jobs.job_status(job) not in jobs.ACTIVE:
+        if job_status(job) not in ACTIVE:
             if st.session_state.get(f"lacks.active.{job.job_id}"):
                 st.session_state[f"lacks.active.{job.job_id}"] = False
                 st.rerun()  # the whole page: the run file is new, every table reloads

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from rageval.upload import Problem, UploadResult
+from rageval.upload.problems import Problem, UploadResult
 
 FORM_NAMES = {"trec": "TREC run + qrels + queries + passages", "jsonl": "One JSONL with queries, passages and answers"}
 FORMAT_DOC = "docs/upload_format.md"
@@ -22,7 +22,7 @@ PROBLEM_COLUMNS = ["Severity", "File", "Line", "Message"]
 
 @dataclass(frozen=True)
 class FileSlot:
-    """One file of an upload form: its key in :data:`rageval.upload.FORMS`, its label and help."""
+    """One file of an upload form: its key in :data:`rageval.upload.convert.FORMS`, its label and help."""
 
     key: str
     label: str
@@ -99,7 +99,7 @@ def result_summary(result: UploadResult) -> str:
 
 def suggest_run_name(file_name: str | None) -> str:
     """A run name from an uploaded file's name (``my run.trec`` -> ``my_run``), valid for
-    :func:`rageval.upload.check_run_name`; ``uploaded`` when nothing is left."""
+    :func:`rageval.upload.save.check_run_name`; ``uploaded`` when nothing is left."""
     stem = PurePath(file_name or "").name.split(".")[0]
     cleaned = re.sub(r"[^A-Za-z0-9_.\-]+", "_", stem).strip("._-")[:100]
     return cleaned or "uploaded"

@@ -364,6 +364,28 @@ def build_attribution_run(plan: AttributionPlan, resources: AttributionResources
     return write_attribution_run(run, out_path)
 
 
+def build_hagrid_attribution_run(plan: AttributionPlan, out_path: Path, load_checker: Callable[..., object], *,
+                                 data_dir: Path, batch_size: int = 8, dtype: str | None = "bfloat16",
+                                 cache_path: Path | None = None, log: Log = print, command: str = "") -> Path:
+    """``rageval attribution``: load what :func:`build_attribution_run` needs (the shipped corpus, Gemma through the
+    LLM-call cache at ``cache_path`` (default: the user cache), the checker ``load_checker(generator)`` returns, the
+    NQ reranker, BERTScore and the HAGRID files under ``data_dir``), then build ``plan`` into ``out_path``."""
+    from rageval.bertscore import BertScorer
+    from rageval.corpus import build_corpus
+    from rageval.data import HAGRID_FILE, HAGRID_RUN_FILE, read_hagrid, read_hagrid_run
+    from rageval.generation.cache import CachedGenerator, LLMCache
+    from rageval.generation.gemma import load_gemma_generator
+    from rageval.retrieval.rerank import load_or_train_nq_reranker
+
+    corpus = build_corpus(data_dir)
+    generator = CachedGenerator(load_gemma_generator(batch_size=batch_size, dtype=dtype),
+                                LLMCache(cache_path) if cache_path else LLMCache())
+    resources = AttributionResources(
+        corpus, generator, load_checker(generator), load_or_train_nq_reranker(corpus=corpus), BertScorer(),
+        read_hagrid(data_dir / HAGRID_FILE), read_hagrid_run(data_dir / HAGRID_RUN_FILE))
+    return build_attribution_run(plan, resources, out_path, log=log, command=command)
+
+
 def _retrieval_measures(systems: Mapping[str, Mapping[str, Ranking]], qrels, query_ids: Sequence[str],
                         compute_measures, measure_names: Sequence[str]):
     """Per-query Table 3 measures of every system, plus MAX: per query and measure the best single list."""

@@ -166,6 +166,19 @@ def write_report(report: Mapping, path: Path) -> Path:
     return write_text_atomically(path, json.dumps(report, indent=1))
 
 
+def transfer_report_table(report: Mapping) -> list[str]:
+    """The text table of a transfer report's evaluations (one line each, after a header): checker, data, protocol,
+    n, balanced accuracy [95% interval], ROC-AUC ("–" where undefined)."""
+    lines = [f"{'checker':<24} {'data':<14} {'protocol':<21} {'n':>5} {'BAcc':>6} {'95% interval':>15} {'AUC':>6}"]
+    for entry in report["evaluations"]:
+        low, high = entry["balanced_accuracy_interval"] or (float("nan"),) * 2
+        auc = entry["roc_auc"]
+        lines.append(f"{entry['checker']:<24} {entry['data']:<14} {entry['protocol']:<21} {entry['n']:>5} "
+                     f"{entry['balanced_accuracy']:>6.3f} [{low:.3f}, {high:.3f}] "
+                     f"{'–' if auc is None else f'{auc:.3f}':>6}")
+    return lines
+
+
 # ---------------------------------------------------------------------------------------------- the whole report
 
 LOSO_SOURCES = ("fever_docnli", "mnli_docnli", "drop", "mctest")  # the long-premise sources the shipped model learns

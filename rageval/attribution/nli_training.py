@@ -261,6 +261,13 @@ def load_shipped_nli(directory: Path) -> CrossEncoderNli:
     return CrossEncoderNli(model, threshold=threshold)
 
 
+def cached_training_log(config: NliTrainingConfig, data_dir: Path = DATA_DIR) -> dict:
+    """The training log a model trained here left in its cache folder (:func:`nli_model_dir`), or ``{}`` (a model
+    loaded from the repository, never trained here)."""
+    path = nli_model_dir(config, data_dir) / TRAINING_LOG_NAME
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 def ship_nli_model(model: CrossEncoderNli, config: NliTrainingConfig, data_dir: Path, training: dict,
                    destination: Path | None = None) -> Path:
     """Write the parameters training changed (fp16), the recipe, data digests and threshold for the repository."""

@@ -66,7 +66,8 @@ def read_user_answers(path: str | Path, warn: Log | None = None) -> list[UserAns
     skipped, ids without spaces); unknown fields are passed to ``warn``. Answers sharing a ``query_id`` must have
     distinct ``answer_id`` values and the same question and passages (the run file stores a query's passages once).
     """
-    from rageval.upload import DEFAULT_LIMITS, ERROR, FieldReader, Problems, UploadFile, read_json_records
+    from rageval.upload.fields import FieldReader, read_json_records
+    from rageval.upload.problems import DEFAULT_LIMITS, ERROR, Problems, UploadFile
 
     path = Path(path)
     reason = not_a_file(path)
@@ -124,7 +125,7 @@ def read_user_answers(path: str | Path, warn: Log | None = None) -> list[UserAns
 
 def _read_passages(fields, query_id: str, unknown_seen: set[str]) -> tuple[InputPassage, ...]:
     """The ``passages`` list as numbered input passages (``passage_id`` defaults to ``<query_id>#<n>``)."""
-    from rageval.upload import FieldReader, describe
+    from rageval.upload.fields import FieldReader, describe
 
     value = fields.value("passages", required=True)
     if value is None:

@@ -43,10 +43,10 @@ COMMANDS: dict[str, Command] = {
     "info": Command("rageval.cli.runs", "print what a run file holds (--json: machine-readable)"),
     "export": Command("rageval.cli.runs", "write a run's labels, verdicts or failure cases as CSV, or one label "
                                           "method as TREC qrels"),
-    "upload": Command("rageval.upload.cli", "validate your own run (TREC run + qrels + queries/passages JSONL, or "
+    "upload": Command("rageval.cli.upload", "validate your own run (TREC run + qrels + queries/passages JSONL, or "
                                             "one JSONL with answers; docs/upload_format.md) into a run file"),
-    "rescore": Command("rageval.jobs.cli", "label a run's passages again with another model, in the background; "
-                                           "labels saved as produced, resumable"),
+    "rescore": Command("rageval.cli.rescore", "label a run's passages again with another model, in the background; "
+                                              "labels saved as produced, resumable"),
     "build-corpus": Command("rageval.cli.shipped", "build the deduplicated corpus and print its sizes"),
     "build-index": Command("rageval.cli.shipped", "build the BM25 index over the corpus (cached)"),
     "erag": Command("rageval.cli.shipped", "eRAG labels + E2E answers for an NQ-open slice into a run file"),
@@ -61,24 +61,24 @@ COMMANDS: dict[str, Command] = {
                                                 "sweep, LLM-retEval) into data/runs through the LLM-call cache"),
     "cost-report": Command("rageval.cli.shipped", "eRAG vs E2E wall time and peak memory (fresh process each)"),
     "results": Command("rageval.cli.shipped", "regenerate docs/results.md from the demo runs"),
-    "train-nli": Command("rageval.attribution.cli", "the NLI checker: load the shipped model, or train it "
+    "train-nli": Command("rageval.cli.attribution", "the NLI checker: load the shipped model, or train it "
                                                     "(resumable, cached by recipe and data digest); --ship writes it "
                                                     "for the repository, --report rebuilds the transfer report"),
-    "attribution": Command("rageval.attribution.cli", "HAGRID attributed answers: scenarios G / RTG-gold / "
+    "attribution": Command("rageval.cli.attribution", "HAGRID attributed answers: scenarios G / RTG-gold / "
                                                       "RTG-vanilla / RTG-monot5 / RTG-query-gen / GTR and the gold "
                                                       "answers, NLI-scored, into a run file; --rescore RUN "
                                                       "re-scores one with another checker"),
-    "evaluate-citations": Command("rageval.attribution.cli", "AutoAIS and ALCE citation metrics (and ROUGE-L/BLEU "
+    "evaluate-citations": Command("rageval.cli.attribution", "AutoAIS and ALCE citation metrics (and ROUGE-L/BLEU "
                                                              "against gold answers) of your own attributed answers "
                                                              "(JSONL, docs/citations_format.md), into an attribution "
                                                              "run file"),
-    "nli-score": Command("rageval.attribution.pairs_cli", "score your own (premise, hypothesis) pairs (JSONL) with any "
-                                                         "checker: each row back with p_supported, supported and "
-                                                         "checker"),
-    "nli-eval": Command("rageval.attribution.pairs_cli", "evaluate a checker on your labelled pairs (JSONL): "
-                                                        "accuracy, balanced accuracy, F1, ROC-AUC per source, pair "
-                                                        "and claim level"),
-    "ium": Command("rageval.ium.cli", "Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
+    "nli-score": Command("rageval.cli.nli_pairs", "score your own (premise, hypothesis) pairs (JSONL) with any "
+                                                  "checker: each row back with p_supported, supported and "
+                                                  "checker"),
+    "nli-eval": Command("rageval.cli.nli_pairs", "evaluate a checker on your labelled pairs (JSONL): "
+                                                 "accuracy, balanced accuracy, F1, ROC-AUC per source, pair "
+                                                 "and claim level"),
+    "ium": Command("rageval.cli.ium", "Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
                                       "offline + online IUM and the baselines, into a run file; --runs: one agent "
                                       "per eRAG run file of yours"),
 }

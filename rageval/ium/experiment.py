@@ -386,6 +386,46 @@ def write_ium_run(result: IumResult, path: Path) -> Path:
     return write_sqlite_atomically(path, fill)
 
 
+def default_checkpoints_dir() -> Path:
+    """Where the trained offline/baseline models of a run are kept so a killed run resumes without retraining
+    them: ``models/ium-checkpoints`` in the user cache."""
+    from rageval.paths import cache_dir
+
+    return cache_dir() / "models" / "ium-checkpoints"
+
+
+def build_shipped_ium_run(plan: IumPlan, out_path: Path, *, data_dir: Path, dense: bool = True,
+                          dtype: str | None = "bfloat16", cache_path: Path | None = None,
+                          checkpoints: Path | None = None, log: Callable[[str], None] = print,
+                          command: str = "") -> IumResult:
+    """``rageval ium``: the four shipped agents (NQ-open / HotpotQA x Gemma / SmolLM2, their LLM calls through the
+    LLM-call cache at ``cache_path``, default the user cache) over the shipped corpus under ``data_dir``,
+    :func:`run_ium` with BM25 (and the dense baseline unless ``dense`` is false), stored by :func:`write_ium_run`
+    into ``out_path``."""
+    from rageval.corpus import build_corpus
+    from rageval.generation.cache import CachedGenerator, LLMCache
+    from rageval.generation.gemma import load_gemma_generator
+    from rageval.generation.smollm2 import chat_prompt, load_smollm2_generator
+    from rageval.ium.agents import build_agents
+    from rageval.retrieval.evaluate import hotpotqa_queries
+    from rageval.retrieval.retrievers import Retrievers
+
+    corpus = build_corpus(data_dir)
+    resources = Retrievers(corpus.passages)
+    cache = LLMCache(cache_path) if cache_path else LLMCache()
+    gemma = load_gemma_generator(batch_size=8, dtype=dtype)
+    smollm2 = load_smollm2_generator(batch_size=8, dtype=dtype)
+    generators = {"gemma": CachedGenerator(gemma, cache), "smollm2": CachedGenerator(smollm2, cache)}
+    smollm2_tokenizer = smollm2.tokenizer
+    agents = build_agents(plan.agents, generators,
+                          {"smollm2": lambda message: chat_prompt(smollm2_tokenizer, message)})
+    split = plan_queries(plan, corpus.nq_queries, hotpotqa_queries(corpus, data_dir))
+    result = run_ium(plan, agents, split, resources.passages, resources.bm25, resources.dense if dense else None,
+                     log=log, command=command, checkpoints=checkpoints)
+    write_ium_run(result, out_path)
+    return result
+
+
 def _ium_settings_types() -> dict:
     """The settings the views compute with, each with its JSON type in words and its test (see check_settings)."""
     from rageval.store.files import is_string, object_of

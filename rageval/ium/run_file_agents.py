@@ -493,6 +493,37 @@ def write_label_ablation(result: LabelAblation, path: str | Path) -> Path:
                                                    "outcomes": result.outcomes.values.tolist()}, indent=1))
 
 
+def label_ablation_table(ablation: LabelAblation):
+    """The mean score of each agent (rows) under each method (columns) of a label ablation, rounded to 3 places."""
+    return ablation.outcomes.groupby(["method", "agent"]).score.mean().unstack("method").round(3)
+
+
+def build_ium_run_over_runs(paths: Sequence[str | Path], config: IumConfig, split: RunSplit, out_path: Path, *,
+                            cache_path: Path | None = None, **options) -> IumResult:
+    """``rageval ium --runs``: :func:`run_ium_over_runs` (``options`` are its keyword arguments) through the
+    LLM-call cache at ``cache_path`` (default: the user cache), stored as an IUM run file at ``out_path``."""
+    from rageval.generation.cache import LLMCache
+    from rageval.ium.experiment import write_ium_run
+
+    with LLMCache(cache_path) if cache_path else LLMCache() as cache:
+        result = run_ium_over_runs(paths, config, split, cache=cache, **options)
+    write_ium_run(result, out_path)
+    return result
+
+
+def build_label_ablation(paths: Sequence[str | Path], config: IumConfig, split: RunSplit, out_path: Path, *,
+                         cache_path: Path | None = None, **options) -> LabelAblation:
+    """``rageval ium --runs ... --label-ablation OUT``: :func:`label_ablation` (``options`` are its keyword
+    arguments) through the LLM-call cache at ``cache_path`` (default: the user cache), written to ``out_path`` by
+    :func:`write_label_ablation`."""
+    from rageval.generation.cache import LLMCache
+
+    with LLMCache(cache_path) if cache_path else LLMCache() as cache:
+        ablation = label_ablation(paths, config, split, cache=cache, **options)
+    write_label_ablation(ablation, out_path)
+    return ablation
+
+
 def read_label_ablation(path: str | Path) -> LabelAblation:
     """A file :func:`write_label_ablation` wrote; one :class:`RagevalError` naming it when it is not one."""
     import json

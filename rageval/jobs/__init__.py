@@ -16,10 +16,11 @@ Its progress is per stage (``erag 30/120``, stored in the jobs database as ``sta
 cancel or a kill leaves the run file as it was, and since every LLM call is in the LLM-call cache, resuming it
 costs no call already made. Its method is ``complete@<model>``.
 
-The worker runs as its own OS process (``rageval rescore run JOB``, started detached by :func:`launch_worker`),
-so it outlives the dashboard's reruns and a closed browser. Its state lives in a small SQLite database, the
-jobs database (:func:`default_jobs_db`: ``jobs.sqlite`` in the user cache, beside the LLM-call cache), which the
-command line and every dashboard session share wherever the run file lives; ``$RAGEVAL_CACHE_DIR`` moves both.
+The worker runs as its own OS process (``rageval rescore run JOB``, started detached by
+:func:`~rageval.jobs.control.launch_worker`), so it outlives the dashboard's reruns and a closed browser. Its state
+lives in a small SQLite database, the jobs database (:func:`~rageval.jobs.store.default_jobs_db`: ``jobs.sqlite`` in
+the user cache, beside the LLM-call cache), which the command line and every dashboard session share wherever the
+run file lives; ``$RAGEVAL_CACHE_DIR`` moves both.
 
 What survives what:
 
@@ -32,209 +33,14 @@ What survives what:
 - resuming starts the same job again: the labels already in the run file are skipped (they are the record of
   what is done), so every passage is labelled exactly once;
 - when the job is done, the per-query measure values of the new method are computed with the run builders' own
-  code (:func:`rageval.erag.compute_measure_values`) and written into the run file with what produced them
-  (settings ``rescored``), so every view of the dashboard shows the new method like any other.
+  code (:func:`rageval.erag.measures.compute_measure_values`) and written into the run file with what produced
+  them (settings ``rescored``), so every view of the dashboard shows the new method like any other.
 
 The modules, in the order a job flows through them: :mod:`~rageval.jobs.spec` (what a job is: :class:`JobSpec`,
 :class:`Job`, statuses, the method name it writes), :mod:`~rageval.jobs.store` (the jobs database),
 :mod:`~rageval.jobs.control` (create, launch, resume, cancel), :mod:`~rageval.jobs.worker` (the worker process),
 :mod:`~rageval.jobs.labelling` (its model and labels), :mod:`~rageval.jobs.run_file` (what it reads from and writes
-into the run file), :mod:`~rageval.jobs.cli` (``rageval rescore``).
+into the run file), :mod:`rageval.cli.rescore` (``rageval rescore``).
+
+The package re-exports nothing: import each name from the submodule that defines it.
 """
-
-from typing import TYPE_CHECKING
-
-from rageval.lazy import lazy_names
-
-if TYPE_CHECKING:  # the names below are imported on first use (__getattr__): importing the package is cheap
-    from rageval.jobs.cli import add_parsers, cmd_cancel, cmd_list, cmd_resume, cmd_run, cmd_start
-    from rageval.jobs.control import (
-                                   cancel_job,
-                                   check_no_conflict,
-                                   check_writable,
-                                   create_job,
-                                   lacking_pieces,
-                                   launch_worker,
-                                   resume_job,
-                                   start_job,
-                                   worker_command,
-    )
-    from rageval.jobs.labelling import answer_from_evidence, check_model, erag_evidence, label_items, load_job_generator
-    from rageval.jobs.run_file import (
-                                   RUN_WRITE_TIMEOUT_S,
-                                   JobInputs,
-                                   compute_method_measures,
-                                   labelled_depth,
-                                   labelled_items,
-                                   read_job_inputs,
-                                   record_provenance,
-                                   recover_run_file,
-                                   run_cutoffs,
-                                   write_labels,
-                                   write_method_measures,
-    )
-    from rageval.jobs.spec import (
-                                   ACTIVE,
-                                   BACKENDS,
-                                   CANCELLED,
-                                   COMPLETE,
-                                   DONE,
-                                   DTYPES,
-                                   FAILED,
-                                   HEARTBEAT_S,
-                                   INTERRUPTED,
-                                   JOB_KINDS,
-                                   LABEL_KINDS,
-                                   PIECES,
-                                   QUEUED,
-                                   RUNNING,
-                                   STALE_AFTER_S,
-                                   Job,
-                                   JobCancelled,
-                                   JobError,
-                                   JobSpec,
-                                   Progress,
-                                   job_progress,
-                                   job_status,
-                                   method_name,
-                                   model_short_name,
-                                   process_alive,
-                                   worker_alive,
-    )
-    from rageval.jobs.store import SCHEMA_VERSION, JobStore, default_jobs_db
-    from rageval.jobs.worker import run_complete_job, run_job
-
-#: Name -> the submodule that defines it, imported when the name is first asked for (PEP 562).
-_LAZY = {
-    "ACTIVE": "spec",
-    "BACKENDS": "spec",
-    "CANCELLED": "spec",
-    "COMPLETE": "spec",
-    "DONE": "spec",
-    "DTYPES": "spec",
-    "FAILED": "spec",
-    "HEARTBEAT_S": "spec",
-    "INTERRUPTED": "spec",
-    "JOB_KINDS": "spec",
-    "Job": "spec",
-    "JobCancelled": "spec",
-    "JobError": "spec",
-    "JobInputs": "run_file",
-    "JobSpec": "spec",
-    "JobStore": "store",
-    "LABEL_KINDS": "spec",
-    "PIECES": "spec",
-    "Progress": "spec",
-    "QUEUED": "spec",
-    "RUNNING": "spec",
-    "RUN_WRITE_TIMEOUT_S": "run_file",
-    "SCHEMA_VERSION": "store",
-    "STALE_AFTER_S": "spec",
-    "add_parsers": "cli",
-    "answer_from_evidence": "labelling",
-    "cancel_job": "control",
-    "check_model": "labelling",
-    "check_no_conflict": "control",
-    "check_writable": "control",
-    "cmd_cancel": "cli",
-    "cmd_list": "cli",
-    "cmd_resume": "cli",
-    "cmd_run": "cli",
-    "cmd_start": "cli",
-    "compute_method_measures": "run_file",
-    "create_job": "control",
-    "default_jobs_db": "store",
-    "erag_evidence": "labelling",
-    "job_progress": "spec",
-    "job_status": "spec",
-    "label_items": "labelling",
-    "labelled_depth": "run_file",
-    "labelled_items": "run_file",
-    "lacking_pieces": "control",
-    "launch_worker": "control",
-    "load_job_generator": "labelling",
-    "method_name": "spec",
-    "model_short_name": "spec",
-    "process_alive": "spec",
-    "read_job_inputs": "run_file",
-    "record_provenance": "run_file",
-    "recover_run_file": "run_file",
-    "resume_job": "control",
-    "run_complete_job": "worker",
-    "run_cutoffs": "run_file",
-    "run_job": "worker",
-    "start_job": "control",
-    "worker_alive": "spec",
-    "worker_command": "control",
-    "write_labels": "run_file",
-    "write_method_measures": "run_file",
-}
-
-
-__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())
-
-
-__all__ = [
-                               "ACTIVE",
-                               "BACKENDS",
-                               "CANCELLED",
-                               "COMPLETE",
-                               "DONE",
-                               "DTYPES",
-                               "FAILED",
-                               "HEARTBEAT_S",
-                               "INTERRUPTED",
-                               "JOB_KINDS",
-                               "LABEL_KINDS",
-                               "PIECES",
-                               "QUEUED",
-                               "RUNNING",
-                               "RUN_WRITE_TIMEOUT_S",
-                               "SCHEMA_VERSION",
-                               "STALE_AFTER_S",
-                               "Job",
-                               "JobCancelled",
-                               "JobError",
-                               "JobInputs",
-                               "JobSpec",
-                               "JobStore",
-                               "Progress",
-                               "add_parsers",
-                               "answer_from_evidence",
-                               "cancel_job",
-                               "check_model",
-                               "check_no_conflict",
-                               "check_writable",
-                               "cmd_cancel",
-                               "cmd_list",
-                               "cmd_resume",
-                               "cmd_run",
-                               "cmd_start",
-                               "compute_method_measures",
-                               "create_job",
-                               "default_jobs_db",
-                               "erag_evidence",
-                               "job_progress",
-                               "job_status",
-                               "label_items",
-                               "labelled_depth",
-                               "labelled_items",
-                               "lacking_pieces",
-                               "launch_worker",
-                               "load_job_generator",
-                               "method_name",
-                               "model_short_name",
-                               "process_alive",
-                               "read_job_inputs",
-                               "record_provenance",
-                               "recover_run_file",
-                               "resume_job",
-                               "run_complete_job",
-                               "run_cutoffs",
-                               "run_job",
-                               "start_job",
-                               "worker_alive",
-                               "worker_command",
-                               "write_labels",
-                               "write_method_measures",
-]

@@ -22,13 +22,54 @@ from rageval.jobs.spec import (
     Job,
     JobError,
     JobSpec,
+    job_progress,
     job_status,
     method_name,
     model_identity,
     worker_alive,
 )
-from rageval.jobs.store import JobStore
+from rageval.jobs.store import JobStore, default_jobs_db
 from rageval.store import RunReader
+
+
+def open_job_store(jobs_db: Path | None = None, *, create: bool = True) -> JobStore:
+    """The jobs database at ``jobs_db`` (default :func:`~rageval.jobs.store.default_jobs_db`); without ``create``
+    (commands that only look at jobs) a missing one is a :class:`JobError` naming it, never created."""
+    path = Path(jobs_db) if jobs_db else default_jobs_db()
+    if not create and not (path.exists() or path.is_symlink()):
+        raise JobError(f"{path}: no jobs database yet (no job was ever started with it)")
+    return JobStore(path)
+
+
+def list_jobs(jobs_db: Path | None = None) -> list[Job]:
+    """Every job of the jobs database at ``jobs_db`` (default: the user cache's); none, and nothing created, when
+    no job was ever started with it."""
+    path = Path(jobs_db) if jobs_db else default_jobs_db()
+    if not (path.exists() or path.is_symlink()):
+        return []
+    with JobStore(path) as store:
+        return store.list()
+
+
+def job_line(job: Job) -> str:
+    """One line describing ``job`` (``rageval rescore list``): id, status, stage, done/total, ETA, method, run file
+    and error."""
+    progress = job_progress(job)
+    eta = f", ETA {progress.eta_s:.0f} s" if progress.eta_s is not None else ""
+    stage = f"stage {job.stage} " if job.stage else ""
+    return (f"{job.job_id:>4}  {progress.status:<11} {stage}{job.done:>5}/{job.total:<5}{eta}  {job.method}  "
+            f"{job.run_path}" + (f"  error: {job.error}" if job.error else ""))
+
+
+def first_query_ids(run_path: str | Path, count: int) -> tuple[str, ...]:
+    """The ids of the first ``count`` queries of the run file at ``run_path``."""
+    with RunReader(run_path) as reader:
+        return tuple(reader.query_table()["query_id"][:count])
+
+
+def check_run_file(run_path: str | Path) -> None:
+    """Open and close the run file: a missing or broken one raises its :class:`~rageval.errors.StoreError`."""
+    RunReader(run_path).close()
 
 
 def check_writable(spec: JobSpec) -> None:

@@ -7,7 +7,8 @@ import dataclasses
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
-from rageval import erag
+from rageval.erag.baselines import compute_llm_relevance_labels
+from rageval.erag.labels import EragSettings, compute_erag_labels
 from rageval.generation import factory
 from rageval.generation.base import DecodingSettings, Generator
 from rageval.jobs.spec import JobError, JobSpec
@@ -58,16 +59,16 @@ def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[
     evidence is the model's answer from the passage alone."""
     ranking = {query.query_id: Ranking(query.query_id, tuple(ScoredPassage(p, 0.0) for p in passage_ids))}
     if spec.label_kind == "erag":
-        settings = erag.EragSettings(k=len(passage_ids), metric=spec.metric, decoding=decoding,
-                                     batch_size=spec.batch_size)
-        outputs, labels = erag.compute_erag_labels([query], ranking, passages, generator, settings)
+        settings = EragSettings(k=len(passage_ids), metric=spec.metric, decoding=decoding,
+                                batch_size=spec.batch_size)
+        outputs, labels = compute_erag_labels([query], ranking, passages, generator, settings)
         values = {x.passage_id: x.value for x in labels}
         evidence = [LabelEvidence(method, o.query_id, o.passage_id,
                                   erag_evidence(generator.model_id, o.output, spec.metric, values[o.passage_id]))
                     for o in outputs]
     else:
-        labels, evidence = erag.compute_llm_relevance_labels([query], ranking, passages, generator, len(passage_ids),
-                                                             decoding=decoding, batch_size=spec.batch_size)
+        labels, evidence = compute_llm_relevance_labels([query], ranking, passages, generator, len(passage_ids),
+                                                        decoding=decoding, batch_size=spec.batch_size)
         evidence = [dataclasses.replace(e, method=method) for e in evidence]
     return [dataclasses.replace(x, method=method) for x in labels], evidence
 

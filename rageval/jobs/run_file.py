@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rageval import erag
-from rageval.erag.measures import STORED_MEASURES
+from rageval.erag.measures import STORED_MEASURES, compute_measure_values, is_graded_method
 from rageval.errors import StoreError
 from rageval.jobs.spec import JobError, JobSpec
 from rageval.measures import parse_measure_list
@@ -128,7 +127,7 @@ def record_provenance(path: str | os.PathLike, method: str, entry: Mapping) -> N
     def change(settings: dict) -> None:
         settings.setdefault("rescored", {})[method] = {**settings.get("rescored", {}).get(method, {}), **entry}
         settings["label_methods"] = sorted(set(settings.get("label_methods", [])) | {method})
-        if erag.is_graded_method(method):  # the rule reads the base of erag:f1@model
+        if is_graded_method(method):  # the rule reads the base of erag:f1@model
             settings["graded_label_methods"] = sorted(set(settings.get("graded_label_methods", [])) | {method})
 
     _update_settings(path, change)
@@ -145,7 +144,7 @@ def labelled_depth(ranking: Ranking, labelled: set[str]) -> float:
 def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking], run_cutoffs: Sequence[int],
                             base_method: str, method: str, extra_measures: Sequence[str] = ()) -> list[MeasureValue]:
     """Per-query measure values of a re-scored method, by the run builders' own rules
-    (:func:`rageval.erag.compute_measure_values` applied as to ``base_method``, e.g. ``erag:em``: binary or
+    (:func:`rageval.erag.measures.compute_measure_values` applied as to ``base_method``, e.g. ``erag:em``: binary or
     graded, cut to the top c at cutoff c), for the queries that have its labels.
 
     Cutoffs: the run's own cutoffs no deeper than the labelled depth d (the fewest top passages labelled in a
@@ -169,7 +168,7 @@ def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking
                    for q, p, v in zip(labels["query_id"], labels["passage_id"], labels["value"]) if q in measured]
     extras = [m for m in parse_measure_list(extra_measures)
               if m.cutoff is None or m.definition.cutoff_kind != "rank" or m.cutoff <= depth]
-    values = erag.compute_measure_values(base_labels, measured, cutoffs, extra_measures=extras)
+    values = compute_measure_values(base_labels, measured, cutoffs, extra_measures=extras)
     return [dataclasses.replace(v, method=method) for v in values]
 
 

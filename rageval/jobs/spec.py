@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rageval import erag
+from rageval.erag.labels import ALL_METRICS
+from rageval.erag.methods import LLM_RELEVANCE, LabelMethod, erag_method
 from rageval.errors import RagevalError
 from rageval.generation import factory
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
@@ -83,8 +84,8 @@ class JobSpec:
             (self.backend in BACKENDS, f"backend {self.backend!r}: expected one of {', '.join(BACKENDS)}"),
             (self.label_kind in JOB_KINDS,
              f"label kind {self.label_kind!r}: expected one of {', '.join(JOB_KINDS)}"),
-            (self.metric in erag.ALL_METRICS,
-             f"label metric {self.metric!r}: expected one of {', '.join(erag.ALL_METRICS)}"),
+            (self.metric in ALL_METRICS,
+             f"label metric {self.metric!r}: expected one of {', '.join(ALL_METRICS)}"),
             (self.k is None or self.k >= 1, f"k: expected at least 1, got {self.k}"),
             (self.max_new_tokens is None or self.max_new_tokens >= 1,
              f"max new tokens: expected at least 1, got {self.max_new_tokens}"),
@@ -113,7 +114,7 @@ class JobSpec:
     def base_method(self) -> str:
         """The run builders' name of this kind of label (``erag:em``, ``llm_relevance``): what the measure code
         keys its rules on (binary or graded, bound to the retrieved list)."""
-        return erag.erag_method(self.metric) if self.label_kind == "erag" else erag.LLM_RELEVANCE
+        return erag_method(self.metric) if self.label_kind == "erag" else LLM_RELEVANCE
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), sort_keys=True)
@@ -144,7 +145,7 @@ def method_name(spec: JobSpec) -> str:
     """The label method a job writes: ``erag:<metric>@<model>`` or ``llm_relevance@<model>``; a complete job's
     name is ``complete@<model>`` (it writes the run's standard methods)."""
     base = COMPLETE if spec.is_complete else spec.base_method
-    return erag.LabelMethod(base, model_short_name(spec.model, spec.dtype)).name
+    return LabelMethod(base, model_short_name(spec.model, spec.dtype)).name
 
 
 def model_identity(spec: JobSpec) -> str:

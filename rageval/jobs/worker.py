@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import signal
 import sqlite3
 import sys
 import threading
@@ -141,6 +142,17 @@ class _StageReporter:
         self.store.set_stage(self.job_id, stage, done, total, new_stage=new_stage)
         if self.store.cancel_requested(self.job_id):
             raise JobCancelled(f"cancel requested during {stage}")
+
+
+def _raise_cancelled(signum, frame) -> None:
+    raise JobCancelled(f"signal {signum}")
+
+
+def run_job_in_this_process(job_id: int, store: JobStore) -> Job:
+    """:func:`run_job` with SIGTERM turned into the same clean stop as a cancel (``rageval rescore run`` and
+    ``start`` without ``--detach``: ``cancel_job(..., terminate=True)`` sends the worker SIGTERM)."""
+    signal.signal(signal.SIGTERM, _raise_cancelled)
+    return run_job(job_id, store)
 
 
 def run_complete_job(job: Job, store: JobStore, *, generator: Generator | None = None,

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from rageval import erag
+from rageval.erag.labels import ALL_METRICS
 from rageval.errors import DataError, RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.factory import ModelSettings
@@ -52,7 +52,7 @@ class EvaluateConfig:
     k: str = "1,5,10"
     methods: str = "all"
     metric: str = "em"
-    label_metrics: str = ",".join(erag.ALL_METRICS)
+    label_metrics: str = ",".join(ALL_METRICS)
     measures: str = ""  # IR measures beyond the stored set, comma-separated (rageval.measures.MEASURE_SYNTAX)
     llm_relevance: bool = True
     judges: str = ",".join(JUDGE_NAMES)
@@ -176,7 +176,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if reason:
         raise DataError(path, "no such config file" if reason == "no such file" else f"{reason}; expected a TOML "
                                                                                       "config file")
-    from rageval.upload import encoding_problem
+    from rageval.upload.fields import encoding_problem
 
     data = path.read_bytes()
     problem = encoding_problem(data)

@@ -32,8 +32,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from rageval import __version__, erag
+from rageval import __version__
 from rageval import reteval as llm_reteval
+from rageval.erag.baselines import compute_llm_relevance_labels, compute_reference_labels
+from rageval.erag.e2e import compute_e2e
+from rageval.erag.labels import (
+    ALL_METRICS,
+    MODEL_METRICS,
+    EragSettings,
+    compute_erag_labels,
+    metric_labels,
+    prompt_builder,
+)
+from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
+from rageval.erag.methods import GOLD, GOLD_PAGE, LLM_RELEVANCE
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import LLMCache, cache_key, stopped_key
@@ -89,7 +101,7 @@ class EvaluationOptions:
 
     methods: tuple[str, ...] = METHODS
     ks: tuple[int, ...] = (1, 5, 10)
-    label_metrics: tuple[str, ...] = erag.ALL_METRICS
+    label_metrics: tuple[str, ...] = ALL_METRICS
     metric: str = "em"
     llm_relevance: bool = True
     reteval: llm_reteval.RetEvalSettings = field(default_factory=llm_reteval.RetEvalSettings)
@@ -108,9 +120,9 @@ class EvaluationOptions:
             raise RagevalError(f"methods: unknown {', '.join(unknown)}; expected some of {', '.join(METHODS)}")
         if not self.ks or min(self.ks) < 1:
             raise RagevalError(f"ks: expected positive cutoffs, got {self.ks}")
-        bad = [m for m in (*self.label_metrics, self.metric) if m not in erag.ALL_METRICS]
+        bad = [m for m in (*self.label_metrics, self.metric) if m not in ALL_METRICS]
         if bad:
-            raise RagevalError(f"answer metric {bad[0]!r}: expected one of {', '.join(erag.ALL_METRICS)}")
+            raise RagevalError(f"answer metric {bad[0]!r}: expected one of {', '.join(ALL_METRICS)}")
         if self.em_early_stop and (tuple(self.label_metrics) != ("em",) or self.metric != "em"):
             raise RagevalError("exact-match early stopping: the eRAG labels must be exact match only (a stopped "
                                "answer has no F1, ROUGE or BERTScore), got label metrics "
@@ -243,7 +255,7 @@ class StageMeter:
 # --------------------------------------------------------------------------------------------- the pipeline
 
 def _graded_given_methods(labels) -> set[str]:
-    from rageval.upload import is_graded
+    from rageval.upload.build import is_graded
 
     values: dict[str, list[float]] = {}
     for label in labels:
@@ -268,10 +280,10 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     rankings = {r.query_id: r for r in base.rankings}
     passages = {p.passage_id: p for p in base.passages}
     methods = set(options.methods)
-    metrics = tuple(m for m in options.label_metrics if not (dry_run and m in erag.MODEL_METRICS))
-    settings = erag.EragSettings(k=options.depth, metric=options.metric, decoding=options.decoding,
-                                 batch_size=options.batch_size, cutoffs=options.cutoffs, prompt=options.prompt,
-                                 em_early_stop=options.em_early_stop)
+    metrics = tuple(m for m in options.label_metrics if not (dry_run and m in MODEL_METRICS))
+    settings = EragSettings(k=options.depth, metric=options.metric, decoding=options.decoding,
+                            batch_size=options.batch_size, cutoffs=options.cutoffs, prompt=options.prompt,
+                            em_early_stop=options.em_early_stop)
     timings: dict[str, float] = {}
     notes: list[str] = []
 
@@ -286,9 +298,9 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     if "erag" in methods:
         started = time.perf_counter()
         meter.begin("erag", pairs)
-        doc_outputs, _ = erag.compute_erag_labels(queries, rankings, passages, meter, settings)
+        doc_outputs, _ = compute_erag_labels(queries, rankings, passages, meter, settings)
         labels = [x for x in labels if not x.method.startswith("erag:")]
-        labels += erag.metric_labels(doc_outputs, by_id, metrics)
+        labels += metric_labels(doc_outputs, by_id, metrics)
         timed("erag", started)
 
     # E2E answers already in the starting run (an upload's own) are kept: only missing (query, k) are computed.
@@ -300,25 +312,25 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         meter.begin("e2e", sum(len(qs) for qs in todo.values()))
         for k, missing in todo.items():
             if missing:
-                e2e_outputs += erag.compute_e2e(missing, rankings, passages, meter, settings, k=k)
+                e2e_outputs += compute_e2e(missing, rankings, passages, meter, settings, k=k)
         timed("e2e", started)
 
     evidence = list(base.label_evidence)
     if "baselines" in methods:
-        reference = erag.compute_reference_labels(queries, rankings, passages, options.depth)
+        reference = compute_reference_labels(queries, rankings, passages, options.depth)
         if not any(q.gold_passage_ids for q in queries):
-            reference = [x for x in reference if x.method not in (erag.GOLD, erag.GOLD_PAGE)]
+            reference = [x for x in reference if x.method not in (GOLD, GOLD_PAGE)]
             notes.append("no gold passages (neither in the questions nor in qrels): no gold / gold_page baselines")
-        replaced = {x.method for x in reference} | ({erag.LLM_RELEVANCE} if options.llm_relevance else set())
+        replaced = {x.method for x in reference} | ({LLM_RELEVANCE} if options.llm_relevance else set())
         labels = [x for x in labels if x.method not in replaced]
         labels += reference
         if options.llm_relevance:
             started = time.perf_counter()
             meter.begin("llm_relevance", pairs)
-            relevance, new_evidence = erag.compute_llm_relevance_labels(queries, rankings, passages, meter,
-                                                                        options.depth)
+            relevance, new_evidence = compute_llm_relevance_labels(queries, rankings, passages, meter,
+                                                                   options.depth)
             labels += relevance
-            evidence = [x for x in evidence if x.method != erag.LLM_RELEVANCE] + new_evidence
+            evidence = [x for x in evidence if x.method != LLM_RELEVANCE] + new_evidence
             timed("llm_relevance", started)
 
     semi_gold, verdicts, failures = list(base.semi_gold_outputs), list(base.verdicts), list(base.failure_cases)
@@ -343,8 +355,8 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     measure_values = []
     if not dry_run:
         started = time.perf_counter()
-        measure_values = erag.compute_measure_values(labels, rankings, options.cutoffs, graded_methods=given_graded,
-                                                     extra_measures=options.measures)
+        measure_values = compute_measure_values(labels, rankings, options.cutoffs, graded_methods=given_graded,
+                                                extra_measures=options.measures)
         timed("measures", started)
 
     correlations = []
@@ -356,7 +368,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     used = dict.fromkeys([p for r in rankings.values() for p in r.passage_ids[:options.depth]]
                          + [p for q in queries for p in q.gold_passage_ids] + [x.passage_id for x in labels])
     method_names = sorted({x.method for x in labels})
-    graded = sorted({m for m in method_names if erag.is_graded_method(m)} | given_graded)
+    graded = sorted({m for m in method_names if is_graded_method(m)} | given_graded)
     run_settings = dict(base.settings) | {
         "num_queries": len(queries), "k": options.depth, "e2e_ks": sorted({o.k for o in e2e_outputs}),
         "cutoffs": list(options.cutoffs), "model_id": generator.model_id,
@@ -368,7 +380,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         "label_metric": options.metric, "e2e_metric": options.metric, "label_metrics": list(metrics),
         **({"em_early_stop": True} if options.em_early_stop else {}),
         "label_methods": method_names, "graded_label_methods": graded,
-        "graded_measures": list(erag.GRADED_MEASURES), "extra_measures": list(options.measures),
+        "graded_measures": list(GRADED_MEASURES), "extra_measures": list(options.measures),
         "methods": list(options.methods),
         "reteval": reteval_settings.as_dict() if reteval_settings else None,
         "correlations": correlation_settings(correlations),
@@ -460,7 +472,7 @@ def run_reteval(queries: Sequence[Query], rankings: Mapping[str, Ranking], passa
     gold = gold_passages_of(queries, passages)
     answerable = [q for q in queries if gold[q.query_id]]
     meter.begin("semi_gold", len(answerable) * options.semi_gold.samples)
-    semi_gold = llm_reteval.sample_semi_gold(queries, gold, meter, build_prompt or erag.prompt_builder(meter),
+    semi_gold = llm_reteval.sample_semi_gold(queries, gold, meter, build_prompt or prompt_builder(meter),
                                              options.semi_gold)
     semi_by_query: dict[str, list[str]] = {}
     for output in semi_gold:

@@ -32,17 +32,10 @@ from rageval.errors import DataError, RagevalError
 from rageval.retrieval.retrievers import RETRIEVERS, Retrievers
 from rageval.store import Label, Run
 from rageval.types import Passage, Query, Ranking
-from rageval.upload import (
-    UploadError,
-    UploadFile,
-    UploadLimits,
-    UploadResult,
-    convert_jsonl_upload,
-    convert_trec_upload,
-    encoding_problem,
-    read_passages_file,
-    read_queries_file,
-)
+from rageval.upload.fields import encoding_problem
+from rageval.upload.jsonl import convert_jsonl_upload, read_passages_file, read_queries_file
+from rageval.upload.problems import UploadError, UploadFile, UploadLimits, UploadResult
+from rageval.upload.trec import convert_trec_upload
 
 #: No practical size limit for files named on the command line (the dashboard's upload keeps its own limits).
 PIPELINE_LIMITS = UploadLimits(max_file_bytes=64 * 2**30, max_queries=10_000_000, max_passages_per_query=100_000,
@@ -304,7 +297,8 @@ def load_retrieval_inputs(queries_path: Path | None, corpus_path: Path | None, q
 def _read_qrels(path: Path, queries: Mapping[str, Query]) -> dict[str, dict[str, float]]:
     """The qrels judgments ``{query: {passage: relevance}}``, validated by the upload's TREC qrels reader (the one
     TREC line rule, :mod:`rageval.trec`); the first error raises :class:`DataError` naming the file and line."""
-    from rageval.upload import DEFAULT_LIMITS, ERROR, Problems, read_trec_qrels
+    from rageval.upload.problems import DEFAULT_LIMITS, ERROR, Problems
+    from rageval.upload.trec import read_trec_qrels
 
     problems = Problems(DEFAULT_LIMITS.max_problems_per_file)
     judged = read_trec_qrels(UploadFile(str(path), _qrels_bytes(path)), problems, PIPELINE_LIMITS)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rageval import __version__
-from rageval.erag import GRADED_MEASURES, compute_measure_values, is_graded_method
+from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
 from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run
 from rageval.types import Passage, Query, Ranking
 from rageval.upload.problems import Problems, UploadResult
@@ -36,10 +36,11 @@ def compute_upload_measures(labels: Sequence[Label], rankings: Mapping[str, Rank
                             cutoffs: Sequence[int]) -> list[MeasureValue]:
     """Per-query values of the engine's measures for every label method, on the stored rankings.
 
-    The conventions of :func:`rageval.erag.compute_measure_values`: every ranked query gets a value (0 when it
+    The conventions of :func:`rageval.erag.measures.compute_measure_values`: every ranked query gets a value (0 when it
     has no relevant passage); P, R, AP, RR, nDCG, Hit at each cutoff and R-precision (graded methods, see
     :func:`is_graded`: P, nDCG, Hit only); methods that label only retrieved passages by their nature
-    (``erag:*``, ``contains_answer``, ``llm_relevance``, ``gold_page``; :func:`rageval.erag.is_list_bound_method`)
+    (``erag:*``, ``contains_answer``, ``llm_relevance``, ``gold_page``;
+    :func:`rageval.erag.measures.is_list_bound_method`)
     see only the labels of the top c at cutoff c, as eRAG defines its labels on R_c; the others (``qrels``,
     ``gold`` and any other name) are global judgments, so unretrieved relevant passages count for recall.
     """

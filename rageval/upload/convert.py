@@ -1,8 +1,10 @@
-"""The two upload forms behind one call: :func:`convert_upload`."""
+"""The two upload forms behind one call: :func:`convert_upload` (files in memory) and
+:func:`convert_upload_paths` (files on disk, ``rageval upload``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from rageval.upload.jsonl import convert_jsonl_upload
 from rageval.upload.problems import DEFAULT_LIMITS, UploadError, UploadFile, UploadLimits, UploadResult
@@ -29,3 +31,23 @@ def convert_upload(form: str, files: Mapping[str, UploadFile | None], *, dataset
         return convert_jsonl_upload(given["jsonl"], dataset=dataset, retriever=retriever, model=model, limits=limits)
     return convert_trec_upload(given["run"], given["queries"], given["passages"], given.get("qrels"),
                                dataset=dataset, retriever=retriever, model=model, limits=limits)
+
+
+def convert_upload_paths(form: str, paths: Mapping[str, Path | None], *, dataset: str = "uploaded",
+                         retriever: str | None = None, model: str | None = None,
+                         limits: UploadLimits = DEFAULT_LIMITS) -> UploadResult:
+    """:func:`convert_upload` of files on disk (``paths``: the file of each key of ``FORMS[form]``, None where not
+    given); a folder, a missing or an unreadable file raises UploadError naming it."""
+
+    def read(path: Path) -> UploadFile:
+        if path.is_dir():
+            raise UploadError(f"{path}: is a folder; expected a file")
+        if not path.exists():
+            raise UploadError(f"{path}: no such file")
+        try:
+            return UploadFile.from_path(path, limits)
+        except OSError as error:
+            raise UploadError(f"{path}: cannot be read ({error.strerror or error})") from None
+
+    return convert_upload(form, {key: read(path) if path else None for key, path in paths.items()},
+                          dataset=dataset, retriever=retriever, model=model, limits=limits)

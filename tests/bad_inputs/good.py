@@ -80,7 +80,8 @@ def write_good_annotations(path: Path) -> Path:
 
 def write_good_jobs_database(path: Path) -> Path:
     """A jobs database holding one queued job (on a run that need not exist)."""
-    from rageval.jobs import JobSpec, JobStore
+    from rageval.jobs.spec import JobSpec
+    from rageval.jobs.store import JobStore
 
     with JobStore(path) as store:
         store.create(JobSpec(str(path.parent / "good-run.sqlite"), model="served-model", backend="openai"),

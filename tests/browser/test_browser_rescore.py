@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rageval.jobs import model_short_name
+from rageval.jobs.spec import model_short_name
 from tests.browser_support import SHOTS, WAIT_MS, streamlit_server
 from tests.run_fixtures import make_small_run
 

@@ -78,6 +78,28 @@ def test_the_command_table_is_what_the_modules_define():
             assert handler is not None and handler.__module__ == entry.module, name
 
 
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_command_prints_its_help(command, capsys):
+    from rageval.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main([command, "--help"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: rageval {command} ")
+
+
+def test_every_command_module_is_under_rageval_cli():
+    assert {entry.module.rsplit(".", 1)[0] for entry in COMMANDS.values()} == {"rageval.cli"}
+
+
+def test_python_m_rageval_command_help_runs():
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, "-m", "rageval", "rescore", "start", "--help"], env=env,
+                          capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: rageval rescore start ")
+
+
 def test_command_name_is_the_first_argument_that_is_no_option():
     assert command_name(["--version"]) is None
     assert command_name(["info", "x.sqlite", "--json"]) == "info"

@@ -364,7 +364,8 @@ BROKEN_RUNS = [
 
 @pytest.mark.parametrize(("text", "line", "said"), BROKEN_RUNS, ids=["7-later", "7-first", "crlf", "twice", "utf8"])
 def test_the_same_broken_run_file_gives_the_same_line_and_message_everywhere(tmp_path, text, line, said):
-    from rageval.upload import UploadFile, convert_upload
+    from rageval.upload.convert import convert_upload
+    from rageval.upload.problems import UploadFile
     from tests.run_fixtures import build_small_run
     from tests.upload.test_upload import trec_files
 

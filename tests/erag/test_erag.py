@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rageval import erag
 from rageval.corpus import build_corpus
+from rageval.erag.baselines import compute_reference_labels
+from rageval.erag.e2e import compute_e2e
+from rageval.erag.labels import EragSettings, compute_erag_labels
+from rageval.erag.measures import compute_measure_values
+from rageval.erag.methods import CONTAINS_ANSWER, GOLD
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.measures import compute_measures
@@ -42,10 +46,10 @@ def test_erag_labels_score_each_passage_alone(slice_):
 
     queries, rankings, passages = slice_
     generator = FakeGenerator(rule=gold_answer_reader)
-    settings = erag.EragSettings(k=2, batch_size=3)
+    settings = EragSettings(k=2, batch_size=3)
     progress = []
-    outputs, labels = erag.compute_erag_labels(queries, rankings, passages, generator, settings,
-                                               lambda done, total: progress.append((done, total)))
+    outputs, labels = compute_erag_labels(queries, rankings, passages, generator, settings,
+                                          lambda done, total: progress.append((done, total)))
     assert len(outputs) == len(labels) == 2 * len(queries)  # k=2 passages per query, each in its own prompt
     assert progress[-1] == (8, 8) and [d for d, _ in progress] == [3, 6, 8]
     by_key = {(x.query_id, x.passage_id): x.value for x in labels}
@@ -63,7 +67,7 @@ def test_e2e_sees_the_whole_top_k_in_order(slice_):
     queries, rankings, passages = slice_
     prompts = []
     generator = FakeGenerator(rule=lambda prompt: prompts.append(prompt) or gold_answer_reader(prompt))
-    e2e = erag.compute_e2e(queries, rankings, passages, generator, erag.EragSettings(k=2))
+    e2e = compute_e2e(queries, rankings, passages, generator, EragSettings(k=2))
     assert [e.k for e in e2e] == [2] * 4
     assert [e.score for e in e2e] == [1.0, 0.0, 0.0, 0.0]
     prompt = prompts[0]
@@ -73,20 +77,20 @@ def test_e2e_sees_the_whole_top_k_in_order(slice_):
 
 def test_reference_labels_gold_includes_unretrieved_gold(slice_):
     queries, rankings, passages = slice_
-    labels = erag.compute_reference_labels(queries, rankings, passages, k=1)
-    gold = [x for x in labels if x.method == erag.GOLD]
+    labels = compute_reference_labels(queries, rankings, passages, k=1)
+    gold = [x for x in labels if x.method == GOLD]
     assert len(gold) == sum(len(q.gold_passage_ids) for q in queries)
-    contains = [x for x in labels if x.method == erag.CONTAINS_ANSWER]
+    contains = [x for x in labels if x.method == CONTAINS_ANSWER]
     assert len(contains) == len(queries)  # k=1: only the top passage is checked
     # With k=1 the top passage is another question's gold: recall against gold must be 0 for every query.
-    values = erag.compute_measure_values(labels, {q: Ranking(q, r.passages[:1]) for q, r in rankings.items()}, (1,))
+    values = compute_measure_values(labels, {q: Ranking(q, r.passages[:1]) for q, r in rankings.items()}, (1,))
     assert all(v.value == 0.0 for v in values if v.method == "gold" and v.measure == "R@1")
 
 
 def test_measure_values_match_the_measures_core(slice_):
     queries, rankings, passages = slice_
-    labels = erag.compute_reference_labels(queries, rankings, passages, k=3)
-    values = erag.compute_measure_values(labels, rankings, (1, 5))
+    labels = compute_reference_labels(queries, rankings, passages, k=3)
+    values = compute_measure_values(labels, rankings, (1, 5))
     run = {q: list(r.passage_ids) for q, r in rankings.items()}
     qrels = {}
     for x in labels:
@@ -108,13 +112,13 @@ def test_relabelling_a_reranked_list_costs_no_llm_call(slice_, tmp_path):
     fake = FakeGenerator(rule=gold_answer_reader)
     with LLMCache(tmp_path / "cache.sqlite") as cache:
         generator = CachedGenerator(fake, cache)
-        settings = erag.EragSettings(k=2, decoding=DecodingSettings())
-        first = erag.compute_erag_labels(queries, rankings, passages, generator, settings)[1]
+        settings = EragSettings(k=2, decoding=DecodingSettings())
+        first = compute_erag_labels(queries, rankings, passages, generator, settings)[1]
         # Swap ranks 1 and 2: the same top-2 passages in another order.
         reversed_rankings = {q: Ranking(q, (r.passages[1], r.passages[0], *r.passages[2:]))
                              for q, r in rankings.items()}
         calls_before = fake.calls
-        second = erag.compute_erag_labels(queries, reversed_rankings, passages, generator, settings)[1]
+        second = compute_erag_labels(queries, reversed_rankings, passages, generator, settings)[1]
         assert fake.calls == calls_before
         assert generator.misses == 8 and generator.hits == 8
         assert sorted(first, key=str) == sorted(second, key=str)
@@ -125,13 +129,13 @@ def test_run_round_trip_through_the_store(slice_, tmp_path):
 
     queries, rankings, passages = slice_
     generator = FakeGenerator(rule=gold_answer_reader)
-    settings = erag.EragSettings(k=2)
-    outputs, labels = erag.compute_erag_labels(queries, rankings, passages, generator, settings)
-    labels += erag.compute_reference_labels(queries, rankings, passages, 2)
-    e2e = erag.compute_e2e(queries, rankings, passages, generator, settings)
+    settings = EragSettings(k=2)
+    outputs, labels = compute_erag_labels(queries, rankings, passages, generator, settings)
+    labels += compute_reference_labels(queries, rankings, passages, 2)
+    e2e = compute_e2e(queries, rankings, passages, generator, settings)
     used = sorted({pid for r in rankings.values() for pid in r.passage_ids})
     run = Run({"dataset": "nq_open", "k": 2}, queries, [passages[p] for p in used], list(rankings.values()),
-              outputs, labels, e2e, erag.compute_measure_values(labels, rankings, (1,)))
+              outputs, labels, e2e, compute_measure_values(labels, rankings, (1,)))
     path = write_run(run, tmp_path / "run.sqlite")
     with RunReader(path) as reader:
         table = reader.ranking_table(queries[0].query_id)

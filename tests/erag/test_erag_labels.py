@@ -8,8 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from rageval import erag
 from rageval.bertscore import BertScorer, greedy_match_f1
+from rageval.erag.baselines import compute_llm_relevance_labels, compute_reference_labels
+from rageval.erag.e2e import compute_e2e
+from rageval.erag.labels import ALL_METRICS, BINARY_METRICS, EragSettings, metric_labels, score_outputs
+from rageval.erag.measures import compute_measure_values, is_graded_method, measure_names
+from rageval.erag.methods import GOLD, GOLD_PAGE, LLM_RELEVANCE, erag_method
 from rageval.store import DocOutput, Label
 from rageval.text_metrics import answer_accuracy, contains_answer, exact_match, rouge_l, token_f1
 from rageval.types import Ranking, ScoredPassage
@@ -61,19 +65,19 @@ def doc_outputs(nq):
 @pytest.fixture(scope="module")
 def metric_label_values(doc_outputs, nq):
     queries = {q.query_id: q for q in (nq(NOBEL), nq(READING))}
-    labels = erag.metric_labels(doc_outputs, queries, erag.ALL_METRICS)
+    labels = metric_labels(doc_outputs, queries, ALL_METRICS)
     return labels, queries
 
 
 def test_metric_labels_one_label_per_output_and_metric(metric_label_values, doc_outputs):
     labels, _ = metric_label_values
-    assert len(labels) == len(doc_outputs) * len(erag.ALL_METRICS)
+    assert len(labels) == len(doc_outputs) * len(ALL_METRICS)
     assert {x.method for x in labels} == {f"erag:{m}" for m in ("em", "f1", "accuracy", "rougeL", "bertscore")}
-    for metric in erag.ALL_METRICS:
-        mine = [x for x in labels if x.method == erag.erag_method(metric)]
+    for metric in ALL_METRICS:
+        mine = [x for x in labels if x.method == erag_method(metric)]
         assert [(x.query_id, x.passage_id) for x in mine] == [(o.query_id, o.passage_id) for o in doc_outputs]
         assert all(0.0 <= x.value <= 1.0 for x in mine)
-        if metric in erag.BINARY_METRICS:
+        if metric in BINARY_METRICS:
             assert {x.value for x in mine} <= {0.0, 1.0}
 
 
@@ -106,24 +110,24 @@ def test_metric_labels_worked_values(metric_label_values, nq):
     wrong = (nobel.query_id, "nq-dpr:2")
     assert value[("erag:bertscore", *exact)] > value[("erag:bertscore", *verbose)] > value[("erag:bertscore", *wrong)]
     # An empty output scores 0 under every metric.
-    assert all(value[(f"erag:{m}", *empty)] == 0.0 for m in erag.ALL_METRICS)
+    assert all(value[(f"erag:{m}", *empty)] == 0.0 for m in ALL_METRICS)
 
 
 def test_unknown_metric_is_refused_with_the_choices(nq):
     with pytest.raises(ValueError, match="unknown downstream metric 'bleu'; choose one of em, f1, accuracy, rougeL, "
                                          "bertscore"):
-        erag.score_outputs("bleu", ["Wilhelm Conrad Röntgen"], [nq(NOBEL).answers])
+        score_outputs("bleu", ["Wilhelm Conrad Röntgen"], [nq(NOBEL).answers])
     with pytest.raises(ValueError, match="unknown downstream metric 'bleu'"):
-        erag.EragSettings(metric="bleu")
+        EragSettings(metric="bleu")
     with pytest.raises(ValueError, match="k must be at least 1, got 0"):
-        erag.EragSettings(k=0)
+        EragSettings(k=0)
 
 
 @pytest.mark.model
 def test_score_outputs_bertscore_equals_a_scorer_on_the_same_model(nq, bert_scorer):
     outputs = ["Wilhelm Conrad Röntgen", "Röntgen", "Stockholm"]
     answers = [nq(NOBEL).answers] * 3
-    assert erag.score_outputs("bertscore", outputs, answers) == pytest.approx(
+    assert score_outputs("bertscore", outputs, answers) == pytest.approx(
         bert_scorer.score_many(outputs, answers), abs=1e-5)
 
 
@@ -222,13 +226,13 @@ def test_llm_relevance_labels_with_evidence(corpus, nq, passages):
                 beast.query_id: ranking(beast.query_id, [benson, "nq-dpr:328", "nq-dpr:2"])}
     generator = RecordingGenerator(relevance_reply, model_id="stub:relevance/v1")
     progress = []
-    labels, evidence = erag.compute_llm_relevance_labels([nobel, beast], rankings, passages, generator, k=2,
-                                                         batch_size=3, on_progress=lambda *a: progress.append(a))
+    labels, evidence = compute_llm_relevance_labels([nobel, beast], rankings, passages, generator, k=2,
+                                                    batch_size=3, on_progress=lambda *a: progress.append(a))
     # Only the top k=2 of each ranking are judged.
     assert [(x.query_id, x.passage_id, x.value) for x in labels] == [
         (nobel.query_id, "nq-dpr:1", 1.0), (nobel.query_id, "nq-dpr:2", 0.0),
         (beast.query_id, benson, 0.0), (beast.query_id, "nq-dpr:328", 1.0)]
-    assert {x.method for x in labels} == {x.method for x in evidence} == {erag.LLM_RELEVANCE}
+    assert {x.method for x in labels} == {x.method for x in evidence} == {LLM_RELEVANCE}
     notes = {e.passage_id: e.evidence for e in evidence}
     assert notes["nq-dpr:1"] == "stub:relevance/v1 replied 'Yes, it does.'"
     assert notes["nq-dpr:2"] == "stub:relevance/v1 replied 'No'"
@@ -245,16 +249,16 @@ def test_llm_relevance_labels_with_evidence(corpus, nq, passages):
 
 
 def test_measure_names_graded_and_binary():
-    assert erag.measure_names((1, 5)) == ["P@1", "R@1", "AP@1", "RR@1", "nDCG@1", "Hit@1",
-                                          "P@5", "R@5", "AP@5", "RR@5", "nDCG@5", "Hit@5", "Rprec"]
-    assert erag.measure_names((1, 5), graded=True) == ["P@1", "nDCG@1", "Hit@1", "P@5", "nDCG@5", "Hit@5"]
+    assert measure_names((1, 5)) == ["P@1", "R@1", "AP@1", "RR@1", "nDCG@1", "Hit@1",
+                                     "P@5", "R@5", "AP@5", "RR@5", "nDCG@5", "Hit@5", "Rprec"]
+    assert measure_names((1, 5), graded=True) == ["P@1", "nDCG@1", "Hit@1", "P@5", "nDCG@5", "Hit@5"]
 
 
 @pytest.mark.parametrize(("method", "graded"), [
     ("erag:em", False), ("erag:accuracy", False), ("erag:f1", True), ("erag:rougeL", True),
     ("erag:bertscore", True), ("gold", False), ("contains_answer", False), ("llm_relevance", False)])
 def test_is_graded_method(method, graded):
-    assert erag.is_graded_method(method) is graded
+    assert is_graded_method(method) is graded
 
 
 def test_graded_methods_get_only_p_ndcg_hit(nq):
@@ -264,12 +268,12 @@ def test_graded_methods_get_only_p_ndcg_hit(nq):
     graded = [0.5, 1.0, 0.0]  # e.g. token F1 of each passage's single-passage answer
     labels = [Label("erag:f1", nobel.query_id, pid, v) for pid, v in zip(ids, graded)]
     labels += [Label("erag:em", nobel.query_id, pid, v) for pid, v in zip(ids, [0.0, 1.0, 0.0])]
-    values = erag.compute_measure_values(labels, rankings, (1, 3))
+    values = compute_measure_values(labels, rankings, (1, 3))
     by_method: dict[str, dict[str, float]] = {}
     for v in values:
         by_method.setdefault(v.method, {})[v.measure] = v.value
     assert set(by_method["erag:f1"]) == {"P@1", "nDCG@1", "Hit@1", "P@3", "nDCG@3", "Hit@3"}
-    assert set(by_method["erag:em"]) == set(erag.measure_names((1, 3)))
+    assert set(by_method["erag:em"]) == set(measure_names((1, 3)))
     f1 = by_method["erag:f1"]
     # P@k = mean label, Hit@k = max label, nDCG with graded gains over the ideal order (1.0, 0.5, 0).
     assert f1["P@1"] == 0.5 and f1["P@3"] == pytest.approx(0.5) and f1["Hit@1"] == 0.5 and f1["Hit@3"] == 1.0
@@ -288,22 +292,22 @@ def test_users_extra_measures_follow_the_same_rules(nq):
     labels = [Label("erag:f1", nobel.query_id, pid, v) for pid, v in zip(ids, [0.5, 1.0, 0.0])]
     labels += [Label("erag:em", nobel.query_id, pid, v) for pid, v in zip(ids, [0.0, 1.0, 0.0])]
     extras = ["P(rel=0.5)@3", "AP(rel=1)", "DCG@3", "nDCG@3", "Bpref", "P@1"]
-    values = erag.compute_measure_values(labels, rankings, (1, 3), extra_measures=extras)
+    values = compute_measure_values(labels, rankings, (1, 3), extra_measures=extras)
     by_method: dict[str, dict[str, float]] = {}
     for v in values:
         assert v.measure not in by_method.get(v.method, {}), "a measure stored twice"
         by_method.setdefault(v.method, {})[v.measure] = v.value
     # Graded labels get the extras defined for them (rel= makes any measure binary); Bpref needs 0/1 labels.
-    assert set(by_method["erag:f1"]) == set(erag.measure_names((1, 3), graded=True)) | {
+    assert set(by_method["erag:f1"]) == set(measure_names((1, 3), graded=True)) | {
         "P(rel=0.5)@3", "AP(rel=1)", "DCG@3"}
-    assert set(by_method["erag:em"]) == set(erag.measure_names((1, 3))) | {"P(rel=0.5)@3", "AP(rel=1)", "DCG@3",
-                                                                           "Bpref"}
+    assert set(by_method["erag:em"]) == set(measure_names((1, 3))) | {"P(rel=0.5)@3", "AP(rel=1)", "DCG@3",
+                                                                      "Bpref"}
     f1, em = by_method["erag:f1"], by_method["erag:em"]
     assert f1["P(rel=0.5)@3"] == pytest.approx(2 / 3) and f1["AP(rel=1)"] == 0.5
     assert f1["DCG@3"] == pytest.approx(0.5 + 1 / math.log2(3))
     assert em["Bpref"] == 0.0  # the relevant passage has one of the two judged non-relevant ones above it
     with pytest.raises(ValueError, match="unknown measure 'Prec'"):
-        erag.compute_measure_values(labels, rankings, (1,), extra_measures=["Prec@5"])
+        compute_measure_values(labels, rankings, (1,), extra_measures=["Prec@5"])
 
 
 # ------------------------------------------------------------------------------------------- E2E sweep
@@ -321,9 +325,9 @@ def test_compute_e2e_at_a_chosen_k(nq, passages):
         return next((a for a in answers if contains_answer(final, [a])), "unknown")
 
     generator = RecordingGenerator(reader)
-    settings = erag.EragSettings(k=3)
-    at_1 = erag.compute_e2e([nobel, beast], rankings, passages, generator, settings, k=1)
-    at_default = erag.compute_e2e([nobel, beast], rankings, passages, generator, settings)
+    settings = EragSettings(k=3)
+    at_1 = compute_e2e([nobel, beast], rankings, passages, generator, settings, k=1)
+    at_default = compute_e2e([nobel, beast], rankings, passages, generator, settings)
     assert [o.k for o in at_1] == [1, 1] and [o.k for o in at_default] == [3, 3]
     finals = [p.rsplit("\n\n", 1)[-1] for p in generator.prompts]
     assert [f.count("Passage:") for f in finals] == [1, 1, 3, 3]
@@ -331,8 +335,8 @@ def test_compute_e2e_at_a_chosen_k(nq, passages):
     assert [(o.output, o.score) for o in at_1] == [("Wilhelm Conrad Röntgen", 1.0), ("unknown", 0.0)]
     assert [(o.output, o.score) for o in at_default] == [("Wilhelm Conrad Röntgen", 1.0), ("Dan Stevens", 1.0)]
     # The score is the settings' metric.
-    f1 = erag.compute_e2e([nobel], rankings, passages, RecordingGenerator(lambda p: "Röntgen"),
-                          erag.EragSettings(k=3, metric="f1"), k=2)
+    f1 = compute_e2e([nobel], rankings, passages, RecordingGenerator(lambda p: "Röntgen"),
+                     EragSettings(k=3, metric="f1"), k=2)
     assert f1[0].k == 2 and f1[0].score == pytest.approx(0.5)  # P = 1, R = 1/3
 
 
@@ -350,13 +354,13 @@ def test_gold_page_labels_count_other_versions_of_the_gold_page(corpus, nq, pass
     assert passages[flash_gold].title == ""  # the NQ long answer of this question has no page title
     rankings = {song.query_id: ranking(song.query_id, ["nq-dpr:1", "wiki18:89", "nq-dpr:2"]),
                 flash.query_id: ranking(flash.query_id, [untitled, "nq-dpr:1"])}
-    labels = erag.compute_reference_labels([song, flash], rankings, passages, k=3)
-    page = {(x.query_id, x.passage_id): x.value for x in labels if x.method == erag.GOLD_PAGE}
+    labels = compute_reference_labels([song, flash], rankings, passages, k=3)
+    page = {(x.query_id, x.passage_id): x.value for x in labels if x.method == GOLD_PAGE}
     assert page == {(song.query_id, gold_id): 1.0, (song.query_id, "nq-dpr:1"): 0.0,
                     (song.query_id, "wiki18:89"): 1.0, (song.query_id, "nq-dpr:2"): 0.0,
                     # an empty title is no page: the untitled passage is not the untitled gold passage's page
                     (flash.query_id, flash_gold): 1.0, (flash.query_id, untitled): 0.0,
                     (flash.query_id, "nq-dpr:1"): 0.0}
-    gold = {(x.query_id, x.passage_id) for x in labels if x.method == erag.GOLD}
+    gold = {(x.query_id, x.passage_id) for x in labels if x.method == GOLD}
     assert gold == {(song.query_id, gold_id), (flash.query_id, flash_gold)}
-    assert not erag.is_graded_method(erag.GOLD_PAGE)
+    assert not is_graded_method(GOLD_PAGE)

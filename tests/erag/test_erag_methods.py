@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rageval import erag
-from rageval.erag import LabelMethod, parse_label_method
+from rageval.erag.measures import compute_measure_values, is_graded_method, is_list_bound_method, measure_names
+from rageval.erag.methods import LLM_RELEVANCE, LabelMethod, erag_method, parse_label_method
 from rageval.store import Label, Run, RunReader, write_run
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
@@ -28,9 +28,9 @@ def test_parse_label_method_round_trips(name, base, metric, model):
 
 
 def test_erag_method_names_the_rescored_labels_too():
-    assert erag.erag_method("em") == "erag:em"
-    assert erag.erag_method("f1", "gemma-3-270m") == "erag:f1@gemma-3-270m"
-    assert str(LabelMethod(erag.LLM_RELEVANCE, "smollm2")) == "llm_relevance@smollm2"
+    assert erag_method("em") == "erag:em"
+    assert erag_method("f1", "gemma-3-270m") == "erag:f1@gemma-3-270m"
+    assert str(LabelMethod(LLM_RELEVANCE, "smollm2")) == "llm_relevance@smollm2"
 
 
 @pytest.mark.parametrize("name", ["", "@gemma", "erag:em@", "erag:@gemma", "erag:", "a@b@c"])
@@ -44,7 +44,7 @@ def test_malformed_names_are_refused(name):
     ("erag:f1", True), ("erag:f1@gemma", True), ("erag:bertscore@smollm2", True),
     ("llm_relevance@gemma", False), ("qrels", False), ("gold", False), ("a@b@c", False)])
 def test_graded_follows_the_base_method_whatever_the_model(method, graded):
-    assert erag.is_graded_method(method) is graded
+    assert is_graded_method(method) is graded
 
 
 @pytest.mark.parametrize(("method", "bound"), [
@@ -52,7 +52,7 @@ def test_graded_follows_the_base_method_whatever_the_model(method, graded):
     ("contains_answer", True), ("gold_page", True), ("gold", False), ("qrels", False), ("utility", False),
     ("a@b@c", False)])
 def test_list_bound_follows_the_base_method_whatever_the_model(method, bound):
-    assert erag.is_list_bound_method(method) is bound
+    assert is_list_bound_method(method) is bound
 
 
 def _ranking(query_id: str, ids: list[str]) -> Ranking:
@@ -65,13 +65,13 @@ def test_a_rescored_method_gets_its_base_methods_measures_and_values():
               ("q2", "f"): 1.0}
     labels = [Label(method, q, p, v) for method in ("erag:em", "erag:em@gemma", "llm_relevance",
                                                     "llm_relevance@gemma") for (q, p), v in values.items()]
-    computed = erag.compute_measure_values(labels, rankings, (1, 3))
+    computed = compute_measure_values(labels, rankings, (1, 3))
     by_method: dict[str, dict[tuple[str, str], float]] = {}
     for v in computed:
         by_method.setdefault(v.method, {})[(v.measure, v.query_id)] = v.value
     assert by_method["erag:em@gemma"] == by_method["erag:em"]
     assert by_method["llm_relevance@gemma"] == by_method["llm_relevance"]
-    assert {measure for measure, _ in by_method["erag:em@gemma"]} == set(erag.measure_names((1, 3)))
+    assert {measure for measure, _ in by_method["erag:em@gemma"]} == set(measure_names((1, 3)))
     # binary and list-bound, as erag:em: R@3 = Hit@3 (eRAG's Table 1); a graded reading would have no R at all.
     assert by_method["erag:em@gemma"][("R@3", "q1")] == by_method["erag:em@gemma"][("Hit@3", "q1")] == 1.0
 

@@ -26,11 +26,31 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from rageval import jobs
 from rageval.cli import main
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings, FakeGenerator
 from rageval.generation.server import serve
+from rageval.jobs.control import cancel_job, create_job, resume_job, start_job
+from rageval.jobs.spec import (
+    ACTIVE,
+    CANCELLED,
+    DONE,
+    FAILED,
+    INTERRUPTED,
+    QUEUED,
+    RUNNING,
+    STALE_AFTER_S,
+    Job,
+    JobError,
+    JobSpec,
+    Progress,
+    job_progress,
+    job_status,
+    method_name,
+    model_short_name,
+)
+from rageval.jobs.store import JobStore
+from rageval.jobs.worker import run_job
 from rageval.prompts import build_qa_prompt
 from rageval.store import RunReader
 from rageval.text_metrics import contains_answer, exact_match
@@ -90,13 +110,13 @@ def private_cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def store(tmp_path):
-    with jobs.JobStore(tmp_path / "jobs.sqlite") as opened:
+    with JobStore(tmp_path / "jobs.sqlite") as opened:
         yield opened
 
 
-def served_spec(run: Path, server, tmp_path: Path, name: str = "llm", **changes) -> jobs.JobSpec:
-    return jobs.JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url, batch_size=2,
-                        llm_cache=str(tmp_path / f"{name}.sqlite"), **changes)
+def served_spec(run: Path, server, tmp_path: Path, name: str = "llm", **changes) -> JobSpec:
+    return JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url, batch_size=2,
+                   llm_cache=str(tmp_path / f"{name}.sqlite"), **changes)
 
 
 def wait_for(condition: Callable[[], bool], what: str, log: str | None = None) -> None:
@@ -134,17 +154,17 @@ def test_labels_are_committed_batch_by_batch_as_they_are_produced(tmp_path, stor
             seen.append((len(method_rows(run)[0]), store.get(job.job_id).done))
             return super().generate(prompts, settings)
 
-    job = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", batch_size=2,
-                                       llm_cache=str(tmp_path / "llm.sqlite")), store)
-    assert (job.status, job.total, job.method) == (jobs.QUEUED, TOTAL, METHOD)
-    finished = jobs.run_job(job.job_id, store, generator=Watching(rule=reader_rule, model_id=MODEL), log=lambda _: None)
+    job = create_job(JobSpec(str(run), model=MODEL, backend="openai", batch_size=2,
+                             llm_cache=str(tmp_path / "llm.sqlite")), store)
+    assert (job.status, job.total, job.method) == (QUEUED, TOTAL, METHOD)
+    finished = run_job(job.job_id, store, generator=Watching(rule=reader_rule, model_id=MODEL), log=lambda _: None)
 
     # Batches of 2 within each query's top 5 (2 + 2 + 1): before each call, every earlier batch is in the file.
     expected_before = [0]
     for size in [2, 2, 1] * N_QUERIES:
         expected_before.append(expected_before[-1] + size)
     assert seen == [(n, n) for n in expected_before[:-1]]
-    assert (finished.status, finished.done, finished.total, finished.attempts) == (jobs.DONE, TOTAL, TOTAL, 1)
+    assert (finished.status, finished.done, finished.total, finished.attempts) == (DONE, TOTAL, TOTAL, 1)
 
     labels, evidence = method_rows(run)
     expected = fixture_labels(run, "contains_answer")  # the fake reader's EM is contains-answer (module docstring)
@@ -165,40 +185,40 @@ def test_labels_are_committed_batch_by_batch_as_they_are_produced(tmp_path, stor
 
 def test_cancel_stops_between_batches_and_resume_labels_only_the_rest(tmp_path, store):
     run = make_small_run(tmp_path / "run.sqlite")
-    job = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", batch_size=2,
-                                       llm_cache=str(tmp_path / "llm.sqlite")), store)
+    job = create_job(JobSpec(str(run), model=MODEL, backend="openai", batch_size=2,
+                             llm_cache=str(tmp_path / "llm.sqlite")), store)
 
     class CancelDuringSecondBatch(FakeGenerator):
         def generate(self, prompts, settings):
             if self.calls == 1:
-                jobs.cancel_job(job.job_id, store)  # the worker is alive (this process): a flag only
+                cancel_job(job.job_id, store)  # the worker is alive (this process): a flag only
             return super().generate(prompts, settings)
 
-    stopped = jobs.run_job(job.job_id, store, generator=CancelDuringSecondBatch(rule=reader_rule, model_id=MODEL),
-                           log=lambda _: None)
-    assert (stopped.status, stopped.done) == (jobs.CANCELLED, 4)  # the batch in flight finished and was kept
+    stopped = run_job(job.job_id, store, generator=CancelDuringSecondBatch(rule=reader_rule, model_id=MODEL),
+                      log=lambda _: None)
+    assert (stopped.status, stopped.done) == (CANCELLED, 4)  # the batch in flight finished and was kept
     assert len(method_rows(run)[0]) == 4
     with RunReader(run) as reader:
         assert METHOD not in set(reader.measure_table()["method"])  # measures only once every item is labelled
 
-    jobs.resume_job(job.job_id, store, launch=False)
+    resume_job(job.job_id, store, launch=False)
     generator = FakeGenerator(rule=reader_rule, model_id=MODEL)
-    done = jobs.run_job(job.job_id, store, generator=generator, log=lambda _: None)
-    assert (done.status, done.done, done.done_at_start, done.attempts) == (jobs.DONE, TOTAL, 4, 2)
+    done = run_job(job.job_id, store, generator=generator, log=lambda _: None)
+    assert (done.status, done.done, done.done_at_start, done.attempts) == (DONE, TOTAL, 4, 2)
     assert generator.prompts_seen == TOTAL - 4  # the 4 saved labels were not asked again
     assert fixture_labels(run, METHOD) == fixture_labels(run, "contains_answer")
 
-    never_started = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai"), store)
-    assert jobs.cancel_job(never_started.job_id, store).status == jobs.CANCELLED
+    never_started = create_job(JobSpec(str(run), model=MODEL, backend="openai"), store)
+    assert cancel_job(never_started.job_id, store).status == CANCELLED
 
 
 # --- measures of the new method -----------------------------------------------------------------------------
 
 def test_new_method_measures_equal_the_fixture_and_pytrec_eval(tmp_path, store):
     run = make_small_run(tmp_path / "run.sqlite")
-    job = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai",
-                                       llm_cache=str(tmp_path / "llm.sqlite")), store)
-    jobs.run_job(job.job_id, store, generator=FakeGenerator(rule=reader_rule, model_id=MODEL), log=lambda _: None)
+    job = create_job(JobSpec(str(run), model=MODEL, backend="openai",
+                             llm_cache=str(tmp_path / "llm.sqlite")), store)
+    run_job(job.job_id, store, generator=FakeGenerator(rule=reader_rule, model_id=MODEL), log=lambda _: None)
     with RunReader(run) as reader:
         measures = reader.measure_table().set_index(["method", "measure", "query_id"])["value"]
         trec_run = {q: {p.passage_id: p.score for p in r.passages} for q, r in reader.rankings().items()}
@@ -220,9 +240,9 @@ def test_a_partial_job_measures_its_queries_at_its_depth(tmp_path, store, reader
     server, _ = reader_server
     run = make_small_run(tmp_path / "run.sqlite")
     chosen = ("nq:4", "nq:1")
-    job = jobs.create_job(served_spec(run, server, tmp_path, k=3, query_ids=chosen), store)
+    job = create_job(served_spec(run, server, tmp_path, k=3, query_ids=chosen), store)
     assert job.total == 2 * 3
-    jobs.run_job(job.job_id, store, log=lambda _: None)  # through the HTTP server, in this process
+    run_job(job.job_id, store, log=lambda _: None)  # through the HTTP server, in this process
     with RunReader(run) as reader:
         measures = reader.measure_table()
         rankings = {q: list(r.passage_ids) for q, r in reader.rankings().items()}
@@ -242,28 +262,28 @@ def test_a_partial_job_measures_its_queries_at_its_depth(tmp_path, store, reader
 def test_a_killed_worker_resumes_with_every_item_once_and_the_uninterrupted_values(tmp_path, store, reader_server):
     server, reader = reader_server
     reference_run = make_small_run(tmp_path / "reference.sqlite")
-    reference = jobs.create_job(served_spec(reference_run, server, tmp_path, name="reference-llm"), store)
-    assert jobs.run_job(reference.job_id, store, log=lambda _: None).status == jobs.DONE
+    reference = create_job(served_spec(reference_run, server, tmp_path, name="reference-llm"), store)
+    assert run_job(reference.job_id, store, log=lambda _: None).status == DONE
 
     run = make_small_run(tmp_path / "run.sqlite")
     spec = served_spec(run, server, tmp_path)
     reader.close_after(prompts=4)  # two batches of 2 get answers, the third waits at the server
-    job = jobs.start_job(spec, store)
+    job = start_job(spec, store)
     log = store.get(job.job_id).log_path
     wait_for(lambda: store.get(job.job_id).done == 4, "the first two batches", log)
     assert len(method_rows(run)[0]) == 4  # saved in the run file before the kill
 
     os.kill(store.get(job.job_id).pid, signal.SIGKILL)
-    wait_for(lambda: jobs.job_status(store.get(job.job_id)) == jobs.INTERRUPTED, "the killed worker to be seen gone")
+    wait_for(lambda: job_status(store.get(job.job_id)) == INTERRUPTED, "the killed worker to be seen gone")
     killed = store.get(job.job_id)
-    assert (killed.status, killed.done) == (jobs.RUNNING, 4)  # as the worker left it: it never finished
+    assert (killed.status, killed.done) == (RUNNING, 4)  # as the worker left it: it never finished
     reader.gate.set()
 
-    jobs.resume_job(job.job_id, store)
-    wait_for(lambda: store.get(job.job_id).status not in jobs.ACTIVE, "the resumed job to finish", log)
+    resume_job(job.job_id, store)
+    wait_for(lambda: store.get(job.job_id).status not in ACTIVE, "the resumed job to finish", log)
     resumed = store.get(job.job_id)
     assert (resumed.status, resumed.done, resumed.total, resumed.done_at_start, resumed.attempts) == (
-        jobs.DONE, TOTAL, TOTAL, 4, 2), resumed.error
+        DONE, TOTAL, TOTAL, 4, 2), resumed.error
 
     labels, evidence = method_rows(run)
     reference_labels, reference_evidence = method_rows(reference_run)
@@ -281,11 +301,11 @@ def test_stop_now_terminates_the_worker_and_keeps_its_labels(tmp_path, store, re
     server, reader = reader_server
     run = make_small_run(tmp_path / "run.sqlite")
     reader.close_after(prompts=2)
-    job = jobs.start_job(served_spec(run, server, tmp_path), store)
+    job = start_job(served_spec(run, server, tmp_path), store)
     log = store.get(job.job_id).log_path
     wait_for(lambda: store.get(job.job_id).done == 2, "the first batch", log)
-    jobs.cancel_job(job.job_id, store, terminate=True)
-    wait_for(lambda: store.get(job.job_id).status == jobs.CANCELLED, "the worker to record its stop", log)
+    cancel_job(job.job_id, store, terminate=True)
+    wait_for(lambda: store.get(job.job_id).status == CANCELLED, "the worker to record its stop", log)
     reader.gate.set()
     stopped = store.get(job.job_id)
     assert stopped.done == 2 and stopped.cancel_requested and stopped.error is None
@@ -297,12 +317,12 @@ def test_a_tiny_transformers_model_in_a_background_worker(tmp_path, store, tiny_
     from rageval.generation.transformers_backend import TransformersGenerator, resolve_device
 
     run = make_small_run(tmp_path / "run.sqlite")
-    spec = jobs.JobSpec(str(run), model=str(tiny_model_dir), k=2, query_ids=("nq:0", "nq:3"), batch_size=2,
-                        max_new_tokens=4, llm_cache=str(tmp_path / "llm.sqlite"))
-    job = jobs.start_job(spec, store)
-    wait_for(lambda: store.get(job.job_id).status not in jobs.ACTIVE, "the worker", store.get(job.job_id).log_path)
+    spec = JobSpec(str(run), model=str(tiny_model_dir), k=2, query_ids=("nq:0", "nq:3"), batch_size=2,
+                   max_new_tokens=4, llm_cache=str(tmp_path / "llm.sqlite"))
+    job = start_job(spec, store)
+    wait_for(lambda: store.get(job.job_id).status not in ACTIVE, "the worker", store.get(job.job_id).log_path)
     finished = store.get(job.job_id)
-    assert finished.status == jobs.DONE, finished.error
+    assert finished.status == DONE, finished.error
     assert finished.method == f"erag:em@{tiny_model_dir.name}"
     assert finished.device == resolve_device("auto")[0]  # CUDA when present, else the CPU
 
@@ -339,7 +359,7 @@ def test_a_write_killed_inside_its_transaction_is_rolled_back_before_the_run_is_
     with RunReader(run) as reader:  # a reader rolls the hot journal back (the folder is writable) and reads
         assert reader.note is None and not Path(f"{run}-journal").exists()
         assert "half" not in reader.label_methods() and reader.counts()["labels"] == len(build_small_run().labels)
-    job = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai"), store)
+    job = create_job(JobSpec(str(run), model=MODEL, backend="openai"), store)
     assert job.total == TOTAL and not [p for p in tmp_path.iterdir() if p.name.startswith("run.sqlite-")]
 
 
@@ -347,28 +367,28 @@ def test_a_write_killed_inside_its_transaction_is_rolled_back_before_the_run_is_
 
 def test_bad_inputs_fail_with_clear_errors(tmp_path, store):
     run = make_small_run(tmp_path / "run.sqlite")
-    with pytest.raises(jobs.JobError, match=r"missing\.sqlite: no such run file"):
-        jobs.create_job(jobs.JobSpec(str(tmp_path / "missing.sqlite"), model=MODEL, backend="openai"), store)
+    with pytest.raises(JobError, match=r"missing\.sqlite: no such run file"):
+        create_job(JobSpec(str(tmp_path / "missing.sqlite"), model=MODEL, backend="openai"), store)
     (tmp_path / "notes.sqlite").write_text("not a database")
-    with pytest.raises(jobs.JobError, match=r"notes\.sqlite: not a rageval run file"):
-        jobs.create_job(jobs.JobSpec(str(tmp_path / "notes.sqlite"), model=MODEL, backend="openai"), store)
-    with pytest.raises(jobs.JobError, match=r"run\.sqlite: no query 'nq:99', 'q-x' in this run \(6 queries"):
-        jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", query_ids=("nq:0", "nq:99", "q-x")),
-                        store)
-    with pytest.raises(jobs.JobError, match=r"model '.*no-such-model': no such local folder and not in the local "
+    with pytest.raises(JobError, match=r"notes\.sqlite: not a rageval run file"):
+        create_job(JobSpec(str(tmp_path / "notes.sqlite"), model=MODEL, backend="openai"), store)
+    with pytest.raises(JobError, match=r"run\.sqlite: no query 'nq:99', 'q-x' in this run \(6 queries"):
+        create_job(JobSpec(str(run), model=MODEL, backend="openai", query_ids=("nq:0", "nq:99", "q-x")),
+                   store)
+    with pytest.raises(JobError, match=r"model '.*no-such-model': no such local folder and not in the local "
                                             r"Hugging Face cache"):
-        jobs.create_job(jobs.JobSpec(str(run), model=str(tmp_path / "no-such-model")), store)
+        create_job(JobSpec(str(run), model=str(tmp_path / "no-such-model")), store)
     (tmp_path / "empty-model").mkdir()
-    with pytest.raises(jobs.JobError, match=r"that folder has no config\.json"):
-        jobs.create_job(jobs.JobSpec(str(run), model=str(tmp_path / "empty-model")), store)
-    with pytest.raises(jobs.JobError, match=r"label metric 'bleu': expected one of em, f1"):
-        jobs.JobSpec(str(run), metric="bleu")
-    with pytest.raises(jobs.JobError, match=r"k: expected at least 1, got 0"):
-        jobs.JobSpec(str(run), k=0)
+    with pytest.raises(JobError, match=r"that folder has no config\.json"):
+        create_job(JobSpec(str(run), model=str(tmp_path / "empty-model")), store)
+    with pytest.raises(JobError, match=r"label metric 'bleu': expected one of em, f1"):
+        JobSpec(str(run), metric="bleu")
+    with pytest.raises(JobError, match=r"k: expected at least 1, got 0"):
+        JobSpec(str(run), k=0)
     with pytest.raises(RagevalError, match=r"base URL 'localhost:8000': expected http://host:port"):
-        jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", base_url="localhost:8000"), store)
-    with pytest.raises(jobs.JobError, match=r"no job 42"):
-        jobs.resume_job(42, store)
+        create_job(JobSpec(str(run), model=MODEL, backend="openai", base_url="localhost:8000"), store)
+    with pytest.raises(JobError, match=r"no job 42"):
+        resume_job(42, store)
     assert store.list() == []  # nothing half-created
 
 
@@ -377,11 +397,11 @@ def test_a_model_that_cannot_load_fails_the_job_with_its_reason(tmp_path, store)
     broken = tmp_path / "broken-model"
     broken.mkdir()
     (broken / "config.json").write_text('{"model_type": "no-such-architecture"}')
-    job = jobs.create_job(jobs.JobSpec(str(run), model=str(broken), llm_cache=str(tmp_path / "llm.sqlite")), store)
-    with pytest.raises(jobs.JobError, match=r"model '.*broken-model' \(transformers\) could not be loaded"):
-        jobs.run_job(job.job_id, store, log=lambda _: None)
+    job = create_job(JobSpec(str(run), model=str(broken), llm_cache=str(tmp_path / "llm.sqlite")), store)
+    with pytest.raises(JobError, match=r"model '.*broken-model' \(transformers\) could not be loaded"):
+        run_job(job.job_id, store, log=lambda _: None)
     failed = store.get(job.job_id)
-    assert failed.status == jobs.FAILED and "broken-model" in failed.error and "could not be loaded" in failed.error
+    assert failed.status == FAILED and "broken-model" in failed.error and "could not be loaded" in failed.error
     assert method_rows(run, failed.method)[0].empty
 
 
@@ -406,18 +426,18 @@ def test_cli_start_list_and_resume(tmp_path, reader_server, capsys):
 
 
 def test_progress_and_eta_follow_from_the_stored_counts():
-    spec = jobs.JobSpec("/tmp/run.sqlite", model=MODEL, backend="openai")
-    job = jobs.Job(job_id=1, run_path=spec.run_path, method=METHOD, spec=spec, status=jobs.RUNNING, total=30, done=12,
-                   done_at_start=4, attempts=2, created=0.0, started=100.0, items_started=110.0, updated=126.0,
-                   finished=None, heartbeat=126.0, pid=os.getpid(), model_id=MODEL, device="cpu", log_path=None,
-                   cancel_requested=False, error=None)
-    progress = jobs.job_progress(job, now=127.0)
+    spec = JobSpec("/tmp/run.sqlite", model=MODEL, backend="openai")
+    job = Job(job_id=1, run_path=spec.run_path, method=METHOD, spec=spec, status=RUNNING, total=30, done=12,
+              done_at_start=4, attempts=2, created=0.0, started=100.0, items_started=110.0, updated=126.0,
+              finished=None, heartbeat=126.0, pid=os.getpid(), model_id=MODEL, device="cpu", log_path=None,
+              cancel_requested=False, error=None)
+    progress = job_progress(job, now=127.0)
     # 8 items in the 16 s since labelling began: 0.5 per second, 18 left -> 36 s.
-    assert progress == jobs.Progress(jobs.RUNNING, 0.4, 0.5, 36.0)
-    stale = jobs.job_progress(job, now=126.0 + jobs.STALE_AFTER_S + 1)
-    assert stale.status == jobs.INTERRUPTED and stale.eta_s is None
-    assert jobs.model_short_name("/models/tiny-gemma3/") == "tiny-gemma3"
-    assert jobs.model_short_name("google/gemma-3-270m", "bfloat16") == "gemma-3-270m-bfloat16"
+    assert progress == Progress(RUNNING, 0.4, 0.5, 36.0)
+    stale = job_progress(job, now=126.0 + STALE_AFTER_S + 1)
+    assert stale.status == INTERRUPTED and stale.eta_s is None
+    assert model_short_name("/models/tiny-gemma3/") == "tiny-gemma3"
+    assert model_short_name("google/gemma-3-270m", "bfloat16") == "gemma-3-270m-bfloat16"
 
 
 def test_the_same_served_model_on_another_replica_keeps_its_identity(tmp_path):
@@ -426,9 +446,9 @@ def test_the_same_served_model_on_another_replica_keeps_its_identity(tmp_path):
     from rageval.jobs.spec import model_identity
 
     run = str(tmp_path / "run.sqlite")
-    first = jobs.JobSpec(run, model=MODEL, backend="openai", base_url="http://127.0.0.1:8001/v1")
-    replica = jobs.JobSpec(run, model=MODEL, backend="openai", base_url="http://10.0.0.7:9000/v1")
+    first = JobSpec(run, model=MODEL, backend="openai", base_url="http://127.0.0.1:8001/v1")
+    replica = JobSpec(run, model=MODEL, backend="openai", base_url="http://10.0.0.7:9000/v1")
     assert model_identity(first) == model_identity(replica)
-    assert jobs.method_name(first) == jobs.method_name(replica)
-    other_model = jobs.JobSpec(run, model=MODEL + "-instruct", backend="openai", base_url=first.base_url)
+    assert method_name(first) == method_name(replica)
+    other_model = JobSpec(run, model=MODEL + "-instruct", backend="openai", base_url=first.base_url)
     assert model_identity(other_model) != model_identity(first)

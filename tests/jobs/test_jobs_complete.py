@@ -16,10 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from rageval import jobs
 from rageval.cli import main
 from rageval.generation.base import first_capitalised_span
 from rageval.generation.server import serve
+from rageval.jobs.control import cancel_job, create_job, resume_job, start_job
+from rageval.jobs.spec import ACTIVE, CANCELLED, COMPLETE, DONE, JobError, JobSpec
+from rageval.jobs.store import JobStore
+from rageval.jobs.worker import run_job
 from rageval.pipeline.summary import PIECES, missing_pieces, run_summary
 from rageval.store import RunReader
 from rageval.store.schemas import JOBS_SCHEMA
@@ -41,7 +44,7 @@ def served(tmp_path, monkeypatch):
 
 @pytest.fixture
 def store(tmp_path):
-    with jobs.JobStore(tmp_path / "jobs.sqlite") as opened:
+    with JobStore(tmp_path / "jobs.sqlite") as opened:
         yield opened
 
 
@@ -49,9 +52,9 @@ def uploaded(tmp_path: Path) -> Path:
     return build_uploaded_run(tmp_path / "files", tmp_path / "runs")
 
 
-def complete_spec(run: Path, server, tmp_path: Path, **changes) -> jobs.JobSpec:
-    return jobs.JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url, label_kind=jobs.COMPLETE,
-                        batch_size=4, llm_cache=str(tmp_path / "llm.sqlite"), **changes)
+def complete_spec(run: Path, server, tmp_path: Path, **changes) -> JobSpec:
+    return JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url, label_kind=COMPLETE,
+                   batch_size=4, llm_cache=str(tmp_path / "llm.sqlite"), **changes)
 
 
 def digest(path: Path) -> str:
@@ -69,12 +72,12 @@ def test_an_uploaded_run_lacks_every_piece_and_a_background_job_fills_them_in(tm
     run = uploaded(tmp_path)
     with RunReader(run) as reader:
         assert missing_pieces(run_summary(run), reader.settings()) == dict.fromkeys(PIECES, "missing")
-    job = jobs.start_job(complete_spec(run, server, tmp_path), store)
+    job = start_job(complete_spec(run, server, tmp_path), store)
     assert (job.method, job.total) == (f"complete@{MODEL}", len(PIECES))  # total: the pieces, until a stage starts
     log = store.get(job.job_id).log_path
-    wait_for(lambda: store.get(job.job_id).status not in jobs.ACTIVE, "the worker", log)
+    wait_for(lambda: store.get(job.job_id).status not in ACTIVE, "the worker", log)
     done = store.get(job.job_id)
-    assert done.status == jobs.DONE, (done.error, Path(log).read_text()[-2000:])
+    assert done.status == DONE, (done.error, Path(log).read_text()[-2000:])
     # The last LLM stage of the pipeline is the LLM judge; its counts end equal.
     assert done.stage == "llm_judge" and done.done == done.total > 0
     summary = run_summary(run)
@@ -95,20 +98,20 @@ def test_cancel_leaves_the_run_file_as_it_was_and_resume_makes_no_call_twice(tmp
     before = digest(run)
     spec = complete_spec(run, server, tmp_path)
     generator.close_after(prompts=8)  # eRAG's first two batches of 4 are answered, the third waits at the server
-    job = jobs.start_job(spec, store)
+    job = start_job(spec, store)
     log = store.get(job.job_id).log_path
     wait_for(lambda: (store.get(job.job_id).stage, store.get(job.job_id).done) == ("erag", 8), "erag 8/18", log)
     assert store.get(job.job_id).total == len(QUESTIONS) * 3
-    jobs.cancel_job(job.job_id, store, terminate=True)
-    wait_for(lambda: store.get(job.job_id).status == jobs.CANCELLED, "the worker to record its stop", log)
+    cancel_job(job.job_id, store, terminate=True)
+    wait_for(lambda: store.get(job.job_id).status == CANCELLED, "the worker to record its stop", log)
     assert digest(run) == before  # nothing half-written: the file is rewritten only at the very end
     assert cached_calls(spec.llm_cache) == 8
     generator.gate.set()
 
-    jobs.resume_job(job.job_id, store)
-    wait_for(lambda: store.get(job.job_id).status not in jobs.ACTIVE, "the resumed job", log)
+    resume_job(job.job_id, store)
+    wait_for(lambda: store.get(job.job_id).status not in ACTIVE, "the resumed job", log)
     resumed = store.get(job.job_id)
-    assert (resumed.status, resumed.attempts) == (jobs.DONE, 2), resumed.error
+    assert (resumed.status, resumed.attempts) == (DONE, 2), resumed.error
     assert missing_pieces(run_summary(run), RunReader(run).settings()) == {}
     # Every cached call went to the server once over both attempts (the first 8 were cache hits on resume). The
     # third batch (4 prompts) may have been sent before the cancel: held at the gate, it is answered only after
@@ -124,19 +127,19 @@ def test_refusals_name_the_reason(tmp_path, served, store, monkeypatch):
     monkeypatch.setenv("RAGEVAL_SHIPPED_RUNS_DIR", str(shipped))
     read_only = shipped / "demo.sqlite"
     read_only.write_bytes(run.read_bytes())
-    with pytest.raises(jobs.JobError, match="a shipped run is read-only; copy it into your runs folder"):
-        jobs.create_job(complete_spec(read_only, server, tmp_path), store)
-    with pytest.raises(jobs.JobError, match="pieces bogus: expected some of erag, e2e, baselines, reteval"):
+    with pytest.raises(JobError, match="a shipped run is read-only; copy it into your runs folder"):
+        create_job(complete_spec(read_only, server, tmp_path), store)
+    with pytest.raises(JobError, match="pieces bogus: expected some of erag, e2e, baselines, reteval"):
         complete_spec(run, server, tmp_path, pieces=("erag", "bogus"))
 
-    first = jobs.create_job(complete_spec(run, server, tmp_path), store)  # queued: active
-    with pytest.raises(jobs.JobError, match=f"job {first.job_id} .* is still queued on .*mine.sqlite"):
-        jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url), store)
-    jobs.cancel_job(first.job_id, store)
-    assert jobs.run_job(jobs.create_job(complete_spec(run, server, tmp_path), store).job_id, store,
-                        log=lambda _: None).status == jobs.DONE
-    with pytest.raises(jobs.JobError, match=r"the run already has every piece .*nothing to compute"):
-        jobs.create_job(complete_spec(run, server, tmp_path), store)
+    first = create_job(complete_spec(run, server, tmp_path), store)  # queued: active
+    with pytest.raises(JobError, match=f"job {first.job_id} .* is still queued on .*mine.sqlite"):
+        create_job(JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url), store)
+    cancel_job(first.job_id, store)
+    assert run_job(create_job(complete_spec(run, server, tmp_path), store).job_id, store,
+                   log=lambda _: None).status == DONE
+    with pytest.raises(JobError, match=r"the run already has every piece .*nothing to compute"):
+        create_job(complete_spec(run, server, tmp_path), store)
 
 
 def test_cli_complete_with_chosen_pieces(tmp_path, served, capsys):
@@ -163,8 +166,8 @@ def test_a_version_1_jobs_database_gains_the_stage_column(tmp_path):
         conn.executescript(JOBS_SCHEMA.replace(",\n    stage            TEXT               -- complete jobs: the "
                                                "pipeline stage that done/total count", ""))
         conn.execute("PRAGMA user_version=1")
-    with jobs.JobStore(path) as store:
-        job = store.create(jobs.JobSpec(str(tmp_path / "r.sqlite")), "erag:em@x", 3)
+    with JobStore(path) as store:
+        job = store.create(JobSpec(str(tmp_path / "r.sqlite")), "erag:em@x", 3)
         assert job.stage is None
         store.set_stage(job.job_id, "erag", 1, 3, new_stage=True)
         assert store.get(job.job_id).stage == "erag"

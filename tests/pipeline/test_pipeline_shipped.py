@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rageval import erag
 from rageval.corpus import build_corpus
+from rageval.erag.labels import ALL_METRICS
+from rageval.erag.measures import is_graded_method, measure_names
 from rageval.errors import DataError, RagevalError
 from rageval.generation.base import FakeGenerator, first_capitalised_span
 from rageval.generation.cache import CachedGenerator, LLMCache
@@ -100,7 +101,7 @@ def test_every_table_is_populated(built, reader):
     assert counts["e2e_outputs"] == N * len(E2E_KS)
     # eRAG under 5 metrics, contains-answer and LLM relevance on the top-k, gold on every gold passage, gold page
     # on both.
-    assert counts["labels"] == N * K * (len(erag.ALL_METRICS) + 2) + n_gold + n_page
+    assert counts["labels"] == N * K * (len(ALL_METRICS) + 2) + n_gold + n_page
     assert counts["passages"] == len(run.passages) >= K
     assert reader.e2e_ks() == [1, 3, 5] and reader.main_k() == 5
     assert reader.label_methods() == sorted(["erag:em", "erag:f1", "erag:accuracy", "erag:rougeL", "erag:bertscore",
@@ -241,10 +242,10 @@ def test_reteval_table_from_the_run_file(built, reader, judge):
 def test_measures_at_every_sweep_cutoff(built, reader):
     measures = reader.measure_table()
     assert set(measures["method"]) == set(reader.label_methods())
-    binary = set(erag.measure_names((1, 3, 5)))
-    graded = set(erag.measure_names((1, 3, 5), graded=True))
+    binary = set(measure_names((1, 3, 5)))
+    graded = set(measure_names((1, 3, 5), graded=True))
     for method, rows in measures.groupby("method"):
-        assert set(rows["measure"]) == (graded if erag.is_graded_method(method) else binary), method
+        assert set(rows["measure"]) == (graded if is_graded_method(method) else binary), method
         assert rows.groupby("measure")["query_id"].nunique().eq(N).all()
         assert rows["value"].between(0, 1).all()
     # Gold-label R@5 is the Recall@5 of LLM-retEval's table, query by query.

@@ -13,9 +13,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rageval import jobs
 from rageval.generation.base import FakeGenerator
 from rageval.generation.factory import DEFAULT_MODEL
+from rageval.jobs import control
+from rageval.jobs.control import cancel_job, create_job
+from rageval.jobs.spec import QUEUED, RUNNING, JobSpec
+from rageval.jobs.store import JobStore, default_jobs_db
+from rageval.jobs.worker import run_job
 from tests.jobs.test_jobs import METHOD, MODEL, TOTAL, reader_rule
 from tests.run_fixtures import N_QUERIES, K, make_small_run
 from ui.render import escape_markdown
@@ -39,7 +43,7 @@ def run_path(tmp_path, monkeypatch) -> Path:
 def launches(monkeypatch) -> list[int]:
     """Job ids the page asked to start a worker for (no process is started)."""
     started: list[int] = []
-    monkeypatch.setattr(jobs.control, "launch_worker", lambda job_id, store: started.append(job_id) or 0)
+    monkeypatch.setattr(control, "launch_worker", lambda job_id, store: started.append(job_id) or 0)
     return started
 
 
@@ -52,8 +56,8 @@ def start(script: str, **query_params: str) -> AppTest:
     return app
 
 
-def job_store() -> jobs.JobStore:
-    return jobs.JobStore(jobs.default_jobs_db())
+def job_store() -> JobStore:
+    return JobStore(default_jobs_db())
 
 
 def progress_bars(app: AppTest) -> list[tuple[int, str]]:
@@ -91,7 +95,7 @@ def test_starting_a_job_creates_it_and_lists_it_queued(run_path, launches, tmp_p
     with job_store() as store:
         [job] = store.list()
     assert launches == [job.job_id]
-    assert (job.method, job.total, job.status) == ("erag:em@some-model", 2 * 3, jobs.QUEUED)
+    assert (job.method, job.total, job.status) == ("erag:em@some-model", 2 * 3, QUEUED)
     assert (job.spec.query_ids, job.spec.k, job.spec.run_path) == (("nq:0", "nq:1"), 3, str(run_path.resolve()))
     started = f"Job {job.job_id} started: erag:em@some-model, 6 passages of fixture."
     assert app.success[0].value == escape_markdown(started)
@@ -115,7 +119,7 @@ def test_bad_input_is_an_error_on_the_page_and_creates_no_job(run_path, launches
 
 def test_a_running_job_shows_progress_eta_and_can_be_cancelled(run_path):
     with job_store() as store:
-        job = jobs.create_job(jobs.JobSpec(str(run_path), model=MODEL, backend="openai"), store)
+        job = create_job(JobSpec(str(run_path), model=MODEL, backend="openai"), store)
         store.claim(job.job_id, os.getpid())  # this live process plays the worker
         store.begin_items(job.job_id, TOTAL, 0)
         store.set_model(job.job_id, MODEL, "cpu")
@@ -128,20 +132,20 @@ def test_a_running_job_shows_progress_eta_and_can_be_cancelled(run_path):
     app.button(key=f"rescore.cancel.{job.job_id}").click().run()
     with job_store() as store:
         cancelled = store.get(job.job_id)
-    assert cancelled.cancel_requested and cancelled.status == jobs.RUNNING  # the worker stops at its next batch
+    assert cancelled.cancel_requested and cancelled.status == RUNNING  # the worker stops at its next batch
 
 
 def test_cancelled_job_resumes_and_its_labels_reach_the_query_inspector(run_path, launches):
     with job_store() as store:
-        job = jobs.create_job(jobs.JobSpec(str(run_path), model=MODEL, backend="openai", batch_size=2), store)
+        job = create_job(JobSpec(str(run_path), model=MODEL, backend="openai", batch_size=2), store)
 
         class CancelAfterFirstBatch(FakeGenerator):
             def generate(self, prompts, settings):
-                jobs.cancel_job(job.job_id, store)
+                cancel_job(job.job_id, store)
                 return super().generate(prompts, settings)
 
-        jobs.run_job(job.job_id, store, generator=CancelAfterFirstBatch(rule=reader_rule, model_id=MODEL),
-                     log=lambda _: None)
+        run_job(job.job_id, store, generator=CancelAfterFirstBatch(rule=reader_rule, model_id=MODEL),
+                log=lambda _: None)
     app = start(RESCORE)
     [(value, text)] = progress_bars(app)
     assert value == 6 and text.startswith(f"2/{TOTAL} passages labelled")  # int(100 * 2 / 30)
@@ -150,8 +154,8 @@ def test_cancelled_job_resumes_and_its_labels_reach_the_query_inspector(run_path
     app.button(key=f"rescore.resume.{job.job_id}").click().run()
     assert launches == [job.job_id]
     with job_store() as store:
-        assert store.get(job.job_id).status == jobs.QUEUED
-        jobs.run_job(job.job_id, store, generator=FakeGenerator(rule=reader_rule, model_id=MODEL), log=lambda _: None)
+        assert store.get(job.job_id).status == QUEUED
+        run_job(job.job_id, store, generator=FakeGenerator(rule=reader_rule, model_id=MODEL), log=lambda _: None)
     app.run()
     assert progress_bars(app)[0][1].startswith(f"{TOTAL}/{TOTAL} passages labelled")
     assert "done" in markdown(app)

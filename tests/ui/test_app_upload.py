@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval.store import RunReader
-from rageval.upload import Problem
+from rageval.upload.problems import Problem
 from tests.run_fixtures import INJECTION, build_small_run, make_small_run
 from tests.ui.test_app import passage_texts
 from tests.upload.test_upload import jsonl, jsonl_records, trec_files
@@ -219,7 +219,8 @@ def test_problems_frame_puts_errors_first_and_keeps_text_as_text():
 
 
 def test_slots_match_the_engine_forms_and_names_are_suggested_safely():
-    from rageval.upload import FORMS, check_run_name
+    from rageval.upload.convert import FORMS
+    from rageval.upload.save import check_run_name
 
     assert {form: tuple(slot.key for slot in slots) for form, slots in ru.SLOTS.items()} == dict(FORMS)
     for file_name, expected in [("run.trec", "run"), ("my answers.v2.jsonl", "my_answers"), ("../../x.txt", "x"),

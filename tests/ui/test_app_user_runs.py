@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from rageval import jobs
 from rageval.generation.base import FakeGenerator
 from rageval.generation.server import serve
+from rageval.jobs.control import create_job
+from rageval.jobs.spec import ACTIVE, DONE, JobSpec
+from rageval.jobs.store import JobStore
+from rageval.jobs.worker import run_job
 from rageval.pipeline.summary import missing_pieces, run_summary
 from rageval.store import RunReader
 from tests.jobs.test_jobs import wait_for
@@ -129,11 +132,11 @@ def test_a_partial_rescore_shows_n_of_N_and_its_answers_in_the_inspector(runs_en
     user = tmp_path / "user"
     user.mkdir()
     run = shutil.copy(runs_env / "uploaded.sqlite", user / "partial.sqlite")
-    with jobs.JobStore(tmp_path / "jobs.sqlite") as store:
-        job = jobs.create_job(jobs.JobSpec(run, model="fake", backend="openai", query_ids=("t1", "t2"),
-                                           llm_cache=str(tmp_path / "llm.sqlite")), store)
-        assert jobs.run_job(job.job_id, store, generator=FakeGenerator(model_id="fake"),
-                            log=lambda _: None).status == jobs.DONE
+    with JobStore(tmp_path / "jobs.sqlite") as store:
+        job = create_job(JobSpec(run, model="fake", backend="openai", query_ids=("t1", "t2"),
+                                 llm_cache=str(tmp_path / "llm.sqlite")), store)
+        assert run_job(job.job_id, store, generator=FakeGenerator(model_id="fake"),
+                       log=lambda _: None).status == DONE
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(user))
     home = start(HOME)
     summary = next(df.value for df in home.dataframe if "n" in df.value.columns)
@@ -159,12 +162,12 @@ def test_the_button_computes_what_an_upload_lacks_in_a_background_job(tmp_path, 
         home.text_input(key="lacks.served_model").input("fake-span")
         home.button(key=SUBMIT).click().run()
         assert not home.exception, [e.value for e in home.exception]
-        with jobs.JobStore() as store:
+        with JobStore() as store:
             (job,) = store.list(run)
             assert (job.method, job.spec.backend, job.spec.label_kind) == ("complete@fake-span", "openai", "complete")
-            wait_for(lambda: store.get(job.job_id).status not in jobs.ACTIVE, "the complete job",
+            wait_for(lambda: store.get(job.job_id).status not in ACTIVE, "the complete job",
                      store.get(job.job_id).log_path)
-            assert store.get(job.job_id).status == jobs.DONE, store.get(job.job_id).error
+            assert store.get(job.job_id).status == DONE, store.get(job.job_id).error
     assert missing_pieces(run_summary(run), RunReader(run).settings()) == {}
     home.run()  # the file's mtime changed: every table reloads, the panel is gone
     assert lacks_line(home) is None and not home.exception

@@ -17,11 +17,14 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from rageval import erag
 from rageval.cli import main as cli_main
+from rageval.erag.measures import compute_measure_values
 from rageval.paths import RUNS_DIR
 from rageval.store import Label, Run, RunReader, list_runs
-from rageval.upload import (
+from rageval.upload.build import compute_upload_measures
+from rageval.upload.convert import convert_upload
+from rageval.upload.jsonl import convert_jsonl_upload
+from rageval.upload.problems import (
     ERROR,
     MAX_UPLOAD_MIB,
     WARNING,
@@ -29,14 +32,10 @@ from rageval.upload import (
     UploadError,
     UploadFile,
     UploadLimits,
-    check_run_name,
-    compute_upload_measures,
-    convert_jsonl_upload,
-    convert_trec_upload,
-    convert_upload,
-    save_upload,
+    size_text,
 )
-from rageval.upload.problems import size_text
+from rageval.upload.save import check_run_name, save_upload
+from rageval.upload.trec import convert_trec_upload
 from tests.run_fixtures import INJECTION, INJECTION_ID, K, build_small_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -253,8 +252,8 @@ def test_jsonl_upload_matches_the_engine_and_the_fixture(fixture_run, tmp_path):
     assert run.settings["e2e_ks"] == [K] and run.settings["k"] == K and run.settings["model_id"] == "fake-reader"
     assert run.settings["label_methods"] == ["contains_answer", "erag:em", "gold"]
     # The engine's own measure code on the fixture's labels gives the same values.
-    engine = erag.compute_measure_values(list(fixture_run.labels), {r.query_id: r for r in fixture_run.rankings},
-                                         run.settings["cutoffs"])
+    engine = compute_measure_values(list(fixture_run.labels), {r.query_id: r for r in fixture_run.rankings},
+                                    run.settings["cutoffs"])
     assert sorted(run.measure_values, key=repr) == sorted(engine, key=repr)
     # ... and so do the fixture's hand-computed (trec_eval definitions) measures at K.
     ours = {(m.method, m.measure, m.query_id): m.value for m in run.measure_values}
@@ -568,7 +567,7 @@ def test_compute_upload_measures_is_the_engine_convention_for_engine_methods(fix
     """For the engine's own label methods the upload's measures are exactly rageval.erag's."""
     rankings = {r.query_id: r for r in fixture_run.rankings}
     assert sorted(compute_upload_measures(fixture_run.labels, rankings, [1, 3, 5]), key=repr) == \
-        sorted(erag.compute_measure_values(fixture_run.labels, rankings, [1, 3, 5]), key=repr)
+        sorted(compute_measure_values(fixture_run.labels, rankings, [1, 3, 5]), key=repr)
 
 
 # --- command line ------------------------------------------------------------------------------------------

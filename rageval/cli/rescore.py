@@ -1,18 +1,28 @@
-"""``rageval rescore start|run|resume|cancel|list``: the jobs from the command line. ``rescore run JOB`` is also
-what a background worker runs (:func:`rageval.jobs.control.worker_command`)."""
+"""``rageval rescore start|run|resume|cancel|list``: the jobs (:mod:`rageval.jobs`) from the command line.
+``rescore run JOB`` is also what a background worker runs (:func:`rageval.jobs.control.worker_command`)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
-from rageval import erag
 from rageval.cli.common import add_server_arguments
+from rageval.erag.labels import ALL_METRICS
 from rageval.generation.factory import DEFAULT_MODEL
-from rageval.jobs.control import cancel_job, create_job, lacking_pieces, launch_worker, resume_job
+from rageval.jobs.control import (
+    cancel_job,
+    check_run_file,
+    create_job,
+    first_query_ids,
+    job_line,
+    lacking_pieces,
+    launch_worker,
+    list_jobs,
+    open_job_store,
+    resume_job,
+)
 from rageval.jobs.spec import (
     BACKENDS,
     CANCELLED,
@@ -21,33 +31,16 @@ from rageval.jobs.spec import (
     DTYPES,
     LABEL_KINDS,
     PIECES,
-    JobCancelled,
     JobError,
     JobSpec,
-    job_progress,
     job_status,
 )
-from rageval.jobs.store import JobStore, default_jobs_db
-from rageval.jobs.worker import run_job
-from rageval.store import RunReader
-
-
-def _store(args: argparse.Namespace, *, create: bool = True) -> JobStore:
-    """The jobs database; without ``create`` (commands that only look at jobs) a missing one is an error naming it,
-    never created."""
-    path = Path(args.jobs_db) if args.jobs_db else default_jobs_db()
-    if not create and not (path.exists() or path.is_symlink()):
-        raise JobError(f"{path}: no jobs database yet (no job was ever started with it)")
-    return JobStore(path)
-
-
-def _raise_cancelled(signum, frame) -> None:
-    raise JobCancelled(f"signal {signum}")
+from rageval.jobs.store import JobStore
+from rageval.jobs.worker import run_job_in_this_process
 
 
 def _run_here(job_id: int, store: JobStore, *, exit_when_stopped: bool = False) -> int:
-    signal.signal(signal.SIGTERM, _raise_cancelled)
-    job = run_job(job_id, store)
+    job = run_job_in_this_process(job_id, store)
     print(f"job {job_id}: {job.status} ({job.done}/{job.total} items, method {job.method}, run {job.run_path})",
           flush=True)
     if job.status == CANCELLED and exit_when_stopped:
@@ -79,13 +72,13 @@ def _server_settings(args: argparse.Namespace) -> dict:
 def cmd_start(args: argparse.Namespace) -> int:
     if args.pieces and not args.complete:
         raise JobError("--pieces goes with --complete")
-    RunReader(args.run).close()  # a missing or broken run file is refused before the jobs database is touched
+    check_run_file(args.run)  # a missing or broken run file is refused before the jobs database is touched
     if args.complete:
         spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=COMPLETE,
                        pieces=_parse_pieces(args.pieces), api=args.api, api_key_env=args.api_key_env,
                        device=args.device, dtype=args.dtype, batch_size=args.batch_size,
                        llm_cache=str(args.cache) if args.cache else None, **_server_settings(args))
-        with _store(args) as store:
+        with open_job_store(args.jobs_db) as store:
             job = create_job(spec, store)
             print(f"job {job.job_id}: {job.method}, computing "
                   f"{', '.join(f'{p} ({w})' for p, w in lacking_pieces(spec).items())} of {job.run_path}")
@@ -96,14 +89,13 @@ def cmd_start(args: argparse.Namespace) -> int:
             return _run_here(job.job_id, store)
     query_ids = tuple(q for q in args.queries.split(",") if q) if args.queries else None
     if args.num_queries is not None:
-        with RunReader(args.run) as reader:
-            query_ids = tuple(reader.query_table()["query_id"][:args.num_queries])
+        query_ids = first_query_ids(args.run, args.num_queries)
     spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=args.labels,
                    metric=args.metric, k=args.k, query_ids=query_ids, api=args.api, api_key_env=args.api_key_env,
                    device=args.device, dtype=args.dtype, batch_size=args.batch_size,
                    max_new_tokens=args.max_new_tokens, llm_cache=str(args.cache) if args.cache else None,
                    **_server_settings(args))
-    with _store(args) as store:
+    with open_job_store(args.jobs_db) as store:
         job = create_job(spec, store)
         print(f"job {job.job_id}: {job.method}, {job.total} items on {job.run_path}")
         if args.detach:
@@ -114,12 +106,12 @@ def cmd_start(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    with _store(args, create=False) as store:
+    with open_job_store(args.jobs_db, create=False) as store:
         return _run_here(args.job_id, store, exit_when_stopped=True)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    with _store(args, create=False) as store:
+    with open_job_store(args.jobs_db, create=False) as store:
         job = resume_job(args.job_id, store, launch=args.detach)
         if args.detach:
             print(f"job {job.job_id}: resumed in the background (pid {job.pid})")
@@ -128,23 +120,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    with _store(args, create=False) as store:
+    with open_job_store(args.jobs_db, create=False) as store:
         job = cancel_job(args.job_id, store, terminate=args.now)
         print(f"job {job.job_id}: cancel requested ({job_status(job)})")
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    path = Path(args.jobs_db) if args.jobs_db else default_jobs_db()
-    if not (path.exists() or path.is_symlink()):  # no job yet: nothing to list, and looking creates nothing
-        return 0
-    with _store(args) as store:
-        for job in store.list():
-            progress = job_progress(job)
-            eta = f", ETA {progress.eta_s:.0f} s" if progress.eta_s is not None else ""
-            stage = f"stage {job.stage} " if job.stage else ""
-            print(f"{job.job_id:>4}  {progress.status:<11} {stage}{job.done:>5}/{job.total:<5}{eta}  {job.method}  "
-                  f"{job.run_path}" + (f"  error: {job.error}" if job.error else ""))
+    for job in list_jobs(args.jobs_db):
+        print(job_line(job))
     return 0
 
 
@@ -168,7 +152,7 @@ def add_parsers(sub) -> None:
     start.add_argument("--labels", choices=LABEL_KINDS, default="erag",
                        help="erag: answer from each passage alone, scored against the gold answers; "
                             "llm_relevance: the model's yes/no relevance judgement")
-    start.add_argument("--metric", choices=erag.ALL_METRICS, default="em", help="downstream metric of eRAG labels")
+    start.add_argument("--metric", choices=ALL_METRICS, default="em", help="downstream metric of eRAG labels")
     start.add_argument("--model", default=DEFAULT_MODEL,
                        help=f"'{DEFAULT_MODEL}', a local Hugging Face model folder or cached id, or a served model")
     start.add_argument("--backend", choices=BACKENDS, default="transformers")

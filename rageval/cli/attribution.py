@@ -1,16 +1,18 @@
-"""``rageval train-nli``, ``rageval attribution`` and ``rageval evaluate-citations``: the entailment model, the HAGRID
-attributed-answer runs, and the citation metrics of a user's own attributed answers."""
+"""``rageval train-nli``, ``rageval attribution`` and ``rageval evaluate-citations``: the entailment model
+(:mod:`rageval.attribution.nli_training`), the HAGRID attributed-answer runs (:mod:`rageval.attribution.experiment`,
+:mod:`rageval.attribution.rescore`), and the citation metrics of a user's own attributed answers
+(:mod:`rageval.attribution.user_answers`)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import shlex
 import sys
 import time
 from pathlib import Path
 
+from rageval.cli.nli_pairs import add_checker_arguments, checker_loader
 from rageval.paths import DATA_DIR, RUNS_DIR
 
 NLI_REPORT = RUNS_DIR / "nli" / "nli_test_report.json"
@@ -34,7 +36,7 @@ def _bar(description: str, unit: str):
 
 def cmd_train_nli(args: argparse.Namespace) -> int:
     from rageval.attribution import nli_training as training
-    from rageval.attribution.nli_report import LOSO_SOURCES, transfer_report, write_report
+    from rageval.attribution.nli_report import LOSO_SOURCES, transfer_report, transfer_report_table, write_report
 
     config = training.LEGACY_NLI_CONFIG if args.recipe == "legacy" else training.NliTrainingConfig()
     config = dataclasses.replace(config, seed=args.seed, **({"epochs": args.epochs} if args.epochs else {}))
@@ -44,9 +46,7 @@ def cmd_train_nli(args: argparse.Namespace) -> int:
         model = training.load_or_train_nli(config, args.data_dir, update, retrain=args.retrain)
     print(f"{model.model_id}: threshold {model.threshold:.3f} ({time.perf_counter() - started:.0f} s)")
     if args.ship:
-        directory = training.nli_model_dir(config, args.data_dir)
-        log_path = directory / training.TRAINING_LOG_NAME
-        log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
+        log = training.cached_training_log(config, args.data_dir)
         print(f"shipped: {training.ship_nli_model(model, config, args.data_dir, log)}")
     if args.report:
         bar, update = _bar("training steps", "step")
@@ -55,20 +55,8 @@ def cmd_train_nli(args: argparse.Namespace) -> int:
                                      loso_sources=() if args.no_loso else LOSO_SOURCES,
                                      legacy=not args.no_legacy, log=_log, progress=update)
         print(f"wrote {write_report(report, args.report)}")
-        print(f"{'checker':<24} {'data':<14} {'protocol':<21} {'n':>5} {'BAcc':>6} {'95% interval':>15} {'AUC':>6}")
-        for entry in report["evaluations"]:
-            low, high = entry["balanced_accuracy_interval"] or (float("nan"),) * 2
-            auc = entry["roc_auc"]
-            print(f"{entry['checker']:<24} {entry['data']:<14} {entry['protocol']:<21} {entry['n']:>5} "
-                  f"{entry['balanced_accuracy']:>6.3f} [{low:.3f}, {high:.3f}] "
-                  f"{'–' if auc is None else f'{auc:.3f}':>6}")
+        print("\n".join(transfer_report_table(report)))
     return 0
-
-
-def add_checker_arguments(parser) -> None:
-    from rageval.attribution.pairs_cli import add_checker_arguments as add
-
-    add(parser)
 
 
 def add_parsers(sub) -> None:
@@ -97,31 +85,19 @@ def add_parsers(sub) -> None:
 def cmd_attribution(args: argparse.Namespace) -> int:
     if args.rescore:
         return cmd_rescore(args)
-    from rageval.attribution.experiment import AttributionPlan, AttributionResources, build_attribution_run
-    from rageval.attribution.pairs_cli import checker_loader
-    from rageval.bertscore import BertScorer
-    from rageval.corpus import build_corpus
-    from rageval.data import HAGRID_FILE, HAGRID_RUN_FILE, read_hagrid, read_hagrid_run
-    from rageval.generation.cache import CachedGenerator, LLMCache
-    from rageval.generation.gemma import load_gemma_generator
-    from rageval.retrieval.rerank import load_or_train_nq_reranker
+    from rageval.attribution.experiment import AttributionPlan, build_hagrid_attribution_run
 
     plan = AttributionPlan(num_queries=args.num_queries, first_query=args.first_query, k=args.k, depth=args.depth,
                            nli_backend=args.checker)
-    corpus = build_corpus(args.data_dir)
-    generator = CachedGenerator(load_gemma_generator(batch_size=args.batch_size, dtype=args.dtype or None),
-                                LLMCache(args.cache) if args.cache else LLMCache())
-    resources = AttributionResources(
-        corpus, generator, checker_loader(args, generator=generator)(), load_or_train_nq_reranker(corpus=corpus),
-        BertScorer(), read_hagrid(args.data_dir / HAGRID_FILE), read_hagrid_run(args.data_dir / HAGRID_RUN_FILE))
-    out = args.out or RUNS_DIR / "attribution" / plan.file_name
-    path = build_attribution_run(plan, resources, out, log=_log, command="rageval " + " ".join(sys.argv[1:]))
+    path = build_hagrid_attribution_run(plan, args.out or RUNS_DIR / "attribution" / plan.file_name,
+                                        checker_loader(args), data_dir=args.data_dir, batch_size=args.batch_size,
+                                        dtype=args.dtype or None, cache_path=args.cache, log=_log,
+                                        command="rageval " + " ".join(sys.argv[1:]))
     print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 
 def cmd_rescore(args: argparse.Namespace) -> int:
-    from rageval.attribution.pairs_cli import checker_loader
     from rageval.attribution.rescore import rescore_attribution_run
     from rageval.attribution.store import attribution_summary
 
@@ -164,7 +140,6 @@ def add_attribution_parser(sub) -> None:
 
 
 def cmd_evaluate_citations(args: argparse.Namespace) -> int:
-    from rageval.attribution.pairs_cli import checker_loader
     from rageval.attribution.store import attribution_summary
     from rageval.attribution.user_answers import evaluate_citations
 

@@ -1,5 +1,6 @@
 """``rageval ium``: offline and online IUM with four agents and the baselines, end to end, into a run file; or,
-with ``--runs``, with one agent per eRAG run file the user has (:mod:`rageval.ium.run_file_agents`)."""
+with ``--runs``, with one agent per eRAG run file the user has. The runs are built by
+:func:`rageval.ium.experiment.build_shipped_ium_run` and :func:`rageval.ium.run_file_agents.build_ium_run_over_runs`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from rageval.paths import DATA_DIR, RUNS_DIR, cache_dir
+from rageval.paths import DATA_DIR, RUNS_DIR
 
 
 def _init_folder(value: str | None) -> str | None:
@@ -30,10 +31,9 @@ def _log(started: float):
 
 
 def cmd_ium_runs(args: argparse.Namespace) -> int:
-    from rageval.generation.cache import LLMCache
-    from rageval.ium.experiment import summary_table, write_ium_run
+    from rageval.ium.experiment import default_checkpoints_dir, summary_table
     from rageval.ium.learning import IumConfig
-    from rageval.ium.run_file_agents import RunSplit, run_ium_over_runs
+    from rageval.ium.run_file_agents import RunSplit, build_ium_run_over_runs, build_label_ablation, label_ablation_table
     from rageval.paths import user_runs_dir
 
     started = time.perf_counter()
@@ -42,25 +42,17 @@ def cmd_ium_runs(args: argparse.Namespace) -> int:
                        encoder=str(Path(args.encoder).expanduser().resolve()) if args.encoder else None,
                        init=_init_folder(args.init), train_id_tokens=args.train_id_tokens)
     split = RunSplit(test_share=args.test_share, max_train=args.max_train, max_test=args.max_test, seed=args.seed)
-    checkpoints = None if args.no_checkpoints else cache_dir() / "models" / "ium-checkpoints"
+    options = {"metric": args.metric, "k": args.k, "depth": args.run_depth, "first_labels": args.first_labels,
+               "log": _log(started), "command": "rageval " + " ".join(sys.argv[1:]),
+               "checkpoints": None if args.no_checkpoints else default_checkpoints_dir()}
     if args.label_ablation:
-        from rageval.ium.run_file_agents import label_ablation, write_label_ablation
-
-        with LLMCache(args.cache) if args.cache else LLMCache() as cache:
-            ablation = label_ablation(args.runs, config, split, cache=cache, metric=args.metric, k=args.k,
-                                      depth=args.run_depth, first_labels=args.first_labels, log=_log(started),
-                                      command="rageval " + " ".join(sys.argv[1:]), checkpoints=checkpoints)
-        path = write_label_ablation(ablation, args.label_ablation)
-        print(ablation.outcomes.groupby(["method", "agent"]).score.mean().unstack("method").round(3).to_string())
-        print(f"wrote {path} in {time.perf_counter() - started:.0f} s")
+        ablation = build_label_ablation(args.runs, config, split, args.label_ablation, cache_path=args.cache,
+                                        **options)
+        print(label_ablation_table(ablation).to_string())
+        print(f"wrote {args.label_ablation} in {time.perf_counter() - started:.0f} s")
         return 0
-    with LLMCache(args.cache) if args.cache else LLMCache() as cache:
-        result = run_ium_over_runs(args.runs, config, split, cache=cache, metric=args.metric, k=args.k,
-                                   depth=args.run_depth, first_labels=args.first_labels, name=args.name,
-                                   log=_log(started),
-                                   command="rageval " + " ".join(sys.argv[1:]), checkpoints=checkpoints)
     out = args.out or user_runs_dir() / "ium" / f"{args.name}.sqlite"
-    write_ium_run(result, out)
+    result = build_ium_run_over_runs(args.runs, config, split, out, cache_path=args.cache, name=args.name, **options)
     print(summary_table(result.outcomes).round(3).to_string())
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - started:.0f} s")
     return 0
@@ -69,14 +61,8 @@ def cmd_ium_runs(args: argparse.Namespace) -> int:
 def cmd_ium(args: argparse.Namespace) -> int:
     if args.runs:
         return cmd_ium_runs(args)
-    from rageval.corpus import build_corpus
-    from rageval.generation.cache import CachedGenerator, LLMCache
-    from rageval.generation.gemma import load_gemma_generator
-    from rageval.generation.smollm2 import chat_prompt, load_smollm2_generator
-    from rageval.ium.agents import build_agents
-    from rageval.ium.experiment import FULL_PLAN, IumPlan, plan_queries, run_ium, summary_table, write_ium_run
+    from rageval.ium.experiment import FULL_PLAN, IumPlan, build_shipped_ium_run, default_checkpoints_dir, summary_table
     from rageval.ium.learning import IumConfig
-    from rageval.retrieval.evaluate import hotpotqa_queries
 
     if args.preset == "full":
         plan = FULL_PLAN
@@ -85,25 +71,12 @@ def cmd_ium(args: argparse.Namespace) -> int:
                            epochs=args.epochs, online_batch_sizes=tuple(int(b) for b in args.batch_sizes.split(",")),
                            seed=args.seed, init=_init_folder(args.init), train_id_tokens=args.train_id_tokens)
         plan = IumPlan(num_train=args.num_train, num_test=args.num_test, config=config)
-    corpus = build_corpus(args.data_dir)
-    from rageval.retrieval.retrievers import Retrievers
-
-    resources = Retrievers(corpus.passages)
-    cache = LLMCache(args.cache) if args.cache else LLMCache()
-    dtype = args.dtype or None
-    gemma = load_gemma_generator(batch_size=8, dtype=dtype)
-    smollm2 = load_smollm2_generator(batch_size=8, dtype=dtype)
-    generators = {"gemma": CachedGenerator(gemma, cache), "smollm2": CachedGenerator(smollm2, cache)}
-    smollm2_tokenizer = smollm2.tokenizer
-    agents = build_agents(plan.agents, generators,
-                          {"smollm2": lambda message: chat_prompt(smollm2_tokenizer, message)})
-    split = plan_queries(plan, corpus.nq_queries, hotpotqa_queries(corpus, args.data_dir))
     started = time.perf_counter()
-    result = run_ium(plan, agents, split, resources.passages, resources.bm25, resources.dense if args.dense else None,
-                     log=_log(started), command="rageval " + " ".join(sys.argv[1:]),
-                     checkpoints=None if args.no_checkpoints else cache_dir() / "models" / "ium-checkpoints")
     out = args.out or RUNS_DIR / "ium" / plan.file_name
-    write_ium_run(result, out)
+    result = build_shipped_ium_run(plan, out, data_dir=args.data_dir, dense=args.dense, dtype=args.dtype or None,
+                                   cache_path=args.cache, log=_log(started),
+                                   checkpoints=None if args.no_checkpoints else default_checkpoints_dir(),
+                                   command="rageval " + " ".join(sys.argv[1:]))
     print(summary_table(result.outcomes).round(3).to_string())
     print(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB) in {time.perf_counter() - started:.0f} s")
     return 0

@@ -31,12 +31,13 @@ def add_checker_arguments(parser, *, default: str = "ours") -> None:
     judge.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
 
 
-def checker_loader(args: argparse.Namespace, generator=None):
-    """A function loading the checker the flags name (called once the input is read and checked)."""
+def checker_loader(args: argparse.Namespace):
+    """A function loading the checker the flags name (called once the input is read and checked); its optional
+    argument is the generator an LLM judge (``--checker llm``) reuses instead of building its own."""
     from rageval.attribution.checkers import load_checker
     from rageval.generation.factory import ModelSettings
 
-    def load():
+    def load(generator=None):
         settings = ModelSettings(backend=args.llm_backend, base_url=args.base_url, api=args.api,
                                  api_key_env=args.api_key_env, balance=args.balance,
                                  max_requests_per_minute=args.max_requests_per_minute,

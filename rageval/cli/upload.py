@@ -1,4 +1,5 @@
-"""``rageval upload``: validate the files, print every problem, then save the run."""
+"""``rageval upload``: validate the files (:func:`rageval.upload.convert.convert_upload_paths`), print every problem,
+then save the run (:func:`rageval.upload.save.save_upload`)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import sys
 from pathlib import Path
 
 from rageval.paths import not_writable_folder, user_runs_dir
-from rageval.upload.convert import convert_upload
-from rageval.upload.problems import DEFAULT_LIMITS, UploadError, UploadFile
+from rageval.upload.convert import convert_upload_paths
+from rageval.upload.problems import DEFAULT_LIMITS, UploadError
 from rageval.upload.save import check_run_name, save_upload
 
 
@@ -23,22 +24,12 @@ def cmd_upload(args: argparse.Namespace) -> int:
     if not args.check and not_writable_folder(runs_dir):  # said before any file is read
         raise UploadError(f"runs folder {runs_dir}: {not_writable_folder(runs_dir)}; save the run into a folder")
 
-    def read(path: Path) -> UploadFile:
-        if path.is_dir():
-            raise UploadError(f"{path}: is a folder; expected a file")
-        if not path.exists():
-            raise UploadError(f"{path}: no such file")
-        try:
-            return UploadFile.from_path(path, limits)
-        except OSError as error:
-            raise UploadError(f"{path}: cannot be read ({error.strerror or error})") from None
-
     trec = {"run": args.run, "qrels": args.qrels, "queries": args.queries, "passages": args.passages}
     if args.jsonl and any(trec.values()):
         raise UploadError("give either --jsonl or the TREC files (--run --queries --passages [--qrels]), not both")
     form, paths = ("jsonl", {"jsonl": args.jsonl}) if args.jsonl else ("trec", trec)
-    result = convert_upload(form, {key: read(path) if path else None for key, path in paths.items()},
-                            dataset=args.dataset, retriever=args.retriever, model=args.model, limits=limits)
+    result = convert_upload_paths(form, paths, dataset=args.dataset, retriever=args.retriever, model=args.model,
+                                  limits=limits)
     for problem in result.problems:
         print(problem, file=sys.stderr)
     run = result.run
