@@ -33,7 +33,12 @@ def _log(started: float):
 def cmd_ium_runs(args: argparse.Namespace) -> int:
     from rageval.ium.experiment import default_checkpoints_dir, summary_table
     from rageval.ium.learning import IumConfig
-    from rageval.ium.run_file_agents import RunSplit, build_ium_run_over_runs, build_label_ablation, label_ablation_table
+    from rageval.ium.run_file_agents import (
+        RunSplit,
+        build_ium_run_over_runs,
+        build_label_ablation,
+        label_ablation_table,
+    )
     from rageval.paths import user_runs_dir
 
     started = time.perf_counter()

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rageval import erag
+from rageval.erag.labels import EragSettings, compute_erag_labels
 from rageval.errors import RagevalError
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.generation.factory import check_model, expected_model_id, load_generator
@@ -104,11 +104,11 @@ def rerank_check(run: Run, generator, options: EvaluationOptions) -> dict:
     the LLM-call cache, the counters show no new call (eRAG's labels do not depend on the list's order)."""
     depth = options.depth
     rankings = {r.query_id: Ranking(r.query_id, tuple(reversed(r.passages[:depth]))) for r in run.rankings}
-    settings = erag.EragSettings(k=depth, metric=options.metric, decoding=options.decoding,
-                                 batch_size=options.batch_size, cutoffs=options.cutoffs, prompt=options.prompt,
-                                 em_early_stop=options.em_early_stop)
+    settings = EragSettings(k=depth, metric=options.metric, decoding=options.decoding,
+                            batch_size=options.batch_size, cutoffs=options.cutoffs, prompt=options.prompt,
+                            em_early_stop=options.em_early_stop)
     hits, misses = generator.hits, generator.misses
-    erag.compute_erag_labels(run.queries, rankings, {p.passage_id: p for p in run.passages}, generator, settings)
+    compute_erag_labels(run.queries, rankings, {p.passage_id: p for p in run.passages}, generator, settings)
     return {"reranking": f"each top-{depth} reversed, eRAG labels recomputed",
             "cache_hits": generator.hits - hits, "cache_misses": generator.misses - misses}
 
