@@ -9,13 +9,15 @@ dashboard:
 	.venv/bin/python -m ui.serve --server.port 8501
 
 # Install the test dependencies (Chromium from Debian for the browser tests), run the static checks (ruff on
-# everything, mypy on the engine; settings in pyproject.toml), then the whole suite.
+# everything, mypy on the engine, import-linter's layer contract; settings in pyproject.toml), then the whole suite.
 test:
 	scripts/setup_env.sh --dev
 	$(MAKE) check
 	.venv/bin/python -m pytest -q
 
-# The static checks (settings in pyproject.toml): the linter over everything, the type checker over the engine.
+# The static checks (settings in pyproject.toml): the linter over everything, the type checker over the engine,
+# and the layer contract of the package (import-linter: no module imports from a layer above its own).
 check:
 	.venv/bin/ruff check .
 	.venv/bin/mypy rageval
+	.venv/bin/lint-imports

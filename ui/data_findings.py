@@ -56,8 +56,8 @@ def load_gold_answer(path: str, mtime_ns: int, k: int, threshold: float = findin
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_cell_links(path: str, mtime_ns: int, k: int) -> dict[tuple[bool, bool], dict[str, str]]:
     """(gold retrieved, answer right) -> the query parameters of the inspector link walking that cell's queries
-    (:func:`ui.render_findings.cell_params`), encoded once per run version (70,000 positions take ~0.1 s)."""
-    from ui.render_findings import cell_params
+    (:func:`ui.worklist.cell_params`), encoded once per run version (70,000 positions take ~0.1 s)."""
+    from ui.worklist import cell_params
 
     table = load_gold_answer(path, mtime_ns, k).table
     return {(gold, right): cell_params(table, gold, right, Path(path).stem) for gold in (True, False)
@@ -67,7 +67,7 @@ def load_cell_links(path: str, mtime_ns: int, k: int) -> dict[tuple[bool, bool],
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_label_warnings(path: str, mtime_ns: int, k: int) -> tuple[str, list[findings.LabelWarning]]:
     """(the measure looked at, ``P@k``; :func:`rageval.findings.label_method_warnings` of every label method)."""
-    from ui.render import method_name
+    from ui.format import method_name
 
     measure = f"P@{k}"
     spread = data._read(path, mtime_ns, lambda reader: aggregates.read_measure_spread(

@@ -200,3 +200,23 @@ def escape_markdown(text: Any) -> str:
     ``$math$``; line breaks become spaces so the text stays one paragraph."""
     one_line = _WHITESPACE_RUN.sub(" ", str(text))  # a leading/trailing space stays, so pieces can be joined
     return "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIALS else ch for ch in one_line)
+
+
+# --- names of label methods and judges -----------------------------------------------------------------
+
+METHOD_NAMES = {
+    "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
+    "erag:bertscore": "eRAG BERTScore", "llm_relevance": "LLM relevance", "contains_answer": "contains-answer",
+    "gold": "gold", "gold_page": "gold page",
+}
+JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
+
+
+def method_name(method: str) -> str:
+    """Display name of a label method (``erag:em`` -> ``eRAG EM``); unknown methods are shown as stored."""
+    return METHOD_NAMES.get(method, method)
+
+
+def judge_name(judge: str) -> str:
+    """Display name of an LLM-retEval judge (``token_f1`` -> ``token F1``); unknown judges as stored."""
+    return JUDGE_NAMES.get(judge, judge)

@@ -25,15 +25,9 @@ from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
 from ui import data, glossary, navigation
 from ui import format as fmt
-from ui.format import escape_markdown
+from ui.format import escape_markdown, judge_name, method_name
 from ui.stop import stop_with_error
 
-METHOD_NAMES = {
-    "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
-    "erag:bertscore": "eRAG BERTScore", "llm_relevance": "LLM relevance", "contains_answer": "contains-answer",
-    "gold": "gold", "gold_page": "gold page",
-}
-JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
 REFERENCE_NAMES = {"semi_gold": "semi-gold answers", "gold_answers": "gold answers"}
 RANKING_BASE_COLUMNS = RANKING_COLUMNS
 SETTING_NAMES = {
@@ -50,16 +44,6 @@ SHIPPED_MARK = "shipped, read-only"
 
 
 # --- formatting (pure) ---------------------------------------------------------------------------------
-
-def method_name(method: str) -> str:
-    """Display name of a label method (``erag:em`` -> ``eRAG EM``); unknown methods are shown as stored."""
-    return METHOD_NAMES.get(method, method)
-
-
-def judge_name(judge: str) -> str:
-    """Display name of an LLM-retEval judge (``token_f1`` -> ``token F1``); unknown judges as stored."""
-    return JUDGE_NAMES.get(judge, judge)
-
 
 def format_correlation(value: float, low: float, high: float) -> str:
     """``0.412 [0.21, 0.60]``, or ``undefined (constant)`` when the coefficient is undefined

@@ -14,7 +14,7 @@ import streamlit as st
 from rageval.findings import Finding, GoldAnswerTable
 from rageval.stats.intervals import MeanInterval
 from ui import format as fmt
-from ui import navigation, render, worklist
+from ui import navigation, render
 from ui.render_correlations import METRIC_NAMES
 
 
@@ -46,22 +46,10 @@ def gold_source_text(source: str | None) -> str:
     return f"the passages the {render.method_name(str(source))} labels mark relevant (label above 0)"
 
 
-def cell_params(table: GoldAnswerTable, gold: bool, right: bool, run: str) -> dict[str, str]:
-    """The query parameters of the inspector link that walks one cell's queries (a worklist named after it): as
-    :func:`ui.worklist.worklist_params`, from the positions the cell holds (the table is in the run's query order,
-    so the page needs no 100,000-row query table to look them up)."""
-    cell = table.cell(gold, right)
-    params = {"run": run, worklist.LIST_PARAM: worklist.encode_positions(cell.positions),
-              worklist.NAME_PARAM: cell.name(table.k)}
-    if cell.query_ids:
-        params["query"] = cell.query_ids[0]
-    return params
-
-
 def render_two_by_two(table: GoldAnswerTable, links: Mapping[tuple[bool, bool], Mapping[str, str]]) -> None:
     """The four cells, gold retrieved (rows) x answer right (columns): count, share with its interval, and a
     same-tab link to the query inspector walking that cell's queries (``links``: (gold, right) -> its query
-    parameters, :func:`cell_params`)."""
+    parameters, :func:`ui.worklist.cell_params`)."""
     header = st.columns([1.2, 2, 2])
     header[1].markdown("**answer right**")
     header[2].markdown("**answer wrong**")
@@ -84,7 +72,7 @@ def render_two_by_two(table: GoldAnswerTable, links: Mapping[tuple[bool, bool], 
 def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], Mapping[str, str]] | None
                  ) -> tuple[str, str, dict[str, str], str] | None:
     """(page, label, query parameters, icon) of the page that proves ``finding`` (``links``: the 2 x 2 cells'
-    inspector links, :func:`cell_params`)."""
+    inspector links, :func:`ui.worklist.cell_params`)."""
     target = finding.target
     if finding.kind == "correlation":
         return (navigation.CORRELATIONS, "See the correlations", {

@@ -17,7 +17,11 @@ import base64
 import binascii
 import zlib
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlencode
+
+if TYPE_CHECKING:
+    from rageval.findings import GoldAnswerTable
 
 #: Query parameters of a worklist link.
 LIST_PARAM, NAME_PARAM = "list", "list_name"
@@ -136,3 +140,15 @@ def worklist_url(page_path: str, run: str, query_ids: Sequence[str], run_order: 
                  **extra: str) -> str:
     """A relative link (for link columns) to ``page_path`` (the inspector's URL path) with the worklist."""
     return page_path + "?" + urlencode(worklist_params(run, query_ids, run_order, name, **extra))
+
+
+def cell_params(table: GoldAnswerTable, gold: bool, right: bool, run: str) -> dict[str, str]:
+    """The query parameters of the inspector link that walks one cell's queries (a worklist named after it): as
+    :func:`ui.worklist_params`, from the positions the cell holds (the table is in the run's query order,
+    so the page needs no 100,000-row query table to look them up)."""
+    cell = table.cell(gold, right)
+    params = {"run": run, LIST_PARAM: encode_positions(cell.positions),
+              NAME_PARAM: cell.name(table.k)}
+    if cell.query_ids:
+        params["query"] = cell.query_ids[0]
+    return params
