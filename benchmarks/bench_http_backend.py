@@ -4,7 +4,7 @@ client itself costs per request: where one rageval process stops scaling.
     python benchmarks/bench_http_backend.py                               # 1,2,4,8,16,32 x 1,2,4; 1000 requests
     python benchmarks/bench_http_backend.py --requests 2000 --concurrency 8,64 --endpoints 4
 
-The servers are our own (``python -m rageval.generation.server --model fake``), one process per endpoint on
+The servers are our own (``rageval serve-model --model fake``), one process per endpoint on
 loopback, answering at once (no model: the first capitalised words of the passage), so every second measured is
 HTTP, JSON and Python on both sides. The prompts are real eRAG prompts (the default few-shot QA prompt, one
 passage) from the shipped NQ run, about 1.6 kB each. For each configuration one ``OpenAIGenerator`` (kept HTTP
@@ -64,7 +64,7 @@ def start_servers(count: int) -> tuple[list[subprocess.Popen], list[str]]:
     processes, urls = [], []
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     for _ in range(count):
-        process = subprocess.Popen([sys.executable, "-m", "rageval.generation.server", "--model", SERVED,
+        process = subprocess.Popen([sys.executable, "-m", "rageval", "serve-model", "--model", SERVED,
                                     "--port", "0", "--quiet"], env=env, stderr=subprocess.PIPE, text=True)
         line = process.stderr.readline() if process.stderr else ""
         match = re.search(r"at (http://\S+/v1)", line)

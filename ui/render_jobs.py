@@ -38,7 +38,7 @@ LABEL_KIND_NAMES = {"erag": "eRAG utility: the model answers from each passage a
 METRIC_NAMES = {"em": "exact match", "f1": "token F1", "accuracy": "answer accuracy (gold answer contained)",
                 "rougeL": "ROUGE-L", "bertscore": "BERTScore (MiniLM)"}
 BACKEND_NAMES = {"transformers": "Local model (transformers; a GPU when present, else the CPU)",
-                 "openai": "OpenAI-compatible server (vLLM, Ollama, python -m rageval.generation.server)"}
+                 "openai": "OpenAI-compatible server (vLLM, Ollama, rageval serve-model)"}
 DTYPE_CHOICES = ("device default", *DTYPES)
 QUERY_CHOICES = ("all", "first", "chosen")
 STATUS_NAMES = {QUEUED: "… queued", RUNNING: "▶ running", DONE: "✓ done", FAILED: "✗ failed",

@@ -19,7 +19,7 @@ from ui import data_lacks as loaders
 REFRESH_S = 2.0
 MODEL_CHOICES = {"packaged": f"{DEFAULT_MODEL} (packaged, runs here on the CPU or a GPU)",
                  "folder": "A local Hugging Face model folder",
-                 "server": "An OpenAI-compatible server (vLLM, Ollama, python -m rageval.generation.server)"}
+                 "server": "An OpenAI-compatible server (vLLM, Ollama, rageval serve-model)"}
 NOTICE_STATE = "lacks.notice"
 
 

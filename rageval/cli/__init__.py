@@ -7,6 +7,7 @@
     rageval export RUN ...          labels / verdicts / failure cases as CSV or qrels
     rageval upload --name NAME ...  your own run (TREC files or JSONL with answers) -> a run file
     rageval rescore start RUN ...   label a run's passages again with another model (background job, resumable)
+    rageval serve-model --model M   an OpenAI-compatible server over M on this machine (or 'fake': instant answers)
     rageval build-corpus | build-index | erag | eval-retrieval | train-reranker | subquery-retrieval |
             demo-runs | cost-report | results          the shipped data, demo runs and docs/results.md
     rageval train-nli | attribution                   the NLI model and the HAGRID attributed-answer runs
@@ -47,6 +48,8 @@ COMMANDS: dict[str, Command] = {
                                             "one JSONL with answers; docs/upload_format.md) into a run file"),
     "rescore": Command("rageval.cli.rescore", "label a run's passages again with another model, in the background; "
                                               "labels saved as produced, resumable"),
+    "serve-model": Command("rageval.cli.serve_model", "serve a model (or 'fake') over an OpenAI-compatible HTTP API "
+                                                      "on this machine, for trying --backend openai without vLLM"),
     "build-corpus": Command("rageval.cli.shipped", "build the deduplicated corpus and print its sizes"),
     "build-index": Command("rageval.cli.shipped", "build the BM25 index over the corpus (cached)"),
     "erag": Command("rageval.cli.shipped", "eRAG labels + E2E answers for an NQ-open slice into a run file"),

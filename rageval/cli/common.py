@@ -113,7 +113,7 @@ def add_model_arguments(parser, *, defaults: bool = True) -> None:
                              "Hugging Face model folder or cached id, or with --backend openai the served model name")
     parser.add_argument("--backend", choices=BACKENDS, default=default("local"),
                         help="run the model in process (local), or call an OpenAI-compatible server (vLLM, Ollama, "
-                             "python -m rageval.generation.server)")
+                             "rageval serve-model)")
     add_server_arguments(parser, defaults=defaults)
     parser.add_argument("--api", choices=("completions", "chat"), default=default("completions"),
                         help="/v1/completions (raw prompt) or /v1/chat/completions (--backend openai)")

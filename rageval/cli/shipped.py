@@ -328,7 +328,7 @@ def add_parsers(sub) -> None:
                      help="prompts per model batch (transformers) or concurrent requests (openai)")
     run.add_argument("--backend", choices=("transformers", "openai"), default="transformers",
                      help="run the model in process, or call an OpenAI-compatible server (vLLM, Ollama, "
-                          "python -m rageval.generation.server); then --model is the served model name")
+                          "rageval serve-model); then --model is the served model name")
     add_server_arguments(run)
     run.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
     run.add_argument("--api", choices=("completions", "chat"), default="completions",

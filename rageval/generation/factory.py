@@ -8,7 +8,7 @@ Every command, background job and page that needs a generator describes it with 
 - a local Hugging Face model folder (a causal LM, or a T5-style encoder-decoder read as FiD), or a hub id already
   in the local Hugging Face cache (nothing is ever downloaded);
 - with ``backend="openai"``: the name a server with the OpenAI API serves (vLLM, Ollama,
-  ``python -m rageval.generation.server``) at ``base_url``: one URL, or several separated by commas (replicas of
+  ``rageval serve-model``) at ``base_url``: one URL, or several separated by commas (replicas of
   the model; requests are spread over them), optionally under a rate limit in requests and tokens per minute.
 
 :func:`expected_model_id` gives the id a generator will have *without loading it*, so ``--dry-run`` can look

@@ -9,7 +9,7 @@ minute holds for all threads together (:mod:`~rageval.generation.rate_limit`).
 
 Route conventions: vLLM (``vllm serve <model>``, base URL ``http://localhost:8000/v1``) and Ollama
 (``ollama serve``, base URL ``http://localhost:11434/v1``) both serve the OpenAI routes under ``/v1``; a base
-URL given without the ``/v1`` suffix gets it appended. ``python -m rageval.generation.server`` serves any
+URL given without the ``/v1`` suffix gets it appended. ``rageval serve-model`` serves any
 rageval Generator the same way, for trying this backend without either.
 
 Decoding: ``max_new_tokens`` -> ``max_tokens``, ``temperature`` (0 = greedy on vLLM and Ollama), ``top_p``,
@@ -37,7 +37,7 @@ APIS = ("completions", "chat")
 _ROUTES = {"completions": "completions", "chat": "chat/completions"}
 _MAX_SERVER_STOPS = 4  # OpenAI rejects more; vLLM and Ollama accept them, but the client-side cut is exact anyway
 _MAX_RETRY_AFTER_S = 60.0
-_UNREACHABLE_HINT = ("is vLLM/Ollama (or `python -m rageval.generation.server`) running there, "
+_UNREACHABLE_HINT = ("is vLLM/Ollama (or `rageval serve-model`) running there, "
                      "and is the base URL right?")
 
 

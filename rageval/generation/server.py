@@ -2,8 +2,8 @@
 
 For tests and for trying :class:`~rageval.generation.openai_backend.OpenAIGenerator` without vLLM or Ollama::
 
-    python -m rageval.generation.server --model gemma-3-270m --port 8000   # then --base-url http://127.0.0.1:8000/v1
-    python -m rageval.generation.server --model fake --port 8001           # answers at once (benchmarks/)
+    rageval serve-model --model gemma-3-270m --port 8000   # then --base-url http://127.0.0.1:8000/v1
+    rageval serve-model --model fake --port 8001           # answers at once (benchmarks/)
 
 ``--model fake`` serves :class:`~rageval.generation.base.FakeGenerator`: no model, each answer is the first
 capitalised words of the prompt's passage, so what is measured is the HTTP path alone.
@@ -27,10 +27,8 @@ Differences from OpenAI, by design of the :class:`Generator` interface:
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
-import sys
 import threading
 import time
 from collections import Counter
@@ -348,31 +346,18 @@ def serve(generator: Generator, host: str = "127.0.0.1", port: int = 0, *, model
     return RunningServer(httpd, thread)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from rageval.generation.factory import DEFAULT_MODEL, ModelSettings, load_generator
+def serve_model_forever(model: str, *, host: str = "127.0.0.1", port: int = 8000, batch_size: int = 8,
+                        served_model_name: str | None = None, verbose: bool = True, announce=print) -> int:
+    """``rageval serve-model``: load ``model`` (:data:`FAKE_MODEL` serves :class:`FakeGenerator`, no model) and
+    serve it on ``host:port`` until interrupted; ``announce`` gets the one line saying where."""
+    from rageval.generation.factory import ModelSettings, load_generator
 
-    parser = argparse.ArgumentParser(prog="python -m rageval.generation.server", description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=DEFAULT_MODEL,
-                        help=f"{DEFAULT_MODEL!r} (the packaged default), a local Hugging Face model directory, or "
-                             f"{FAKE_MODEL!r} (an instant answer, no model: for measuring the HTTP path)")
-    parser.add_argument("--served-model-name", help="the name clients send as 'model' (default: --model)")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--quiet", action="store_true", help="log no request (stderr)")
-    args = parser.parse_args(argv)
-
-    generator: Generator = FakeGenerator() if args.model == FAKE_MODEL else \
-        load_generator(ModelSettings(model=args.model, batch_size=args.batch_size))
-    httpd = make_server(generator, args.host, args.port, model_name=args.served_model_name or args.model,
-                        verbose=not args.quiet)
-    host, port = httpd.server_address[:2]
-    print(f"serving {httpd.app.model_name!r} ({generator.model_id}) at http://{host}:{port}/v1 (Ctrl-C stops)",
-          file=sys.stderr)
+    generator: Generator = FakeGenerator() if model == FAKE_MODEL else \
+        load_generator(ModelSettings(model=model, batch_size=batch_size))
+    httpd = make_server(generator, host, port, model_name=served_model_name or model, verbose=verbose)
+    bound_host, bound_port = httpd.server_address[:2]
+    announce(f"serving {httpd.app.model_name!r} ({generator.model_id}) at http://{bound_host}:{bound_port}/v1 "
+             "(Ctrl-C stops)")
     with httpd, contextlib.suppress(KeyboardInterrupt):
         httpd.serve_forever()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

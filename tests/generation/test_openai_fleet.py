@@ -127,7 +127,7 @@ def test_a_dead_and_a_failing_endpoint_are_survived_and_marked_down(three):
 def test_a_replica_that_goes_away_between_calls_is_survived(three):
     # A server process, killed between two calls: its kept-alive connections die with it (an in-process server's
     # handler threads would go on answering on them).
-    process = subprocess.Popen([sys.executable, "-m", "rageval.generation.server", "--model", "fake",
+    process = subprocess.Popen([sys.executable, "-m", "rageval", "serve-model", "--model", "fake",
                                 "--served-model-name", MODEL, "--port", "0", "--quiet"],
                                env={**os.environ, "PYTHONPATH": str(REPO_ROOT)}, stderr=subprocess.PIPE, text=True)
     try:
