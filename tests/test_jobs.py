@@ -95,8 +95,8 @@ def store(tmp_path):
 
 
 def served_spec(run: Path, server, tmp_path: Path, name: str = "llm", **changes) -> jobs.JobSpec:
-    return jobs.JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url, batch_size=2,
-                        llm_cache=str(tmp_path / f"{name}.sqlite"), **changes)
+    return jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai", base_url=server.base_url, batch_size=2,
+                                  llm_cache=str(tmp_path / f"{name}.sqlite"), **changes)
 
 
 def wait_for(condition: Callable[[], bool], what: str, log: str | None = None) -> None:
@@ -134,8 +134,8 @@ def test_labels_are_committed_batch_by_batch_as_they_are_produced(tmp_path, stor
             seen.append((len(method_rows(run)[0]), store.get(job.job_id).done))
             return super().generate(prompts, settings)
 
-    job = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", batch_size=2,
-                                       llm_cache=str(tmp_path / "llm.sqlite")), store)
+    job = jobs.create_job(jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai", batch_size=2,
+                                                 llm_cache=str(tmp_path / "llm.sqlite")), store)
     assert (job.status, job.total, job.method) == (jobs.QUEUED, TOTAL, METHOD)
     finished = jobs.run_job(job.job_id, store, generator=Watching(rule=reader_rule, model_id=MODEL), log=lambda _: None)
 
@@ -165,8 +165,8 @@ def test_labels_are_committed_batch_by_batch_as_they_are_produced(tmp_path, stor
 
 def test_cancel_stops_between_batches_and_resume_labels_only_the_rest(tmp_path, store):
     run = make_small_run(tmp_path / "run.sqlite")
-    job = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", batch_size=2,
-                                       llm_cache=str(tmp_path / "llm.sqlite")), store)
+    job = jobs.create_job(jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai", batch_size=2,
+                                                 llm_cache=str(tmp_path / "llm.sqlite")), store)
 
     class CancelDuringSecondBatch(FakeGenerator):
         def generate(self, prompts, settings):
@@ -188,7 +188,7 @@ def test_cancel_stops_between_batches_and_resume_labels_only_the_rest(tmp_path, 
     assert generator.prompts_seen == TOTAL - 4  # the 4 saved labels were not asked again
     assert fixture_labels(run, METHOD) == fixture_labels(run, "contains_answer")
 
-    never_started = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai"), store)
+    never_started = jobs.create_job(jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai"), store)
     assert jobs.cancel_job(never_started.job_id, store).status == jobs.CANCELLED
 
 
@@ -196,8 +196,8 @@ def test_cancel_stops_between_batches_and_resume_labels_only_the_rest(tmp_path, 
 
 def test_new_method_measures_equal_the_fixture_and_pytrec_eval(tmp_path, store):
     run = make_small_run(tmp_path / "run.sqlite")
-    job = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai",
-                                       llm_cache=str(tmp_path / "llm.sqlite")), store)
+    job = jobs.create_job(jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai",
+                                                 llm_cache=str(tmp_path / "llm.sqlite")), store)
     jobs.run_job(job.job_id, store, generator=FakeGenerator(rule=reader_rule, model_id=MODEL), log=lambda _: None)
     with RunReader(run) as reader:
         measures = reader.measure_table().set_index(["method", "measure", "query_id"])["value"]
@@ -296,8 +296,8 @@ def test_a_tiny_transformers_model_in_a_background_worker(tmp_path, store, tiny_
     from rageval.generation.transformers_backend import TransformersGenerator, resolve_device
 
     run = make_small_run(tmp_path / "run.sqlite")
-    spec = jobs.JobSpec(str(run), model=str(tiny_model_dir), k=2, query_ids=("nq:0", "nq:3"), batch_size=2,
-                        max_new_tokens=4, llm_cache=str(tmp_path / "llm.sqlite"))
+    spec = jobs.JobSpec.from_flat(str(run), model=str(tiny_model_dir), k=2, query_ids=("nq:0", "nq:3"), batch_size=2,
+                                  max_new_tokens=4, llm_cache=str(tmp_path / "llm.sqlite"))
     job = jobs.start_job(spec, store)
     wait_for(lambda: store.get(job.job_id).status not in jobs.ACTIVE, "the worker", store.get(job.job_id).log_path)
     finished = store.get(job.job_id)
@@ -338,7 +338,7 @@ def test_a_write_killed_inside_its_transaction_is_rolled_back_before_the_run_is_
     with RunReader(run) as reader:  # a reader rolls the hot journal back (the folder is writable) and reads
         assert reader.note is None and not Path(f"{run}-journal").exists()
         assert "half" not in reader.label_methods() and reader.counts()["labels"] == len(build_small_run().labels)
-    job = jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai"), store)
+    job = jobs.create_job(jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai"), store)
     assert job.total == TOTAL and not [p for p in tmp_path.iterdir() if p.name.startswith("run.sqlite-")]
 
 
@@ -347,25 +347,26 @@ def test_a_write_killed_inside_its_transaction_is_rolled_back_before_the_run_is_
 def test_bad_inputs_fail_with_clear_errors(tmp_path, store):
     run = make_small_run(tmp_path / "run.sqlite")
     with pytest.raises(jobs.JobError, match=r"missing\.sqlite: no such run file"):
-        jobs.create_job(jobs.JobSpec(str(tmp_path / "missing.sqlite"), model=MODEL, backend="openai"), store)
+        jobs.create_job(jobs.JobSpec.from_flat(str(tmp_path / "missing.sqlite"), model=MODEL, backend="openai"), store)
     (tmp_path / "notes.sqlite").write_text("not a database")
     with pytest.raises(jobs.JobError, match=r"notes\.sqlite: not a rageval run file"):
-        jobs.create_job(jobs.JobSpec(str(tmp_path / "notes.sqlite"), model=MODEL, backend="openai"), store)
+        jobs.create_job(jobs.JobSpec.from_flat(str(tmp_path / "notes.sqlite"), model=MODEL, backend="openai"), store)
     with pytest.raises(jobs.JobError, match=r"run\.sqlite: no query 'nq:99', 'q-x' in this run \(6 queries"):
-        jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", query_ids=("nq:0", "nq:99", "q-x")),
-                        store)
+        jobs.create_job(jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai",
+                                               query_ids=("nq:0", "nq:99", "q-x")), store)
     with pytest.raises(jobs.JobError, match=r"model '.*no-such-model': no such local folder and not in the local "
                                             r"Hugging Face cache"):
-        jobs.create_job(jobs.JobSpec(str(run), model=str(tmp_path / "no-such-model")), store)
+        jobs.create_job(jobs.JobSpec.from_flat(str(run), model=str(tmp_path / "no-such-model")), store)
     (tmp_path / "empty-model").mkdir()
     with pytest.raises(jobs.JobError, match=r"that folder has no config\.json"):
-        jobs.create_job(jobs.JobSpec(str(run), model=str(tmp_path / "empty-model")), store)
+        jobs.create_job(jobs.JobSpec.from_flat(str(run), model=str(tmp_path / "empty-model")), store)
     with pytest.raises(jobs.JobError, match=r"label metric 'bleu': expected one of em, f1"):
-        jobs.JobSpec(str(run), metric="bleu")
+        jobs.JobSpec.from_flat(str(run), metric="bleu")
     with pytest.raises(jobs.JobError, match=r"k: expected at least 1, got 0"):
-        jobs.JobSpec(str(run), k=0)
+        jobs.JobSpec.from_flat(str(run), k=0)
     with pytest.raises(RagevalError, match=r"base URL 'localhost:8000': expected http://host:port"):
-        jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", base_url="localhost:8000"), store)
+        jobs.create_job(jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai", base_url="localhost:8000"),
+                        store)
     with pytest.raises(jobs.JobError, match=r"no job 42"):
         jobs.resume_job(42, store)
     assert store.list() == []  # nothing half-created
@@ -376,7 +377,8 @@ def test_a_model_that_cannot_load_fails_the_job_with_its_reason(tmp_path, store)
     broken = tmp_path / "broken-model"
     broken.mkdir()
     (broken / "config.json").write_text('{"model_type": "no-such-architecture"}')
-    job = jobs.create_job(jobs.JobSpec(str(run), model=str(broken), llm_cache=str(tmp_path / "llm.sqlite")), store)
+    job = jobs.create_job(jobs.JobSpec.from_flat(str(run), model=str(broken), llm_cache=str(tmp_path / "llm.sqlite")),
+                          store)
     with pytest.raises(jobs.JobError, match=r"model '.*broken-model' \(transformers\) could not be loaded"):
         jobs.run_job(job.job_id, store, log=lambda _: None)
     failed = store.get(job.job_id)
@@ -405,7 +407,7 @@ def test_cli_start_list_and_resume(tmp_path, reader_server, capsys):
 
 
 def test_progress_and_eta_follow_from_the_stored_counts():
-    spec = jobs.JobSpec("/tmp/run.sqlite", model=MODEL, backend="openai")
+    spec = jobs.JobSpec.from_flat("/tmp/run.sqlite", model=MODEL, backend="openai")
     job = jobs.Job(job_id=1, run_path=spec.run_path, method=METHOD, spec=spec, status=jobs.RUNNING, total=30, done=12,
                    done_at_start=4, attempts=2, created=0.0, started=100.0, items_started=110.0, updated=126.0,
                    finished=None, heartbeat=126.0, pid=os.getpid(), model_id=MODEL, device="cpu", log_path=None,
@@ -425,9 +427,10 @@ def test_the_same_served_model_on_another_replica_keeps_its_identity(tmp_path):
     from rageval.jobs.spec import model_identity
 
     run = str(tmp_path / "run.sqlite")
-    first = jobs.JobSpec(run, model=MODEL, backend="openai", base_url="http://127.0.0.1:8001/v1")
-    replica = jobs.JobSpec(run, model=MODEL, backend="openai", base_url="http://10.0.0.7:9000/v1")
+    first = jobs.JobSpec.from_flat(run, model=MODEL, backend="openai", base_url="http://127.0.0.1:8001/v1")
+    replica = jobs.JobSpec.from_flat(run, model=MODEL, backend="openai", base_url="http://10.0.0.7:9000/v1")
     assert model_identity(first) == model_identity(replica)
     assert jobs.method_name(first) == jobs.method_name(replica)
-    other_model = jobs.JobSpec(run, model=MODEL + "-instruct", backend="openai", base_url=first.base_url)
+    other_model = jobs.JobSpec.from_flat(run, model=MODEL + "-instruct", backend="openai",
+                                         base_url=first.model_settings.base_url)
     assert model_identity(other_model) != model_identity(first)

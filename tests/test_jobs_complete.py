@@ -50,8 +50,9 @@ def uploaded(tmp_path: Path) -> Path:
 
 
 def complete_spec(run: Path, server, tmp_path: Path, **changes) -> jobs.JobSpec:
-    return jobs.JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url, label_kind=jobs.COMPLETE,
-                        batch_size=4, llm_cache=str(tmp_path / "llm.sqlite"), **changes)
+    return jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai", base_url=server.base_url,
+                                  label_kind=jobs.COMPLETE, batch_size=4, llm_cache=str(tmp_path / "llm.sqlite"),
+                                  **changes)
 
 
 def digest(path: Path) -> str:
@@ -129,7 +130,8 @@ def test_refusals_name_the_reason(tmp_path, served, store, monkeypatch):
 
     first = jobs.create_job(complete_spec(run, server, tmp_path), store)  # queued: active
     with pytest.raises(jobs.JobError, match=f"job {first.job_id} .* is still queued on .*mine.sqlite"):
-        jobs.create_job(jobs.JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url), store)
+        jobs.create_job(jobs.JobSpec.from_flat(str(run), model=MODEL, backend="openai", base_url=server.base_url),
+                        store)
     jobs.cancel_job(first.job_id, store)
     assert jobs.run_job(jobs.create_job(complete_spec(run, server, tmp_path), store).job_id, store,
                         log=lambda _: None).status == jobs.DONE
@@ -162,7 +164,7 @@ def test_a_version_1_jobs_database_gains_the_stage_column(tmp_path):
                                                "pipeline stage that done/total count", ""))
         conn.execute("PRAGMA user_version=1")
     with jobs.JobStore(path) as store:
-        job = store.create(jobs.JobSpec(str(tmp_path / "r.sqlite")), "erag:em@x", 3)
+        job = store.create(jobs.JobSpec.from_flat(str(tmp_path / "r.sqlite")), "erag:em@x", 3)
         assert job.stage is None
         store.set_stage(job.job_id, "erag", 1, 3, new_stage=True)
         assert store.get(job.job_id).stage == "erag"

@@ -51,8 +51,8 @@ def model_form(path: Path) -> jobs.JobSpec | None:
         model, backend = served_model.strip(), "openai"
     else:
         model, backend = DEFAULT_MODEL, "transformers"
-    return jobs.JobSpec(str(path), model=model, backend=backend, base_url=base_url.strip() or DEFAULT_BASE_URL,
-                        label_kind=jobs.COMPLETE)
+    return jobs.JobSpec.from_flat(str(path), model=model, backend=backend,
+                                  base_url=base_url.strip() or DEFAULT_BASE_URL, label_kind=jobs.COMPLETE)
 
 
 def _act(job: jobs.Job, action: str | None) -> None:
