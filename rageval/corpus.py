@@ -265,6 +265,15 @@ def build_corpus(data_dir: Path = DATA_DIR) -> Corpus:
 # ------------------------------------------------------------------------------------ fingerprint, I/O
 
 
+def passages_per_source(corpus: Corpus) -> dict[str, int]:
+    """How many passages of the (deduplicated) corpus each source keeps, by source name
+    (``rageval build-corpus`` prints it)."""
+    counts: dict[str, int] = {}
+    for passage in corpus.passages:
+        counts[passage.source] = counts.get(passage.source, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def _passage_row(p: Passage) -> dict:
     return {"type": "passage", "id": p.passage_id, "title": p.title, "text": p.text, "source": p.source}
 

@@ -85,18 +85,18 @@ def progress_text(job: Job, progress: Progress) -> str:
 
 def job_description(job: Job) -> str:
     """What the job labels and with what, in one line (plain text)."""
-    spec = job.spec
+    spec, model_settings = job.spec, job.spec.model_settings
     if spec.is_complete:
         pieces = ", ".join(spec.pieces) if spec.pieces else "every missing piece"
-        server = f" at {spec.base_url}" if spec.backend == "openai" else ""
+        server = f" at {model_settings.base_url}" if model_settings.is_server else ""
         where = f" on {job.device}" if job.device else ""
-        return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or spec.model}{server}{where}"
+        return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or model_settings.model}{server}{where}"
     kind = f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else "LLM relevance"
     queries = "all queries" if spec.query_ids is None else f"{len(spec.query_ids)} chosen queries"
     k = f"top-{spec.k}" if spec.k else "the run's top-k"
-    model = job.model_id or spec.model
+    model = job.model_id or model_settings.model
     where = f" on {job.device}" if job.device else ""
-    server = f" at {spec.base_url}" if spec.backend == "openai" else ""
+    server = f" at {model_settings.base_url}" if model_settings.is_server else ""
     return f"{kind} labels from {model}{server}{where}, {k} of {queries} of run {Path(job.run_path).stem}"
 
 
@@ -158,7 +158,7 @@ def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max
     query_ids = {"all": None, "first": tuple(ids[:int(first)]), "chosen": tuple(chosen)}[how]
     if how == "chosen" and not chosen:
         raise JobError("choose at least one query, or pick 'all' or 'the first N'")
-    return JobSpec(str(path), model=model.strip(), backend=backend, label_kind=kind, metric=metric, k=int(k),
+    return JobSpec.from_flat(str(path), model=model.strip(), backend=backend, label_kind=kind, metric=metric, k=int(k),
                    query_ids=query_ids, base_url=base_url.strip(),
                    dtype=None if dtype == DTYPE_CHOICES[0] else dtype)
 

@@ -51,7 +51,7 @@ def model_form(path: Path) -> JobSpec | None:
         model, backend = served_model.strip(), "openai"
     else:
         model, backend = DEFAULT_MODEL, "transformers"
-    return JobSpec(str(path), model=model, backend=backend, base_url=base_url.strip() or DEFAULT_BASE_URL,
+    return JobSpec.from_flat(str(path), model=model, backend=backend, base_url=base_url.strip() or DEFAULT_BASE_URL,
                    label_kind=COMPLETE)
 
 

@@ -50,16 +50,16 @@ COMMANDS: dict[str, Command] = {
                                               "labels saved as produced, resumable"),
     "serve-model": Command("rageval.cli.serve_model", "serve a model (or 'fake') over an OpenAI-compatible HTTP API "
                                                       "on this machine, for trying --backend openai without vLLM"),
-    "build-corpus": Command("rageval.cli.shipped", "build the deduplicated corpus and print its sizes"),
-    "build-index": Command("rageval.cli.shipped", "build the BM25 index over the corpus (cached)"),
-    "erag": Command("rageval.cli.shipped", "eRAG labels + E2E answers for an NQ-open slice into a run file"),
-    "eval-retrieval": Command("rageval.cli.shipped", "Recall/nDCG/MRR of retrieval systems against gold passages; "
-                                                     "one run file per system"),
-    "train-reranker": Command("rageval.cli.shipped", "train (once, cached) the MiniLM cross-encoder NQ reranker; "
-                                                     "optionally compare BM25 with BM25 -> rerank on held-out "
-                                                     "queries"),
-    "subquery-retrieval": Command("rageval.cli.shipped", "LLM sub-queries -> BM25 per sub-query -> fusion; "
-                                                         "Recall@10/nDCG@10 vs BM25 and the MAX oracle"),
+    "build-corpus": Command("rageval.cli.corpus", "build the deduplicated corpus and print its sizes"),
+    "build-index": Command("rageval.cli.corpus", "build the BM25 index over the corpus (cached)"),
+    "erag": Command("rageval.cli.erag", "eRAG labels + E2E answers for an NQ-open slice into a run file"),
+    "eval-retrieval": Command("rageval.cli.retrieval", "Recall/nDCG/MRR of retrieval systems against gold "
+                                                       "passages; one run file per system"),
+    "train-reranker": Command("rageval.cli.retrieval", "train (once, cached) the MiniLM cross-encoder NQ reranker; "
+                                                       "optionally compare BM25 with BM25 -> rerank on held-out "
+                                                       "queries"),
+    "subquery-retrieval": Command("rageval.cli.retrieval", "LLM sub-queries -> BM25 per sub-query -> fusion; "
+                                                           "Recall@10/nDCG@10 vs BM25 and the MAX oracle"),
     "demo-runs": Command("rageval.cli.shipped", "build the shipped demo runs (eRAG with every label method and a k "
                                                 "sweep, LLM-retEval) into data/runs through the LLM-call cache"),
     "cost-report": Command("rageval.cli.shipped", "eRAG vs E2E wall time and peak memory (fresh process each)"),

@@ -21,11 +21,6 @@ MEASURE_SYNTAX = ("ir_measures' syntax NAME(param=value,...)@k, comma-separated,
                   "\"P@5,P(rel=2)@5,AP(judged_only=True),nDCG(dcg='exp-log2')@10,RBP(p=0.9),IPrec@0.5\"; "
                   "the measures and their parameters are listed in docs/measures.md")
 
-CORPUS_NOTE = (
-    "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, "
-    "2Wiki and wiki-18 samples). Only the NQ gold passages are on-topic for NQ, so retrieval here is easier than over "
-    "full Wikipedia.")
-
 
 def progress_bar(description: str, total: int):
     """A tqdm bar (with rate and ETA) on stderr, and the (done, total) callback that advances it."""

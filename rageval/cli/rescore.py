@@ -74,10 +74,10 @@ def cmd_start(args: argparse.Namespace) -> int:
         raise JobError("--pieces goes with --complete")
     check_run_file(args.run)  # a missing or broken run file is refused before the jobs database is touched
     if args.complete:
-        spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=COMPLETE,
-                       pieces=_parse_pieces(args.pieces), api=args.api, api_key_env=args.api_key_env,
-                       device=args.device, dtype=args.dtype, batch_size=args.batch_size,
-                       llm_cache=str(args.cache) if args.cache else None, **_server_settings(args))
+        spec = JobSpec.from_flat(str(args.run), model=args.model, backend=args.backend, label_kind=COMPLETE,
+                                 pieces=_parse_pieces(args.pieces), api=args.api, api_key_env=args.api_key_env,
+                                 device=args.device, dtype=args.dtype, batch_size=args.batch_size,
+                                 llm_cache=str(args.cache) if args.cache else None, **_server_settings(args))
         with open_job_store(args.jobs_db) as store:
             job = create_job(spec, store)
             print(f"job {job.job_id}: {job.method}, computing "
@@ -90,11 +90,11 @@ def cmd_start(args: argparse.Namespace) -> int:
     query_ids = tuple(q for q in args.queries.split(",") if q) if args.queries else None
     if args.num_queries is not None:
         query_ids = first_query_ids(args.run, args.num_queries)
-    spec = JobSpec(str(args.run), model=args.model, backend=args.backend, label_kind=args.labels,
-                   metric=args.metric, k=args.k, query_ids=query_ids, api=args.api, api_key_env=args.api_key_env,
-                   device=args.device, dtype=args.dtype, batch_size=args.batch_size,
-                   max_new_tokens=args.max_new_tokens, llm_cache=str(args.cache) if args.cache else None,
-                   **_server_settings(args))
+    spec = JobSpec.from_flat(str(args.run), model=args.model, backend=args.backend, label_kind=args.labels,
+                             metric=args.metric, k=args.k, query_ids=query_ids, api=args.api,
+                             api_key_env=args.api_key_env, device=args.device, dtype=args.dtype,
+                             batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
+                             llm_cache=str(args.cache) if args.cache else None, **_server_settings(args))
     with open_job_store(args.jobs_db) as store:
         job = create_job(spec, store)
         print(f"job {job.job_id}: {job.method}, {job.total} items on {job.run_path}")

@@ -28,8 +28,9 @@ import json
 import multiprocessing
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from queue import Empty
 
 CONFIGURATIONS = ("e2e", "erag-query", "erag-document", "erag-query-em")
@@ -227,3 +228,31 @@ def cost_prompts(run_path, num_queries: int, k: int) -> tuple[list[list[str]], l
     described = {"run": str(run_path), "dataset": settings.get("dataset"), "retriever": settings.get("retriever"),
                  "num_queries": len(ids), "k": k, "answers": [list(answers[q]) for q in ids]}
     return erag_prompts, e2e_prompts, described
+
+
+def cost_report(run_path: Path, out: Path, *, num_queries: int = 10, k: int = 10, dtype: str | None = "bfloat16",
+                threads: int | None = None, command: str = "",
+                log: Callable[[str], None] = lambda message: None) -> Path:
+    """``rageval cost-report``: every configuration of :data:`CONFIGURATIONS` measured
+    (:func:`measure_configuration`; ``log`` gets each measurement) on the first ``num_queries`` queries of the run
+    file ``run_path`` at ``k``, written to ``out`` as JSON with the model, device and threads; returns ``out``."""
+    import torch
+
+    from rageval.generation.gemma import gemma_model_id
+    from rageval.paths import REPO_ROOT
+
+    erag_prompts, e2e_prompts, described = cost_prompts(run_path, num_queries, k)
+    if run_path.resolve().is_relative_to(REPO_ROOT):
+        described["run"] = str(run_path.resolve().relative_to(REPO_ROOT))
+    measurements = []
+    for configuration in CONFIGURATIONS:
+        result = measure_configuration(configuration, erag_prompts, e2e_prompts, dtype=dtype or None,
+                                       threads=threads, answers=described["answers"])
+        log(str(result))
+        measurements.append(result.__dict__)
+    report = described | {"model": f"{gemma_model_id()} [{dtype}]" if dtype else gemma_model_id(),
+                          "device": measurements[0]["device"], "threads": threads or torch.get_num_threads(),
+                          "measurements": measurements, "command": command}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    return out

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
@@ -41,6 +41,9 @@ from rageval.ium.agents import Agent, AgentSpec
 from rageval.ium.experiment import IumResult, answer_outcomes, assemble_result, train_and_serve
 from rageval.ium.learning import AgentCandidates, FeedbackRow, IumConfig
 from rageval.types import Passage, Query
+
+if TYPE_CHECKING:
+    from rageval.generation.factory import ModelSettings
 
 Log = Callable[[str], None]
 
@@ -101,7 +104,7 @@ class RunAgentSource:
     answers: dict[tuple[str, tuple[str, ...]], str]
     prompt: object  # a rageval.prompts.PromptTemplate
     decoding: DecodingSettings
-    model_settings: object | None  # a rageval.generation.factory.ModelSettings, None when the run does not say
+    model_settings: ModelSettings | None  # None when the run does not say
     model_problem: str | None
     dropped_queries: int = 0
     notes: list[str] = field(default_factory=list)
@@ -127,7 +130,7 @@ def _token_safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "task"
 
 
-def model_settings_of_run(settings: Mapping) -> tuple[object | None, str | None]:
+def model_settings_of_run(settings: Mapping) -> tuple[ModelSettings | None, str | None]:
     """(ModelSettings, None) for the model a run's settings describe, or (None, why not): the ``config`` that
     ``rageval evaluate`` stores (model, backend, base URL, ...), else a packaged model recognised by its id (the
     shipped demo runs: Gemma-3-270M, SmolLM2), with the precision its id names."""
@@ -264,7 +267,7 @@ class RunModel:
             from rageval.generation.factory import load_generator
 
             try:
-                generator = load_generator(source.model_settings)  # type: ignore[arg-type]
+                generator = load_generator(source.model_settings)
             except RagevalError as error:
                 raise RagevalError(f"{lacking}, and the model cannot be loaded: {error}") from None
             if generator.model_id != source.model_id:

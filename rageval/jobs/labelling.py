@@ -60,7 +60,7 @@ def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[
     ranking = {query.query_id: Ranking(query.query_id, tuple(ScoredPassage(p, 0.0) for p in passage_ids))}
     if spec.label_kind == "erag":
         settings = EragSettings(k=len(passage_ids), metric=spec.metric, decoding=decoding,
-                                batch_size=spec.batch_size)
+                                batch_size=spec.model_settings.batch_size)
         outputs, labels = compute_erag_labels([query], ranking, passages, generator, settings)
         values = {x.passage_id: x.value for x in labels}
         evidence = [LabelEvidence(method, o.query_id, o.passage_id,
@@ -68,7 +68,7 @@ def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[
                     for o in outputs]
     else:
         labels, evidence = compute_llm_relevance_labels([query], ranking, passages, generator, len(passage_ids),
-                                                        decoding=decoding, batch_size=spec.batch_size)
+                                                        decoding=decoding, batch_size=spec.model_settings.batch_size)
         evidence = [dataclasses.replace(e, method=method) for e in evidence]
     return [dataclasses.replace(x, method=method) for x in labels], evidence
 

@@ -8,14 +8,14 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rageval.erag.labels import ALL_METRICS
 from rageval.erag.methods import LLM_RELEVANCE, LabelMethod, erag_method
 from rageval.errors import RagevalError
 from rageval.generation import factory
-from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 
 LABEL_KINDS = ("erag", "llm_relevance")
 COMPLETE = "complete"
@@ -42,34 +42,33 @@ class JobCancelled(BaseException):
     KeyboardInterrupt, so no ``except Exception`` on the way (a retry loop, a thread pool) swallows it."""
 
 
+#: A job's model when it names none: the in-process backend under its older name (``transformers``: kept, since it
+#: is part of :func:`model_identity` and of the stored jobs) at the device's default precision (no check).
+JOB_MODEL_DEFAULTS: dict[str, Any] = {"backend": "transformers", "dtype": None}
+#: The model fields, flat in a job's stored JSON and in :meth:`JobSpec.from_flat`.
+MODEL_FIELDS = tuple(f.name for f in dataclasses.fields(factory.ModelSettings))
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """What one re-scoring job labels and with what. ``k=None``: the run's own k; ``query_ids=None``: every query;
     ``max_new_tokens=None``: the run's decoding (eRAG) or 3 tokens (yes/no relevance); ``llm_cache=None``: the
-    user's LLM-call cache. ``device="auto"`` runs on CUDA when present, else on the CPU.
+    user's LLM-call cache. ``model_settings``: the model (``device="auto"`` runs on CUDA when present; with
+    ``backend="openai"``, ``base_url`` may name several servers, shared by ``balance``, under the optional rate
+    limits); :meth:`from_flat` takes its fields flat, as the stored JSON holds them.
     ``label_kind="complete"``: compute the run's missing pieces (``pieces``, None: all it lacks); ``metric``,
-    ``k``, ``query_ids`` and ``max_new_tokens`` do not apply to it. With ``backend="openai"``, ``base_url`` may
-    name several servers (comma-separated), shared by ``balance``, under the optional rate limits."""
+    ``k``, ``query_ids`` and ``max_new_tokens`` do not apply to it."""
 
     run_path: str
-    model: str = DEFAULT_MODEL
-    backend: str = "transformers"
+    model_settings: factory.ModelSettings = field(
+        default_factory=lambda: factory.ModelSettings(**JOB_MODEL_DEFAULTS))
     label_kind: str = "erag"
     metric: str = "em"
     k: int | None = None
     query_ids: tuple[str, ...] | None = None
-    base_url: str = DEFAULT_BASE_URL
-    api: str = "completions"
-    api_key_env: str | None = None
-    device: str = "auto"
-    dtype: str | None = None
-    batch_size: int = 8
     max_new_tokens: int | None = None
     llm_cache: str | None = None
     pieces: tuple[str, ...] | None = None
-    balance: str = "least-in-flight"
-    max_requests_per_minute: float | None = None
-    max_tokens_per_minute: float | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "run_path", str(Path(self.run_path).expanduser().resolve()))
@@ -81,7 +80,8 @@ class JobSpec:
                 raise JobError(f"pieces {', '.join(map(str, unknown))}: expected some of {', '.join(PIECES)}")
             object.__setattr__(self, "pieces", tuple(p for p in PIECES if p in self.pieces))
         checks = [
-            (self.backend in BACKENDS, f"backend {self.backend!r}: expected one of {', '.join(BACKENDS)}"),
+            (self.model_settings.backend in BACKENDS,
+             f"backend {self.model_settings.backend!r}: expected one of {', '.join(BACKENDS)}"),
             (self.label_kind in JOB_KINDS,
              f"label kind {self.label_kind!r}: expected one of {', '.join(JOB_KINDS)}"),
             (self.metric in ALL_METRICS,
@@ -96,19 +96,18 @@ class JobSpec:
         for ok, message in checks:
             if not ok:
                 raise JobError(message)
+
+    @classmethod
+    def from_flat(cls, run_path: str, **values) -> JobSpec:
+        """The spec of flat names (the model's fields beside the job's, as flags, forms and the stored JSON give
+        them); model fields not given take :data:`JOB_MODEL_DEFAULTS`, then ModelSettings' defaults. A bad model
+        field is a :class:`JobError`."""
+        model = {name: values.pop(name) for name in MODEL_FIELDS if name in values}
         try:
-            _ = self.model_settings  # the model fields are checked where they are defined
+            settings = factory.ModelSettings(**{**JOB_MODEL_DEFAULTS, **model})
         except factory.ModelError as error:
             raise JobError(str(error)) from error
-
-    @property
-    def model_settings(self) -> factory.ModelSettings:
-        """The job's model as the one generator factory describes it."""
-        return factory.ModelSettings(model=self.model, backend=self.backend, base_url=self.base_url, api=self.api,
-                                     api_key_env=self.api_key_env, device=self.device, dtype=self.dtype,
-                                     batch_size=self.batch_size, balance=self.balance,
-                                     max_requests_per_minute=self.max_requests_per_minute,
-                                     max_tokens_per_minute=self.max_tokens_per_minute)
+        return cls(run_path, settings, **values)
 
     @property
     def base_method(self) -> str:
@@ -117,7 +116,10 @@ class JobSpec:
         return erag_method(self.metric) if self.label_kind == "erag" else LLM_RELEVANCE
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        """The stored form: one flat JSON object, the model's fields beside the job's (as jobs were always
+        stored, so older records read)."""
+        values = dataclasses.asdict(self)
+        return json.dumps({**values.pop("model_settings"), **values}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
@@ -125,7 +127,7 @@ class JobSpec:
         for name in ("query_ids", "pieces"):
             if fields.get(name) is not None:
                 fields[name] = tuple(fields[name])
-        return cls(**fields)
+        return cls.from_flat(**fields)
 
     @property
     def is_complete(self) -> bool:
@@ -145,14 +147,15 @@ def method_name(spec: JobSpec) -> str:
     """The label method a job writes: ``erag:<metric>@<model>`` or ``llm_relevance@<model>``; a complete job's
     name is ``complete@<model>`` (it writes the run's standard methods)."""
     base = COMPLETE if spec.is_complete else spec.base_method
-    return LabelMethod(base, model_short_name(spec.model, spec.dtype)).name
+    return LabelMethod(base, model_short_name(spec.model_settings.model, spec.model_settings.dtype)).name
 
 
 def model_identity(spec: JobSpec) -> str:
     """What makes two jobs' labels the same model's: backend, model, precision and (for a server) its API; not the
     server's URL, so the same served model behind another replica or port keeps its method name (the LLM-call
     cache keys on the served model id alike)."""
-    return f"{spec.backend}|{spec.model}|{spec.dtype or ''}|{spec.api if spec.backend == 'openai' else ''}"
+    model = spec.model_settings
+    return f"{model.backend}|{model.model}|{model.dtype or ''}|{model.api if model.backend == 'openai' else ''}"
 
 
 @dataclass(frozen=True)

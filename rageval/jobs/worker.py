@@ -101,13 +101,14 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
             prompt = QA_FEW_SHOT if spec.label_kind == "erag" else RELEVANCE_FEW_SHOT
             record_provenance(spec.run_path, method, {
                 "identity": model_identity(spec), "label_kind": spec.label_kind,
-                "metric": spec.metric if spec.label_kind == "erag" else None, "model": spec.model,
-                "model_id": model.model_id, "backend": spec.backend, "device": device_of(model),
-                "base_url": spec.base_url if spec.backend == "openai" else None, "prompt": prompt.identifier,
+                "metric": spec.metric if spec.label_kind == "erag" else None, "model": spec.model_settings.model,
+                "model_id": model.model_id, "backend": spec.model_settings.backend, "device": device_of(model),
+                "base_url": spec.model_settings.base_url if spec.model_settings.is_server else None,
+                "prompt": prompt.identifier,
                 "decoding": decoding.as_dict(), "k": spec.k or inputs.settings.get("k"), "job_id": job_id,
                 "command": f"rageval rescore run {job_id} --jobs-db {store.path}"})
             finished = len(done)
-            for query_id, passage_ids in batches(pending, spec.batch_size):
+            for query_id, passage_ids in batches(pending, spec.model_settings.batch_size):
                 if store.cancel_requested(job_id):
                     log(f"job {job_id}: cancelled after {finished} of {len(inputs.items)} items")
                     return store.finish(job_id, CANCELLED)

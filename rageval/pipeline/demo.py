@@ -91,3 +91,30 @@ def build_demo_runs(out_dir: Path, runs: Sequence[DemoRun], *, scale: float = 1.
                               encoder=shipped.retrievers.encoder if "reteval" in config.options().methods else None))
         log(f"wrote {paths[-1]} ({paths[-1].stat().st_size / 1e6:.1f} MB, {time.perf_counter() - started:.0f} s)")
     return paths
+
+
+def select_demo_runs(runs: Sequence[DemoRun], only: str | None) -> tuple[DemoRun, ...]:
+    """The runs named in ``only`` (comma-separated; None or empty: all), in the order of ``runs``; an unknown name
+    is a :class:`~rageval.errors.RagevalError` listing the known ones."""
+    if not only:
+        return tuple(runs)
+    wanted = only.split(",")
+    unknown = sorted(set(wanted) - {r.name for r in runs})
+    if unknown:
+        raise RagevalError(f"--only: unknown run(s) {', '.join(unknown)}; known: {', '.join(r.name for r in runs)}")
+    return tuple(r for r in runs if r.name in wanted)
+
+
+def add_demo_correlations(out_dir: Path, runs: Sequence[DemoRun], *, command: str = "") -> list[tuple[Path, int]]:
+    """``rageval demo-runs --correlations-only``: each built run of ``runs`` under ``out_dir`` gets the
+    correlations it lacks (:func:`rageval.pipeline.evaluate.store_correlations`); (path, correlations added) per
+    run. A run not built yet is an error saying how to build it."""
+    from rageval.pipeline.evaluate import store_correlations
+
+    added = []
+    for demo in runs:
+        path = Path(out_dir) / demo.file_name
+        if not path.is_file():
+            raise RagevalError(f"{path}: no such run; build it first (rageval demo-runs --only {demo.name})")
+        added.append((path, store_correlations(path, command=command)))
+    return added

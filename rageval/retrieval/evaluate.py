@@ -21,6 +21,7 @@ for NQ, so every number here is higher than over full Wikipedia.
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from rageval import __version__
 from rageval.errors import RagevalError
 from rageval.measures import aggregate_measures, compute_measures, parse_measure_list
 from rageval.paths import DATA_DIR
@@ -57,6 +59,12 @@ SYSTEM_DESCRIPTIONS = {
 }
 
 Progress = Callable[[str], None]
+
+#: The run settings' ``notes`` of a retrieval run on the shipped corpus.
+CORPUS_NOTE = (
+    "Corpus: ~16.5k deduplicated real Wikipedia passages (NQ gold passages, HotpotQA paragraphs, HAGRID quotes, "
+    "2Wiki and wiki-18 samples). Only the NQ gold passages are on-topic for NQ, so retrieval here is easier than over "
+    "full Wikipedia.")
 
 
 # ------------------------------------------------------------------------------------------- datasets
@@ -98,6 +106,30 @@ def load_queries(dataset: str, corpus, num_queries: int | None = None, data_dir:
     if dataset == "hotpotqa":
         return hotpotqa_queries(corpus, data_dir, num_queries)
     raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
+
+
+@dataclass(frozen=True)
+class RetrievalInputs:
+    """Questions with their gold passages, the passages retrieved from and their fingerprint (which names the
+    index caches), and how a run's settings describe them (``slice_note``, ``notes``)."""
+
+    dataset: str
+    queries: list[Query]
+    passages: dict[str, Passage]
+    fingerprint: str
+    slice_note: str
+    notes: str
+
+
+def shipped_retrieval_inputs(dataset: str, corpus, num_queries: int | None = None,
+                             data_dir: Path = DATA_DIR) -> RetrievalInputs:
+    """The first ``num_queries`` questions of a shipped ``dataset`` (:func:`load_queries`) over the whole
+    rageval ``corpus``."""
+    from rageval.corpus import corpus_fingerprint
+
+    queries = load_queries(dataset, corpus, num_queries, data_dir)
+    return RetrievalInputs(dataset, queries, {p.passage_id: p for p in corpus.passages}, corpus_fingerprint(corpus),
+                           f"the first {len(queries)} {dataset} queries (file order)", CORPUS_NOTE)
 
 
 def gold_qrels(queries: Iterable[Query]) -> dict[str, dict[str, float]]:
@@ -293,3 +325,62 @@ def build_retrieval_run(dataset: str, system_run: SystemRun, queries: Sequence[Q
     return Run(settings=run_settings, queries=list(queries), passages=[passages[pid] for pid in sorted(used)],
                rankings=rankings, labels=sorted(gold_labels(queries), key=lambda x: (x.query_id, x.passage_id)),
                measure_values=measure_values)
+
+
+# ------------------------------------------------------------------------------------------- the evaluation
+
+
+@dataclass(frozen=True)
+class RetrievalEvaluation:
+    """What :func:`evaluate_retrieval` did: the run files written (one per system) and the mean of every measure
+    per system (:func:`summarize`)."""
+
+    paths: list[Path]
+    summary: pd.DataFrame
+
+
+def evaluate_retrieval(inputs: RetrievalInputs, systems: Sequence[str], k: int, out_dir: Path, *,
+                       measures: Sequence[str] = RETRIEVAL_MEASURES, reranker_dir: Path | None = None,
+                       rerank_depth: int = RERANK_DEPTH, batch_size: int = 64, stored_depth: int = STORED_DEPTH,
+                       command: str = "", progress: Progress | None = None,
+                       on_reranked: Callable[[int, int], None] | None = None,
+                       wrote: Callable[[Path], None] = lambda path: None) -> RetrievalEvaluation:
+    """``rageval eval-retrieval``: every system's top ``k`` (:func:`run_systems`; ``bm25+rerank`` with the
+    cross-encoder saved in ``reranker_dir``, default the latest ``rageval train-reranker`` model), scored with
+    ``measures`` against the gold passages, each written as a run file ``out_dir/retrieval-<dataset>-<system>
+    .sqlite`` (:func:`build_retrieval_run`; ``wrote(path)`` after each). ``on_reranked(done, total)`` counts the
+    queries reranked."""
+    from rageval.retrieval.retrievers import Retrievers
+    from rageval.store import write_run
+
+    queries, passages = inputs.queries, inputs.passages
+    retrievers = Retrievers(passages.values(), inputs.fingerprint, batch_size=batch_size)
+    reranker = None
+    if "bm25+rerank" in systems:
+        from rageval.retrieval.rerank import CrossEncoderReranker
+
+        reranker = CrossEncoderReranker.load(reranker_dir or latest_nq_reranker_dir())
+    reranked = 0
+
+    def count_reranked(n: int) -> None:
+        nonlocal reranked
+        reranked += n
+        if on_reranked is not None:
+            on_reranked(reranked, len(queries))
+
+    results = run_systems(systems, queries, k, retrievers=retrievers, reranker=reranker, passages=passages,
+                          rerank_depth=rerank_depth, progress=progress, on_reranked=count_reranked)
+    settings = {
+        "dataset_slice": inputs.slice_note, "k": k,
+        "corpus": {"passages": len(passages), "fingerprint": inputs.fingerprint[:16]}, "notes": inputs.notes,
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "rageval_version": __version__, "command": command,
+    }
+    per_query, paths = {}, []
+    for system, result in results.items():
+        per_query[system] = compute_retrieval_measures(result.rankings, queries, measures)
+        run = build_retrieval_run(inputs.dataset, result, queries, passages, per_query[system], settings,
+                                  stored_depth=stored_depth)
+        paths.append(write_run(run, Path(out_dir) / run_file_name(inputs.dataset, system)))
+        wrote(paths[-1])
+    return RetrievalEvaluation(paths, summarize(per_query))

@@ -677,6 +677,85 @@ def load_or_train_nq_reranker(config: NqRerankerConfig = NqRerankerConfig(), cor
     return model
 
 
+#: What ``rageval train-reranker --eval-queries`` reports for BM25 and BM25 -> rerank.
+COMPARISON_MEASURES = ("R@1", "R@5", "R@10", "nDCG@10", "Hit@1", "Hit@10")
+
+
+@dataclass(frozen=True)
+class RerankerComparison:
+    """BM25 top 10 vs the BM25 top ``first_k`` reranked, on held-out NQ-open queries ``offset ..``: the mean of
+    each of :data:`COMPARISON_MEASURES` per system (a DataFrame, one row per system), and the reranking time."""
+
+    offset: int
+    num_queries: int
+    seconds: float
+    table: Any
+
+
+def nq_reranker(corpus, bm25, config: NqRerankerConfig = NqRerankerConfig(), *, retrain: bool = False,
+                log: Callable[[str], None] = lambda message: None,
+                progress: ProgressCallback | None = None) -> CrossEncoderReranker:
+    """The NQ reranker of ``config``: loaded from its cache folder (:func:`nq_reranker_dir`), or trained
+    (:func:`train_nq_reranker`) and saved there when missing or ``retrain``; ``log`` says which, with the
+    training's size, time and mean loss over its first and last 10 steps."""
+    directory = nq_reranker_dir(config, _fingerprint(corpus))
+    if (directory / CONFIG_NAME).is_file() and not retrain:
+        started = time.perf_counter()
+        reranker = CrossEncoderReranker.load(directory)
+        log(f"loaded {directory} ({time.perf_counter() - started:.1f} s)")
+        return reranker
+    reranker, training = train_nq_reranker(corpus, bm25, config, progress)
+    reranker.save(directory)
+    size = sum(f.stat().st_size for f in directory.iterdir()) / 2**20
+    first, last = training.losses[:10], training.losses[-10:]
+    log(f"trained {reranker.model_id}: {training.examples} pairs, {training.steps} steps, {training.seconds:.0f} s; "
+        f"mean loss first 10 steps {sum(first) / len(first):.3f}, last 10 {sum(last) / len(last):.3f}; saved "
+        f"{directory} ({size:.0f} MiB)")
+    return reranker
+
+
+def compare_nq_reranker(corpus, bm25, reranker: Reranker, offset: int, num_queries: int, first_k: int = 50,
+                        progress: ProgressCallback | None = None) -> RerankerComparison:
+    """BM25 vs :func:`two_stage` (BM25 top ``first_k`` -> ``reranker`` -> top 10) on NQ-open queries ``offset ..
+    offset + num_queries - 1``, which must be held out (among the first :data:`EVAL_QUERIES`)."""
+    import pandas as pd
+
+    from rageval.measures import aggregate_measures, compute_measures
+
+    if offset + num_queries > EVAL_QUERIES:
+        raise RagevalError(f"evaluation queries must come from the first {EVAL_QUERIES} (held out)")
+    queries = list(corpus.nq_queries[offset:offset + num_queries])
+    passages = {p.passage_id: p for p in corpus.passages}
+    qrels = {q.query_id: dict.fromkeys(q.gold_passage_ids, 1) for q in queries}
+    systems = {"bm25": bm25.batch_search(queries, 10)}
+    started = time.perf_counter()
+    systems[f"bm25 top-{first_k} -> rerank"] = two_stage(bm25, reranker, queries, passages, first_k, 10, progress)
+    seconds = time.perf_counter() - started
+    measures = list(COMPARISON_MEASURES)
+    rows = {name: aggregate_measures(compute_measures(measures, {q: list(r.passage_ids) for q, r in run.items()},
+                                                      qrels)).set_index("measure")["value"]
+            for name, run in systems.items()}
+    return RerankerComparison(offset, len(queries), seconds, pd.DataFrame(rows).T[measures])
+
+
+def train_reranker(corpus, bm25_index: Path, config: NqRerankerConfig = NqRerankerConfig(), *,
+                   retrain: bool = False, eval_queries: int = 0, eval_offset: int = 0, first_k: int = 50,
+                   log: Callable[[str], None] = lambda message: None, on_step: ProgressCallback | None = None,
+                   on_reranked: ProgressCallback | None = None) -> RerankerComparison | None:
+    """``rageval train-reranker``: :func:`nq_reranker` (BM25 hard negatives from the index ``bm25_index``), then,
+    with ``eval_queries``, :func:`compare_nq_reranker` on them. The evaluation slice is checked before any
+    training."""
+    from rageval.retrieval.bm25 import BM25Retriever
+
+    if eval_queries and eval_offset + eval_queries > EVAL_QUERIES:
+        raise RagevalError(f"evaluation queries must come from the first {EVAL_QUERIES} (held out)")
+    bm25 = BM25Retriever(bm25_index)
+    reranker = nq_reranker(corpus, bm25, config, retrain=retrain, log=log, progress=on_step)
+    if not eval_queries:
+        return None
+    return compare_nq_reranker(corpus, bm25, reranker, eval_offset, eval_queries, first_k, on_reranked)
+
+
 def _fingerprint(corpus) -> str:
     from rageval.corpus import corpus_fingerprint
 

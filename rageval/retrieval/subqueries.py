@@ -12,9 +12,11 @@ per line; :func:`parse_subqueries` turns its output into clean, distinct queries
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from rageval.generation.base import DecodingSettings, Generator
@@ -229,3 +231,51 @@ def evaluate_subquery_retrieval(queries, retriever, generator, methods, k: int, 
         rows[label] = {m: sum(max_oracle({n: s[m] for n, s in scores.items()}).values()) / len(queries)
                        for m in measures}
     return SubqueryResult(pd.DataFrame(rows).T[list(measures)], subqueries, generation_s)
+
+
+@dataclass(frozen=True)
+class SubqueryReport:
+    """``rageval subquery-retrieval``'s result: :class:`SubqueryResult` for ``queries``, and the model that wrote
+    the sub-queries with its LLM-call cache hits and misses."""
+
+    queries: list
+    k: int
+    model_id: str
+    cache_hits: int
+    cache_misses: int
+    result: SubqueryResult
+
+    def as_json(self) -> dict:
+        """The table (system -> measure -> mean) and every question's sub-queries (what ``--out`` writes)."""
+        return {"num_queries": len(self.queries), "k": self.k, "model_id": self.model_id,
+                "table": {name: {m: float(v) for m, v in row.items()} for name, row in self.result.table.iterrows()},
+                "subqueries": {q.query_id: subs for q, subs in zip(self.queries, self.result.subqueries)}}
+
+
+def subquery_retrieval(queries, passages: Mapping, fingerprint: str, methods: Sequence[str], k: int, *,
+                       model, cache: Path | None = None, reranker_dir: Path | None = None,
+                       max_new_tokens: int = 48, out: Path | None = None) -> SubqueryReport:
+    """Sub-queries by ``model`` (a :class:`~rageval.generation.factory.ModelSettings`, through the LLM-call cache
+    ``cache``, default the user's) -> BM25 over ``passages`` per (sub-)query -> each fusion method in
+    ``methods`` (:func:`evaluate_subquery_retrieval`; ``rerank`` with the cross-encoder in ``reranker_dir``,
+    default the latest ``rageval train-reranker`` model). ``out``: also written there as JSON
+    (:meth:`SubqueryReport.as_json`)."""
+    from rageval.generation.cache import CachedGenerator, LLMCache
+    from rageval.generation.factory import load_generator
+    from rageval.retrieval.retrievers import Retrievers
+
+    retriever = Retrievers(passages.values(), fingerprint).bm25
+    generator = CachedGenerator(load_generator(model), LLMCache(cache) if cache else LLMCache())
+    reranker = None
+    if "rerank" in methods:
+        from rageval.retrieval.evaluate import latest_nq_reranker_dir
+        from rageval.retrieval.rerank import CrossEncoderReranker
+
+        reranker = CrossEncoderReranker.load(reranker_dir or latest_nq_reranker_dir())
+    result = evaluate_subquery_retrieval(queries, retriever, generator, methods, k, passages=passages,
+                                         reranker=reranker, max_new_tokens=max_new_tokens)
+    report = SubqueryReport(list(queries), k, generator.model_id, generator.hits, generator.misses, result)
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report.as_json(), indent=1))
+    return report

@@ -84,7 +84,7 @@ def write_good_jobs_database(path: Path) -> Path:
     from rageval.jobs.store import JobStore
 
     with JobStore(path) as store:
-        store.create(JobSpec(str(path.parent / "good-run.sqlite"), model="served-model", backend="openai"),
+        store.create(JobSpec.from_flat(str(path.parent / "good-run.sqlite"), model="served-model", backend="openai"),
                      "erag:em@served-model", 3)
     return path
 

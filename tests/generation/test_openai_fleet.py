@@ -293,13 +293,14 @@ def test_model_settings_and_job_specs_carry_the_fleet_settings(tmp_path):
         with pytest.raises(ModelError):
             ModelSettings(MODEL, "openai", **wrong)
     run = tmp_path / "run.sqlite"
-    spec = JobSpec(str(run), model=MODEL, backend="openai", base_url="http://a:1,http://b:2",
-                   max_requests_per_minute=600, balance="round-robin")
+    spec = JobSpec.from_flat(str(run), model=MODEL, backend="openai", base_url="http://a:1,http://b:2",
+                             max_requests_per_minute=600, balance="round-robin")
     assert JobSpec.from_json(spec.to_json()) == spec
     assert spec.model_settings.max_requests_per_minute == 600 and spec.model_settings.base_url == "http://a:1,http://b:2"
     older = {k: v for k, v in json.loads(spec.to_json()).items()
              if k not in ("balance", "max_requests_per_minute", "max_tokens_per_minute")}
-    assert JobSpec.from_json(json.dumps(older)).max_requests_per_minute is None  # a job stored before these fields
+    # a job stored before these fields
+    assert JobSpec.from_json(json.dumps(older)).model_settings.max_requests_per_minute is None
 
 
 def test_threads_reserving_at_once_get_one_slot_each():

@@ -115,7 +115,7 @@ def store(tmp_path):
 
 
 def served_spec(run: Path, server, tmp_path: Path, name: str = "llm", **changes) -> JobSpec:
-    return JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url, batch_size=2,
+    return JobSpec.from_flat(str(run), model=MODEL, backend="openai", base_url=server.base_url, batch_size=2,
                    llm_cache=str(tmp_path / f"{name}.sqlite"), **changes)
 
 
@@ -154,7 +154,7 @@ def test_labels_are_committed_batch_by_batch_as_they_are_produced(tmp_path, stor
             seen.append((len(method_rows(run)[0]), store.get(job.job_id).done))
             return super().generate(prompts, settings)
 
-    job = create_job(JobSpec(str(run), model=MODEL, backend="openai", batch_size=2,
+    job = create_job(JobSpec.from_flat(str(run), model=MODEL, backend="openai", batch_size=2,
                              llm_cache=str(tmp_path / "llm.sqlite")), store)
     assert (job.status, job.total, job.method) == (QUEUED, TOTAL, METHOD)
     finished = run_job(job.job_id, store, generator=Watching(rule=reader_rule, model_id=MODEL), log=lambda _: None)
@@ -185,7 +185,7 @@ def test_labels_are_committed_batch_by_batch_as_they_are_produced(tmp_path, stor
 
 def test_cancel_stops_between_batches_and_resume_labels_only_the_rest(tmp_path, store):
     run = make_small_run(tmp_path / "run.sqlite")
-    job = create_job(JobSpec(str(run), model=MODEL, backend="openai", batch_size=2,
+    job = create_job(JobSpec.from_flat(str(run), model=MODEL, backend="openai", batch_size=2,
                              llm_cache=str(tmp_path / "llm.sqlite")), store)
 
     class CancelDuringSecondBatch(FakeGenerator):
@@ -208,7 +208,7 @@ def test_cancel_stops_between_batches_and_resume_labels_only_the_rest(tmp_path, 
     assert generator.prompts_seen == TOTAL - 4  # the 4 saved labels were not asked again
     assert fixture_labels(run, METHOD) == fixture_labels(run, "contains_answer")
 
-    never_started = create_job(JobSpec(str(run), model=MODEL, backend="openai"), store)
+    never_started = create_job(JobSpec.from_flat(str(run), model=MODEL, backend="openai"), store)
     assert cancel_job(never_started.job_id, store).status == CANCELLED
 
 
@@ -216,7 +216,7 @@ def test_cancel_stops_between_batches_and_resume_labels_only_the_rest(tmp_path, 
 
 def test_new_method_measures_equal_the_fixture_and_pytrec_eval(tmp_path, store):
     run = make_small_run(tmp_path / "run.sqlite")
-    job = create_job(JobSpec(str(run), model=MODEL, backend="openai",
+    job = create_job(JobSpec.from_flat(str(run), model=MODEL, backend="openai",
                              llm_cache=str(tmp_path / "llm.sqlite")), store)
     run_job(job.job_id, store, generator=FakeGenerator(rule=reader_rule, model_id=MODEL), log=lambda _: None)
     with RunReader(run) as reader:
@@ -317,7 +317,7 @@ def test_a_tiny_transformers_model_in_a_background_worker(tmp_path, store, tiny_
     from rageval.generation.transformers_backend import TransformersGenerator, resolve_device
 
     run = make_small_run(tmp_path / "run.sqlite")
-    spec = JobSpec(str(run), model=str(tiny_model_dir), k=2, query_ids=("nq:0", "nq:3"), batch_size=2,
+    spec = JobSpec.from_flat(str(run), model=str(tiny_model_dir), k=2, query_ids=("nq:0", "nq:3"), batch_size=2,
                    max_new_tokens=4, llm_cache=str(tmp_path / "llm.sqlite"))
     job = start_job(spec, store)
     wait_for(lambda: store.get(job.job_id).status not in ACTIVE, "the worker", store.get(job.job_id).log_path)
@@ -359,7 +359,7 @@ def test_a_write_killed_inside_its_transaction_is_rolled_back_before_the_run_is_
     with RunReader(run) as reader:  # a reader rolls the hot journal back (the folder is writable) and reads
         assert reader.note is None and not Path(f"{run}-journal").exists()
         assert "half" not in reader.label_methods() and reader.counts()["labels"] == len(build_small_run().labels)
-    job = create_job(JobSpec(str(run), model=MODEL, backend="openai"), store)
+    job = create_job(JobSpec.from_flat(str(run), model=MODEL, backend="openai"), store)
     assert job.total == TOTAL and not [p for p in tmp_path.iterdir() if p.name.startswith("run.sqlite-")]
 
 
@@ -368,25 +368,25 @@ def test_a_write_killed_inside_its_transaction_is_rolled_back_before_the_run_is_
 def test_bad_inputs_fail_with_clear_errors(tmp_path, store):
     run = make_small_run(tmp_path / "run.sqlite")
     with pytest.raises(JobError, match=r"missing\.sqlite: no such run file"):
-        create_job(JobSpec(str(tmp_path / "missing.sqlite"), model=MODEL, backend="openai"), store)
+        create_job(JobSpec.from_flat(str(tmp_path / "missing.sqlite"), model=MODEL, backend="openai"), store)
     (tmp_path / "notes.sqlite").write_text("not a database")
     with pytest.raises(JobError, match=r"notes\.sqlite: not a rageval run file"):
-        create_job(JobSpec(str(tmp_path / "notes.sqlite"), model=MODEL, backend="openai"), store)
+        create_job(JobSpec.from_flat(str(tmp_path / "notes.sqlite"), model=MODEL, backend="openai"), store)
     with pytest.raises(JobError, match=r"run\.sqlite: no query 'nq:99', 'q-x' in this run \(6 queries"):
-        create_job(JobSpec(str(run), model=MODEL, backend="openai", query_ids=("nq:0", "nq:99", "q-x")),
+        create_job(JobSpec.from_flat(str(run), model=MODEL, backend="openai", query_ids=("nq:0", "nq:99", "q-x")),
                    store)
     with pytest.raises(JobError, match=r"model '.*no-such-model': no such local folder and not in the local "
                                             r"Hugging Face cache"):
-        create_job(JobSpec(str(run), model=str(tmp_path / "no-such-model")), store)
+        create_job(JobSpec.from_flat(str(run), model=str(tmp_path / "no-such-model")), store)
     (tmp_path / "empty-model").mkdir()
     with pytest.raises(JobError, match=r"that folder has no config\.json"):
-        create_job(JobSpec(str(run), model=str(tmp_path / "empty-model")), store)
+        create_job(JobSpec.from_flat(str(run), model=str(tmp_path / "empty-model")), store)
     with pytest.raises(JobError, match=r"label metric 'bleu': expected one of em, f1"):
-        JobSpec(str(run), metric="bleu")
+        JobSpec.from_flat(str(run), metric="bleu")
     with pytest.raises(JobError, match=r"k: expected at least 1, got 0"):
-        JobSpec(str(run), k=0)
+        JobSpec.from_flat(str(run), k=0)
     with pytest.raises(RagevalError, match=r"base URL 'localhost:8000': expected http://host:port"):
-        create_job(JobSpec(str(run), model=MODEL, backend="openai", base_url="localhost:8000"), store)
+        create_job(JobSpec.from_flat(str(run), model=MODEL, backend="openai", base_url="localhost:8000"), store)
     with pytest.raises(JobError, match=r"no job 42"):
         resume_job(42, store)
     assert store.list() == []  # nothing half-created
@@ -397,7 +397,7 @@ def test_a_model_that_cannot_load_fails_the_job_with_its_reason(tmp_path, store)
     broken = tmp_path / "broken-model"
     broken.mkdir()
     (broken / "config.json").write_text('{"model_type": "no-such-architecture"}')
-    job = create_job(JobSpec(str(run), model=str(broken), llm_cache=str(tmp_path / "llm.sqlite")), store)
+    job = create_job(JobSpec.from_flat(str(run), model=str(broken), llm_cache=str(tmp_path / "llm.sqlite")), store)
     with pytest.raises(JobError, match=r"model '.*broken-model' \(transformers\) could not be loaded"):
         run_job(job.job_id, store, log=lambda _: None)
     failed = store.get(job.job_id)
@@ -426,7 +426,7 @@ def test_cli_start_list_and_resume(tmp_path, reader_server, capsys):
 
 
 def test_progress_and_eta_follow_from_the_stored_counts():
-    spec = JobSpec("/tmp/run.sqlite", model=MODEL, backend="openai")
+    spec = JobSpec.from_flat("/tmp/run.sqlite", model=MODEL, backend="openai")
     job = Job(job_id=1, run_path=spec.run_path, method=METHOD, spec=spec, status=RUNNING, total=30, done=12,
               done_at_start=4, attempts=2, created=0.0, started=100.0, items_started=110.0, updated=126.0,
               finished=None, heartbeat=126.0, pid=os.getpid(), model_id=MODEL, device="cpu", log_path=None,
@@ -446,9 +446,9 @@ def test_the_same_served_model_on_another_replica_keeps_its_identity(tmp_path):
     from rageval.jobs.spec import model_identity
 
     run = str(tmp_path / "run.sqlite")
-    first = JobSpec(run, model=MODEL, backend="openai", base_url="http://127.0.0.1:8001/v1")
-    replica = JobSpec(run, model=MODEL, backend="openai", base_url="http://10.0.0.7:9000/v1")
+    first = JobSpec.from_flat(run, model=MODEL, backend="openai", base_url="http://127.0.0.1:8001/v1")
+    replica = JobSpec.from_flat(run, model=MODEL, backend="openai", base_url="http://10.0.0.7:9000/v1")
     assert model_identity(first) == model_identity(replica)
     assert method_name(first) == method_name(replica)
-    other_model = JobSpec(run, model=MODEL + "-instruct", backend="openai", base_url=first.base_url)
+    other_model = JobSpec.from_flat(run, model=MODEL + "-instruct", backend="openai", base_url=first.base_url)
     assert model_identity(other_model) != model_identity(first)

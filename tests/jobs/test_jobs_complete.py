@@ -53,7 +53,7 @@ def uploaded(tmp_path: Path) -> Path:
 
 
 def complete_spec(run: Path, server, tmp_path: Path, **changes) -> JobSpec:
-    return JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url, label_kind=COMPLETE,
+    return JobSpec.from_flat(str(run), model=MODEL, backend="openai", base_url=server.base_url, label_kind=COMPLETE,
                    batch_size=4, llm_cache=str(tmp_path / "llm.sqlite"), **changes)
 
 
@@ -134,7 +134,7 @@ def test_refusals_name_the_reason(tmp_path, served, store, monkeypatch):
 
     first = create_job(complete_spec(run, server, tmp_path), store)  # queued: active
     with pytest.raises(JobError, match=f"job {first.job_id} .* is still queued on .*mine.sqlite"):
-        create_job(JobSpec(str(run), model=MODEL, backend="openai", base_url=server.base_url), store)
+        create_job(JobSpec.from_flat(str(run), model=MODEL, backend="openai", base_url=server.base_url), store)
     cancel_job(first.job_id, store)
     assert run_job(create_job(complete_spec(run, server, tmp_path), store).job_id, store,
                    log=lambda _: None).status == DONE
@@ -167,7 +167,7 @@ def test_a_version_1_jobs_database_gains_the_stage_column(tmp_path):
                                                "pipeline stage that done/total count", ""))
         conn.execute("PRAGMA user_version=1")
     with JobStore(path) as store:
-        job = store.create(JobSpec(str(tmp_path / "r.sqlite")), "erag:em@x", 3)
+        job = store.create(JobSpec.from_flat(str(tmp_path / "r.sqlite")), "erag:em@x", 3)
         assert job.stage is None
         store.set_stage(job.job_id, "erag", 1, 3, new_stage=True)
         assert store.get(job.job_id).stage == "erag"

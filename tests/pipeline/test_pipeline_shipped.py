@@ -415,6 +415,21 @@ def test_demo_config_errors_name_the_file(tmp_path):
         load_demo_runs(path)
 
 
+def test_demo_runs_are_chosen_by_name_and_correlations_need_a_built_run(tmp_path):
+    """``rageval demo-runs --only`` keeps the configs' order and names the known runs on a typo;
+    ``--correlations-only`` on a run not built yet says how to build it."""
+    from rageval.pipeline.demo import add_demo_correlations, load_demo_runs, select_demo_runs
+
+    demos = load_demo_runs()
+    assert select_demo_runs(demos, None) == demos
+    wanted = [demos[-1].name, demos[0].name]
+    assert [d.name for d in select_demo_runs(demos, ",".join(wanted))] == [demos[0].name, demos[-1].name]
+    with pytest.raises(RagevalError, match=r"--only: unknown run\(s\) nope; known: " + demos[0].name):
+        select_demo_runs(demos, f"{demos[0].name},nope")
+    with pytest.raises(RagevalError, match=rf"no such run; build it first \(rageval demo-runs --only {demos[0].name}"):
+        add_demo_correlations(tmp_path, demos[:1])
+
+
 @pytest.mark.parametrize("judge", JUDGE_NAMES)
 def test_the_dashboards_lean_reteval_table_equals_the_table_from_whole_frames(built, reader, judge, tmp_path,
                                                                               monkeypatch):

@@ -364,6 +364,15 @@ def test_nq_reranker_is_loaded_from_its_cache_without_training(tiny_bert_dir, co
         train_nq_reranker(corpus, None, NqRerankerConfig(first_query=10))
 
 
+def test_train_reranker_checks_the_held_out_slice_before_training(tmp_path):
+    """``rageval train-reranker --eval-offset 995 --eval-queries 10`` asks for queries that may be trained on: an
+    error before anything is loaded or trained (the corpus and index are never read)."""
+    from rageval.retrieval.rerank import train_reranker
+
+    with pytest.raises(RagevalError, match=r"evaluation queries must come from the first 1000 \(held out\)"):
+        train_reranker("never read", tmp_path / "no-index", eval_queries=10, eval_offset=995)
+
+
 def test_train_reranker_cli_defaults_are_the_config_defaults():
     from rageval.cli import build_parser
 

@@ -119,7 +119,7 @@ def test_bad_input_is_an_error_on_the_page_and_creates_no_job(run_path, launches
 
 def test_a_running_job_shows_progress_eta_and_can_be_cancelled(run_path):
     with job_store() as store:
-        job = create_job(JobSpec(str(run_path), model=MODEL, backend="openai"), store)
+        job = create_job(JobSpec.from_flat(str(run_path), model=MODEL, backend="openai"), store)
         store.claim(job.job_id, os.getpid())  # this live process plays the worker
         store.begin_items(job.job_id, TOTAL, 0)
         store.set_model(job.job_id, MODEL, "cpu")
@@ -137,7 +137,7 @@ def test_a_running_job_shows_progress_eta_and_can_be_cancelled(run_path):
 
 def test_cancelled_job_resumes_and_its_labels_reach_the_query_inspector(run_path, launches):
     with job_store() as store:
-        job = create_job(JobSpec(str(run_path), model=MODEL, backend="openai", batch_size=2), store)
+        job = create_job(JobSpec.from_flat(str(run_path), model=MODEL, backend="openai", batch_size=2), store)
 
         class CancelAfterFirstBatch(FakeGenerator):
             def generate(self, prompts, settings):

@@ -133,7 +133,7 @@ def test_a_partial_rescore_shows_n_of_N_and_its_answers_in_the_inspector(runs_en
     user.mkdir()
     run = shutil.copy(runs_env / "uploaded.sqlite", user / "partial.sqlite")
     with JobStore(tmp_path / "jobs.sqlite") as store:
-        job = create_job(JobSpec(run, model="fake", backend="openai", query_ids=("t1", "t2"),
+        job = create_job(JobSpec.from_flat(run, model="fake", backend="openai", query_ids=("t1", "t2"),
                                  llm_cache=str(tmp_path / "llm.sqlite")), store)
         assert run_job(job.job_id, store, generator=FakeGenerator(model_id="fake"),
                        log=lambda _: None).status == DONE
@@ -164,7 +164,8 @@ def test_the_button_computes_what_an_upload_lacks_in_a_background_job(tmp_path, 
         assert not home.exception, [e.value for e in home.exception]
         with JobStore() as store:
             (job,) = store.list(run)
-            assert (job.method, job.spec.backend, job.spec.label_kind) == ("complete@fake-span", "openai", "complete")
+            assert (job.method, job.spec.model_settings.backend, job.spec.label_kind) == (
+                "complete@fake-span", "openai", "complete")
             wait_for(lambda: store.get(job.job_id).status not in ACTIVE, "the complete job",
                      store.get(job.job_id).log_path)
             assert store.get(job.job_id).status == DONE, store.get(job.job_id).error
