@@ -66,14 +66,14 @@ found: list[findings.Finding] = []
 if main_k is not None:
     correlations = loaders.load_home_correlations(*key, main_k)
     if correlations.table is not None and (finding := findings.correlation_finding(
-            correlations.table, main_k, render.method_name)) is not None:
+            correlations.table, main_k, fmt.method_name)) is not None:
         found.append(finding)
     if gold_answer is not None and (finding := findings.two_by_two_finding(gold_answer.table)) is not None:
         found.append(finding)
 llm_share = loaders.load_label_share(*key, "llm_relevance")
-if (finding := findings.label_share_finding("llm_relevance", *llm_share, name=render.method_name)) is not None:
+if (finding := findings.label_share_finding("llm_relevance", *llm_share, name=fmt.method_name)) is not None:
     found.append(finding)
-if (finding := findings.failure_finding(loaders.load_failure_counts(*key), main_k, render.judge_name)) is not None:
+if (finding := findings.failure_finding(loaders.load_failure_counts(*key), main_k, fmt.judge_name)) is not None:
     found.append(finding)
 
 if found:
@@ -152,7 +152,7 @@ else:
         st.warning(render.escape_markdown(
             f"{sum(nonfinite.values())} per-query measure value(s) are missing or not a finite number in the run "
             "file and are left out of the means ("
-            + ", ".join(f"{render.method_name(m)}: {n}" for m, n in nonfinite.items()) + ")."))
+            + ", ".join(f"{fmt.method_name(m)}: {n}" for m, n in nonfinite.items()) + ")."))
     means_tab, intervals_tab = st.tabs(["Means", "Means with 95% confidence intervals"])
     with means_tab:
         render.render_measure_summary(summary, counts["queries"])

@@ -10,6 +10,7 @@ import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from ui import data, navigation, render
+from ui import format as fmt
 from ui import render_inspector as inspect
 from ui.render_lacks import complete_command, render_lacks_panel
 
@@ -41,11 +42,11 @@ if not judges:
 
 judges = sorted(judges, key=lambda j: (j != "em", j))
 judge = render.select_synced(st.sidebar, "Judge", judges, state_key=JUDGE_STATE, param="judge",
-                             format_func=render.judge_name,
+                             format_func=fmt.judge_name,
                              help="Which judge compares the top-k answer with the semi-gold answers")
 reteval_settings = settings.get("reteval") or {}
 thresholds = {"token_f1": reteval_settings.get("f1_threshold"), "cosine": reteval_settings.get("cosine_threshold")}
-judge_note = render.judge_name(judge) + (f" (threshold {thresholds[judge]:g})" if thresholds.get(judge) else "")
+judge_note = fmt.judge_name(judge) + (f" (threshold {thresholds[judge]:g})" if thresholds.get(judge) else "")
 sampling = reteval_settings.get("semi_gold") or {}
 
 table = data.load_reteval_table(*key, judge)
@@ -77,7 +78,7 @@ if shown.empty:
     st.stop()
 
 run_order = list(data.load_query_order(*key))
-list_name = f"LLM-retEval failures, {render.judge_name(judge)}, k={k}, {''.join(sorted(set(shown['category'])))}"
+list_name = f"LLM-retEval failures, {fmt.judge_name(judge)}, k={k}, {''.join(sorted(set(shown['category'])))}"
 inspect.render_walk_link(path.stem, shown["query_id"].tolist(), run_order, list_name)
 all_case_ids = [f"{query_id} {category}" for query_id, category in zip(shown["query_id"], shown["category"])]
 listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"), rows)].reset_index(drop=True)

@@ -12,6 +12,7 @@ import streamlit as st
 from rageval.correlations import best_measures
 from ui import data, navigation, render
 from ui import data_correlations as loaders
+from ui import format as fmt
 from ui import render_correlations as view
 from ui import render_inspector as inspect
 from ui.render_lacks import complete_command, render_lacks_panel
@@ -54,14 +55,14 @@ st.session_state.setdefault(K_STATE, str(main_k))  # the run's own k, unless the
 
 method_column, k_column, measure_column = st.columns(3)
 method = render.select_synced(method_column, "Label method", render.order_label_methods(measures["method"].unique()),
-                              state_key=METHOD_STATE, param="method", format_func=render.method_name,
+                              state_key=METHOD_STATE, param="method", format_func=fmt.method_name,
                               help="Which relevance labels the measure is computed from")
 k = int(render.select_synced(k_column, "k (passages given to the LLM)", [str(k) for k in e2e_ks],
                              state_key=K_STATE, param="k", help="The E2E score is that of the answer from the top k"))
 measure = render.select_synced(measure_column, "Measure", view.measure_options(measures, method, k),
                                state_key=MEASURE_STATE, param="measure",
                                help="Measures at cutoff k (and R-precision) of the chosen labels")
-label = f"{render.method_name(method)} {measure}"
+label = f"{fmt.method_name(method)} {measure}"
 
 points = loaders.load_scatter_points(*key, method, measure, k, questions_up_to=view.SCATTER_MAX_POINTS)
 if points.empty:
@@ -148,7 +149,7 @@ else:
     graded = [m for m in settings.get("graded_label_methods", []) if m in set(correlations["method"])]
     if graded:
         st.caption(render.escape_markdown(
-            f"Graded labels ({', '.join(render.method_name(m) for m in render.order_label_methods(graded))}) "
+            f"Graded labels ({', '.join(fmt.method_name(m) for m in render.order_label_methods(graded))}) "
             "have only P, nDCG and Hit (a label above 0 counts as relevant for Hit); their other cells show –."))
     st.markdown(f"**Best measure per label method at k={k}**")
     st.dataframe(render.best_measures_view(best_measures(correlations, k)), hide_index=True)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from ui import data, navigation, render
+from ui import format as fmt
 from ui import render_inspector as inspect
 from ui.render_failures import (
     case_keys,
@@ -52,7 +53,7 @@ if not judges:
 
 judges = sorted(judges, key=lambda j: (j != "em", j))
 judge = render.select_synced(st.sidebar, "Judge", judges, state_key="failures.judge", param="judge",
-                             format_func=render.judge_name,
+                             format_func=fmt.judge_name,
                              help="Which judge compared the top-k answer with the semi-gold answers")
 cases = data.load_failure_overview(run_keys, judge)
 categories = render.multiselect_synced(
@@ -68,7 +69,7 @@ retrievers = render.multiselect_synced(st.sidebar, "Retriever", sorted(cases["re
 rows = render.select_case_rows(st.sidebar, "failures.rows")
 
 shown = filter_cases(cases, judge=judge, categories=categories, ks=ks, datasets=datasets, retrievers=retrievers)
-judge_label = render.judge_name(judge)
+judge_label = fmt.judge_name(judge)
 if shown.empty:
     st.info("No failure case passes these filters: widen the categories, k, datasets or retrievers in the sidebar.")
     st.stop()

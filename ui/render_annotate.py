@@ -19,6 +19,7 @@ import streamlit as st
 from rageval import annotations as ann
 from rageval.trec import qrels_text
 from ui import data, render, theme
+from ui import format as fmt
 from ui.render import escape_markdown
 
 ANNOTATOR_STATE = "annotate.annotator"
@@ -118,7 +119,7 @@ STATEMENT_METHOD_NAMES = {"nli:autoais": "NLI: a citation supports it (AutoAIS)"
 
 
 def method_display_name(method: str) -> str:
-    return STATEMENT_METHOD_NAMES.get(method) or render.method_name(method)
+    return STATEMENT_METHOD_NAMES.get(method) or fmt.method_name(method)
 
 
 def order_methods(methods: Sequence[str]) -> list[str]:

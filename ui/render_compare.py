@@ -18,6 +18,7 @@ import pandas as pd
 
 from rageval.compare import E2E_METHOD, OUTCOMES, Comparison, e2e_k
 from rageval.correlations import measure_family, measure_sort_key
+from ui import format as fmt
 from ui import render, theme
 from ui.render_correlations import (  # noqa: F401 (SCATTER_MAX_POINTS: re-exported for the page)
     DENSITY_BINS,
@@ -94,14 +95,14 @@ def default_measure(measures: Sequence[str], k: Any) -> str:
 
 
 def method_label(method: str) -> str:
-    return "End-to-end answer" if method == E2E_METHOD else render.method_name(method)
+    return "End-to-end answer" if method == E2E_METHOD else fmt.method_name(method)
 
 
 def score_name(method: str, measure: str, settings: Mapping[str, Any]) -> str:
     """``eRAG EM nDCG@10`` for a label method's measure, ``E2E EM@5`` for the end-to-end score at 5."""
     if method == E2E_METHOD:
         return f"{e2e_metric_name(settings)}@{e2e_k(measure)}"
-    return f"{render.method_name(method)} {measure}"
+    return f"{fmt.method_name(method)} {measure}"
 
 
 def settings_comparison(settings_a: Mapping[str, Any], settings_b: Mapping[str, Any]) -> pd.DataFrame:

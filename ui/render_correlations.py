@@ -165,7 +165,7 @@ def scatter_chart(points: pd.DataFrame, method: str, measure: str, k: int, metri
     clicking selects points (:data:`SCATTER_PICK`; :func:`selected_rows`). ``points``: query_id, question, value,
     e2e (:func:`ui.data_correlations.load_scatter_points`). Past :data:`SCATTER_MAX_POINTS` queries, a
     :func:`density_chart` instead."""
-    name = f"{render.method_name(method)} {measure}"
+    name = f"{fmt.method_name(method)} {measure}"
     if is_density(len(points)):
         return density_chart(points["value"], points["e2e"], name, f"{metric}@{k}",
                              {"text": [f"Queries per value pair ({len(points):,} queries)",
@@ -306,7 +306,7 @@ def k_sweep_chart(sweep: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict]
     colours = theme.method_colours(methods)
     order = {m: i for i, m in enumerate(methods)}
     rows = sweep.assign(_order=sweep["method"].map(order)).sort_values(["_order", "family", "k"], kind="stable")
-    data = pd.DataFrame({"line": [f"{render.method_name(m)} ({f})" for m, f in zip(rows["method"], rows["family"])],
+    data = pd.DataFrame({"line": [f"{fmt.method_name(m)} ({f})" for m, f in zip(rows["method"], rows["family"])],
                          "k": rows["k"].astype(int).to_numpy(), "tau": rows["tau"].astype(float).to_numpy(),
                          "measure": rows["measure"].astype(str).to_numpy(), "n": rows["n"].astype(int).to_numpy()})
     lines = list(dict.fromkeys(data["line"]))
@@ -352,7 +352,7 @@ def dropped_values_note(label: str, n_measure: int, metric_at_k: str, n_e2e: int
         for method, _, n in others:
             by_method[method] = by_method.get(method, 0) + n
         parts.append(f"{sum(by_method.values())} value(s) of {len(others)} other measure(s) in the table ("
-                     + ", ".join(f"{render.method_name(m)}: {n}" for m, n in by_method.items()) + ")")
+                     + ", ".join(f"{fmt.method_name(m)}: {n}" for m, n in by_method.items()) + ")")
     if not parts:
         return ""
     return render.escape_markdown(

@@ -14,7 +14,7 @@ import streamlit as st
 from rageval.findings import Finding, GoldAnswerTable
 from rageval.stats.intervals import MeanInterval
 from ui import format as fmt
-from ui import navigation, render
+from ui import navigation
 from ui.render_correlations import METRIC_NAMES
 
 
@@ -43,7 +43,7 @@ def right_rule(settings: Mapping[str, Any], threshold: float) -> str:
 def gold_source_text(source: str | None) -> str:
     if source == "gold_passage_ids":
         return "the query's gold passages (its gold_passage_ids)"
-    return f"the passages the {render.method_name(str(source))} labels mark relevant (label above 0)"
+    return f"the passages the {fmt.method_name(str(source))} labels mark relevant (label above 0)"
 
 
 def render_two_by_two(table: GoldAnswerTable, links: Mapping[tuple[bool, bool], Mapping[str, str]]) -> None:
@@ -122,7 +122,7 @@ def leaderboard_view(rows: pd.DataFrame) -> pd.DataFrame:
         "E2E score": [(fmt.MISSING if n == 0 else f"{METRIC_NAMES.get(m, m)} " + _interval_text(v, lo, hi))
                       for m, v, lo, hi, n in zip(ordered["metric"], ordered["e2e"], ordered["e2e_low"],
                                                  ordered["e2e_high"], ordered["e2e_n"])],
-        "Best eRAG measure": [f"{render.method_name(m)} {x}" if m
+        "Best eRAG measure": [f"{fmt.method_name(m)} {x}" if m
                               else (fmt.MISSING if c != "not stored" else "not stored")
                               for m, x, c in zip(ordered["best_method"], ordered["best_measure"],
                                                  ordered["correlations"])],

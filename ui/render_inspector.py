@@ -23,6 +23,7 @@ import streamlit as st
 
 from rageval.text_metrics import exact_match, normalize_answer
 from ui import data, navigation, render, worklist
+from ui import format as fmt
 
 PREV_KEY, NEXT_KEY, LEAVE_KEY = "inspect.prev", "inspect.next", "inspect.leave_list"
 DEFAULT_LIST_NAME = "worklist"
@@ -122,10 +123,10 @@ def distractor_note(output: str, ks: Sequence[int]) -> str:
 def verdict_pivot(verdicts: pd.DataFrame) -> pd.DataFrame:
     """One query's verdicts as a judge x k table: one row per judge and reference (``exact match vs semi-gold
     answers``), one column per k (``k=5``), cells Yes / No (– where a judge gave none at that k)."""
-    judge_order = {judge: i for i, judge in enumerate(render.JUDGE_NAMES)}
+    judge_order = {judge: i for i, judge in enumerate(fmt.JUDGE_NAMES)}
     reference_order = {reference: i for i, reference in enumerate(render.REFERENCE_NAMES)}
     table = verdicts.assign(
-        row=[f"{render.judge_name(j)} vs {render.REFERENCE_NAMES.get(r, r)}"
+        row=[f"{fmt.judge_name(j)} vs {render.REFERENCE_NAMES.get(r, r)}"
              for j, r in zip(verdicts["judge"], verdicts["reference"])],
         order=[(judge_order.get(j, len(judge_order)), j, reference_order.get(r, len(reference_order)))
                for j, r in zip(verdicts["judge"], verdicts["reference"])],

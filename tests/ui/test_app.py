@@ -28,6 +28,7 @@ from rageval.store import APPLICATION_ID, RunReader, list_runs, write_run
 from rageval.text_metrics import contains_answer
 from tests.app_helpers import use_shipped_runs, vega_charts
 from tests.run_fixtures import INJECTION, LABEL_METHODS, MEASURES, READER_WINDOW, K, build_small_run, make_small_run
+from ui import format as fmt
 from ui import render
 from ui.render import escape_markdown
 
@@ -445,7 +446,7 @@ def reteval_env(reteval_run, monkeypatch) -> Path:
 
 def method_of(name: str) -> str:
     """The label method a column or line is named after (unknown methods are shown as stored)."""
-    return {shown: method for method, shown in render.METHOD_NAMES.items()}.get(name, name)
+    return {shown: method for method, shown in fmt.METHOD_NAMES.items()}.get(name, name)
 
 
 def tau_of(measures, e2e, method: str, measure: str, k: int) -> float:
@@ -489,10 +490,10 @@ def test_correlation_tables_follow_the_chosen_k(reteval_env):
         assert sorted(tau_table.index) == sorted(at_k | {"Rprec"})
         for method in ("erag:em", "gold", "erag:f1"):
             tau = tau_of(measures, e2e, method, f"P@{k}", k)
-            cell = tau_table.loc[f"P@{k}", render.method_name(method)]
+            cell = tau_table.loc[f"P@{k}", fmt.method_name(method)]
             assert cell == "undefined (constant)" if np.isnan(tau) else cell.startswith(f"{tau:.3f} ["), cell
         for graded in settings["graded_label_methods"]:  # graded labels have only P, nDCG and Hit
-            assert tau_table.loc[f"R@{k}", render.method_name(graded)] == "–"
+            assert tau_table.loc[f"R@{k}", fmt.method_name(graded)] == "–"
         captions = " ".join(c.value for c in app.caption)
         n_at_k = int((e2e["k"] == k).sum())
         assert f"measure at k={k} (and R-precision) and the E2E EM at k={k}" in re.sub(r"\\(.)", r"\1", captions)
@@ -530,7 +531,7 @@ def test_correlation_table_statistic_is_a_choice_kept_in_the_url(reteval_env):
     def check_rho(app) -> None:
         [table] = correlation_tables(app)
         for method in ("erag:em", "gold"):
-            rho, cell = rho_of(method, f"P@{RUN_K}"), table.loc[f"P@{RUN_K}", render.method_name(method)]
+            rho, cell = rho_of(method, f"P@{RUN_K}"), table.loc[f"P@{RUN_K}", fmt.method_name(method)]
             assert cell == "undefined (constant)" if np.isnan(rho) else cell.startswith(f"{rho:.3f} ["), cell
 
     app = start(CORRELATIONS)
@@ -538,7 +539,7 @@ def test_correlation_table_statistic_is_a_choice_kept_in_the_url(reteval_env):
     assert radio.value == "tau" and "statistic" in app.query_params
     [tau_table] = correlation_tables(app)
     tau = tau_of(measures, e2e, "gold", f"P@{RUN_K}", RUN_K)
-    assert tau_table.loc[f"P@{RUN_K}", render.method_name("gold")].startswith(f"{tau:.3f} [")
+    assert tau_table.loc[f"P@{RUN_K}", fmt.method_name("gold")].startswith(f"{tau:.3f} [")
     radio.set_value("rho").run()
     assert not app.exception and app.query_params["statistic"] == "rho"
     check_rho(app)
@@ -583,7 +584,7 @@ def test_inspector_shows_every_k_label_evidence_and_reteval_facts(reteval_env):
     assert list(answers["EM"]) == [f"{'✓' if s == 1 else '✗'} {s:g}" for s in e2e["score"]]
 
     table = ranked_passages(app)
-    assert list(table.columns[3:3 + len(methods)]) == [render.method_name(m) for m in methods]
+    assert list(table.columns[3:3 + len(methods)]) == [fmt.method_name(m) for m in methods]
 
     shown = next(df.value for df in app.dataframe if "Evidence" in df.value.columns and "Label" in df.value.columns)
     assert sorted(shown["Evidence"]) == sorted(evidence["evidence"])
@@ -603,7 +604,7 @@ def test_inspector_shows_every_k_label_evidence_and_reteval_facts(reteval_env):
     assert list(pivot.columns) == [f"k={k}" for k in sorted(verdicts["k"].unique())]
     assert len(pivot) == verdicts.groupby(["judge", "reference"]).ngroups
     for row in verdicts.itertuples():
-        cell = pivot.loc[f"{render.judge_name(row.judge)} vs {render.REFERENCE_NAMES[row.reference]}", f"k={row.k}"]
+        cell = pivot.loc[f"{fmt.judge_name(row.judge)} vs {render.REFERENCE_NAMES[row.reference]}", f"k={row.k}"]
         assert cell == ("Yes" if row.verdict else "No")
     judged = next(df.value for df in app.dataframe if "Verdict" in df.value.columns)
     assert sorted(zip(judged["k"], judged["Verdict"], judged["Evidence"])) == \

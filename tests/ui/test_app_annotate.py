@@ -18,7 +18,7 @@ from tests.app_helpers import captions, frame_with, vega_charts
 from tests.engine.test_annotations import make_small_attribution_run
 from tests.run_fixtures import LABEL_METHODS, make_small_run
 from tests.ui.test_app import start
-from ui.render import METHOD_NAMES, escape_markdown
+from ui.format import METHOD_NAMES, escape_markdown
 from ui.theme import METHOD_COLOURS
 
 REPO = Path(__file__).resolve().parents[2]

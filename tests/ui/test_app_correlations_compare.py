@@ -21,7 +21,8 @@ from tests.app_helpers import captions, frame_with, use_shipped_runs, vega_chart
 from tests.engine.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
 from tests.run_fixtures import MEASURES, K, build_small_run, make_small_run
 from tests.ui.test_app import MARKUP, SHIPPED_PATHS, link_walk, marked_query, reteval_run_file, start
-from ui import render, render_correlations, theme
+from ui import format as fmt
+from ui import render_correlations, theme
 from ui.render import escape_markdown, format_correlation
 
 REPO = Path(__file__).resolve().parents[2]
@@ -232,7 +233,7 @@ def test_correlations_follow_k_on_a_run_with_a_k_sweep(reteval_env_path, monkeyp
     assert points.loc[marked, "question"].endswith(MARKUP.strip())
 
     sweep, lines = next((s, d) for s, d in vega_charts(app) if "at each k" in str(s.get("title")))
-    names = {render.method_name(m): m for m in render.METHOD_NAMES}
+    names = {fmt.method_name(m): m for m in fmt.METHOD_NAMES}
     colours = dict(zip(sweep["encoding"]["color"]["scale"]["domain"], sweep["encoding"]["color"]["scale"]["range"]))
     for line, rows in lines.groupby("line"):
         method = names[line.rsplit(" (", 1)[0]]
@@ -318,7 +319,7 @@ def test_correlations_page_reads_the_stored_table_or_computes_it(evaluated_runs,
                            f"({DEFAULT_RESAMPLES:,} resamples over queries), {source}.") in text
     tau_table = next(df.value for df in app.dataframe if df.value.index.name == "Measure")
     methods_shown = set(tau_table.columns)
-    assert (render.method_name("erag:em@other") in methods_shown) == (run == "rescored")
+    assert (fmt.method_name("erag:em@other") in methods_shown) == (run == "rescored")
 
 
 # --- compare runs ------------------------------------------------------------------------------------------
