@@ -22,6 +22,8 @@ from rageval.pipeline.config import EvaluateConfig, build_config, read_config_fi
 
 #: The folder of the shipped demo runs' configs.
 DEMO_CONFIGS_DIR = DATA_DIR / "configs" / "demo_runs"
+#: The file of a configs folder that orders its runs (for the build and for docs/results.md).
+ORDER_FILE = "order.txt"
 #: The RAG LLM precision of the demo runs: bfloat16 (twice as fast on CPU as float32; about 1 in 10 greedy answers
 #: differ from float32, so the precision is part of the model id and of every cache key).
 DEMO_DTYPE = "bfloat16"
@@ -44,12 +46,13 @@ class DemoRun:
 
 def load_demo_runs(paths: Sequence[Path] | Path | None = None) -> tuple[DemoRun, ...]:
     """The demo runs of config files or folders of them (default: :data:`DEMO_CONFIGS_DIR`); a folder's runs in
-    path order, each file's run at the same relative path under the runs folder (``demo/x.toml`` ->
-    ``demo/x.sqlite``). A bad config is a :class:`~rageval.errors.DataError` naming the file."""
+    the order of its ``order.txt`` (:func:`folder_configs`), each file's run at the same relative path under the
+    runs folder (``demo/x.toml`` -> ``demo/x.sqlite``). A bad config is a :class:`~rageval.errors.DataError` naming
+    the file."""
     paths = [DEMO_CONFIGS_DIR] if paths is None else [paths] if isinstance(paths, Path | str) else list(paths)
     runs = []
     for path in map(Path, paths):
-        files = [(f, f.relative_to(path)) for f in sorted(path.rglob("*.toml"))] if path.is_dir() else [
+        files = [(f, f.relative_to(path)) for f in folder_configs(path)] if path.is_dir() else [
             (path, Path(path.name))]
         for file, relative in files:
             try:
@@ -62,6 +65,24 @@ def load_demo_runs(paths: Sequence[Path] | Path | None = None) -> tuple[DemoRun,
                 raise DataError(file, "a demo run evaluates a shipped dataset (dataset, retriever; no files)")
             runs.append(DemoRun(file.stem, relative.with_suffix(".sqlite").as_posix(), config))
     return tuple(runs)
+
+
+def folder_configs(folder: Path) -> list[Path]:
+    """The ``*.toml`` configs under ``folder``: those its ``order.txt`` lists (one path a line, relative to the
+    folder; ``#`` starts a comment) in that order, then the others in path order. A listed file that does not exist
+    is a :class:`~rageval.errors.DataError` naming ``order.txt``."""
+    found = sorted(folder.rglob("*.toml"))
+    order_file = folder / ORDER_FILE
+    listed: list[Path] = []
+    if order_file.is_file():
+        for number, line in enumerate(order_file.read_text(encoding="utf-8").splitlines(), start=1):
+            name = line.split("#", 1)[0].strip()
+            if not name:
+                continue
+            if folder / name not in found:
+                raise DataError(order_file, f"no config {name!r} in {folder}", line=number)
+            listed.append(folder / name)
+    return listed + [f for f in found if f not in listed]
 
 
 def build_demo_runs(out_dir: Path, runs: Sequence[DemoRun], *, scale: float = 1.0, dtype: str | None = DEMO_DTYPE,
