@@ -99,21 +99,26 @@ def progress_text(job: Job, progress: Progress) -> str:
     return " · ".join(parts)
 
 
+def _where(job: Job) -> str:
+    """`` on cpu`` / `` on server http://...`` once the worker has its model, else the server asked for (once:
+    a served model's device is its server)."""
+    if job.device:
+        return f" on {job.device}"
+    return f" at {job.spec.model_settings.base_url}" if job.spec.model_settings.is_server else ""
+
+
 def job_description(job: Job) -> str:
     """What the job labels and with what, in one line (plain text)."""
     spec, model_settings = job.spec, job.spec.model_settings
+    where = _where(job)
     if spec.is_complete:
         pieces = ", ".join(spec.pieces) if spec.pieces else "every missing piece"
-        server = f" at {model_settings.base_url}" if model_settings.is_server else ""
-        where = f" on {job.device}" if job.device else ""
-        return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or model_settings.model}{server}{where}"
+        return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or model_settings.model}{where}"
     kind = f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else "LLM relevance"
     queries = "all queries" if spec.query_ids is None else f"{len(spec.query_ids)} chosen queries"
     k = f"top-{spec.k}" if spec.k else "the run's top-k"
     model = job.model_id or model_settings.model
-    where = f" on {job.device}" if job.device else ""
-    server = f" at {model_settings.base_url}" if model_settings.is_server else ""
-    return f"{kind} labels from {model}{server}{where}, {k} of {queries} of run {Path(job.run_path).stem}"
+    return f"{kind} labels from {model}{where}, {k} of {queries} of run {Path(job.run_path).stem}"
 
 
 def jobs_summary(job_list: Sequence[Job], now: float | None = None) -> pd.DataFrame:
