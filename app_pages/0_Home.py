@@ -14,7 +14,7 @@ from ui import data, navigation, render
 from ui import data_findings as loaders
 from ui import format as fmt
 from ui import render_findings as view
-from ui.render_lacks import render_lacks_panel
+from ui.render_lacks import compute_hint, render_lacks_panel
 
 path = render.select_run()
 
@@ -38,7 +38,7 @@ if main_k is None:
             "cannot be told. "
             + ("It is a shipped run without answers: choose a run with answers in the sidebar or the leaderboard "
                "below. " if data.is_shipped(path) else
-               "Compute the E2E answers with the button above (or `rageval evaluate` on your data). ")
+               compute_hint(path, "the E2E answers", " (or `rageval evaluate` on your data).") + " ")
             + "The leaderboard and the measures below still show what the run has.")
 else:
     gold_answer = loaders.load_gold_answer(*key, main_k)

@@ -37,12 +37,16 @@ render.render_question(query, data.load_e2e_output(*key, query_id))
 e2e_outputs = data.load_query_e2e_outputs(*key, query_id)
 wrong = inspect.wrong_answers(e2e_outputs, query.answers) if not e2e_outputs.empty else {}
 if not e2e_outputs.empty:
-    st.dataframe(render.e2e_outputs_view(e2e_outputs), hide_index=True,
+    max_new_tokens = (data.load_settings(*key).get("decoding") or {}).get("max_new_tokens")
+    st.dataframe(inspect.with_cut_off(render.e2e_outputs_view(e2e_outputs), e2e_outputs, max_new_tokens),
+                 hide_index=True,
                  column_config={"End-to-end answer": st.column_config.TextColumn(width="large")})
     e2e_ks = ", ".join(map(str, e2e_outputs["k"]))
     st.caption(render.escape_markdown(
         f"The end-to-end answer from the top-k passages at every k of the run (k={e2e_ks}), with its exact match "
-        f"against the gold answers · query {query_id}"))
+        f"against the gold answers; 'Cut off': the answer's tokens, estimated without the model's tokenizer, reach "
+        f"the run's limit ({max_new_tokens} new tokens) within {inspect.CUT_OFF_MARGIN}, so it was probably cut "
+        f"there · query {query_id}"))
 
 st.subheader("Ranked passages")
 render.render_ranking_notes(ranked)

@@ -12,7 +12,7 @@ from rageval.reteval import CATEGORY_NAMES
 from ui import data, navigation, render
 from ui import format as fmt
 from ui import render_inspector as inspect
-from ui.render_lacks import complete_command, render_lacks_panel
+from ui.render_lacks import complete_command, compute_hint, job_in_progress, render_lacks_panel
 
 JUDGE_STATE = "reteval.judge"
 K_STATE = "reteval.k"
@@ -33,8 +33,8 @@ if not judges:
               "answer from the top-k against them and sorts the failures into cases A-F; it needs the questions' "
               "gold passages (gold_passage_ids, or qrels). "
             + ("This is a shipped run: choose one of yours." if data.is_shipped(path) else
-               "Compute it with the button above, or from a terminal:"))
-    if not data.is_shipped(path):
+               compute_hint(path, "it", ", or from a terminal:")))
+    if not data.is_shipped(path) and not job_in_progress(path):
         st.code(complete_command(path) + " --pieces reteval", language="bash")
     render.render_compatible_runs(navigation.RETEVAL, render.compatible_runs(
         data.find_all_runs().runs, data.has_reteval_data), NEEDS)

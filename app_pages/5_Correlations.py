@@ -15,7 +15,7 @@ from ui import data_correlations as loaders
 from ui import format as fmt
 from ui import render_correlations as view
 from ui import render_inspector as inspect
-from ui.render_lacks import complete_command, render_lacks_panel
+from ui.render_lacks import complete_command, compute_hint, job_in_progress, render_lacks_panel
 
 METHOD_STATE = "correlations.method"
 K_STATE = "correlations.k"
@@ -41,9 +41,9 @@ if not e2e_ks or measures.empty:
               "of the answer the LLM gives from the top-k passages. "
             + ("It is a shipped run: choose one of yours, or copy it into your runs folder and compute what it "
                "lacks there." if data.is_shipped(path) else
-               "Compute what this run lacks with the button above (any model: the packaged Gemma, a local model "
-               "folder or a server), or from a terminal:"))
-    if not data.is_shipped(path):
+               compute_hint(path, "what this run lacks", " (any model: the packaged Gemma, a local model folder "
+                            "or a server), or from a terminal:")))
+    if not data.is_shipped(path) and not job_in_progress(path):
         st.code(complete_command(path), language="bash")
     render.render_compatible_runs(navigation.CORRELATIONS, render.compatible_runs(
         data.find_all_runs().runs, data.has_correlation_data), NEEDS)

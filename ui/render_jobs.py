@@ -41,8 +41,9 @@ BACKEND_NAMES = {"transformers": "Local model (transformers; a GPU when present,
                  "openai": "OpenAI-compatible server (vLLM, Ollama, rageval serve-model)"}
 DTYPE_CHOICES = ("device default", *DTYPES)
 QUERY_CHOICES = ("all", "first", "chosen")
-STATUS_NAMES = {QUEUED: "… queued", RUNNING: "▶ running", DONE: "✓ done", FAILED: "✗ failed",
-                CANCELLED: "■ cancelled", INTERRUPTED: "⚠ interrupted (worker gone)"}
+STATUS_NAMES = {QUEUED: "… queued (its worker process is starting)", RUNNING: "▶ running", DONE: "✓ done",
+                FAILED: "✗ failed", CANCELLED: "■ cancelled", INTERRUPTED: "⚠ interrupted (worker gone)"}
+LOADING = "▶ loading the model"
 INSPECTOR = navigation.INSPECTOR
 
 
@@ -66,38 +67,58 @@ def format_time(timestamp: float | None) -> str:
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def status_name(job: Job, progress: Progress) -> str:
+    """The job's one status in words: queued until its worker claims it, then ``loading the model`` until the
+    worker has its model (``items_started`` is set then, and cleared by each new attempt's claim), then running;
+    an ended job's outcome."""
+    if progress.status == RUNNING and job.items_started is None:
+        return LOADING
+    return STATUS_NAMES.get(progress.status, progress.status)
+
+
 def progress_text(job: Job, progress: Progress) -> str:
-    """``12/30 passages labelled · 0.80 per s · ETA 23 s`` (rate and ETA only once known); for a complete job
-    the stage in progress: ``stage erag 30/120 · ...`` (its ETA is the stage's)."""
+    """The counts, never a status (:func:`status_name` says that): ``12/30 passages labelled · 0.80 per s · ETA
+    23 s``; for a complete job the stage in progress, its calls answered from the LLM-call cache apart from the
+    new ones: ``stage e2e 5/15 LLM calls (5 from the cache, 0 new)``. The rate and ETA are of the new calls (or
+    passages) alone, shown once there is one; the ETA takes the ones left as new (the stage's, for a complete
+    job)."""
     if job.spec.is_complete:
         if job.stage is None:
-            parts = ["loading the model" if progress.status in ACTIVE else "no stage started"]
-        else:
-            parts = [f"stage {job.stage} {job.done}/{job.total} LLM calls"]
+            return "no LLM call yet" if progress.status in ACTIVE else "no stage started"
+        cached = min(job.done_at_start, job.done)
+        parts = [f"stage {job.stage} {job.done}/{job.total} LLM calls ({cached} from the cache, "
+                 f"{job.done - cached} new)"]
+        unit = "new calls per s"
     else:
         parts = [f"{job.done}/{job.total} passages labelled"]
+        unit = "per s"
     if progress.rate_per_s is not None:
-        parts.append(f"{progress.rate_per_s:.2f} per s")
+        parts.append(f"{progress.rate_per_s:.2f} {unit}")
     if progress.eta_s is not None:
         parts.append(f"ETA {format_duration(progress.eta_s)}")
     return " · ".join(parts)
 
 
+def _where(job: Job) -> str:
+    """`` on cpu`` / `` on server http://...`` once the worker has its model, else the server asked for (once:
+    a served model's device is its server)."""
+    if job.device:
+        return f" on {job.device}"
+    return f" at {job.spec.model_settings.base_url}" if job.spec.model_settings.is_server else ""
+
+
 def job_description(job: Job) -> str:
     """What the job labels and with what, in one line (plain text)."""
     spec, model_settings = job.spec, job.spec.model_settings
+    where = _where(job)
     if spec.is_complete:
         pieces = ", ".join(spec.pieces) if spec.pieces else "every missing piece"
-        server = f" at {model_settings.base_url}" if model_settings.is_server else ""
-        where = f" on {job.device}" if job.device else ""
-        return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or model_settings.model}{server}{where}"
+        return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or model_settings.model}{where}"
     kind = f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else "LLM relevance"
     queries = "all queries" if spec.query_ids is None else f"{len(spec.query_ids)} chosen queries"
     k = f"top-{spec.k}" if spec.k else "the run's top-k"
     model = job.model_id or model_settings.model
-    where = f" on {job.device}" if job.device else ""
-    server = f" at {model_settings.base_url}" if model_settings.is_server else ""
-    return f"{kind} labels from {model}{server}{where}, {k} of {queries} of run {Path(job.run_path).stem}"
+    return f"{kind} labels from {model}{where}, {k} of {queries} of run {Path(job.run_path).stem}"
 
 
 def jobs_summary(job_list: Sequence[Job], now: float | None = None) -> pd.DataFrame:
@@ -106,7 +127,7 @@ def jobs_summary(job_list: Sequence[Job], now: float | None = None) -> pd.DataFr
     for job in job_list:
         progress = job_progress(job, now)
         rows.append({"Job": job.job_id, "Run": Path(job.run_path).stem, "Labels": job.method,
-                     "Status": STATUS_NAMES.get(progress.status, progress.status), "Done": job.done,
+                     "Status": status_name(job, progress), "Done": job.done,
                      "Total": job.total, "ETA": format_duration(progress.eta_s), "Started": format_time(job.started),
                      "Heartbeat": format_time(job.heartbeat)})
     return pd.DataFrame(rows, columns=["Job", "Run", "Labels", "Status", "Done", "Total", "ETA", "Started",
@@ -123,11 +144,16 @@ def default_dtype(settings: Mapping[str, Any]) -> str:
 # --- blocks ---------------------------------------------------------------------------------------------
 
 def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max_k: int) -> JobSpec | None:
-    """The form that starts a job; returns its spec on submit (None otherwise)."""
+    """The form that starts a job; returns its spec on submit (None otherwise). The backend is chosen above the
+    form (choosing reruns the page), so the form shows only that backend's inputs: the server's URL for a server,
+    the precision for a local model."""
     from rageval.erag.labels import ALL_METRICS
 
     texts = dict(zip(queries["query_id"], queries["text"]))
     ids = list(texts)
+    backend = st.radio("Backend", list(BACKEND_NAMES), format_func=BACKEND_NAMES.get, key="rescore.backend",
+                       horizontal=True)
+    base_url, dtype = DEFAULT_BASE_URL, DTYPE_CHOICES[0]
     with st.form("rescore.form"):
         left, right = st.columns(2)
         kind = left.radio("Labels", list(LABEL_KIND_NAMES), format_func=LABEL_KIND_NAMES.get, key="rescore.kind")
@@ -146,12 +172,13 @@ def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max
         model = right.text_input("Model", DEFAULT_MODEL, key="rescore.model",
                                  help=f"'{DEFAULT_MODEL}' (packaged), a local Hugging Face model folder, a model id "
                                       "already in the local Hugging Face cache, or the name a server serves")
-        backend = right.radio("Backend", list(BACKEND_NAMES), format_func=BACKEND_NAMES.get, key="rescore.backend")
-        base_url = right.text_input("Server base URL (OpenAI-compatible backend)", DEFAULT_BASE_URL,
-                                    key="rescore.base_url")
-        dtype = right.selectbox("Precision (local model)", DTYPE_CHOICES, index=DTYPE_CHOICES.index(
-            default_dtype(settings)), key="rescore.dtype",
-            help="device default: float32 on the CPU, bfloat16 on a GPU; the precision is part of the model's id")
+        if backend == "openai":
+            base_url = right.text_input("Server base URL (OpenAI-compatible backend)", DEFAULT_BASE_URL,
+                                        key="rescore.base_url")
+        else:
+            dtype = right.selectbox("Precision (local model)", DTYPE_CHOICES, index=DTYPE_CHOICES.index(
+                default_dtype(settings)), key="rescore.dtype",
+                help="device default: float32 on the CPU, bfloat16 on a GPU; the precision is part of the model's id")
         submitted = st.form_submit_button("Start re-scoring", type="primary")
     if not submitted:
         return None
@@ -171,7 +198,7 @@ def render_job(job: Job, now: float | None = None) -> str | None:
     with st.container(border=True):
         head, buttons = st.columns([5, 2], vertical_alignment="center")
         head.markdown(f"**Job {job.job_id}** · {render.escape_markdown(job.method)} · "
-                      f"{render.escape_markdown(STATUS_NAMES.get(progress.status, progress.status))}")
+                      f"{render.escape_markdown(status_name(job, progress))}")
         head.progress(progress.fraction, text=progress_text(job, progress))
         head.caption(render.escape_markdown(
             f"{job_description(job)} · attempt {job.attempts} · started {format_time(job.started)}"

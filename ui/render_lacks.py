@@ -29,15 +29,20 @@ def complete_command(path: Path) -> str:
 
 
 def model_form(path: Path) -> JobSpec | None:
-    """The small form: which model computes the missing pieces; the job's spec on submit, else None."""
+    """The small form: which model computes the missing pieces; the job's spec on submit, else None. The choice
+    stands outside the form, so choosing reruns the page and the form shows only the inputs that choice needs
+    (none for the packaged model; the folder; the server's URL and model name)."""
+    choice = st.radio("Model", list(MODEL_CHOICES), format_func=MODEL_CHOICES.get, key="lacks.model_choice",
+                      horizontal=True)
+    model_folder = base_url = served_model = ""
     with st.form("lacks.form", border=False):
-        choice = st.radio("Model", list(MODEL_CHOICES), format_func=MODEL_CHOICES.get, key="lacks.model_choice",
-                          horizontal=True)
-        folder, url, served = st.columns([2, 2, 1])
-        model_folder = folder.text_input("Model folder (local Hugging Face model)", key="lacks.folder",
+        if choice == "folder":
+            model_folder = st.text_input("Model folder (local Hugging Face model)", key="lacks.folder",
                                          placeholder="/path/to/model")
-        base_url = url.text_input("Server base URL", DEFAULT_BASE_URL, key="lacks.base_url")
-        served_model = served.text_input("Served model name", key="lacks.served_model")
+        elif choice == "server":
+            url, served = st.columns([2, 1])
+            base_url = url.text_input("Server base URL", DEFAULT_BASE_URL, key="lacks.base_url")
+            served_model = served.text_input("Served model name", key="lacks.served_model")
         submitted = st.form_submit_button("Compute missing pieces", type="primary")
     if not submitted:
         return None
@@ -53,6 +58,24 @@ def model_form(path: Path) -> JobSpec | None:
         model, backend = DEFAULT_MODEL, "transformers"
     return JobSpec.from_flat(str(path), model=model, backend=backend, base_url=base_url.strip() or DEFAULT_BASE_URL,
                    label_kind=COMPLETE)
+
+
+def job_in_progress(path: Path) -> bool:
+    """Whether a complete job on the run at ``path`` is queued or running (its panel then shows the job, not the
+    button)."""
+    try:
+        return _active(loaders.load_run_jobs(path))
+    except StoreError:  # a damaged jobs database: the panel says so, and no job can be running from it
+        return False
+
+
+def compute_hint(path: Path, what: str, alternative: str = "") -> str:
+    """The sentence a page shows where it lacks ``what``, following the panel above it: while a job computes it,
+    that the job is on it; else to press the button (``alternative``: another way, appended, e.g. a command)."""
+    if job_in_progress(path):
+        return (f"A background job is computing {what} now (its progress is above); this page fills in when it "
+                "is done.")
+    return f"Compute {what} with the button above{alternative}"
 
 
 def _act(job: Job, action: str | None) -> None:

@@ -35,12 +35,13 @@ def progress_bar(description: str, total: int):
 
 
 def stage_progress():
-    """A ``(stage, done, total)`` callback drawing one tqdm bar per pipeline stage (rate and ETA), on stderr."""
+    """A ``(stage, done, total, cached)`` callback drawing one tqdm bar per pipeline stage (rate and ETA), on stderr;
+    the calls answered from the LLM-call cache are named after the bar."""
     from tqdm import tqdm
 
     bars: dict[str, Tqdm] = {}
 
-    def update(stage: str, done: int, total: int) -> None:
+    def update(stage: str, done: int, total: int, cached: int = 0) -> None:
         bar = bars.get(stage)
         if bar is None:
             for other in bars.values():
@@ -48,6 +49,8 @@ def stage_progress():
             bar = bars[stage] = tqdm(total=total, desc=f"{stage:<14}", unit="call", file=sys.stderr,
                                      dynamic_ncols=True)
         bar.total = max(total, done)
+        if cached:
+            bar.set_postfix_str(f"{cached} from the cache", refresh=False)
         bar.update(done - bar.n)
 
     return update

@@ -52,12 +52,13 @@ def list_jobs(jobs_db: Path | None = None) -> list[Job]:
 
 
 def job_line(job: Job) -> str:
-    """One line describing ``job`` (``rageval rescore list``): id, status, stage, done/total, ETA, method, run file
-    and error."""
+    """One line describing ``job`` (``rageval rescore list``): id, status, stage, done/total (a complete job's LLM
+    calls, with those answered from the cache), ETA (of the new calls), method, run file and error."""
     progress = job_progress(job)
     eta = f", ETA {progress.eta_s:.0f} s" if progress.eta_s is not None else ""
     stage = f"stage {job.stage} " if job.stage else ""
-    return (f"{job.job_id:>4}  {progress.status:<11} {stage}{job.done:>5}/{job.total:<5}{eta}  {job.method}  "
+    cached = f" ({min(job.done_at_start, job.done)} cached)" if job.stage and job.spec.is_complete else ""
+    return (f"{job.job_id:>4}  {progress.status:<11} {stage}{job.done:>5}/{job.total:<5}{cached}{eta}  {job.method}  "
             f"{job.run_path}" + (f"  error: {job.error}" if job.error else ""))
 
 

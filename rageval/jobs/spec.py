@@ -230,8 +230,10 @@ def job_status(job: Job, now: float | None = None) -> str:
 
 
 def job_progress(job: Job, now: float | None = None) -> Progress:
-    """Share done and ETA. The rate is that of the current attempt, items labelled since it began labelling over
-    the time to its last committed batch: ETA = (total - done) / rate."""
+    """Share done and ETA. The rate is that of the current attempt, items done by it (``done - done_at_start``:
+    not the items an earlier attempt labelled, nor a complete job's LLM calls answered from the cache) over the
+    time from its start to its last committed batch: ETA = (total - done) / rate, the items left taken as new.
+    Both stay None until the attempt has done a new item."""
     now = time.time() if now is None else now
     status = job_status(job, now)
     fraction = job.done / job.total if job.total else 1.0

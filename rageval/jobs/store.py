@@ -155,13 +155,18 @@ class JobStore:
             conn.execute("UPDATE jobs SET done = done + ?, updated = ?, heartbeat = ? WHERE job_id = ?",
                          (count, now, now, job_id))
 
-    def set_stage(self, job_id: int, stage: str, done: int, total: int, *, new_stage: bool = False) -> None:
-        """A complete job's progress: ``done`` of ``total`` LLM calls of pipeline stage ``stage``. A new stage
-        restarts the rate's clock (``items_started``), so the ETA is that of the stage in progress."""
+    def set_stage(self, job_id: int, stage: str, done: int, total: int, *, cached: int = 0,
+                  new_stage: bool = False) -> None:
+        """A complete job's progress: ``done`` of ``total`` LLM calls of pipeline stage ``stage``, ``cached`` of
+        them answered from the LLM-call cache. The cached calls are stored as ``done_at_start``, the work done
+        before this attempt (by an earlier attempt or run), so the rate and ETA of :func:`~rageval.jobs.spec.
+        job_progress` count the new calls alone. A new stage restarts the rate's clock (``items_started``), so the
+        ETA is that of the stage in progress."""
         now = time.time()
-        values = {"stage": stage, "done": done, "total": total, "updated": now, "heartbeat": now}
+        values = {"stage": stage, "done": done, "total": total, "done_at_start": cached, "updated": now,
+                  "heartbeat": now}
         if new_stage:
-            values.update(items_started=now, done_at_start=done)
+            values.update(items_started=now)
         self._update(job_id, **values)
 
     def beat(self, job_id: int) -> None:

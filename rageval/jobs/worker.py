@@ -129,18 +129,18 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
 
 
 class _StageReporter:
-    """The ``progress`` callback of a complete job: writes ``(stage, done, total)`` into the jobs database after
-    each LLM batch (one small WAL commit, as a re-score job's per batch) and reads the cancel flag, raising
+    """The ``progress`` callback of a complete job: writes ``(stage, done, total, cached)`` into the jobs database
+    after each LLM batch (one small WAL commit, as a re-score job's per batch) and reads the cancel flag, raising
     :class:`JobCancelled` so the pipeline stops between two batches."""
 
     def __init__(self, store: JobStore, job_id: int):
         self.store, self.job_id = store, job_id
         self.stage: str | None = None
 
-    def __call__(self, stage: str, done: int, total: int) -> None:
+    def __call__(self, stage: str, done: int, total: int, cached: int = 0) -> None:
         new_stage = stage != self.stage
         self.stage = stage
-        self.store.set_stage(self.job_id, stage, done, total, new_stage=new_stage)
+        self.store.set_stage(self.job_id, stage, done, total, cached=cached, new_stage=new_stage)
         if self.store.cancel_requested(self.job_id):
             raise JobCancelled(f"cancel requested during {stage}")
 

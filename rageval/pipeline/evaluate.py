@@ -64,7 +64,9 @@ METHODS = ("erag", "e2e", "baselines", "reteval")
 #: Stages that call the LLM, in pipeline order (the names of progress bars and call counts).
 LLM_STAGES = ("erag", "e2e", "llm_relevance", "semi_gold", "llm_judge")
 Log = Callable[[str], None]
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
+#: (stage, done, total, cached): ``done`` of ``total`` LLM calls of the stage made, ``cached`` of them answered from
+#: the LLM-call cache (no model time), so a rate and an ETA can count the new calls alone.
+Progress = Callable[[str, int, int, int], None]
 
 
 def _quiet(message: str) -> None:
@@ -201,7 +203,8 @@ class DryRunGenerator:
 
 class StageMeter:
     """Wraps a generator with ``hits``/``misses`` counters (the cache or a dry run): counts every stage's calls,
-    cached and new, and reports ``(stage, done, total)`` after each call for progress bars with an ETA."""
+    cached and new, and reports ``(stage, done, total, cached)`` after each batch, so a progress bar's rate and
+    ETA count the new calls only (a cache hit costs no model time)."""
 
     def __init__(self, generator, progress: Progress | None = None):
         self.generator = generator
@@ -209,6 +212,7 @@ class StageMeter:
         self.stage = ""
         self.total = 0
         self.done = 0
+        self.cached = 0
         self.calls: dict[str, dict[str, int]] = {}
 
     @property
@@ -228,10 +232,10 @@ class StageMeter:
         return getattr(self.generator, "misses", 0)
 
     def begin(self, stage: str, total: int) -> None:
-        self.stage, self.total, self.done = stage, total, 0
+        self.stage, self.total, self.done, self.cached = stage, total, 0, 0
         self.calls.setdefault(stage, {"calls": 0, "cached": 0, "new": 0})
         if self.progress is not None:
-            self.progress(stage, 0, total)
+            self.progress(stage, 0, total, 0)
 
     @property
     def supports_em_early_stop(self) -> bool:
@@ -247,8 +251,9 @@ class StageMeter:
         counts["cached"] += self.hits - hits
         counts["new"] += self.misses - misses
         self.done += len(prompts)
+        self.cached += self.hits - hits
         if self.progress is not None:
-            self.progress(self.stage, self.done, max(self.total, self.done))
+            self.progress(self.stage, self.done, max(self.total, self.done), self.cached)
         return outputs
 
 

@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval.generation.base import FakeGenerator
-from rageval.generation.factory import DEFAULT_MODEL
+from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 from rageval.jobs import control
 from rageval.jobs.control import cancel_job, create_job
 from rageval.jobs.spec import QUEUED, RUNNING, JobSpec
@@ -78,6 +78,16 @@ def test_page_renders_the_form_with_the_runs_defaults(run_path):
     assert app.selectbox(key="rescore.dtype").value == "device default"  # the fixture's model names no precision
     assert len(app.multiselect(key="rescore.chosen").options) == N_QUERIES
     assert "No re-scoring job on this runs folder yet" in app.info[0].value
+
+
+def test_the_form_shows_only_the_chosen_backends_inputs(run_path):
+    """A local model has a precision and no server; a server has a URL and no precision (issue 34, item 9)."""
+    app = start(RESCORE)
+    keys = lambda: {w.key for w in (*app.text_input, *app.selectbox)}  # noqa: E731
+    assert "rescore.dtype" in keys() and "rescore.base_url" not in keys()
+    app.radio(key="rescore.backend").set_value("openai").run()
+    assert "rescore.base_url" in keys() and "rescore.dtype" not in keys()
+    assert app.text_input(key="rescore.base_url").value == DEFAULT_BASE_URL
 
 
 def test_starting_a_job_creates_it_and_lists_it_queued(run_path, launches, tmp_path):

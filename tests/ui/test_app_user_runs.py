@@ -157,7 +157,7 @@ def test_the_button_computes_what_an_upload_lacks_in_a_background_job(tmp_path, 
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(user))
     with serve(FakeGenerator(model_id="fake-span"), model_name="fake-span") as server:
         home = start(HOME)
-        home.radio(key="lacks.model_choice").set_value("server")
+        home.radio(key="lacks.model_choice").set_value("server").run()  # the server's inputs show once it is chosen
         home.text_input(key="lacks.base_url").input(server.base_url)
         home.text_input(key="lacks.served_model").input("fake-span")
         home.button(key=SUBMIT).click().run()
