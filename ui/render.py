@@ -90,9 +90,9 @@ def settings_frame(settings: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Setting", "Value"])
 
 
-def provenance(settings: Mapping[str, Any], n_queries: int | None = None, k: int | str | None = None) -> str:
-    """Escaped Markdown caption saying what produced a table: model, dataset, retriever, k (``k`` when given,
-    else the run's ``k`` setting) and, when given, the number of queries behind it."""
+def provenance_text(settings: Mapping[str, Any], n_queries: int | None = None, k: int | str | None = None) -> str:
+    """What produced a table or chart, as plain text: model, dataset, retriever, k (``k`` when given, else the
+    run's ``k`` setting as ``top-k``) and, when given, the number of queries behind it."""
     parts = [f"{label} {format_setting(key, settings[key])}"
              for key, label in (("model_id", "model"), ("dataset", "dataset"), ("retriever", "retriever"))
              if key in settings]
@@ -101,8 +101,59 @@ def provenance(settings: Mapping[str, Any], n_queries: int | None = None, k: int
     elif "k" in settings:
         parts.append(f"top-{settings['k']}")
     if n_queries is not None:
-        parts.append(f"{n_queries} {'query' if n_queries == 1 else 'queries'}")
-    return escape_markdown(" · ".join(parts))
+        parts.append(query_count(n_queries))
+    return " · ".join(parts)
+
+
+def provenance(settings: Mapping[str, Any], n_queries: int | None = None, k: int | str | None = None) -> str:
+    """Escaped Markdown caption saying what produced a table (:func:`provenance_text`). A page says it once, under
+    its heading (:func:`render_provenance`); its elements' captions then say only what is particular to them
+    (:func:`sample_note`)."""
+    return escape_markdown(provenance_text(settings, n_queries, k))
+
+
+def query_count(n_queries: int) -> str:
+    """``1 query``, ``5 queries``, ``1,200 queries``."""
+    return f"{n_queries:,} {'query' if n_queries == 1 else 'queries'}"
+
+
+def render_provenance(settings: Mapping[str, Any], n_queries: int | None = None, *, run: str | None = None,
+                      suffix: str = "") -> None:
+    """The page's one provenance line, under its heading: ``Run NAME · model … · dataset … · retriever … · top-k
+    · N queries`` and ``suffix`` (escaped Markdown). The captions of the page's tables and charts then say only
+    their own sample (:func:`sample_note`), and its charts carry the line in their subtitle
+    (:func:`with_provenance`), which their PNG/SVG export keeps."""
+    head = escape_markdown(f"Run {run} · ") if run else ""
+    st.caption(head + provenance(settings, n_queries) + suffix,
+               help="What produced every number on this page; each table or chart says how many queries (and which "
+                    "k) it is computed over")
+
+
+def sample_note(n_queries: int, k: int | str | None = None) -> str:
+    """Escaped Markdown for an element's caption: the part of the page's provenance particular to it (its queries
+    and its k): ``5 queries at k=10``."""
+    return escape_markdown(query_count(n_queries) + (f" at k={k}" if k is not None else "") + ".")
+
+
+#: A chart subtitle's colour, set because Streamlit's dark theme leaves a Vega-Lite subtitle unthemed (dark on
+#: dark): a mid grey reads on both backgrounds.
+SUBTITLE_COLOUR = "#8c8c8c"
+#: Characters per line of a chart's provenance subtitle (Vega-Lite does not wrap titles; a chart is ~320-600 px).
+SUBTITLE_CHARS = 60
+
+
+def with_provenance(spec: Mapping[str, Any], text: str) -> dict:
+    """A copy of Vega-Lite ``spec`` whose title carries ``text`` (:func:`provenance_text`) as its subtitle, cut into
+    lines at its `` · `` separators, so a chart saved as PNG or SVG still says what produced it."""
+    lines: list[str] = []
+    for part in text.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= SUBTITLE_CHARS:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    title = spec.get("title")
+    title = dict(title) if isinstance(title, Mapping) else {"text": title or ""}
+    return {**spec, "title": {**title, "subtitle": lines, "subtitleColor": SUBTITLE_COLOUR, "subtitleFontSize": 10}}
 
 
 def rescored_answer_column(method: str) -> str:
