@@ -9,6 +9,7 @@ before any Markdown element.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -662,9 +663,24 @@ def e2e_outputs_view(outputs: pd.DataFrame) -> pd.DataFrame:
                          "EM": [f"{format_label(s)} {s:g}" for s in outputs["score"]]})
 
 
+_REPLY_EVIDENCE = re.compile(r"^(?P<model>.+?) (?P<verb>replied|answered) '(?P<reply>.*)'(?P<rest>[^']*)$", re.DOTALL)
+
+
+def evidence_reply_first(evidence: str) -> str:
+    """An LLM's label evidence with its reply first, then the model: ``MODEL replied 'Yes.'`` (LLM relevance,
+    :func:`rageval.erag.baselines.compute_llm_relevance_labels`) reads ``'Yes.' (replied by MODEL)``, and
+    ``MODEL answered 'X' from this passage alone (…)`` (a re-score job) ``'X' from this passage alone (…)
+    (answered by MODEL)``: a long model id first cut the reply off in the table's cell. Other evidence is kept."""
+    match = _REPLY_EVIDENCE.match(evidence)
+    if match is None:
+        return evidence
+    return f"'{match['reply']}'{match['rest']} ({match['verb']} by {match['model']})"
+
+
 def evidence_view(evidence: pd.DataFrame, ranking: pd.DataFrame) -> pd.DataFrame:
     """Label evidence of one query beside the ranked passage it is about: rank, title, method, label, evidence
-    (passages outside the ranking, e.g. unretrieved gold passages, come last without a rank)."""
+    (an LLM's reply first: :func:`evidence_reply_first`); passages outside the ranking (e.g. unretrieved gold
+    passages) come last without a rank."""
     ranked = ranking.set_index("passage_id")
     rows = []
     for row in evidence.itertuples():
@@ -673,7 +689,7 @@ def evidence_view(evidence: pd.DataFrame, ranking: pd.DataFrame) -> pd.DataFrame
         rows.append({"Rank": ranked.at[row.passage_id, "rank"] if retrieved else None,
                      "Title": ranked.at[row.passage_id, "title"] if retrieved else "",
                      "Passage id": row.passage_id, "Labels": method_name(row.method),
-                     "Label": format_label(label), "Evidence": row.evidence})
+                     "Label": format_label(label), "Evidence": evidence_reply_first(row.evidence)})
     view = pd.DataFrame(rows, columns=["Rank", "Title", "Passage id", "Labels", "Label", "Evidence"])
     return view.sort_values(["Rank", "Labels"], na_position="last").reset_index(drop=True).astype({"Rank": "Int64"})
 
