@@ -584,9 +584,43 @@ def render_table(frame: pd.DataFrame, column_config: Mapping[str, Any] | None = 
     (where or st).dataframe(shown, column_config=config, **dataframe_args)
 
 
+def measure_notes(columns: Sequence[str], methods: Sequence[str], graded: Sequence[str] = ()) -> dict[str, str]:
+    """Header help of the measure columns whose values read as wrong without their convention, for the label
+    ``methods`` of a table: nDCG@c when a method is graded (:func:`rageval.erag.measures.is_graded_method`, or
+    named in ``graded``: :data:`ui.glossary.GRADED_NDCG_NOTE`) and R@c when one is list-bound
+    (:func:`rageval.erag.measures.is_list_bound_method`: :data:`ui.glossary.LIST_BOUND_RECALL_NOTE`)."""
+    from rageval.erag.measures import is_graded_method, is_list_bound_method
+
+    methods = order_label_methods(list(methods))
+    graded_names = [method_name(m) for m in methods if is_graded_method(m) or m in graded]
+    bound_names = [method_name(m) for m in methods if is_list_bound_method(m) and not (is_graded_method(m)
+                                                                                     or m in graded)]
+    notes = {}
+    for column in columns:
+        if str(column).startswith("nDCG@") and graded_names:
+            notes[column] = glossary.GRADED_NDCG_NOTE.format(methods=", ".join(graded_names))
+        elif str(column).startswith("R@") and bound_names:
+            notes[column] = glossary.LIST_BOUND_RECALL_NOTE.format(methods=", ".join(bound_names))
+    return notes
+
+
+def measure_footnote(notes: Mapping[str, str]) -> str:
+    """Escaped Markdown under a measure table: the notes of :func:`measure_notes`, once each (every nDCG column
+    has the same one), marked as what the column headers' help says."""
+    if not notes:
+        return ""
+    return escape_markdown("Read with care (also in the column headers' help): "
+                           + "; ".join(dict.fromkeys(notes.values())) + ".")
+
+
 def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) -> None:
     """Mean measure values, one row per label method; ``n`` is the number of queries each mean is over, shown
-    as ``n of N labelled`` for a method that covers fewer than the run's ``n_queries``."""
+    as ``n of N labelled`` for a method that covers fewer than the run's ``n_queries``. The nDCG and R columns
+    say how graded and list-bound labels read (:func:`measure_notes`: in their header help and a footnote); a
+    method with no R value is graded (R is not defined for graded labels)."""
+    recall = [c for c in summary.columns if str(c).startswith("R@")]
+    graded = [m for m in summary.index if recall and summary.loc[m, recall].isna().all()]
+    notes = measure_notes([c for c in summary.columns if c != "n"], list(summary.index), graded)
     shown = summary.loc[order_label_methods(list(summary.index))].rename(index=method_name)
     shown.index.name = "Labels"
     config = {c: st.column_config.NumberColumn(c, format="%.3f") for c in shown.columns if c != "n"}
@@ -596,7 +630,9 @@ def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) 
                                                             f"{n_queries:,}")
     else:
         config["n"] = st.column_config.NumberColumn("n", help="queries averaged over", format="%d")
-    render_table(shown, config)  # "–" where a method lacks a measure (graded labels have no R@k)
+    render_table(shown, config, help=notes)  # "–" where a method lacks a measure (graded labels have no R@k)
+    if notes:
+        st.caption(measure_footnote(notes))
 
 
 def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
