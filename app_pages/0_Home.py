@@ -25,9 +25,8 @@ main_k = data.load_main_k(*key)
 
 st.title("Findings")
 st.caption(navigation.BY_FILE[navigation.HOME].question)
-st.caption(render.escape_markdown(f"Run {path.name}" + (f" · {render.SHIPPED_MARK}" if data.is_shipped(path)
-                                                          else "")) + " · " + render.provenance(settings,
-                                                                                                counts["queries"]))
+render.render_provenance(settings, counts["queries"], run=path.name + (f" · {render.SHIPPED_MARK}"
+                                                                     if data.is_shipped(path) else ""))
 render_lacks_panel(path)
 
 # --- the 2 x 2 ---------------------------------------------------------------------------------------------
@@ -58,8 +57,7 @@ else:
             f"Gold retrieved: at least one of {view.gold_source_text(gold_answer.source)} is ranked in the top "
             f"{main_k}. Answer right: {view.right_rule(settings, table.threshold)}. Shares of the {table.n:,} "
             f"queries with both, with Wilson 95% intervals"
-            + (f"; left out: {', '.join(left_out)}" if left_out else "") + ". ")
-            + render.provenance(settings, table.n, k=main_k))
+            + (f"; left out: {', '.join(left_out)}" if left_out else "") + "."))
 
 # --- the finding sentences ----------------------------------------------------------------------------------
 found: list[findings.Finding] = []
@@ -160,7 +158,7 @@ else:
     st.caption("Mean over the labelled queries of each per-query measure, one row per relevance-label method; "
                "intervals are Student-t over those queries, Wilson for a measure whose values are all 0 or 1 "
                "(rageval.stats.intervals). "
-               + render.provenance(settings, counts["queries"])
+               + render.sample_note(counts["queries"])
                + render.escape_markdown(render.partial_methods_note(summary, counts["queries"])))
 
 if main_k is not None and not summary.empty:

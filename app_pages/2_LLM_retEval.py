@@ -26,6 +26,7 @@ key = data.run_key(path)
 settings = data.load_settings(*key)
 judges = data.load_judges(*key)
 render.page_heading(navigation.RETEVAL)
+render.render_provenance(settings, data.load_counts(*key)["queries"], run=path.stem)
 render_lacks_panel(path)
 if not judges:
     st.info(render.escape_markdown(f"Run {path.stem} has no LLM-retEval verdicts.")
@@ -59,7 +60,7 @@ st.caption(render.escape_markdown(
     f"queries whose top-k answer the judge finds equal to the semi-gold answers "
     f"({sampling.get('samples', '?')} samples at temperature {sampling.get('temperature', '?')}); QA accuracy "
     f"is the same judge against the gold answers; Refined leaves out the queries with a recall failure (A-C) "
-    f"at that k.") + " " + render.provenance(settings, n_judged, k=", ".join(str(int(k)) for k in table["k"])))
+    f"at that k.") + " " + render.sample_note(n_judged, ", ".join(str(int(k)) for k in table["k"])))
 
 st.subheader("Failure cases")
 ks = sorted(int(k) for k in table["k"])
@@ -80,6 +81,8 @@ if shown.empty:
 run_order = list(data.load_query_order(*key))
 list_name = f"LLM-retEval failures, {fmt.judge_name(judge)}, k={k}, {''.join(sorted(set(shown['category'])))}"
 inspect.render_walk_link(path.stem, shown["query_id"].tolist(), run_order, list_name)
+st.page_link(navigation.FAILURES, label="This run's failure cases at every k, counted per category",
+             icon=":material/report:", query_params={"run": path.stem, "judge": judge})
 all_case_ids = [f"{query_id} {category}" for query_id, category in zip(shown["query_id"], shown["category"])]
 listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"), rows)].reset_index(drop=True)
 view = render.failure_cases_view(listed, with_judge=False).drop(columns="k")
@@ -94,7 +97,7 @@ render.render_table(view, hide_index=True, column_config={
 st.caption(render.escape_markdown(
     f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) at k={k} under judge {judge_note}, "
     f"categories {', '.join(sorted(set(shown['category'])))}{render.listed_note(len(shown), rows)}.")
-    + " " + render.provenance(settings, n_judged, k=k))
+    + " " + render.sample_note(n_judged, k))
 
 case_ids = [f"{row.query_id} {row.category}" for row in listed.itertuples()]
 labels = {i: f"{row.category} · {row.text}  [{row.query_id}]" for i, row in zip(case_ids, listed.itertuples())}

@@ -32,7 +32,7 @@ e2e_ks = data.load_e2e_ks(*key)
 measures = data.load_measure_names(*key)  # method, measure: which are stored, no values
 
 render.page_heading(navigation.CORRELATIONS, "Correlations: labels against the end-to-end answer")
-st.caption(render.escape_markdown(f"Run {path.name}") + " · " + render.provenance(settings))
+render.render_provenance(settings, data.load_counts(*key)["queries"], run=path.name)
 render_lacks_panel(path)
 if not e2e_ks or measures.empty:
     missing = "end-to-end answers" if not e2e_ks else "per-query measure values"
@@ -80,8 +80,9 @@ if note:
     st.warning(note)
 row = correlations[(correlations["method"] == method) & (correlations["measure"] == measure)]
 scatter_column, counts_column = st.columns([3, 2])
-event = scatter_column.vega_lite_chart(*view.scatter_chart(points, method, measure, k, metric),
-                                       key="correlations.scatter", on_select="rerun")
+scatter_data, scatter_spec = view.scatter_chart(points, method, measure, k, metric)
+event = scatter_column.vega_lite_chart(scatter_data, render.with_provenance(scatter_spec, render.provenance_text(
+    settings, len(points), k=k)), key="correlations.scatter", on_select="rerun")
 scatter_column.caption(render.escape_markdown(
     f"Queries per value pair: {label} (x) against the {metric} of the answer from the top {k} passages (y); "
     f"past {view.SCATTER_MAX_POINTS:,} queries a grid of counts replaces the points. Click a cell (shift-click for "
@@ -89,7 +90,7 @@ scatter_column.caption(render.escape_markdown(
     else f"One point per query: {label} against the {metric} of the answer from the top {k} passages. Both values "
     f"are jittered so that equal values do not hide each other; hover for the exact values. Drag a box or click "
     f"points (shift-click for more) to list those queries below; double-click clears the box.")
-    + " " + render.provenance(settings, len(points), k=k))
+    + " " + render.sample_note(len(points), k))
 if len(row):
     stats = row.iloc[0]
     for name, statistic in (("Kendall's tau-b", "tau"), ("Spearman's rho", "rho")):
@@ -99,7 +100,7 @@ if len(row):
         counts_column.caption(view.correlation_interval(stats[f"{statistic}_low"], stats[f"{statistic}_high"]))
     counts_column.caption(render.escape_markdown(
         f"Between {label} and {metric}@{k} across {int(stats['n'])} queries, with "
-        f"{view.interval_words(loaded)}.") + " " + render.provenance(settings, int(stats["n"]), k=k))
+        f"{view.interval_words(loaded)}."))
 else:
     counts_column.caption(render.escape_markdown(
         f"{label} is not measured at cutoff {k}, so the table below (measures at cutoff {k}) has no row for it."))
@@ -107,7 +108,7 @@ counts_column.dataframe(view.count_table(points, measure, f"{metric}@{k}"))
 counts_column.caption(render.escape_markdown(
     f"Queries per value of {label} (rows) and of {metric}@{k} (columns): the exact counts behind the jittered "
     f"points (many distinct values are grouped into {view.COUNT_BINS} equal-width bins).")
-    + " " + render.provenance(settings, len(points), k=k))
+    + " " + render.sample_note(len(points), k))
 
 selected = view.selected_rows(event, points)
 shown = points.iloc[selected] if selected else points
@@ -129,7 +130,7 @@ st.dataframe(table, hide_index=True, column_config={
 st.caption(render.escape_markdown(
     f"Lowest {metric}@{k} first, then highest {label}: the top rows are the queries whose labels look good but "
     f"whose answer is wrong" + (f" (the first {view.TABLE_ROWS:,} of {len(shown):,})." if len(shown) > view.TABLE_ROWS
-                               else ".")) + " " + render.provenance(settings, len(shown), k=k))
+                               else ".")) + " " + render.sample_note(len(shown), k))
 
 st.subheader(render.escape_markdown(f"Every label method and measure at k={k}"))
 if correlations.empty:
@@ -145,7 +146,7 @@ else:
         f"Correlation across queries (up to {int(correlations['n'].max())}) between each per-query measure at k={k} "
         f"(and R-precision) and the {metric} at k={k}, with {view.interval_words(loaded)}; eRAG's Table 1 on this "
         f"run; – where a method has no such measure.") + " "
-        + render.provenance(settings, int(correlations["n"].max()), k=k))
+        + render.sample_note(int(correlations["n"].max()), k))
     graded = [m for m in settings.get("graded_label_methods", []) if m in set(correlations["method"])]
     if graded:
         st.caption(render.escape_markdown(
@@ -156,14 +157,16 @@ else:
     st.caption(render.escape_markdown(
         f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the {metric} "
         "(R-precision and undefined coefficients left out).")
-        + " " + render.provenance(settings, int(correlations["n"].max()), k=k))
+        + " " + render.sample_note(int(correlations["n"].max()), k))
 
 if len(e2e_ks) > 1:
     sweep = data.load_k_sweep(*key)
     if not sweep.empty:
         st.subheader("How the agreement changes with k")
-        st.vega_lite_chart(*view.k_sweep_chart(sweep, metric), key="correlations.k_sweep")
+        sweep_data, sweep_spec = view.k_sweep_chart(sweep, metric)
+        st.vega_lite_chart(sweep_data, render.with_provenance(sweep_spec, render.provenance_text(
+            settings, int(sweep["n"].max()), k=", ".join(map(str, e2e_ks)))), key="correlations.k_sweep")
         st.caption(render.escape_markdown(
             f"Kendall's tau-b between each label method's best measure family (chosen at the run's k={main_k}) at k "
             f"and the {metric} at k, for every k of the sweep; point estimates, eRAG's Figure 1 on this run.") + " "
-            + render.provenance(settings, int(sweep["n"].max()), k=", ".join(map(str, e2e_ks))))
+            + render.sample_note(int(sweep["n"].max()), ", ".join(map(str, e2e_ks))))

@@ -121,7 +121,9 @@ for column, name, side in ((columns[4], "Mean A", "a"), (columns[5], "Mean B", "
     values = comparison.pairs[side]
     # a share with its Wilson interval for 0/1 scores (E2E exact match, Hit@k), else Student-t (ui.format)
     column.metric(name, fmt.format_share(values.mean()) if fmt.is_binary(values) else f"{values.mean():.4f}",
-                  help=f"{score} over the {n:,} shared queries: {fmt.describe_score(values)} (95% interval)")
+                  help=f"{score} over the {n:,} shared queries: {fmt.describe_score(values)} (95% interval)"
+                  + "".join(f". {note}" for note in render.measure_notes(
+                      [measure], [method], settings_a.get("graded_label_methods", [])).values()))
 columns[6].metric("Mean A - B", f"{comparison.mean_difference:+.4f}")
 st.caption(coverage + " " + both)
 # The charts right under the numbers, the tests after them: the browser fetches Vega's code (0.77 MB) only when a

@@ -2,8 +2,9 @@
 run that has LLM-retEval verdicts, filtered by judge, category, k, dataset and retriever, with the cases listed and
 linked to the query inspector (Alinejad et al. 2024, §4).
 
-``?judge=<judge>&category=A&category=C&k=5&dataset=...&retriever=...&rows=1000`` preset the filters and how many
-cases are listed, and ``?case=<run query k category>`` the case shown, so a view can be shared.
+``?judge=<judge>&category=A&category=C&k=5&run=<name>&dataset=...&retriever=...&rows=1000`` preset the filters and
+how many cases are listed (``?run=`` one run's cases, as the pages about one run link here), and
+``?case=<run query k category>`` the case shown, so a view can be shared.
 """
 
 import streamlit as st
@@ -13,6 +14,7 @@ from ui import data, navigation, render
 from ui import format as fmt
 from ui import render_inspector as inspect
 from ui.render_failures import (
+    COUNT_SCALE_NOTE,
     case_keys,
     count_chart,
     count_table,
@@ -36,9 +38,11 @@ run_keys = tuple(key for key in run_keys if key[0] not in problems)  # the cases
 judges = data.load_failure_judges(run_keys)
 without = [name for name, path in listing.runs.items()
            if data.run_id(path) not in problems and not data.has_failure_cases(data.run_key(path))]
-with st.expander(f"Runs without failure cases ({len(without)})", expanded=not judges):
+named_without = [name for name in st.query_params.get_all("run") if name in without]  # a link to such a run
+with st.expander(f"Runs without failure cases ({len(without)})", expanded=not judges or bool(named_without)):
     if without:
         chosen_run = st.selectbox("Run", without, key="failures.lacking_run",
+                                  index=without.index(named_without[0]) if named_without else 0,
                                   help="A run of yours without LLM-retEval: see what it lacks and compute it")
         render_lacks_panel(listing.runs[chosen_run])
     else:
@@ -60,6 +64,9 @@ categories = render.multiselect_synced(
     st.sidebar, "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES),
     key="failures.categories", param="category",
     help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
+runs = render.multiselect_synced(st.sidebar, "Run", [name for name in listing.runs if name in set(cases["run"])],
+                                 key="failures.runs", param="run",
+                                 help="The runs whose cases are counted and listed (a link with ?run=NAME opens one)")
 ks = render.multiselect_synced(st.sidebar, "k", sorted(int(k) for k in cases["k"].unique()), key="failures.k",
                                param="k")
 datasets = render.multiselect_synced(st.sidebar, "Dataset", sorted(cases["dataset"].unique()),
@@ -68,10 +75,12 @@ retrievers = render.multiselect_synced(st.sidebar, "Retriever", sorted(cases["re
                                        key="failures.retrievers", param="retriever")
 rows = render.select_case_rows(st.sidebar, "failures.rows")
 
-shown = filter_cases(cases, judge=judge, categories=categories, ks=ks, datasets=datasets, retrievers=retrievers)
+shown = filter_cases(cases, judge=judge, categories=categories, ks=ks, datasets=datasets, retrievers=retrievers,
+                     runs=runs)
 judge_label = fmt.judge_name(judge)
 if shown.empty:
-    st.info("No failure case passes these filters: widen the categories, k, datasets or retrievers in the sidebar.")
+    st.info("No failure case passes these filters: widen the runs, categories, k, datasets or retrievers in the "
+            "sidebar.")
     st.stop()
 
 provenance = "; ".join(
@@ -84,8 +93,8 @@ render.render_table(count_table(shown), hide_index=True,
                     help={c: f"Queries in category {c}: {name}" for c, name in CATEGORY_NAMES.items()})
 st.caption(render.escape_markdown(
     f"Queries per failure category at each k under judge {judge_label}; a query can fall in several categories. "
-    "Each category is decided by an explicit rule over the stored facts (rageval.reteval.classify_failures).")
-    + " Queries with a case, per run: " + provenance)
+    "Each category is decided by an explicit rule over the stored facts (rageval.reteval.classify_failures). "
+    + COUNT_SCALE_NOTE) + " Queries with a case, per run: " + provenance)
 
 st.subheader("Cases")
 worklists = run_worklists(shown)

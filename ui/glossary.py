@@ -139,6 +139,15 @@ SECTIONS = tuple(dict.fromkeys(term.section for term in TERMS))
 
 #: Header help of the table columns whose meaning is not obvious, by their displayed name (render.render_table adds
 #: it to any column so named that has no help of its own; the Glossary page explains the terms).
+#: Header help of an nDCG@c column when the table holds graded label methods (``{methods}``: their names).
+GRADED_NDCG_NOTE = ("Graded labels ({methods}): nDCG@c divides the DCG of the top c by the DCG of the ideal order of "
+                    "the same graded labels, so it is 1.000 whenever the list is already in the order of its own "
+                    "labels, however low they are; P@c (the mean label of the top c) can then be far lower")
+#: Header help of an R@c column when the table holds list-bound label methods (``{methods}``: their names).
+LIST_BOUND_RECALL_NOTE = ("List-bound labels ({methods}): they exist only for the retrieved passages, and at cutoff c "
+                          "only the top c count, so R@c divides by the relevant passages among the top c: it equals "
+                          "Hit@c and can be the same at every c (eRAG's definition, Salemi & Zamani 2024)")
+
 COLUMN_HELP = {
     "k": "How many of the top-ranked passages the LLM was given",
     "Judge": "What compared the top-k answer with the semi-gold answers (exact match, token F1, MiniLM cosine, "

@@ -9,6 +9,7 @@ before any Markdown element.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -90,9 +91,9 @@ def settings_frame(settings: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["Setting", "Value"])
 
 
-def provenance(settings: Mapping[str, Any], n_queries: int | None = None, k: int | str | None = None) -> str:
-    """Escaped Markdown caption saying what produced a table: model, dataset, retriever, k (``k`` when given,
-    else the run's ``k`` setting) and, when given, the number of queries behind it."""
+def provenance_text(settings: Mapping[str, Any], n_queries: int | None = None, k: int | str | None = None) -> str:
+    """What produced a table or chart, as plain text: model, dataset, retriever, k (``k`` when given, else the
+    run's ``k`` setting as ``top-k``) and, when given, the number of queries behind it."""
     parts = [f"{label} {format_setting(key, settings[key])}"
              for key, label in (("model_id", "model"), ("dataset", "dataset"), ("retriever", "retriever"))
              if key in settings]
@@ -101,8 +102,59 @@ def provenance(settings: Mapping[str, Any], n_queries: int | None = None, k: int
     elif "k" in settings:
         parts.append(f"top-{settings['k']}")
     if n_queries is not None:
-        parts.append(f"{n_queries} {'query' if n_queries == 1 else 'queries'}")
-    return escape_markdown(" · ".join(parts))
+        parts.append(query_count(n_queries))
+    return " · ".join(parts)
+
+
+def provenance(settings: Mapping[str, Any], n_queries: int | None = None, k: int | str | None = None) -> str:
+    """Escaped Markdown caption saying what produced a table (:func:`provenance_text`). A page says it once, under
+    its heading (:func:`render_provenance`); its elements' captions then say only what is particular to them
+    (:func:`sample_note`)."""
+    return escape_markdown(provenance_text(settings, n_queries, k))
+
+
+def query_count(n_queries: int) -> str:
+    """``1 query``, ``5 queries``, ``1,200 queries``."""
+    return f"{n_queries:,} {'query' if n_queries == 1 else 'queries'}"
+
+
+def render_provenance(settings: Mapping[str, Any], n_queries: int | None = None, *, run: str | None = None,
+                      suffix: str = "") -> None:
+    """The page's one provenance line, under its heading: ``Run NAME · model … · dataset … · retriever … · top-k
+    · N queries`` and ``suffix`` (escaped Markdown). The captions of the page's tables and charts then say only
+    their own sample (:func:`sample_note`), and its charts carry the line in their subtitle
+    (:func:`with_provenance`), which their PNG/SVG export keeps."""
+    head = escape_markdown(f"Run {run} · ") if run else ""
+    st.caption(head + provenance(settings, n_queries) + suffix,
+               help="What produced every number on this page; each table or chart says how many queries (and which "
+                    "k) it is computed over")
+
+
+def sample_note(n_queries: int, k: int | str | None = None) -> str:
+    """Escaped Markdown for an element's caption: the part of the page's provenance particular to it (its queries
+    and its k): ``5 queries at k=10``."""
+    return escape_markdown(query_count(n_queries) + (f" at k={k}" if k is not None else "") + ".")
+
+
+#: A chart subtitle's colour, set because Streamlit's dark theme leaves a Vega-Lite subtitle unthemed (dark on
+#: dark): a mid grey reads on both backgrounds.
+SUBTITLE_COLOUR = "#8c8c8c"
+#: Characters per line of a chart's provenance subtitle (Vega-Lite does not wrap titles; a chart is ~320-600 px).
+SUBTITLE_CHARS = 60
+
+
+def with_provenance(spec: Mapping[str, Any], text: str) -> dict:
+    """A copy of Vega-Lite ``spec`` whose title carries ``text`` (:func:`provenance_text`) as its subtitle, cut into
+    lines at its `` · `` separators, so a chart saved as PNG or SVG still says what produced it."""
+    lines: list[str] = []
+    for part in text.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= SUBTITLE_CHARS:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    title = spec.get("title")
+    title = dict(title) if isinstance(title, Mapping) else {"text": title or ""}
+    return {**spec, "title": {**title, "subtitle": lines, "subtitleColor": SUBTITLE_COLOUR, "subtitleFontSize": 10}}
 
 
 def rescored_answer_column(method: str) -> str:
@@ -532,9 +584,43 @@ def render_table(frame: pd.DataFrame, column_config: Mapping[str, Any] | None = 
     (where or st).dataframe(shown, column_config=config, **dataframe_args)
 
 
+def measure_notes(columns: Sequence[str], methods: Sequence[str], graded: Sequence[str] = ()) -> dict[str, str]:
+    """Header help of the measure columns whose values read as wrong without their convention, for the label
+    ``methods`` of a table: nDCG@c when a method is graded (:func:`rageval.erag.measures.is_graded_method`, or
+    named in ``graded``: :data:`ui.glossary.GRADED_NDCG_NOTE`) and R@c when one is list-bound
+    (:func:`rageval.erag.measures.is_list_bound_method`: :data:`ui.glossary.LIST_BOUND_RECALL_NOTE`)."""
+    from rageval.erag.measures import is_graded_method, is_list_bound_method
+
+    methods = order_label_methods(list(methods))
+    graded_names = [method_name(m) for m in methods if is_graded_method(m) or m in graded]
+    bound_names = [method_name(m) for m in methods if is_list_bound_method(m) and not (is_graded_method(m)
+                                                                                     or m in graded)]
+    notes = {}
+    for column in columns:
+        if str(column).startswith("nDCG@") and graded_names:
+            notes[column] = glossary.GRADED_NDCG_NOTE.format(methods=", ".join(graded_names))
+        elif str(column).startswith("R@") and bound_names:
+            notes[column] = glossary.LIST_BOUND_RECALL_NOTE.format(methods=", ".join(bound_names))
+    return notes
+
+
+def measure_footnote(notes: Mapping[str, str]) -> str:
+    """Escaped Markdown under a measure table: the notes of :func:`measure_notes`, once each (every nDCG column
+    has the same one), marked as what the column headers' help says."""
+    if not notes:
+        return ""
+    return escape_markdown("Read with care (also in the column headers' help): "
+                           + "; ".join(dict.fromkeys(notes.values())) + ".")
+
+
 def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) -> None:
     """Mean measure values, one row per label method; ``n`` is the number of queries each mean is over, shown
-    as ``n of N labelled`` for a method that covers fewer than the run's ``n_queries``."""
+    as ``n of N labelled`` for a method that covers fewer than the run's ``n_queries``. The nDCG and R columns
+    say how graded and list-bound labels read (:func:`measure_notes`: in their header help and a footnote); a
+    method with no R value is graded (R is not defined for graded labels)."""
+    recall = [c for c in summary.columns if str(c).startswith("R@")]
+    graded = [m for m in summary.index if recall and summary.loc[m, recall].isna().all()]
+    notes = measure_notes([c for c in summary.columns if c != "n"], list(summary.index), graded)
     shown = summary.loc[order_label_methods(list(summary.index))].rename(index=method_name)
     shown.index.name = "Labels"
     config = {c: st.column_config.NumberColumn(c, format="%.3f") for c in shown.columns if c != "n"}
@@ -544,7 +630,9 @@ def render_measure_summary(summary: pd.DataFrame, n_queries: int | None = None) 
                                                             f"{n_queries:,}")
     else:
         config["n"] = st.column_config.NumberColumn("n", help="queries averaged over", format="%d")
-    render_table(shown, config)  # "–" where a method lacks a measure (graded labels have no R@k)
+    render_table(shown, config, help=notes)  # "–" where a method lacks a measure (graded labels have no R@k)
+    if notes:
+        st.caption(measure_footnote(notes))
 
 
 def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
@@ -611,9 +699,24 @@ def e2e_outputs_view(outputs: pd.DataFrame) -> pd.DataFrame:
                          "EM": [f"{format_label(s)} {s:g}" for s in outputs["score"]]})
 
 
+_REPLY_EVIDENCE = re.compile(r"^(?P<model>.+?) (?P<verb>replied|answered) '(?P<reply>.*)'(?P<rest>[^']*)$", re.DOTALL)
+
+
+def evidence_reply_first(evidence: str) -> str:
+    """An LLM's label evidence with its reply first, then the model: ``MODEL replied 'Yes.'`` (LLM relevance,
+    :func:`rageval.erag.baselines.compute_llm_relevance_labels`) reads ``'Yes.' (replied by MODEL)``, and
+    ``MODEL answered 'X' from this passage alone (…)`` (a re-score job) ``'X' from this passage alone (…)
+    (answered by MODEL)``: a long model id first cut the reply off in the table's cell. Other evidence is kept."""
+    match = _REPLY_EVIDENCE.match(evidence)
+    if match is None:
+        return evidence
+    return f"'{match['reply']}'{match['rest']} ({match['verb']} by {match['model']})"
+
+
 def evidence_view(evidence: pd.DataFrame, ranking: pd.DataFrame) -> pd.DataFrame:
     """Label evidence of one query beside the ranked passage it is about: rank, title, method, label, evidence
-    (passages outside the ranking, e.g. unretrieved gold passages, come last without a rank)."""
+    (an LLM's reply first: :func:`evidence_reply_first`); passages outside the ranking (e.g. unretrieved gold
+    passages) come last without a rank."""
     ranked = ranking.set_index("passage_id")
     rows = []
     for row in evidence.itertuples():
@@ -622,7 +725,7 @@ def evidence_view(evidence: pd.DataFrame, ranking: pd.DataFrame) -> pd.DataFrame
         rows.append({"Rank": ranked.at[row.passage_id, "rank"] if retrieved else None,
                      "Title": ranked.at[row.passage_id, "title"] if retrieved else "",
                      "Passage id": row.passage_id, "Labels": method_name(row.method),
-                     "Label": format_label(label), "Evidence": row.evidence})
+                     "Label": format_label(label), "Evidence": evidence_reply_first(row.evidence)})
     view = pd.DataFrame(rows, columns=["Rank", "Title", "Passage id", "Labels", "Label", "Evidence"])
     return view.sort_values(["Rank", "Labels"], na_position="last").reset_index(drop=True).astype({"Rank": "Int64"})
 

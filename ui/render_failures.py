@@ -14,10 +14,13 @@ from ui.theme import CATEGORY_COLOURS
 
 
 def filter_cases(cases: pd.DataFrame, *, judge: str, categories: Sequence[str], ks: Sequence[int],
-                 datasets: Sequence[str], retrievers: Sequence[str]) -> pd.DataFrame:
-    """The rows of :func:`ui.data.load_failure_overview` that pass every filter."""
+                 datasets: Sequence[str], retrievers: Sequence[str], runs: Sequence[str] | None = None
+                 ) -> pd.DataFrame:
+    """The rows of :func:`ui.data.load_failure_overview` that pass every filter (``runs``: every run when None)."""
     keep = ((cases["judge"] == judge) & cases["category"].isin(categories) & cases["k"].isin(ks)
             & cases["dataset"].isin(datasets) & cases["retriever"].isin(retrievers))
+    if runs is not None:
+        keep &= cases["run"].isin(runs)
     return cases[keep].reset_index(drop=True)
 
 
@@ -29,11 +32,19 @@ def count_table(cases: pd.DataFrame) -> pd.DataFrame:
     return counts.reset_index().rename(columns={"run": "Run"})
 
 
+#: Why the panels of :func:`count_chart` do not share a y scale, and why they show counts rather than shares (said
+#: under the chart).
+COUNT_SCALE_NOTE = ("Each run's panel has its own y scale, so that a small run's bars show beside runs of hundreds "
+                    "of queries: compare runs by the table's numbers, not by bar heights. The bars are counts, not "
+                    "shares, because a query can fall in several categories (shares would not add up to 100%).")
+
+
 def count_chart(cases: pd.DataFrame, judge_label: str) -> tuple[pd.DataFrame, dict]:
     """Stacked bars: queries per category at each k, one panel per run (two panels a row), category colours from
-    ui.theme, as ``(data, Vega-Lite spec)`` for ``st.vega_lite_chart``. Vega-Lite rather than plotly: its browser
-    code is a sixth of plotly.js's 4.7 MB, which alone cost ~1.8 s of a cold page on the 2-core machine. Vega-Lite
-    draws labels and tooltips as text, so names are not HTML-escaped."""
+    ui.theme, as ``(data, Vega-Lite spec)`` for ``st.vega_lite_chart``. Each panel has its own y scale
+    (:data:`COUNT_SCALE_NOTE`): on one shared scale a 5-query run's bars vanish next to a 300-query run's.
+    Vega-Lite rather than plotly: its browser code is a sixth of plotly.js's 4.7 MB, which alone cost ~1.8 s of a
+    cold page on the 2-core machine. Vega-Lite draws labels and tooltips as text, so names are not HTML-escaped."""
     counts = cases.groupby(["run", "k", "category"]).query_id.nunique().rename("queries").reset_index()
     counts["k"] = counts["k"].astype(int).astype(str)
     counts["meaning"] = counts["category"].map(CATEGORY_NAMES)
@@ -44,7 +55,8 @@ def count_chart(cases: pd.DataFrame, judge_label: str) -> tuple[pd.DataFrame, di
         "encoding": {
             "x": {"field": "k", "type": "ordinal", "sort": ks, "title": "k (passages the reader saw)",
                   "axis": {"labelAngle": 0}},
-            "y": {"field": "queries", "type": "quantitative", "stack": "zero", "title": "queries"},
+            "y": {"field": "queries", "type": "quantitative", "stack": "zero",
+                  "title": "queries (this run's own scale)", "axis": {"tickMinStep": 1}},
             "color": {"field": "category", "type": "nominal", "title": "category",
                       "scale": {"domain": list(CATEGORY_NAMES),
                                 "range": [CATEGORY_COLOURS[c] for c in CATEGORY_NAMES]}},
@@ -55,7 +67,7 @@ def count_chart(cases: pd.DataFrame, judge_label: str) -> tuple[pd.DataFrame, di
     }
     spec = {"title": f"LLM-retEval failure cases per k (judge: {judge_label})",
             "facet": {"field": "run", "type": "nominal", "title": None, "sort": list(dict.fromkeys(counts["run"]))},
-            "columns": 2, "spec": bars, "resolve": {"scale": {"y": "shared"}}}
+            "columns": 2, "spec": bars, "resolve": {"scale": {"y": "independent"}}}
     return counts, spec
 
 

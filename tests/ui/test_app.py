@@ -587,7 +587,12 @@ def test_inspector_shows_every_k_label_evidence_and_reteval_facts(reteval_env):
     assert list(table.columns[3:3 + len(methods)]) == [fmt.method_name(m) for m in methods]
 
     shown = next(df.value for df in app.dataframe if "Evidence" in df.value.columns and "Label" in df.value.columns)
-    assert sorted(shown["Evidence"]) == sorted(evidence["evidence"])
+    assert sorted(shown["Evidence"]) == sorted(map(render.evidence_reply_first, evidence["evidence"]))
+    # An LLM's reply comes first and the model last (a long model id first cut the reply off in the cell).
+    replies = [(text.partition(" replied ")[0], text.partition(" replied ")[2]) for text in evidence["evidence"]
+               if " replied '" in text]
+    assert replies and all(any(cell.startswith(reply) and cell.endswith(f"(replied by {model})")
+                               for cell in shown["Evidence"]) for model, reply in replies)
     ranks = dict(zip(ranking["passage_id"], ranking["rank"]))
     assert all(rank == ranks[pid] for rank, pid in zip(shown["Rank"], shown["Passage id"]))
 

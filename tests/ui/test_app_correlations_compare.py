@@ -529,3 +529,25 @@ def test_compare_default_partner_on_the_shipped_runs(monkeypatch):
         a, b = reader_a.settings(), reader_b.settings()
     assert a["dataset"] == b["dataset"] and a["retriever"] != b["retriever"]
     assert not app.error
+
+
+def test_correlations_say_the_provenance_once_and_each_element_only_its_sample(reteval_env_path, monkeypatch):
+    """Issue 34: model · dataset · retriever followed every one of the page's elements; now the line under the heading
+    says it, the captions say their queries and k, and the charts keep it in their subtitle (PNG/SVG export)."""
+    from ui.render import provenance_text
+
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(reteval_env_path.parent))
+    app = start(CORRELATIONS, run=reteval_env_path.stem, k="1")
+    with RunReader(reteval_env_path) as reader:
+        settings = reader.settings()
+    model = escape_markdown(f"model {settings['model_id']}")
+    assert len([c for c in app.caption if model in c.value]) == 1
+    line = next(c.value for c in app.caption if model in c.value)
+    assert line.startswith(escape_markdown(f"Run {reteval_env_path.name}"))
+    assert escape_markdown(f"retriever {settings['retriever']}") in line and "40 queries" in line
+    assert escape_markdown("40 queries at k=1.") in captions(app)  # the scatter's own sample
+    charts = vega_charts(app)
+    assert len(charts) == 2
+    for spec, _ in charts:
+        subtitle = " · ".join(spec["title"]["subtitle"])
+        assert subtitle.startswith(provenance_text(settings)[:40]) and "k=" in subtitle

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from rageval.store import RunReader
-from tests.app_helpers import use_shipped_runs, vega_charts
+from tests.app_helpers import captions, use_shipped_runs, vega_charts
 from tests.run_fixtures import make_small_run
 from tests.ui.test_app import RETEVAL_RUN, link_walk, reteval_run_file, start
 
@@ -234,3 +234,58 @@ def test_cases_listed_is_a_choice_kept_in_the_url(runs_folder, monkeypatch):
     assert not any("are listed below" in c.value for c in app.caption)
     shared = start(FAILURES, retriever=original, rows="1000")
     assert len(cases_table(shared)) == len(expected)
+
+
+SMALL = "small-run"
+
+
+@pytest.fixture(scope="module")
+def small_beside_big(tmp_path_factory) -> Path:
+    """The 40-query run beside a copy that keeps the cases of 2 queries only (a user's small run beside a demo run):
+    the copy's bars are counts of 1-2 next to the big run's dozens."""
+    folder = tmp_path_factory.mktemp("small_beside_big")
+    original = shutil.copy(reteval_run_file(tmp_path_factory), folder / f"{RETEVAL_RUN}.sqlite")
+    small = shutil.copy(original, folder / f"{SMALL}.sqlite")
+    with sqlite3.connect(small) as connection:
+        kept = [q for (q,) in connection.execute(
+            "SELECT DISTINCT query_id FROM failure_cases WHERE judge = 'em' ORDER BY query_id LIMIT 2")]
+        connection.execute("DELETE FROM failure_cases WHERE query_id NOT IN (?, ?)", kept)
+        settings = json.loads(connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()[0])
+        connection.execute("UPDATE meta SET value = ? WHERE key = 'settings'",
+                           (json.dumps({**settings, "retriever": "small-copy"}),))
+    return folder
+
+
+def test_a_small_run_beside_a_big_one_has_its_own_scale_and_a_link_opens_it_alone(small_beside_big, monkeypatch):
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(small_beside_big))
+    big = cases_of(small_beside_big / f"{RETEVAL_RUN}.sqlite").query("judge == 'em'")
+    small = cases_of(small_beside_big / f"{SMALL}.sqlite").query("judge == 'em'")
+    assert small["query_id"].nunique() == 2 and big["query_id"].nunique() > 10  # the sizes the test is about
+    app = start(FAILURES)
+    spec, drawn = vega_charts(app)[0]
+    # Each panel its own y scale (a shared one, 0 to the big run's dozens, flattened the small run's bars of 1-2).
+    assert spec["resolve"] == {"scale": {"y": "independent"}}
+    assert "own y scale" in captions(app)
+    mine = drawn[drawn["run"] == SMALL].set_index(["k", "category"])["queries"]
+    expected = small.groupby(["k", "category"])["query_id"].nunique()
+    assert {(str(k), c): n for (k, c), n in expected.items()} == mine.to_dict()
+    assert max(mine) <= 2 < drawn[drawn["run"] == RETEVAL_RUN]["queries"].max()
+
+    linked = start(FAILURES, run=SMALL)  # as the LLM-retEval page links here for one run
+    assert not linked.warning and linked.multiselect(key="failures.runs").value == [SMALL]
+    assert set(counts(linked)["Run"]) == {SMALL} and set(cases_table(linked)["Run"]) == {SMALL}
+    assert set(vega_charts(linked)[0][1]["run"]) == {SMALL}
+    assert len(cases_table(linked)) == len(small)
+    linked.multiselect(key="failures.runs").set_value([RETEVAL_RUN, SMALL]).run()
+    assert not linked.exception and linked.query_params["run"] == [RETEVAL_RUN, SMALL]
+    assert set(counts(linked)["Run"]) == {RETEVAL_RUN, SMALL}
+
+
+def test_llm_reteval_links_to_the_failure_cases_of_its_run(small_beside_big, monkeypatch):
+    from tests.ui.test_app import RETEVAL
+
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(small_beside_big))
+    app = start(RETEVAL, run=SMALL)
+    link = next(link.proto for link in app.get("page_link") if "failure cases at every k" in link.proto.label)
+    assert link.page.endswith("Failure_cases") or "7_Failure_cases" in link.page
+    assert parse_qs(link.query_string) == {"run": [SMALL], "judge": ["em"]}

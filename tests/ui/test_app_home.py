@@ -226,3 +226,28 @@ def test_stored_correlations_are_read_and_a_large_run_is_never_bootstrapped(tmp_
     assert not [m for m in app.markdown if "labels predict the answer" in m.value]
     assert any("stores no correlations" in c.value for c in app.caption)
     assert leaderboard(app).set_index("Run").loc["large", "Best eRAG measure"] == "not stored"
+
+
+def test_measure_table_says_how_graded_ndcg_and_list_bound_recall_read(monkeypatch):
+    """Issue 34: "eRAG BERTScore nDCG@1 1.000" next to "P@1 0.340", and eRAG EM R@5 = R@10, read as wrong. The
+    run overview's nDCG and R columns say their convention (header help and a footnote), and the shown values bear
+    the recall note out: eRAG EM's R@c equals its Hit@c."""
+    from tests.app_helpers import use_shipped_runs
+    from ui import glossary
+
+    use_shipped_runs(monkeypatch)
+    run = "nq_open-bm25-gemma3_270m"
+    with RunReader(Path(__file__).resolve().parents[2] / "data" / "runs" / f"{run}.sqlite") as reader:
+        methods = set(reader.label_methods())
+    assert {"erag:em", "erag:bertscore"} <= methods  # what the notes are about
+    app = start(HOME, run=run)
+    footnote = next(c.value for c in app.caption if "Read with care" in c.value)
+    assert plain(glossary.GRADED_NDCG_NOTE.split(":")[1].strip()[:40]) in plain(footnote)
+    graded, bound = (plain(footnote).split(part, 1)[1].split(")", 1)[0] for part in ("Graded labels (",
+                                                                                     "List-bound labels ("))
+    assert "eRAG BERTScore" in graded and "eRAG EM" in bound and "eRAG EM" not in graded
+    summary = next(df.value for df in app.dataframe if "nDCG@1" in df.value.columns and "n" in df.value.columns)
+    erag_em = summary.loc["eRAG EM"]
+    for k in (1, 5, 10):
+        if f"R@{k}" in summary.columns:
+            assert float(erag_em[f"R@{k}"]) == pytest.approx(float(erag_em[f"Hit@{k}"]), abs=5e-4)  # text ("–")
