@@ -7,7 +7,7 @@ documented in ``docs/upload_format.md``.
 
 import streamlit as st
 
-from rageval.upload.problems import DEFAULT_LIMITS, MAX_UPLOAD_MIB, UploadError, size_text
+from rageval.upload.problems import DEFAULT_LIMITS, MAX_UPLOAD_MIB, UploadError
 from rageval.upload.save import check_run_name, name_in_use, save_upload
 from ui import data, data_upload, navigation, render
 from ui import render_upload as ru
@@ -18,12 +18,14 @@ SAVED_STATE = "upload.saved"  # the name of the run saved last
 
 render.page_heading(navigation.UPLOAD, "Upload a run")
 st.markdown(
-    f"Bring your own retrieval run: it is checked (every problem with its file and line) and saved as a run file "
-    f"in the runs folder, where the overview, the query inspector and the other views show it. Formats, examples "
-    f"and which problems are errors or warnings: `{ru.FORMAT_DOC}`. Limits: "
-    f"{size_text(DEFAULT_LIMITS.max_file_bytes)} per file, {DEFAULT_LIMITS.max_queries:,} queries, "
+    "Bring your own retrieval run: it is checked (every problem with its file and line) and saved as a run file "
+    "in the runs folder, where the overview, the query inspector and the other views show it. Formats, examples "
+    f"and which problems are errors or warnings: `{data_upload.FORMAT_DOC}`, opened by the box below. Limits: "
+    f"{ru.LIMIT_TEXT}, {DEFAULT_LIMITS.max_queries:,} queries, "
     f"{DEFAULT_LIMITS.max_passages_per_query:,} passages per query, {DEFAULT_LIMITS.max_text_chars:,} characters "
     "per text field; UTF-8 only.")
+with st.expander(ru.FORMAT_DOC_TITLE, expanded=False):
+    st.markdown(data_upload.format_doc())
 
 form = render.select_synced(st, "What you upload", list(ru.SLOTS), state_key=FORMAT_STATE, param="format",
                             format_func=ru.FORM_NAMES.get)
@@ -54,8 +56,8 @@ if st.session_state.get(CHECKED_STATE) != key:
 
 result = data_upload.load_upload(form, ru.file_contents(chosen), *options)
 if result.problems:
-    st.dataframe(ru.problems_frame(result.problems), hide_index=True,
-                 column_config={"Message": st.column_config.TextColumn(width="large")})
+    render.render_table(ru.problems_frame(result.problems), {"Message": st.column_config.TextColumn(width="large")},
+                        help=ru.PROBLEM_HELP, hide_index=True, row_height=ru.PROBLEM_ROW_HEIGHT)
 if not result.ok:
     st.error(render.escape_markdown(ru.result_summary(result) + " Fix the errors above and upload the files again."))
     st.stop()

@@ -13,11 +13,22 @@ from typing import Any
 
 import pandas as pd
 
-from rageval.upload.problems import Problem, UploadResult
+from rageval.upload.problems import MAX_UPLOAD_MIB, Problem, UploadResult
+from ui.data_upload import FORMAT_DOC
 
 FORM_NAMES = {"trec": "TREC run + qrels + queries + passages", "jsonl": "One JSONL with queries, passages and answers"}
-FORMAT_DOC = "docs/upload_format.md"
+#: The title of the page's expander that shows :data:`FORMAT_DOC` in full (the dashboard serves no repository files,
+#: so the document opens on the page itself).
+FORMAT_DOC_TITLE = f"The upload format ({FORMAT_DOC})"
 PROBLEM_COLUMNS = ["Severity", "File", "Line", "Message"]
+PROBLEM_HELP = {"Line": "The line of the file, from 1; – : a problem of the whole file",
+                "Message": "What is wrong and what was expected; long messages wrap"}
+#: Row height of the problems table, in pixels: above 4 rem (64 px) Streamlit 1.67 wraps a cell's text, so a long
+#: message is read whole (three lines of the wide "Message" column) instead of cut off.
+PROBLEM_ROW_HEIGHT = 72
+#: The size limit in the words of Streamlit's upload boxes, which say "100MB per file" with MB = 2**20 bytes
+#: (``server.maxUploadSize``): the page says "MB" too, and once that they are MiB.
+LIMIT_TEXT = f"{MAX_UPLOAD_MIB} MB per file (the upload boxes' MB: 2^20 bytes, i.e. {MAX_UPLOAD_MIB} MiB)"
 
 
 @dataclass(frozen=True)
@@ -37,7 +48,9 @@ SLOTS: Mapping[str, tuple[FileSlot, ...]] = {
         FileSlot("qrels", "TREC qrels (optional)", "One line per judgment: query_id 0 passage_id relevance. Stored "
                                                    "as the label method 'qrels' and scored with every measure.",
                  required=False),
-        FileSlot("queries", "Queries JSONL", 'One object per line: {"query_id": ..., "text": ..., "answers": [...]}'),
+        FileSlot("queries", "Queries JSONL", 'One object per line: {"query_id": ..., "text": ..., "answers": [...], '
+                                             '"gold_passage_ids": [...]}. Without a qrels file, the gold passages '
+                                             "are the run's labels (method 'gold')."),
         FileSlot("passages", "Passages JSONL", 'One object per line: {"passage_id": ..., "title": ..., "text": ...}'),
     ),
     "jsonl": (
@@ -72,7 +85,8 @@ def file_contents(chosen: Mapping[str, Any]) -> tuple[tuple[str, str, bytes], ..
 
 def problems_frame(problems: Sequence[Problem]) -> pd.DataFrame:
     """Problems as a table (errors first, then warnings, each in file order): Severity, File, Line, Message.
-    ``Line`` is empty for a problem of a whole file. Shown with ``st.dataframe``, so the text is never HTML."""
+    ``Line`` is missing (shown "–" by ``render.render_table``) for a problem of a whole file. Shown with
+    ``st.dataframe``, so the text is never HTML."""
     ordered = sorted(problems, key=lambda p: p.severity != "error")
     frame = pd.DataFrame([(p.severity, p.file, p.line, p.message) for p in ordered], columns=PROBLEM_COLUMNS)
     return frame.astype({"Line": "Int64"})

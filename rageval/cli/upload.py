@@ -52,7 +52,8 @@ def add_parsers(sub) -> None:
     upload.add_argument("--jsonl", type=Path, help="one JSONL with queries, ranked passages and answers")
     upload.add_argument("--run", type=Path, help="TREC run file: qid Q0 docid rank score tag")
     upload.add_argument("--qrels", type=Path, help="TREC qrels file: qid 0 docid relevance (optional)")
-    upload.add_argument("--queries", type=Path, help='queries JSONL: {"query_id", "text", "answers"}')
+    upload.add_argument("--queries", type=Path, help='queries JSONL: {"query_id", "text", "answers", '
+                        '"gold_passage_ids"}; without --qrels the gold passages are the labels (method gold)')
     upload.add_argument("--passages", type=Path, help='passages JSONL: {"passage_id", "title", "text"}')
     upload.add_argument("--dataset", default="uploaded", help="dataset name shown with every number")
     upload.add_argument("--retriever", help="retriever name (default: the TREC run tag)")

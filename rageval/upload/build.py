@@ -8,6 +8,7 @@ from typing import Any
 
 from rageval import __version__
 from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
+from rageval.erag.methods import GOLD
 from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run
 from rageval.types import Passage, Query, Ranking
 from rageval.upload.problems import Problems, UploadResult
@@ -24,6 +25,17 @@ def measure_cutoffs(rankings: Iterable[Ranking], e2e_ks: Iterable[int] = ()) -> 
     if 0 < depth <= STANDARD_CUTOFFS[-1]:
         cutoffs.add(depth)
     return sorted(cutoffs)
+
+
+def gold_labels(query_id: str, gold_ids: Iterable[str], ranked_ids: Iterable[str]) -> list[Label]:
+    """The label method ``gold`` of one query from its ``gold_passage_ids``, the one rule of both upload forms: 1 for
+    each gold passage (retrieved or not: a global judgment, so an unretrieved one counts for recall, as a qrels
+    file's would) and 0 for each other ranked passage (so the inspector shows ✗ there, not "no label"). The
+    measures equal those of a qrels file judging the gold passages 1; the pipeline's ``gold`` baseline
+    (:func:`rageval.erag.baselines.compute_reference_labels`) stores the same 1s."""
+    gold = dict.fromkeys(gold_ids)
+    return ([Label(GOLD, query_id, p, 1.0) for p in gold]
+            + [Label(GOLD, query_id, p, 0.0) for p in dict.fromkeys(ranked_ids) if p not in gold])
 
 
 def is_graded(method: str, values: Iterable[float]) -> bool:

@@ -108,10 +108,37 @@ def describe(value: Any) -> str:
     return "an object"
 
 
+#: Field separators of a delimited text file (CSV, TSV and their kin), and the name each file goes by.
+_DELIMITERS = ((",", "CSV file"), ("\t", "tab-separated (TSV) file"), (";", "CSV file (with ';')"),
+               ("|", "'|'-separated file"))
+
+
+def delimited_file_problem(lines: list[tuple[int, str]]) -> str | None:
+    """Why ``lines`` are a delimited table (CSV, TSV) rather than JSON lines, or None: no line is a JSON object
+    (none starts with ``{`` or ``[``) and the first line splits at one separator into at least two fields, as a
+    header does. One problem instead of one "not valid JSON" per line."""
+    if any(line.lstrip().startswith(("{", "[")) for _, line in lines):
+        return None
+    first = lines[0][1]
+    counts = [(first.count(sep), sep, name) for sep, name in _DELIMITERS]
+    count, sep, name = max(counts, key=lambda c: c[0])
+    if count == 0:
+        return None
+    cells = [cell.strip().strip('"') for cell in first.split(sep)]
+    shown = ", ".join(c[:30] + ("…" if len(c) > 30 else "") for c in cells[:6]) + (", …" if len(cells) > 6 else "")
+    return f"this looks like a {name} (first line: {shown}): expected JSON lines, one object a line"
+
+
 def read_json_records(file: UploadFile, problems: Problems, limits: UploadLimits) -> list[tuple[int, dict]]:
-    """Each line of a JSONL file parsed as one JSON object; bad lines are reported and skipped."""
+    """Each line of a JSONL file parsed as one JSON object; bad lines are reported and skipped. A delimited table
+    (:func:`delimited_file_problem`) is one problem of the whole file."""
     records = []
-    for number, line in read_lines(file, problems, limits) or ():
+    lines = read_lines(file, problems, limits) or []
+    table = delimited_file_problem(lines) if lines else None
+    if table:
+        problems.error(file.name, None, table)
+        return []
+    for number, line in lines:
         try:
             value = json.loads(line, parse_constant=_reject_constant)
         except json.JSONDecodeError as error:

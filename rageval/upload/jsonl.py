@@ -15,7 +15,7 @@ from rageval.erag.methods import GOLD, QRELS
 from rageval.store import DocOutput, E2EOutput, Label
 from rageval.text_metrics import exact_match
 from rageval.types import Passage, Query, Ranking, ScoredPassage
-from rageval.upload.build import finish_upload
+from rageval.upload.build import finish_upload, gold_labels
 from rageval.upload.fields import FieldReader, describe, read_json_records
 from rageval.upload.problems import DEFAULT_LIMITS, Problems, UploadFile, UploadLimits, UploadResult, raise_first_error
 
@@ -27,11 +27,32 @@ _QUERY_FIELDS = ("query_id", "text", "answers", "gold_passage_ids")
 _PASSAGE_FIELDS = ("passage_id", "title", "text")
 
 
+def swapped_file_problem(records: Sequence[tuple[int, dict]], wanted: str) -> str | None:
+    """Why the records of a queries file (``wanted="queries"``) or a passages file (``"passages"``) are those of the
+    other file, or None: no record has the file's id field and some have the other's. One problem instead of one
+    "field 'query_id': missing" per line."""
+    own, other = ("query_id", "passage_id") if wanted == "queries" else ("passage_id", "query_id")
+    if not records or any(own in record for _, record in records):
+        return None
+    first = next((record for _, record in records if other in record), None)
+    if first is None:
+        return None
+    kind, one = ("passages", "query") if wanted == "queries" else ("queries", "passage")
+    fields = ", ".join(list(first)[:6]) + (", …" if len(first) > 6 else "")
+    return (f"these look like {kind} ({fields}), not {wanted}: did you swap the queries and passages files? "
+            f"Each {one} needs a '{own}'")
+
+
 def read_queries(file: UploadFile, problems: Problems, limits: UploadLimits) -> dict[str, tuple[int, Query]]:
     """A queries JSONL's queries by id, with their line numbers; bad records are reported and skipped."""
     queries: dict[str, tuple[int, Query]] = {}
     seen: set[str] = set()
-    for number, record in read_json_records(file, problems, limits):
+    records = read_json_records(file, problems, limits)
+    swapped = swapped_file_problem(records, "queries")
+    if swapped:
+        problems.error(file.name, None, swapped)
+        return queries
+    for number, record in records:
         fields = FieldReader(record, file.name, number, problems, limits)
         fields.warn_unknown(_QUERY_FIELDS, seen)
         query_id, text, answers = fields.identifier("query_id"), fields.text("text"), fields.string_list("answers")
@@ -55,7 +76,12 @@ def read_passages(file: UploadFile, problems: Problems, limits: UploadLimits) ->
     """A passages JSONL's passages by id, with their line numbers; bad records are reported and skipped."""
     passages: dict[str, tuple[int, Passage]] = {}
     seen: set[str] = set()
-    for number, record in read_json_records(file, problems, limits):
+    records = read_json_records(file, problems, limits)
+    swapped = swapped_file_problem(records, "passages")
+    if swapped:
+        problems.error(file.name, None, swapped)
+        return passages
+    for number, record in records:
         fields = FieldReader(record, file.name, number, problems, limits)
         fields.warn_unknown(_PASSAGE_FIELDS, seen)
         passage_id, title, text = fields.identifier("passage_id"), fields.text("title", False), fields.text("text")
@@ -254,9 +280,7 @@ def convert_jsonl_upload(file: UploadFile, *, dataset: str = "uploaded", retriev
                                             f"'{GOLD}' labels, not both")
             continue
         if gold:
-            listed = [p.passage_id for p in ranked]
-            labels += [Label(GOLD, query_id, p, 1.0) for p in dict.fromkeys(gold)]
-            labels += [Label(GOLD, query_id, p, 0.0) for p in listed if p not in gold]
+            labels += gold_labels(query_id, gold, [p.passage_id for p in ranked])
         if not ranked:
             problems.warning(file.name, number, f"query {query_id!r} lists no passages: its measures are 0")
         e2e = _read_e2e(fields, query_id, len(ranked), answers, seen)

@@ -14,7 +14,7 @@ from rageval.trec import QRELS as QRELS_LAYOUT
 from rageval.trec import RUN as RUN_LAYOUT
 from rageval.trec import TrecLayout, TrecLine, TrecLineError, parse_trec_line, repeated_pair_message, trec_lines
 from rageval.types import Ranking, ScoredPassage
-from rageval.upload.build import finish_upload
+from rageval.upload.build import finish_upload, gold_labels
 from rageval.upload.fields import file_problem
 from rageval.upload.jsonl import read_passages, read_queries
 from rageval.upload.problems import (
@@ -139,15 +139,20 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
     The run's queries are those of the queries file that the run file ranks (in queries-file order); each ranking
     is in trec_eval's order (score descending, ties by passage id descending), so every stored measure equals
     trec_eval's on the same files. The qrels become labels of method ``qrels`` (their positive passages the
-    queries' gold passage ids) and are scored with the engine's measures at :func:`measure_cutoffs`.
+    queries' gold passage ids); without a qrels file, the queries file's ``gold_passage_ids`` become the method
+    ``gold`` (:func:`rageval.upload.build.gold_labels`). Either is scored with the engine's measures at
+    :func:`measure_cutoffs`.
     """
     problems = Problems(limits.max_problems_per_file)
     queries = read_queries(queries_file, problems, limits)
     passages = read_passages(passages_file, problems, limits)
     ranked, tags = _read_trec_run(run_file, problems, limits)
     qrels = read_trec_qrels(qrels_file, problems, limits) if qrels_file is not None else {}
-    if qrels_file is None:
-        problems.warning(run_file.name, None, "no qrels file: the run has no relevance labels and no measures")
+    gold_given = qrels_file is None and any(query.gold_passage_ids for query_id, (_, query) in queries.items()
+                                            if query_id in ranked)
+    if qrels_file is None and not gold_given:
+        problems.warning(run_file.name, None, f"no qrels file and no 'gold_passage_ids' in {queries_file.name}: the "
+                                              "run has no relevance labels and no measures")
     if problems.has_errors:  # cross-file checks only on files valid on their own: no cascade of follow-up errors
         return UploadResult(None, problems.result())
 
@@ -161,10 +166,19 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
         if qrels_file is not None and query_id in queries and query_id not in qrels:
             problems.warning(run_file.name, lines[0].line, f"query {query_id!r} has no judgments in "
                                                            f"{qrels_file.name}: its measures are 0")
-    for query_id, (number, _query) in queries.items():
+    for query_id, (number, query) in queries.items():
         if query_id not in ranked:
             problems.warning(queries_file.name, number, f"query {query_id!r} is not ranked in {run_file.name}: "
                                                         "it is left out of the run")
+        elif gold_given and not query.gold_passage_ids:
+            problems.warning(queries_file.name, number, f"query {query_id!r} has no 'gold_passage_ids' (and there "
+                                                        "is no qrels file): its gold measures are 0")
+        elif gold_given:
+            unknown = [p for p in query.gold_passage_ids if p not in passages]
+            if unknown:
+                problems.warning(queries_file.name, number, f"field 'gold_passage_ids': passage {unknown[0]!r} is "
+                                                            f"not in {passages_file.name}: it counts as relevant and "
+                                                            "unretrieved, and has no text to show")
     for query_id, (number, judged) in qrels.items():  # (qrels only with a qrels file)
         if query_id not in queries and qrels_file is not None:
             problems.warning(qrels_file.name, number, f"query {query_id!r} is not in {queries_file.name}: its "
@@ -192,6 +206,9 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
                                           for x in ordered[q.query_id])) for q in stored]
     labels = [Label(QRELS, q.query_id, p, v) for q in stored
               for p, v in qrels.get(q.query_id, (0, {}))[1].items()]
+    if gold_given:  # the queries file's gold passages are the run's judgments: the method gold
+        labels = [x for q, r in zip(stored, rankings) if q.gold_passage_ids
+                  for x in gold_labels(q.query_id, q.gold_passage_ids, r.passage_ids)]
     used = dict.fromkeys([p.passage_id for r in rankings for p in r.passages] + [x.passage_id for x in labels])
     kept_passages = [passages[p][1] for p in used if p in passages]
     return finish_upload(problems, "trec", files, dataset=dataset, retriever=retriever or ", ".join(tags),

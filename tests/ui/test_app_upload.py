@@ -227,3 +227,71 @@ def test_slots_match_the_engine_forms_and_names_are_suggested_safely():
                                 (".hidden", "uploaded"), (None, "uploaded"), ("é.jsonl", "uploaded")]:
         assert ru.suggest_run_name(file_name) == expected
         assert check_run_name(expected) is None
+
+
+# --- issue 34: the gold field used, whole-file problems, the message column, the size limit's words -------------
+
+def trec_without_qrels(files, gold: bool):
+    """The fixture's TREC files without the qrels file; with ``gold``, the queries carry their gold_passage_ids."""
+    queries = files["queries"]
+    if gold:
+        fixture = build_small_run()
+        queries = type(queries)(queries.name, jsonl(
+            {"query_id": q.query_id, "text": q.text, "answers": list(q.answers),
+             "gold_passage_ids": list(q.gold_passage_ids)} for q in fixture.queries))
+    return {"run": files["run"], "queries": queries, "passages": files["passages"]}
+
+
+def test_a_whole_file_warning_shows_a_dash_in_the_line_column_not_none(runs_dir, files):
+    app = validate(upload_trec(start(), trec_without_qrels(files, gold=False)))
+    table = problem_table(app)
+    assert table.to_dict("records") == [{
+        "Severity": "warning", "File": "run.trec", "Line": "–",
+        "Message": "no qrels file and no 'gold_passage_ids' in queries.jsonl: the run has no relevance labels and "
+                   "no measures"}]
+    shown = next(df for df in app.dataframe if list(df.value.columns) == ru.PROBLEM_COLUMNS)
+    assert shown.proto.row_height == ru.PROBLEM_ROW_HEIGHT > 64  # Streamlit wraps a cell's text above 4 rem
+    assert '"large"' in shown.proto.columns and "a problem of the whole file" in shown.proto.columns
+    assert app.success[0].value.startswith(escape_markdown("Valid: 6 queries"))
+
+
+def test_the_queries_files_gold_passages_are_the_labels_without_a_qrels_file(runs_dir, files):
+    app = validate(upload_trec(start(), trec_without_qrels(files, gold=True)))
+    assert not [df for df in app.dataframe if list(df.value.columns) == ru.PROBLEM_COLUMNS]  # no "no qrels" warning
+    assert "labels: gold; measures at k = 1, 3, 5" in app.success[0].value.replace("\\", "")
+    save_button(app).click()
+    run(app)
+    inspector = start(INSPECTOR, run="run", query="nq:0")
+    ranked = next(df.value for df in inspector.dataframe if "Passage" in df.value.columns)
+    assert list(ranked["gold"]) == ["✓", "✗", "✗", "✗", "✗"]  # every ranked passage labelled: no "–"
+
+
+def test_a_csv_given_as_queries_is_one_problem(runs_dir, files):
+    csv = b"query_id,text,answers\n" + b"".join(f"nq:{i},question {i},answer\n".encode() for i in range(6))
+    app = validate(upload_trec(start(), files, queries=csv))
+    assert problem_table(app).to_dict("records") == [{
+        "Severity": "error", "File": "queries.jsonl", "Line": "–",
+        "Message": "this looks like a CSV file (first line: query_id, text, answers): expected JSON lines, one "
+                   "object a line"}]
+
+
+def test_swapped_queries_and_passages_are_one_problem_each(runs_dir, files):
+    app = start()
+    for key, file in files.items():
+        other = {"queries": "passages", "passages": "queries"}.get(key, key)
+        app.file_uploader(key=f"upload.file.{key}").upload(file.name, files[other].data)
+    table = problem_table(validate(run(app)))
+    assert list(table["File"]) == ["queries.jsonl", "passages.jsonl"] and list(table["Line"]) == ["–", "–"]
+    assert table["Message"][0].startswith("these look like passages (passage_id, title, text), not queries: did "
+                                          "you swap the queries and passages files?")
+    assert table["Message"][1].startswith("these look like queries (query_id, text, answers), not passages")
+
+
+def test_the_size_limit_is_said_in_the_widgets_words_and_the_format_document_opens(runs_dir):
+    app = start()
+    intro = app.markdown[0].value
+    assert "Limits: 100 MB per file (the upload boxes' MB: 2^20 bytes, i.e. 100 MiB)" in intro
+    assert all(u.proto.max_upload_size_mb == 100 for u in app.file_uploader)  # the boxes say "100MB per file"
+    (doc,) = [e for e in app.expander if e.label == ru.FORMAT_DOC_TITLE]
+    assert doc.markdown[0].value.startswith("# Uploading your own run")
+    assert "`gold_passage_ids` are the run's judgments when there is no qrels file" in doc.markdown[0].value
