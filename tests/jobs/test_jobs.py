@@ -450,5 +450,6 @@ def test_the_same_served_model_on_another_replica_keeps_its_identity(tmp_path):
     replica = JobSpec.from_flat(run, model=MODEL, backend="openai", base_url="http://10.0.0.7:9000/v1")
     assert model_identity(first) == model_identity(replica)
     assert method_name(first) == method_name(replica)
-    other_model = JobSpec.from_flat(run, model=MODEL + "-instruct", backend="openai", base_url=first.model_settings.base_url)
+    other_model = JobSpec.from_flat(run, model=MODEL + "-instruct", backend="openai",
+                                    base_url=first.model_settings.base_url)
     assert model_identity(other_model) != model_identity(first)
