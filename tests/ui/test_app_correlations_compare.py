@@ -383,6 +383,7 @@ def test_compare_fixture_runs_wins_ties_losses_and_tests(pair_env):
     assert shown["Mean A - B"] == f"{(a[shared] - b[shared]).mean():+.4f}"
     assert escape_markdown("4 queries are in both runs and compared; 1 only in A and 1 only in B are left out.") \
         in captions(app)
+    assert any(w.value.startswith("**Small sample: 4 queries.**") for w in app.warning)  # issue 34
 
     p_values = paired_tests_table(app)
     assert len(p_values) == 2  # no McNemar: RR is not binary
