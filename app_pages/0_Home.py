@@ -28,6 +28,7 @@ st.caption(navigation.BY_FILE[navigation.HOME].question)
 render.render_provenance(settings, counts["queries"], run=path.name + (f" · {render.SHIPPED_MARK}"
                                                                      if data.is_shipped(path) else ""))
 render_lacks_panel(path)
+render.small_sample_note(counts["queries"])
 
 # --- the 2 x 2 ---------------------------------------------------------------------------------------------
 metric = view.metric_name(settings)
@@ -61,6 +62,10 @@ else:
 
 # --- the finding sentences ----------------------------------------------------------------------------------
 found: list[findings.Finding] = []
+# The E2E score the same for every query at k: the answer's side is why no correlation is defined there.
+constant = loaders.load_constant_answer(*key, main_k) if main_k is not None else None
+if constant is not None and (finding := findings.constant_answer_finding(constant, metric)) is not None:
+    found.append(finding)
 if main_k is not None:
     correlations = loaders.load_home_correlations(*key, main_k)
     if correlations.table is not None and (finding := findings.correlation_finding(
@@ -91,7 +96,7 @@ elif main_k is not None:
 
 warn_k = main_k if main_k is not None else settings.get("k")  # a retrieval-only run: its own depth
 if isinstance(warn_k, int):
-    measure, warnings = loaders.load_label_warnings(*key, warn_k)
+    measure, warnings = loaders.load_label_warnings(*key, warn_k, constant is not None and warn_k == main_k)
     if warnings:
         st.warning("**Label methods whose correlations mean little**\n\n"
                    + "\n".join(f"- {render.escape_markdown(w.text)}" for w in warnings))

@@ -71,6 +71,15 @@ if points.empty:
 
 loaded = data.load_correlations(*key, cutoff=k)
 correlations = loaded.table
+render.small_sample_note(len(data.load_query_order(*key)))
+# Which side is constant, read only when a coefficient at k is undefined (a large run whose correlations are all
+# defined reads nothing more).
+sides = loaders.load_constant_sides(*key, k) if correlations["tau"].isna().any() else None
+if sides is not None and sides.e2e_constant:
+    st.warning(render.escape_markdown(view.constant_e2e_text(sides, metric)))
+    if (other := sides.nearest_varying_k()) is not None:
+        st.button(f"Show k={other}", key="correlations.varying_k", on_click=render.commit_choice,
+                  args=(K_STATE, "k", str(other)), help=f"The correlations at k={other}, where the {metric} varies")
 dropped = data.load_dropped_measures(*key, k)
 others = [(m, x, int(n)) for m, x, n in zip(dropped["method"], dropped["measure"], dropped["n"])
           if (m, x) != (method, measure) and (x.endswith(f"@{k}") or x == "Rprec")]
@@ -97,7 +106,10 @@ if len(row):
         # The estimate as the metric, its interval on the line below (a metric's value is cut, not wrapped, in a
         # narrow column).
         counts_column.metric(name, view.correlation_estimate(stats[statistic]))
-        counts_column.caption(view.correlation_interval(stats[f"{statistic}_low"], stats[f"{statistic}_high"]))
+        counts_column.caption(view.correlation_interval(stats[f"{statistic}_low"], stats[f"{statistic}_high"],
+                                                        int(stats["n"])))
+    if sides is not None and (why := view.constant_measure_text(sides, method, measure, metric)):
+        counts_column.caption(render.escape_markdown(why))
     counts_column.caption(render.escape_markdown(
         f"Between {label} and {metric}@{k} across {int(stats['n'])} queries, with "
         f"{view.interval_words(loaded)}."))
@@ -141,23 +153,33 @@ else:
     statistic = render.select_synced(st, "Statistic", list(STATISTICS), state_key=STATISTIC_STATE,
                                      param="statistic", format_func=STATISTICS.__getitem__, widget="radio",
                                      horizontal=True, label_visibility="collapsed")
-    st.dataframe(render.correlation_view(correlations, statistic))
+    st.dataframe(view.correlation_view(correlations, statistic))
     st.caption(render.escape_markdown(
         f"Correlation across queries (up to {int(correlations['n'].max())}) between each per-query measure at k={k} "
         f"(and R-precision) and the {metric} at k={k}, with {view.interval_words(loaded)}; eRAG's Table 1 on this "
         f"run; – where a method has no such measure.") + " "
         + render.sample_note(int(correlations["n"].max()), k))
+    if sides is not None and (why := view.constant_measures_text(sides)):
+        st.caption(render.escape_markdown(why))
     graded = [m for m in settings.get("graded_label_methods", []) if m in set(correlations["method"])]
     if graded:
         st.caption(render.escape_markdown(
             f"Graded labels ({', '.join(fmt.method_name(m) for m in render.order_label_methods(graded))}) "
             "have only P, nDCG and Hit (a label above 0 counts as relevant for Hit); their other cells show –."))
     st.markdown(f"**Best measure per label method at k={k}**")
-    st.dataframe(render.best_measures_view(best_measures(correlations, k)), hide_index=True)
-    st.caption(render.escape_markdown(
-        f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the {metric} "
-        "(R-precision and undefined coefficients left out).")
-        + " " + render.sample_note(int(correlations["n"].max()), k))
+    best = best_measures(correlations, k)
+    if best.empty:
+        # No defined coefficient at k: say why instead of an empty table.
+        st.info(render.escape_markdown(
+            (view.constant_e2e_text(sides, metric) if sides is not None and sides.e2e_constant else
+             f"Every coefficient at k={k} is undefined: each measure at cutoff {k} is the same for every query.")
+            if sides is not None else f"No measure at cutoff {k} has a defined coefficient."))
+    else:
+        st.dataframe(view.best_measures_view(best), hide_index=True)
+        st.caption(render.escape_markdown(
+            f"For each label method, its measure at k={k} with the highest Kendall's tau-b against the {metric} "
+            "(R-precision and undefined coefficients left out).")
+            + " " + render.sample_note(int(correlations["n"].max()), k))
 
 if len(e2e_ks) > 1:
     sweep = data.load_k_sweep(*key)

@@ -109,6 +109,7 @@ both = "A: " + render.provenance(settings_a, n) + " · B: " + render.provenance(
 if n == 0:
     st.info(coverage + " Choose two runs over the same questions.")
     st.stop()
+render.small_sample_note(n)
 
 st.subheader(render.escape_markdown(f"{score}: A against B"))
 columns = st.columns(7)

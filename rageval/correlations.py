@@ -8,6 +8,8 @@ query_id, value; ``e2e``: query_id, k, score):
 - :func:`best_measures`: each method's best measure at k (ties to the first in :data:`MEASURE_ORDER`);
 - :func:`k_sweep` / :func:`k_sweep_from_frames`: each method's best family at the main k, its tau at every k
   (Figure 1);
+- :func:`constant_sides`: which side of the correlations at k is constant (the E2E score, or a label method's
+  measure), so that an undefined coefficient says why, and the ks where both sides vary;
 - :func:`stored_table_is_current` / :func:`current_stored_taus`: whether the correlations ``rageval evaluate``
   stored in a run still describe it (measures added or values changed since make them stale).
 
@@ -18,6 +20,7 @@ Pure: no I/O; pandas is imported where a function needs it.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -167,3 +170,78 @@ def current_stored_taus(stored: pd.DataFrame, scored: Mapping[Pair, int]) -> dic
     return {(m, x): (float(tau), counts[m, x]) for m, x, tau in zip(stored["method"], stored["measure"], stored["tau"])
             if (m, x) in scored and scored[m, x] == counts[m, x]}
 
+
+
+@dataclass(frozen=True)
+class ConstantSides:
+    """Which side of the correlations at ``k`` is constant over the ``n`` queries with a finite E2E score at k.
+
+    ``e2e_value``: the E2E score every one of them has (None when it varies: then no correlation at k is undefined
+    because of the answer); ``constant_measures``: (method, measure, value) of each measure at cutoff k that is the
+    same for every one of those queries it has (its correlation is undefined because of the labels);
+    ``varying_ks``: the ks where the E2E score varies and at least one measure at cutoff k varies over the same
+    queries, so that some correlation is defined there."""
+
+    k: int
+    n: int
+    e2e_value: float | None
+    constant_measures: tuple[tuple[str, str, float], ...]
+    varying_ks: tuple[int, ...]
+
+    @property
+    def e2e_constant(self) -> bool:
+        return self.e2e_value is not None
+
+    def nearest_varying_k(self) -> int | None:
+        """The k of :attr:`varying_ks` nearest to ``k`` (the smaller of two as near), other than ``k``; None
+        without one."""
+        others = [k for k in self.varying_ks if k != self.k]
+        return min(others, key=lambda k: (abs(k - self.k), k)) if others else None
+
+    def constant_value(self, method: str, measure: str) -> float | None:
+        """The one value of ``method``'s ``measure`` at k when it is constant, else None."""
+        return next((v for m, x, v in self.constant_measures if (m, x) == (method, measure)), None)
+
+
+def _constant_measures(measures: pd.DataFrame, scored: Collection[str], k: int) -> tuple[tuple[str, str, float], ...]:
+    """(method, measure, value) of each measure at cutoff ``k`` of ``measures`` that has one value over the queries
+    of ``scored`` it has (finite values only)."""
+    import numpy as np
+
+    at_k = measures[measures["measure"].str.endswith(f"@{k}") & measures["query_id"].isin(scored)]
+    at_k = at_k[np.isfinite(at_k["value"].to_numpy(float))]
+    spread = at_k.groupby(["method", "measure"], sort=True)["value"].agg(["min", "max"])
+    return tuple((str(m), str(x), float(low)) for (m, x), low, high in zip(spread.index, spread["min"], spread["max"])
+                 if low == high)
+
+
+def _varies(measures: pd.DataFrame, scored: Collection[str], k: int) -> bool:
+    """Whether some measure at cutoff ``k`` takes two values over the queries of ``scored``."""
+    import numpy as np
+
+    at_k = measures[measures["measure"].str.endswith(f"@{k}") & measures["query_id"].isin(scored)]
+    at_k = at_k[np.isfinite(at_k["value"].to_numpy(float))]
+    return bool((at_k.groupby(["method", "measure"])["value"].nunique() > 1).any())
+
+
+def constant_sides(measures: pd.DataFrame, e2e: pd.DataFrame, k: int) -> ConstantSides:
+    """Which side of the correlations at ``k`` is constant, and at which ks both sides vary (:class:`ConstantSides`).
+
+    A correlation across queries is undefined when either side has one value: the E2E score at k (say an exact
+    match of 0 for all 5 queries) or a label method's measure at cutoff k (say P@10 = 0.2 for all). ``measures``:
+    method, measure, query_id, value (the measures at the cutoffs of interest, or all); ``e2e``: query_id, k, score.
+    Non-finite values are left out, as the correlations leave them out."""
+    import numpy as np
+
+    finite = e2e[np.isfinite(e2e["score"].to_numpy(float))]
+    scores = {int(at): group.drop_duplicates("query_id") for at, group in finite.groupby("k", sort=True)}
+
+    def scored(at: int) -> set[str]:
+        return set(scores[at]["query_id"]) if at in scores else set()
+
+    varying = tuple(at for at, group in scores.items()
+                    if group["score"].nunique() > 1 and _varies(measures, scored(at), at))
+    at_k = scores.get(int(k))
+    n = 0 if at_k is None else len(at_k)
+    value = float(at_k["score"].iloc[0]) if n and at_k is not None and at_k["score"].nunique() == 1 else None
+    return ConstantSides(int(k), n, value, _constant_measures(measures, scored(int(k)), int(k)), varying)

@@ -9,7 +9,9 @@
 - the sentences ``rageval results`` writes about the shipped runs (:mod:`rageval.results_doc`), for any run:
   :func:`correlation_finding` (the best eRAG measure against gold labels, Kendall's tau with its interval),
   :func:`two_by_two_finding`, :func:`label_share_finding` (the LLM-relevance baseline's share of Yes) and
-  :func:`failure_finding` (LLM-retEval's failure cases A-C and D-F).
+  :func:`failure_finding` (LLM-retEval's failure cases A-C and D-F);
+- :func:`constant_answer_finding`: the E2E score is the same for every query at k, so no label method's correlation
+  with it is defined there (the answer's side, not the labels'), and the k where both sides vary.
 
 Pure functions of tables (read by :mod:`rageval.store.aggregates`, SQLite aggregates that stay fast at 100,000
 queries): no I/O, nothing rounded for display beyond the sentences' own numbers.
@@ -25,7 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rageval.correlations import best_measures, kendall_taus
+from rageval.correlations import ConstantSides, best_measures, kendall_taus
+from rageval.stats.correlation import has_interval, too_few_for_interval
 from rageval.stats.intervals import MeanInterval, share_from_counts
 
 #: An E2E score at or above this counts as a right answer: exact match and accuracy are 0 or 1; for a graded
@@ -124,13 +127,15 @@ class LabelWarning:
 
 
 def label_method_warnings(spread: pd.DataFrame, measure: str, name: Callable[[str], str] = str,
-                          share: float = DEGENERATE_SHARE) -> list[LabelWarning]:
+                          share: float = DEGENERATE_SHARE, answer_constant: bool = False) -> list[LabelWarning]:
     """The label methods of ``spread`` (:func:`rageval.store.aggregates.read_measure_spread` of ``measure``,
     ``P@k``) whose labels say little: ``measure`` is the same for every query (its correlations are undefined),
     or one value (its ``mode``, for ``n_mode`` queries) for at least ``share`` of the queries,
     e.g. (almost) all labels 1 or all 0 on the top k; or, failing that, for at least ``share`` of the queries
     every top-k passage gets the same label (``measure`` is 0 or 1), so the labels do not tell a query's
-    passages apart. One warning per method, the strongest reason."""
+    passages apart. One warning per method, the strongest reason. ``answer_constant``: the E2E score is the same for
+    every query at that k (:func:`constant_answer_finding` says so), so a constant measure is not the reason its
+    correlation is undefined, only one more."""
     warnings = []
     for row in spread.itertuples(index=False):
         n, label = int(row.n), name(row.method)
@@ -139,8 +144,9 @@ def label_method_warnings(spread: pd.DataFrame, measure: str, name: Callable[[st
         mode, mode_count = float(row.mode), int(row.n_mode)
         if row.min == row.max:
             warnings.append(LabelWarning(row.method, "constant", (
-                f"{label}: {measure} is {row.min:g} for all {n} queries, so its correlation with the answer is "
-                "undefined.")))
+                f"{label}: {measure} is {row.min:g} for all {n} queries"
+                + (" (as is the answer's score, above), so it tells no query from another." if answer_constant else
+                   ", so its correlation with the answer is undefined."))))
         elif mode_count >= share * n:
             warnings.append(LabelWarning(row.method, "one_value", (
                 f"{label}: {measure} is {mode:g} for {mode_count} of {n} queries ({mode_count / n:.0%}; mean "
@@ -166,7 +172,9 @@ class Finding:
 
 
 def _tau(row: Any) -> str:
-    if math.isnan(row["tau_low"]):
+    """``0.41 [0.21, 0.60]``; the estimate alone without an interval, or over too few queries for one
+    (:func:`rageval.stats.correlation.has_interval`: the sentence then says so)."""
+    if math.isnan(row["tau_low"]) or not has_interval(int(row["n"])):
         return f"{row['tau']:.2f}"
     return f"{row['tau']:.2f} [{row['tau_low']:.2f}, {row['tau_high']:.2f}]"
 
@@ -176,7 +184,8 @@ def correlation_finding(correlations: pd.DataFrame, k: int, name: Callable[[str]
     present, else the best other method): which predicts the E2E answer better, by Kendall's tau and its interval
     (``correlations``: method, measure, n, tau, tau_low, tau_high, as the Correlations page and
     :func:`rageval.correlations.correlation_table_at_k` give them). Better or worse only when the intervals do not
-    overlap. None without an eRAG method whose tau is defined."""
+    overlap; over fewer queries than an interval needs (:func:`rageval.stats.correlation.has_interval`), neither,
+    and the sentence says there are too few. None without an eRAG method whose tau is defined."""
     best = best_measures(correlations, k)
     erag = _erag_rows(best)
     if erag.empty:
@@ -185,10 +194,16 @@ def correlation_finding(correlations: pd.DataFrame, k: int, name: Callable[[str]
     gold = _reference(best)
     n = int(top["n"])
     target = {"method": top["method"], "measure": top["measure"], "k": int(k)}
+    few = "" if has_interval(n) else f"; {too_few_for_interval(n)}"
     if gold is None:
         return Finding("correlation", (
-            f"{name(top['method'])} labels predict the answer best: Kendall's tau {_tau(top)} ({top['measure']}); "
-            f"{n} queries, k={k}."), target)
+            f"{name(top['method'])} labels predict the answer best: Kendall's tau {_tau(top)} ({top['measure']})"
+            f"{few}; {n} queries, k={k}."), target)
+    if few or not has_interval(int(gold["n"])):
+        return Finding("correlation", (
+            f"{name(top['method'])} labels: Kendall's tau {_tau(top)} ({top['measure']}); {name(gold['method'])} "
+            f"labels: {_tau(gold)} ({gold['measure']}); {too_few_for_interval(min(n, int(gold['n'])))}, so which "
+            f"predicts the answer better cannot be told; {n} queries, k={k}."), target)
     if top["tau_low"] > gold["tau_high"]:
         verb = "better than"
     elif gold["tau_low"] > top["tau_high"]:
@@ -200,6 +215,21 @@ def correlation_finding(correlations: pd.DataFrame, k: int, name: Callable[[str]
     if verb == "about as well as":
         text += ", the intervals overlap"
     return Finding("correlation", text + f"; {n} queries, k={k}.", target)
+
+
+def constant_answer_finding(sides: ConstantSides, metric: str) -> Finding | None:
+    """"The E2E EM at k=10 is 0 for all 5 queries: nothing to correlate with, so no label method's correlation with
+    the answer is defined at k=10; at k=1 it varies." (``sides``: :func:`rageval.correlations.constant_sides` at
+    the run's k; ``metric``: the E2E score's name.) The target is the k where both sides vary (the nearest), else
+    k itself. None when the E2E score varies at k."""
+    if not sides.e2e_constant:
+        return None
+    other = sides.nearest_varying_k()
+    text = (f"The E2E {metric} at k={sides.k} is {sides.e2e_value:g} for all {sides.n} queries: nothing to correlate "
+            f"with, so no label method's correlation with the answer is defined at k={sides.k}")
+    text += (f"; at k={other} it varies." if other is not None else
+             "; no k of this run has an answer score and a measure that both vary.")
+    return Finding("constant", text, {"k": sides.k if other is None else other})
 
 
 def _percent(interval: MeanInterval) -> str:

@@ -162,3 +162,19 @@ class RecordingGenerator:
     @property
     def prompts(self) -> list[str]:
         return [p for prompts, _ in self.requests for p in prompts]
+
+
+def build_constant_e2e_run() -> Run:
+    """The fixture run with E2E answers at two ks: at k=1 its own answers' exact match (1 of 6 right: it varies),
+    at k=5 an exact match of 0 for every query (nothing to correlate with); and P@1 of each label method (the label
+    of its top passage) so that k=1 has measures to correlate. The first-hour user's run of issue 34."""
+    import dataclasses
+
+    run = build_small_run()
+    labels = {(label.method, label.query_id, label.passage_id): label.value for label in run.labels}
+    top = {ranking.query_id: ranking.passages[0].passage_id for ranking in run.rankings}
+    p_at_1 = [MeasureValue(method, "P@1", query_id, float(labels[method, query_id, passage] > 0))
+              for method in LABEL_METHODS for query_id, passage in top.items()]
+    e2e = [*(dataclasses.replace(o, k=1) for o in run.e2e_outputs),
+           *(dataclasses.replace(o, score=0.0) for o in run.e2e_outputs)]
+    return dataclasses.replace(run, e2e_outputs=e2e, measure_values=[*run.measure_values, *p_at_1])

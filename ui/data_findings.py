@@ -18,10 +18,11 @@ import pandas as pd
 import streamlit as st
 
 from rageval import findings
-from rageval.correlations import best_measures
+from rageval.correlations import ConstantSides, best_measures
 from rageval.stats.intervals import intervals_from_moments, share_from_counts
 from rageval.store import RunReader, aggregates
 from ui import data
+from ui.data_correlations import load_constant_sides
 
 _TTL_S = 3600
 #: Runs up to this many queries without stored correlations get them computed (a few tenths of a second at 300).
@@ -65,14 +66,27 @@ def load_cell_links(path: str, mtime_ns: int, k: int) -> dict[tuple[bool, bool],
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_label_warnings(path: str, mtime_ns: int, k: int) -> tuple[str, list[findings.LabelWarning]]:
-    """(the measure looked at, ``P@k``; :func:`rageval.findings.label_method_warnings` of every label method)."""
+def load_label_warnings(path: str, mtime_ns: int, k: int, answer_constant: bool = False
+                        ) -> tuple[str, list[findings.LabelWarning]]:
+    """(the measure looked at, ``P@k``; :func:`rageval.findings.label_method_warnings` of every label method;
+    ``answer_constant``: the E2E score at k is the same for every query, :func:`load_constant_answer`)."""
     from ui.format import method_name
 
     measure = f"P@{k}"
     spread = data._read(path, mtime_ns, lambda reader: aggregates.read_measure_spread(
         reader, aggregates.read_label_methods(reader), measure))
-    return measure, findings.label_method_warnings(spread, measure, name=method_name)
+    return measure, findings.label_method_warnings(spread, measure, name=method_name,
+                                                   answer_constant=answer_constant)
+
+
+def load_constant_answer(path: str, mtime_ns: int, k: int) -> ConstantSides | None:
+    """:func:`rageval.correlations.constant_sides` at ``k`` when the run's E2E score at k is the same for every query
+    (then no correlation at k is defined, and the findings say why and where it varies); None when it varies (read
+    from the E2E scores at k alone, so a large run reads nothing more)."""
+    scores = data.load_e2e_scores(path, mtime_ns, k).table["score"]
+    if scores.empty or scores.nunique() > 1:
+        return None
+    return load_constant_sides(path, mtime_ns, k)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
@@ -137,6 +151,7 @@ def load_leaderboard_row(path: str, mtime_ns: int) -> dict[str, Any]:
         "queries": queries, "metric": str(settings.get("e2e_metric") or settings.get("label_metric") or "em"),
         "e2e": math.nan, "e2e_low": math.nan, "e2e_high": math.nan, "e2e_n": 0, "interval": "",
         "best_method": "", "best_measure": "", "tau": math.nan, "tau_low": math.nan, "tau_high": math.nan,
+        "tau_n": 0,
         "correlations": "",
     }
     if k is None:
@@ -161,7 +176,7 @@ def load_leaderboard_row(path: str, mtime_ns: int) -> dict[str, Any]:
         top = best.iloc[0] if len(best) else None
     if top is not None:
         row.update(best_method=top["method"], best_measure=top["measure"], tau=float(top["tau"]),
-                   tau_low=float(top["tau_low"]), tau_high=float(top["tau_high"]))
+                   tau_low=float(top["tau_low"]), tau_high=float(top["tau_high"]), tau_n=int(top["n"]))
     return row
 
 

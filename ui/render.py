@@ -649,35 +649,6 @@ def measure_interval_view(intervals: pd.DataFrame) -> pd.DataFrame:
     return view
 
 
-def correlation_view(table: pd.DataFrame, statistic: str) -> pd.DataFrame:
-    """``value [low, high]`` of one statistic (``tau`` or ``rho``): one row per measure, one column per method;
-    ``–`` where a method has no such measure (graded labels have only P, nDCG and Hit)."""
-    def cell(row) -> str:
-        return format_correlation(row[statistic], row[statistic + "_low"], row[statistic + "_high"])
-
-    shown = table.assign(cell=[cell(row) for _, row in table.iterrows()])
-    wide = shown.pivot(index="measure", columns="method", values="cell").fillna(fmt.MISSING)
-    wide = wide[order_label_methods(list(wide.columns))].rename(columns=method_name)
-    wide = wide.loc[sorted(wide.index, key=measure_sort_key)]
-    wide.index.name = "Measure"
-    wide.columns.name = None
-    return wide
-
-
-def best_measures_view(best: pd.DataFrame) -> pd.DataFrame:
-    """One row per label method: its best measure (by Kendall's tau) with tau and rho and their intervals."""
-    if best.empty:
-        return pd.DataFrame(columns=["Labels", "Best measure", "Kendall's tau-b", "Spearman's rho", "n"])
-    best = best.set_index("method").loc[order_label_methods(list(best["method"]))]
-    return pd.DataFrame({
-        "Labels": [method_name(m) for m in best.index],
-        "Best measure": best["measure"].to_list(),
-        "Kendall's tau-b": [format_correlation(r.tau, r.tau_low, r.tau_high) for r in best.itertuples()],
-        "Spearman's rho": [format_correlation(r.rho, r.rho_low, r.rho_high) for r in best.itertuples()],
-        "n": best["n"].astype(int).to_list(),
-    })
-
-
 def render_question(query: Query, e2e: E2EOutput | None) -> None:
     """The question, its gold answers and the end-to-end answer with its exact match."""
     st.subheader(escape_markdown(query.text))
@@ -833,3 +804,17 @@ def inspector_url(run: str, query_id: str) -> str:
     from urllib.parse import urlencode
 
     return "Query_inspector?" + urlencode({"run": run, "query": query_id})
+
+
+def small_sample_note(n_queries: int) -> None:
+    """A visible note on a page showing statistics of a run of fewer than
+    :data:`rageval.stats.correlation.MIN_INTERVAL_QUERIES` queries: "Small sample: 5 queries. ..."; nothing
+    for a larger run."""
+    from rageval.stats.correlation import MIN_INTERVAL_QUERIES, has_interval
+
+    if has_interval(n_queries):
+        return
+    st.warning(f"**Small sample: {n_queries:,} {'query' if n_queries == 1 else 'queries'}.** Correlations get no "
+               f"interval below {MIN_INTERVAL_QUERIES} queries (a bootstrap interval does not reach its 95% "
+               "coverage there), and every mean, share and test rests on very few values: read them as examples, "
+               "not as estimates.", icon=":material/info:")

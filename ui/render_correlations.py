@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rageval.correlations import measure_sort_key
+from rageval.correlations import ConstantSides, measure_sort_key
+from rageval.stats.correlation import MIN_INTERVAL_QUERIES, has_interval, too_few_for_interval
 from ui import format as fmt
 from ui import render, theme
 from ui.render_inspector import inspect_links
@@ -214,10 +215,84 @@ def correlation_estimate(value: float) -> str:
     return fmt.format_correlation(value, math.nan, math.nan)
 
 
-def correlation_interval(low: float, high: float) -> str:
-    """The line under a correlation's metric: ``95% interval [0.21, 0.60]``, or that it has none."""
+def correlation_interval(low: float, high: float, n: int) -> str:
+    """The line under a correlation's metric: ``95% interval [0.21, 0.60]``; that it has none (undefined); or, over
+    fewer than :data:`~rageval.stats.correlation.MIN_INTERVAL_QUERIES` queries, "too few queries for an interval
+    (n = 5 < 20)"."""
     interval = fmt.format_interval(low, high)
-    return "no interval (undefined)" if interval == fmt.MISSING else f"95% interval {interval}"
+    if interval == fmt.MISSING:
+        return "no interval (undefined)"
+    return f"95% interval {interval}" if has_interval(n) else too_few_for_interval(n)
+
+
+def correlation_cell(value: float, low: float, high: float, n: int) -> str:
+    """A table cell: ``0.412 [0.21, 0.60]``; ``undefined (constant)``; over fewer than
+    :data:`~rageval.stats.correlation.MIN_INTERVAL_QUERIES` queries the estimate alone, marked
+    ``0.250 (no interval: n < 20)``."""
+    if fmt.is_missing(value) or has_interval(n):
+        return fmt.format_correlation(value, low, high)
+    return f"{fmt.format_correlation(value, math.nan, math.nan)} (no interval: n < {MIN_INTERVAL_QUERIES})"
+
+
+def correlation_view(table: pd.DataFrame, statistic: str) -> pd.DataFrame:
+    """One statistic (``tau`` or ``rho``) per cell (:func:`correlation_cell`): one row per measure, one column per
+    method; ``–`` where a method has no such measure (graded labels have only P, nDCG and Hit)."""
+    cells = [correlation_cell(v, lo, hi, int(n)) for v, lo, hi, n in
+             zip(table[statistic], table[f"{statistic}_low"], table[f"{statistic}_high"], table["n"])]
+    wide = table.assign(cell=cells).pivot(index="measure", columns="method", values="cell").fillna(fmt.MISSING)
+    wide = wide[render.order_label_methods(list(wide.columns))].rename(columns=fmt.method_name)
+    wide = wide.loc[sorted(wide.index, key=measure_sort_key)]
+    wide.index.name = "Measure"
+    wide.columns.name = None
+    return wide
+
+
+def best_measures_view(best: pd.DataFrame) -> pd.DataFrame:
+    """One row per label method: its best measure (by Kendall's tau) with tau and rho (:func:`correlation_cell`)."""
+    if best.empty:
+        return pd.DataFrame(columns=["Labels", "Best measure", "Kendall's tau-b", "Spearman's rho", "n"])
+    best = best.set_index("method").loc[render.order_label_methods(list(best["method"]))]
+    return pd.DataFrame({
+        "Labels": [fmt.method_name(m) for m in best.index],
+        "Best measure": best["measure"].to_list(),
+        "Kendall's tau-b": [correlation_cell(r.tau, r.tau_low, r.tau_high, int(r.n)) for r in best.itertuples()],
+        "Spearman's rho": [correlation_cell(r.rho, r.rho_low, r.rho_high, int(r.n)) for r in best.itertuples()],
+        "n": best["n"].astype(int).to_list(),
+    })
+
+
+def constant_e2e_text(sides: ConstantSides, metric: str) -> str:
+    """Why every coefficient at k is undefined when the E2E score is constant there, and where to look instead:
+    "The E2E EM at k=10 is 0 for every query (5): nothing to correlate with. Try k=1, where it varies." Empty
+    when the E2E score varies at k."""
+    if not sides.e2e_constant:
+        return ""
+    text = (f"The {metric} at k={sides.k} is {sides.e2e_value:g} for every query ({sides.n}): nothing to correlate "
+            f"with, so every coefficient at k={sides.k} is undefined.")
+    other = sides.nearest_varying_k()
+    if other is None:
+        return text + " No k of this run has an E2E score and a measure that both vary."
+    return text + f" Try k={other}, where it varies."
+
+
+def constant_measure_text(sides: ConstantSides, method: str, measure: str, metric: str) -> str:
+    """Why the chosen pair's coefficients are undefined when its measure is constant (and the E2E score is not):
+    "Gold P@10 is 0.2 for every query with an E2E EM at k=10 (5): its coefficients are undefined." Empty
+    otherwise."""
+    value = sides.constant_value(method, measure)
+    if sides.e2e_constant or value is None:
+        return ""
+    return (f"{fmt.method_name(method)} {measure} is {value:g} for every query with an {metric} at k={sides.k} "
+            f"({sides.n}), while the {metric} varies: its coefficients are undefined.")
+
+
+def constant_measures_text(sides: ConstantSides) -> str:
+    """The measures at k that are the same for every query (so undefined in the table), when the E2E score varies:
+    "Undefined because the measure is the same for every query: Gold P@10 = 0.2, ..."; empty without any."""
+    if sides.e2e_constant or not sides.constant_measures:
+        return ""
+    return ("Undefined because the measure is the same for every query: "
+            + ", ".join(f"{fmt.method_name(m)} {x} = {v:g}" for m, x, v in sides.constant_measures) + ".")
 
 
 def _levels(values: pd.Series) -> pd.Series:

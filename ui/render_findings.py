@@ -12,10 +12,11 @@ import pandas as pd
 import streamlit as st
 
 from rageval.findings import Finding, GoldAnswerTable
+from rageval.stats.correlation import MIN_INTERVAL_QUERIES
 from rageval.stats.intervals import MeanInterval
 from ui import format as fmt
 from ui import navigation
-from ui.render_correlations import METRIC_NAMES
+from ui.render_correlations import METRIC_NAMES, correlation_cell
 
 
 def share_text(interval: MeanInterval) -> str:
@@ -82,6 +83,9 @@ def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], M
         return (navigation.INSPECTOR, "Inspect these queries", dict(links[target["gold_retrieved"],
                                                                            target["answer_right"]]),
                 ":material/playlist_play:")
+    if finding.kind == "constant":
+        return (navigation.CORRELATIONS, f"See the correlations at k={target['k']}",
+                {"run": run, "k": str(target["k"])}, ":material/scatter_plot:")
     if finding.kind == "label_share":
         return (navigation.CORRELATIONS, "Its measures against the answer", {"run": run, "method": target["method"]},
                 ":material/scatter_plot:")
@@ -100,7 +104,8 @@ LEADERBOARD_HELP = {
     "E2E score": "Mean end-to-end score at k (its metric named) with its 95% interval: Wilson for 0/1 scores "
                  "(exact match, accuracy), Student-t otherwise",
     "Best eRAG measure": "The eRAG label method and measure at k whose Kendall's tau with the E2E score is highest",
-    "Kendall's tau": "Kendall's tau-b of that measure with the E2E score at k, 95% bootstrap interval",
+    "Kendall's tau": "Kendall's tau-b of that measure with the E2E score at k, 95% bootstrap interval (none below "
+                     f"{MIN_INTERVAL_QUERIES} queries: too few for one)",
     "Open": "Open this run's findings",
 }
 
@@ -126,8 +131,9 @@ def leaderboard_view(rows: pd.DataFrame) -> pd.DataFrame:
                               else (fmt.MISSING if c != "not stored" else "not stored")
                               for m, x, c in zip(ordered["best_method"], ordered["best_measure"],
                                                  ordered["correlations"])],
-        "Kendall's tau": [_interval_text(t, lo, hi) for t, lo, hi in
-                          zip(ordered["tau"], ordered["tau_low"], ordered["tau_high"])],
+        "Kendall's tau": [correlation_cell(t, lo, hi, int(n)) if not math.isnan(t) else fmt.MISSING
+                          for t, lo, hi, n in zip(ordered["tau"], ordered["tau_low"], ordered["tau_high"],
+                                                  ordered["tau_n"])],
         "k": [fmt.MISSING if k is None or (isinstance(k, float) and math.isnan(k)) else str(int(k))
               for k in ordered["k"]],
         "Queries": [f"{int(n):,}" for n in ordered["queries"]],

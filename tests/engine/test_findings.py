@@ -13,15 +13,18 @@ import pytest
 from scipy import stats
 
 from rageval import findings
+from rageval.correlations import constant_sides
 from rageval.findings import (
     RIGHT_THRESHOLD,
     compute_gold_answer_table,
+    constant_answer_finding,
     correlation_finding,
     failure_finding,
     label_method_warnings,
     label_share_finding,
     two_by_two_finding,
 )
+from rageval.stats.correlation import MIN_INTERVAL_QUERIES
 from rageval.store import E2EOutput, Label, MeasureValue, RunReader, aggregates, write_run
 from tests.run_fixtures import K, build_small_run, make_small_run
 
@@ -256,3 +259,43 @@ def test_no_correlation_finding_when_the_answer_score_is_constant(tmp_path):
         table = findings.key_correlations(*aggregates.read_measures_at(reader, K), K)
     assert table.empty and list(table.columns) == ["method", "measure", "n", "tau", "tau_low", "tau_high"]
     assert correlation_finding(table, K) is None
+
+
+def test_correlation_finding_over_too_few_queries_for_an_interval_compares_nothing():
+    """Issue 34: on 5 queries a percentile interval of tau is not one (tests/stats/test_interval_coverage.py), so
+    the sentence gives the estimates alone and says which is better cannot be told."""
+    table = pd.DataFrame([correlation_row("erag:em", "P@1", 1.0, 1.0, 1.0, n=5),
+                          correlation_row("gold", "P@1", 0.25, 0.25, 0.67, n=5)])
+    assert correlation_finding(table, 1).text == (
+        "erag:em labels: Kendall's tau 1.00 (P@1); gold labels: 0.25 (P@1); too few queries for an interval "
+        f"(n = 5 < {MIN_INTERVAL_QUERIES}), so which predicts the answer better cannot be told; 5 queries, k=1.")
+    alone = correlation_finding(table[table["method"] != "gold"], 1).text
+    assert alone == ("erag:em labels predict the answer best: Kendall's tau 1.00 (P@1); too few queries for an "
+                     f"interval (n = 5 < {MIN_INTERVAL_QUERIES}); 5 queries, k=1.")
+    at_threshold = table.assign(n=MIN_INTERVAL_QUERIES)
+    assert "better than gold labels: Kendall's tau 1.00 [1.00, 1.00]" in correlation_finding(at_threshold, 1).text
+
+
+def test_constant_answer_finding_names_the_answers_side_and_the_k_where_it_varies():
+    e2e = pd.DataFrame({"query_id": ["a", "b", "c"] * 2, "k": [10] * 3 + [1] * 3, "score": [0, 0, 0, 1, 0, 1]})
+    measures = pd.DataFrame({"method": "gold", "measure": ["P@10"] * 3 + ["P@1"] * 3, "query_id": ["a", "b", "c"] * 2,
+                             "value": [0.2, 0.2, 0.2, 1, 0, 0]})
+    finding = constant_answer_finding(constant_sides(measures, e2e, 10), "EM")
+    assert finding.text == ("The E2E EM at k=10 is 0 for all 3 queries: nothing to correlate with, so no label "
+                            "method's correlation with the answer is defined at k=10; at k=1 it varies.")
+    assert (finding.kind, finding.target) == ("constant", {"k": 1})
+    assert constant_answer_finding(constant_sides(measures, e2e, 1), "EM") is None
+    nowhere = constant_answer_finding(constant_sides(measures, e2e.assign(score=0), 10), "EM")
+    assert nowhere.text.endswith("no k of this run has an answer score and a measure that both vary.")
+    assert nowhere.target == {"k": 10}
+
+
+def test_a_constant_measure_beside_a_constant_answer_is_not_blamed(tmp_path):
+    path = make_small_run(tmp_path / "run.sqlite")
+    spread = spread_of(path, f"P@{K}")
+    constant = spread.assign(min=0.2, max=0.2, mode=0.2, n_mode=spread["n"])
+    blamed = label_method_warnings(constant, f"P@{K}")[0].text
+    assert blamed.endswith("so its correlation with the answer is undefined.")
+    told = label_method_warnings(constant, f"P@{K}", answer_constant=True)[0].text
+    assert told.endswith(f"P@{K} is 0.2 for all 6 queries (as is the answer's score, above), so it tells no query "
+                         "from another.")

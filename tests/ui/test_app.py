@@ -325,8 +325,8 @@ def test_home_links_to_the_correlations_which_show_every_method_and_measure(runs
     # Rows: the fixture's measures at K plus R-precision; columns: its three label methods.
     assert sorted(tau.index) == sorted(m for m in MEASURES if m.endswith(f"@{K}") or m == "Rprec")
     assert len(tau.columns) == len(LABEL_METHODS)
-    cell = tau.iloc[0, 0]
-    assert cell == "undefined (constant)" or re.fullmatch(r"-?\d\.\d{3} \[-?\d\.\d\d, -?\d\.\d\d\]", cell)
+    cell = tau.iloc[0, 0]  # 6 queries: too few for an interval (rageval.stats.correlation.MIN_INTERVAL_QUERIES)
+    assert cell == "undefined (constant)" or re.fullmatch(r"-?\d\.\d{3} \(no interval: n < 20\)", cell)
     assert any("bootstrap" in c.value for c in app.caption)
 
 

@@ -15,11 +15,11 @@ import pytest
 from scipy import stats
 
 from rageval.correlations import correlation_table_at_k
-from rageval.stats.correlation import DEFAULT_RESAMPLES, kendall_tau_b
+from rageval.stats.correlation import DEFAULT_RESAMPLES, MIN_INTERVAL_QUERIES, kendall_tau_b
 from rageval.store import RunReader, write_run
 from tests.app_helpers import captions, frame_with, use_shipped_runs, vega_charts
 from tests.engine.test_compare import RUN_A, RUN_B, brute_force_p, read_scores, write_fixture_pair
-from tests.run_fixtures import MEASURES, K, build_small_run, make_small_run
+from tests.run_fixtures import MEASURES, K, build_constant_e2e_run, build_small_run, make_small_run
 from tests.ui.test_app import MARKUP, SHIPPED_PATHS, link_walk, marked_query, reteval_run_file, start
 from ui import format as fmt
 from ui import render_correlations, theme
@@ -41,6 +41,14 @@ def metrics(app) -> dict[str, str]:
         if name in shown and interval.startswith("["):
             shown[name] = f"{shown[name]} {interval}"
     return shown
+
+
+def expected_metric(value: float, low: float, high: float, n: int) -> str:
+    """A correlation as the page shows it over ``n`` queries: with its interval from
+    :data:`~rageval.stats.correlation.MIN_INTERVAL_QUERIES` queries on, the estimate alone below (the coverage rule,
+    tests/stats/test_interval_coverage.py)."""
+    return format_correlation(value, low, high) if n >= MIN_INTERVAL_QUERIES else format_correlation(value, np.nan,
+                                                                                                   np.nan)
 
 
 # --- correlations -------------------------------------------------------------------------------------------
@@ -134,8 +142,9 @@ def test_correlations_url_parameters_select_method_and_measure(fixture_env, meth
     shown = metrics(app)["Kendall's tau-b"]
     if np.isnan(tau):
         assert shown == "undefined (constant)"
-    else:
-        assert shown.startswith(f"{tau:.3f} [")
+    else:  # 6 queries: no interval, and the words that say why
+        assert shown == f"{tau:.3f}"
+        assert f"too few queries for an interval (n = 6 < {MIN_INTERVAL_QUERIES})" in captions(app)
 
 
 def test_correlations_bad_url_parameters_fall_back(fixture_env):
@@ -311,7 +320,8 @@ def test_correlations_page_reads_the_stored_table_or_computes_it(evaluated_runs,
     # cells)
     assert row[["tau", "tau_low", "tau_high"]].tolist() == now.loc[(method, measure), ["tau", "tau_low",
                                                                                       "tau_high"]].tolist()
-    assert metrics(app)["Kendall's tau-b"] == format_correlation(row["tau"], row["tau_low"], row["tau_high"])
+    assert metrics(app)["Kendall's tau-b"] == expected_metric(row["tau"], row["tau_low"], row["tau_high"],
+                                                              int(row["n"]))
     source = ("stored with the run when it was evaluated" if stored else
               "computed now (this run stores no correlations for these measures)")
     text = captions(app)
@@ -373,6 +383,7 @@ def test_compare_fixture_runs_wins_ties_losses_and_tests(pair_env):
     assert shown["Mean A - B"] == f"{(a[shared] - b[shared]).mean():+.4f}"
     assert escape_markdown("4 queries are in both runs and compared; 1 only in A and 1 only in B are left out.") \
         in captions(app)
+    assert any(w.value.startswith("**Small sample: 4 queries.**") for w in app.warning)  # issue 34
 
     p_values = paired_tests_table(app)
     assert len(p_values) == 2  # no McNemar: RR is not binary
@@ -551,3 +562,54 @@ def test_correlations_say_the_provenance_once_and_each_element_only_its_sample(r
     for spec, _ in charts:
         subtitle = " · ".join(spec["title"]["subtitle"])
         assert subtitle.startswith(provenance_text(settings)[:40]) and "k=" in subtitle
+
+
+# --- a run whose E2E score is constant at its k (issue 34) ----------------------------------------------------
+
+@pytest.fixture
+def constant_env(tmp_path, monkeypatch) -> Path:
+    path = write_run(build_constant_e2e_run(), tmp_path / "constant.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    return path
+
+
+def test_correlations_name_the_constant_e2e_score_and_offer_the_k_where_it_varies(constant_env):
+    app = start(CORRELATIONS, run="constant", method="gold", k=str(K))
+    warnings = " ".join(w.value for w in app.warning)
+    assert escape_markdown(f"The E2E EM at k={K} is 0 for every query (6): nothing to correlate with, so every "
+                           f"coefficient at k={K} is undefined. Try k=1, where it varies.") in warnings
+    assert metrics(app)["Kendall's tau-b"] == "undefined (constant)"
+    # The empty best-measure table is replaced by the sentence.
+    assert not any("Best measure" in df.value.columns for df in app.dataframe)
+    assert any(i.value.startswith(escape_markdown(f"The E2E EM at k={K} is 0 for every query")) for i in app.info)
+    # A small sample: the page says so.
+    assert "Small sample: 6 queries." in warnings
+
+    app.button(key="correlations.varying_k").click().run()
+    assert not app.exception
+    assert app.query_params["k"] == "1" and app.selectbox(key="correlations.k.widget").value == "1"
+    assert not any("nothing to correlate with" in w.value for w in app.warning)
+    points = stored_points(constant_env, "gold", "P@1", 1)
+    tau = kendall_tau_b(points["value"].to_numpy(), points["e2e"].to_numpy())
+    assert tau == pytest.approx(stats.kendalltau(points["value"], points["e2e"]).statistic)
+    assert metrics(app)["Kendall's tau-b"] == f"{tau:.3f}"  # 6 queries: the estimate, no interval
+    assert f"too few queries for an interval (n = 6 < {MIN_INTERVAL_QUERIES})" in captions(app)
+    best = frame_with(app, "Best measure")
+    assert list(best["Labels"]) == [fmt.method_name(m) for m in ("erag:em", "contains_answer", "gold")]
+    assert all(cell.endswith(f"(no interval: n < {MIN_INTERVAL_QUERIES})") for cell in best["Kendall's tau-b"])
+
+
+def test_correlations_name_a_constant_measure_when_the_e2e_score_varies(constant_env):
+    """The constant-E2E run with eRAG P@1 set to 0 for every query (no top passage gets an eRAG label of 1): at
+    k=1 the E2E EM varies, so the undefined coefficient is the measure's doing, and the page says so."""
+    run = build_constant_e2e_run()
+    values = [dataclasses.replace(m, value=0.0) if (m.method, m.measure) == ("erag:em", "P@1") else m
+              for m in run.measure_values]
+    path = write_run(dataclasses.replace(run, measure_values=values), constant_env.parent / "flat.sqlite")
+    app = start(CORRELATIONS, run=path.stem, method="erag:em", k="1", measure="P@1")
+    assert not any("nothing to correlate with" in w.value for w in app.warning)
+    assert metrics(app)["Kendall's tau-b"] == "undefined (constant)"
+    assert escape_markdown(f"{fmt.method_name('erag:em')} P@1 is 0 for every query with an E2E EM at k=1 (6), while "
+                           "the E2E EM varies: its coefficients are undefined.") in captions(app)
+    assert escape_markdown(f"Undefined because the measure is the same for every query: "
+                           f"{fmt.method_name('erag:em')} P@1 = 0.") in captions(app)

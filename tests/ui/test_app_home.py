@@ -14,9 +14,10 @@ from urllib.parse import parse_qs
 
 import pytest
 
+from rageval.stats.correlation import MIN_INTERVAL_QUERIES
 from rageval.store import APPLICATION_ID, Label, MeasureValue, RunReader, write_run
 from tests.engine.test_findings import pandas_two_by_two
-from tests.run_fixtures import K, build_small_run, make_small_run
+from tests.run_fixtures import K, build_constant_e2e_run, build_small_run, make_small_run
 from tests.ui.test_app import CORRELATIONS, HOME, RETEVAL_RUN, reteval_run_file, start
 from ui import worklist
 
@@ -71,15 +72,17 @@ def test_finding_sentences_link_to_the_pages_that_prove_them(fixture_env):
     texts = [plain(m.value) for m in app.markdown]
     wrong = len(pandas_two_by_two(fixture_env, K)[True, False])
     assert any(t.startswith(f"{wrong} of 6 queries (") and f"top {K} yet answer wrongly" in t for t in texts)
-    correlation = next(t for t in texts if "labels predict the answer" in t)
-    assert "Kendall's tau" in correlation and f"6 queries, k={K}" in correlation
+    correlation = next(t for t in texts if "Kendall's tau" in t)  # 6 queries: no interval, no verdict
+    assert f"too few queries for an interval (n = 6 < {MIN_INTERVAL_QUERIES})" in correlation
+    assert f"6 queries, k={K}" in correlation
     to_correlations = next(link for link in links(app) if link.label == "See the correlations")
     params = params_of(to_correlations)
     assert to_correlations.page == "Correlations" and params["run"] == "fixture" and params["k"] == str(K)
     assert params["method"].startswith("erag:") and params["measure"].endswith(f"@{K}")
     follow = start(CORRELATIONS, **params)  # the link's view opens with that method and measure
     assert follow.query_params["method"] == params["method"] and follow.query_params["measure"] == params["measure"]
-    assert not follow.warning
+    # No warning but the small-sample note (6 queries): the link names nothing unknown.
+    assert [w.value for w in follow.warning] == [next(w.value for w in follow.warning if "Small sample" in w.value)]
 
 
 def test_degenerate_label_methods_are_warned_about(tmp_path, monkeypatch):
@@ -154,7 +157,7 @@ def test_leaderboard_best_erag_measure_is_the_correlation_pages_best(fixture_env
     best = best[best["method"].str.startswith("erag:")].iloc[0]
     row = leaderboard(start(HOME)).set_index("Run").loc["fixture"]
     assert best["method"] == "erag:em" and row["Best eRAG measure"] == f"eRAG EM {best['measure']}"
-    assert row["Kendall's tau"].startswith(f"{best['tau']:.3f} [")
+    assert row["Kendall's tau"] == f"{best['tau']:.3f} (no interval: n < {MIN_INTERVAL_QUERIES})"
 
 
 @pytest.fixture
@@ -212,10 +215,13 @@ def test_stored_correlations_are_read_and_a_large_run_is_never_bootstrapped(tmp_
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
     app = start(HOME, run="stored")
     texts = [plain(m.value) for m in app.markdown]
-    assert (f"eRAG EM labels predict the answer better than gold labels: Kendall's tau 0.61 [0.51, 0.71] (P@{K}) vs "
-            f"0.11 [0.01, 0.21] (Hit@{K}); 6 queries, k={K}.") in texts
+    # 6 queries: the stored estimates without their intervals (too few queries for one), and no verdict.
+    assert (f"eRAG EM labels: Kendall's tau 0.61 (P@{K}); gold labels: 0.11 (Hit@{K}); too few queries for an "
+            f"interval (n = 6 < {MIN_INTERVAL_QUERIES}), so which predicts the answer better cannot be told; 6 "
+            f"queries, k={K}.") in texts
     row = leaderboard(app).set_index("Run").loc["stored"]
-    assert row["Best eRAG measure"] == f"eRAG EM P@{K}" and row["Kendall's tau"] == "0.610 [0.51, 0.71]"
+    assert row["Best eRAG measure"] == f"eRAG EM P@{K}"
+    assert row["Kendall's tau"] == f"0.610 (no interval: n < {MIN_INTERVAL_QUERIES})"
 
     make_small_run(tmp_path / "large.sqlite")
     monkeypatch.setattr(data_findings, "SMALL_RUN_QUERIES", 3)  # the 6-query fixture counts as large
@@ -251,3 +257,28 @@ def test_measure_table_says_how_graded_ndcg_and_list_bound_recall_read(monkeypat
     for k in (1, 5, 10):
         if f"R@{k}" in summary.columns:
             assert float(erag_em[f"R@{k}"]) == pytest.approx(float(erag_em[f"Hit@{k}"]), abs=5e-4)  # text ("–")
+
+
+def test_findings_name_the_constant_answer_not_the_labels(tmp_path, monkeypatch):
+    """Issue 34: a run whose E2E EM is 0 for every query at its k (5) and varies at k=1. The findings say the
+    answer's side is constant and link to k=1; a label method constant there too is not blamed for it; the page
+    says the sample is small; the correlation sentence gives no interval for 6 queries."""
+    write_run(build_constant_e2e_run(), tmp_path / "constant.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    app = start(HOME)
+    sentences = [plain(m.value) for m in app.markdown]
+    assert (f"The E2E EM at k={K} is 0 for all 6 queries: nothing to correlate with, so no label method's "
+            f"correlation with the answer is defined at k={K}; at k=1 it varies.") in sentences
+    link = next(link for link in links(app) if link.label == "See the correlations at k=1")
+    assert params_of(link) == {"run": "constant", "k": "1"}
+    assert not any(s.startswith(("eRAG", "erag")) and "predict" in s for s in sentences)  # nothing defined at k=5
+    warnings = " ".join(plain(w.value) for w in app.warning)
+    assert "Small sample: 6 queries." in warnings
+    assert "so its correlation with the answer is undefined" not in warnings
+
+
+def test_the_leaderboard_gives_no_interval_for_a_small_runs_tau(fixture_env):
+    app = start(HOME)
+    board = next(df.value for df in app.dataframe if "Kendall's tau" in df.value.columns)
+    cell = board.loc[board["Run"] == "fixture", "Kendall's tau"].iloc[0]
+    assert cell.endswith(f"(no interval: n < {MIN_INTERVAL_QUERIES})") and "[" not in cell
