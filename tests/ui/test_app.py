@@ -497,7 +497,7 @@ def test_correlation_tables_follow_the_chosen_k(reteval_env):
         captions = " ".join(c.value for c in app.caption)
         n_at_k = int((e2e["k"] == k).sum())
         assert f"measure at k={k} (and R-precision) and the E2E EM at k={k}" in re.sub(r"\\(.)", r"\1", captions)
-        assert escape_markdown(f"k={k} · {n_at_k} queries") in captions
+        assert escape_markdown(f"{n_at_k} queries at k={k}.") in captions
         assert "have only P, nDCG and Hit" in re.sub(r"\\(.)", r"\1", captions)
 
         best = next(df.value for df in app.dataframe if "Best measure" in df.value.columns)

@@ -143,7 +143,7 @@ def test_a_partial_rescore_shows_n_of_N_and_its_answers_in_the_inspector(runs_en
     # gold (the questions' gold_passage_ids, labels since the upload) covers all 6; the re-scored method 2 of them
     assert list(summary["n"]) == [str(len(QUESTIONS)), f"2 of {len(QUESTIONS)}"]
     captions = " ".join(c.value for c in home.caption)
-    assert escape_markdown(f"{len(QUESTIONS)} queries · erag:em@fake: 2 of {len(QUESTIONS)} labelled") in captions
+    assert escape_markdown(f"{len(QUESTIONS)} queries. · erag:em@fake: 2 of {len(QUESTIONS)} labelled") in captions
 
     inspector = start(INSPECTOR, query="t1")
     ranked = next(df.value for df in inspector.dataframe if "Passage" in df.value.columns)
