@@ -107,7 +107,7 @@ class StageClock:
         row[1] += now[1] - self.mark[1]
         self.mark, self.current = now, to
 
-    def progress(self, stage: str, done: int, total: int) -> None:
+    def progress(self, stage: str, done: int, total: int, cached: int = 0) -> None:
         if done == 0 and stage != self.current:
             self._switch(stage)
 
