@@ -185,8 +185,9 @@ def upload(page, url: str, files: dict[str, Path]) -> None:
     n_passages = len(files["passages"].read_text().splitlines())
     expect(page.get_by_text(re.compile(rf"Valid: {COUNT} queries; {n_passages} passages; {n_passages} ranking rows"))
            ).to_be_visible(timeout=WAIT_MS)
-    # Item 5: the queries' gold_passage_ids are the run's gold labels, so no "no qrels file" warning.
-    expect(page.get_by_text("no qrels file")).to_have_count(0)
+    # Item 5: the queries' gold_passage_ids are the run's gold labels (no "no qrels file" warning in the table).
+    expect(page.get_by_text(re.compile(r"labels: gold\b")).first).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_text("no qrels file: the run has no relevance labels").filter(visible=True)).to_have_count(0)
     name = page.get_by_role("textbox", name="Run name")
     name.fill(RUN_NAME)
     name.press("Enter")
