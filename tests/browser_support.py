@@ -140,3 +140,39 @@ def launched_chromium_page(width: int = 1400, height: int = 1000):
                 yield opened
         finally:
             browser.close()
+
+
+# --- the Upload page's TREC form ---------------------------------------------------------------------------------
+
+def upload_and_validate(page, url: str, files: dict[str, Path], valid: str) -> None:
+    """On the Upload page's TREC form, choose ``files["run"]``, ``files["queries"]`` and ``files["passages"]`` (no
+    qrels), each seen by the page before the next, press Validate and wait for the ``valid`` pattern."""
+    import re
+
+    from playwright.sync_api import expect
+
+    page.goto(f"{url}/Upload")
+    expect(page.get_by_role("heading", name="Upload a run")).to_be_visible(timeout=WAIT_MS)
+    inputs = page.locator("input[type=file]")  # the TREC form's slots: run, qrels, queries, passages
+    expect(inputs).to_have_count(4, timeout=WAIT_MS)
+    chosen = []
+    for index, key in ((0, "run"), (2, "queries"), (3, "passages")):
+        inputs.nth(index).set_input_files(str(files[key]))
+        chosen.append(files[key].name)
+        expect(page.get_by_text(re.compile(rf"(Chosen: |Press Validate to check ){re.escape(', '.join(chosen))}"))
+               ).to_be_visible(timeout=WAIT_MS)  # the page saw this file before the next one is set
+    page.get_by_role("button", name="Validate").click()
+    expect(page.get_by_text(re.compile(valid))).to_be_visible(timeout=WAIT_MS)
+
+
+def save_upload_and_open(page, name: str) -> None:
+    """Save the validated upload as ``name`` and follow the link to its overview."""
+    from playwright.sync_api import expect
+
+    box = page.get_by_role("textbox", name="Run name")
+    box.fill(name)
+    box.press("Enter")
+    save = page.get_by_role("button", name="Save")
+    expect(save).to_be_enabled(timeout=WAIT_MS)
+    save.click()
+    page.get_by_role("link", name="Open its overview").click()

@@ -17,7 +17,7 @@ import pytest
 
 from rageval.generation.base import FakeGenerator
 from rageval.generation.server import serve
-from tests.browser_support import SHOTS, WAIT_MS
+from tests.browser_support import SHOTS, WAIT_MS, save_upload_and_open, upload_and_validate
 from tests.user_run_fixtures import write_user_files
 from ui.data_lacks import lacks_text
 from ui.render_lacks import MODEL_CHOICES
@@ -44,26 +44,8 @@ def test_upload_see_what_it_lacks_compute_it_and_the_pages_fill_in(complete_serv
     files = write_user_files(tmp_path / "mine")
     uploads = {"run": files["run"], "queries": files["queries"], "passages": files["passages"]}
     with chromium_page(height=1400) as (page, page_errors):
-        page.goto(f"{url}/Upload")
-        expect(page.get_by_role("heading", name="Upload a run")).to_be_visible(timeout=WAIT_MS)
-        inputs = page.locator("input[type=file]")  # the TREC form's slots: run, qrels, queries, passages
-        expect(inputs).to_have_count(4, timeout=WAIT_MS)
-        chosen = []
-        for index, key in ((0, "run"), (2, "queries"), (3, "passages")):
-            inputs.nth(index).set_input_files(str(uploads[key]))
-            chosen.append(uploads[key].name)
-            expect(page.get_by_text(re.compile(rf"(Chosen: |Press Validate to check ){re.escape(', '.join(chosen))}"))
-                   ).to_be_visible(timeout=WAIT_MS)  # the page saw this file before the next one is set
-        page.get_by_role("button", name="Validate").click()
-        expect(page.get_by_text(re.compile(r"Valid: 6 queries; 15 passages; 18 ranking rows"))).to_be_visible(
-            timeout=WAIT_MS)
-        name = page.get_by_role("textbox", name="Run name")
-        name.fill(RUN_NAME)
-        name.press("Enter")
-        save = page.get_by_role("button", name="Save")
-        expect(save).to_be_enabled(timeout=WAIT_MS)
-        save.click()
-        page.get_by_role("link", name="Open its overview").click()
+        upload_and_validate(page, url, uploads, r"Valid: 6 queries; 15 passages; 18 ranking rows")
+        save_upload_and_open(page, RUN_NAME)
 
         # The overview says what the upload lacks and offers the job.
         lacks = page.get_by_text("What this run lacks:")

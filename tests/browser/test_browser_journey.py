@@ -23,7 +23,7 @@ from rageval.data import HOTPOTQA_FILE, read_hotpotqa
 from rageval.generation.base import first_capitalised_span
 from rageval.generation.server import serve
 from rageval.paths import DATA_DIR
-from tests.browser_support import SHOTS, WAIT_MS
+from tests.browser_support import SHOTS, WAIT_MS, save_upload_and_open, upload_and_validate
 from tests.jobs.test_jobs import GatedReader
 from ui import navigation
 from ui.data_lacks import lacks_text
@@ -171,30 +171,12 @@ def upload(page, url: str, files: dict[str, Path]) -> None:
     validated and saved as :data:`RUN_NAME`; then to its overview."""
     from playwright.sync_api import expect
 
-    page.goto(f"{url}/Upload")
-    expect(page.get_by_role("heading", name="Upload a run")).to_be_visible(timeout=WAIT_MS)
-    inputs = page.locator("input[type=file]")  # the TREC form's slots: run, qrels, queries, passages
-    expect(inputs).to_have_count(4, timeout=WAIT_MS)
-    chosen = []
-    for index, key in ((0, "run"), (2, "queries"), (3, "passages")):
-        inputs.nth(index).set_input_files(str(files[key]))
-        chosen.append(files[key].name)
-        expect(page.get_by_text(re.compile(rf"(Chosen: |Press Validate to check ){re.escape(', '.join(chosen))}"))
-               ).to_be_visible(timeout=WAIT_MS)  # the page saw this file before the next one is set
-    page.get_by_role("button", name="Validate").click()
     n_passages = len(files["passages"].read_text().splitlines())
-    expect(page.get_by_text(re.compile(rf"Valid: {COUNT} queries; {n_passages} passages; {n_passages} ranking rows"))
-           ).to_be_visible(timeout=WAIT_MS)
+    upload_and_validate(page, url, files, rf"Valid: {COUNT} queries; {n_passages} passages; {n_passages} ranking rows")
     # Item 5: the queries' gold_passage_ids are the run's gold labels (no "no qrels file" warning in the table).
     expect(page.get_by_text(re.compile(r"labels: gold\b")).first).to_be_visible(timeout=WAIT_MS)
     expect(page.get_by_text("no qrels file: the run has no relevance labels").filter(visible=True)).to_have_count(0)
-    name = page.get_by_role("textbox", name="Run name")
-    name.fill(RUN_NAME)
-    name.press("Enter")
-    save = page.get_by_role("button", name="Save")
-    expect(save).to_be_enabled(timeout=WAIT_MS)
-    save.click()
-    page.get_by_role("link", name="Open its overview").click()
+    save_upload_and_open(page, RUN_NAME)
 
 
 def compute_missing_pieces(page, model_url: str, generator: GatedReader) -> None:
