@@ -1,0 +1,1 @@
+"""The Python API for notebooks: ``rageval.evaluate`` and ``rageval.open`` (filled in by the trace-import work)."""

@@ -1,0 +1,1 @@
+"""``rageval report RUN --html OUT.html``: one self-contained HTML file with the Findings story (to be written)."""

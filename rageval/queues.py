@@ -1,0 +1,1 @@
+"""Annotation queues: sampled items, each assigned to N annotators, with agreement and adjudication."""

@@ -1,0 +1,1 @@
+"""Team mode: who may do what on a served dashboard (roles from ``team.toml``), and the audit log."""
