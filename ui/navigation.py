@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
+from rageval.team import roles
+
 
 @dataclass(frozen=True)
 class PageEntry:
@@ -22,6 +24,7 @@ class PageEntry:
     url_path: str
     section: str
     question: str  # the one question the page answers, shown under its title
+    action: str = roles.VIEW  # what a role must be allowed (rageval.team.roles) for the page to be listed and run
 
 
 HOME = "app_pages/0_Home.py"
@@ -57,11 +60,11 @@ PAGES = (
     PageEntry(AGENTS, "Agents (IUM)", ":material/groups:", "Agents_IUM", "Analyse",
               "Does one reranker trained on every agent's feedback beat BM25 for each agent?"),
     PageEntry(ANNOTATE, "Annotate", ":material/edit_note:", "Annotate", "Work",
-              "Do people agree with the model's labels?"),
+              "Do people agree with the model's labels?", roles.LABEL),
     PageEntry(RESCORE, "Re-score", ":material/autorenew:", "Re_score", "Work",
-              "Recompute a run's labels with another model or metric, in the background."),
+              "Recompute a run's labels with another model or metric, in the background.", roles.RUN_JOBS),
     PageEntry(UPLOAD, "Upload", ":material/upload_file:", "Upload", "Work",
-              "Bring your own questions, passages and retriever output as a run."),
+              "Bring your own questions, passages and retriever output as a run.", roles.UPLOAD),
 )
 
 BY_FILE = {page.file: page for page in PAGES}
