@@ -6,12 +6,18 @@ importer (:mod:`rageval.traces.importer`) and ``rageval import`` call only this.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from rageval.errors import DataError
 from rageval.traces.records import TraceRecord
 
 FORMATS = ("openinference", "langfuse", "langsmith", "ragas", "trec-rag")
+#: The reader module of each format; each has ``read(paths, *, answers_field)``. Imported only when used.
+_MODULES = {"openinference": "rageval.traces.openinference", "langfuse": "rageval.traces.langfuse",
+            "langsmith": "rageval.traces.langsmith", "ragas": "rageval.traces.ragas",
+            "trec-rag": "rageval.traces.trec_rag"}
 
 
 def read_traces(format_name: str, paths: Sequence[Path], *, answers_field: str | None = None) -> list[TraceRecord]:
@@ -19,4 +25,11 @@ def read_traces(format_name: str, paths: Sequence[Path], *, answers_field: str |
     :class:`rageval.errors.DataError` naming the file, the line or span and the field; a trace that lacks a piece
     is returned with it listed in :attr:`TraceRecord.missing`. ``answers_field`` overrides where the answer is read
     from, for formats where teams put it in different places."""
-    raise NotImplementedError(f"reading {format_name!r} traces is not written yet")
+    if format_name not in _MODULES:
+        raise ValueError(f"unknown trace format {format_name!r}: expected one of {', '.join(FORMATS)}")
+    paths = [Path(path) for path in paths]
+    for path in paths:
+        if not path.is_file():
+            raise DataError(path, "no such file")
+    reader = importlib.import_module(_MODULES[format_name])
+    return reader.read(paths, answers_field=answers_field)
