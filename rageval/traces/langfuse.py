@@ -41,12 +41,14 @@ def read(paths: Sequence[Path], *, answers_field: str | None = None) -> list[Tra
     """Every trace of the export files ``paths``, in order of first appearance."""
     traces: dict[str, list[Node]] = {}
     trace_records: dict[str, Mapping] = {}
+    where: dict[str, tuple[Path, int | None]] = {}
     for path in paths:
         path = Path(path)
         for line, value in _items(path):
             if isinstance(value, Mapping) and isinstance(value.get("observations"), list):
                 trace_id = _required(path, line, value, "id", "the trace's id")
                 trace_records[trace_id] = value
+                where[trace_id] = (path, line)
                 traces.setdefault(trace_id, [])
                 for index, observation in enumerate(value["observations"]):
                     node = _node(path, line, observation, f"observations[{index}]", trace_id)
@@ -58,7 +60,8 @@ def read(paths: Sequence[Path], *, answers_field: str | None = None) -> list[Tra
     for trace_id, nodes in traces.items():
         if not nodes:
             trace = trace_records[trace_id]
-            nodes = [Node(trace_id, None, "trace", "", trace.get("input"), trace.get("output"), trace)]
+            path, line = where[trace_id]
+            nodes = [Node(trace_id, None, "trace", "", trace.get("input"), trace.get("output"), trace, path, line)]
         records.append(record_from_nodes(trace_id, nodes, answers_field, root_record=trace_records.get(trace_id)))
     return records
 

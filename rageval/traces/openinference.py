@@ -339,9 +339,9 @@ _TEXT_KEYS = ("input", "question", "query", "query_str", "output", "answer", "re
 
 
 def _text(value: Any, mime: Any) -> str | None:
-    """The text of an ``input.value`` / ``output.value``: the text itself, or for JSON (``application/json``) the
-    one string inside it, or the first of the usual keys."""
-    if isinstance(value, str) and mime == "application/json":
+    """The text of an ``input.value`` / ``output.value``: the text itself, or for JSON (``application/json``, or
+    no MIME type and an object's text) the one string inside it, or the first of the usual keys."""
+    if isinstance(value, str) and (mime == "application/json" or (not mime and value.lstrip().startswith("{"))):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:

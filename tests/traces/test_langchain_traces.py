@@ -102,3 +102,13 @@ def test_answers_field_is_a_path_into_the_root_run():
     answers = {r.trace_id: r.answer for r in records}
     assert answers == {trace: value if isinstance(value, str) else None for trace, value in roots.items()}
     assert all(r.answer is None for r in read_traces("langsmith", [LANGSMITH], answers_field="outputs.nothing"))
+
+
+def test_a_langfuse_trace_without_observations_keeps_its_input_and_output(tmp_path):
+    """A trace exported without observations still has a question and an answer; it lacks the retrieval."""
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"id": "t1", "input": {"question": "What is the capital of France?"},
+                                "output": "Paris", "observations": []}))
+    (record,) = read_traces("langfuse", [path])
+    assert (record.question, record.answer, record.stages) == ("What is the capital of France?", "Paris", {})
+    assert record.missing == ("retrieved", "gold_answers") and record.source.startswith(str(path))

@@ -103,3 +103,22 @@ def test_answers_field_names_another_attribute(spans):
     none = read_traces("openinference", [make_openinference.OTLP_JSON], answers_field="app.final_answer")
     assert all(r.answer is None and "answer" in r.missing for r in none)
 
+
+
+def test_a_json_input_gives_the_text_inside_it(spans, tmp_path):
+    """Instrumented chains (LangChain's, LlamaIndex's) log the root input as JSON with ``input.mime_type``
+    ``application/json``: the question is the text inside."""
+    request = make_openinference.otlp_json(spans)
+    for resource in request["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                if span["name"] != "rag":
+                    continue
+                for attribute in span["attributes"]:
+                    if attribute["key"] == "input.value":
+                        question = attribute["value"]["stringValue"]
+                        attribute["value"] = {"stringValue": json.dumps({"question": question, "k": 3})}
+                span["attributes"].append({"key": "input.mime_type", "value": {"stringValue": "application/json"}})
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(request))
+    assert as_expected(read_traces("openinference", [path])) == expected_traces(spans)

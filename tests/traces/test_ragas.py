@@ -64,3 +64,10 @@ def test_ids_that_do_not_match_the_contexts_name_the_line(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match=r"line 1, field 'retrieved_context_ids'"):
         read_traces("ragas", [path])
+
+
+def test_multi_turn_samples_are_refused_by_line(tmp_path):
+    path = tmp_path / "multi.jsonl"
+    path.write_text(JSONL.read_text() + '{"user_input": [{"content": "Hi", "type": "human"}]}\n')
+    with pytest.raises(DataError, match=r"line 5, field 'user_input': multi-turn samples"):
+        read_traces("ragas", [path])
