@@ -18,7 +18,8 @@ digits, the form Phoenix shows. Per trace:
 - the question: the root span's ``input.value`` (the text inside a JSON input when the root's input is JSON), else
   the retriever span's ``input.value``, else the reranker's ``reranker.query``;
 - ``retrieved``: the first retriever span's ``retrieval.documents.N.document.{id, content, score, metadata}``, in N
-  order; ``reranked``: the first reranker span's ``reranker.output_documents.N...``;
+  order; ``reranked``: the first reranker span's ``reranker.output_documents.N...``; a document's position is its
+  place in that list (0, 1, 2 ... even where N skips a number), which is Phoenix's ``document_position``;
 - the answer: the last LLM span's last ``llm.output_messages.N.message.content``, else its ``output.value``, else
   the root's ``output.value``; ``answers_field`` names another attribute (looked up on the root, then every span);
 - ``span_ids``: the retriever's span id for ``retrieved``, the reranker's for ``reranked``.

@@ -112,3 +112,14 @@ def test_a_langfuse_trace_without_observations_keeps_its_input_and_output(tmp_pa
     (record,) = read_traces("langfuse", [path])
     assert (record.question, record.answer, record.stages) == ("What is the capital of France?", "Paris", {})
     assert record.missing == ("retrieved", "gold_answers") and record.source.startswith(str(path))
+
+
+def test_langsmith_runs_without_trace_ids_join_their_roots_trace(tmp_path):
+    """Older exports carry no ``trace_id``: a run belongs to the trace of its root (walked up ``parent_run_id``),
+    named by the root's id, which is the trace id LangSmith gives it."""
+    runs = raw_langsmith()
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps([{key: value for key, value in run.items() if key != "trace_id"} for run in runs]))
+    records = read_traces("langsmith", [path])
+    assert as_expected(records) == expected_by_question()
+    assert [r.trace_id for r in records] == [r.trace_id for r in read_traces("langsmith", [LANGSMITH])]
