@@ -323,9 +323,11 @@ def _failure_sample(reader: RunReader, k: int | None, per_category: int
     judged = counts[counts["judge"] == judge]
     at = k if k in set(judged["k"]) else int(judged["k"].max())
     n = int(judged.loc[judged["k"] == at, "n"].iloc[0])
-    cases = reader.failure_case_table(judge, at)
+    cases = reader.failure_case_table(judge, at, details=False)  # lean: a big run's questions are megabytes
     per = {c: int(cases.loc[cases["category"] == c, "query_id"].nunique()) for c in CATEGORY_NAMES}
     sample = cases.groupby("category", sort=True).head(per_category).reset_index(drop=True)
+    details = reader.failure_case_details(judge, list(dict.fromkeys(sample["query_id"])))
+    sample = sample.merge(details.astype({"k": int}), how="left", on=["query_id", "k", "category"])
     tops, answers = [], []
     for query_id in sample["query_id"]:
         ranked = reader.ranking_table(query_id, preview=PASSAGE_BYTES)
@@ -465,14 +467,15 @@ def _two_by_two_html(report: Report) -> str:
             f"<p class='caption'>{_e(caption)}</p>")
 
 
-def correlation_chart_svg(best: pd.DataFrame, k: int, metric: str, width: int = 900) -> str:
+def correlation_chart_svg(best: pd.DataFrame, k: int, metric: str, provenance: str = "", width: int = 900) -> str:
     """A dot-and-whisker chart as inline SVG: one row per label method (``best``: its best measure at ``k``, rows
     method, measure, n, tau, tau_low, tau_high, best first), Kendall's tau-b with the E2E score on a fixed -1..1
     axis, the 95% interval as a whisker (none below the interval's minimum sample, and an undefined tau has no
-    dot). Every label is escaped text."""
+    dot). ``provenance``: what produced the numbers, a subtitle the chart keeps when it is copied alone. Every
+    label is escaped text."""
     from rageval.stats.correlation import has_interval
 
-    row_h, left, right, top = 30, 230, 220, 34
+    row_h, left, right, top = 30, 230, 220, 58
     height = top + row_h * len(best) + 40
     plot = width - left - right
 
@@ -488,6 +491,8 @@ def correlation_chart_svg(best: pd.DataFrame, k: int, metric: str, width: int = 
         parts.append(f"<text class='tick' x='{x(tick):.1f}' y='{height - 16}' text-anchor='middle'>{tick:g}</text>")
     parts.append(f"<text class='tick' x='{left + plot / 2:.1f}' y='{height - 2}' text-anchor='middle'>"
                  f"{_e(f'Kendall tau-b with the E2E {metric} at k={k}')}</text>")
+    if provenance:
+        parts.append(f"<text class='head' x='0' y='14'>{_e(_cut(provenance, 115))}</text>")
     parts.append(f"<text class='head' x='{left - 10}' y='{top - 14}' text-anchor='end'>label method · measure</text>")
     parts.append(f"<text class='head' x='{width - right + 10}' y='{top - 14}'>tau [95% interval], n</text>")
     for index, row in enumerate(best.itertuples(index=False)):
@@ -528,7 +533,8 @@ def _correlation_html(report: Report) -> str:
                f"({n_resamples or DEFAULT_RESAMPLES} resamples; none below {MIN_INTERVAL_QUERIES} queries), {how}. "
                "A method whose labels predict the answer well sits to the right; eRAG's methods are drawn in the "
                "accent colour.")
-    return correlation_chart_svg(best, k, report.metric) + f"<p class='caption'>{_e(caption)}</p>"
+    provenance = provenance_text(report.settings, int(best["n"].max()), k)
+    return correlation_chart_svg(best, k, report.metric, provenance) + f"<p class='caption'>{_e(caption)}</p>"
 
 
 def _leaderboard_html(report: Report) -> str:

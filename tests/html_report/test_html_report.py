@@ -196,3 +196,9 @@ def test_unknown_run_is_one_line(tmp_path, monkeypatch, capsys):
     error = capsys.readouterr().err.strip()
     assert error.startswith("rageval: error: no-such-run: no such run file") and "\n" not in error
     assert not (tmp_path / "x.html").exists()
+
+
+def test_a_folder_as_the_html_file_is_refused(tmp_path, capsys):
+    assert main(["report", str(SHIPPED), "--html", str(tmp_path)]) == 2
+    expected = f"rageval: error: --html {tmp_path}: is a folder; expected an .html file name"
+    assert capsys.readouterr().err.strip() == expected
