@@ -77,8 +77,6 @@ def find_run(run: str | os.PathLike) -> Path:
     looked up in the user's runs folder (``$RAGEVAL_RUNS_DIR``) and then among the shipped runs (``data/runs``),
     sub-folders included, as the dashboard lists them. A :class:`~rageval.errors.RagevalError` says where it
     looked when the name is found nowhere."""
-    from rageval.store import list_runs
-
     path = Path(run).expanduser()
     if path.is_file():
         return path
@@ -86,7 +84,7 @@ def find_run(run: str | os.PathLike) -> Path:
     looks_like_a_name = path.suffix != ".sqlite" and os.sep not in name and "/" not in name
     if looks_like_a_name:
         for folder in _run_folders():
-            found = [candidate for candidate in list_runs(folder) if candidate.stem == name]
+            found = [candidate for candidate in list_run_files(folder)[0] if candidate.stem == name]
             if found:
                 return found[0]
     if path.exists():
@@ -94,6 +92,36 @@ def find_run(run: str | os.PathLike) -> Path:
     where = " or ".join(str(folder) for folder in _run_folders())
     raise RagevalError(f"{name}: no such run file" + (f", and no run of that name in {where}" if looks_like_a_name
                                                        else ""))
+
+
+def list_run_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """(the run files of ``folder`` and its sub-folders, as the dashboard lists them: top level first, hidden
+    sub-folders left out, files of another rageval kind left out, a file that is not SQLite at all kept so that
+    opening it says what is wrong; ``"file: reason"`` for each entry that cannot be looked at, such as a dangling
+    link or a folder named ``*.sqlite``). Each entry is looked at on its own: one bad entry never hides the
+    others."""
+    from rageval.store import RUN, sqlite_application_id
+    from rageval.store.files import describe_missing
+
+    if not folder.is_dir():
+        return [], []
+    try:
+        candidates = sorted(folder.glob("*.sqlite")) + sorted(
+            p for p in folder.glob("*/**/*.sqlite") if not any(part.startswith(".")
+                                                               for part in p.relative_to(folder).parts))
+    except OSError as error:
+        return [], [f"{folder}: cannot be listed ({error.strerror or error})"]
+    found, problems = [], []
+    for candidate in candidates:
+        try:
+            describe_missing(candidate, RUN)  # a dangling link, a folder, a pipe, an empty file: said, not raised
+        except (StoreError, OSError) as error:
+            problems.append(str(error))
+            continue
+        application_id = sqlite_application_id(candidate)
+        if application_id is None or application_id == RUN.application_id:
+            found.append(candidate)
+    return found, problems
 
 
 def _run_folders() -> list[Path]:
@@ -288,15 +316,16 @@ def leaderboard(path: Path, others: Sequence[Path] | None = None) -> tuple[list[
     """(the rows of ``path`` and ``others``, default every run the dashboard lists: the user's runs folder, then the
     shipped runs, one per name; ``"file: reason"`` for each that cannot be read): best E2E score first, runs
     without one last."""
-    from rageval.store import list_runs
-
+    problems: list[str] = []
     if others is None:
         seen: dict[str, Path] = {}
         for folder in _run_folders():
-            for candidate in list_runs(folder):
+            listed, unlisted = list_run_files(folder)
+            problems += unlisted
+            for candidate in listed:
                 seen.setdefault(candidate.stem, candidate)
         others = list(seen.values())
-    rows, problems = [], []
+    rows = []
     chosen = path.resolve()
     for candidate in dict.fromkeys([path, *(p for p in others if Path(p).resolve() != chosen)]):
         try:

@@ -202,3 +202,21 @@ def test_a_folder_as_the_html_file_is_refused(tmp_path, capsys):
     assert main(["report", str(SHIPPED), "--html", str(tmp_path)]) == 2
     expected = f"rageval: error: --html {tmp_path}: is a folder; expected an .html file name"
     assert capsys.readouterr().err.strip() == expected
+
+
+def test_leaderboard_names_the_runs_it_cannot_read(tmp_path, monkeypatch):
+    """A dangling link and a file that is not SQLite in the runs folder: the report of a good run there is still
+    written, its leaderboard lists the good run and names each bad file with what is wrong."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs))
+    good = injection_run(runs / "good.sqlite")
+    (runs / "gone.sqlite").symlink_to(tmp_path / "nowhere.sqlite")
+    (runs / "notes.sqlite").write_text("not a database\n")
+    report = compute_report("good")  # by name, from the runs folder
+    assert report.path == good
+    assert [row.run for row in report.leaderboard] == ["good"]
+    assert len(report.unreadable) == 2
+    assert any("gone.sqlite" in problem and "does not exist" in problem for problem in report.unreadable)
+    assert any("notes.sqlite" in problem for problem in report.unreadable)
+    assert "2 run file(s) could not be read and are left out" in render_html(report)
