@@ -1,1 +1,758 @@
-"""``rageval report RUN --html OUT.html``: one self-contained HTML file with the Findings story (to be written)."""
+"""``rageval report RUN --html OUT.html``: the Findings page's story as one self-contained HTML file, for people who
+will not sign in to the dashboard.
+
+One file, readable offline in any browser, that asks nothing of a network or a server: the styles are one inline
+``<style>``, the charts are SVG drawn here, there is no script, no ``src`` and no external ``href`` (a
+``Content-Security-Policy`` meta tag refuses any that slipped in). It tells what the Findings page tells
+(``app_pages/0_Home.py``), computed by the same engine functions:
+
+- the run's provenance (model, dataset, retriever, k, queries) under the title;
+- the 2 x 2 of gold passage retrieved x answer right at the run's k, each cell's share with its Wilson 95% interval
+  (:func:`rageval.findings.compute_gold_answer_table`);
+- the sentences (:func:`rageval.findings.constant_answer_finding`, :func:`~rageval.findings.correlation_finding`,
+  :func:`~rageval.findings.two_by_two_finding`, :func:`~rageval.findings.label_share_finding`,
+  :func:`~rageval.findings.failure_finding`) and the warnings on label methods whose correlations mean little
+  (:func:`~rageval.findings.label_method_warnings`);
+- the correlation chart: each label method's best measure at k against the end-to-end answer, Kendall's tau-b with
+  its 95% bootstrap interval (:func:`rageval.correlations.best_measures` of the run's stored table, or of
+  :func:`rageval.correlations.correlation_table_at_k` for a run that stores none);
+- the leaderboard of the runs the dashboard lists (the user's runs folder and the shipped runs);
+- a sample of LLM-retEval failure cases (:mod:`rageval.reteval`), a few per category, with their counts.
+
+Every number says what produced it and, where it is an estimate, its interval. Every text from the run (questions,
+passages, reasons, settings) is escaped with :func:`html.escape`: it is shown as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rageval.errors import RagevalError, StoreError
+from rageval.paths import shipped_runs_dir, user_runs_dir
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from rageval.findings import Finding, GoldAnswerTable, LabelWarning
+    from rageval.stats.intervals import MeanInterval
+    from rageval.store import RunReader
+
+#: Display names of label methods, judges and answer metrics: the dashboard's (``ui/format.py``,
+#: ``ui/render_correlations.py``), which the engine may not import; unknown names are shown as stored.
+METHOD_NAMES = {
+    "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
+    "erag:bertscore": "eRAG BERTScore", "llm_relevance": "LLM relevance", "contains_answer": "contains-answer",
+    "gold": "gold", "gold_page": "gold page",
+}
+JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
+METRIC_NAMES = {"em": "EM", "f1": "token F1", "accuracy": "accuracy", "rougeL": "ROUGE-L", "bertscore": "BERTScore"}
+#: Runs up to this many queries without stored correlations get them computed (the dashboard's Home rule).
+SMALL_RUN_QUERIES = 2_000
+#: Failure cases shown per category A-F.
+CASES_PER_CATEGORY = 2
+#: Characters of a question or reason shown in the failure-case table (the rest is cut, marked with "…").
+TEXT_CHARS = 400
+#: Bytes of a passage's text read for the failure-case table (never a whole huge passage).
+PASSAGE_BYTES = 1_000
+MISSING = "–"
+
+
+def method_name(method: str) -> str:
+    return METHOD_NAMES.get(method, method)
+
+
+def judge_name(judge: str) -> str:
+    return JUDGE_NAMES.get(judge, judge)
+
+
+def find_run(run: str | os.PathLike) -> Path:
+    """The run file ``run`` names: a path to a file, or a run's name (the file's stem, the dashboard's ``?run=``)
+    looked up in the user's runs folder (``$RAGEVAL_RUNS_DIR``) and then among the shipped runs (``data/runs``),
+    sub-folders included, as the dashboard lists them. A :class:`~rageval.errors.RagevalError` says where it
+    looked when the name is found nowhere."""
+    path = Path(run).expanduser()
+    if path.is_file():
+        return path
+    name = str(run)
+    looks_like_a_name = path.suffix != ".sqlite" and os.sep not in name and "/" not in name
+    if looks_like_a_name:
+        for folder in _run_folders():
+            found = [candidate for candidate in list_run_files(folder)[0] if candidate.stem == name]
+            if found:
+                return found[0]
+    if path.exists():
+        raise RagevalError(f"{path}: is a folder; expected a run file (.sqlite) or a run's name")
+    where = " or ".join(str(folder) for folder in _run_folders())
+    raise RagevalError(f"{name}: no such run file" + (f", and no run of that name in {where}" if looks_like_a_name
+                                                       else ""))
+
+
+def list_run_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """(the run files of ``folder`` and its sub-folders, as the dashboard lists them: top level first, hidden
+    sub-folders left out, files of another rageval kind left out, a file that is not SQLite at all kept so that
+    opening it says what is wrong; ``"file: reason"`` for each entry that cannot be looked at, such as a dangling
+    link or a folder named ``*.sqlite``). Each entry is looked at on its own: one bad entry never hides the
+    others."""
+    from rageval.store import RUN, sqlite_application_id
+    from rageval.store.files import describe_missing
+
+    if not folder.is_dir():
+        return [], []
+    try:
+        candidates = sorted(folder.glob("*.sqlite")) + sorted(
+            p for p in folder.glob("*/**/*.sqlite") if not any(part.startswith(".")
+                                                               for part in p.relative_to(folder).parts))
+    except OSError as error:
+        return [], [f"{folder}: cannot be listed ({error.strerror or error})"]
+    found, problems = [], []
+    for candidate in candidates:
+        try:
+            describe_missing(candidate, RUN)  # a dangling link, a folder, a pipe, an empty file: said, not raised
+        except (StoreError, OSError) as error:
+            problems.append(str(error))
+            continue
+        application_id = sqlite_application_id(candidate)
+        if application_id is None or application_id == RUN.application_id:
+            found.append(candidate)
+    return found, problems
+
+
+def _run_folders() -> list[Path]:
+    """The folders the dashboard lists runs from: the user's runs folder, then the shipped runs."""
+    shipped = shipped_runs_dir()
+    return [user_runs_dir(), *([shipped] if shipped is not None else [])]
+
+
+# --- what the report shows ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LeaderboardRow:
+    """One run in a row, as the dashboard's leaderboard shows it: its E2E score at its k with the 95% interval
+    (``interval``: ``Wilson`` for 0/1 scores, else ``Student-t``) and the eRAG measure whose Kendall's tau with it is
+    highest, with its bootstrap interval (``correlations``: ``stored`` in the run, ``computed`` here for a run of at
+    most :data:`SMALL_RUN_QUERIES` queries, or ``not stored``)."""
+
+    run: str
+    dataset: str
+    retriever: str
+    model: str
+    k: int | None
+    queries: int
+    metric: str
+    e2e: MeanInterval | None = None
+    interval: str = ""
+    best_method: str = ""
+    best_measure: str = ""
+    tau: float = math.nan
+    tau_low: float = math.nan
+    tau_high: float = math.nan
+    tau_n: int = 0
+    correlations: str = ""
+    this_run: bool = False
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything the HTML file shows about one run (:func:`compute_report`)."""
+
+    path: Path
+    settings: Mapping[str, Any]
+    counts: Mapping[str, int]
+    main_k: int | None
+    metric: str
+    gold: GoldAnswerTable | None = None
+    gold_source: str | None = None
+    findings: tuple[Finding, ...] = ()
+    warnings: tuple[LabelWarning, ...] = ()
+    warning_measure: str | None = None
+    correlations: pd.DataFrame | None = None  # every (method, measure) at main_k: n, tau, tau_low, tau_high
+    correlations_source: str = ""  # "stored", "computed", or why there are none
+    leaderboard: tuple[LeaderboardRow, ...] = ()
+    unreadable: tuple[str, ...] = ()
+    e2e: MeanInterval | None = None
+    e2e_interval: str = ""
+    failure_judge: str | None = None
+    failure_k: int | None = None
+    failure_counts: Mapping[str, int] = field(default_factory=dict)  # category -> queries at failure_k
+    failure_judged: int = 0  # queries judged at failure_k
+    failure_sample: pd.DataFrame | None = None  # query_id, text, k, category, reason
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def best_measures(self) -> pd.DataFrame | None:
+        """Each label method's best measure at k (:func:`rageval.correlations.best_measures`), best first."""
+        from rageval.correlations import best_measures
+
+        if self.correlations is None or self.main_k is None:
+            return None
+        return best_measures(self.correlations, self.main_k)
+
+
+def metric_of(settings: Mapping[str, Any]) -> str:
+    """The E2E score's metric in words (``EM``), from the run's ``e2e_metric`` (else ``label_metric``) setting."""
+    metric = str(settings.get("e2e_metric") or settings.get("label_metric") or "em")
+    return METRIC_NAMES.get(metric, metric)
+
+
+def _read_gold(reader: RunReader, k: int) -> tuple[GoldAnswerTable | None, str | None]:
+    """The 2 x 2 at ``k`` and where its gold passages come from (the queries' ``gold_passage_ids``, else the first
+    gold-label method present), as the Home page reads it; (None, None) when no query has gold passages."""
+    from rageval.findings import compute_gold_answer_table
+    from rageval.store import aggregates
+
+    source: str | None = "gold_passage_ids"
+    method = None
+    if not aggregates.has_gold_passage_ids(reader):
+        methods = set(aggregates.read_label_methods(reader))
+        method = next((m for m in aggregates.GOLD_LABEL_METHODS if m in methods), None)
+        source = method
+    table = compute_gold_answer_table(aggregates.read_gold_retrieval(reader, k, method), k)
+    if source is None or table.without_gold == table.n_queries:
+        return None, None
+    return table, source
+
+
+def _read_correlations(reader: RunReader, k: int, queries: int) -> tuple[pd.DataFrame | None, str]:
+    """The run's correlation table at ``k`` (method, measure, n, tau, tau_low, tau_high, ...) and where it comes
+    from: as ``rageval evaluate`` stored it; else, for a run of at most :data:`SMALL_RUN_QUERIES` queries,
+    :func:`rageval.correlations.correlation_table_at_k` now (the dashboard's numbers: same resamples and seed);
+    else none."""
+    from rageval.correlations import correlation_table_at_k
+    from rageval.stats.correlation import DEFAULT_RESAMPLES
+    from rageval.store import aggregates
+
+    stored = reader.correlations(k)
+    if not stored.empty:
+        return stored, "stored"
+    if queries > SMALL_RUN_QUERIES:
+        return None, f"not stored in this run, and not computed for a report of over {SMALL_RUN_QUERIES:,} queries"
+    measures, e2e = aggregates.read_measures_at(reader, k)
+    if measures.empty or e2e.empty:
+        return None, "none: the run has no measures or answers at this k"
+    scores = e2e.rename("score").rename_axis("query_id").reset_index().assign(k=k)
+    return correlation_table_at_k(measures, scores, k, DEFAULT_RESAMPLES), "computed"
+
+
+def _e2e_interval(reader: RunReader, k: int) -> tuple[MeanInterval | None, str]:
+    """The mean E2E score at ``k`` with its 95% interval: Wilson for 0/1 scores, else Student-t (the leaderboard's
+    rule)."""
+    import pandas as pd
+
+    from rageval.stats.intervals import MeanInterval, intervals_from_moments, share_from_counts
+    from rageval.store import aggregates
+
+    moments = aggregates.read_e2e_moments(reader, k)
+    n = moments["n"]
+    if not n:
+        return None, ""
+    if moments["n_binary"] == n:
+        return share_from_counts(round(moments["mean"] * n), int(n)), "Wilson"
+    row = intervals_from_moments(pd.DataFrame([moments])).iloc[0]
+    return MeanInterval(float(row["mean"]), float(row["low"]), float(row["high"]), int(n)), "Student-t"
+
+
+def _constant_sides(reader: RunReader, k: int):
+    """:func:`rageval.correlations.constant_sides` at ``k`` when the E2E score at k is the same for every query,
+    else None (the Home page's rule)."""
+    import pandas as pd
+
+    from rageval.correlations import constant_sides
+    from rageval.store import aggregates
+
+    scores = reader.e2e_scores(k)["score"].dropna()
+    if scores.empty or scores.nunique() > 1:
+        return None
+    ks = reader.e2e_ks()
+    e2e = pd.concat([reader.e2e_scores(at).assign(k=at) for at in ks], ignore_index=True)
+    measures = pd.concat([aggregates.read_measures_at(reader, at)[0] for at in ks], ignore_index=True)
+    return constant_sides(measures, e2e, k)
+
+
+def leaderboard_row(path: Path, this_run: bool = False) -> LeaderboardRow:
+    """One run's row of the leaderboard (:class:`LeaderboardRow`)."""
+    from rageval.correlations import best_measures
+    from rageval.findings import key_correlations
+    from rageval.store import RunReader, aggregates
+
+    with RunReader(path) as reader:
+        settings = reader.settings()
+        k = reader.main_k()
+        queries = reader.query_count()
+        row: dict[str, Any] = {
+            "run": path.stem, "dataset": str(settings.get("dataset", MISSING)),
+            "retriever": str(settings.get("retriever", MISSING)), "model": str(settings.get("model_id", MISSING)),
+            "k": k, "queries": queries, "metric": metric_of(settings), "this_run": this_run}
+        if k is None:
+            return LeaderboardRow(**row)
+        row["e2e"], row["interval"] = _e2e_interval(reader, k)
+        table = reader.correlations(k)
+        if not table.empty:
+            row["correlations"] = "stored"
+        elif queries <= SMALL_RUN_QUERIES:
+            measures, e2e = aggregates.read_measures_at(reader, k)
+            table = key_correlations(measures, e2e, k)
+            row["correlations"] = "computed"
+        else:
+            return LeaderboardRow(**row, correlations="not stored")
+    best = best_measures(table, k)
+    best = best[best["method"].str.startswith("erag:").astype(bool)]
+    if len(best):
+        top = best.iloc[0]
+        row.update(best_method=top["method"], best_measure=top["measure"], tau=float(top["tau"]),
+                   tau_low=float(top["tau_low"]), tau_high=float(top["tau_high"]), tau_n=int(top["n"]))
+    return LeaderboardRow(**row)
+
+
+def leaderboard(path: Path, others: Sequence[Path] | None = None) -> tuple[list[LeaderboardRow], list[str]]:
+    """(the rows of ``path`` and ``others``, default every run the dashboard lists: the user's runs folder, then the
+    shipped runs, one per name; ``"file: reason"`` for each that cannot be read): best E2E score first, runs
+    without one last."""
+    problems: list[str] = []
+    if others is None:
+        seen: dict[str, Path] = {}
+        for folder in _run_folders():
+            listed, unlisted = list_run_files(folder)
+            problems += unlisted
+            for candidate in listed:
+                seen.setdefault(candidate.stem, candidate)
+        others = list(seen.values())
+    rows = []
+    chosen = path.resolve()
+    for candidate in dict.fromkeys([path, *(p for p in others if Path(p).resolve() != chosen)]):
+        try:
+            rows.append(leaderboard_row(Path(candidate), this_run=Path(candidate) == path))
+        except (StoreError, OSError) as error:
+            problems.append(str(error) if str(candidate) in str(error) else f"{candidate}: {error}")
+    rows.sort(key=lambda r: (r.e2e is None or math.isnan(r.e2e.mean), -(r.e2e.mean if r.e2e else 0.0), r.run))
+    return rows, problems
+
+
+def _failure_sample(reader: RunReader, k: int | None, per_category: int
+                    ) -> tuple[str | None, int | None, dict[str, int], int, pd.DataFrame | None]:
+    """(judge, k, queries per category, queries judged, the sample) of LLM-retEval's failure cases: judge ``em``
+    (else the first), at ``k`` when judged there (else the largest judged k); the first ``per_category`` cases of
+    each category in the run's query order, each with the E2E answer at that k (``answer``) and the passage ranked
+    first (``top_passage``: id, title, the first :data:`PASSAGE_BYTES` of its text; None without a ranking)."""
+    from rageval.reteval import CATEGORY_NAMES
+    from rageval.store import aggregates
+
+    counts = aggregates.read_failure_counts(reader)
+    if counts.empty:
+        return None, None, {}, 0, None
+    judge = sorted(counts["judge"].unique(), key=lambda j: (j != "em", j))[0]
+    judged = counts[counts["judge"] == judge]
+    at = k if k in set(judged["k"]) else int(judged["k"].max())
+    n = int(judged.loc[judged["k"] == at, "n"].iloc[0])
+    cases = reader.failure_case_table(judge, at, details=False)  # lean: a big run's questions are megabytes
+    per = {c: int(cases.loc[cases["category"] == c, "query_id"].nunique()) for c in CATEGORY_NAMES}
+    sample = cases.groupby("category", sort=True).head(per_category).reset_index(drop=True)
+    details = reader.failure_case_details(judge, list(dict.fromkeys(sample["query_id"])))
+    sample = sample.merge(details.astype({"k": int}), how="left", on=["query_id", "k", "category"])
+    tops, answers = [], []
+    for query_id in sample["query_id"]:
+        ranked = reader.ranking_table(query_id, preview=PASSAGE_BYTES)
+        first = ranked.iloc[0] if len(ranked) else None
+        tops.append(None if first is None else (str(first["passage_id"]), first["title"], first["text"]))
+        output = reader.e2e_output(query_id, at)
+        answers.append(None if output is None else output.output)
+    return judge, at, per, n, sample.assign(top_passage=tops, answer=answers)
+
+
+def compute_report(run: str | os.PathLike, *, others: Sequence[Path] | None = None,
+                   cases_per_category: int = CASES_PER_CATEGORY) -> Report:
+    """What the report of ``run`` (a path or a run's name, :func:`find_run`) shows, computed as the Findings page
+    computes it. ``others``: the runs of the leaderboard besides this one (default: every run the dashboard lists).
+    """
+    from rageval import findings
+    from rageval.store import RunReader, aggregates
+
+    path = find_run(run)
+    with RunReader(path) as reader:
+        settings = reader.settings()
+        counts = reader.counts()
+        k = reader.main_k()
+        metric = metric_of(settings)
+        values: dict[str, Any] = {}
+        found: list[Finding] = []
+        if k is not None:
+            values["gold"], values["gold_source"] = _read_gold(reader, k)
+            values["e2e"], values["e2e_interval"] = _e2e_interval(reader, k)
+            constant = _constant_sides(reader, k)
+            if constant is not None and (sentence := findings.constant_answer_finding(constant, metric)):
+                found.append(sentence)
+            table, source = _read_correlations(reader, k, counts["queries"])
+            values["correlations"], values["correlations_source"] = table, source
+            if table is not None and (sentence := findings.correlation_finding(table, k, method_name)):
+                found.append(sentence)
+            if values["gold"] is not None and (sentence := findings.two_by_two_finding(values["gold"])):
+                found.append(sentence)
+        else:
+            constant = None
+        share = aggregates.read_label_share(reader, "llm_relevance")
+        if (sentence := findings.label_share_finding("llm_relevance", *share, name=method_name)) is not None:
+            found.append(sentence)
+        if (sentence := findings.failure_finding(aggregates.read_failure_counts(reader), k, judge_name)) is not None:
+            found.append(sentence)
+        warn_k = k if k is not None else settings.get("k")
+        if isinstance(warn_k, int):
+            measure = f"P@{warn_k}"
+            spread = aggregates.read_measure_spread(reader, aggregates.read_label_methods(reader), measure)
+            values["warnings"] = tuple(findings.label_method_warnings(
+                spread, measure, name=method_name, answer_constant=constant is not None and warn_k == k))
+            values["warning_measure"] = measure
+        judge, at, per, judged, sample = _failure_sample(reader, k, cases_per_category)
+    rows, problems = leaderboard(path, others)
+    return Report(path=path, settings=settings, counts=counts, main_k=k, metric=metric, findings=tuple(found),
+                  leaderboard=tuple(rows), unreadable=tuple(problems), failure_judge=judge, failure_k=at,
+                  failure_counts=per, failure_judged=judged, failure_sample=sample, **values)
+
+
+# --- HTML -----------------------------------------------------------------------------------------------------------
+
+def _e(text: Any) -> str:
+    """Any value as HTML text: escaped, quotes included (safe in an attribute too)."""
+    return html.escape(str(text), quote=True)
+
+
+def _share(interval: MeanInterval) -> str:
+    """``82% [78%, 87%]`` (the findings' own format); ``–`` for an empty share."""
+    if math.isnan(interval.mean):
+        return MISSING
+    return f"{interval.mean:.0%} [{interval.low:.0%}, {interval.high:.0%}]"
+
+
+def _estimate(value: float, low: float, high: float, digits: int = 3) -> str:
+    if math.isnan(value):
+        return MISSING
+    if math.isnan(low) or math.isnan(high):
+        return f"{value:.{digits}f}"
+    return f"{value:.{digits}f} [{low:.2f}, {high:.2f}]"
+
+
+def _tau_text(tau: float, low: float, high: float, n: int) -> str:
+    """A correlation cell: ``0.412 [0.21, 0.60]``; ``undefined (constant)``; below the interval's minimum sample the
+    estimate alone, marked (the dashboard's rule)."""
+    from rageval.stats.correlation import MIN_INTERVAL_QUERIES, has_interval
+
+    if math.isnan(tau):
+        return "undefined (constant)"
+    if not has_interval(n):
+        return f"{tau:.3f} (no interval: n < {MIN_INTERVAL_QUERIES})"
+    return _estimate(tau, low, high)
+
+
+def provenance_text(settings: Mapping[str, Any], n_queries: int | None = None, k: int | None = None) -> str:
+    """``model … · dataset … · retriever … · k=10 · 300 queries``: what produced a number."""
+    parts = [f"{label} {settings[key]}" for key, label in (("model_id", "model"), ("dataset", "dataset"),
+                                                           ("retriever", "retriever")) if key in settings]
+    if k is not None:
+        parts.append(f"k={k}")
+    elif "k" in settings:
+        parts.append(f"top-{settings['k']}")
+    if n_queries is not None:
+        parts.append(f"{n_queries:,} {'query' if n_queries == 1 else 'queries'}")
+    return " · ".join(parts)
+
+
+def _two_by_two_html(report: Report) -> str:
+    table, k = report.gold, report.main_k
+    if report.main_k is None:
+        return ("<p class='note'>This run stores no end-to-end answers, so whether retrieving a gold passage leads to "
+                "a right answer cannot be told.</p>")
+    if table is None:
+        return ("<p class='note'>No query of this run has gold passages (gold_passage_ids, or gold / qrels labels), "
+                "so whether the retriever found one cannot be told.</p>")
+    cells = []
+    for gold in (True, False):
+        row = [f"<th scope='row'>gold {'retrieved' if gold else 'not retrieved'} in the top {k}</th>"]
+        for right in (True, False):
+            cell = table.cell(gold, right)
+            kind = "warn" if gold and not right else ""  # the cell the findings are about
+            row.append(f"<td class='cell {kind}' data-cell='{int(gold)}{int(right)}'><span class='count'>"
+                       f"{cell.count:,}</span><br><span class='share'>{_e(_share(cell.share))} of {table.n:,} "
+                       "queries</span></td>")
+        cells.append("<tr>" + "".join(row) + "</tr>")
+    source = ("the query's gold passages (its gold_passage_ids)" if report.gold_source == "gold_passage_ids" else
+              f"the passages the {method_name(str(report.gold_source))} labels mark relevant (label above 0)")
+    left_out = [f"{n:,} {what}" for n, what in ((table.without_gold, "without gold passages"),
+                                               (table.without_answer, f"without an E2E answer at k={k}")) if n]
+    binary = report.metric in ("EM", "accuracy")
+    rule = (f"the stored E2E {report.metric} at k is at least {table.threshold:g}"
+            + (f" ({report.metric} is 0 or 1, so: it is 1)" if binary else " (a graded score: the threshold is ours)"))
+    caption = (f"Gold retrieved: at least one of {source} is ranked in the top {k}. Answer right: {rule}. Shares of "
+               f"the {table.n:,} queries with both, with Wilson 95% intervals"
+               + (f"; left out: {', '.join(left_out)}" if left_out else "") + ".")
+    return (f"<table class='two-by-two' id='two-by-two'><thead><tr><th></th><th scope='col'>answer right</th>"
+            f"<th scope='col'>answer wrong</th></tr></thead><tbody>{''.join(cells)}</tbody></table>"
+            f"<p class='caption'>{_e(caption)}</p>")
+
+
+def correlation_chart_svg(best: pd.DataFrame, k: int, metric: str, provenance: str = "", width: int = 900) -> str:
+    """A dot-and-whisker chart as inline SVG: one row per label method (``best``: its best measure at ``k``, rows
+    method, measure, n, tau, tau_low, tau_high, best first), Kendall's tau-b with the E2E score on a fixed -1..1
+    axis, the 95% interval as a whisker (none below the interval's minimum sample, and an undefined tau has no
+    dot). ``provenance``: what produced the numbers, a subtitle the chart keeps when it is copied alone. Every
+    label is escaped text."""
+    from rageval.stats.correlation import has_interval
+
+    row_h, left, right, top = 30, 230, 220, 58
+    height = top + row_h * len(best) + 40
+    plot = width - left - right
+
+    def x(value: float) -> float:
+        return left + (max(-1.0, min(1.0, value)) + 1) / 2 * plot
+
+    parts = [f"<svg class='chart' id='correlation-chart' role='img' "
+             f"viewBox='0 0 {width} {height}' width='{width}' height='{height}' aria-labelledby='chart-title'>",
+             f"<title id='chart-title'>{_e(f'Kendall tau-b with the E2E {metric} at k={k}, per label method')}</title>"]
+    for tick in (-1.0, -0.5, 0.0, 0.5, 1.0):
+        parts.append(f"<line class='{'axis zero' if tick == 0 else 'grid'}' x1='{x(tick):.1f}' x2='{x(tick):.1f}' "
+                     f"y1='{top - 8}' y2='{height - 32}'/>")
+        parts.append(f"<text class='tick' x='{x(tick):.1f}' y='{height - 16}' text-anchor='middle'>{tick:g}</text>")
+    parts.append(f"<text class='tick' x='{left + plot / 2:.1f}' y='{height - 2}' text-anchor='middle'>"
+                 f"{_e(f'Kendall tau-b with the E2E {metric} at k={k}')}</text>")
+    if provenance:
+        parts.append(f"<text class='head' x='0' y='14'>{_e(_cut(provenance, 115))}</text>")
+    parts.append(f"<text class='head' x='{left - 10}' y='{top - 14}' text-anchor='end'>label method · measure</text>")
+    parts.append(f"<text class='head' x='{width - right + 10}' y='{top - 14}'>tau [95% interval], n</text>")
+    for index, row in enumerate(best.itertuples(index=False)):
+        y = top + row_h * index + row_h / 2
+        erag = str(row.method).startswith("erag:")
+        label = f"{method_name(str(row.method))} · {row.measure}"
+        parts.append(f"<g class='row{' erag' if erag else ''}' data-method='{_e(row.method)}'>")
+        parts.append(f"<text class='label' x='{left - 10}' y='{y + 4:.1f}' text-anchor='end'>{_e(label)}</text>")
+        tau, low, high, n = float(row.tau), float(row.tau_low), float(row.tau_high), int(row.n)
+        if not math.isnan(tau):
+            if has_interval(n) and not (math.isnan(low) or math.isnan(high)):
+                parts.append(f"<line class='whisker' x1='{x(low):.1f}' x2='{x(high):.1f}' y1='{y:.1f}' y2='{y:.1f}'/>")
+                parts.extend(f"<line class='whisker' x1='{x(end):.1f}' x2='{x(end):.1f}' y1='{y - 5:.1f}' "
+                             f"y2='{y + 5:.1f}'/>" for end in (low, high))
+            parts.append(f"<circle class='dot' cx='{x(tau):.1f}' cy='{y:.1f}' r='5'/>")
+        parts.append(f"<text class='value' x='{width - right + 10}' y='{y + 4:.1f}'>"
+                     f"{_e(_tau_text(tau, low, high, n))}, n={n:,}</text></g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _correlation_html(report: Report) -> str:
+    best = report.best_measures()
+    k = report.main_k
+    if k is None:
+        return "<p class='note'>No end-to-end answers: nothing to correlate the labels with.</p>"
+    if best is None or best.empty:
+        return (f"<p class='note'>No label method has a defined correlation with the answer at k={k} (correlations: "
+                f"{_e(report.correlations_source)}).</p>")
+    how = ("as stored in the run by rageval evaluate" if report.correlations_source == "stored" else
+           "computed for this report (the run stores none)")
+    n_resamples = (int(report.correlations["n_resamples"].iloc[0]) if report.correlations is not None
+                   and "n_resamples" in report.correlations.columns else None)
+    from rageval.stats.correlation import DEFAULT_RESAMPLES, MIN_INTERVAL_QUERIES
+
+    caption = (f"Each label method's measure at k={k} whose Kendall's tau-b with the end-to-end {report.metric} "
+               f"across queries is highest; 95% percentile bootstrap intervals over queries "
+               f"({n_resamples or DEFAULT_RESAMPLES} resamples; none below {MIN_INTERVAL_QUERIES} queries), {how}. "
+               "A method whose labels predict the answer well sits to the right; eRAG's methods are drawn in the "
+               "accent colour.")
+    provenance = provenance_text(report.settings, int(best["n"].max()), k)
+    return correlation_chart_svg(best, k, report.metric, provenance) + f"<p class='caption'>{_e(caption)}</p>"
+
+
+def _leaderboard_html(report: Report) -> str:
+    from rageval.stats.correlation import MIN_INTERVAL_QUERIES
+
+    header = ["Run", "E2E score [95%]", "Best eRAG measure", "Kendall's tau [95%]", "k", "Queries", "Dataset",
+              "Retriever", "Model"]
+    rows = []
+    for row in report.leaderboard:
+        e2e = (MISSING if row.e2e is None else
+               f"{row.metric} " + (_share(row.e2e) if row.interval == "Wilson" else
+                                   _estimate(row.e2e.mean, row.e2e.low, row.e2e.high)) + f" ({row.interval})")
+        best = (f"{method_name(row.best_method)} {row.best_measure}" if row.best_method else
+                ("not stored" if row.correlations == "not stored" else MISSING))
+        tau = MISSING if not row.best_method else _tau_text(row.tau, row.tau_low, row.tau_high, row.tau_n)
+        cells = [row.run + (" (this report)" if row.this_run else ""), e2e, best, tau,
+                 MISSING if row.k is None else str(row.k), f"{row.queries:,}", row.dataset, row.retriever, row.model]
+        rows.append(f"<tr{' class=this-run' if row.this_run else ''}>" + "".join(f"<td>{_e(c)}</td>" for c in cells)
+                    + "</tr>")
+    problems = "" if not report.unreadable else (
+        f"<p class='note'>{len(report.unreadable)} run file(s) could not be read and are left out: "
+        f"{_e('; '.join(report.unreadable))}</p>")
+    caption = ("One row per run the dashboard lists (your runs folder and the shipped runs), best E2E score first: "
+               "the E2E score at each run's own k (95% interval: Wilson for 0/1 scores, else Student-t) and the "
+               "eRAG measure that best predicts it (Kendall's tau, 95% bootstrap interval, none below "
+               f"{MIN_INTERVAL_QUERIES} queries; as stored in the run, else computed for runs of at most "
+               f"{SMALL_RUN_QUERIES:,} queries).")
+    return ("<div class='scroll'><table class='data' id='leaderboard'><thead><tr>"
+            + "".join(f"<th scope='col'>{_e(h)}</th>" for h in header)
+            + f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>{problems}"
+            f"<p class='caption'>{_e(caption)}</p>")
+
+
+def _cut(text: Any, limit: int = TEXT_CHARS) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _passage_html(top: tuple[str, Any, Any] | None) -> str:
+    """A passage as escaped text: its title in bold, then the start of its text (cut to :data:`TEXT_CHARS`)."""
+    if top is None:
+        return MISSING
+    passage_id, title, text = top
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return f"{_e(passage_id)} (not in the run's passages)"
+    head = "" if title is None or (isinstance(title, float) and math.isnan(title)) or not str(title) else (
+        f"<b>{_e(_cut(title, 120))}</b> ")
+    return f"{head}{_e(_cut(text, TEXT_CHARS // 2))} <span class='muted'>({_e(passage_id)})</span>"
+
+
+def _failures_html(report: Report) -> str:
+    from rageval.reteval import CATEGORY_NAMES
+
+    if report.failure_judge is None or report.failure_sample is None:
+        return ("<p class='note'>This run has no LLM-retEval verdicts, so it has no failure cases (rageval evaluate "
+                "--methods all computes them).</p>")
+    judge, k, n = judge_name(report.failure_judge), report.failure_k, report.failure_judged
+    counts = "".join(f"<tr><th scope='row'>{_e(c)}</th><td>{_e(name)}</td><td>{report.failure_counts.get(c, 0):,}"
+                     "</td></tr>" for c, name in CATEGORY_NAMES.items())
+    sample = "".join(
+        f"<tr><td>{_e(row.category)}</td><td>{_e(row.query_id)}</td><td>{_e(_cut(row.text))}</td>"
+        f"<td>{_e(MISSING if row.answer is None else _cut(row.answer))}</td><td class='passage'>"
+        f"{_passage_html(row.top_passage)}</td><td>{_e(_cut(row.reason))}</td></tr>"
+        for row in report.failure_sample.itertuples(index=False))
+    shown = len(report.failure_sample)
+    counts_note = (f"Queries per LLM-retEval failure category at k={k} under judge {judge}, of the {n:,} queries "
+                   "judged there (a query can fall in several; A-C: the retriever missed what the answer needs, D-F: "
+                   "the evaluation itself erred). Each category is decided by an explicit rule over the stored facts "
+                   "(rageval.reteval.classify_failures).")
+    sample_note = (f"{shown} of the cases: the first {CASES_PER_CATEGORY} of each category in the run's query order "
+                   f"(judge {judge}, k={k}); the answer is the end-to-end answer from the top {k} passages.")
+    return (f"<table class='data' id='failure-counts'><thead><tr><th scope='col'>Category</th><th scope='col'>What "
+            f"failed</th><th scope='col'>Queries at k={k}</th></tr></thead><tbody>{counts}</tbody></table>"
+            f"<p class='caption'>{_e(counts_note)}</p><div class='scroll'><table class='data' id='failure-cases'>"
+            f"<thead><tr><th scope='col'>Category</th><th scope='col'>Query</th><th scope='col'>Question</th>"
+            f"<th scope='col'>Answer at k={k}</th><th scope='col'>Passage ranked first</th><th scope='col'>Why</th>"
+            f"</tr></thead><tbody>{sample}</tbody></table></div><p class='caption'>{_e(sample_note)}</p>")
+
+
+def _numbers_html(report: Report) -> str:
+    counts = report.counts
+    e2e = MISSING
+    if report.e2e is not None:
+        shown = (_share(report.e2e) if report.e2e_interval == "Wilson" else
+                 _estimate(report.e2e.mean, report.e2e.low, report.e2e.high))
+        e2e = (f"{shown} ({report.e2e_interval} 95% interval) over {report.e2e.n:,} queries, from the top "
+               f"{report.main_k} passages")
+    items = [("Queries", f"{counts.get('queries', 0):,}"), ("Passages", f"{counts.get('passages', 0):,}"),
+             ("Ranking rows", f"{counts.get('rankings', 0):,}"),
+             ("LLM outputs", f"{counts.get('doc_outputs', 0) + counts.get('e2e_outputs', 0):,}"),
+             (f"E2E {report.metric} (mean)", e2e)]
+    return "<dl class='numbers'>" + "".join(f"<div><dt>{_e(a)}</dt><dd>{_e(b)}</dd></div>" for a, b in items) + "</dl>"
+
+
+#: Light and dark (the reader's setting), readable in print; colours as the dashboard's theme uses them.
+STYLE = """
+:root { color-scheme: light dark; --fg: #1f2328; --muted: #59636e; --bg: #ffffff; --line: #d1d9e0; --panel: #f6f8fa;
+  --accent: #1f6feb; --other: #8250df; --warn: #bc4c00; --good: #1a7f37; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --muted: #9198a1; --bg: #0d1117; --line: #3d444d;
+  --panel: #151b23; --accent: #4493f8; --other: #ab7df8; --warn: #f0883e; --good: #3fb950; } }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg);
+  max-width: 1100px; margin: 2rem auto; padding: 0 1rem; }
+h1 { font-size: 1.7rem; margin-bottom: .2rem; } h2 { font-size: 1.25rem; margin-top: 2.2rem;
+  border-bottom: 1px solid var(--line); padding-bottom: .2rem; }
+.provenance, .caption, .note { color: var(--muted); font-size: .9rem; }
+.note { border-left: 3px solid var(--warn); padding-left: .6rem; }
+table { border-collapse: collapse; } th, td { text-align: left; vertical-align: top; padding: .35rem .6rem; }
+table.data { width: 100%; font-size: .9rem; } table.data th, table.data td { border-bottom: 1px solid var(--line); }
+table.data thead th { background: var(--panel); } tr.this-run td { font-weight: 600; }
+.scroll { overflow-x: auto; }
+.two-by-two td.cell { border: 1px solid var(--line); min-width: 14rem; text-align: center; padding: .8rem; }
+.two-by-two td.warn { border: 2px solid var(--warn); }
+.count { font-size: 1.8rem; font-weight: 650; } .share { color: var(--muted); }
+ul.findings li { margin: .4rem 0; } ul.warnings li { margin: .3rem 0; }
+dl.numbers { display: flex; flex-wrap: wrap; gap: 1.5rem; } dl.numbers dt { color: var(--muted); font-size: .85rem; }
+dl.numbers dd { margin: 0; font-size: 1.1rem; font-weight: 600; }
+svg.chart { max-width: 100%; height: auto; font-size: 13px; }
+svg .label, svg .value, svg .tick, svg .head { fill: var(--fg); } svg .head, svg .tick { fill: var(--muted); }
+svg .grid { stroke: var(--line); } svg .axis { stroke: var(--muted); }
+svg .whisker { stroke: var(--other); stroke-width: 2; } svg .dot { fill: var(--other); }
+svg .erag .whisker { stroke: var(--accent); } svg .erag .dot { fill: var(--accent); }
+td.passage { max-width: 22rem; } .muted { color: var(--muted); }
+footer { margin-top: 3rem; color: var(--muted); font-size: .8rem; }
+"""
+
+#: No fetch of any kind: no script, no frame, no remote image, font or style; inline styles and data: images only.
+CONTENT_SECURITY_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src 'none'; "
+                           "script-src 'none'; connect-src 'none'; frame-src 'none'; form-action 'none'; "
+                           "base-uri 'none'")
+
+
+def render_html(report: Report, now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> str:
+    """The report as one self-contained HTML document (see the module docstring)."""
+    from rageval import __version__
+
+    settings = report.settings
+    k = report.main_k
+    title = f"rageval report: {report.name}"
+    findings_html = ("".join(f"<li>{_e(f.text)}</li>" for f in report.findings) if report.findings else
+                     "<li>No finding: the run has neither correlations, gold passages, LLM-relevance labels nor "
+                     "LLM-retEval.</li>")
+    warnings_html = "" if not report.warnings else (
+        "<h3>Label methods whose correlations mean little</h3><ul class='warnings'>"
+        + "".join(f"<li>{_e(w.text)}</li>" for w in report.warnings) + "</ul>")
+    created = settings.get("created_at")
+    heading = "Gold passage retrieved × answer right" + (f" at k={k}" if k is not None else "")
+    footer = (f"Written by rageval {__version__} (rageval report) on {now():%Y-%m-%d %H:%M} UTC from "
+              f"{report.path.name}. A self-contained file: no script, nothing loaded from a network.")
+    made = f"Run file {report.path.name}" + (f", created {created}" if created else "")
+    sections = [
+        f"<h1>{_e(title)}</h1>",
+        f"<p class='provenance' id='provenance'>{_e(provenance_text(settings, report.counts.get('queries'), k))}</p>",
+        f"<p class='provenance'>{_e(made)}. Every number below says how many queries it rests on; estimates carry "
+        "95% intervals.</p>",
+        f"<h2 id='findings'>{_e(heading)}</h2>",
+        _two_by_two_html(report),
+        "<h2>What this run says</h2>",
+        f"<ul class='findings' id='sentences'>{findings_html}</ul>",
+        warnings_html,
+        "<h2>Which labels predict the end-to-end answer?</h2>",
+        _correlation_html(report),
+        "<h2>All runs</h2>",
+        _leaderboard_html(report),
+        "<h2>Failure cases</h2>",
+        _failures_html(report),
+        "<h2>This run in numbers</h2>",
+        _numbers_html(report),
+        f"<footer>{_e(footer)}</footer>",
+    ]
+    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<meta http-equiv='Content-Security-Policy' content=\"{CONTENT_SECURITY_POLICY}\">"
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>"
+            + "\n".join(s for s in sections if s) + "</body></html>\n")
+
+
+def write_html_report(run: str | os.PathLike, out: str | os.PathLike, *, others: Sequence[Path] | None = None
+                      ) -> Path:
+    """Write the report of ``run`` (a path or a run's name) to ``out``, atomically (a temporary file in the same
+    folder, renamed): an interrupted write leaves no half file. Returns the path written."""
+    from rageval.paths import not_writable_file
+
+    out = Path(out).expanduser()
+    reason = not_writable_file(out)
+    if reason:
+        raise RagevalError(f"--html {out}: {reason}; expected an .html file name")
+    document = render_html(compute_report(run, others=others))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    partial.write_text(document, encoding="utf-8")
+    os.replace(partial, out)
+    return out

@@ -5,6 +5,7 @@
     rageval evaluate-citations F    your attributed answers -> statements, entailment, AutoAIS, ALCE
     rageval info RUN [--json]       what a run file holds
     rageval export RUN ...          labels / verdicts / failure cases as CSV or qrels
+    rageval report RUN --html F     the Findings page as one self-contained HTML file (no network, no server)
     rageval upload --name NAME ...  your own run (TREC files or JSONL with answers) -> a run file
     rageval rescore start RUN ...   label a run's passages again with another model (background job, resumable)
     rageval serve-model --model M   an OpenAI-compatible server over M on this machine (or 'fake': instant answers)
@@ -44,6 +45,8 @@ COMMANDS: dict[str, Command] = {
     "info": Command("rageval.cli.runs", "print what a run file holds (--json: machine-readable)"),
     "export": Command("rageval.cli.runs", "write a run's labels, verdicts or failure cases as CSV, or one label "
                                           "method as TREC qrels"),
+    "report": Command("rageval.cli.report", "the Findings page's story (2x2, sentences with intervals, correlation "
+                                            "chart, leaderboard, failure cases) as one self-contained HTML file"),
     "upload": Command("rageval.cli.upload", "validate your own run (TREC run + qrels + queries/passages JSONL, or "
                                             "one JSONL with answers; docs/upload_format.md) into a run file"),
     "rescore": Command("rageval.cli.rescore", "label a run's passages again with another model, in the background; "
