@@ -27,6 +27,7 @@ from rageval.errors import RagevalError
 from rageval.team import audit as audit_log
 from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config, user_id
 from rageval.team.roles import ADMIN, LABEL, MANAGE_QUEUES, READ_AUDIT, RUN_JOBS, UPLOAD, VIEW, can
+from ui.format import escape_markdown
 
 NO_ROLE = ""  # Identity.role of someone signed out, or signed in with no role in team.toml
 
@@ -128,12 +129,13 @@ def require(action: str) -> Identity:
     if not can(identity.role, action):
         if identity.role == NO_ROLE:
             st.title("No access")
-            st.warning(f"You are signed in as {identity.user_id}, but this dashboard's team gives you no role. Ask "
-                       "an admin of the dashboard to add you to its team.toml.", icon=":material/block:")
+            st.warning(escape_markdown(f"You are signed in as {identity.user_id}, but this dashboard's team gives "
+                                       "you no role. Ask an admin of the dashboard to add you to its team.toml."),
+                       icon=":material/block:")
         else:
             st.title("Not for your role")
-            st.warning(f"You are signed in as {identity.user_id} (role {identity.role}), which may not "
-                       f"{DOING.get(action, action)}.", icon=":material/block:")
+            st.warning(escape_markdown(f"You are signed in as {identity.user_id} (role {identity.role}), which may "
+                                       f"not {DOING.get(action, action)}."), icon=":material/block:")
         render_account(st)
         st.stop()
     return identity
@@ -153,8 +155,8 @@ def render_account(where: Any) -> None:
     identity = current_identity()
     if not identity.team_mode or not (identity.user_id or identity.expired):
         return
-    where.caption(f"Signed in as {identity.user_id or identity.display_name}"
-                  + (f" · {identity.role}" if identity.role else " · no role"))
+    where.caption(escape_markdown(f"Signed in as {identity.user_id or identity.display_name}"
+                                  + (f" · {identity.role}" if identity.role else " · no role")))
     where.button("Sign out", icon=":material/logout:", on_click=st.logout, key="auth.sign_out")
 
 
