@@ -209,6 +209,12 @@ def listed(page, title: str) -> bool:
     return page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).count() > 0
 
 
+def refused(refusal: str, page, title: str) -> Outcome:
+    """A refused cell: how the page stopped, and that the page is not in the sidebar's list."""
+    assert not listed(page, title), f"{title} is listed for a role that may not use it"
+    return Outcome(False, f"{refusal}; not listed")
+
+
 def probe_view(page, team: Team, sub: str) -> Outcome:
     """Every page a viewer may read, opened by its URL: its heading shows, or the page stops with a refusal."""
     refusals = []
@@ -232,7 +238,8 @@ def probe_label(page, team: Team, sub: str) -> Outcome:
     page.goto(f"{team.url}/Annotate?run={RUN}&annotator=mallory")
     refusal = wait_for_one(page, page.get_by_role("heading", name="Annotate", exact=True))
     if refusal:
-        return Outcome(False, f"page stopped: {refusal!r}; Annotate listed: {listed(page, 'Annotate')}")
+        return refused(refusal, page, "Annotate")
+    assert listed(page, "Annotate")
     me = PEOPLE[sub][1]["email"]
     expect(page.get_by_text(f"Labelling as {me} (signed in)")).to_be_visible(timeout=WAIT_MS)
     assert page.get_by_role("textbox", name="Your name (annotator)").count() == 0  # nothing to type a name into
@@ -258,7 +265,8 @@ def probe_run_jobs(page, team: Team, sub: str) -> Outcome:
     page.goto(f"{team.url}/Re_score?run={RUN}")
     refusal = wait_for_one(page, page.get_by_role("heading", name="Re-score", exact=True))
     if refusal:
-        return Outcome(False, f"page stopped: {refusal!r}; Re-score listed: {listed(page, 'Re-score')}")
+        return refused(refusal, page, "Re-score")
+    assert listed(page, "Re-score")
     page.get_by_text("OpenAI-compatible server", exact=False).first.click()
     base = page.get_by_label("Server base URL (OpenAI-compatible backend)")
     expect(base).to_be_visible(timeout=WAIT_MS)
@@ -294,7 +302,8 @@ def probe_upload(page, team: Team, sub: str) -> Outcome:
     page.goto(f"{team.url}/Upload")
     refusal = wait_for_one(page, page.get_by_role("heading", name="Upload a run", exact=True))
     if refusal:
-        return Outcome(False, f"page stopped: {refusal!r}; Upload listed: {listed(page, 'Upload')}")
+        return refused(refusal, page, "Upload")
+    assert listed(page, "Upload")
     files = write_user_files(team.runs.parent / f"upload-{sub}")
     upload_and_validate(page, team.url, {k: files[k] for k in ("run", "queries", "passages")}, r"Valid: ")
     name = f"upload-{sub}"
@@ -316,9 +325,10 @@ def probe_read_audit(page, team: Team, sub: str) -> Outcome:
     heading = page.get_by_role("heading", name="Audit log", exact=True)
     refusal = wait_for_one(page, heading)
     if refusal:
-        return Outcome(False, f"page stopped: {refusal!r}; Audit log listed: {listed(page, 'Audit log')}")
+        return refused(refusal, page, "Audit log")
     expect(page.get_by_text(re.compile(r"\d+ newest entries"))).to_be_visible(timeout=WAIT_MS)
-    return Outcome(True, "entries shown; Audit log listed: " + str(listed(page, "Audit log")))
+    assert listed(page, "Audit log")
+    return Outcome(True, "entries shown, page listed")
 
 
 #: action -> probe. The queue work adds "manage_queues" and "adjudicate" here, one function each.
