@@ -26,14 +26,14 @@ import streamlit as st
 from rageval.errors import RagevalError
 from rageval.team import audit as audit_log
 from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config, user_id
-from rageval.team.roles import ADMIN, LABEL, MANAGE_QUEUES, READ_AUDIT, RUN_JOBS, UPLOAD, VIEW, can
+from rageval.team.roles import ADJUDICATE, ADMIN, LABEL, MANAGE_QUEUES, READ_AUDIT, RUN_JOBS, UPLOAD, VIEW, can
 from ui.format import escape_markdown
 
 NO_ROLE = ""  # Identity.role of someone signed out, or signed in with no role in team.toml
 
 #: What each action lets a person do, for the line that refuses it.
 DOING = {VIEW: "read the pages", LABEL: "label", RUN_JOBS: "start or cancel jobs and compute missing pieces",
-         UPLOAD: "upload runs", MANAGE_QUEUES: "create annotation queues", "adjudicate": "adjudicate labels",
+         UPLOAD: "upload runs", MANAGE_QUEUES: "create annotation queues", ADJUDICATE: "adjudicate labels",
          READ_AUDIT: "read the audit log"}
 
 
