@@ -10,11 +10,15 @@ methods whose correlations mean little. A run that lacks pieces says which, with
 import streamlit as st
 
 from rageval import findings
-from ui import data, navigation, render
+from rageval.team import roles
+from ui import auth, data, navigation, render
 from ui import data_findings as loaders
 from ui import format as fmt
 from ui import render_findings as view
 from ui.render_lacks import compute_hint, render_lacks_panel
+
+# Team mode: stop here, before anything is read, unless this session may view (ui.auth).
+auth.require(roles.VIEW)
 
 path = render.select_run()
 

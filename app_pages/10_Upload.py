@@ -7,10 +7,15 @@ documented in ``docs/upload_format.md``.
 
 import streamlit as st
 
+from rageval.team import audit as audit_log
+from rageval.team import roles
 from rageval.upload.problems import DEFAULT_LIMITS, MAX_UPLOAD_MIB, UploadError
 from rageval.upload.save import check_run_name, name_in_use, save_upload
-from ui import data, data_upload, navigation, render
+from ui import auth, data, data_upload, navigation, render
 from ui import render_upload as ru
+
+# Team mode: stop here, before anything is read, unless this session may upload (ui.auth).
+auth.require(roles.UPLOAD)
 
 FORMAT_STATE = "upload.format"
 CHECKED_STATE = "upload.checked"  # the upload_key the last Validate was pressed for
@@ -81,8 +86,11 @@ elif existing is not None and not saved:
 
 if st.button("Save", key="upload.save", disabled=bool(name_problem) or saved or (existing is not None and not replace)):
     try:
-        save_upload(result.run, folder, name, overwrite=replace, command="dashboard upload page")
-    except UploadError as error:
+        uploader = auth.check(roles.UPLOAD)  # on the server, whatever the browser sent
+        saved_path = save_upload(result.run, folder, name, overwrite=replace, command="dashboard upload page",
+                                 uploaded_by=uploader.user_id if uploader.team_mode else None)
+        auth.audit(audit_log.UPLOAD, {"run": name, "path": str(saved_path), "replaced": replace})
+    except (UploadError, auth.NotAllowed) as error:
         st.error(render.escape_markdown(str(error)))
     else:
         st.session_state[SAVED_STATE] = name

@@ -5,7 +5,11 @@ one line each with the paper that defines it. Each term is a heading with its ow
 
 import streamlit as st
 
-from ui import glossary, navigation, render
+from rageval.team import roles
+from ui import auth, glossary, navigation, render
+
+# Team mode: stop here, before anything is read, unless this session may view (ui.auth).
+auth.require(roles.VIEW)
 
 render.page_heading(navigation.GLOSSARY)
 st.markdown(" · ".join(f"[{render.escape_markdown(term.name)}](#{term.anchor})" for term in glossary.TERMS))

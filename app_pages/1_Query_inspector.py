@@ -8,8 +8,12 @@ NAME`` (ui/worklist.py, made by the pages that list queries) is the list Prev / 
 
 import streamlit as st
 
-from ui import data, navigation, render
+from rageval.team import roles
+from ui import auth, data, navigation, render
 from ui import render_inspector as inspect
+
+# Team mode: stop here, before anything is read, unless this session may view (ui.auth).
+auth.require(roles.VIEW)
 
 QUERY_STATE = "inspect.query_id"
 

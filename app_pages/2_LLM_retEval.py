@@ -9,10 +9,14 @@ cases link to the query inspector with the shown queries as its worklist (Prev /
 import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
-from ui import data, navigation, render
+from rageval.team import roles
+from ui import auth, data, navigation, render
 from ui import format as fmt
 from ui import render_inspector as inspect
 from ui.render_lacks import complete_command, compute_hint, job_in_progress, render_lacks_panel
+
+# Team mode: stop here, before anything is read, unless this session may view (ui.auth).
+auth.require(roles.VIEW)
 
 JUDGE_STATE = "reteval.judge"
 K_STATE = "reteval.k"

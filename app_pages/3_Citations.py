@@ -13,9 +13,13 @@ can be shared.
 import streamlit as st
 
 from rageval.attribution.experiment import GOLD_SCENARIO
-from ui import data, data_checkers, navigation, render
+from rageval.team import roles
+from ui import auth, data, data_checkers, navigation, render
 from ui import render_checkers as checker_views
 from ui import render_citations as view
+
+# Team mode: stop here, before anything is read, unless this session may view (ui.auth).
+auth.require(roles.VIEW)
 
 RUN_STATE = "citations.run"
 SCENARIO_STATE = "citations.scenario"

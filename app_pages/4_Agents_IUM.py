@@ -9,8 +9,12 @@ Runs come from your runs folder (and its ``ium/``) and the shipped ``data/runs/i
 
 import streamlit as st
 
-from ui import data, navigation, render
+from rageval.team import roles
+from ui import auth, data, navigation, render
 from ui import render_ium as view
+
+# Team mode: stop here, before anything is read, unless this session may view (ui.auth).
+auth.require(roles.VIEW)
 
 RUN_STATE = "ium.run"
 AGENT_STATE = "ium.agent"

@@ -10,12 +10,16 @@ shared.
 import streamlit as st
 
 from rageval.correlations import best_measures
-from ui import data, navigation, render
+from rageval.team import roles
+from ui import auth, data, navigation, render
 from ui import data_correlations as loaders
 from ui import format as fmt
 from ui import render_correlations as view
 from ui import render_inspector as inspect
 from ui.render_lacks import complete_command, compute_hint, job_in_progress, render_lacks_panel
+
+# Team mode: stop here, before anything is read, unless this session may view (ui.auth).
+auth.require(roles.VIEW)
 
 METHOD_STATE = "correlations.method"
 K_STATE = "correlations.k"

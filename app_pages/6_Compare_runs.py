@@ -9,11 +9,15 @@ changed most, each linked to the query inspector in both runs.
 import streamlit as st
 
 from rageval.compare import DEFAULT_PERMUTATIONS, DEFAULT_SEED, E2E_METHOD, changed_most
-from ui import data, navigation, render
+from rageval.team import roles
+from ui import auth, data, navigation, render
 from ui import data_compare as loaders
 from ui import format as fmt
 from ui import render_compare as view
 from ui import render_inspector as inspect
+
+# Team mode: stop here, before anything is read, unless this session may view (ui.auth).
+auth.require(roles.VIEW)
 
 RUN_A_STATE = "compare.run_a"
 RUN_B_STATE = "compare.run_b"

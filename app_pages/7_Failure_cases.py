@@ -10,7 +10,8 @@ how many cases are listed (``?run=`` one run's cases, as the pages about one run
 import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
-from ui import data, navigation, render
+from rageval.team import roles
+from ui import auth, data, navigation, render
 from ui import format as fmt
 from ui import render_inspector as inspect
 from ui.render_failures import (
@@ -24,6 +25,9 @@ from ui.render_failures import (
     run_worklists,
 )
 from ui.render_lacks import render_lacks_panel
+
+# Team mode: stop here, before anything is read, unless this session may view (ui.auth).
+auth.require(roles.VIEW)
 
 render.page_heading(navigation.FAILURES)
 

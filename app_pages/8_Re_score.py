@@ -12,9 +12,13 @@ import streamlit as st
 
 from rageval.errors import RagevalError, StoreError
 from rageval.jobs.spec import ACTIVE, HEARTBEAT_S, STALE_AFTER_S, job_progress
-from ui import data, navigation, render
+from rageval.team import roles
+from ui import auth, data, navigation, render
 from ui import data_jobs as loaders
 from ui import render_jobs as view
+
+# Team mode: stop here, before anything is read, unless this session may run jobs (ui.auth).
+auth.require(roles.RUN_JOBS)
 
 REFRESH_S = 2.0
 ACTIVE_STATE = "rescore.active"

@@ -19,9 +19,13 @@ import streamlit as st
 
 from rageval.annotations import LABELLED, PassageItem, StatementItem, sample_status
 from rageval.errors import StoreError
-from ui import data, render, render_citations
+from rageval.team import roles
+from ui import auth, data, render, render_citations
 from ui import data_annotate as annotations
 from ui import render_annotate as view
+
+# Team mode: stop here, before anything is read, unless this session may label (ui.auth).
+auth.require(roles.LABEL)
 
 MODE_STATE = "annotate.mode"
 QUERY_STATE = "annotate.query_id"

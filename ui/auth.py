@@ -2,33 +2,56 @@
 
 Local mode (the default, ``streamlit run app.py`` on 127.0.0.1): no sign-in, every action allowed, and the
 annotator is the name typed on the Annotate page (or ``?annotator=``). Team mode (``rageval serve --team
-team.toml``) signs people in with OpenID Connect through ``st.login`` and maps them to a role
-(:mod:`rageval.team.roles`); there the identity comes from the sign-in only.
+team.toml``, which sets :data:`TEAM_ENV` for the Streamlit process) signs people in with OpenID Connect through
+``st.login`` and maps them to a role (:mod:`rageval.team.roles`, by :mod:`rageval.team.config`); there the identity
+comes from the sign-in only (the provider's verified email, else its subject): never from a URL parameter or a
+widget.
 
-Team mode is filled in by the "Served to a team" work; this module fixes the interface the pages use:
-:func:`team_mode`, :func:`current_identity`, :func:`allowed`, :func:`require`, :func:`audit`.
+The interface the pages use: :func:`team_mode`, :func:`current_identity`, :func:`allowed`, :func:`require` (at the
+top of a page: stops it before it reads anything), :func:`check` (inside an action: raises :class:`NotAllowed`,
+which the pages show as they show any :class:`~rageval.errors.RagevalError`), :func:`audit`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import os
+import threading
 from dataclasses import dataclass
+from typing import Any
 
-from rageval.team.roles import ADMIN, can
+import streamlit as st
 
-#: Set by ``rageval serve --team`` for the Streamlit process: the path of the team's ``team.toml``.
-TEAM_ENV = "RAGEVAL_TEAM"
+from rageval.errors import RagevalError
+from rageval.team import audit as audit_log
+from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config, user_id
+from rageval.team.roles import ADJUDICATE, ADMIN, LABEL, MANAGE_QUEUES, READ_AUDIT, RUN_JOBS, UPLOAD, VIEW, can
+from ui.format import escape_markdown
+
+NO_ROLE = ""  # Identity.role of someone signed out, or signed in with no role in team.toml
+
+#: What each action lets a person do, for the line that refuses it.
+DOING = {VIEW: "read the pages", LABEL: "label", RUN_JOBS: "start or cancel jobs and compute missing pieces",
+         UPLOAD: "upload runs", MANAGE_QUEUES: "create annotation queues", ADJUDICATE: "adjudicate labels",
+         READ_AUDIT: "read the audit log"}
+
+
+class NotAllowed(RagevalError):
+    """An action this session's role may not take (or a session not signed in)."""
 
 
 @dataclass(frozen=True)
 class Identity:
-    """The person using this session: a stable id (team mode: the provider's email or subject; local mode: the
-    typed annotator name, possibly empty), a name to show, and a role (local mode: admin, everything allowed)."""
+    """The person using this session: a stable id (team mode: the provider's email or subject, empty when signed
+    out; local mode: the typed annotator name, possibly empty), a name to show, and a role (local mode: admin,
+    everything allowed; team mode: the role team.toml gives, :data:`NO_ROLE` when none)."""
 
     user_id: str
     display_name: str
     role: str
     team_mode: bool
+    expired: bool = False  # team mode: signed in longer ago than team.toml's [session] max_hours
 
 
 def team_mode() -> bool:
@@ -36,9 +59,44 @@ def team_mode() -> bool:
     return bool(os.environ.get(TEAM_ENV))
 
 
+@functools.lru_cache(maxsize=4)
+def _team_config(path: str) -> TeamConfig:
+    return load_team_config(path)
+
+
+def team_config() -> TeamConfig:
+    """The team's ``team.toml`` (checked by ``rageval serve`` before the server started)."""
+    return _team_config(os.environ[TEAM_ENV])
+
+
+def _claims() -> dict[str, Any] | None:
+    """The signed-in person's ID-token claims (Streamlit's signed session cookie), None when signed out."""
+    if not st.user.is_logged_in:
+        return None
+    return st.user.to_dict()
+
+
+def _expired(claims: dict[str, Any], max_hours: float) -> bool:
+    issued = claims.get("iat")
+    if isinstance(issued, bool) or not isinstance(issued, int | float):
+        return True  # every OpenID Connect ID token has iat; a session without one is not one we issued
+    return dt.datetime.now(dt.UTC).timestamp() - float(issued) > max_hours * 3600
+
+
 def current_identity(typed_name: str = "") -> Identity:
-    """The person of this session. Local mode: ``typed_name`` (what the Annotate page asked for), role admin."""
-    return Identity(user_id=typed_name, display_name=typed_name, role=ADMIN, team_mode=False)
+    """The person of this session. Local mode: ``typed_name`` (what the Annotate page asked for), role admin.
+    Team mode: from the sign-in only (``typed_name`` is ignored); signed out or expired: no id and no role."""
+    if not team_mode():
+        return Identity(user_id=typed_name, display_name=typed_name, role=ADMIN, team_mode=False)
+    claims = _claims()
+    person = user_id(claims) if claims else None
+    if not claims or not person:
+        return Identity(user_id="", display_name="", role=NO_ROLE, team_mode=True)
+    config = team_config()
+    name = str(claims.get("name") or person)
+    if _expired(claims, config.max_hours):
+        return Identity(user_id="", display_name=name, role=NO_ROLE, team_mode=True, expired=True)
+    return Identity(user_id=person, display_name=name, role=config.role_for(claims) or NO_ROLE, team_mode=True)
 
 
 def allowed(action: str) -> bool:
@@ -46,11 +104,108 @@ def allowed(action: str) -> bool:
     return can(current_identity().role, action)
 
 
+def check(action: str) -> Identity:
+    """This session's identity if it may take ``action``; else :class:`NotAllowed` (for the actions inside a page:
+    a button's handler calls it on the server, whatever the browser shows or sends)."""
+    identity = current_identity()
+    if identity.team_mode and not can(identity.role, action):
+        who = identity.user_id or "a session that is not signed in"
+        role = f" (role {identity.role})" if identity.role else " (no role)"
+        raise NotAllowed(f"{who}{role} may not {DOING.get(action, action)} on this dashboard")
+    return identity
+
+
 def require(action: str) -> Identity:
-    """Stop the page (before it reads any run data) unless this session may take ``action``; the identity."""
-    return current_identity()
+    """Stop the page (before it reads any run data) unless this session may take ``action``; the identity.
+    Signed out (or expired): the sign-in page. Signed in with no role, or a role below ``action``: one line saying
+    so. In local mode it returns at once."""
+    identity = current_identity()
+    if not identity.team_mode:
+        return identity
+    if not identity.user_id:
+        render_sign_in(identity)
+        st.stop()
+    note_sign_in(identity)
+    if not can(identity.role, action):
+        if identity.role == NO_ROLE:
+            st.title("No access")
+            st.warning(escape_markdown(f"You are signed in as {identity.user_id}, but this dashboard's team gives "
+                                       "you no role. Ask an admin of the dashboard to add you to its team.toml."),
+                       icon=":material/block:")
+        else:
+            st.title("Not for your role")
+            st.warning(escape_markdown(f"You are signed in as {identity.user_id} (role {identity.role}), which may "
+                                       f"not {DOING.get(action, action)}."), icon=":material/block:")
+        render_account(st)
+        st.stop()
+    return identity
+
+
+def render_sign_in(identity: Identity | None = None) -> None:
+    """The page of a session that is not signed in: what this is and a Sign in button; no run data."""
+    st.title("rageval")
+    if identity is not None and identity.expired:
+        st.info("Your sign-in has expired: sign in again to go on.", icon=":material/schedule:")
+    st.write("This dashboard is served for a team: sign in to see its runs.")
+    st.button("Sign in", icon=":material/login:", type="primary", on_click=st.login, key="auth.sign_in")
+
+
+def render_account(where: Any) -> None:
+    """Who is signed in, with which role, and a Sign out button (team mode)."""
+    identity = current_identity()
+    if not identity.team_mode or not (identity.user_id or identity.expired):
+        return
+    where.caption(escape_markdown(f"Signed in as {identity.user_id or identity.display_name}"
+                                  + (f" · {identity.role}" if identity.role else " · no role")))
+    where.button("Sign out", icon=":material/logout:", on_click=st.logout, key="auth.sign_out")
+
+
+_seen_lock = threading.Lock()
+_seen_sign_ins: set[tuple[str, Any]] = set()
+
+
+def note_sign_in(identity: Identity) -> None:
+    """Audit a sign-in once per ID token (its ``iat``) in this server process, at the first page it opens."""
+    claims = _claims() or {}
+    key = (identity.user_id, claims.get("iat"))
+    with _seen_lock:
+        if key in _seen_sign_ins:
+            return
+        _seen_sign_ins.add(key)
+    issued = claims.get("iat")
+    audit(audit_log.SIGN_IN, {"role": identity.role or None, "issuer": claims.get("iss"),
+                              "issued_at": dt.datetime.fromtimestamp(issued, dt.UTC).isoformat()
+                              if isinstance(issued, int | float) else None})
+
+
+def audit_file():
+    """The audit log of this runs folder (``audit.sqlite`` beside the runs)."""
+    from rageval.paths import user_runs_dir
+
+    return audit_log.audit_path(user_runs_dir())
 
 
 def audit(action: str, detail: dict | None = None) -> None:
     """Append ``action`` by the current identity to the audit log (team mode only; local mode keeps none)."""
-    return None
+    identity = current_identity()
+    if not identity.team_mode or not identity.user_id:
+        return
+    audit_log.append(audit_file(), identity.user_id, action, detail)
+
+
+
+def read_audit(limit: int | None = None) -> list[audit_log.AuditEntry]:
+    """The audit log's entries, newest first (read at each call: it is never cached); admins only."""
+    check(READ_AUDIT)
+    return audit_log.read_entries(audit_file(), limit=limit)
+
+
+def audit_frame(entries: list[audit_log.AuditEntry]):
+    """The entries as a table: when (UTC), who, what, and the details as text (shown as text, never markup)."""
+    import json
+
+    import pandas as pd
+
+    return pd.DataFrame({"when (UTC)": [e.at for e in entries], "who": [e.user_id for e in entries],
+                         "action": [e.action for e in entries],
+                         "details": [json.dumps(e.detail, sort_keys=True) for e in entries]})

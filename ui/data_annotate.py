@@ -17,7 +17,8 @@ import streamlit as st
 
 from rageval import annotations as ann
 from rageval.errors import RagevalError, StoreError
-from ui import data
+from rageval.team.roles import LABEL
+from ui import auth, data
 
 _TTL_S = 3600
 ANNOTATIONS_ENV = "RAGEVAL_ANNOTATIONS"
@@ -46,12 +47,22 @@ def save_label(path: str, run: str, annotator: str, item: ann.PassageItem | ann.
     locked or foreign file) leaves the reason in the session for the page to show, and returns False."""
     note = str(st.session_state.get(note_key) or "") if note_key else ""
     try:
+        signed_in_as(annotator)
         ann.AnnotationStore(path).save_label(run, item, label, annotator, note=note)
         st.session_state.pop(SAVE_ERROR_STATE, None)
         return True
     except (OSError, sqlite3.Error, RagevalError, ValueError) as error:
         st.session_state[SAVE_ERROR_STATE] = f"{path}: the label was not saved ({error})"
         return False
+
+
+def signed_in_as(annotator: str) -> None:
+    """Team mode, on the server before anything is written: the session may label, and ``annotator`` is its
+    signed-in id (the page takes it from the sign-in; any other name, however it came, is refused). Local mode: the
+    typed name, nothing to check."""
+    identity = auth.check(LABEL)
+    if identity.team_mode and annotator != identity.user_id:
+        raise auth.NotAllowed(f"{identity.user_id} may label only as {identity.user_id}, not as {annotator!r}")
 
 
 def go_to(position: int) -> None:
@@ -90,6 +101,7 @@ def draw_sample(path: str, run: str, run_path: str, mtime_ns: int, annotator: st
     """Draw the run's sample (size and seed from the form widgets ``size_key`` / ``seed_key``) into the annotation
     file and show its first item; a form's ``on_click``. A failure is left in the session like a failed label."""
     try:
+        signed_in_as(annotator)
         population = data._read(run_path, mtime_ns, lambda reader: ranked_items(reader.rankings()))
         ann.AnnotationStore(path).create_sample(run, population, int(st.session_state[size_key]),
                                                 int(st.session_state[seed_key]), annotator)

@@ -17,7 +17,9 @@ import streamlit as st
 
 from rageval.jobs.spec import INTERRUPTED, Job, JobSpec, job_status
 from rageval.jobs.store import JobStore, default_jobs_db
-from ui import data
+from rageval.team import audit as audit_log
+from rageval.team.roles import RUN_JOBS
+from ui import auth, data
 
 _TTL_S = 3600
 
@@ -64,27 +66,40 @@ def load_folder_jobs(folder: Path | None = None) -> list[Job]:
 
 
 def start_rescore(spec: JobSpec) -> Job:
-    """Create the job and start its worker process (raises :class:`rageval.jobs.spec.JobError` on bad input)."""
+    """Create the job and start its worker process (raises :class:`rageval.jobs.spec.JobError` on bad input, and
+    :class:`ui.auth.NotAllowed` when this session's role may not run jobs). Team mode: stored with the signed-in
+    user's id, and audited."""
     from rageval.jobs.control import start_job
 
+    identity = auth.check(RUN_JOBS)
     with JobStore(jobs_db()) as store:
-        return start_job(spec, store)
+        job = start_job(spec, store, started_by=identity.user_id if identity.team_mode else None)
+    auth.audit(audit_log.JOB_START, {"job": job.job_id, "run": job.run_path, "method": job.method})
+    return job
 
 
 def cancel_rescore(job_id: int, terminate: bool = False) -> Job:
-    """Ask job ``job_id`` to stop after its batch; ``terminate`` also sends its worker SIGTERM."""
+    """Ask job ``job_id`` to stop after its batch; ``terminate`` also sends its worker SIGTERM (refused, as
+    :func:`start_rescore`, for a role that may not run jobs; audited in team mode)."""
     from rageval.jobs.control import cancel_job
 
+    auth.check(RUN_JOBS)
     with JobStore(jobs_db()) as store:
-        return cancel_job(job_id, store, terminate=terminate)
+        job = cancel_job(job_id, store, terminate=terminate)
+    auth.audit(audit_log.JOB_CANCEL, {"job": job_id, "run": job.run_path, "terminate": terminate})
+    return job
 
 
 def resume_rescore(job_id: int) -> Job:
-    """Start a stopped job again in a new worker; its labels already saved are skipped."""
+    """Start a stopped job again in a new worker; its labels already saved are skipped (checked and audited as
+    :func:`start_rescore`)."""
     from rageval.jobs.control import resume_job
 
+    auth.check(RUN_JOBS)
     with JobStore(jobs_db()) as store:
-        return resume_job(job_id, store)
+        job = resume_job(job_id, store)
+    auth.audit(audit_log.JOB_RESUME, {"job": job_id, "run": job.run_path})
+    return job
 
 
 def apply_action(job_id: int, action: str | None) -> None:

@@ -67,7 +67,15 @@ PAGES = (
               "Bring your own questions, passages and retriever output as a run.", roles.UPLOAD),
 )
 
-BY_FILE = {page.file: page for page in PAGES}
+#: Pages listed only on a dashboard served for a team (``rageval serve --team``): local mode keeps no audit log.
+AUDIT_LOG = "app_pages/12_Audit_log.py"
+TEAM_PAGES = (
+    PageEntry(AUDIT_LOG, "Audit log", ":material/policy:", "Audit_log", "Work",
+              "Who signed in, started or cancelled jobs, uploaded runs, created queues or adjudicated, and when?",
+              roles.READ_AUDIT),
+)
+
+BY_FILE = {page.file: page for page in PAGES + TEAM_PAGES}
 
 
 def page_url(file: str, **params: str) -> str:

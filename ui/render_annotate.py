@@ -18,7 +18,7 @@ import streamlit as st
 
 from rageval import annotations as ann
 from rageval.trec import qrels_text
-from ui import data, render, theme
+from ui import auth, data, render, theme
 from ui import format as fmt
 from ui.render import escape_markdown
 
@@ -148,7 +148,12 @@ def _on_annotator() -> None:
 
 def annotator_input(where: Any) -> str:
     """The annotator's name: from ``?annotator=``, else the session, else empty; written back to both, so it is
-    kept across pages and reruns and can be put in a link."""
+    kept across pages and reruns and can be put in a link. Team mode: the signed-in id (:mod:`ui.auth`), shown,
+    never typed; ``?annotator=`` and the session's name are ignored."""
+    identity = auth.current_identity()
+    if identity.team_mode:
+        where.caption(escape_markdown(f"Labelling as {identity.user_id} (signed in)"))
+        return identity.user_id
     from_url = ann.normalise_annotator(st.query_params.get(ANNOTATOR_PARAM, ""))
     name = from_url or st.session_state.get(ANNOTATOR_STATE, "")
     _commit_annotator(name)

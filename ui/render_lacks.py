@@ -13,7 +13,8 @@ import streamlit as st
 from rageval.errors import RagevalError, StoreError
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 from rageval.jobs.spec import ACTIVE, COMPLETE, DONE, Job, JobError, JobSpec, job_status
-from ui import data, data_jobs, render, render_jobs
+from rageval.team.roles import RUN_JOBS
+from ui import auth, data, data_jobs, render, render_jobs
 from ui import data_lacks as loaders
 
 REFRESH_S = 2.0
@@ -124,7 +125,10 @@ def render_lacks_panel(path: Path) -> dict[str, str]:
                     f"Job {latest.job_id} finished ({render_jobs.format_time(latest.finished)}) and this is still "
                     "missing: what it lacks could not be computed from this run (LLM-retEval needs each question's "
                     "gold passages: gold_passage_ids in the questions, or qrels)."))
-            _start_block(path)
+            if auth.allowed(RUN_JOBS):
+                _start_block(path)
+            else:  # team mode, a role below operator: the server refuses the job anyway (ui.data_jobs)
+                st.caption("Computing them is for the operators of this dashboard (team mode).")
     return lacking
 
 

@@ -8,6 +8,7 @@
     rageval report RUN --html F     the Findings page as one self-contained HTML file (no network, no server)
     rageval upload --name NAME ...  your own run (TREC files or JSONL with answers) -> a run file
     rageval rescore start RUN ...   label a run's passages again with another model (background job, resumable)
+    rageval serve [--team T.toml]   the dashboard: 127.0.0.1 for you, or for a team (sign-in, roles, audit log)
     rageval serve-model --model M   an OpenAI-compatible server over M on this machine (or 'fake': instant answers)
     rageval build-corpus | build-index | erag | eval-retrieval | train-reranker | subquery-retrieval |
             demo-runs | cost-report | results          the shipped data, demo runs and docs/results.md
@@ -51,6 +52,8 @@ COMMANDS: dict[str, Command] = {
                                             "one JSONL with answers; docs/upload_format.md) into a run file"),
     "rescore": Command("rageval.cli.rescore", "label a run's passages again with another model, in the background; "
                                               "labels saved as produced, resumable"),
+    "serve": Command("rageval.cli.serve", "serve the dashboard: on 127.0.0.1 for you, or with --team team.toml for a "
+                                          "team (sign-in through an OpenID Connect provider, roles, audit log)"),
     "serve-model": Command("rageval.cli.serve_model", "serve a model (or 'fake') over an OpenAI-compatible HTTP API "
                                                       "on this machine, for trying --backend openai without vLLM"),
     "build-corpus": Command("rageval.cli.corpus", "build the deduplicated corpus and print its sizes"),

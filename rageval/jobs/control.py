@@ -116,8 +116,9 @@ def lacking_pieces(spec: JobSpec) -> dict[str, str]:
     return lacking
 
 
-def create_job(spec: JobSpec, store: JobStore) -> Job:
-    """Check the run file, the queries and the model, and add a queued job; nothing runs yet."""
+def create_job(spec: JobSpec, store: JobStore, *, started_by: str | None = None) -> Job:
+    """Check the run file, the queries and the model, and add a queued job; nothing runs yet. ``started_by``: the
+    signed-in user's id (a dashboard served for a team), stored with the job."""
     check_writable(spec)
     check_no_conflict(spec, store)
     if spec.is_complete:
@@ -126,7 +127,7 @@ def create_job(spec: JobSpec, store: JobStore) -> Job:
             raise JobError(f"{spec.run_path}: the run already has every piece (eRAG, E2E, baselines, LLM-retEval); "
                            "nothing to compute")
         check_model(spec)
-        return store.create(spec, method_name(spec), len(lacking))
+        return store.create(spec, method_name(spec), len(lacking), started_by=started_by)
     inputs = read_job_inputs(spec)
     check_model(spec)
     method = method_name(spec)
@@ -134,7 +135,7 @@ def create_job(spec: JobSpec, store: JobStore) -> Job:
     if recorded.get("identity") not in (None, model_identity(spec)):
         # Another model with the same short name labelled this method already: keep both apart.
         method = f"{method}-{hashlib.sha256(model_identity(spec).encode()).hexdigest()[:6]}"
-    return store.create(spec, method, len(inputs.items))
+    return store.create(spec, method, len(inputs.items), started_by=started_by)
 
 
 def worker_command(job_id: int, jobs_db: Path) -> list[str]:
@@ -161,9 +162,9 @@ def launch_worker(job_id: int, store: JobStore) -> int:
     return process.pid
 
 
-def start_job(spec: JobSpec, store: JobStore) -> Job:
-    """Create the job and start its worker in the background."""
-    job = create_job(spec, store)
+def start_job(spec: JobSpec, store: JobStore, *, started_by: str | None = None) -> Job:
+    """Create the job and start its worker in the background (``started_by``: as :func:`create_job`)."""
+    job = create_job(spec, store, started_by=started_by)
     launch_worker(job.job_id, store)
     return store.get(job.job_id)
 

@@ -184,6 +184,7 @@ class Job:
     cancel_requested: bool
     error: str | None
     stage: str | None = None
+    started_by: str | None = None  # team mode: the signed-in user who started it; None: the command line
 
 
 @dataclass(frozen=True)

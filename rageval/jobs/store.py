@@ -17,7 +17,7 @@ from rageval.jobs.spec import QUEUED, RUNNING, Job, JobError, JobSpec, worker_al
 from rageval.store.files import checked_reads, open_for_write, stamp
 from rageval.store.schemas import JOBS, JOBS_MIGRATIONS, JOBS_SCHEMA
 
-SCHEMA_VERSION = JOBS.version  # 2: the stage column of the complete job
+SCHEMA_VERSION = JOBS.version  # 2: the stage column of the complete job; 3: who started it
 
 
 def default_jobs_db() -> Path:
@@ -96,11 +96,13 @@ class JobStore:
             rows = cursor.fetchall()
         return [self._job(dict(zip(names, row))) for row in rows]
 
-    def create(self, spec: JobSpec, method: str, total: int) -> Job:
+    def create(self, spec: JobSpec, method: str, total: int, *, started_by: str | None = None) -> Job:
+        """Add a queued job; ``started_by``: the signed-in user's id on a dashboard served for a team."""
         with self._transaction() as conn:
             cursor = conn.execute(
-                "INSERT INTO jobs (run_path, method, spec, status, total, created) VALUES (?, ?, ?, ?, ?, ?)",
-                (spec.run_path, method, spec.to_json(), QUEUED, total, time.time()))
+                "INSERT INTO jobs (run_path, method, spec, status, total, created, started_by) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (spec.run_path, method, spec.to_json(), QUEUED, total, time.time(), started_by))
             job_id = cursor.lastrowid
         assert job_id is not None  # an INSERT sets it
         return self.get(job_id)

@@ -1,7 +1,7 @@
-"""What each of rageval's six kinds of SQLite file is: its ``application_id``, its schema version, the SQL that
+"""What each of rageval's seven kinds of SQLite file is: its ``application_id``, its schema version, the SQL that
 creates its tables, and how an older file of the kind becomes the current one.
 
-One module for all six, so that the stored files can be read side by side: a file's kind and version are checked
+One module for all seven, so that the stored files can be read side by side: a file's kind and version are checked
 by :mod:`rageval.store.files` (the one way to open any of them); the code that fills and reads each kind keeps its
 logic in its own package and imports its schema from here:
 
@@ -15,6 +15,7 @@ IUM             RAGI   :data:`IUM_META_SCHEMA`, pandas'   :mod:`rageval.ium.expe
 annotation      RAGN   :data:`ANNOTATIONS_SCHEMA`         :mod:`rageval.annotations`
 jobs database   RAGJ   :data:`JOBS_SCHEMA`                :mod:`rageval.jobs.store`
 LLM cache       RAGC   :data:`LLM_CACHE_SCHEMA`           :mod:`rageval.generation.cache`
+audit log       RAGL   :data:`AUDIT_SCHEMA`               :mod:`rageval.team.audit`
 =============== ====== ================================== ==================================================
 """
 
@@ -49,9 +50,10 @@ RUN = SqliteKind("run", "run file", _tag("RAGE"), version=2)  # v1: one E2E outp
 ATTRIBUTION = SqliteKind("attribution", "attribution run file", _tag("RAGA"), version=1)
 IUM = SqliteKind("IUM", "IUM run file", _tag("RAGI"), version=1)
 ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=2)  # v1: labels 0/1 only, no samples
-JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=2, unmarked_ok=True)
+JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=3, unmarked_ok=True)  # v3: started_by
 LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmarked_ok=True)
-KINDS = (RUN, ATTRIBUTION, IUM, ANNOTATIONS, JOBS, LLM_CACHE)
+AUDIT = SqliteKind("audit log", "audit log", _tag("RAGL"), version=1)
+KINDS = (RUN, ATTRIBUTION, IUM, ANNOTATIONS, JOBS, LLM_CACHE, AUDIT)
 
 
 def create_statement(schema: str, table: str, *, if_not_exists: bool = False) -> str:
@@ -291,12 +293,13 @@ CREATE TABLE IF NOT EXISTS jobs (
     log_path         TEXT,
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     error            TEXT,
-    stage            TEXT               -- complete jobs: the pipeline stage that done/total count
+    stage            TEXT,              -- complete jobs: the pipeline stage that done/total count
+    started_by       TEXT               -- team mode: the signed-in user's id; NULL: the command line or local mode
 );
 """
 #: Version -> the statement that takes a jobs database from it to the next (1 -> 2: the stage column of complete
-#: jobs).
-JOBS_MIGRATIONS = {1: "ALTER TABLE jobs ADD COLUMN stage TEXT"}
+#: jobs; 2 -> 3: who started each job, on a dashboard served for a team).
+JOBS_MIGRATIONS = {1: "ALTER TABLE jobs ADD COLUMN stage TEXT", 2: "ALTER TABLE jobs ADD COLUMN started_by TEXT"}
 
 
 # --- LLM cache (RAGC) -------------------------------------------------------------------------------------------
@@ -308,4 +311,21 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     output   TEXT NOT NULL,
     created  REAL NOT NULL      -- Unix time the answer was generated
 ) WITHOUT ROWID;
+"""
+
+
+# --- audit log (RAGL) -------------------------------------------------------------------------------------------
+#: Append-only: the triggers refuse every UPDATE and DELETE, so an entry, once committed, stays as written.
+AUDIT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    entry   INTEGER PRIMARY KEY AUTOINCREMENT,
+    at      TEXT NOT NULL,  -- UTC, ISO 8601 to the second (2026-11-28T15:42:58+00:00)
+    user_id TEXT NOT NULL,  -- the signed-in user's id (email, else the provider's subject)
+    action  TEXT NOT NULL,  -- sign_in, job_start, job_cancel, upload, queue_create, adjudicate, ...
+    detail  TEXT NOT NULL   -- JSON object: what the action was on (run, job id, queue, ...)
+);
+CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only: entries are never changed'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only: entries are never deleted'); END;
 """

@@ -46,10 +46,12 @@ def name_in_use(folder: str | os.PathLike, name: str) -> Path | None:
 
 
 def save_upload(run: Run, folder: str | os.PathLike, name: str, *, overwrite: bool = False,
-                uploaded_at: dt.datetime | None = None, command: str | None = None) -> Path:
+                uploaded_at: dt.datetime | None = None, command: str | None = None,
+                uploaded_by: str | None = None) -> Path:
     """Write the converted ``run`` as ``<folder>/<name>.sqlite``, atomically, and return its path.
 
-    Its settings get the run's name and the upload time (``uploaded_at``, ``created_at``). An existing run of
+    Its settings get the run's name and the upload time (``uploaded_at``, ``created_at``), and on a dashboard
+    served for a team the signed-in user's id (``uploaded_by``). An existing run of
     that name is replaced only with ``overwrite=True``; a run of that name in a sub-folder is never shadowed.
     The file appears whole or not at all: it is written to a temporary sibling, then linked (no overwrite) or
     renamed (overwrite) into place.
@@ -70,6 +72,8 @@ def save_upload(run: Run, folder: str | os.PathLike, name: str, *, overwrite: bo
     settings = {**run.settings, "name": name, "uploaded_at": when, "created_at": when}
     if command:
         settings["command"] = command
+    if uploaded_by:
+        settings["uploaded_by"] = uploaded_by
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".upload.tmp", dir=path.parent)
     os.close(handle)

@@ -1,0 +1,464 @@
+"""Team mode in a real Chromium against a real OpenID Connect provider on loopback (``oidc-provider-mock``, an
+Authlib authorization server): ``rageval serve --team team.toml`` started as a user starts it, five people signing
+in through the provider's form (one per role, and one the team does not know), and the role x action table checked
+cell by cell in the browser. Each cell is a probe (:data:`PROBES`: action -> function), so an action added later is
+one function. Then: signed out, the sign-in page is all there is and no websocket frame carries run data; a label
+sent as someone else is stored under the signed-in id; a tampered or expired session cookie is refused.
+
+The table as measured is written to ``test-output/team_roles.md``. Debian's Chromium, skipped without it unless
+``CI`` (tests/browser_support.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from rageval.annotations import ANNOTATIONS_FILE
+from rageval.jobs.store import JobStore
+from rageval.store import read_run
+from rageval.team import audit
+from rageval.team.config import CLIENT_SECRET_ENV, COOKIE_SECRET_ENV
+from rageval.team.roles import (
+    ACTIONS,
+    ADMIN,
+    ANNOTATOR,
+    LABEL,
+    OPERATOR,
+    READ_AUDIT,
+    ROLES,
+    RUN_JOBS,
+    UPLOAD,
+    VIEW,
+    VIEWER,
+    can,
+)
+from tests.browser_support import (
+    REPO,
+    SHOTS,
+    WAIT_MS,
+    _free_port,
+    _wait_until_healthy,
+    require_browser,
+    upload_and_validate,
+)
+from tests.run_fixtures import make_small_run
+from tests.user_run_fixtures import write_user_files
+from ui.navigation import PAGES
+
+pytestmark = pytest.mark.browser
+
+RUN = "teamrun"
+QUERY_TEXT = "who got the first nobel prize in physics"  # nq:0 of the fixture run
+PASSAGE_ID = "nq_oracle:0"
+COOKIE_SECRET = "test-cookie-secret-" + "x" * 32
+OUTSIDER = "outsider"
+#: sub -> (role the team gives, claims). Roles by email, by domain and by a groups claim.
+PEOPLE = {
+    "ada": (ADMIN, {"email": "ada@example.org", "email_verified": True, "name": "Ada"}),
+    "otto": (OPERATOR, {"email": "otto@example.org", "email_verified": True, "groups": ["ml-ops"]}),
+    "anna": (ANNOTATOR, {"email": "anna@annotators.example.org", "email_verified": True}),
+    "vic": (VIEWER, {"email": "vic@example.org", "email_verified": True}),
+    OUTSIDER: (None, {"email": "eve@elsewhere.org", "email_verified": True}),
+}
+TEAM_TOML = """
+[provider]
+server_metadata_url = "http://localhost:{provider_port}/.well-known/openid-configuration"
+client_id = "rageval-test"
+redirect_uri = "http://127.0.0.1:{port}/oauth2callback"
+groups_claim = "groups"
+
+[session]
+max_hours = 1
+
+[roles]
+admin = ["ada@example.org"]
+operator = ["group:ml-ops"]
+annotator = ["@annotators.example.org"]
+viewer = ["@example.org"]
+"""
+REFUSED_TEXTS = ("Not for your role", "No access")
+
+
+@dataclass
+class Team:
+    url: str
+    runs: Path
+    cache: Path
+    hanging_url: str  # an OpenAI-compatible "server" that accepts connections and never answers
+    contexts: dict[str, object] = field(default_factory=dict)  # sub -> signed-in browser context
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory, chromium) -> Iterator[Team]:
+    """The provider (in a thread), a hanging socket, and ``rageval serve --team`` on a runs folder holding the
+    fixture run; the people's browser contexts are closed after."""
+    require_browser()
+    from oidc_provider_mock import User, run_server_in_thread
+
+    root = tmp_path_factory.mktemp("team")
+    runs, cache = root / "runs", root / "cache"
+    runs.mkdir()
+    make_small_run(runs / f"{RUN}.sqlite")
+    users = [User(sub=sub, claims=claims) for sub, (_, claims) in PEOPLE.items()]
+    hanging = socket.socket()
+    hanging.bind(("127.0.0.1", 0))
+    hanging.listen(16)  # never accepted: a request sent there waits for an answer that never comes
+    with run_server_in_thread(port=0, user_claims=users) as provider:
+        port = _free_port()
+        team_toml = root / "team.toml"
+        team_toml.write_text(TEAM_TOML.format(provider_port=provider.server_port, port=port))
+        env = {**os.environ, "PYTHONPATH": str(REPO), "RAGEVAL_RUNS_DIR": str(runs), "RAGEVAL_SHIPPED_RUNS_DIR": "",
+               "RAGEVAL_CACHE_DIR": str(cache), CLIENT_SECRET_ENV: "client-secret", COOKIE_SECRET_ENV: COOKIE_SECRET}
+        SHOTS.mkdir(exist_ok=True)
+        log = SHOTS / "streamlit_server_team.log"
+        with log.open("w") as log_file:
+            server = subprocess.Popen([sys.executable, "-m", "rageval", "serve", "--team", str(team_toml),
+                                       "--port", str(port)], cwd=REPO, env=env, stdout=log_file,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+        url = f"http://127.0.0.1:{port}"
+        state = Team(url, runs, cache, f"http://127.0.0.1:{hanging.getsockname()[1]}/v1")
+        try:
+            _wait_until_healthy(url, server, log)
+            yield state
+        finally:
+            for context in state.contexts.values():
+                context.close()
+            stop_job_workers(cache)
+            os.killpg(server.pid, signal.SIGTERM)  # rageval serve and the Streamlit server it started
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+            hanging.close()
+
+
+def stop_job_workers(cache: Path) -> None:
+    """Stop the job workers this module's server started (by their pid in its jobs database)."""
+    path = cache / "jobs.sqlite"
+    if not path.exists():
+        return
+    with JobStore(path) as store:
+        for job in store.list():
+            if job.pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(job.pid, signal.SIGTERM)
+
+
+def sign_in(team: Team, chromium, sub: str):
+    """A page of ``sub``'s browser context, signed in through the provider's form (once per person)."""
+    from playwright.sync_api import expect
+
+    if sub not in team.contexts:
+        context = chromium.new_context(viewport={"width": 1400, "height": 1400})
+        team.contexts[sub] = context
+        page = context.new_page()
+        page.goto(team.url)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("heading", name="Authorize Client")).to_be_visible(timeout=WAIT_MS)  # the provider
+        page.get_by_role("button", name=sub, exact=True).click()
+        role = PEOPLE[sub][0]
+        landing = "Findings" if role else "No access"
+        expect(page.get_by_role("heading", name=landing)).to_be_visible(timeout=WAIT_MS)
+        page.close()
+    return team.contexts[sub].new_page()
+
+
+# --- the probes: each opens what the action needs and says whether it was allowed, and how it was refused -------
+
+@dataclass(frozen=True)
+class Outcome:
+    allowed: bool
+    how: str
+
+
+def wait_for_one(page, allowed_locator) -> str | None:
+    """Wait until the page shows ``allowed_locator`` (None) or a refusal: one of our refusal headings (the page
+    stopped at its top), or Streamlit's "Page not found" (the page is not in this session's navigation at all)."""
+    from playwright.sync_api import expect
+
+    refused = page.get_by_role("heading", name=re.compile("|".join(REFUSED_TEXTS)))
+    not_found = page.get_by_text("Page not found")
+    expect(allowed_locator.or_(refused).or_(not_found).first).to_be_visible(timeout=WAIT_MS)
+    for text in REFUSED_TEXTS:
+        if page.get_by_role("heading", name=text).count():
+            return text
+    if not_found.count():
+        return "Page not found (not in this session's navigation)"
+    return None
+
+
+def listed(page, title: str) -> bool:
+    """Whether the sidebar's page list names ``title`` (its "View N more" opened first)."""
+    more = page.get_by_test_id("stSidebarNavViewButton")
+    if more.count() and "more" in more.inner_text():
+        more.click()
+    return page.get_by_test_id("stSidebarNav").get_by_text(title, exact=True).count() > 0
+
+
+def refused(refusal: str, page, title: str) -> Outcome:
+    """A refused cell: how the page stopped, and that the page is not in the sidebar's list."""
+    assert not listed(page, title), f"{title} is listed for a role that may not use it"
+    return Outcome(False, f"{refusal}; not listed")
+
+
+def probe_view(page, team: Team, sub: str) -> Outcome:
+    """Every page a viewer may read, opened by its URL: its heading shows, or the page stops with a refusal."""
+    refusals = []
+    for entry in (e for e in PAGES if e.action == VIEW):
+        page.goto(f"{team.url}/{entry.url_path}?run={RUN}")
+        # The page's title, or (Citations, Agents with no run of their kind here) the heading it says that under.
+        heading = page.get_by_test_id("stMain").get_by_role("heading", level=1).first
+        refusal = wait_for_one(page, heading)
+        if refusal:
+            refusals.append(f"{entry.title}: {refusal!r}")
+    if refusals:
+        how = sorted({r.split(": ")[1] for r in refusals})
+        return Outcome(False, f"{len(refusals)} pages stopped with " + " / ".join(how))
+    return Outcome(True, f"{sum(e.action == VIEW for e in PAGES)} pages showed their heading")
+
+
+def probe_label(page, team: Team, sub: str) -> Outcome:
+    """Annotate, opened with ``?annotator=mallory``: a label is given and stored under the signed-in id."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{team.url}/Annotate?run={RUN}&annotator=mallory")
+    refusal = wait_for_one(page, page.get_by_role("heading", name="Annotate", exact=True))
+    if refusal:
+        return refused(refusal, page, "Annotate")
+    assert listed(page, "Annotate")
+    me = PEOPLE[sub][1]["email"]
+    expect(page.get_by_text(f"Labelling as {me} (signed in)")).to_be_visible(timeout=WAIT_MS)
+    assert page.get_by_role("textbox", name="Your name (annotator)").count() == 0  # nothing to type a name into
+    start = page.get_by_role("button", name="Start: draw the sample")
+    useful = page.get_by_role("button", name="Useful [1]", exact=False).first
+    expect(start.or_(useful).first).to_be_visible(timeout=WAIT_MS)
+    if start.count():
+        start.click()
+    expect(useful).to_be_visible(timeout=WAIT_MS)
+    useful.click()
+    expect(page.get_by_text(re.compile(rf"1 of \d+ sampled passages done by {re.escape(me)}"))).to_be_visible(
+        timeout=WAIT_MS)
+    with sqlite3.connect(team.runs / ANNOTATIONS_FILE) as connection:
+        who = {row[0] for row in connection.execute("SELECT annotator FROM labels WHERE run = ?", (RUN,))}
+    assert me in who and "mallory" not in who
+    return Outcome(True, f"label stored as {me} (not ?annotator=mallory)")
+
+
+def probe_run_jobs(page, team: Team, sub: str) -> Outcome:
+    """Re-score: start a job (an OpenAI-compatible server that never answers), then cancel it."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{team.url}/Re_score?run={RUN}")
+    refusal = wait_for_one(page, page.get_by_role("heading", name="Re-score", exact=True))
+    if refusal:
+        return refused(refusal, page, "Re-score")
+    assert listed(page, "Re-score")
+    page.get_by_text("OpenAI-compatible server", exact=False).first.click()
+    base = page.get_by_label("Server base URL (OpenAI-compatible backend)")
+    expect(base).to_be_visible(timeout=WAIT_MS)
+    base.fill(team.hanging_url)
+    base.press("Tab")
+    model = page.get_by_label("Model", exact=True)
+    model.fill("never-answers")
+    model.press("Tab")
+    page.get_by_text("the first N", exact=True).click()
+    first = page.get_by_label("N (the first N queries)")
+    first.fill("1")
+    first.press("Tab")
+    page.get_by_role("button", name="Start re-scoring").click()
+    expect(page.get_by_text(re.compile(r"Job \d+ started"))).to_be_visible(timeout=WAIT_MS)
+    with JobStore(team.cache / "jobs.sqlite") as store:
+        job = store.list()[0]
+    assert job.started_by == PEOPLE[sub][1]["email"]
+    cancel = page.get_by_role("button", name="Cancel")
+    expect(cancel.first).to_be_visible(timeout=WAIT_MS)
+    cancel.first.click()
+    deadline = time.monotonic() + WAIT_MS / 1000
+    with JobStore(team.cache / "jobs.sqlite") as store:
+        while not store.get(job.job_id).cancel_requested and time.monotonic() < deadline:
+            time.sleep(0.2)  # polling the jobs database for the server's write, not a wait for content
+        assert store.get(job.job_id).cancel_requested
+    return Outcome(True, f"job {job.job_id} started (started_by {job.started_by}) and cancelled")
+
+
+def probe_upload(page, team: Team, sub: str) -> Outcome:
+    """Upload: validate a TREC upload and save it; the run records who uploaded it."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{team.url}/Upload")
+    refusal = wait_for_one(page, page.get_by_role("heading", name="Upload a run", exact=True))
+    if refusal:
+        return refused(refusal, page, "Upload")
+    assert listed(page, "Upload")
+    files = write_user_files(team.runs.parent / f"upload-{sub}")
+    upload_and_validate(page, team.url, {k: files[k] for k in ("run", "queries", "passages")}, r"Valid: ")
+    name = f"upload-{sub}"
+    box = page.get_by_role("textbox", name="Run name")
+    box.fill(name)
+    box.press("Enter")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_text(f"Saved run {name}")).to_be_visible(timeout=WAIT_MS)
+    who = read_run(team.runs / f"{name}.sqlite").settings.get("uploaded_by")
+    assert who == PEOPLE[sub][1]["email"]
+    return Outcome(True, f"run saved with uploaded_by {who}")
+
+
+def probe_read_audit(page, team: Team, sub: str) -> Outcome:
+    """Audit log: listed and readable, or not listed and stopped when opened by its URL."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{team.url}/Audit_log")
+    heading = page.get_by_role("heading", name="Audit log", exact=True)
+    refusal = wait_for_one(page, heading)
+    if refusal:
+        return refused(refusal, page, "Audit log")
+    expect(page.get_by_text(re.compile(r"\d+ newest entries"))).to_be_visible(timeout=WAIT_MS)
+    assert listed(page, "Audit log")
+    return Outcome(True, "entries shown, page listed")
+
+
+#: action -> probe. The queue work adds "manage_queues" and "adjudicate" here, one function each.
+PROBES: dict[str, Callable[..., Outcome]] = {VIEW: probe_view, LABEL: probe_label, RUN_JOBS: probe_run_jobs,
+                                             UPLOAD: probe_upload, READ_AUDIT: probe_read_audit}
+
+
+def test_role_by_action_table_in_chromium(team, chromium):
+    table: dict[str, dict[str, Outcome]] = {}
+    for sub in PEOPLE:
+        page = sign_in(team, chromium, sub)
+        try:
+            table[sub] = {action: probe(page, team, sub) for action, probe in PROBES.items()}
+        finally:
+            page.close()
+    rows = ["| person (role) | " + " | ".join(PROBES) + " |", "|---" * (len(PROBES) + 1) + "|"]
+    for sub, outcomes in table.items():
+        role = PEOPLE[sub][0] or "no role"
+        rows.append(f"| {sub} ({role}) | " + " | ".join(
+            ("allowed: " if o.allowed else "refused: ") + o.how for o in outcomes.values()) + " |")
+    (SHOTS / "team_roles.md").write_text("\n".join(rows) + "\n")
+    wrong = [f"{sub} {action}: measured {'allowed' if o.allowed else 'refused'} ({o.how})"
+             for sub, outcomes in table.items() for action, o in outcomes.items()
+             if o.allowed != can(PEOPLE[sub][0], action)]
+    assert not wrong, "\n".join(wrong)
+    assert set(PROBES) <= set(ACTIONS) and {PEOPLE[s][0] for s in PEOPLE} >= set(ROLES)
+    # The audit log holds who did what, in UTC: every sign-in, the job start and cancel, the upload.
+    entries = audit.read_entries(audit.audit_path(team.runs))
+    done = {(e.user_id, e.action) for e in entries}
+    for _, claims in PEOPLE.values():
+        assert (claims["email"], audit.SIGN_IN) in done
+    for sub in ("ada", "otto"):
+        email = PEOPLE[sub][1]["email"]
+        assert {(email, audit.JOB_START), (email, audit.JOB_CANCEL), (email, audit.UPLOAD)} <= done
+    assert all(e.at.endswith("+00:00") for e in entries)
+
+
+def frames_of(page) -> list[bytes]:
+    frames: list[bytes] = []
+
+    def on_socket(socket_):
+        socket_.on("framereceived", lambda payload: frames.append(
+            payload if isinstance(payload, bytes) else payload.encode()))
+
+    page.on("websocket", on_socket)
+    return frames
+
+
+def test_signed_out_only_the_sign_in_page_and_no_run_data_in_any_frame(team, chromium):
+    from playwright.sync_api import expect
+
+    context = chromium.new_context()
+    try:
+        page = context.new_page()
+        frames = frames_of(page)
+        for path in ("", f"Query_inspector?run={RUN}&query=nq:0", f"Annotate?run={RUN}", "Audit_log",
+                     f"Re_score?run={RUN}"):
+            page.goto(f"{team.url}/{path}")
+            expect(page.get_by_role("button", name="Sign in")).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_test_id("stSidebarNav")).to_have_count(0)  # no page list
+        page.wait_for_timeout(500)  # frames already on the wire
+        assert frames, "no websocket frame was seen: the probe would prove nothing"
+        for needle in (QUERY_TEXT, PASSAGE_ID):  # (the run's name is in the URL the browser sends, not data)
+            assert not any(needle.encode() in frame for frame in frames), needle
+    finally:
+        context.close()
+    # The same probe finds the run's data in a signed-in viewer's frames.
+    page = sign_in(team, chromium, "vic")
+    try:
+        frames = frames_of(page)
+        page.goto(f"{team.url}/Query_inspector?run={RUN}&query=nq:0")
+        expect(page.get_by_role("heading", name=QUERY_TEXT)).to_be_visible(timeout=WAIT_MS)
+        assert any(QUERY_TEXT.encode() in frame for frame in frames)
+    finally:
+        page.close()
+
+
+def _cookie(context, name="_streamlit_user") -> dict:
+    return next(c for c in context.cookies() if c["name"] == name)
+
+
+def _signed(payload: dict, *, age_s: float = 0.0) -> str:
+    """``payload`` signed as Streamlit signs its user cookie (its own function, with the test's cookie secret),
+    the signature's timestamp ``age_s`` in the past."""
+    from unittest import mock
+
+    from streamlit.web.server.starlette.starlette_app_utils import create_signed_value
+
+    with mock.patch("itsdangerous.timed.time.time", return_value=time.time() - age_s):
+        return create_signed_value(COOKIE_SECRET, "_streamlit_user", json.dumps(payload)).decode()
+
+
+def test_tampered_or_expired_session_cookie_is_refused(team, chromium):
+    from playwright.sync_api import expect
+    from streamlit.web.server.starlette.starlette_app_utils import decode_signed_value
+
+    signed_in = sign_in(team, chromium, "ada")
+    signed_in.close()
+    real = _cookie(team.contexts["ada"])
+    payload = json.loads(decode_signed_value(COOKIE_SECRET, "_streamlit_user", real["value"]))
+    assert payload["email"] == "ada@example.org" and payload["iat"] > time.time() - 600
+    value = real["value"]
+    middle = len(value) // 3  # a character of the payload, not of the signature
+    tampered = value[:middle] + ("A" if value[middle] != "A" else "B") + value[middle + 1:]
+    cases = {
+        "tampered": (tampered, "Sign in", None),
+        "forged with another secret": (None, "Sign in", None),
+        "signature older than Streamlit's 31 days": (_signed(payload, age_s=40 * 86400), "Sign in", None),
+        "sign-in older than team.toml's max_hours": (_signed({**payload, "iat": int(time.time()) - 2 * 3600}),
+                                                     "Sign in", "Your sign-in has expired"),
+        "control: the real cookie": (value, None, None),
+    }
+    from streamlit.web.server.starlette.starlette_app_utils import create_signed_value
+
+    for case, (cookie, expected_button, note) in cases.items():
+        print(case)
+        if cookie is None:
+            cookie = create_signed_value("another-secret-" + "y" * 32, "_streamlit_user",
+                                         json.dumps(payload)).decode()
+        context = chromium.new_context()
+        try:
+            context.add_cookies([{"name": "_streamlit_user", "value": cookie, "url": team.url}])
+            page = context.new_page()
+            page.goto(f"{team.url}/Query_inspector?run={RUN}&query=nq:0")
+            if expected_button:
+                expect(page.get_by_role("button", name=expected_button)).to_be_visible(timeout=WAIT_MS)
+                expect(page.get_by_role("heading", name=QUERY_TEXT)).to_have_count(0)
+                if note:
+                    expect(page.get_by_text(note)).to_be_visible()
+            else:
+                expect(page.get_by_role("heading", name=QUERY_TEXT)).to_be_visible(timeout=WAIT_MS)
+        finally:
+            context.close()

@@ -1,0 +1,127 @@
+"""team.toml parsing, role matching and the secrets (rageval.team.config), on real files."""
+
+from __future__ import annotations
+
+import pytest
+
+from rageval.team.config import (
+    CLIENT_SECRET_ENV,
+    COOKIE_SECRET_ENV,
+    TeamConfigError,
+    load_secrets,
+    load_team_config,
+    streamlit_auth_secrets,
+    user_id,
+)
+from rageval.team.roles import ACTIONS, ADMIN, ANNOTATOR, LEAST_ROLE, OPERATOR, ROLES, VIEWER, can
+
+GOOD = """
+[provider]
+server_metadata_url = "http://localhost:9400/.well-known/openid-configuration"
+client_id = "rageval"
+redirect_uri = "http://127.0.0.1:8501/oauth2callback"
+groups_claim = "groups"
+
+[session]
+max_hours = 2
+
+[roles]
+admin = ["Ada@Example.org"]
+operator = ["group:ml-ops"]
+annotator = ["@annotators.example.org"]
+viewer = ["@example.org", "@annotators.example.org"]
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "team.toml"
+    path.write_text(text)
+    return path
+
+
+def test_roles_by_email_domain_and_group(tmp_path):
+    config = load_team_config(write(tmp_path, GOOD))
+    assert config.max_hours == 2.0 and config.client_id == "rageval"
+    assert config.role_for({"sub": "1", "email": "ada@example.org"}) == ADMIN  # emails compare in lower case
+    assert config.role_for({"sub": "2", "email": "bo@example.org", "groups": ["ml-ops"]}) == OPERATOR
+    assert config.role_for({"sub": "3", "email": "cy@annotators.example.org"}) == ANNOTATOR  # the highest match
+    assert config.role_for({"sub": "4", "email": "di@example.org"}) == VIEWER
+    assert config.role_for({"sub": "5", "email": "eve@elsewhere.org"}) is None
+    assert config.role_for({"sub": "6", "groups": "ml-ops"}) == OPERATOR  # one group as a string
+    # An email the provider marks unverified matches nothing (anyone can type one at some providers).
+    assert config.role_for({"sub": "7", "email": "ada@example.org", "email_verified": False}) is None
+    assert config.role_for({"sub": "8", "email": "ada@example.org.evil.com"}) is None
+
+
+def test_user_id_is_the_email_else_the_subject():
+    assert user_id({"sub": "abc", "email": "Ada@Example.org"}) == "ada@example.org"
+    assert user_id({"sub": "abc", "email": "ada@example.org", "email_verified": False}) == "abc"
+    assert user_id({"sub": "abc"}) == "abc"
+    assert user_id({}) is None
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[roles]\nadmin = ['a@b.org']\n", "no [provider] section"),
+    (GOOD.replace('client_id = "rageval"\n', ""), "[provider] client_id: missing"),
+    (GOOD.replace("/oauth2callback", "/callback"), "must end with /oauth2callback"),
+    (GOOD.replace('client_id = "rageval"', 'client_id = "rageval"\nclient_secret = "x"'), "secrets never go in"),
+    (GOOD.replace("admin =", "boss ="), "[roles] 'boss': unknown role"),
+    (GOOD.replace('"group:ml-ops"', '"ml-ops"'), "[roles] operator, entry 1 'ml-ops'"),
+    (GOOD.replace("max_hours = 2", "max_hours = 0"), "[session] max_hours"),
+    (GOOD.split("[roles]")[0], "no [roles] section"),
+    ("[provider\n", "not valid TOML"),
+])
+def test_each_problem_is_one_line_naming_file_and_key(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    with pytest.raises(TeamConfigError) as raised:
+        load_team_config(path)
+    message = str(raised.value)
+    assert expected in message and str(path) in message
+    assert all(line.startswith(str(path)) for line in message.splitlines())
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(TeamConfigError, match="no such file"):
+        load_team_config(tmp_path / "nope.toml")
+
+
+def test_secrets_from_env_or_a_file_outside_the_checkout(tmp_path):
+    secret = "s" * 40
+    got = load_secrets({CLIENT_SECRET_ENV: "c", COOKIE_SECRET_ENV: secret})
+    assert (got.client_secret, got.cookie_secret) == ("c", secret)
+    with pytest.raises(TeamConfigError) as raised:
+        load_secrets({})
+    lines = str(raised.value).splitlines()
+    assert len(lines) == 2 and "no client secret" in lines[0] and "no cookie secret" in lines[1]
+    assert f"${COOKIE_SECRET_ENV}" in lines[1]
+    with pytest.raises(TeamConfigError, match="at least 32"):
+        load_secrets({CLIENT_SECRET_ENV: "c", COOKIE_SECRET_ENV: "short"})
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    inside = checkout / "secrets.toml"
+    inside.write_text(f'client_secret = "c"\ncookie_secret = "{secret}"\n')
+    with pytest.raises(TeamConfigError, match="inside the checkout"):
+        load_secrets({}, inside, checkout=checkout)
+    outside = tmp_path / "secrets.toml"
+    outside.write_text(f'client_secret = "c"\ncookie_secret = "{secret}"\n')
+    assert load_secrets({}, outside, checkout=checkout).cookie_secret == secret
+
+
+def test_streamlit_auth_section_reads_back_as_toml(tmp_path):
+    import tomllib
+
+    config = load_team_config(write(tmp_path, GOOD))
+    secret = 'q"uote\\' + "x" * 40
+    text = streamlit_auth_secrets(config, load_secrets({CLIENT_SECRET_ENV: "c", COOKIE_SECRET_ENV: secret}))
+    auth = tomllib.loads(text)["auth"]
+    assert auth["cookie_secret"] == secret and auth["client_secret"] == "c"
+    assert auth["redirect_uri"] == config.redirect_uri and auth["client_kwargs"]["scope"] == "openid email profile"
+
+
+def test_can_each_role_everything_the_one_before_can():
+    for action in ACTIONS:
+        allowed = [role for role in ROLES if can(role, action)]
+        assert allowed == list(ROLES[ROLES.index(LEAST_ROLE[action]):])
+        assert not can(None, action) and not can("nobody", action)
+    with pytest.raises(ValueError):
+        can(ADMIN, "fly")

@@ -1,0 +1,150 @@
+"""Team mode in AppTest (``st.user`` seeded with an ID token's claims, ``$RAGEVAL_TEAM`` naming a team.toml): the
+server-side checks behind the pages, reached as a forged request would reach them: an annotator name from the URL
+or the session, a label saved under another name, a job or an upload by a role that may not. The same in Chromium
+through a real provider: tests/browser/test_team_mode.py."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rageval.annotations import ANNOTATIONS_FILE
+from rageval.team import audit
+from rageval.team.config import TEAM_ENV
+from tests.run_fixtures import make_small_run
+from tests.ui.test_app import HOME, TIMEOUT_S
+from ui.format import escape_markdown
+
+REPO = Path(__file__).resolve().parents[2]
+ANNOTATE = "app_pages/9_Annotate.py"
+TEAM_TOML = """
+[provider]
+server_metadata_url = "http://localhost:1/.well-known/openid-configuration"
+client_id = "rageval"
+redirect_uri = "http://127.0.0.1:8501/oauth2callback"
+[session]
+max_hours = 1
+[roles]
+admin = ["ada@example.org"]
+operator = ["otto@example.org"]
+annotator = ["anna@example.org"]
+viewer = ["vic@example.org"]
+"""
+
+
+@pytest.fixture(scope="module")
+def built_run(tmp_path_factory) -> Path:
+    return make_small_run(tmp_path_factory.mktemp("team-build") / "fixture.sqlite")
+
+
+@pytest.fixture
+def team_env(built_run, tmp_path, monkeypatch) -> Path:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(built_run, runs / "fixture.sqlite")
+    (tmp_path / "team.toml").write_text(TEAM_TOML)
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(runs))
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv(TEAM_ENV, str(tmp_path / "team.toml"))
+    return runs
+
+
+def claims(email: str, *, age_s: float = 60) -> dict:
+    return {"is_logged_in": True, "sub": email.split("@")[0], "email": email, "email_verified": True,
+            "iss": "http://localhost:1", "iat": int(time.time() - age_s)}
+
+
+def start_as(user: dict, script: str = HOME, session: dict | None = None, **query_params: str) -> AppTest:
+    app = AppTest.from_file(HOME, default_timeout=TIMEOUT_S)
+    app.user = user
+    app.query_params.update(query_params)
+    for key, value in (session or {}).items():
+        app.session_state[key] = value
+    if script != HOME:
+        app.switch_page(script)
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def test_a_label_is_saved_under_the_signed_in_id_whatever_the_url_or_session_say(team_env):
+    app = start_as(claims("anna@example.org"), ANNOTATE, session={"annotate.annotator": "mallory"},
+                   annotator="mallory", run="fixture")
+    assert escape_markdown("Labelling as anna@example.org (signed in)") in [c.value for c in app.caption]
+    assert not [t for t in app.text_input if t.key == "annotate.annotator.widget"]  # no name to type
+    app.button[[b.label for b in app.button].index("Start: draw the sample")].click().run()
+    app.button(key="annotate.queue.1").click().run()
+    assert not app.exception
+    with sqlite3.connect(team_env / ANNOTATIONS_FILE) as connection:
+        rows = connection.execute("SELECT annotator FROM labels").fetchall()
+        drawn_by = connection.execute("SELECT created_by FROM samples").fetchall()
+    assert rows == [("anna@example.org",)] and drawn_by == [("anna@example.org",)]
+
+
+def forged_actions() -> None:
+    """Run as a page script: the server-side calls behind the buttons, with forged arguments."""
+    import os
+
+    import streamlit as st
+
+    from rageval.annotations import PassageItem
+    from rageval.jobs.spec import JobSpec
+    from ui import auth, data_annotate, data_jobs
+
+    runs = os.environ["RAGEVAL_RUNS_DIR"]
+    for name, call in (("start", lambda: data_jobs.start_rescore(JobSpec(run_path=f"{runs}/fixture.sqlite"))),
+                       ("cancel", lambda: data_jobs.cancel_rescore(1)),
+                       ("upload", lambda: auth.check("upload"))):
+        try:
+            call()
+            st.write(f"{name}: done")
+        except auth.NotAllowed as error:
+            st.write(f"{name}: refused: {error}")
+    saved = data_annotate.save_label(f"{runs}/annotations.sqlite", "fixture", "mallory",
+                                     PassageItem("nq:0", "nq_oracle:0"), 1)
+    st.write(f"label as mallory: {saved}: {st.session_state.get(data_annotate.SAVE_ERROR_STATE)}")
+
+
+@pytest.mark.parametrize("email", ["vic@example.org", "anna@example.org"])
+def test_jobs_uploads_and_labels_as_someone_else_are_refused_on_the_server(team_env, email):
+    app = AppTest.from_function(forged_actions, default_timeout=TIMEOUT_S)
+    app.user = claims(email)
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    said = [m.value for m in app.markdown]
+    role = "viewer" if email.startswith("vic") else "annotator"
+    assert said[0] == (f"start: refused: {email} (role {role}) may not start or cancel jobs and compute missing "
+                       "pieces on this dashboard")
+    assert said[1].startswith("cancel: refused") and said[2].startswith("upload: refused")
+    assert said[3].startswith("label as mallory: False")
+    assert ("may label only as" if role == "annotator" else "may not label") in said[3]
+    assert not (team_env / ANNOTATIONS_FILE).exists() or not sqlite3.connect(team_env / ANNOTATIONS_FILE).execute(
+        "SELECT COUNT(*) FROM labels").fetchone()[0]
+    assert not (team_env.parent / "cache" / "jobs.sqlite").exists()  # no job was created
+
+
+def test_an_expired_sign_in_gets_the_sign_in_page_and_reads_no_run(team_env, monkeypatch):
+    import ui.data
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("a run was read")
+
+    monkeypatch.setattr(ui.data, "run_key", no_reading)
+    app = start_as(claims("ada@example.org", age_s=2 * 3600), run="fixture")
+    assert [t.value for t in app.title] == ["rageval"]
+    assert "Your sign-in has expired" in app.info[0].value
+    assert [b.label for b in app.button] == ["Sign in"]
+    app = start_as({"is_logged_in": False}, run="fixture")
+    assert [b.label for b in app.button] == ["Sign in"] and not app.info
+
+
+def test_a_sign_in_is_audited_once_with_who_and_when(team_env):
+    start_as(claims("otto@example.org"), run="fixture")
+    entries = audit.read_entries(audit.audit_path(team_env))
+    assert [(e.user_id, e.action) for e in entries] == [("otto@example.org", "sign_in")]
+    assert entries[0].detail["role"] == "operator" and entries[0].at.endswith("+00:00")
