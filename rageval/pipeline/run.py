@@ -193,7 +193,8 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
     labels and answers (an upload's) are kept; pieces already present are not recomputed. Every LLM call goes
     through the LLM-call cache, so a killed completion resumes at no LLM cost. The dashboard's "compute what
     this run lacks" job runs this."""
-    from rageval.pipeline.summary import missing_pieces, run_summary
+    from rageval.pipeline.summary import is_imported, missing_pieces, run_summary
+    from rageval.reteval.settings import RetEvalSettings
     from rageval.store import read_run
 
     path = Path(path)
@@ -203,16 +204,25 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
     if not wanted:
         log(f"{path.name}: nothing to compute")
         return path
+    imported = is_imported(dict(run.settings))
     missing_answers = [q.query_id for q in run.queries if not q.answers]
-    if missing_answers:
+    if missing_answers and not imported:  # (an imported run lacks then only what needs no answers: missing_pieces)
         raise RagevalError(f"{path}: query {missing_answers[0]!r} has no gold answers; {ANSWERS_NEEDED}")
     depth = max((len(r.passages) for r in run.rankings), default=0)
     if depth == 0:
         raise RagevalError(f"{path}: the run ranks no passages")
     have_ks = sorted({o.k for o in run.e2e_outputs})
-    ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
+    if imported:
+        # The system's answers are the E2E answers, at its k: none is generated (no e2e method, LLM-retEval at
+        # those ks only); every passage of the lists is labelled (eRAG depth: the longest list).
+        wanted = tuple(p for p in wanted if p != "e2e")
+        ks = tuple(sorted({*have_ks, depth}))
+        reteval = RetEvalSettings(ks=tuple(have_ks) or (depth,))
+    else:
+        ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
+        reteval = RetEvalSettings()
     methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
-    options = EvaluationOptions(methods=methods, ks=ks)
+    options = EvaluationOptions(methods=methods, ks=ks, reteval=reteval)
     model = generator if generator is not None else load_generator(model_settings)
     cached = CachedGenerator(model, cache if cache is not None else LLMCache())  # an empty cache is falsy (len 0)
     final = evaluate_run(replace(run, measure_values=()), cached, options, log=log, progress=progress)
@@ -222,7 +232,8 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
                     if hasattr(model_settings, "as_dict") else str(model_settings),
                     "at": settings.get("created_at"), "llm_calls": settings.get("llm_calls")})
     settings["completed"] = history
-    for key in ("source", "format", "uploaded_files", "uploaded_at", "retriever", "dataset", "name", "notes"):
+    for key in ("source", "format", "uploaded_files", "uploaded_at", "retriever", "dataset", "name", "notes",
+                *(("k",) if imported else ())):
         if key in run.settings:
             settings[key] = run.settings[key]
     return write_run(replace(final, settings=settings), path)

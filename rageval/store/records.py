@@ -110,6 +110,21 @@ class Correlation:
 
 
 @dataclass(frozen=True)
+class TraceRanking:
+    """One position of an imported trace's list at one stage (``retrieved``: the first-stage retriever's,
+    ``reranked``: a reranker's; :mod:`rageval.traces.records`), as the trace had it: ``rank`` is 1-based,
+    ``score`` None when the trace gave none, ``span_id`` the span (run, observation) the list came from, "" when
+    the format has none. The run's main ranking is one of these lists (see the run's ``imported`` settings)."""
+
+    stage: str
+    query_id: str
+    rank: int
+    passage_id: str
+    score: float | None
+    span_id: str
+
+
+@dataclass(frozen=True)
 class Run:
     """Everything one run produced. ``settings`` is plain JSON-able data describing what produced it."""
 
@@ -126,3 +141,4 @@ class Run:
     verdicts: Sequence[Verdict] = ()
     failure_cases: Sequence[FailureCase] = ()
     correlations: Sequence[Correlation] = ()
+    trace_rankings: Sequence[TraceRanking] = ()
