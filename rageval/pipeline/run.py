@@ -18,7 +18,7 @@ from rageval.pipeline.config import EvaluateConfig
 from rageval.pipeline.evaluate import LLM_STAGES, DryRunGenerator, EvaluationOptions, Log, Progress, evaluate_run
 from rageval.pipeline.sources import LoadedInputs, ShippedData, load_inputs, load_shipped_inputs
 from rageval.store import Run, write_run
-from rageval.types import Ranking
+from rageval.types import Ranking, ScoredPassage
 
 ANSWERS_NEEDED = "eRAG, E2E, the contains-answer baseline and LLM-retEval score answers against them"
 
@@ -222,10 +222,13 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
         ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
         reteval = RetEvalSettings()
     methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
-    options = EvaluationOptions(methods=methods, ks=ks, reteval=reteval)
+    cutoffs = tuple(int(c) for c in run.settings.get("cutoffs", ())) if imported else ()
+    options = EvaluationOptions(methods=methods, ks=ks, reteval=reteval, measure_cutoffs=cutoffs)
     model = generator if generator is not None else load_generator(model_settings)
     cached = CachedGenerator(model, cache if cache is not None else LLMCache())  # an empty cache is falsy (len 0)
     final = evaluate_run(replace(run, measure_values=()), cached, options, log=log, progress=progress)
+    if imported:
+        final = _label_other_stages(run, final, cached, options, log, progress)
     settings = dict(final.settings)
     history = list(run.settings.get("completed", []))
     history.append({"pieces": list(methods), "model_id": cached.model_id, "model": model_settings.as_dict()
@@ -237,3 +240,38 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
         if key in run.settings:
             settings[key] = run.settings[key]
     return write_run(replace(final, settings=settings), path)
+
+
+def _label_other_stages(run: Run, final: Run, generator, options: EvaluationOptions, log: Log,
+                        progress: Progress | None) -> Run:
+    """An imported run's passages that only an earlier stage's list holds (a first-stage passage the reranker
+    dropped) labelled too, by the same label methods as the main ranking's (eRAG, the baselines; no answer is
+    generated), so the stage analysis (:mod:`rageval.traces.stages`) knows whether the passage the reranker
+    dropped would have helped. Their labels are stored beside the others; the measures stay those of the main
+    ranking (labels of passages outside a list do not count for list-bound methods)."""
+    main = {r.query_id: set(r.passage_ids) for r in final.rankings}
+    extra: dict[str, list[ScoredPassage]] = {}
+    for row in sorted(run.trace_rankings, key=lambda t: (t.query_id, t.stage, t.rank)):
+        if row.passage_id not in main.get(row.query_id, set()) and row.passage_id not in {
+                p.passage_id for p in extra.get(row.query_id, [])}:
+            extra.setdefault(row.query_id, []).append(ScoredPassage(row.passage_id, -float(row.rank)))
+    methods = tuple(m for m in options.methods if m in ("erag", "baselines"))
+    if not extra or not methods:
+        return final
+    queries = [q for q in run.queries if q.query_id in extra]
+    depth = max(len(ps) for ps in extra.values())
+    base = Run(run.settings, queries, run.passages, [Ranking(q.query_id, tuple(extra[q.query_id])) for q in queries])
+    log(f"labelling {sum(map(len, extra.values()))} passages that only an earlier stage's list holds")
+    others = evaluate_run(base, generator, replace(options, methods=methods, ks=(depth,), measure_cutoffs=()),
+                          log=log, progress=progress)
+    have = {(x.method, x.query_id, x.passage_id) for x in final.labels}
+    labels = [x for x in others.labels if (x.method, x.query_id, x.passage_id) not in have]
+    outputs = {(o.query_id, o.passage_id) for o in final.doc_outputs}
+    evidence = {(e.method, e.query_id, e.passage_id) for e in final.label_evidence}
+    passages = {p.passage_id for p in final.passages}
+    return replace(final, labels=[*final.labels, *labels],
+                   doc_outputs=[*final.doc_outputs, *(o for o in others.doc_outputs
+                                                      if (o.query_id, o.passage_id) not in outputs)],
+                   label_evidence=[*final.label_evidence, *(e for e in others.label_evidence
+                                                           if (e.method, e.query_id, e.passage_id) not in evidence)],
+                   passages=[*final.passages, *(p for p in others.passages if p.passage_id not in passages)])

@@ -68,7 +68,7 @@ def test_a_ragas_file_rageval_never_saw_goes_through_import_and_completion_with_
     assert run.settings["completed"][-1]["pieces"] == ["erag", "baselines"]
 
 
-def test_completing_a_two_stage_run_keeps_both_stages_and_labels_every_reranked_passage(tmp_path):
+def test_completing_a_two_stage_run_keeps_both_stages_and_labels_the_passages_of_both(tmp_path):
     path = tmp_path / "two.sqlite"
     records = two_stage_records()
     import_traces(records, path, format_name="openinference")
@@ -77,8 +77,13 @@ def test_completing_a_two_stage_run_keeps_both_stages_and_labels_every_reranked_
     after = read_run(path)
     assert after.trace_rankings == before.trace_rankings
     assert after.e2e_outputs == before.e2e_outputs
-    erag = {(x.query_id, x.passage_id) for x in after.labels if x.method == "erag:em"}
-    assert {(r.query_id, p) for r in after.rankings for p in r.passage_ids} <= erag
+    erag = {(x.query_id, x.passage_id): x.value for x in after.labels if x.method == "erag:em"}
+    every = {(r.trace_id, content_id(d.content)): d.content.startswith(r.gold_answers[0])
+             for r in records for documents in r.stages.values() for d in documents}
+    assert erag == {key: float(helps) for key, helps in every.items()}  # the reranker's drops included
+    # The measures are those of the main (reranked) list: erag:em P@1 of q-france is 1 (Paris reranked first).
+    values = {(m.method, m.measure, m.query_id): m.value for m in after.measure_values}
+    assert values[("erag:em", "P@1", "q-france")] == 1.0 and values[("erag:em", "P@2", "q-germany")] == 0.0
 
 
 def test_traces_without_gold_answers_get_what_needs_none(tmp_path):
