@@ -110,9 +110,9 @@ def stage_table(fates: Sequence[PassageFate], query_ids: Sequence[str]) -> pd.Da
     counts: dict[str, dict[str, int]] = {q: dict.fromkeys(FATES, 0) for q in query_ids}
     for fate in fates:
         counts.setdefault(fate.query_id, dict.fromkeys(FATES, 0))[fate.fate] += 1
-    rows = [{"query_id": q, "helpful": sum(c.values()), **c} for q, c in counts.items()]
-    total = {"query_id": "all", "helpful": sum(r["helpful"] for r in rows),
-             **{f: sum(r[f] for r in rows) for f in FATES}}
+    rows: list[dict[str, Any]] = [{"query_id": q, "helpful": sum(c.values()), **c} for q, c in counts.items()]
+    total = {"query_id": "all", "helpful": sum(int(r["helpful"]) for r in rows),
+             **{f: sum(int(r[f]) for r in rows) for f in FATES}}
     return pd.DataFrame([*rows, total], columns=["query_id", "helpful", *FATES])
 
 
