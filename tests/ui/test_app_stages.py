@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from rageval.store import Label, RunWriter
 from rageval.traces.importer import content_id, import_traces
+from rageval.traces.records import RETRIEVED, TraceRecord
 from tests.app_helpers import captions, frame_with
-from tests.traces.trace_fixtures import PARIS, ragas_like_records, two_stage_records
+from tests.traces.trace_fixtures import PARIS, doc, ragas_like_records, two_stage_records
 from tests.ui.test_app import INSPECTOR, start
 from ui.render import escape_markdown
 
@@ -42,3 +43,14 @@ def test_a_single_stage_run_has_no_stage_section(tmp_path, monkeypatch):
     import_traces(ragas_like_records(), tmp_path / "single.sqlite", format_name="ragas")
     app = start(INSPECTOR, run="single", query="ragas-0")
     assert "Where the helping passages were lost" not in [h.value for h in app.subheader]
+
+
+def test_an_imported_answer_without_gold_answers_shows_as_unscored(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    records = [TraceRecord("t1", "What is the capital of France?", {RETRIEVED: [doc(0, PARIS, "p1")]},
+                           answer="Paris, obviously", source="x, line 1")]
+    import_traces(records, tmp_path / "nogold.sqlite", format_name="langsmith")
+    app = start(INSPECTOR, run="nogold", query="t1")
+    assert app.metric[0].value == "– unscored (no gold answers)"
+    assert frame_with(app, "EM")[["k", "End-to-end answer", "EM"]].values.tolist() == [
+        [1, "Paris, obviously", "– unscored (no gold answers)"]]
