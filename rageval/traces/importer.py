@@ -18,7 +18,10 @@ What becomes what:
   match when the trace has gold answers, else stored without a score); the run's settings say ``e2e_answers:
   imported``, and "compute missing pieces" never generates them again (:func:`rageval.pipeline.summary.
   missing_pieces`);
-- ``--qrels`` -> the label method ``qrels`` and each query's gold passages (its positives with a text).
+- ``--qrels`` -> the label method ``qrels`` and each query's gold passages (its positives with a text);
+- an answer whose sentences cite documents (TREC RAG) -> an attributed answer, one line of ``<run>.citations.jsonl``
+  beside the run file, which ``rageval evaluate-citations`` scores for the Citations page
+  (:mod:`rageval.traces.citations`).
 
 The run's settings (``imported``, ``missing``) say what came in and what is missing: per kind, the traces that
 lack it (``question``, ``answer``, ``gold_answers``, ``documents`` and whatever the reader listed in
@@ -30,6 +33,7 @@ source (file and line or span), the trace and the field.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import itertools
@@ -78,6 +82,8 @@ class ImportReport:
     texts_from_corpus: int             # distinct documents whose text came from --corpus
     qrels_labels: int
     missing: Mapping[str, int] = field(default_factory=dict)
+    citations_file: Path | None = None  # the attributed answers, as rageval evaluate-citations reads them
+    attributed_answers: int = 0
 
     def lines(self) -> list[str]:
         """What ``rageval import`` prints."""
@@ -88,6 +94,10 @@ class ImportReport:
                  f"{self.texts_from_corpus:,} texts from the corpus)",
                  f"lists per stage: {stages}", f"answers (kept as the run's end-to-end answers): {answers}",
                  f"qrels labels: {self.qrels_labels:,}"]
+        if self.citations_file is not None:
+            lines.append(f"attributed answers: {self.attributed_answers:,} in {self.citations_file}; score their "
+                         f"citations for the Citations page with: rageval evaluate-citations {self.citations_file} "
+                         f"--out <runs folder>/attribution/{self.path.stem}.sqlite")
         if self.missing:
             lines.append("missing: " + ", ".join(f"{kind} {n:,}" for kind, n in sorted(self.missing.items())))
         else:
@@ -227,6 +237,11 @@ def build_run(records: Sequence[TraceRecord], *, format_name: str = "", files: S
                 e2e.append(E2EOutput(record.trace_id, len(main_ids), record.answer, score))
             else:
                 kinds.add("answer_without_documents")
+        for _, cited in record.citations:  # a cited document no list holds: its text from the corpus
+            for passage_id in cited:
+                if passage_id not in passages.by_id and passage_id in passages.corpus:
+                    passages.by_id[passage_id] = passages.corpus[passage_id]
+                    passages.from_corpus.add(passage_id)
         lacking.update(kinds)
 
     labels: list[Label] = []
@@ -321,6 +336,7 @@ def import_traces(records: Sequence[TraceRecord], out: Path, *, format_name: str
     documents without text are looked up; ``qrels``: TREC qrels or BEIR TSV for the label method ``qrels``."""
     from rageval.pipeline.run import check_out_path
     from rageval.pipeline.sources import read_corpus, read_qrels
+    from rageval.traces.citations import attributed_answers, write_jsonl_atomically
 
     out = check_out_path(Path(out))
     passages = read_corpus(Path(corpus)) if corpus else {}
@@ -331,8 +347,20 @@ def import_traces(records: Sequence[TraceRecord], out: Path, *, format_name: str
     when = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     run = replace(run, settings={**run.settings, "name": out.stem, "created_at": when,
                                  **({"command": command} if command else {})})
-    write_run(run, out)
-    return report_of(run, out)
+    rows, dropped = attributed_answers(records, run)
+    citations = out.with_name(f"{out.stem}.citations.jsonl") if rows else None
+    if citations is not None:
+        run = replace(run, settings={**run.settings, "missing": {**run.settings["missing"], **dropped},
+                                     "imported": {**run.settings["imported"], "attributed_answers": len(rows),
+                                                  "citations_file": str(citations)}})
+        write_jsonl_atomically(rows, citations)
+    try:
+        write_run(run, out)
+    except BaseException:
+        if citations is not None:
+            citations.unlink(missing_ok=True)
+        raise
+    return dataclasses.replace(report_of(run, out), citations_file=citations, attributed_answers=len(rows))
 
 
 def import_files(format_name: str, paths: Sequence[Path], out: Path, *, corpus: Path | None = None,
