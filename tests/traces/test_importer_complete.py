@@ -7,18 +7,33 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from rageval.cli import main
 from rageval.erag.methods import CONTAINS_ANSWER, LLM_RELEVANCE
 from rageval.generation.base import FakeGenerator, first_capitalised_span
 from rageval.generation.cache import LLMCache
 from rageval.generation.factory import ModelSettings
+from rageval.generation.server import serve
 from rageval.jobs.control import lacking_pieces
 from rageval.jobs.spec import COMPLETE, JobSpec
 from rageval.pipeline.run import complete_run_file
 from rageval.pipeline.summary import missing_pieces, run_summary
-from rageval.store import read_run
+from rageval.store import RunReader, read_run
+from rageval.traces import readers
 from rageval.traces.importer import content_id, import_traces
 from rageval.traces.records import RETRIEVED, TraceRecord
 from tests.traces.trace_fixtures import PARIS, doc, ragas_like_records, two_stage_records
+
+MODEL = "fake-span"
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    """rageval's OpenAI-compatible server serving the fake model on loopback (the cache under tmp_path)."""
+    monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    with serve(FakeGenerator(first_capitalised_span, model_id=MODEL), model_name=MODEL) as running:
+        yield running
 
 
 class CountingGenerator(FakeGenerator):
@@ -100,3 +115,31 @@ def test_traces_without_gold_answers_get_what_needs_none(tmp_path):
     assert [(o.output, o.k) for o in run.e2e_outputs] == [("Paris", 1)]
     assert len(generator.prompts) == 1  # the one relevance question
     assert missing_pieces(run_summary(path), run.settings) == {}
+
+
+@pytest.mark.slow
+def test_with_no_code_a_ragas_file_goes_through_import_and_rescore_complete(tmp_path, served, monkeypatch, capsys):
+    """The user's path, commands only: ``rageval import ragas FILE`` then ``rageval rescore start RUN --complete
+    --backend openai`` against an OpenAI-compatible server (rageval's own, serving the fake model, as a team's
+    vLLM would serve theirs)."""
+    server = served
+    records = ragas_like_records()
+
+    def read_traces(format_name, paths, *, answers_field=None):  # TODO(merge): the real RAGAS reader
+        return records
+
+    monkeypatch.setattr(readers, "read_traces", read_traces)
+    (tmp_path / "ragas.jsonl").write_text("{}\n")
+    run = tmp_path / "runs" / "ragas.sqlite"
+    assert main(["import", "ragas", str(tmp_path / "ragas.jsonl"), "--out", str(run)]) == 0
+    code = main(["rescore", "start", str(run), "--complete", "--backend", "openai", "--base-url", server.base_url,
+                 "--model", MODEL, "--jobs-db", str(tmp_path / "jobs.sqlite"), "--cache", str(tmp_path / "llm.sqlite")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "computing erag (missing), baselines (missing)" in out and "job 1: done" in out
+    with RunReader(run) as reader:
+        answers = reader.e2e_table()
+        assert sorted(zip(answers["query_id"], answers["k"], answers["output"])) == sorted(
+            (r.trace_id, 2, r.answer) for r in records)
+        assert {"erag:em", "llm_relevance"} <= set(reader.label_methods())
+        assert missing_pieces(run_summary(run), reader.settings()) == {}
