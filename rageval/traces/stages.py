@@ -143,7 +143,9 @@ def analyse_run(reader: Any, method: str | None = None) -> StageAnalysis:
     final = {q: list(rankings[q].passage_ids) if q in rankings else [] for q in query_ids}
     traced = reader.trace_rankings()
     first = traced[traced["stage"] == RETRIEVED]
-    first_stage = {str(q): group.sort_values("rank")["passage_id"].tolist() for q, group in first.groupby("query_id")}
+    first_stage: dict[str, list[str]] = {}
+    for query_id, passage_id in zip(first["query_id"], first["passage_id"]):  # (read by stage, query, rank)
+        first_stage.setdefault(query_id, []).append(passage_id)
     e2e = reader.e2e_table()
     settings_k = int(reader.settings().get("k") or max((len(v) for v in final.values()), default=0))
     ks = dict.fromkeys(query_ids, settings_k)
