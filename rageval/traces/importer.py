@@ -369,6 +369,9 @@ def import_files(format_name: str, paths: Sequence[Path], out: Path, *, corpus: 
     :func:`import_traces` them into ``out``."""
     from rageval.traces.readers import read_traces
 
+    clash = next((p for p in paths if Path(p).resolve() == Path(out).resolve()), None)
+    if clash is not None:
+        raise RagevalError(f"--out {out}: it is one of the trace files; choose another run file name")
     records = read_traces(format_name, [Path(p) for p in paths], answers_field=answers_field)
     return import_traces(records, out, format_name=format_name, files=[str(p) for p in paths], corpus=corpus,
                          qrels=qrels, command=command)

@@ -9,7 +9,7 @@ from rageval.traces.importer import content_id, import_traces
 from rageval.traces.records import RETRIEVED, TraceRecord
 from tests.app_helpers import captions, frame_with
 from tests.traces.trace_fixtures import PARIS, doc, ragas_like_records, two_stage_records
-from tests.ui.test_app import INSPECTOR, start
+from tests.ui.test_app import CORRELATIONS, INSPECTOR, start
 from ui.render import escape_markdown
 
 
@@ -54,3 +54,15 @@ def test_an_imported_answer_without_gold_answers_shows_as_unscored(tmp_path, mon
     assert app.metric[0].value == "– unscored (no gold answers)"
     assert frame_with(app, "EM")[["k", "End-to-end answer", "EM"]].values.tolist() == [
         [1, "Paris, obviously", "– unscored (no gold answers)"]]
+
+
+def test_the_lacks_panel_says_an_imported_runs_answers_are_kept_and_what_the_traces_lacked(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    records = [TraceRecord(f"t{i}", "What is the capital of France?", {RETRIEVED: [doc(0, PARIS, "p1")]},
+                           answer="Paris", source=f"x, line {i}") for i in range(2)]
+    import_traces(records, tmp_path / "nogold.sqlite", format_name="langsmith")
+    app = start(CORRELATIONS, run="nogold")
+    assert escape_markdown("Imported from 2 langsmith traces: their answers (2 at k=1) are this run's end-to-end "
+                           "answers and are never generated again. Missing from the traces: gold answers 2.") \
+        in captions(app)
+    assert any(escape_markdown("baselines") in m.value for m in app.markdown if "What this run lacks" in m.value)
