@@ -112,9 +112,10 @@ class Correlation:
 @dataclass(frozen=True)
 class TraceRanking:
     """One position of an imported trace's list at one stage (``retrieved``: the first-stage retriever's,
-    ``reranked``: a reranker's; :mod:`rageval.traces.records`), as the trace had it: ``rank`` is 1-based,
-    ``score`` None when the trace gave none, ``span_id`` the span (run, observation) the list came from, "" when
-    the format has none. The run's main ranking is one of these lists (see the run's ``imported`` settings)."""
+    ``reranked``: a reranker's; :mod:`rageval.traces.records`), as the trace had it: ``rank`` is the trace's
+    0-based position + 1, ``score`` None when the trace gave none, ``span_id`` the span (run, observation) the list
+    came from, "" when the format has none. The run's main ranking is one of these lists (see the run's
+    ``imported`` settings)."""
 
     stage: str
     query_id: str

@@ -200,7 +200,8 @@ def build_run(records: Sequence[TraceRecord], *, format_name: str = "", files: S
                 continue
             stage_counts[stage] += 1
             entries: list[tuple[str, float | None]] = []
-            for rank, document in enumerate(_ordered(record, stage, documents), start=1):
+            for document in _ordered(record, stage, documents):
+                rank = document.position + 1  # the trace's own position (a span's retrieval.documents.N), 1-based
                 added = passages.add(document)
                 if added is None:
                     skipped_documents += 1
