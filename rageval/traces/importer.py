@@ -25,7 +25,8 @@ What becomes what:
 
 The run's settings (``imported``, ``missing``) say what came in and what is missing: per kind, the traces that
 lack it (``question``, ``answer``, ``gold_answers``, ``documents`` and whatever the reader listed in
-:attr:`TraceRecord.missing`), and ``document_text``: documents whose text is in neither the trace nor the corpus.
+:attr:`TraceRecord.missing`, a document's position left out: ``retrieved.content``), and ``document_text``:
+documents whose text is in neither the trace nor the corpus.
 A trace that lacks a piece is kept and counted, never dropped. A trace that cannot be read as one (no id, an id
 used twice, an unknown stage, two documents at one position) is one :class:`~rageval.errors.DataError` naming its
 source (file and line or span), the trace and the field.
@@ -38,6 +39,7 @@ import datetime as dt
 import hashlib
 import itertools
 import math
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -186,7 +188,7 @@ def build_run(records: Sequence[TraceRecord], *, format_name: str = "", files: S
         unknown = [s for s in record.stages if s not in STAGES]
         if unknown:
             raise _error(record, "stages", f"unknown stage {unknown[0]!r}; expected {' or '.join(STAGES)}")
-        kinds = set(record.missing)
+        kinds = {re.sub(r"\[\d+\]", "", kind) for kind in record.missing}  # "retrieved[0].content": per trace
         if not record.question.strip():
             kinds.add("question")
         if record.answer is None:

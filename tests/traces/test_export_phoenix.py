@@ -9,9 +9,12 @@ Arize-ai/phoenix (``Evaluations.load``: the file ``evaluations-<id>.parquet``, s
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import sqlite3
 import uuid
+from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -19,10 +22,11 @@ import pytest
 from pandas.api.types import is_integer_dtype, is_numeric_dtype, is_string_dtype
 
 from rageval.cli import main
+from rageval.export import export_phoenix
 from rageval.store import LabelEvidence, RunReader, RunWriter
 from rageval.store.records import Label
 from rageval.traces import readers
-from rageval.traces.importer import content_id, import_traces
+from rageval.traces.importer import content_id, import_files, import_traces
 from tests.traces.trace_fixtures import BERLIN, PARIS, ragas_like_records, two_stage_records
 
 
@@ -118,3 +122,42 @@ def test_rageval_import_prints_what_came_in_and_what_is_missing(tmp_path, monkey
     assert "missing: nothing" in printed
     with RunReader(out) as reader:
         assert reader.query_count() == 3 and reader.settings()["imported"]["format"] == "ragas"
+
+
+OTLP_FIXTURE = Path(__file__).parent / "fixtures" / "openinference_otlp.json"
+
+
+def spans_with_documents(path: Path) -> set[tuple[str, int]]:
+    """(span id in hex, document position) of every document an OTLP JSON file's spans list, read from the file
+    itself: OpenInference's ``retrieval.documents.N.document.*`` (retriever spans) and
+    ``reranker.output_documents.N.document.*`` (reranker spans); OTLP JSON gives span ids in base64."""
+    found = set()
+    data = json.loads(path.read_text())
+    for resource in data["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                span_id = base64.b64decode(span["spanId"]).hex()
+                for attribute in span.get("attributes", []):
+                    match = re.match(r"(retrieval\.documents|reranker\.output_documents)\.(\d+)\.document\.",
+                                     attribute["key"])
+                    if match:
+                        found.add((span_id, int(match.group(2))))
+    return found
+
+
+@pytest.mark.skipif(not OTLP_FIXTURE.exists(), reason="the OpenInference fixture comes with the trace readers "
+                                                      "(tests/traces/fixtures, written by the OpenTelemetry SDK)")
+def test_round_trip_spans_to_run_to_phoenix_rows(tmp_path):
+    """Import OpenTelemetry spans (the SDK-made fixture) -> run; label every passage as a re-score job does; export
+    for Phoenix: one row per (span, position) the spans list, no more."""
+    run = tmp_path / "spans.sqlite"
+    import_files("openinference", [OTLP_FIXTURE], run)
+    with RunReader(run) as reader:
+        pairs = reader.trace_rankings()[["query_id", "passage_id"]].drop_duplicates()
+    labels = [Label("llm_relevance", q, p, float(i % 2)) for i, (q, p) in enumerate(pairs.itertuples(index=False))]
+    with RunWriter(run) as writer:
+        writer.put_labels(labels, [])
+    [path] = export_phoenix(run, tmp_path / "phoenix")
+    name, kind, frame = read_phoenix(path)
+    assert (name, kind) == ("llm_relevance", "DocumentEvaluations")
+    assert {(span, int(position)) for span, position in frame.index} == spans_with_documents(OTLP_FIXTURE)
