@@ -66,14 +66,15 @@ def missing_pieces(summary: dict[str, Any], settings: dict[str, Any] | None = No
     A piece that is complete is absent from the result.
 
     A run imported from traces (:func:`is_imported`) never lacks ``e2e`` (its answers are the system's); when
-    some of its questions have no gold answers it can lack only what needs none (``baselines``: the LLM's
-    relevance labels), and it lacks ``reteval`` only when it has qrels (LLM-retEval needs gold passages)."""
+    none of its questions has gold answers it can lack only what needs none (``baselines``: the LLM's relevance
+    labels; when some have, :func:`rageval.pipeline.run.complete_run_file` labels the others with those only),
+    and it lacks ``reteval`` only when it has qrels (LLM-retEval needs gold passages)."""
     settings = settings or {}
     labels = summary["labels"]
     if is_imported(settings):
         imported = settings.get("imported") or {}
         lacking: dict[str, str] = {} if any(m in labels for m in BASELINE_METHODS) else {"baselines": "missing"}
-        if imported.get("gold_answers", 0) < summary["queries"]:
+        if not imported.get("gold_answers", 0):
             return lacking
         if not any(m.startswith("erag:") for m in labels):
             lacking = {"erag": "missing", **lacking}

@@ -5,6 +5,7 @@ needs none."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,21 @@ def test_with_no_code_a_ragas_file_goes_through_import_and_rescore_complete(tmp_
             (r.trace_id, 2, r.answer) for r in records)
         assert {"erag:em", "llm_relevance"} <= set(reader.label_methods())
         assert missing_pieces(run_summary(run), reader.settings()) == {}
+
+
+def test_a_run_where_some_traces_have_gold_answers_gets_erag_on_those_only(tmp_path):
+    records = ragas_like_records()
+    records[1] = dataclasses.replace(records[1], gold_answers=())  # ragas-1: no reference answer
+    path = tmp_path / "mixed.sqlite"
+    import_traces(records, path, format_name="ragas")
+    assert missing_pieces(run_summary(path), read_run(path).settings) == {"erag": "missing", "baselines": "missing"}
+    complete(path, tmp_path)
+    run = read_run(path)
+    erag = {x.query_id for x in run.labels if x.method == "erag:em"}
+    relevance = {x.query_id for x in run.labels if x.method == LLM_RELEVANCE}
+    assert erag == {"ragas-0", "ragas-2"} and relevance == {"ragas-0", "ragas-1", "ragas-2"}
+    assert [q.query_id for q in run.queries] == ["ragas-0", "ragas-1", "ragas-2"]
+    assert sorted((o.query_id, o.output) for o in run.e2e_outputs) == sorted((r.trace_id, r.answer) for r in records)
+    values = {(m.method, m.measure, m.query_id): m.value for m in run.measure_values}
+    assert values[("erag:em", "P@1", "ragas-2")] == 1.0 and ("erag:em", "P@1", "ragas-1") not in values
+    assert missing_pieces(run_summary(path), run.settings) == {}
