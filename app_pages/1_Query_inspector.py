@@ -61,6 +61,12 @@ st.dataframe(render.ranking_view(ranking, rescored), hide_index=True,
 st.caption("Labels: ✓ relevant, ✗ not, – no label (graded labels show their value). "
            + ("Answer (method): the answer the re-scoring model gave from that passage alone. " if rescored else ""))
 
+stages = data.load_stage_analysis(*key)
+if stages is not None:  # a run imported from traces with a first-stage and a reranked list
+    fates = stages["fates"]
+    mine = fates[fates["query_id"] == query_id]
+    inspect.render_stage_section(stages, query_id, int(mine["k"].iloc[0]) if not mine.empty else settings.get("k"))
+
 evidence = data.load_label_evidence(*key, query_id)
 if not evidence.empty:
     st.markdown("**Label evidence**")

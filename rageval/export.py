@@ -1,4 +1,6 @@
-"""Export a run's labels, verdicts and failure cases as CSV, and its labels as TREC qrels.
+"""Export a run's labels, verdicts and failure cases as CSV, and its labels as TREC qrels; every table of a run as
+Parquet (:func:`export_parquet`), and the labels of a run imported from spans as Phoenix document evaluations
+(:func:`export_phoenix`).
 
 CSV files carry everything needed to read a row without the run file (method, ids, rank, value and the
 label's evidence; judge, reference, k, verdict and evidence). Qrels files hold one label method each, in the
@@ -17,6 +19,11 @@ from rageval.store import RunReader
 from rageval.trec import write_trec_qrels
 
 EXPORTS = ("labels", "verdicts", "failures")
+#: Formats that write a folder of files (every table; one Phoenix evaluation per label method), not one file.
+FOLDER_FORMATS = ("parquet", "phoenix")
+#: The file name Phoenix gives saved evaluations (phoenix.trace.span_evaluations.EVAL_PARQUET_FILE_NAME), so that
+#: ``DocumentEvaluations.load(id, folder)`` finds them.
+PHOENIX_FILE = "evaluations-{id}.parquet"
 
 
 def labels_frame(reader: RunReader, method: str | None = None) -> pd.DataFrame:
@@ -37,9 +44,120 @@ def labels_frame(reader: RunReader, method: str | None = None) -> pd.DataFrame:
         ["method", "query_id", "passage_id", "rank", "value", "evidence"]]
 
 
+def export_parquet(run_path: Path, out: Path) -> list[Path]:
+    """Every table of the run at ``run_path`` as ``<out>/<table>.parquet`` (one Parquet file per table, as stored:
+    ``pandas.read_parquet`` or DuckDB's ``read_parquet`` read them back; the run's settings are the ``meta``
+    table's ``settings`` row, JSON). The files are written into a temporary sibling folder, renamed into place
+    whole."""
+    import os
+    import shutil
+    import tempfile
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        raise RagevalError(f"--out {out}: the folder exists and is not empty; choose a new folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    temporary = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        with RunReader(run_path) as reader:
+            names = reader.table_names()
+            for table in names:
+                reader.table_frame(table).to_parquet(temporary / f"{table}.parquet", index=False)
+        if out.exists():
+            out.rmdir()
+        os.replace(temporary, out)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+    return [out / f"{table}.parquet" for table in names]
+
+
+def phoenix_frames(reader: RunReader) -> dict[str, pd.DataFrame]:
+    """Label method -> its Phoenix document evaluations: one row per (span, document position) where the passage
+    stands in an imported list that has a span id (every stage's: the retriever's and the reranker's spans), indexed
+    by ``context.span_id`` (string) and ``document_position`` (integer, 0-based: OpenInference's
+    ``retrieval.documents.N``), with ``score`` (the label's value), ``label`` (``relevant`` when it is above 0, else
+    ``irrelevant``) and ``explanation`` (the label's evidence, or where it came from). The index and columns are
+    those ``phoenix.trace.DocumentEvaluations`` checks (src/phoenix/trace/span_evaluations.py in Arize-ai/phoenix).
+    A run without span ids raises :class:`RagevalError` in one line."""
+    positions = reader.trace_rankings()
+    positions = positions[positions["span_id"] != ""]
+    if positions.empty:
+        raise RagevalError(f"{reader.path}: no span ids (the run was not imported from spans: rageval import "
+                           "openinference/langfuse/langsmith); Phoenix document evaluations need them")
+    labels = reader.labels()
+    evidence = reader.label_evidence()
+    if not evidence.empty:
+        labels = labels.merge(evidence, on=["method", "query_id", "passage_id"], how="left")
+    else:
+        labels["evidence"] = None
+    rows = labels.merge(positions[["query_id", "passage_id", "span_id", "rank", "stage"]],
+                        on=["query_id", "passage_id"])
+    name = reader.settings().get("name") or Path(reader.path).stem
+    frames = {}
+    for method, group in rows.groupby("method", sort=True):
+        fallback = f"rageval label method {method} of run {name} ({{stage}} list)"
+        explanation = [e if isinstance(e, str) and e else fallback.format(stage=stage)
+                       for e, stage in zip(group["evidence"], group["stage"])]
+        frame = pd.DataFrame({
+            "context.span_id": group["span_id"].astype(str).to_numpy(),
+            "document_position": (group["rank"].astype("int64") - 1).to_numpy(),
+            "score": group["value"].astype(float).to_numpy(),
+            "label": ["relevant" if v > 0 else "irrelevant" for v in group["value"]],
+            "explanation": explanation})
+        frames[str(method)] = frame.sort_values(["context.span_id", "document_position"]).set_index(
+            ["context.span_id", "document_position"])
+    return frames
+
+
+def export_phoenix(run_path: Path, out: Path, method: str | None = None) -> list[Path]:
+    """The labels of a run imported from spans as Phoenix document evaluations (:func:`phoenix_frames`), one
+    Parquet file per label method (or ``method`` only) in the folder ``out``, written as Phoenix saves
+    evaluations (``Evaluations.save``: the file ``evaluations-<id>.parquet`` whose schema metadata ``arize`` names
+    the id, the evaluation name and ``DocumentEvaluations``), so Phoenix loads each as it is::
+
+        from phoenix.trace import DocumentEvaluations
+        px.Client().log_evaluations(DocumentEvaluations.load(ID, FOLDER))
+
+    (or ``DocumentEvaluations(eval_name=METHOD, dataframe=pandas.read_parquet(FILE))``). The id is a UUID-5 of
+    the run's name and the method, so exporting again writes the same files."""
+    import json
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with RunReader(run_path) as reader:
+        frames = phoenix_frames(reader)
+        name = reader.settings().get("name") or Path(run_path).stem
+        if method is not None:
+            if method not in frames:
+                raise RagevalError(f"{run_path}: no labels of method {method!r} on documents with a span id; "
+                                   f"the run has {', '.join(frames) or 'none'}")
+            frames = {method: frames[method]}
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for eval_name, frame in frames.items():
+        eval_id = uuid.uuid5(uuid.NAMESPACE_URL, f"rageval:{name}:{eval_name}")
+        table = pa.Table.from_pandas(frame)
+        metadata = {**(table.schema.metadata or {}), b"arize": json.dumps(
+            {"eval_id": str(eval_id), "eval_name": eval_name, "eval_type": "DocumentEvaluations"}).encode()}
+        path = out / PHOENIX_FILE.format(id=eval_id)
+        pq.write_table(table.replace_schema_metadata(metadata), path)
+        written.append(path)
+    return written
+
+
 def export_run(run_path: Path, what: str, out: Path, *, fmt: str = "csv", method: str | None = None) -> Path:
     """Write ``what`` (labels, verdicts or failures) of the run at ``run_path`` to ``out`` as ``fmt`` (csv or
-    qrels; qrels only for labels, and then ``method`` is required)."""
+    qrels; qrels only for labels, and then ``method`` is required). ``parquet`` and ``phoenix`` write the folder
+    ``out`` (:func:`export_parquet`, :func:`export_phoenix`; ``what`` is not used)."""
+    if fmt == "parquet":
+        export_parquet(run_path, out)
+        return Path(out)
+    if fmt == "phoenix":
+        export_phoenix(run_path, out, method)
+        return Path(out)
     if what not in EXPORTS:
         raise RagevalError(f"export: expected one of {', '.join(EXPORTS)}, got {what!r}")
     with RunReader(run_path) as reader:

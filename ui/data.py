@@ -1033,3 +1033,24 @@ def load_labels(path: str, mtime_ns: int) -> pd.DataFrame:
 def load_all_attribution_statements(path: str, mtime_ns: int) -> pd.DataFrame:
     """Every statement of an attributed-answer run (its ``statements`` table, all scenarios and answers)."""
     return _read_attribution(path, mtime_ns, lambda reader: reader.frame("statements"))
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=16, show_spinner=False)
+def load_stage_analysis(path: str, mtime_ns: int) -> dict[str, Any] | None:
+    """The stage analysis of a run imported from traces with two stages (:func:`rageval.traces.stages.analyse_run`):
+    ``method`` (the helpful label method, None when the run has none), ``fates`` (query_id, passage_id, fate,
+    first_rank, final_rank, k) and ``table`` (:func:`rageval.traces.stages.stage_table`); None for a run that keeps
+    fewer than two stages."""
+    from dataclasses import asdict
+
+    from rageval.traces.stages import PassageFate, analyse_run
+
+    def read(reader: RunReader) -> dict[str, Any] | None:
+        if len(reader.trace_stages()) < 2:
+            return None
+        analysis = analyse_run(reader)
+        columns = list(PassageFate.__dataclass_fields__)
+        return {"method": analysis.method, "table": analysis.table,
+                "fates": pd.DataFrame([asdict(f) for f in analysis.fates], columns=columns)}
+
+    return _read(path, mtime_ns, read)

@@ -659,7 +659,7 @@ def render_question(query: Query, e2e: E2EOutput | None) -> None:
         left.markdown("**End-to-end answer:** not stored in this run")
         return
     left.markdown(f"**End-to-end answer** (top-{e2e.k} passages): {escape_markdown(e2e.output)}")
-    right.metric("E2E exact match", f"{format_label(e2e.score)} {e2e.score:g}")
+    right.metric("E2E exact match", score_cell(e2e.score))
 
 
 # --- end-to-end outputs, evidence and LLM-retEval facts (tables: their text is never Markdown) ------------
@@ -667,7 +667,12 @@ def render_question(query: Query, e2e: E2EOutput | None) -> None:
 def e2e_outputs_view(outputs: pd.DataFrame) -> pd.DataFrame:
     """One query's E2E answers, one row per k: k, the answer, its exact match (✓/✗ and value)."""
     return pd.DataFrame({"k": outputs["k"].astype(int), "End-to-end answer": outputs["output"],
-                         "EM": [f"{format_label(s)} {s:g}" for s in outputs["score"]]})
+                         "EM": [score_cell(s) for s in outputs["score"]]})
+
+
+def score_cell(score: Any) -> str:
+    """An E2E exact match as shown: ✓/✗ and its value, or "unscored" (an imported answer without gold answers)."""
+    return "– unscored (no gold answers)" if fmt.is_missing(score) else f"{format_label(score)} {float(score):g}"
 
 
 _REPLY_EVIDENCE = re.compile(r"^(?P<model>.+?) (?P<verb>replied|answered) '(?P<reply>.*)'(?P<rest>[^']*)$", re.DOTALL)

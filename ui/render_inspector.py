@@ -404,3 +404,48 @@ def inspect_links(run: str, query_ids: Sequence[str], run_order: Sequence[str], 
     the list of all of them (:func:`ui.worklist.worklist_links`)."""
     path = navigation.BY_FILE[navigation.INSPECTOR].url_path
     return worklist.worklist_links(path, run, query_ids, run_order, name)
+
+
+def stage_fates_view(fates: pd.DataFrame) -> pd.DataFrame:
+    """One query's helping passages and where each was lost, for the page: passage, first-stage rank, final rank,
+    fate in words (:data:`rageval.traces.stages.FATE_NAMES`)."""
+    from rageval.traces.stages import FATE_NAMES
+
+    return pd.DataFrame({"Passage": fates["passage_id"], "First-stage rank": fates["first_rank"].astype("Int64"),
+                         "Reranked rank": fates["final_rank"].astype("Int64"),
+                         "Fate": [FATE_NAMES[f] for f in fates["fate"]]})
+
+
+def stage_table_view(table: pd.DataFrame) -> pd.DataFrame:
+    """The per-stage table with its fates in words as headers."""
+    from rageval.traces.stages import FATE_NAMES
+
+    return table.rename(columns={"query_id": "Query", "helpful": "Helping passages", **FATE_NAMES})
+
+
+def render_stage_section(analysis: Mapping[str, Any], query_id: str, k: int | None) -> None:
+    """The Query inspector's section on a run with two stages (first-stage and reranked lists): where this query's
+    helping passages were lost, and the per-stage table of every query (:mod:`rageval.traces.stages`)."""
+    st.subheader("Where the helping passages were lost")
+    method = analysis["method"]
+    if method is None:
+        st.info("No label says which passages help the answer yet (no eRAG, qrels or gold labels): compute the "
+                "missing pieces on the Re-score page, then come back.")
+        return
+    fates = analysis["fates"]
+    mine = fates[fates["query_id"] == query_id]
+    if mine.empty:
+        st.caption(render.escape_markdown(f"No passage of this query helps the answer under {method}."))
+    else:
+        render.render_table(stage_fates_view(mine), hide_index=True)
+    st.caption(render.escape_markdown(
+        f"A passage helps when its {method} label is above 0. Never retrieved: in no list; retrieved, not in the "
+        f"top k: the reranker dropped it or ranked it below k (k = the passages the answer came from"
+        f"{f', {k} here' if k is not None else ''}); in the top k: the end-to-end answer is right, wrong, or "
+        f"unscored (no gold answers) · query {query_id}"))
+    table = analysis["table"]
+    with st.expander("Per-stage table (every query)"):
+        render.render_table(stage_table_view(table), hide_index=True)
+        st.caption(render.escape_markdown(
+            f"Helping passages ({method} label above 0) by fate, per query and in total ('all') · "
+            f"{len(table) - 1} queries."))

@@ -93,6 +93,21 @@ def _active(job_list: list[Job]) -> bool:
     return bool(job_list) and job_status(job_list[0]) in ACTIVE
 
 
+def imported_note(settings: dict) -> str:
+    """What a run imported from traces says about itself (rageval.traces.importer): its answers are the system's,
+    at the k it used, never generated again, and what the traces lacked (traces per kind, documents without text);
+    "" for any other run."""
+    imported = settings.get("imported")
+    if settings.get("e2e_answers") != "imported" or not isinstance(imported, dict):
+        return ""
+    answers = ", ".join(f"{n:,} at k={k}" for k, n in (imported.get("answers") or {}).items()) or "none"
+    missing = settings.get("missing") or {}
+    lacked = ", ".join(f"{kind.replace('_', ' ')} {n:,}" for kind, n in sorted(missing.items())) or "nothing"
+    return (f"Imported from {imported.get('traces', 0):,} {imported.get('format', '')} traces: their answers "
+            f"({answers}) are this run's end-to-end answers and are never generated again. Missing from the "
+            f"traces: {lacked}.")
+
+
 def render_lacks_panel(path: Path) -> dict[str, str]:
     """The panel for the run at ``path``; returns what it lacks (piece -> words; empty when complete). Shows
     nothing for a complete run without a job in progress."""
@@ -108,6 +123,9 @@ def render_lacks_panel(path: Path) -> dict[str, str]:
         st.warning(render.escape_markdown(f"Cannot list the jobs on this run: {error}"))
         return lacking
     latest = job_list[0] if job_list else None
+    note = imported_note(data.load_settings(*key))
+    if note:
+        st.caption(render.escape_markdown(note))
     if not lacking and not _active(job_list):
         return lacking
     with st.container(border=True):

@@ -4,8 +4,10 @@
     rageval evaluate ...            your questions + corpus + run or retriever + model -> one run file (every method)
     rageval evaluate-citations F    your attributed answers -> statements, entailment, AutoAIS, ALCE
     rageval info RUN [--json]       what a run file holds
-    rageval export RUN ...          labels / verdicts / failure cases as CSV or qrels
+    rageval export RUN ...          labels / verdicts / failure cases as CSV or qrels; every table as Parquet;
+                                    the labels as Phoenix document evaluations (--format phoenix)
     rageval report RUN --html F     the Findings page as one self-contained HTML file (no network, no server)
+    rageval import FORMAT FILE...   your traces (OpenInference, Langfuse, LangSmith, RAGAS, TREC RAG) -> a run file
     rageval upload --name NAME ...  your own run (TREC files or JSONL with answers) -> a run file
     rageval rescore start RUN ...   label a run's passages again with another model (background job, resumable)
     rageval serve [--team T.toml]   the dashboard: 127.0.0.1 for you, or for a team (sign-in, roles, audit log)
@@ -44,12 +46,16 @@ COMMANDS: dict[str, Command] = {
     "evaluate": Command("rageval.cli.evaluate", "your questions + corpus + run file or retriever + model -> one run "
                                                 "file with eRAG, E2E, baselines and LLM-retEval"),
     "info": Command("rageval.cli.runs", "print what a run file holds (--json: machine-readable)"),
-    "export": Command("rageval.cli.runs", "write a run's labels, verdicts or failure cases as CSV, or one label "
-                                          "method as TREC qrels"),
+    "export": Command("rageval.cli.runs", "write a run's labels, verdicts or failure cases as CSV, one label "
+                                          "method as TREC qrels, every table as Parquet, or the labels as Phoenix "
+                                          "document evaluations"),
     "report": Command("rageval.cli.report", "the Findings page's story (2x2, sentences with intervals, correlation "
                                             "chart, leaderboard, failure cases) as one self-contained HTML file"),
     "upload": Command("rageval.cli.upload", "validate your own run (TREC run + qrels + queries/passages JSONL, or "
                                             "one JSONL with answers; docs/upload_format.md) into a run file"),
+    "import": Command("rageval.cli.trace_import", "your traces (OpenInference/Phoenix spans, Langfuse, LangSmith, "
+                                                  "RAGAS, TREC RAG) -> a run file; their answers kept, both retrieval "
+                                                  "stages kept, what is missing counted"),
     "rescore": Command("rageval.cli.rescore", "label a run's passages again with another model, in the background; "
                                               "labels saved as produced, resumable"),
     "serve": Command("rageval.cli.serve", "serve the dashboard: on 127.0.0.1 for you, or with --team team.toml for a "

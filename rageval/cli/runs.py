@@ -88,13 +88,18 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from rageval.export import export_run
-    from rageval.paths import not_writable_file
+    from rageval.paths import not_writable_file, not_writable_folder
 
-    reason = not_writable_file(args.out)
+    folder = args.format in ("parquet", "phoenix")
+    reason = (not_writable_folder if folder else not_writable_file)(args.out)
     if reason:
-        raise RagevalError(f"--out {args.out}: {reason}; expected a file name")
+        raise RagevalError(f"--out {args.out}: {reason}; expected a {'folder' if folder else 'file'} name")
     path = export_run(args.run, args.what, args.out, fmt=args.format, method=args.method)
-    print(f"wrote {path}")
+    if folder:
+        files = sorted(p.name for p in path.iterdir() if p.suffix == ".parquet")
+        print(f"wrote {len(files)} Parquet files into {path}: {', '.join(files)}")
+    else:
+        print(f"wrote {path}")
     return 0
 
 
@@ -108,11 +113,16 @@ def add_parsers(sub) -> None:
                                                              "(rerun with rageval evaluate --config FILE)")
     info.set_defaults(handler=cmd_info)
 
-    export = sub.add_parser("export", help="write a run's labels, verdicts or failure cases as CSV, or one label "
-                                           "method as TREC qrels")
+    export = sub.add_parser("export", help="write a run's labels, verdicts or failure cases as CSV, one label "
+                                           "method as TREC qrels, every table as Parquet, or the labels as Phoenix "
+                                           "document evaluations")
     export.add_argument("run", type=Path)
     export.add_argument("--what", choices=("labels", "verdicts", "failures"), default="labels")
-    export.add_argument("--format", choices=("csv", "qrels"), default="csv")
-    export.add_argument("--method", help="label method (required for qrels), e.g. erag:em")
-    export.add_argument("--out", type=Path, required=True)
+    export.add_argument("--format", choices=("csv", "qrels", "parquet", "phoenix"), default="csv",
+                        help="csv or qrels: --what into one file; parquet: every table of the run, one "
+                             "<table>.parquet each, into the folder --out (pandas, DuckDB); phoenix: the labels of a "
+                             "run imported from spans as Phoenix document evaluations, one evaluations-<id>.parquet "
+                             "per label method, into the folder --out")
+    export.add_argument("--method", help="label method (required for qrels; phoenix: only this one), e.g. erag:em")
+    export.add_argument("--out", type=Path, required=True, help="a file (csv, qrels) or a folder (parquet, phoenix)")
     export.set_defaults(handler=cmd_export)

@@ -95,7 +95,8 @@ def lacking_pieces(spec: JobSpec) -> dict[str, str]:
     """What a complete job computes: piece -> what the run lacks of it, in words
     (:func:`rageval.pipeline.summary.missing_pieces`); with ``spec.pieces``, those pieces (``reteval`` is
     recomputed even when present, as :func:`rageval.pipeline.run.complete_run_file` does). Empty when there is
-    nothing to compute; a run whose questions lack gold answers is refused."""
+    nothing to compute; a run whose questions lack gold answers is refused (one imported from traces is not:
+    it lacks then only what needs none)."""
     from rageval.pipeline.summary import missing_pieces, run_summary
 
     if Path(spec.run_path).is_file():
@@ -110,7 +111,7 @@ def lacking_pieces(spec: JobSpec) -> dict[str, str]:
         raise JobError(str(error)) from error
     if spec.pieces is not None:
         lacking = {p: lacking.get(p, "recomputed") for p in spec.pieces if p in lacking or p == "reteval"}
-    if lacking and unanswered is not None:
+    if lacking and unanswered is not None and settings.get("e2e_answers") != "imported":
         raise JobError(f"{spec.run_path}: query {unanswered!r} has no gold answers; eRAG, E2E, the baselines and "
                        f"LLM-retEval score answers against them (upload the queries with their answers)")
     return lacking

@@ -27,6 +27,7 @@ calls a run will make and how many are already cached (``--dry-run``).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -45,7 +46,7 @@ from rageval.erag.labels import (
     prompt_builder,
 )
 from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
-from rageval.erag.methods import GOLD, GOLD_PAGE, LLM_RELEVANCE
+from rageval.erag.methods import CONTAINS_ANSWER, GOLD, GOLD_PAGE, LLM_RELEVANCE
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import LLMCache, cache_key, stopped_key
@@ -326,6 +327,10 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         if not any(q.gold_passage_ids for q in queries):
             reference = [x for x in reference if x.method not in (GOLD, GOLD_PAGE)]
             notes.append("no gold passages (neither in the questions nor in qrels): no gold / gold_page baselines")
+        unanswered = {q.query_id for q in queries if not q.answers}
+        if unanswered:  # (an imported trace without reference answers): no answer to look for in its passages
+            reference = [x for x in reference if not (x.method == CONTAINS_ANSWER and x.query_id in unanswered)]
+            notes.append(f"{len(unanswered)} queries without gold answers: no contains_answer labels for them")
         replaced = {x.method for x in reference} | ({LLM_RELEVANCE} if options.llm_relevance else set())
         labels = [x for x in labels if x.method not in replaced]
         labels += reference
@@ -401,7 +406,8 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
                          for q in queries],
                doc_outputs=doc_outputs, labels=labels, e2e_outputs=sorted(e2e_outputs, key=lambda o: (o.query_id, o.k)),
                measure_values=measure_values, label_evidence=evidence, semi_gold_outputs=semi_gold,
-               verdicts=verdicts, failure_cases=failures, correlations=correlations)
+               verdicts=verdicts, failure_cases=failures, correlations=correlations,
+               trace_rankings=base.trace_rankings)
 
 
 def compute_correlations(measure_values: Sequence[MeasureValue], e2e_outputs: Sequence[E2EOutput],
@@ -412,6 +418,7 @@ def compute_correlations(measure_values: Sequence[MeasureValue], e2e_outputs: Se
     :func:`rageval.correlations.correlation_table_at_k` at each k, exactly what the Correlations page shows."""
     import pandas as pd
 
+    e2e_outputs = [o for o in e2e_outputs if math.isfinite(o.score)]  # (an unscored imported answer: no score)
     if not measure_values or not e2e_outputs:
         return []
     measures = pd.DataFrame(measure_values, columns=["method", "measure", "query_id", "value"])

@@ -18,7 +18,7 @@ from rageval.pipeline.config import EvaluateConfig
 from rageval.pipeline.evaluate import LLM_STAGES, DryRunGenerator, EvaluationOptions, Log, Progress, evaluate_run
 from rageval.pipeline.sources import LoadedInputs, ShippedData, load_inputs, load_shipped_inputs
 from rageval.store import Run, write_run
-from rageval.types import Ranking
+from rageval.types import Ranking, ScoredPassage
 
 ANSWERS_NEEDED = "eRAG, E2E, the contains-answer baseline and LLM-retEval score answers against them"
 
@@ -193,7 +193,8 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
     labels and answers (an upload's) are kept; pieces already present are not recomputed. Every LLM call goes
     through the LLM-call cache, so a killed completion resumes at no LLM cost. The dashboard's "compute what
     this run lacks" job runs this."""
-    from rageval.pipeline.summary import missing_pieces, run_summary
+    from rageval.pipeline.summary import is_imported, missing_pieces, run_summary
+    from rageval.reteval.settings import RetEvalSettings
     from rageval.store import read_run
 
     path = Path(path)
@@ -203,26 +204,138 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
     if not wanted:
         log(f"{path.name}: nothing to compute")
         return path
+    imported = is_imported(dict(run.settings))
     missing_answers = [q.query_id for q in run.queries if not q.answers]
-    if missing_answers:
+    if missing_answers and not imported:  # (an imported run lacks then only what needs no answers: missing_pieces)
         raise RagevalError(f"{path}: query {missing_answers[0]!r} has no gold answers; {ANSWERS_NEEDED}")
     depth = max((len(r.passages) for r in run.rankings), default=0)
     if depth == 0:
         raise RagevalError(f"{path}: the run ranks no passages")
     have_ks = sorted({o.k for o in run.e2e_outputs})
-    ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
+    if imported:
+        # The system's answers are the E2E answers, at its k: none is generated (no e2e method, LLM-retEval at
+        # those ks only); every passage of the lists is labelled (eRAG depth: the longest list).
+        wanted = tuple(p for p in wanted if p != "e2e")
+        ks = tuple(sorted({*have_ks, depth}))
+        reteval = RetEvalSettings(ks=tuple(have_ks) or (depth,))
+    else:
+        ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
+        reteval = RetEvalSettings()
     methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
-    options = EvaluationOptions(methods=methods, ks=ks)
+    cutoffs = tuple(int(c) for c in run.settings.get("cutoffs", ())) if imported else ()
+    options = EvaluationOptions(methods=methods, ks=ks, reteval=reteval, measure_cutoffs=cutoffs)
     model = generator if generator is not None else load_generator(model_settings)
     cached = CachedGenerator(model, cache if cache is not None else LLMCache())  # an empty cache is falsy (len 0)
-    final = evaluate_run(replace(run, measure_values=()), cached, options, log=log, progress=progress)
+    if imported and 0 < len(missing_answers) < len(run.queries):
+        final = _complete_in_two_parts(run, cached, options, log, progress)
+    else:
+        final = evaluate_run(replace(run, measure_values=()), cached, options, log=log, progress=progress)
+    if imported:
+        final = _label_other_stages(run, final, cached, options, log, progress)
     settings = dict(final.settings)
     history = list(run.settings.get("completed", []))
     history.append({"pieces": list(methods), "model_id": cached.model_id, "model": model_settings.as_dict()
                     if hasattr(model_settings, "as_dict") else str(model_settings),
                     "at": settings.get("created_at"), "llm_calls": settings.get("llm_calls")})
     settings["completed"] = history
-    for key in ("source", "format", "uploaded_files", "uploaded_at", "retriever", "dataset", "name", "notes"):
+    for key in ("source", "format", "uploaded_files", "uploaded_at", "retriever", "dataset", "name", "notes",
+                *(("k",) if imported else ())):
         if key in run.settings:
             settings[key] = run.settings[key]
     return write_run(replace(final, settings=settings), path)
+
+
+def _label_other_stages(run: Run, final: Run, generator, options: EvaluationOptions, log: Log,
+                        progress: Progress | None) -> Run:
+    """An imported run's passages that only an earlier stage's list holds (a first-stage passage the reranker
+    dropped) labelled too, by the same label methods as the main ranking's (eRAG, the baselines; no answer is
+    generated), so the stage analysis (:mod:`rageval.traces.stages`) knows whether the passage the reranker
+    dropped would have helped. Their labels are stored beside the others; the measures stay those of the main
+    ranking (labels of passages outside a list do not count for list-bound methods)."""
+    main = {r.query_id: set(r.passage_ids) for r in final.rankings}
+    extra: dict[str, list[ScoredPassage]] = {}
+    for row in sorted(run.trace_rankings, key=lambda t: (t.query_id, t.stage, t.rank)):
+        if row.passage_id not in main.get(row.query_id, set()) and row.passage_id not in {
+                p.passage_id for p in extra.get(row.query_id, [])}:
+            extra.setdefault(row.query_id, []).append(ScoredPassage(row.passage_id, -float(row.rank)))
+    if not extra:
+        return final
+    log(f"labelling {sum(map(len, extra.values()))} passages that only an earlier stage's list holds")
+    for answered in (True, False):  # eRAG only where there are gold answers to score against
+        methods = tuple(m for m in options.methods if m in (("erag", "baselines") if answered else ("baselines",)))
+        queries = [q for q in run.queries if q.query_id in extra and bool(q.answers) == answered]
+        if queries and methods:
+            final = _add_labels(final, _labelled(run, queries, extra, generator, options, methods, log, progress))
+    return final
+
+
+def _labelled(run: Run, queries, extra, generator, options: EvaluationOptions, methods, log: Log,
+              progress: Progress | None) -> Run:
+    depth = max(len(extra[q.query_id]) for q in queries)
+    base = Run(run.settings, queries, run.passages, [Ranking(q.query_id, tuple(extra[q.query_id])) for q in queries])
+    return evaluate_run(base, generator, replace(options, methods=methods, ks=(depth,), measure_cutoffs=()),
+                        log=log, progress=progress)
+
+
+def _add_labels(final: Run, others: Run) -> Run:
+    """``final`` with the labels, their evidence, the single-passage outputs and the passages of ``others`` it
+    lacks (nothing of ``final`` is replaced)."""
+    have = {(x.method, x.query_id, x.passage_id) for x in final.labels}
+    labels = [x for x in others.labels if (x.method, x.query_id, x.passage_id) not in have]
+    outputs = {(o.query_id, o.passage_id) for o in final.doc_outputs}
+    evidence = {(e.method, e.query_id, e.passage_id) for e in final.label_evidence}
+    passages = {p.passage_id for p in final.passages}
+    return replace(final, labels=[*final.labels, *labels],
+                   doc_outputs=[*final.doc_outputs, *(o for o in others.doc_outputs
+                                                      if (o.query_id, o.passage_id) not in outputs)],
+                   label_evidence=[*final.label_evidence, *(e for e in others.label_evidence
+                                                           if (e.method, e.query_id, e.passage_id) not in evidence)],
+                   passages=[*final.passages, *(p for p in others.passages if p.passage_id not in passages)])
+
+
+def _complete_in_two_parts(run: Run, generator, options: EvaluationOptions, log: Log,
+                           progress: Progress | None) -> Run:
+    """An imported run where only some questions have gold answers: those get every piece ``options`` asks for,
+    the others only what needs no gold answers (the baselines: the LLM's relevance labels); one run again, in
+    the questions' order, its correlations those of the first part (the others' answers have no score)."""
+    answered = {q.query_id for q in run.queries if q.answers}
+
+    def part(keep: bool) -> Run:
+        def mine(query_id: str) -> bool:
+            return (query_id in answered) == keep
+
+        return replace(
+            run, queries=[q for q in run.queries if mine(q.query_id)],
+            rankings=[r for r in run.rankings if mine(r.query_id)],
+            doc_outputs=[o for o in run.doc_outputs if mine(o.query_id)],
+            labels=[x for x in run.labels if mine(x.query_id)],
+            e2e_outputs=[o for o in run.e2e_outputs if mine(o.query_id)],
+            label_evidence=[e for e in run.label_evidence if mine(e.query_id)],
+            semi_gold_outputs=[o for o in run.semi_gold_outputs if mine(o.query_id)],
+            verdicts=[v for v in run.verdicts if mine(v.query_id)],
+            failure_cases=[f for f in run.failure_cases if mine(f.query_id)],
+            measure_values=(), correlations=(), trace_rankings=())
+
+    log(f"{len(answered)} of {len(run.queries)} questions have gold answers: the others get only what needs none")
+    first = evaluate_run(part(True), generator, options, log=log, progress=progress)
+    rest_methods = tuple(m for m in options.methods if m == "baselines")
+    second = evaluate_run(part(False), generator, replace(options, methods=rest_methods), log=log, progress=progress)
+    order = {q.query_id: i for i, q in enumerate(run.queries)}
+    labels = [*first.labels, *second.labels]
+    settings = dict(first.settings)
+    settings["num_queries"] = len(run.queries)
+    settings["label_methods"] = sorted({x.method for x in labels})
+    settings["graded_label_methods"] = sorted(set(first.settings.get("graded_label_methods", []))
+                                              | set(second.settings.get("graded_label_methods", [])))
+    settings["pipeline_notes"] = [*first.settings.get("pipeline_notes", []),
+                                  *second.settings.get("pipeline_notes", [])]
+    passages = {p.passage_id: p for p in [*first.passages, *second.passages]}
+    return Run(settings, run.queries, list(passages.values()),
+               sorted([*first.rankings, *second.rankings], key=lambda r: order[r.query_id]),
+               doc_outputs=[*first.doc_outputs, *second.doc_outputs], labels=labels,
+               e2e_outputs=sorted([*first.e2e_outputs, *second.e2e_outputs], key=lambda o: (o.query_id, o.k)),
+               measure_values=[*first.measure_values, *second.measure_values],
+               label_evidence=[*first.label_evidence, *second.label_evidence],
+               semi_gold_outputs=first.semi_gold_outputs, verdicts=first.verdicts,
+               failure_cases=first.failure_cases, correlations=first.correlations,
+               trace_rankings=run.trace_rankings)

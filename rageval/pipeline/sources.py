@@ -295,8 +295,13 @@ def load_retrieval_inputs(queries_path: Path | None, corpus_path: Path | None, q
 
 
 def _read_qrels(path: Path, queries: Mapping[str, Query]) -> dict[str, dict[str, float]]:
-    """The qrels judgments ``{query: {passage: relevance}}``, validated by the upload's TREC qrels reader (the one
-    TREC line rule, :mod:`rageval.trec`); the first error raises :class:`DataError` naming the file and line."""
+    return read_qrels(path)
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, float]]:
+    """The qrels judgments ``{query: {passage: relevance}}`` (TREC qrels or BEIR's TSV), validated by the upload's
+    TREC qrels reader (the one TREC line rule, :mod:`rageval.trec`); the first error raises :class:`DataError`
+    naming the file and line."""
     from rageval.upload.problems import DEFAULT_LIMITS, ERROR, Problems
     from rageval.upload.trec import read_trec_qrels
 

@@ -55,12 +55,33 @@ def _run_summary(path: Path) -> dict[str, Any]:
     return summary
 
 
+def is_imported(settings: dict[str, Any]) -> bool:
+    """Whether a run was imported from traces (:mod:`rageval.traces.importer`): its end-to-end answers are the
+    team's system's, at the k it used, and are never generated again."""
+    return settings.get("e2e_answers") == "imported"
+
+
 def missing_pieces(summary: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[str, str]:
     """Piece -> what is missing, in words ("missing", "k=5 only"), for the pieces of :data:`PIECES` a run lacks.
-    A piece that is complete is absent from the result."""
+    A piece that is complete is absent from the result.
+
+    A run imported from traces (:func:`is_imported`) never lacks ``e2e`` (its answers are the system's); when
+    none of its questions has gold answers it can lack only what needs none (``baselines``: the LLM's relevance
+    labels; when some have, :func:`rageval.pipeline.run.complete_run_file` labels the others with those only),
+    and it lacks ``reteval`` only when it has qrels (LLM-retEval needs gold passages)."""
     settings = settings or {}
-    lacking: dict[str, str] = {}
     labels = summary["labels"]
+    if is_imported(settings):
+        imported = settings.get("imported") or {}
+        lacking: dict[str, str] = {} if any(m in labels for m in BASELINE_METHODS) else {"baselines": "missing"}
+        if not imported.get("gold_answers", 0):
+            return lacking
+        if not any(m.startswith("erag:") for m in labels):
+            lacking = {"erag": "missing", **lacking}
+        if imported.get("qrels_labels") and not summary["reteval"]:
+            lacking["reteval"] = "missing"
+        return lacking
+    lacking = {}
     if not any(m.startswith("erag:") for m in labels):
         lacking["erag"] = "missing"
     wanted_ks = sorted({int(k) for k in settings.get("cutoffs", [])} | {1, 5, 10})

@@ -30,6 +30,7 @@ from rageval.store.records import (
                                  MeasureValue,
                                  Run,
                                  SemiGoldOutput,
+                                 TraceRanking,
                                  Verdict,
 )
 from rageval.store.run_writer import RunWriter
@@ -52,7 +53,7 @@ __all__ = [
     "ANNOTATIONS", "ANNOTATION_APPLICATION_ID", "APPLICATION_ID", "ATTRIBUTION", "ATTRIBUTION_APPLICATION_ID", "IUM",
     "IUM_APPLICATION_ID", "JOBS", "KINDS", "LLM_CACHE", "RUN", "SCHEMA_VERSION", "Correlation", "DocOutput",
     "E2EOutput", "FailureCase", "Label", "LabelEvidence", "MeasureValue", "Run", "RunReader", "RunWriter",
-    "SemiGoldOutput", "SqliteKind", "Verdict", "check_kind", "kind_of", "labels_as_qrels", "list_runs",
+    "SemiGoldOutput", "SqliteKind", "TraceRanking", "Verdict", "check_kind", "kind_of", "labels_as_qrels", "list_runs",
     "open_for_write", "open_readonly", "read_run", "sqlite_application_id", "sqlite_uri", "stamp", "write_run",
     "write_sqlite_atomically",
 ]

@@ -110,6 +110,22 @@ class Correlation:
 
 
 @dataclass(frozen=True)
+class TraceRanking:
+    """One position of an imported trace's list at one stage (``retrieved``: the first-stage retriever's,
+    ``reranked``: a reranker's; :mod:`rageval.traces.records`), as the trace had it: ``rank`` is the trace's
+    0-based position + 1, ``score`` None when the trace gave none, ``span_id`` the span (run, observation) the list
+    came from, "" when the format has none. The run's main ranking is one of these lists (see the run's
+    ``imported`` settings)."""
+
+    stage: str
+    query_id: str
+    rank: int
+    passage_id: str
+    score: float | None
+    span_id: str
+
+
+@dataclass(frozen=True)
 class Run:
     """Everything one run produced. ``settings`` is plain JSON-able data describing what produced it."""
 
@@ -126,3 +142,4 @@ class Run:
     verdicts: Sequence[Verdict] = ()
     failure_cases: Sequence[FailureCase] = ()
     correlations: Sequence[Correlation] = ()
+    trace_rankings: Sequence[TraceRanking] = ()

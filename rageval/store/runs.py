@@ -58,6 +58,7 @@ from rageval.store.records import (
     MeasureValue,
     Run,
     SemiGoldOutput,
+    TraceRanking,
     Verdict,
 )
 from rageval.store.schemas import CORRELATION_COLUMNS, RUN, RUN_REQUIRED_TABLES, RUN_SCHEMA
@@ -107,7 +108,7 @@ def _write_tables(connection: sqlite3.Connection, run: Run) -> None:
     connection.executemany("INSERT INTO labels VALUES (?, ?, ?, ?)",
                            [(x.method, x.query_id, x.passage_id, float(x.value)) for x in run.labels])
     connection.executemany("INSERT INTO e2e_outputs VALUES (?, ?, ?, ?)",
-                           [(e.query_id, e.k, e.output, float(e.score)) for e in run.e2e_outputs])
+                           [(e.query_id, e.k, e.output, _score(e.score)) for e in run.e2e_outputs])
     connection.executemany("INSERT INTO measure_values VALUES (?, ?, ?, ?)",
                            [(m.method, m.measure, m.query_id, float(m.value)) for m in run.measure_values])
     connection.executemany("INSERT INTO label_evidence VALUES (?, ?, ?, ?)",
@@ -121,6 +122,20 @@ def _write_tables(connection: sqlite3.Connection, run: Run) -> None:
     connection.executemany("INSERT INTO correlations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                            [tuple(_sql_value(getattr(c, name)) for name in CORRELATION_COLUMNS)
                             for c in run.correlations])
+    connection.executemany("INSERT INTO trace_rankings VALUES (?, ?, ?, ?, ?, ?)",
+                           [(t.stage, t.query_id, t.rank, t.passage_id, _sql_value(t.score), t.span_id)
+                            for t in run.trace_rankings])
+
+
+def _score(value: float | None) -> float | None:
+    """An E2E score as stored: NULL for an unscored answer (nan or None)."""
+    return None if value is None else _sql_value(float(value))
+
+
+def _unscored(row: Sequence[Any]) -> E2EOutput:
+    """An :class:`E2EOutput` from an ``e2e_outputs`` row, an unscored answer's NULL score as nan."""
+    query_id, k, output, score = row
+    return E2EOutput(query_id, k, output, float("nan") if score is None else score)
 
 
 def _sql_value(value: Any) -> Any:
@@ -428,6 +443,33 @@ class RunReader:
                                      f"{where} ORDER BY k, method, measure", params, CORRELATION_COLUMNS)
         return frame.astype(dict.fromkeys(CORRELATION_COLUMNS[4:10], float))
 
+    def trace_stages(self) -> list[str]:
+        """The stages of an imported trace's lists the run keeps (:class:`~rageval.store.records.TraceRanking`),
+        sorted; empty for a run not imported from traces."""
+        if "trace_rankings" not in self._tables:
+            return []
+        return [row[0] for row in self._connection.execute("SELECT DISTINCT stage FROM trace_rankings ORDER BY stage")]
+
+    def trace_rankings(self, query_id: str | None = None) -> pd.DataFrame:
+        """The imported lists stage by stage (all queries, or one): columns stage, query_id, rank, passage_id,
+        score (NaN when the trace gave none), span_id; by stage, query, rank."""
+        columns = ("stage", "query_id", "rank", "passage_id", "score", "span_id")
+        where, params = ("", ()) if query_id is None else (" WHERE query_id = ?", (query_id,))
+        frame = self._optional_frame("trace_rankings", f"SELECT {', '.join(columns)} FROM trace_rankings{where} "
+                                     "ORDER BY stage, query_id, rank", params, columns)
+        return frame.astype({"score": float})
+
+    def table_names(self) -> list[str]:
+        """The run's tables (those of :data:`~rageval.store.schemas.RUN_SCHEMA` the file has), sorted."""
+        return sorted(t for t in self._tables if t in _SHAPE)
+
+    def table_frame(self, table: str) -> pd.DataFrame:
+        """Every row of one of the run's tables (:meth:`table_names`), as stored, in primary-key order: what an
+        export of the whole run writes."""
+        if table not in self._tables or table not in _SHAPE:
+            raise StoreError(f"{self.path}: no table {table!r} in this run")
+        return self._frame(f'SELECT * FROM "{table}"')
+
     def query(self, query_id: str) -> Query:
         row = self._connection.execute(
             "SELECT query_id, text, answers, gold_passage_ids, dataset FROM queries WHERE query_id = ?",
@@ -535,7 +577,7 @@ class RunReader:
         k = self.main_k() if k is None else k
         row = self._connection.execute(
             "SELECT query_id, k, output, score FROM e2e_outputs WHERE query_id = ? AND k = ?", (query_id, k)).fetchone()
-        return E2EOutput(*row) if row else None
+        return _unscored(row) if row else None
 
     def measure_table(self) -> pd.DataFrame:
         """Per-query measure values: columns method, measure, query_id, value."""
@@ -704,7 +746,7 @@ def read_run(path: str | os.PathLike) -> Run:
             doc_outputs=[DocOutput(*r) for r in rows(
                 "doc_outputs", "SELECT query_id, passage_id, output FROM doc_outputs")],
             labels=[Label(*r) for r in rows("labels", "SELECT method, query_id, passage_id, value FROM labels")],
-            e2e_outputs=[E2EOutput(*r) for r in rows(
+            e2e_outputs=[_unscored(r) for r in rows(
                 "e2e_outputs", "SELECT query_id, k, output, score FROM e2e_outputs")],
             measure_values=[MeasureValue(*r) for r in rows(
                 "measure_values", "SELECT method, measure, query_id, value FROM measure_values")],
@@ -719,7 +761,10 @@ def read_run(path: str | os.PathLike) -> Run:
             correlations=[Correlation(int(r.k), r.method, r.measure, int(r.n), float(r.tau), float(r.tau_low),
                                       float(r.tau_high), float(r.rho), float(r.rho_low), float(r.rho_high),
                                       int(r.n_resamples), float(r.confidence))
-                          for r in reader.correlations().itertuples(index=False)])
+                          for r in reader.correlations().itertuples(index=False)],
+            trace_rankings=[TraceRanking(*r) for r in rows(
+                "trace_rankings", "SELECT stage, query_id, rank, passage_id, score, span_id FROM trace_rankings "
+                "ORDER BY stage, query_id, rank")])
 
 
 def list_runs(folder: str | os.PathLike) -> list[Path]:

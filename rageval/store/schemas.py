@@ -66,7 +66,11 @@ def create_statement(schema: str, table: str, *, if_not_exists: bool = False) ->
 
 # --- run (RAGE) -------------------------------------------------------------------------------------------------
 # v1 had one E2E output per query; v2 keys E2E outputs by (query, k) and adds label_evidence, semi_gold_outputs,
-# verdicts and failure_cases. correlations came later within v2, as an optional table (see rageval.store.runs).
+# verdicts and failure_cases. correlations came later within v2, as an optional table (see rageval.store.runs), and
+# so did trace_rankings: an imported trace's lists stage by stage (first stage, reranked), each position with the
+# span it came from (rageval.traces.importer). An older rageval ignores both tables: no version bump. An E2E
+# score may be NULL (an imported answer without gold answers to score it against), which every v2 reader already
+# reads as an unscored answer (rageval.store.runs.NULLABLE_WHEN_READ).
 RUN_SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE queries (
@@ -84,7 +88,7 @@ CREATE TABLE labels (
     method TEXT NOT NULL, query_id TEXT NOT NULL, passage_id TEXT NOT NULL, value REAL NOT NULL,
     PRIMARY KEY (method, query_id, passage_id));
 CREATE TABLE e2e_outputs (
-    query_id TEXT NOT NULL, k INTEGER NOT NULL, output TEXT NOT NULL, score REAL NOT NULL,
+    query_id TEXT NOT NULL, k INTEGER NOT NULL, output TEXT NOT NULL, score REAL,
     PRIMARY KEY (query_id, k));
 CREATE TABLE measure_values (
     method TEXT NOT NULL, measure TEXT NOT NULL, query_id TEXT NOT NULL, value REAL NOT NULL,
@@ -104,6 +108,9 @@ CREATE TABLE correlations (
     k INTEGER NOT NULL, method TEXT NOT NULL, measure TEXT NOT NULL, n INTEGER NOT NULL,
     tau REAL, tau_low REAL, tau_high REAL, rho REAL, rho_low REAL, rho_high REAL,
     n_resamples INTEGER NOT NULL, confidence REAL NOT NULL, PRIMARY KEY (k, method, measure));
+CREATE TABLE trace_rankings (
+    stage TEXT NOT NULL, query_id TEXT NOT NULL, rank INTEGER NOT NULL, passage_id TEXT NOT NULL, score REAL,
+    span_id TEXT NOT NULL, PRIMARY KEY (stage, query_id, rank));
 """
 #: The tables every run file has (v1 and v2); the others came with v2 or later within it and may be absent.
 RUN_REQUIRED_TABLES = ("meta", "queries", "passages", "rankings", "doc_outputs", "labels", "e2e_outputs",
