@@ -6,6 +6,7 @@ needs none."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -21,12 +22,12 @@ from rageval.jobs.spec import COMPLETE, JobSpec
 from rageval.pipeline.run import complete_run_file
 from rageval.pipeline.summary import missing_pieces, run_summary
 from rageval.store import RunReader, read_run
-from rageval.traces import readers
 from rageval.traces.importer import content_id, import_traces
 from rageval.traces.records import RETRIEVED, TraceRecord
 from tests.traces.trace_fixtures import PARIS, doc, ragas_like_records, two_stage_records
 
 MODEL = "fake-span"
+RAGAS_FILE = Path(__file__).parent / "fixtures" / "ragas_dataset.jsonl"
 
 
 @pytest.fixture
@@ -57,7 +58,7 @@ def complete(path: Path, tmp_path: Path) -> CountingGenerator:
 
 
 def test_a_ragas_file_rageval_never_saw_goes_through_import_and_completion_with_its_answers_kept(tmp_path):
-    # TODO(merge): read the RAGAS file with the real reader (read_traces("ragas", ...)) instead of these records.
+    # Hand-made records whose eRAG labels are known (the real RAGAS file goes through the commands below).
     records = ragas_like_records()
     path = tmp_path / "ragas.sqlite"
     import_traces(records, path, format_name="ragas")
@@ -119,29 +120,26 @@ def test_traces_without_gold_answers_get_what_needs_none(tmp_path):
 
 
 @pytest.mark.slow
-def test_with_no_code_a_ragas_file_goes_through_import_and_rescore_complete(tmp_path, served, monkeypatch, capsys):
+def test_with_no_code_a_ragas_file_goes_through_import_and_rescore_complete(tmp_path, served, capsys):
     """The user's path, commands only: ``rageval import ragas FILE`` then ``rageval rescore start RUN --complete
     --backend openai`` against an OpenAI-compatible server (rageval's own, serving the fake model, as a team's
-    vLLM would serve theirs)."""
+    vLLM would serve theirs). The file is the one RAGAS' own ``EvaluationDataset.to_jsonl`` wrote
+    (tests/traces/fixtures/make_ragas.py): questions rageval never saw, one row without a ``response``, one without
+    a ``reference``."""
     server = served
-    records = ragas_like_records()
-
-    def read_traces(format_name, paths, *, answers_field=None):  # TODO(merge): the real RAGAS reader
-        return records
-
-    monkeypatch.setattr(readers, "read_traces", read_traces)
-    (tmp_path / "ragas.jsonl").write_text("{}\n")
+    rows = [json.loads(line) for line in RAGAS_FILE.read_text(encoding="utf-8").splitlines() if line.strip()]
     run = tmp_path / "runs" / "ragas.sqlite"
-    assert main(["import", "ragas", str(tmp_path / "ragas.jsonl"), "--out", str(run)]) == 0
+    assert main(["import", "ragas", str(RAGAS_FILE), "--out", str(run)]) == 0
     code = main(["rescore", "start", str(run), "--complete", "--backend", "openai", "--base-url", server.base_url,
                  "--model", MODEL, "--jobs-db", str(tmp_path / "jobs.sqlite"), "--cache", str(tmp_path / "llm.sqlite")])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "computing erag (missing), baselines (missing)" in out and "job 1: done" in out
+    assert "job 1: done" in out
     with RunReader(run) as reader:
         answers = reader.e2e_table()
-        assert sorted(zip(answers["query_id"], answers["k"], answers["output"])) == sorted(
-            (r.trace_id, 2, r.answer) for r in records)
+        # The stored answers are the file's responses, each at the length of the list it came from; none generated.
+        assert sorted(zip(answers["k"], answers["output"])) == sorted(
+            (len(row["retrieved_contexts"]), row["response"]) for row in rows if row.get("response"))
         assert {"erag:em", "llm_relevance"} <= set(reader.label_methods())
         assert missing_pieces(run_summary(run), reader.settings()) == {}
 
