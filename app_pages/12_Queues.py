@@ -3,7 +3,7 @@ overlap N, the annotators, guidelines), then follows each queue's progress per a
 overlapped items, adjudicates the disagreements (stored apart: no one's label changes) and exports its labels with
 their stratum and inclusion weight. The engine is :mod:`rageval.queues`; the labels live in the annotation file.
 
-``?queue=<id>`` selects the queue shown.
+``?queue=<id>`` selects the queue shown; ``?kind=passage|statement&run=<name>`` the run a new queue is drawn from.
 """
 
 import pandas as pd
@@ -48,7 +48,7 @@ with st.expander("Create a queue", icon=":material/playlist_add:", expanded=not 
         if not runs:
             st.info("No run of this kind yet: evaluate or upload one first.")
         else:
-            run = st.selectbox("Run", list(runs), key=RUN_STATE)
+            run = render.select_synced(st, "Run", list(runs), state_key=RUN_STATE, param="run")
             run_path = runs[run]
             population, method_labels = queues_data.load_population(*data.run_key(run_path), kind)
             methods = render.order_label_methods(sorted(set(method_labels["method"])))

@@ -153,8 +153,8 @@ def check_upload(page) -> None:
 def check_queues(page) -> None:
     from playwright.sync_api import expect
 
-    # The new run is one a queue can be drawn from (no queue yet: the create form is open).
-    expect(page.get_by_text("Create the queue").first).to_be_visible(timeout=WAIT_MS)
+    # A queue can be created (the form is open while the annotation file holds no queue).
+    expect(page.get_by_text("Create a queue").first).to_be_visible(timeout=WAIT_MS)
 
 
 #: Page file -> (its title heading, as a pattern; the check of what it says). A page with no run of its kind (an
