@@ -34,9 +34,9 @@ def runs(built_run, tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
-def rows(runs: Path, sql: str) -> list[tuple]:
+def rows(runs: Path, sql: str, *params) -> list[tuple]:
     with sqlite3.connect(runs / ANNOTATIONS_FILE) as connection:
-        found = connection.execute(sql).fetchall()
+        found = connection.execute(sql, params).fetchall()
     connection.close()
     return found
 
@@ -53,12 +53,12 @@ def create(app, name: str = "check", size: int = 6, overlap: int = 2, plan: str 
     return app
 
 
-def label_my_queue(annotator: str, decide) -> list[int]:
+def label_my_queue(annotator: str, decide, guideline: str = "Useful means") -> list[int]:
     """Open Annotate as ``annotator`` (My queue is the default mode), label every assigned item with
     ``decide(position)``, and return the positions in the order they opened."""
     app = start(ANNOTATE, annotator=annotator)
     assert app.sidebar.selectbox[0].value == "queue"  # "My queue" opens by default for an annotator with a queue
-    assert "Useful means" in " ".join(t.value for t in app.text)  # the queue's guidelines
+    assert guideline in " ".join(t.value for t in app.text)  # the queue's guidelines
     opened = []
     while True:
         captions = [c.value for c in app.caption if "queue item" in c.value]
@@ -148,3 +148,20 @@ def test_a_stratified_queue_shows_its_strata_with_their_weights(runs):
     for name, row in strata.iterrows():
         assert row["Inclusion weight"] == pytest.approx(found[name] / sampled[name])
     assert "no overlap" in " ".join(i.value for i in app.info)
+
+
+def test_a_queue_over_statements_is_labelled_in_my_queue(runs):
+    from tests.engine.test_annotations import make_small_attribution_run
+
+    make_small_attribution_run(runs / "attribution" / "hagrid-test.sqlite")
+    app = start(QUEUES, annotator="Admin", kind="statement", run="hagrid-test")
+    create(app, name="statements", size=3, overlap=1)  # Ada, Bob and Cy get one statement each
+    [(kind, run, size)] = rows(runs, "SELECT kind, run, size FROM queues")
+    assert (kind, run, size) == ("statement", "hagrid-test", 3)
+    [(position,)] = rows(runs, "SELECT position FROM queue_assignments WHERE annotator = 'Ada'")
+    assert label_my_queue("Ada", lambda p: "unsure", guideline="Supported means") == [position]
+    [item] = rows(runs, "SELECT scenario, query_id, answer_id, statement FROM queue_items WHERE position = ?",
+                  position)
+    saved = rows(runs, "SELECT l.kind, l.scenario, l.query_id, l.answer_id, l.statement, l.status, l.annotator "
+                       "FROM labels l JOIN queue_labels ql ON ql.label_id = l.id")
+    assert saved == [("statement", *item, "unsure", "Ada")]
