@@ -59,6 +59,7 @@ if not queues:
     st.info("No queue yet: create one above. Each annotator then finds theirs on the Annotate page, under "
             "\"My queue\".")
     st.stop()
+view.render_queue_list(queues, queues_data.load_queue_totals(*key))
 by_id = {queue.id: queue for queue in queues}
 queue_id = render.select_synced(st, "Queue", [str(i) for i in reversed(list(by_id))], state_key=QUEUE_STATE,
                                 param="queue", format_func=lambda i: f"{i} · {by_id[int(i)].name} · "

@@ -75,6 +75,16 @@ def load_queue_view(path: str, revision: int, changes: int, queue_id: int) -> di
         data.unreadable(error)
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_queue_totals(path: str, revision: int, changes: int) -> dict[int, dict[str, int]]:
+    """Every queue's totals (:meth:`rageval.queues.QueueStore.queue_progress`), by queue id."""
+    try:
+        store = _store(path)
+        return {queue.id: store.queue_progress(queue.id) for queue in store.queues()}
+    except StoreError as error:
+        data.unreadable(error)
+
+
 @st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
 def load_my_status(path: str, revision: int, changes: int, queue_id: int, annotator: str) -> pd.DataFrame:
     """The annotator's assigned items of one queue, each with its item columns and current decision."""

@@ -42,6 +42,24 @@ def plan_text(queue: q.Queue) -> str:
             f"{queue.created_at[:16].replace('T', ' ')} UTC")
 
 
+def queues_view(queues: list[q.Queue], totals: dict[int, dict[str, int]]) -> pd.DataFrame:
+    """One row per queue, newest first: id, name, run, items, plan, overlap, annotators, labels done of assigned,
+    items complete."""
+    rows = [{"Queue": queue.id, "Name": queue.name, "Run": queue.run, "Items": queue.size,
+             "Plan": queue.plan.describe(), "Overlap": queue.overlap, "Annotators": len(queue.annotators),
+             "Labels done": totals[queue.id]["done"], "Labels assigned": totals[queue.id]["assignments"],
+             "Items complete": totals[queue.id]["complete"],
+             "Progress": totals[queue.id]["done"] / totals[queue.id]["assignments"]
+             if totals[queue.id]["assignments"] else 0.0} for queue in reversed(queues)]
+    return pd.DataFrame(rows)
+
+
+def render_queue_list(queues: list[q.Queue], totals: dict[int, dict[str, int]]) -> None:
+    st.subheader("Queues")
+    render.render_table(queues_view(queues, totals), {"Progress": st.column_config.ProgressColumn(
+        "Progress", min_value=0.0, max_value=1.0, format="percent")}, hide_index=True, key="queues.list_table")
+
+
 def strata_view(strata: pd.DataFrame) -> pd.DataFrame:
     """Stratum, items in the run, items drawn, sampling rate and inclusion weight (what each label stands for)."""
     return pd.DataFrame({"Stratum": strata["stratum"], "Items in the run": strata["population"].astype(int),

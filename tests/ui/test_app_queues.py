@@ -85,6 +85,9 @@ def test_create_a_queue_label_it_in_my_queue_and_adjudicate(runs):
     assert len(assigned) == 12 and {a for _, a in assigned} == set(TEAM)
     progress = frame_with(app, "Assigned").set_index("Annotator")
     assert list(progress["Assigned"]) == [4, 4, 4] and list(progress["Done"]) == [0, 0, 0]
+    listed = frame_with(app, "Labels assigned")
+    assert listed.iloc[0][["Queue", "Name", "Items", "Labels done", "Labels assigned"]].tolist() == [
+        queue_id, "check", 6, 0, 12]
 
     # Each annotator labels their items in "My queue": Ada says 1 everywhere, Bob 0 on even positions, Cy 0.
     votes = {"Ada": lambda p: 1, "Bob": lambda p: 0 if p % 2 == 0 else 1, "Cy": lambda p: 0}
@@ -99,6 +102,7 @@ def test_create_a_queue_label_it_in_my_queue_and_adjudicate(runs):
     app = start(QUEUES, annotator="Admin")
     progress = frame_with(app, "Assigned").set_index("Annotator")
     assert list(progress["Done"]) == [4, 4, 4]
+    assert frame_with(app, "Labels assigned").iloc[0][["Labels done", "Items complete"]].tolist() == [12, 6]
     pairs = frame_with(app, "Annotator A").set_index(["Annotator A", "Annotator B"])
     by_item: dict[int, dict[str, int]] = {}
     for position, annotator, label, _, _ in stored:
