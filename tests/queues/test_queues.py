@@ -323,6 +323,8 @@ def test_export_keeps_annotator_ids_plan_stratum_weight_and_adjudication(tmp_pat
     assert {"queue", "plan", "stratum", "inclusion_weight", "annotator", "label", "adjudicated_label"} <= set(rows[0])
     assert len(rows) == 40  # one row per (item, annotator): the latest decision of each
     strata = {s.name: s for s in store.sampling_design(queue_id).strata}
+    assert sum(s.sampled for s in strata.values()) == 20  # items drawn, not labels: each item has two labels
+    assert Counter(row["stratum"] for row in rows) == {name: 2 * s.sampled for name, s in strata.items()}
     for row in rows:
         assert row["queue"] == str(queue_id) and row["plan"] == "stratified" and row["design"] == "stratified"
         assert row["annotator"] in {"ada@x.org", "bob@x.org"}
