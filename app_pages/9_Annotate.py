@@ -8,7 +8,9 @@ method's label is revealed beside the person's; Cohen's kappa with every method 
 follow.
 
 ``?annotator=<name>&mode=passages|statements&run=<name>&view=pending|done&item=<n>`` (statements: ``&scenario=``,
-``&query=`` and ``&answer=``) selects the view, so it can be shared.
+``&query=`` and ``&answer=``) selects the view, so it can be shared. An annotator to whom a queue assigned items
+(:mod:`rageval.queues`, created on the Queues page) gets the mode "My queue" (``?mode=queue&queue=<id>``): the
+queue's guidelines and their next assigned item, labelled with the same buttons and keys.
 """
 
 
@@ -20,8 +22,9 @@ import streamlit as st
 from rageval.annotations import LABELLED, PassageItem, StatementItem, sample_status
 from rageval.errors import StoreError
 from rageval.team import roles
-from ui import auth, data, render, render_citations
+from ui import auth, data, render, render_citations, render_queues
 from ui import data_annotate as annotations
+from ui import data_queues as queues_data
 from ui import render_annotate as view
 
 # Team mode: stop here, before anything is read, unless this session may label (ui.auth).
@@ -33,10 +36,29 @@ ATTRIBUTION_RUN_STATE = "annotate.attribution_run"
 SCENARIO_STATE = "annotate.scenario"
 ANSWER_STATE = "annotate.answer_id"
 FULL_RUN_STATE = "annotate.full_run_revision"
+QUEUE_MODE = "queue"  # "My queue": shown when the annotator has items assigned by a queue (?mode=queue&queue=<id>)
+QUEUE_STATE = "annotate.queue"
 
 
-mode = render.select_synced(st.sidebar, "What to label", list(view.MODES), state_key=MODE_STATE, param="mode",
-                            format_func=view.MODES.get)
+store_path = annotations.annotation_file()
+identity = auth.current_identity(view.current_annotator())
+try:
+    queue_key = queues_data.queue_key(store_path)
+    my_queues = queues_data.load_my_queues(*queue_key, identity.user_id) if identity.user_id else []
+except StoreError:  # shown with its reason below, as before
+    my_queues = []
+modes = {**view.MODES, **({QUEUE_MODE: "My queue"} if my_queues else {})}
+mode = render.select_synced(st.sidebar, "What to label", list(modes), state_key=MODE_STATE, param="mode",
+                            format_func=modes.get, default=(lambda: QUEUE_MODE) if my_queues else None)
+if mode == QUEUE_MODE:  # the items a queue assigned to this annotator
+    st.sidebar.caption(render.escape_markdown(f"Labels are saved to {store_path}"))
+    st.title("Annotate")
+    view.annotator_input(st)
+    by_id = {str(queue.id): queue for queue in my_queues}
+    chosen = render.select_synced(st.sidebar, "Queue", list(reversed(list(by_id))), state_key=QUEUE_STATE,
+                                  param="queue", format_func=lambda i: f"{by_id[i].name} ({by_id[i].run})")
+    render_queues.render_my_queue(str(store_path), queue_key, by_id[chosen], identity.user_id)
+    st.stop()
 kind = view.KIND_OF_MODE[mode]
 if kind == "passage":
     path = render.select_run()
@@ -45,7 +67,6 @@ else:
                                   state_key=ATTRIBUTION_RUN_STATE, command=render.citations_command(),
                                   read_settings=data.load_attribution_settings)
 key = data.run_key(path)
-store_path = annotations.annotation_file()
 st.sidebar.caption(render.escape_markdown(f"Labels are saved to {store_path}"))
 
 st.title("Annotate")

@@ -107,6 +107,7 @@ PAGES = (
     Page("Agents", "Agents_IUM", CONTENT + ", " + NOTICE),
     Page("Re-score", "Re_score", '[data-testid="stSelectbox"], ' + NOTICE),
     Page("Upload", "Upload", '[data-testid="stFileUploader"], ' + NOTICE),
+    Page("Queues", "Queues", '[data-testid="stExpander"], ' + NOTICE),
 )
 
 

@@ -9,10 +9,12 @@ id and statement number), the decision (``status`` "labelled" with ``label`` 1 u
 committed the moment it is saved, so killing the app loses nothing; labelling an item again adds a row (the history
 is kept) and the latest row of each (annotator, item) is the one that counts.
 
-Schema history: v1 stored labels 0/1 only and no samples; v1 files are still read (every row "labelled") and are
-upgraded to v2 in place, in one transaction, on the first write. v2 adds ``status`` and the shared sample queues
+Schema history: v1 stored labels 0/1 only and no samples; older files are still read (a v1 row is "labelled") and
+are upgraded in place, in one transaction, on the first write. v2 adds ``status`` and the shared sample queues
 (``samples``, ``sample_items``: a seeded random sample of a run's retrieved passages, :func:`sample_passages`, that
-every annotator of the run works through).
+every annotator of the run works through). v3 adds the annotation queues of :mod:`rageval.queues` (assigned,
+overlapping work; a queue's labels are rows of ``labels`` linked to the queue) and puts the file in WAL mode, so
+that many annotators label at once: readers never wait, and each write is one short transaction.
 
 Agreement is Cohen's kappa (:func:`cohen_kappa`) between one person's labels and each automatic label method of the
 run (eRAG ``erag:*``, ``llm_relevance``, ``contains_answer``, ``gold``; for statements the NLI verdicts of the
@@ -55,6 +57,8 @@ from rageval.store.files import (
 from rageval.store.schemas import ANNOTATIONS, ANNOTATIONS_SCHEMA, ANNOTATIONS_SCHEMAS, upgrade_annotation_file
 
 SCHEMA_VERSION = ANNOTATIONS.version
+#: How long a write waits for the writers before it (seconds): far more than a queue of 50 short transactions takes.
+BUSY_TIMEOUT_S = 30.0
 ANNOTATIONS_FILE = "annotations.sqlite"
 KINDS = ("passage", "statement")
 #: The columns that identify an item of each kind (within a run).
@@ -126,7 +130,7 @@ class AnnotationStore:
     def _check(self) -> None:
         """StoreError unless the file is an annotation file this rageval reads, its tables of the shape its version's
         writer wrote (v1 or v2)."""
-        connection = open_readonly(self.path, ANNOTATIONS)
+        connection = open_readonly(self.path, ANNOTATIONS, shared=True)
         try:
             version = int(connection.execute("PRAGMA user_version").fetchone()[0])
             shape = _SHAPES[version]
@@ -144,6 +148,7 @@ class AnnotationStore:
     def _create(self) -> None:
         """Build the empty file in a hidden sibling and link it into place (never over an existing file)."""
         def fill(connection: sqlite3.Connection) -> None:
+            connection.execute("PRAGMA journal_mode = WAL")  # kept in the file's header: readers never wait
             stamp(connection, ANNOTATIONS)
             connection.executescript(ANNOTATIONS_SCHEMA)
             connection.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -153,17 +158,45 @@ class AnnotationStore:
 
     @contextmanager
     def _connect(self, *, write: bool = False) -> Iterator[sqlite3.Connection]:
-        """A connection to the file, its kind checked (read-only unless ``write``; a write connection to a v1 file
-        upgrades it first); a failure while it is used is a StoreError naming the file."""
-        connection = open_for_write(self.path, ANNOTATIONS, timeout_s=30) if write else open_readonly(
-            self.path, ANNOTATIONS)
+        """A connection to the file, its kind checked (read-only unless ``write``; a write connection to an older file
+        upgrades it first, and puts it in WAL mode); a failure while it is used is a StoreError naming the file.
+
+        WAL mode: readers never wait for a writer and a writer never waits for readers; writers queue (each write is
+        one short transaction, and a writer waits up to :data:`BUSY_TIMEOUT_S` for the one before it)."""
+        connection = open_for_write(self.path, ANNOTATIONS, timeout_s=BUSY_TIMEOUT_S) if write else open_readonly(
+            self.path, ANNOTATIONS, shared=True)
         try:
             with reading(self.path, ANNOTATIONS):
                 if write:
+                    if str(connection.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                        connection.execute("PRAGMA journal_mode = WAL")  # a file written before v3
                     upgrade_annotation_file(connection)
                 yield connection
         finally:
             connection.close()
+
+    @contextmanager
+    def write_transaction(self) -> Iterator[sqlite3.Connection]:
+        """One short write transaction (``BEGIN IMMEDIATE``: it holds the write lock from its first statement, so
+        what it reads cannot change before it writes), committed on leaving, rolled back on an error. Creates the
+        file first if need be. For the modules that keep their tables in this file (:mod:`rageval.queues`)."""
+        if not self.path.exists():
+            self._create()
+        with self._connect(write=True) as connection:
+            connection.isolation_level = None
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def read_connection(self) -> Iterator[sqlite3.Connection]:
+        """A read-only connection to the file (which must exist), for the modules that keep tables in it."""
+        with self._connect() as connection:
+            yield connection
 
     def save_label(self, run: str, item: PassageItem | StatementItem, label: int | str, annotator: str,
                    note: str = "", labelled_at: datetime | None = None) -> int:

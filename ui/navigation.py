@@ -39,6 +39,7 @@ RESCORE = "app_pages/8_Re_score.py"
 ANNOTATE = "app_pages/9_Annotate.py"
 UPLOAD = "app_pages/10_Upload.py"
 GLOSSARY = "app_pages/11_Glossary.py"
+QUEUES = "app_pages/12_Queues.py"
 
 PAGES = (
     PageEntry(HOME, "Findings", ":material/insights:", "", "Overview",
@@ -61,6 +62,9 @@ PAGES = (
               "Does one reranker trained on every agent's feedback beat BM25 for each agent?"),
     PageEntry(ANNOTATE, "Annotate", ":material/edit_note:", "Annotate", "Work",
               "Do people agree with the model's labels?", roles.LABEL),
+    PageEntry(QUEUES, "Queues", ":material/assignment_ind:", "Queues", "Work",
+              "Who labels what: sampled, overlapping annotation work, its agreement and adjudication.",
+              roles.MANAGE_QUEUES),
     PageEntry(RESCORE, "Re-score", ":material/autorenew:", "Re_score", "Work",
               "Recompute a run's labels with another model or metric, in the background.", roles.RUN_JOBS),
     PageEntry(UPLOAD, "Upload", ":material/upload_file:", "Upload", "Work",

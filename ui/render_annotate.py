@@ -146,6 +146,13 @@ def _on_annotator() -> None:
     _commit_annotator(ann.normalise_annotator(st.session_state[_annotator_widget()]))
 
 
+def current_annotator() -> str:
+    """The annotator's name as :func:`annotator_input` will read it (``?annotator=``, else the session), without
+    drawing the widget: for what must be decided before it is drawn."""
+    return ann.normalise_annotator(st.query_params.get(ANNOTATOR_PARAM, "")) or st.session_state.get(
+        ANNOTATOR_STATE, "")
+
+
 def annotator_input(where: Any) -> str:
     """The annotator's name: from ``?annotator=``, else the session, else empty; written back to both, so it is
     kept across pages and reruns and can be put in a link. Team mode: the signed-in id (:mod:`ui.auth`), shown,

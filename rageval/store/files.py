@@ -179,11 +179,16 @@ def _needs_rollback(connection: sqlite3.Connection) -> bool:
     return False
 
 
-def open_readonly(path: str | os.PathLike, kind: SqliteKind, *, check_same_thread: bool = True
-                  ) -> ReadonlyConnection:
+def open_readonly(path: str | os.PathLike, kind: SqliteKind, *, check_same_thread: bool = True,
+                  shared: bool = False) -> ReadonlyConnection:
     """A read-only connection to the ``kind`` file ``path``, its kind and schema version checked and its pages
-    checked by SQLite's ``quick_check``. Creates no file; a hot journal is rolled back where that is possible, else
-    read around (the connection's ``note`` says so)."""
+    checked by SQLite's ``quick_check``. Creates no file (unless ``shared``); a hot journal is rolled back where that
+    is possible, else read around (the connection's ``note`` says so).
+
+    ``shared``: a WAL-mode file that other connections write while it is read (the annotation file): once its kind
+    and pages are checked, it is read with SQLite's locks, never as immutable (a writer's checkpoint could change
+    pages under an immutable read), so the reader may leave the -wal and -shm files beside a good file (where its
+    folder can be written; a file in a read-only folder has no writer)."""
     path = Path(path)
     describe_missing(path, kind)
     # A WAL-mode file with no write-ahead log holds everything in itself; opened the usual way, a read-only
@@ -202,6 +207,14 @@ def open_readonly(path: str | os.PathLike, kind: SqliteKind, *, check_same_threa
     except BaseException:
         connection.close()
         raise
+    if quiet_wal and shared and os.access(path.parent, os.W_OK):  # checked as it is; now read it with locks
+        connection.close()
+        connection = _connect_readonly(path, kind, check_same_thread)
+        try:
+            check_kind(connection, path, kind)
+        except BaseException:
+            connection.close()
+            raise
     return connection
 
 

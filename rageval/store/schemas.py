@@ -49,7 +49,7 @@ class SqliteKind:
 RUN = SqliteKind("run", "run file", _tag("RAGE"), version=2)  # v1: one E2E output per query (rageval.store.runs)
 ATTRIBUTION = SqliteKind("attribution", "attribution run file", _tag("RAGA"), version=1)
 IUM = SqliteKind("IUM", "IUM run file", _tag("RAGI"), version=1)
-ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=2)  # v1: labels 0/1 only, no samples
+ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=3)  # v2: samples; v3: queues
 JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=3, unmarked_ok=True)  # v3: started_by
 LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmarked_ok=True)
 AUDIT = SqliteKind("audit log", "audit log", _tag("RAGL"), version=1)
@@ -182,7 +182,8 @@ IUM_TABLES = {
 
 
 # --- annotation file (RAGN) -------------------------------------------------------------------------------------
-# v1 stored labels 0/1 only and no samples; v2 adds the status column and the shared sample queues.
+# v1 stored labels 0/1 only and no samples; v2 adds the status column and the shared sample queues; v3 the annotation
+# queues (assigned, overlapping work) and the adjudicated labels.
 ANNOTATIONS_SCHEMA_V1 = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE labels (
@@ -234,15 +235,99 @@ CREATE TABLE sample_items (
     passage_id TEXT NOT NULL,
     PRIMARY KEY (sample_id, position));
 """
-ANNOTATIONS_SCHEMA = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" + _ANNOTATION_LABELS
-                      + "CREATE INDEX labels_by_run ON labels (run, kind, annotator);" + _ANNOTATION_SAMPLES)
+#: v3: the annotation queues (:mod:`rageval.queues`). A queue's labels are ordinary ``labels`` rows, each linked to
+#: its queue item by ``queue_labels``; adjudicated labels are kept apart in ``adjudications`` (no label overwritten).
+_ANNOTATION_QUEUES = """
+CREATE TABLE queues (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    run TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
+    plan TEXT NOT NULL CHECK (plan IN ('uniform', 'stratified', 'disagreement')),
+    settings TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    overlap INTEGER NOT NULL CHECK (overlap >= 1),
+    seed INTEGER NOT NULL,
+    population INTEGER NOT NULL,
+    guidelines TEXT NOT NULL DEFAULT '',
+    created_by TEXT NOT NULL,
+    created_at TEXT NOT NULL);
+CREATE TABLE queue_strata (
+    queue_id INTEGER NOT NULL REFERENCES queues (id),
+    stratum TEXT NOT NULL,
+    population INTEGER NOT NULL,
+    sampled INTEGER NOT NULL,
+    PRIMARY KEY (queue_id, stratum));
+CREATE TABLE queue_items (
+    queue_id INTEGER NOT NULL REFERENCES queues (id),
+    position INTEGER NOT NULL,
+    query_id TEXT NOT NULL,
+    passage_id TEXT NOT NULL DEFAULT '',
+    scenario TEXT NOT NULL DEFAULT '',
+    answer_id TEXT NOT NULL DEFAULT '',
+    statement INTEGER,
+    stratum TEXT NOT NULL,
+    PRIMARY KEY (queue_id, position));
+CREATE TABLE queue_assignments (
+    queue_id INTEGER NOT NULL REFERENCES queues (id),
+    position INTEGER NOT NULL,
+    annotator TEXT NOT NULL,
+    PRIMARY KEY (queue_id, position, annotator));
+CREATE TABLE queue_labels (
+    label_id INTEGER PRIMARY KEY REFERENCES labels (id),
+    queue_id INTEGER NOT NULL REFERENCES queues (id),
+    position INTEGER NOT NULL);
+CREATE TABLE adjudications (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue_id INTEGER NOT NULL REFERENCES queues (id),
+    position INTEGER NOT NULL,
+    label INTEGER NOT NULL CHECK (label IN (0, 1)),
+    adjudicator TEXT NOT NULL CHECK (length(trim(adjudicator)) > 0),
+    adjudicated_at TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '');
+"""
+_ANNOTATION_QUEUE_INDEXES = ("CREATE INDEX queue_assignments_by_annotator ON queue_assignments (annotator, queue_id);"
+                             "CREATE INDEX queue_labels_by_item ON queue_labels (queue_id, position);")
+ANNOTATIONS_SCHEMA_V2 = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" + _ANNOTATION_LABELS
+                         + "CREATE INDEX labels_by_run ON labels (run, kind, annotator);" + _ANNOTATION_SAMPLES)
+ANNOTATIONS_SCHEMA = ANNOTATIONS_SCHEMA_V2 + _ANNOTATION_QUEUES + _ANNOTATION_QUEUE_INDEXES
 #: The schema of each version an annotation file may have.
-ANNOTATIONS_SCHEMAS = {1: ANNOTATIONS_SCHEMA_V1, 2: ANNOTATIONS_SCHEMA}
+ANNOTATIONS_SCHEMAS = {1: ANNOTATIONS_SCHEMA_V1, 2: ANNOTATIONS_SCHEMA_V2, 3: ANNOTATIONS_SCHEMA}
+
+
+def _execute_script(connection: sqlite3.Connection, script: str) -> None:
+    """Each statement of ``script`` in the open transaction (``executescript`` would commit it)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            connection.execute(statement)
+
+
+def _v1_to_v2(connection: sqlite3.Connection) -> None:
+    """Labels gain ``status`` (rows kept, ids kept, each one "labelled"); the shared samples' tables."""
+    connection.execute("ALTER TABLE labels RENAME TO labels_v1")
+    connection.execute("DROP INDEX labels_by_run")
+    _execute_script(connection, _ANNOTATION_LABELS)
+    connection.execute("CREATE INDEX labels_by_run ON labels (run, kind, annotator)")
+    _execute_script(connection, _ANNOTATION_SAMPLES)
+    connection.execute(
+        "INSERT INTO labels (id, run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
+        "status, annotator, labelled_at, note) SELECT id, run, kind, query_id, passage_id, scenario, "
+        "answer_id, statement, label, 'labelled', annotator, labelled_at, note FROM labels_v1")
+    connection.execute("DROP TABLE labels_v1")
+
+
+def _v2_to_v3(connection: sqlite3.Connection) -> None:
+    """The annotation queues' tables (new tables only: every row of v2 stays where it is)."""
+    _execute_script(connection, _ANNOTATION_QUEUES + _ANNOTATION_QUEUE_INDEXES)
+
+
+#: Version -> the step that takes an annotation file from it to the next, inside the upgrade's one transaction.
+ANNOTATIONS_MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def upgrade_annotation_file(connection: sqlite3.Connection) -> None:
-    """Upgrade a v1 annotation file to v2 in one transaction (rows kept, ids kept, each one "labelled"); nothing to
-    do for a v2 file."""
+    """Upgrade an older annotation file to the current version in one transaction (v1 -> v2: rows kept, ids kept,
+    each one "labelled"; v2 -> v3: the queue tables added); nothing to do for a current file."""
     if int(connection.execute("PRAGMA user_version").fetchone()[0]) >= ANNOTATIONS.version:
         return
     isolation = connection.isolation_level
@@ -250,24 +335,12 @@ def upgrade_annotation_file(connection: sqlite3.Connection) -> None:
     try:
         connection.execute("BEGIN IMMEDIATE")
         try:
-            if int(connection.execute("PRAGMA user_version").fetchone()[0]) < ANNOTATIONS.version:  # not done meanwhile
-                connection.execute("ALTER TABLE labels RENAME TO labels_v1")
-                connection.execute("DROP INDEX labels_by_run")
-                for statement in _ANNOTATION_LABELS.split(";"):
-                    if statement.strip():
-                        connection.execute(statement)
-                connection.execute("CREATE INDEX labels_by_run ON labels (run, kind, annotator)")
-                for statement in _ANNOTATION_SAMPLES.split(";"):
-                    if statement.strip():
-                        connection.execute(statement)
-                connection.execute(
-                    "INSERT INTO labels (id, run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
-                    "status, annotator, labelled_at, note) SELECT id, run, kind, query_id, passage_id, scenario, "
-                    "answer_id, statement, label, 'labelled', annotator, labelled_at, note FROM labels_v1")
-                connection.execute("DROP TABLE labels_v1")
-                connection.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)",
-                                   (str(ANNOTATIONS.version),))
-                connection.execute(f"PRAGMA user_version = {ANNOTATIONS.version}")
+            version = int(connection.execute("PRAGMA user_version").fetchone()[0])  # another writer may have done it
+            while version < ANNOTATIONS.version:
+                ANNOTATIONS_MIGRATIONS[version](connection)
+                version += 1
+                connection.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(version),))
+                connection.execute(f"PRAGMA user_version = {version}")
             connection.execute("COMMIT")
         except BaseException:
             connection.execute("ROLLBACK")

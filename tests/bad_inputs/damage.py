@@ -151,6 +151,7 @@ def hot_journal(path: Path, kind: SqliteKind) -> None:
         shutil.copy(path, work)
         connection = sqlite3.connect(work, isolation_level=None)
         try:
+            connection.execute("PRAGMA journal_mode = DELETE")  # a file in WAL mode (annotations) as older ones were
             connection.execute("PRAGMA cache_size = 1")  # spill the uncommitted pages into the file
             connection.execute("BEGIN IMMEDIATE")
             connection.execute("CREATE TABLE half_written (x TEXT)")

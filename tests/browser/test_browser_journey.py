@@ -150,6 +150,13 @@ def check_upload(page) -> None:
     pass
 
 
+def check_queues(page) -> None:
+    from playwright.sync_api import expect
+
+    # A queue can be created (the form is open while the annotation file holds no queue).
+    expect(page.get_by_text("Create a queue").first).to_be_visible(timeout=WAIT_MS)
+
+
 #: Page file -> (its title heading, as a pattern; the check of what it says). A page with no run of its kind (an
 #: uploaded run has no attributed answers, no IUM experiment) is titled by that kind.
 PAGE_CHECKS: dict[str, tuple[str, Callable]] = {
@@ -160,7 +167,7 @@ PAGE_CHECKS: dict[str, tuple[str, Callable]] = {
     navigation.CORRELATIONS: ("^Correlations", check_correlations),
     navigation.COMPARE: ("^Compare runs$", check_compare), navigation.AGENTS: ("^(IUM|Agents)", check_agents),
     navigation.ANNOTATE: ("^Annotate$", check_annotate), navigation.RESCORE: ("^Re-score$", check_rescore),
-    navigation.UPLOAD: ("^Upload a run$", check_upload),
+    navigation.UPLOAD: ("^Upload a run$", check_upload), navigation.QUEUES: ("^Queues$", check_queues),
 }
 
 

@@ -47,7 +47,7 @@ from rageval.annotations import (
 )
 from rageval.errors import StoreError
 from rageval.store import ANNOTATION_APPLICATION_ID, RunReader, list_runs, sqlite_application_id
-from rageval.store.schemas import ANNOTATIONS_SCHEMA_V1
+from rageval.store.schemas import ANNOTATIONS, ANNOTATIONS_SCHEMA_V1
 from rageval.trec import qrels_text
 from tests.run_fixtures import LABEL_METHODS, N_QUERIES, K, make_small_run
 
@@ -508,13 +508,14 @@ def test_a_v1_file_is_read_and_upgraded_in_place_on_the_first_write(tmp_path):
     assert list(old["label"]) == [1, 0] and set(old["status"]) == {"labelled"} and list(old["note"]) == ["old", ""]
 
     store.save_label(RUN, PassageItem("q1", "c"), UNSURE, "Ada")  # the first write upgrades the file
-    assert AnnotationStore(path).version() == 2
+    assert AnnotationStore(path).version() == ANNOTATIONS.version  # v1 -> v2 -> v3, in one transaction
     new = AnnotationStore(path).labels(RUN)
     assert list(new["id"]) == [1, 2, 3] and list(new["status"]) == ["labelled", "labelled", "unsure"]
     assert list(new["label"].iloc[:2]) == [1, 0] and pd.isna(new["label"].iloc[2])
     with sqlite3.connect(path) as connection:
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == 2
-        assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == ANNOTATIONS.version
+        assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(
+            ANNOTATIONS.version)
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     connection.close()
 

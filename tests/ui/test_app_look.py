@@ -76,7 +76,7 @@ def test_no_table_cell_shows_none_or_nan(page, run, look_env):
 # --- the question under each title, the glossary ------------------------------------------------------------
 
 OWN_PAGES = [navigation.RETEVAL, navigation.CORRELATIONS, navigation.COMPARE, navigation.FAILURES,
-             navigation.RESCORE, navigation.UPLOAD, navigation.GLOSSARY]
+             navigation.RESCORE, navigation.UPLOAD, navigation.GLOSSARY, navigation.QUEUES]
 
 
 @pytest.mark.parametrize("page", OWN_PAGES, ids=[Path(p).stem for p in OWN_PAGES])
