@@ -19,6 +19,7 @@ import streamlit as st
 from rageval import annotations as ann
 from rageval import queues as q
 from rageval.errors import RagevalError, StoreError
+from rageval.team import audit as audit_log
 from rageval.team import roles
 from ui import auth, data
 from ui import data_annotate as annotate_data
@@ -167,7 +168,7 @@ def create_queue(path: str, run_path: str, kind: str, typed_name: str, keys: dic
         _fail(f"The queue was not created: {error}")
         return
     queue = q.QueueStore(path).queue(queue_id)
-    auth.audit("queue_created", {"queue": queue_id, "name": queue.name, "run": queue.run, "kind": kind,
+    auth.audit(audit_log.QUEUE_CREATE, {"queue": queue_id, "name": queue.name, "run": queue.run, "kind": kind,
                                  "plan": plan.plan, "settings": plan.settings(), "size": queue.size,
                                  "overlap": queue.overlap, "annotators": list(queue.annotators)})
     state.pop(ERROR_STATE, None)
@@ -191,7 +192,7 @@ def adjudicate(path: str, queue_id: int, typed_name: str, position: int, note_ke
     except (OSError, sqlite3.Error, RagevalError, ValueError) as error:
         _fail(f"The adjudication was not saved: {error}")
         return
-    auth.audit("adjudicated", {"queue": queue_id, "position": position, "label": label, "note": note})
+    auth.audit(audit_log.ADJUDICATE, {"queue": queue_id, "position": position, "label": label, "note": note})
     st.session_state.pop(ERROR_STATE, None)
 
 

@@ -34,9 +34,11 @@ from rageval.team import audit
 from rageval.team.config import CLIENT_SECRET_ENV, COOKIE_SECRET_ENV
 from rageval.team.roles import (
     ACTIONS,
+    ADJUDICATE,
     ADMIN,
     ANNOTATOR,
     LABEL,
+    MANAGE_QUEUES,
     OPERATOR,
     READ_AUDIT,
     ROLES,
@@ -100,6 +102,7 @@ class Team:
     cache: Path
     hanging_url: str  # an OpenAI-compatible "server" that accepts connections and never answers
     contexts: dict[str, object] = field(default_factory=dict)  # sub -> signed-in browser context
+    queue_id: int | None = None  # the queue an admin created in the browser (probe_manage_queues)
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +238,7 @@ def probe_label(page, team: Team, sub: str) -> Outcome:
     """Annotate, opened with ``?annotator=mallory``: a label is given and stored under the signed-in id."""
     from playwright.sync_api import expect
 
-    page.goto(f"{team.url}/Annotate?run={RUN}&annotator=mallory")
+    page.goto(f"{team.url}/Annotate?run={RUN}&annotator=mallory&mode=passages")  # not "My queue"
     refusal = wait_for_one(page, page.get_by_role("heading", name="Annotate", exact=True))
     if refusal:
         return refused(refusal, page, "Annotate")
@@ -331,9 +334,75 @@ def probe_read_audit(page, team: Team, sub: str) -> Outcome:
     return Outcome(True, "entries shown, page listed")
 
 
-#: action -> probe. The queue work adds "manage_queues" and "adjudicate" here, one function each.
+QUEUE_ANNOTATORS = (PEOPLE["anna"][1]["email"], PEOPLE["ada"][1]["email"])
+
+
+def probe_manage_queues(page, team: Team, sub: str) -> Outcome:
+    """Queues: create a queue of 4 passages, each to both of two annotators; stored with the signed-in id."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{team.url}/Queues?run={RUN}&annotator=mallory")
+    refusal = wait_for_one(page, page.get_by_role("heading", name="Queues", exact=True))
+    if refusal:
+        return refused(refusal, page, "Queues")
+    assert listed(page, "Queues")
+    expect(page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]')).to_have_count(
+        1, timeout=WAIT_MS)
+    name = page.get_by_role("textbox", name="Queue name")
+    if not name.is_visible():  # the form is folded when the file already holds a queue
+        page.get_by_text("Create a queue").click()
+    expect(name).to_be_editable(timeout=WAIT_MS)
+    name.fill(f"team-{sub}")
+    for label, value in (("Items", "4"), ("Overlap (annotators per item)", "2")):
+        box = page.get_by_role("spinbutton", name=label)
+        box.fill(value)
+        box.press("Tab")
+    page.get_by_role("textbox", name="Annotators (one id per line)").fill("\n".join(QUEUE_ANNOTATORS))
+    page.get_by_role("button", name="Create the queue").click()
+    expect(page.get_by_text(re.compile(rf"Queue (\d+) 'team-{sub}' created"))).to_be_visible(timeout=WAIT_MS)
+    with sqlite3.connect(team.runs / ANNOTATIONS_FILE) as connection:
+        queue_id, created_by = connection.execute(
+            "SELECT id, created_by FROM queues WHERE name = ?", (f"team-{sub}",)).fetchone()
+    connection.close()
+    assert created_by == PEOPLE[sub][1]["email"]
+    team.queue_id = queue_id
+    return Outcome(True, f"queue {queue_id} created (created_by {created_by})")
+
+
+def probe_adjudicate(page, team: Team, sub: str) -> Outcome:
+    """Queues: a disagreement on the admin's queue (two labels saved through the engine beforehand), adjudicated
+    in the browser; stored apart, with the signed-in id, and no annotator's label changed."""
+    from playwright.sync_api import expect
+
+    from rageval.queues import QueueStore
+
+    page.goto(f"{team.url}/Queues?annotator=mallory" + (f"&queue={team.queue_id}" if team.queue_id else ""))
+    refusal = wait_for_one(page, page.get_by_role("heading", name="Queues", exact=True))
+    if refusal:
+        return refused(refusal, page, "Queues")
+    assert team.queue_id is not None, "no queue to adjudicate: the manage_queues probe runs first"
+    store = QueueStore(team.runs / ANNOTATIONS_FILE)
+    for annotator, label in zip(QUEUE_ANNOTATORS, (1, 0), strict=True):
+        store.save_label(team.queue_id, 0, annotator, label)
+    page.reload()
+    adjudicate = page.get_by_role("button", name="Adjudicate: useful").first
+    expect(adjudicate).to_be_visible(timeout=WAIT_MS)
+    adjudicate.click()
+    me = PEOPLE[sub][1]["email"]
+    expect(page.get_by_text(f"Adjudicated: useful by {me}")).to_be_visible(timeout=WAIT_MS)
+    with sqlite3.connect(team.runs / ANNOTATIONS_FILE) as connection:
+        rows = connection.execute("SELECT position, label, adjudicator FROM adjudications WHERE queue_id = ?",
+                                  (team.queue_id,)).fetchall()
+        kept = connection.execute("SELECT COUNT(*) FROM queue_labels WHERE queue_id = ?", (team.queue_id,)).fetchone()
+    connection.close()
+    assert rows == [(0, 1, me)] and kept == (2,)
+    return Outcome(True, f"adjudicated label stored apart as {me}; both annotators' labels kept")
+
+
+#: action -> probe (manage_queues before adjudicate: the second adjudicates the first's queue).
 PROBES: dict[str, Callable[..., Outcome]] = {VIEW: probe_view, LABEL: probe_label, RUN_JOBS: probe_run_jobs,
-                                             UPLOAD: probe_upload, READ_AUDIT: probe_read_audit}
+                                             UPLOAD: probe_upload, MANAGE_QUEUES: probe_manage_queues,
+                                             ADJUDICATE: probe_adjudicate, READ_AUDIT: probe_read_audit}
 
 
 def test_role_by_action_table_in_chromium(team, chromium):
@@ -354,7 +423,7 @@ def test_role_by_action_table_in_chromium(team, chromium):
              for sub, outcomes in table.items() for action, o in outcomes.items()
              if o.allowed != can(PEOPLE[sub][0], action)]
     assert not wrong, "\n".join(wrong)
-    assert set(PROBES) <= set(ACTIONS) and {PEOPLE[s][0] for s in PEOPLE} >= set(ROLES)
+    assert set(PROBES) == set(ACTIONS) and {PEOPLE[s][0] for s in PEOPLE} >= set(ROLES)
     # The audit log holds who did what, in UTC: every sign-in, the job start and cancel, the upload.
     entries = audit.read_entries(audit.audit_path(team.runs))
     done = {(e.user_id, e.action) for e in entries}
@@ -363,6 +432,7 @@ def test_role_by_action_table_in_chromium(team, chromium):
     for sub in ("ada", "otto"):
         email = PEOPLE[sub][1]["email"]
         assert {(email, audit.JOB_START), (email, audit.JOB_CANCEL), (email, audit.UPLOAD)} <= done
+    assert {(PEOPLE["ada"][1]["email"], audit.QUEUE_CREATE), (PEOPLE["ada"][1]["email"], audit.ADJUDICATE)} <= done
     assert all(e.at.endswith("+00:00") for e in entries)
 
 
