@@ -1,0 +1,160 @@
+"""A simulated annotator on the shipped NQ run: does a PPI interval from 300 human labels cover what people would
+say about every passage, and is it narrower than the human-only one? (issue 32, "Done when")
+
+Noise model (documented, seeded): the simulated person's true judgement of a retrieved passage is *relevant* when
+the passage is one of the query's gold passages (label method ``gold``) OR contains one of the gold answers
+(``contains_answer``); the annotator reports that judgement but flips it with probability ``--flip`` (0.1),
+independently per passage. The annotator is simulated on every one of the run's 3,000 retrieved passages, so "what
+people would say if they had labelled everything" is known: the *simulated truth* of a measure is its value over
+all passages under the annotator's (noisy) labels (the noise-free share is printed beside it). The annotator then
+labels only a uniform sample of ``--labels`` passages: a shared sample of the Annotate page
+(:meth:`rageval.annotations.AnnotationStore.create_sample`), whose labels are written to a CSV and brought in by
+``rageval annotations import`` (:func:`rageval.trust.imports.import_labels`) into a temporary annotation file, and
+:func:`rageval.trust.report.trust_report` computes everything ``rageval trust`` prints.
+
+Printed: for each method the simulated truth, the automatic estimate, the PPI and PPI++ intervals (covers the
+truth? width) and the human-only interval (width), then ``rageval trust``'s whole report (calibration table
+included), then over ``--repeats`` fresh uniform samples the coverage and mean width of each interval (numpy only),
+and the interval with ``--plan`` more labels chosen by :func:`rageval.trust.plan.plan_next` (stratified).
+
+    PYTHONPATH=$PWD .venv/bin/python scripts/simulate_annotator.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rageval.annotations import AnnotationStore  # noqa: E402
+from rageval.store.runs import RunReader  # noqa: E402
+from rageval.trust import ppi  # noqa: E402
+from rageval.trust.imports import import_labels  # noqa: E402
+from rageval.trust.plan import plan_next  # noqa: E402
+from rageval.trust.report import (  # noqa: E402
+    LABEL_SHARE,
+    auto_labels,
+    build_report,
+    design_of,
+    format_report,
+    ranked_items,
+    read_inputs,
+    trust_report,
+)
+
+RUN = REPO / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
+
+
+def simulated_labels(run: Path, flip: float, seed: int):
+    """The run's retrieved passages, every method's 0/1 labels of them, the noise-free truth and the annotator's
+    labels of every passage (the noise model of the module docstring)."""
+    with RunReader(run) as reader:
+        population = ranked_items(reader.rankings())
+        labels = reader.labels()
+        methods = reader.label_methods()
+        k = reader.main_k()
+    auto = auto_labels(population, labels, methods)
+    truth = ((auto["gold"] == 1) | (auto["contains_answer"] == 1)).to_numpy().astype(int)
+    flips = np.random.default_rng(seed).random(len(truth)) < flip
+    annotator = np.where(flips, 1 - truth, truth)
+    return population, auto, truth, annotator, k
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--run", type=Path, default=RUN)
+    parser.add_argument("--labels", type=int, default=300, help="the uniform sample the annotator labels")
+    parser.add_argument("--flip", type=float, default=0.1, help="the annotator's flip probability")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=1000, help="fresh samples for the coverage check")
+    parser.add_argument("--plan", type=int, default=150, help="labels the plan adds (stratified)")
+    parser.add_argument("--plan-method", default="erag:em", help="the method whose interval the plan narrows")
+    args = parser.parse_args(argv)
+
+    population, auto, truth, annotator, k = simulated_labels(args.run, args.flip, args.seed)
+    top = (population["rank"] <= k).to_numpy()
+    n_queries = population["query_id"].nunique()
+    people_share = float(annotator.mean())
+    print(f"run {args.run.name}: {len(population):,} retrieved passages of {n_queries} queries, k={k}")
+    print(f"noise model: relevant = gold OR contains-answer (noise-free share {truth.mean():.3f}); the annotator "
+          f"flips each label with probability {args.flip} (seed {args.seed}); simulated truth (the annotator's "
+          f"share over all {len(population):,} passages) {people_share:.3f}")
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = AnnotationStore(Path(folder) / "annotations.sqlite")
+        run_name = args.run.stem
+        sample = store.create_sample(run_name, population, args.labels, seed=args.seed, created_by="simulated")
+        items = store.latest_sample(run_name).items
+        index = {key: i for i, key in enumerate(zip(population["query_id"], population["passage_id"]))}
+        chosen = np.array([index[(q, p)] for q, p in zip(items["query_id"], items["passage_id"])])
+        labels_csv = Path(folder) / "labels.csv"
+        with labels_csv.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["query_id", "passage_id", "label", "annotator"])
+            for i in chosen:
+                writer.writerow([population["query_id"].iat[i], population["passage_id"].iat[i], annotator[i],
+                                 "simulated"])
+        result = import_labels(args.run, labels_csv, store)
+        print(f"sample {sample}: {result.labels} labels imported ({result.relevant} relevant)\n")
+        report = trust_report(args.run, store, compare_runs=False)
+        inputs = read_inputs(args.run, store)
+        design = design_of(store, run_name, len(inputs.population), None)
+        plan = plan_next(inputs, design, args.plan_method, args.plan, seed=args.seed)
+        planned = [(q, p, int(annotator[index[(q, p)]]), "simulated")
+                   for q, p in zip(plan.items["query_id"], plan.items["passage_id"])]
+        store.save_passage_labels(run_name, planned, note="planned")
+        after = build_report(read_inputs(args.run, store), plan.design, population_strata=plan.population_strata)
+
+    print(f"{'method':<16}{'truth':>7}{'auto':>7}  {'PPI [95%]':<20}{'covers':>7}{'width':>7}  "
+          f"{'PPI++ [95%]':<20}{'covers':>7}{'width':>7}  {'human only [95%]':<20}{'covers':>7}{'width':>7}")
+    for method, trust in report.methods.items():
+        cells = []
+        for name in (ppi.PPI, ppi.PPI_PLUS_PLUS, ppi.HUMAN_ONLY):
+            e = trust.estimates[name][LABEL_SHARE]
+            cells.append(f"{e.estimate:.3f} [{e.low:.3f}, {e.high:.3f}]".ljust(20)
+                         + f"{'yes' if e.covers(people_share) else 'NO':>7}{e.width:>7.3f}  ")
+        print(f"{method:<16}{people_share:>7.3f}{trust.auto[LABEL_SHARE]:>7.3f}  " + "".join(cells))
+    print("\n--- rageval trust (the same report) ---")
+    print(format_report(report))
+
+    print(f"\n--- {args.repeats} fresh uniform samples of {args.labels} passages: coverage of the simulated truth "
+          "and mean width of the 95% intervals (label_share) ---")
+    rng = np.random.default_rng(args.seed + 1)
+    draws = [rng.choice(len(population), size=args.labels, replace=False) for _ in range(args.repeats)]
+    print(f"{'method':<16}{'PPI cover':>10}{'width':>8}{'PPI++ cover':>12}{'width':>8}{'human cover':>12}{'width':>8}")
+    for method in auto.columns:
+        f = auto[method].to_numpy(dtype=float)
+        stats = {name: ([], []) for name in (ppi.PPI, ppi.PPI_PLUS_PLUS, ppi.HUMAN_ONLY)}
+        for draw in draws:
+            for name in stats:
+                e = ppi.estimate(name, annotator[draw], f[draw], f)
+                stats[name][0].append(e.covers(people_share))
+                stats[name][1].append(e.width)
+        print(f"{method:<16}" + "".join(f"{np.mean(c):>{w}.1%}{np.mean(ws):>8.3f}" for (c, ws), w in
+                                        zip(stats.values(), (10, 12, 12))))
+    print(f"\n--- the plan: {args.plan} more labels by Neyman allocation for {args.plan_method} "
+          f"(strata: its label x the methods' agreement) ---")
+    print(plan.allocation.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"{'method':<16}{'truth':>7}  {'uniform PPI++':<22}{'width':>7}  {'+plan PPI++':<22}{'width':>7}"
+          f"{'covers':>7}  {'+plan human only':<22}{'width':>7}")
+    for method in report.methods:
+        before = report.methods[method].estimates[ppi.PPI_PLUS_PLUS][LABEL_SHARE]
+        tuned = after.methods[method].estimates[ppi.PPI_PLUS_PLUS][LABEL_SHARE]
+        human = after.methods[method].estimates[ppi.HUMAN_ONLY][LABEL_SHARE]
+        print(f"{method:<16}{people_share:>7.3f}  {before.estimate:.3f} [{before.low:.3f}, {before.high:.3f}]  "
+              f"{before.width:>7.3f}  {tuned.estimate:.3f} [{tuned.low:.3f}, {tuned.high:.3f}]  {tuned.width:>7.3f}"
+              f"{'yes' if tuned.covers(people_share) else 'NO':>7}  "
+              f"{human.estimate:.3f} [{human.low:.3f}, {human.high:.3f}]  {human.width:>7.3f}")
+    del top
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
