@@ -9,7 +9,8 @@ a total of ``n`` labels is smallest with Neyman's allocation (Neyman 1934; Cochr
     n_h = n * N_h S_h / sum_g N_g S_g
 
 ``p_h`` is estimated from the labels the stratum already has, smoothed as ``(relevant + 1) / (labelled + 2)`` so a
-stratum with no label (or no disagreement yet) still gets some. The plan adds ``budget`` labels: each stratum gets
+stratum with no label (or no disagreement yet) still gets some; every stratum first gets the 2 labels a variance
+needs (the stratified estimate is undefined without them). The plan adds ``budget`` labels: each stratum gets
 what it lacks of its Neyman share (largest remainders, at most its unlabelled passages), drawn uniformly at random
 (seeded) from its unlabelled passages. Because the labels a uniform sample put in a stratum are a uniform sample of
 it, and the new ones are drawn uniformly from the rest, each stratum's labelled passages remain a uniform sample of
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rageval.stats.design import STRATIFIED, SamplingDesign, Stratum
+from rageval.trust.ppi import MIN_LABELS_PER_STRATUM
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -107,9 +109,14 @@ def plan_next(inputs: TrustInputs, design: SamplingDesign | None, method: str, b
     total = int(sampled.sum()) + budget
     weight = allocation["population"] * allocation["sd"]
     allocation["target"] = total * weight / weight.sum()
-    lacking = [max(0.0, t - n) for t, n in zip(allocation["target"], allocation["labelled"])]
     caps = [int(p - n) for p, n in zip(allocation["population"], allocation["labelled"])]
-    allocation["add"] = _largest_remainders(lacking, budget, caps)
+    # first what each stratum needs for a variance at all (2 labels, MIN_LABELS_PER_STRATUM), then Neyman's shares
+    needed = [min(max(0, min(MIN_LABELS_PER_STRATUM, int(p)) - int(n)), c)
+              for p, n, c in zip(allocation["population"], allocation["labelled"], caps)]
+    needed = _largest_remainders([float(x) for x in needed], budget, needed) if sum(needed) > budget else needed
+    lacking = [max(0.0, t - n - x) for t, n, x in zip(allocation["target"], allocation["labelled"], needed)]
+    rest = _largest_remainders(lacking, budget - sum(needed), [c - x for c, x in zip(caps, needed)])
+    allocation["add"] = [x + r for x, r in zip(needed, rest)]
     rng = np.random.default_rng(seed)
     chosen: list[int] = []
     for name, add in zip(allocation["stratum"], allocation["add"]):
