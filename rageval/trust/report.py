@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rageval.findings import RIGHT_THRESHOLD
+from rageval.findings import RIGHT_THRESHOLD, Finding
 from rageval.stats.design import CONVENIENCE, STRATIFIED, UNIFORM, SamplingDesign, Stratum
 from rageval.trust.calibration import Calibration, RankAgreement, calibrate, query_agreement, rank_agreement
 from rageval.trust.ppi import (
@@ -197,6 +197,11 @@ def human_labels(store: AnnotationStore, run: str, annotator: str | None = None)
     latest = latest_labels(store.labels(run, "passage"), "passage", annotator)
     rows = labelled_only(latest)
     names = tuple(sorted(rows["annotator"].unique()))
+    if rows.empty:
+        import pandas as pd
+
+        return pd.DataFrame({"query_id": pd.Series(dtype=object), "passage_id": pd.Series(dtype=object),
+                             "label": pd.Series(dtype="int64"), "labelled_at": pd.Series(dtype=object)}), names
     qrels = qrels_frame(latest, annotator)
     times = rows.groupby(["query_id", "passage_id"])["labelled_at"].max().reset_index()
     return qrels.merge(times, on=["query_id", "passage_id"], how="left"), names
@@ -562,3 +567,42 @@ def format_report(report: TrustReport) -> str:
                  f"share of relevant (queries with >= 2 labelled top-{report.k} passages); tau_run: of the runs' "
                  f"P@{report.k} orderings over {len(report.runs_compared) + 1} annotated runs")
     return "\n".join(lines)
+
+
+# --- the Findings page's sentence ------------------------------------------------------------------------------
+
+def headline_method(methods: Sequence[str], label_metric: str | None = None) -> str | None:
+    """The method a one-line summary speaks of: eRAG under the run's label metric, else the first eRAG method,
+    else the first method; None without methods."""
+    if label_metric and f"erag:{label_metric}" in methods:
+        return f"erag:{label_metric}"
+    return next((m for m in methods if m.startswith("erag:")), methods[0] if methods else None)
+
+
+def trust_finding(report: TrustReport, method: str, measure: str | None = None,
+                  name: Callable[[str], str] = str) -> Finding | None:
+    """The sentence of the Findings page: ``eRAG EM P@10 0.21 from automatic labels; with 300 human labels 0.25
+    [0.20, 0.30] (PPI, uniform sample; human labels alone 0.24 [0.19, 0.29])``; or why the human labels give no
+    estimate. None when the run has no human label or no such method."""
+    if report.n_labelled == 0 or method not in report.methods:
+        return None
+    measure = measure or f"P@{report.k}"
+    trust = report.methods[method]
+    auto = trust.auto.get(measure, math.nan)
+    head = f"{name(method)} {measure} {auto:.2f} from automatic labels"
+    target = {"method": method, "measure": measure, "k": report.k}
+    if not report.supports_estimate:
+        return Finding("trust", f"{head}; the {report.n_labelled:,} human labels were not drawn at random, so they "
+                                f"{NO_UNBIASED} (draw the shared sample on the Annotate page and label it).", target)
+    ppi_estimate = trust.estimates[PPI][measure]
+    if not math.isfinite(ppi_estimate.estimate):
+        return Finding("trust", f"{head}; {ppi_estimate.n_human:,} human labels of the {report.design.plan} sample "
+                                f"so far: no estimate yet ({ppi_estimate.reason}).", target)
+    human = trust.estimates[HUMAN_ONLY][measure]
+
+    def shown(e: Estimate) -> str:
+        return f"{e.estimate:.2f} [{max(e.low, 0.0):.2f}, {min(e.high, 1.0):.2f}]"
+
+    return Finding("trust", f"{head}; with {ppi_estimate.n_human:,} human labels {shown(ppi_estimate)} (PPI, "
+                            f"{report.design.plan} sample, {round(100 * report.confidence)}% interval; human labels "
+                            f"alone {shown(human)}).", target)
