@@ -134,3 +134,32 @@ def test_trust_json_has_the_documented_shape(labelled, capsys):
     assert main(["trust", str(path), "--annotations", str(store.path)]) == 0
     text = capsys.readouterr().out
     assert "sampling design: uniform" in text and "calibration against people" in text
+
+
+def test_per_run_agreement_orders_the_annotated_runs_of_the_folder(tmp_path):
+    """Three runs of the same questions whose erag:em labels differ, each with human labels on 10 passages: the
+    per-run tau is scipy's Kendall tau-b between the people's and the method's P@k over the three runs."""
+    import dataclasses
+
+    from scipy.stats import kendalltau
+
+    from rageval.store import Label, write_run
+
+    base = build_small_run()
+    store = AnnotationStore(tmp_path / "annotations.sqlite")
+    items = [(r.query_id, p.passage_id) for r in base.rankings for p in r.passages]
+    people, method = [], []
+    for name, erag_value, relevant in (("a", None, 4), ("b", 0.0, 1), ("c", 1.0, 9)):
+        labels = base.labels if erag_value is None else [
+            x if x.method != "erag:em" else Label(x.method, x.query_id, x.passage_id, erag_value) for x in base.labels]
+        write_run(dataclasses.replace(base, labels=labels), tmp_path / f"{name}.sqlite")
+        store.save_passage_labels(name, [(q, p, int(i < relevant), "ann") for i, (q, p) in enumerate(items[:10])])
+        people.append(relevant / 10)
+        erag = [x.value for x in labels if x.method == "erag:em" and (x.query_id, x.passage_id) in set(items)]
+        method.append(sum(v >= 0.5 for v in erag) / len(items))
+    report = trust_report(tmp_path / "a.sqlite", store, methods=["erag:em", "gold"])
+    assert set(report.runs_compared) == {"b", "c"}
+    agreement = report.methods["erag:em"].per_run
+    assert agreement.n == 3
+    assert agreement.tau == pytest.approx(kendalltau(people, method, variant="b").statistic)
+    assert "the method's values are the same" in report.methods["gold"].per_run.reason  # gold is the same in all
