@@ -15,7 +15,10 @@ labels only a uniform sample of ``--labels`` passages: a shared sample of the An
 Printed: for each method the simulated truth, the automatic estimate, the PPI and PPI++ intervals (covers the
 truth? width) and the human-only interval (width), then ``rageval trust``'s whole report (calibration table
 included), then over ``--repeats`` fresh uniform samples the coverage and mean width of each interval (numpy only),
-and the interval with ``--plan`` more labels chosen by :func:`rageval.trust.plan.plan_next` (stratified).
+the interval with ``--plan`` more labels chosen by :func:`rageval.trust.plan.plan_next` (stratified), and, for
+the per-query measures (Hit@k, the Findings page's 2 x 2 cells), which a passage sample of this size cannot give
+(a query counts only when all its top-k passages are labelled), the same annotator labelling ``--queries`` whole
+queries at random (a query sample, :func:`rageval.trust.report.query_sample_design`).
 
     PYTHONPATH=$PWD .venv/bin/python scripts/simulate_annotator.py
 """
@@ -29,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -76,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1000, help="fresh samples for the coverage check")
     parser.add_argument("--plan", type=int, default=150, help="labels the plan adds (stratified)")
     parser.add_argument("--plan-method", default="erag:em", help="the method whose interval the plan narrows")
+    parser.add_argument("--queries", type=int, default=30, help="whole queries labelled for the query measures")
     args = parser.parse_args(argv)
 
     population, auto, truth, annotator, k = simulated_labels(args.run, args.flip, args.seed)
@@ -152,8 +157,58 @@ def main(argv: list[str] | None = None) -> int:
               f"{before.width:>7.3f}  {tuned.estimate:.3f} [{tuned.low:.3f}, {tuned.high:.3f}]  {tuned.width:>7.3f}"
               f"{'yes' if tuned.covers(people_share) else 'NO':>7}  "
               f"{human.estimate:.3f} [{human.low:.3f}, {human.high:.3f}]  {human.width:>7.3f}")
+    query_section(args, population, annotator, k)
     del top
     return 0
+
+
+def query_section(args, population, annotator, k: int) -> None:
+    """The annotator labels every passage of ``--queries`` random whole queries: a query sample, which the
+    per-query measures (Hit@k, the 2 x 2 cells) need; their simulated truth is over all queries."""
+    from rageval.findings import RIGHT_THRESHOLD
+    from rageval.trust.report import CELLS, query_sample_design
+
+    queries = list(dict.fromkeys(population["query_id"]))
+    rng = np.random.default_rng(args.seed + 2)
+    picked = [queries[i] for i in rng.choice(len(queries), size=args.queries, replace=False)]
+    with tempfile.TemporaryDirectory() as folder:
+        store = AnnotationStore(Path(folder) / "annotations.sqlite")
+        rows = [(q, p, int(y), "simulated") for q, p, y in zip(population["query_id"], population["passage_id"],
+                                                                annotator) if q in set(picked)]
+        store.save_passage_labels(args.run.stem, rows)
+        inputs = read_inputs(args.run, store)
+        report = build_report(inputs, query_sample_design(picked, len(queries), f"{args.queries} random queries"))
+    frame = pd.DataFrame({"query_id": population["query_id"], "y": annotator * (population["rank"] <= k)})
+    hit = frame.groupby("query_id", sort=False)["y"].max().reindex(inputs.queries)
+    e2e = np.array([inputs.e2e.get(q, np.nan) for q in inputs.queries])
+    scored = np.isfinite(e2e)
+    right = e2e[scored] >= RIGHT_THRESHOLD
+    truths = {f"Hit@{k}": float(hit.mean()), f"P@{k}": float(frame["y"].sum() / (len(queries) * k))}
+    for cell, (got, answer) in CELLS.items():
+        truths[f"{cell}@{k}"] = float(((hit.to_numpy()[scored] == int(got)) & (right == answer)).mean())
+    print(f"\n--- a sample of {args.queries} whole queries ({len(rows)} passages labelled): the per-query measures, "
+          "simulated truth over all queries ---")
+    print(f"{'method':<16}{'measure':<22}{'truth':>7}{'auto':>7}  {'PPI [95%]':<21}{'covers':>7}{'width':>7}  "
+          f"{'PPI++':>7}{'covers':>7}  {'human only [95%]':<21}{'width':>7}")
+    for method, trust in report.methods.items():
+        shown = [f"Hit@{k}"] if method != args.plan_method else list(truths)
+        for measure in shown:
+            e, tuned, human = (trust.estimates[name][measure] for name in
+                               (ppi.PPI, ppi.PPI_PLUS_PLUS, ppi.HUMAN_ONLY))
+            truth = truths[measure]
+            print(f"{method:<16}{measure:<22}{truth:>7.3f}{trust.auto[measure]:>7.3f}  {shown_interval(e):<21}"
+                  f"{covers(e, truth):>7}{e.width:>7.3f}  {tuned.width:>7.3f}{covers(tuned, truth):>7}  "
+                  f"{shown_interval(human):<21}{human.width:>7.3f}")
+
+
+def shown_interval(e) -> str:
+    if not np.isfinite(e.low):
+        return f"{e.estimate:.3f} (no interval)"
+    return f"{e.estimate:.3f} [{e.low:.3f}, {e.high:.3f}]"
+
+
+def covers(e, truth: float) -> str:
+    return "-" if not np.isfinite(e.low) else ("yes" if e.covers(truth) else "NO")
 
 
 if __name__ == "__main__":

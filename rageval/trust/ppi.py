@@ -131,11 +131,18 @@ def power_tuned_lambda(y, yhat, yhat_all) -> float:
     return float(np.clip(covariance / ((1 + n / big_n) * variance), 0.0, 1.0))
 
 
-def ppi_mean(y, yhat, yhat_all, lam: float = 1.0, confidence: float = CONFIDENCE) -> Estimate:
+def ppi_mean(y, yhat, yhat_all, lam: float = 1.0, confidence: float = CONFIDENCE, *,
+             allow_degenerate: bool = False) -> Estimate:
     """The prediction-powered estimate of the mean of ``y`` over the population (module docstring): ``y`` the
     human values of the sample, ``yhat`` the automatic values of the same items, ``yhat_all`` the automatic values
     of every item of the population. ``lam=1``: PPI; ``lam=0``: the human-only estimate; otherwise PPI++ with that
-    weight (:func:`ppi_plus_plus_mean` tunes it)."""
+    weight (:func:`ppi_plus_plus_mean` tunes it).
+
+    When the standard error is 0 (every sampled ``y - lam * yhat`` the same, 30 queries all with a hit, say, and
+    no variance from the automatic values) the normal interval would be a point: the estimate is kept, the
+    interval is NaN and ``reason`` says why (``allow_degenerate``: keep the zero, as a stratum of a stratified
+    estimate does). With a perfect sample agreement PPI's interval is the automatic values' part alone, as
+    ppi-python's is."""
     y, yhat, yhat_all = _arrays(y, yhat, yhat_all)
     n, big_n = len(y), len(yhat_all)
     if n < MIN_LABELS_PER_STRATUM:
@@ -147,6 +154,11 @@ def ppi_mean(y, yhat, yhat_all, lam: float = 1.0, confidence: float = CONFIDENCE
     rectifier = float(np.mean(y - lam * yhat))
     estimate = imputed + rectifier
     se = math.sqrt(float(np.var(lam * yhat_all)) / big_n + float(np.var(y - lam * yhat)) / n)
+    if not allow_degenerate and se == 0:
+        what = "human value" if lam == 0 else "difference between the human and the automatic value"
+        return Estimate(estimate, math.nan, math.nan, math.nan, n, big_n if lam else 0, float(lam), confidence,
+                        f"the {what} is the same on all {n} sampled items (and the automatic values do not vary): "
+                        "the normal interval would be a point; label more")
     half = _z(confidence) * se
     return Estimate(estimate, estimate - half, estimate + half, se, n, big_n if lam else 0, float(lam), confidence)
 
@@ -178,14 +190,17 @@ class StratumData:
         return len(self.yhat_all) if self.population is None else int(self.population)
 
 
-def estimate(estimator: str, y, yhat, yhat_all, confidence: float = CONFIDENCE) -> Estimate:
+def estimate(estimator: str, y, yhat, yhat_all, confidence: float = CONFIDENCE, *,
+             allow_degenerate: bool = False) -> Estimate:
     """One of :data:`ESTIMATORS` on a uniform sample."""
-    if estimator == PPI:
-        return ppi_mean(y, yhat, yhat_all, 1.0, confidence)
+    lam = {PPI: 1.0, HUMAN_ONLY: 0.0}.get(estimator)
     if estimator == PPI_PLUS_PLUS:
-        return ppi_plus_plus_mean(y, yhat, yhat_all, confidence)
-    if estimator == HUMAN_ONLY:
-        return human_only_mean(y, confidence)
+        lam = power_tuned_lambda(y, yhat, yhat_all)
+    if lam is not None:
+        if estimator == HUMAN_ONLY:
+            y = np.asarray(y, dtype=float).ravel()
+            yhat, yhat_all = np.zeros_like(y), np.zeros(1)
+        return ppi_mean(y, yhat, yhat_all, lam, confidence, allow_degenerate=allow_degenerate)
     raise ValueError(f"unknown estimator {estimator!r}; expected one of {', '.join(ESTIMATORS)}")
 
 
@@ -206,10 +221,16 @@ def stratified_estimate(estimator: str, strata: Sequence[StratumData], confidenc
     point, variance, lam = 0.0, 0.0, 0.0
     for s in present:
         weight = s.size / total
-        part = estimate(estimator, s.y, s.yhat, s.yhat_all if len(s.yhat_all) else np.zeros(1), confidence)
+        part = estimate(estimator, s.y, s.yhat, s.yhat_all if len(s.yhat_all) else np.zeros(1), confidence,
+                        allow_degenerate=len(present) > 1)
         point += weight * part.estimate
         variance += weight ** 2 * part.se ** 2
         lam += weight * part.lam
+    if not math.isfinite(variance):  # one stratum: its degenerate interval, and why
+        return Estimate(point, math.nan, math.nan, math.nan, n_human, n_auto, lam, confidence, part.reason)
     se = math.sqrt(variance)
+    if se == 0 and len(present) > 1:
+        return Estimate(point, math.nan, math.nan, math.nan, n_human, n_auto, lam, confidence,
+                        "every stratum's sample shows no variance: the normal interval would be a point; label more")
     half = _z(confidence) * se
     return Estimate(point, point - half, point + half, se, n_human, n_auto, lam, confidence)

@@ -242,25 +242,46 @@ def _passage_strata(inputs: TrustInputs, design: SamplingDesign, domain, sampled
 
 
 def _query_units(inputs: TrustInputs, sampled, human_values, method: str):
-    """Per query (run order): the people's and the method's Hit@k, whether the query's top-k passages are all in
-    the human sample, and its E2E score; and why query measures are not available, if so."""
+    """Per query (run order): its passages (all, top k), how many the human sample labels, the relevant ones by
+    people (among the sampled) and by the method, whether all its passages (``complete_all``) or its top-k ones
+    (``complete``) are in the human sample, and its E2E score; and why query measures are not available from a
+    passage sample, if so."""
     import numpy as np
     import pandas as pd
 
     top = (inputs.population["rank"] <= inputs.k).to_numpy()
-    frame = pd.DataFrame({"query_id": inputs.population["query_id"].to_numpy()[top],
-                          "human": np.where(sampled[top], human_values[top], np.nan),
-                          "method": inputs.auto[method].to_numpy()[top]})
-    grouped = frame.groupby("query_id", sort=False).agg(size=("method", "size"), labelled=("human", "count"),
-                                                        human=("human", "max"), method=("method", "max"))
-    grouped = grouped.reindex(list(inputs.queries)).fillna({"size": 0, "labelled": 0, "method": 0})
+    human = np.where(sampled, human_values, np.nan)
+    method_values = inputs.auto[method].to_numpy(dtype=float)
+    frame = pd.DataFrame({"query_id": inputs.population["query_id"].to_numpy(), "top": top.astype(float),
+                          "human": human, "human_top": np.where(top, human, np.nan),
+                          "method": method_values, "method_top": method_values * top})
+    grouped = frame.groupby("query_id", sort=False).agg(
+        size_all=("method", "size"), size=("top", "sum"), labelled_all=("human", "count"),
+        labelled=("human_top", "count"), human_all=("human", "sum"), human_top=("human_top", "sum"),
+        method_all=("method", "sum"), method_top=("method_top", "sum"))
+    grouped = grouped.reindex(list(inputs.queries)).fillna(0)
     grouped["complete"] = (grouped["labelled"] == grouped["size"]) & (grouped["size"] > 0)
+    grouped["complete_all"] = (grouped["labelled_all"] == grouped["size_all"]) & (grouped["size_all"] > 0)
+    grouped["human"] = (grouped["human_top"] > 0).astype(float)  # Hit@k (meaningful where complete)
+    grouped["method"] = (grouped["method_top"] > 0).astype(float)
     grouped["e2e"] = [inputs.e2e.get(q, math.nan) for q in grouped.index]
     reason = ""
     if grouped["size"].nunique() > 1:
         reason = ("the queries have different numbers of top-k passages, so fully labelled queries are not a "
                   "uniform sample of queries")
     return grouped, reason
+
+
+def query_sample_design(query_ids: Sequence[str], n_queries: int, source: str) -> SamplingDesign:
+    """A uniform sample of whole queries (every retrieved passage of each to be labelled): the design of a
+    query-level sample, whose items are query ids. Every measure is then a mean over queries."""
+    items: dict[Hashable, str] = dict.fromkeys((str(q) for q in query_ids), "all")
+    return SamplingDesign(UNIFORM, (Stratum("all", n_queries, len(items)),), items, source)
+
+
+def is_query_design(design: SamplingDesign) -> bool:
+    """Whether the design samples whole queries (its items are query ids) rather than passages."""
+    return bool(design.item_strata) and all(isinstance(key, str) for key in design.item_strata)
 
 
 def build_report(inputs: TrustInputs, design: SamplingDesign | None = None, *,
@@ -280,9 +301,13 @@ def build_report(inputs: TrustInputs, design: SamplingDesign | None = None, *,
     notes: list[str] = []
     if design is None:
         design = SamplingDesign(CONVENIENCE, (), {}, "labels without a sample" if human else "no human labels")
-    in_design = np.array([key in design.item_strata for key in keys], dtype=bool)
+    by_query = is_query_design(design)
+    in_design = np.array([(key[0] if by_query else key) in design.item_strata for key in keys], dtype=bool)
     sampled = labelled & in_design if design.supports_unbiased_estimate else np.zeros(len(keys), dtype=bool)
-    if design.plan == UNIFORM and design.strata:
+    if by_query and design.plan == UNIFORM:
+        notes.append("a sample of whole queries: every measure is a mean over the queries whose passages are all "
+                     "labelled (label_share weighs each query by its number of passages)")
+    elif design.plan == UNIFORM and design.strata:
         design = SamplingDesign(UNIFORM, (Stratum("all", len(keys), int(sampled.sum())),), design.item_strata,
                                 design.source)
         if int(in_design.sum()) > int(sampled.sum()):
@@ -312,30 +337,38 @@ def build_report(inputs: TrustInputs, design: SamplingDesign | None = None, *,
         auto = {LABEL_SHARE: float(f_all.mean()) if len(f_all) else math.nan,
                 f"P@{k}": float(f_all[top].sum() / (n_queries * k)) if n_queries else math.nan}
         estimates: dict[str, dict[str, Estimate]] = {name: {} for name in ESTIMATORS}
-        for measure, domain, scale in ((LABEL_SHARE, np.ones(len(keys), dtype=bool), 1.0),
-                                       (f"P@{k}", top, p_scale)):
-            strata = (_passage_strata(inputs, design, domain, sampled, human_values, population_strata, method)
-                      if design.supports_unbiased_estimate else f"a {design.plan} sample {NO_UNBIASED}")
-            for name in ESTIMATORS:
-                if isinstance(strata, str):
-                    estimates[name][measure] = undefined(strata, int(labelled.sum()), len(keys))
-                else:
-                    estimates[name][measure] = _scaled(stratified_estimate(name, strata, confidence), scale)
         units, unit_reason = _query_units(inputs, sampled, human_values, method)
+        if not by_query:
+            for measure, domain, scale in ((LABEL_SHARE, np.ones(len(keys), dtype=bool), 1.0),
+                                           (f"P@{k}", top, p_scale)):
+                strata = (_passage_strata(inputs, design, domain, sampled, human_values, population_strata, method)
+                          if design.supports_unbiased_estimate else f"a {design.plan} sample {NO_UNBIASED}")
+                for name in ESTIMATORS:
+                    if isinstance(strata, str):
+                        estimates[name][measure] = undefined(strata, int(labelled.sum()), len(keys))
+                    else:
+                        estimates[name][measure] = _scaled(stratified_estimate(name, strata, confidence), scale)
         auto[f"Hit@{k}"] = float(units["method"].mean()) if len(units) else math.nan
         scored = units[np.isfinite(units["e2e"].to_numpy(dtype=float))]
         right = scored["e2e"].to_numpy(dtype=float) >= RIGHT_THRESHOLD
-        query_measures = {f"Hit@{k}": (units, units["human"].to_numpy(), units["method"].to_numpy())}
+        query_measures = {f"Hit@{k}": (units, units["human"].to_numpy(), units["method"].to_numpy(), "complete")}
+        if by_query:  # the passage measures as query means: relevant passages / mean passages per query; P@k
+            mean_size = float(units["size_all"].mean()) if len(units) else math.nan
+            query_measures = {
+                LABEL_SHARE: (units, units["human_all"].to_numpy() / mean_size,
+                              units["method_all"].to_numpy() / mean_size, "complete_all"),
+                f"P@{k}": (units, units["human_top"].to_numpy() / k, units["method_top"].to_numpy() / k, "complete"),
+                **query_measures}
         for cell, (hit, answer) in CELLS.items():
             method_cell = _cell(scored["method"].to_numpy(dtype=float), right, hit, answer)
             query_measures[f"{cell}@{k}"] = (scored, _cell(scored["human"].to_numpy(dtype=float), right, hit, answer),
-                                             method_cell)
+                                             method_cell, "complete")
             auto[f"{cell}@{k}"] = float(method_cell.mean()) if len(scored) else math.nan
-        for measure, (table, y_all, f_q) in query_measures.items():
-            complete = table["complete"].to_numpy(dtype=bool)
+        for measure, (table, y_all, f_q, which) in query_measures.items():
+            complete = table[which].to_numpy(dtype=bool)
             reason = (f"a {design.plan} sample {NO_UNBIASED}" if not design.supports_unbiased_estimate else
                       "a stratified passage sample does not make a sample of queries" if design.plan == STRATIFIED
-                      else unit_reason)
+                      else "" if by_query else unit_reason)
             if not reason and complete.sum() < 2:
                 reason = (f"{int(complete.sum())} quer{'y has' if complete.sum() == 1 else 'ies have'} all top-{k} "
                           "passages labelled: label whole queries for this measure")
@@ -360,6 +393,10 @@ def build_report(inputs: TrustInputs, design: SamplingDesign | None = None, *,
         method_runs = [auto[f"P@{k}"]] + [entry[1][method] for entry in other_runs.values() if method in entry[1]]
         per_run = rank_agreement(people_runs, method_runs, "runs")
         methods[method] = MethodTrust(method, auto, estimates, calibration, query_agreement(per_query_items), per_run)
+    if by_query and design.plan == UNIFORM and methods:
+        complete_queries = int(next(iter(methods.values())).estimates[HUMAN_ONLY][f"Hit@{k}"].n_human)
+        design = SamplingDesign(UNIFORM, (Stratum("all", n_queries, complete_queries),), design.item_strata,
+                                design.source)
     return TrustReport(inputs.run, k, design, methods, len(keys), n_queries, int(sampled.sum()), int(labelled.sum()),
                        inputs.annotators, tuple(other_runs), tuple(notes), confidence, tuple(measures))
 
@@ -492,7 +529,9 @@ def interval_by_label_count(inputs: TrustInputs, design: SamplingDesign, method:
 
     human = inputs.human.sort_values("labelled_at", kind="stable") if "labelled_at" in inputs.human.columns \
         else inputs.human
-    in_design = human[[(q, p) in design.item_strata for q, p in zip(human["query_id"], human["passage_id"])]]
+    by_query = is_query_design(design)
+    in_design = human[[(q if by_query else (q, p)) in design.item_strata
+                       for q, p in zip(human["query_id"], human["passage_id"])]]
     total = len(in_design)
     rows = []
     if total < 2:

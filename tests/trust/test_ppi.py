@@ -140,3 +140,13 @@ def test_this_repositorys_tests_package_wins_over_ppi_pythons():
 
     assert Path(tests.__file__).resolve().parent == Path(__file__).resolve().parents[1]
     assert (Path(tests.__file__).parent / "offline_app_session.py").is_file()
+
+
+def test_a_sample_without_variance_gets_no_interval_and_says_why():
+    """30 queries that all have a hit: the human-only normal interval would be the point 1.0 [1.0, 1.0]."""
+    ones = np.ones(30)
+    human = ppi.human_only_mean(ones)
+    assert human.estimate == 1.0 and math.isnan(human.low) and "the same on all 30" in human.reason
+    # PPI keeps the automatic values' variance, as ppi-python does
+    f_all = (np.random.default_rng(12).random(300) < 0.5).astype(float)
+    assert math.isfinite(ppi.ppi_mean(ones, ones, f_all).low)

@@ -163,3 +163,30 @@ def test_per_run_agreement_orders_the_annotated_runs_of_the_folder(tmp_path):
     assert agreement.n == 3
     assert agreement.tau == pytest.approx(kendalltau(people, method, variant="b").statistic)
     assert "the method's values are the same" in report.methods["gold"].per_run.reason  # gold is the same in all
+
+
+def test_a_sample_of_whole_queries_gives_every_measure_as_a_query_mean(labelled):
+    """A design whose items are queries: 4 of the 6 queries sampled, all their passages labelled. Every measure is
+    a mean over those queries, and PPI equals ppi-python's on the per-query values built here."""
+    from rageval.trust.report import query_sample_design
+
+    run, path, store, items, person = labelled
+    inputs = read_inputs(path, store)
+    chosen = ["nq:0", "nq:2", "nq:3", "nq:5"]
+    report = build_report(inputs, query_sample_design(chosen, 6, "test: 4 queries"))
+    assert report.design.strata[0].sampled == 4 and report.design.strata[0].population == 6
+    frame = pd.DataFrame({"query": [q for q, _, _ in items], "y": person,
+                          "f": method_values(run, items, "erag:em")})
+    per_query = frame.groupby("query", sort=False).agg(y=("y", "sum"), f=("f", "sum"), n=("y", "size"))
+    mean_size = per_query["n"].mean()
+    y = (per_query.loc[chosen, "y"] / mean_size).to_numpy(float)
+    f = (per_query.loc[chosen, "f"] / mean_size).to_numpy(float)
+    f_all = (per_query["f"] / mean_size).to_numpy(float)
+    ours = report.methods["erag:em"].estimates
+    assert ours["ppi"]["label_share"].estimate == pytest.approx(float(ppi_mean_pointestimate(y, f, f_all, lam=1)[0]))
+    low, high = ppi_mean_ci(y, f, f_all, alpha=0.05, lam=1)
+    assert (ours["ppi"]["label_share"].low, ours["ppi"]["label_share"].high) == pytest.approx(
+        (float(low[0]), float(high[0])))
+    hits = (frame.groupby("query", sort=False)["y"].max()).loc[chosen]
+    assert ours["human_only"][f"Hit@{K}"].estimate == pytest.approx(hits.mean())
+    assert ours["ppi"][f"Hit@{K}"].n_human == 4 and ours["ppi"][f"Hit@{K}"].n_auto == 6
