@@ -9,7 +9,6 @@ into tables as text, never as Markdown.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import pandas as pd
 import streamlit as st
@@ -81,7 +80,8 @@ def narrowing_chart(frame: pd.DataFrame, method_label: str, measure: str) -> tup
     names = [n for n in ESTIMATOR_NAMES.values() if n in set(shown["estimator"])]
     colour = {"field": "estimator", "type": "nominal", "title": None,
               "scale": {"domain": names, "range": [ESTIMATOR_COLOURS[n] for n in names]}}
-    x = {"field": "n", "type": "quantitative", "title": "human labels so far"}
+    x = {"field": "n", "type": "quantitative", "title": "human labels so far",
+         "axis": {"format": "d", "tickMinStep": 1}}
     spec = {
         "title": f"{method_label}: {measure_label(measure)}, 95% intervals as labels arrive",
         "autosize": theme.FIT_WIDTH, "height": 260,
@@ -110,42 +110,50 @@ def design_text(report: TrustReport) -> str:
             f"{report.n_items:,} retrieved passages of {report.n_queries:,} queries; k={report.k}.")
 
 
-def render_trust(report: TrustReport | None, measure: str, narrowing: pd.DataFrame, plan_items: pd.DataFrame,
-                 method: str, provenance: str, methods_order: Sequence[str] = ()) -> None:
-    """The section: intervals per method, the narrowing chart of ``method``, the calibration table and the
-    plan's next items."""
+def render_heading(report: TrustReport | None) -> bool:
+    """The section's heading and what its estimates rest on; False (with how to get labels) when the run has no
+    human label, so the page draws nothing more."""
     st.subheader("What people would say: PPI estimates")
     if report is None:
         st.info("No human label for this run yet: label the sample above, or import labels with "
                 "`rageval annotations import RUN FILE --annotator NAME`.")
-        return
+        return False
     st.caption(escape_markdown(design_text(report)))
+    return True
+
+
+def render_trust(report: TrustReport, measure: str, narrowing: pd.DataFrame, plan_items: pd.DataFrame,
+                 method: str, provenance: str) -> None:
+    """The section below its heading and widgets: intervals per method, the narrowing chart of ``method``, the
+    calibration table and the plan's next items. ``provenance`` is Markdown already (:func:`ui.render.provenance`)."""
     ratio = st.column_config.NumberColumn(format="%.3f")
     render.render_table(estimates_view(report, measure), {"Cohen's kappa": ratio, "Automatic": ratio,
-                                                          "PPI width": ratio, "Human-only width": ratio})
+                                                          "PPI width": ratio, "Human-only width": ratio},
+                        hide_index=True)
     st.caption(escape_markdown(
-        f"{measure_label(measure)} at k={report.k}: from every passage's automatic label (Automatic), corrected by "
-        "the human sample (PPI: Angelopoulos et al. 2023, as ARES; PPI++: power-tuned), and from the human labels "
-        "alone, each with its 95% interval. A method whose PPI interval is narrower than the human-only one saves "
-        "labels; a poor method's PPI interval is wider, and PPI++ falls back to the human labels. " + provenance))
+        f"{measure_label(measure).capitalize()} at k={report.k}: from every passage's automatic label (Automatic), "
+        "corrected by the human sample (PPI: Angelopoulos et al. 2023, as ARES; PPI++: power-tuned), and from the "
+        "human labels alone, each with its 95% interval. A method whose PPI interval is narrower than the "
+        "human-only one saves labels; a poor method's PPI interval is wider, and PPI++ falls back to the human "
+        "labels.") + " " + provenance)
     if not narrowing.empty:
         st.vega_lite_chart(*narrowing_chart(narrowing, fmt.method_name(method), measure), key="annotate.trust_chart")
         st.caption(escape_markdown(f"From the first n labels of the sample in the order they were given, n up to "
-                                   f"{int(narrowing['n'].max()):,}. " + provenance))
+                                   f"{int(narrowing['n'].max()):,}.") + " " + provenance)
     st.markdown("**Calibration against people**")
     render.render_table(calibration_view(report), dict.fromkeys((
         "Precision", "Recall", "People's share", "Method's share", "Kappa", "Rogan–Gladen share", "Per-query tau",
-        "Per-run tau"), ratio))
+        "Per-run tau"), ratio), hide_index=True)
     st.caption(escape_markdown(
         "People are the reference: a method's label counts as relevant from 0.5. Rogan–Gladen: the share of "
         "relevant passages the method's own share implies once its recall and specificity are known. Per-query "
         f"tau: Kendall's tau-b of the per-query share of relevant (queries with 2 or more labelled top-{report.k} "
         f"passages); per-run tau: of the orderings of the {len(report.runs_compared) + 1} annotated runs of the "
-        "folder by P@k. " + provenance))
+        "folder by P@k.") + " " + provenance)
     if not plan_items.empty:
-        st.markdown(escape_markdown(f"**Label next** (to narrow {fmt.method_name(method)}'s interval most)"))
+        st.markdown(f"**Label next** (to narrow {escape_markdown(fmt.method_name(method))}'s interval most)")
         render.render_table(plan_items.rename(columns={"query_id": "Query", "passage_id": "Passage", "rank": "Rank",
-                                                       "stratum": "Stratum"}))
+                                                       "stratum": "Stratum"}), hide_index=True)
         st.caption("Neyman allocation over strata of the method's label and the methods' agreement: strata where "
                    "people disagree most with the automatic label get more labels. Labelled with the sample's "
                    "passages, they make a stratified sample (`rageval.trust.plan`).")

@@ -571,6 +571,9 @@ def format_report(report: TrustReport) -> str:
              ("" if report.supports_estimate else f": {NO_UNBIASED}"),
              f"human labels: {report.n_human:,} used in the estimates, {report.n_labelled:,} passages labelled"
              + (f" by {', '.join(report.annotators)}" if report.annotators else "")]
+    if report.n_labelled == 0:
+        lines.append("no human label for this run: label the shared sample on the Annotate page, or bring labels in "
+                     "with rageval annotations import RUN FILE --annotator NAME")
     if d.plan == STRATIFIED:
         lines += [f"  stratum {s.name}: {s.sampled:,} of {s.population:,} (weight {_number(s.weight)})"
                   for s in d.strata]

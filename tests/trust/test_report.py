@@ -125,7 +125,10 @@ def test_the_plan_adds_items_by_stratum_and_its_design_is_used(labelled):
 def test_trust_json_has_the_documented_shape(labelled, capsys):
     _run, path, store, _items, _person = labelled
     assert main(["trust", str(path), "--json", "--annotations", str(store.path)]) == 0
-    shown = json.loads(capsys.readouterr().out)
+    def no_nan(token):
+        raise AssertionError(f"{token} in the JSON: not valid JSON")
+
+    shown = json.loads(capsys.readouterr().out, parse_constant=no_nan)
     assert shown["run"] == "small" and shown["k"] == K and shown["design"]["plan"] == "uniform"
     method = shown["methods"]["erag:em"]
     assert set(method) >= {"kappa", "ppi", "ppi_plus_plus", "human_only", "calibration"}
