@@ -48,6 +48,7 @@ from rageval.trust.report import (  # noqa: E402
     build_report,
     design_of,
     format_report,
+    other_annotated_runs,
     ranked_items,
     read_inputs,
     trust_report,
@@ -158,8 +159,52 @@ def main(argv: list[str] | None = None) -> int:
               f"{'yes' if tuned.covers(people_share) else 'NO':>7}  "
               f"{human.estimate:.3f} [{human.low:.3f}, {human.high:.3f}]  {human.width:>7.3f}")
     query_section(args, population, annotator, k)
+    runs_section(args)
     del top
     return 0
+
+
+#: The shipped eRAG runs the per-run ordering compares (the NQ run above first).
+OTHER_RUNS = ("demo/nq_open-dense-gemma3_270m.sqlite", "demo/nq_open-bm25-gemma3_270m-k20.sqlite",
+              "demo/hotpotqa-bm25-gemma3_270m.sqlite", "demo/hotpotqa-candidates-gemma3_270m.sqlite")
+
+
+def runs_section(args) -> None:
+    """Per-run agreement: the same annotator (same noise model) labels a uniform sample of ``--labels`` passages
+    of each of five shipped runs, copied into one folder; each method's P@10 ordering of the runs against the
+    people's (their human-only P@10), Kendall's tau-b (:func:`rageval.trust.report.trust_report`)."""
+    import shutil
+
+    with tempfile.TemporaryDirectory() as folder:
+        store = AnnotationStore(Path(folder) / "annotations.sqlite")
+        copies, truths = [], {}
+        for i, source in enumerate((args.run, *(REPO / "data" / "runs" / name for name in OTHER_RUNS))):
+            copy = Path(folder) / Path(source).name
+            shutil.copy(source, copy)
+            copies.append(copy)
+            population, _, _, annotator, _ = simulated_labels(copy, args.flip, args.seed + 10 + i)
+            top = (population["rank"] <= 10).to_numpy()
+            truths[copy.stem] = float(annotator[top].sum() / (population["query_id"].nunique() * 10))
+            store.create_sample(copy.stem, population, args.labels, seed=args.seed, created_by="simulated")
+            items = store.latest_sample(copy.stem).items
+            index = {key: j for j, key in enumerate(zip(population["query_id"], population["passage_id"]))}
+            store.save_passage_labels(copy.stem, [(q, p, int(annotator[index[(q, p)]]), "simulated")
+                                                  for q, p in zip(items["query_id"], items["passage_id"])])
+        report = trust_report(copies[0], store)
+        values = other_annotated_runs(store, copies[-1], list(report.methods), report.k)  # every run but the last
+        values.update(other_annotated_runs(store, copies[0], list(report.methods), report.k))
+    print(f"\n--- per-run agreement: {len(copies)} shipped runs, each with {args.labels} simulated human labels of a "
+          f"uniform sample; P@{report.k} of the people (from their labels) and of each method over every passage ---")
+    shown = ("gold", "contains_answer", "erag:em", "erag:f1", "llm_relevance")
+    print(f"{'run':<42}{'people':>8}{'truth':>8}" + "".join(f"{m:>16}" for m in shown))
+    for run, (people_p, auto) in sorted(values.items(), key=lambda item: -item[1][0]):
+        print(f"{run:<42}{people_p:>8.3f}{truths[run]:>8.3f}" + "".join(
+            f"{auto.get(m, float('nan')):>16.3f}" for m in shown))
+    print(f"{'method':<16}{'tau_run':>8}{'runs':>6}")
+    for method, trust in report.methods.items():
+        tau = trust.per_run.tau
+        print(f"{method:<16}{tau:>8.3f}{trust.per_run.n:>6}" if np.isfinite(tau) else
+              f"{method:<16}{'-':>8}{trust.per_run.n:>6}  {trust.per_run.reason}")
 
 
 def query_section(args, population, annotator, k: int) -> None:

@@ -597,14 +597,14 @@ def format_report(report: TrustReport) -> str:
     short = {"human_base_rate": "people", "method_base_rate": "method", "method_share_all": "share_all",
              "rogan_gladen": "RG", "specificity": "spec", "precision": "prec"}
     width = max([len(m) for m in report.methods] + [6]) + 2
-    lines.append("  " + "method".ljust(width) + "".join(f"{short.get(c, c):>8}" for c in columns)
-                 + f"{'tau_q':>8}{'tau_run':>8}")
+    lines.append("  " + "method".ljust(width) + "".join(f"{short.get(c, c):>10}" for c in columns)
+                 + f"{'tau_q':>10}{'tau_run':>10}")
     for method, trust in report.methods.items():
         values = trust.calibration.as_dict()
-        cells = "".join(f"{values[c]:>8}" if isinstance(values[c], int) else f"{_number(values[c] or math.nan):>8}"
-                        for c in columns)
-        lines.append("  " + method.ljust(width) + cells + f"{_number(trust.per_query.tau):>8}"
-                     f"{_number(trust.per_run.tau):>8}")
+        cells = "".join(f"{values[c]:>10}" if isinstance(values[c], int) else
+                        f"{_number(math.nan if values[c] is None else values[c]):>10}" for c in columns)
+        lines.append("  " + method.ljust(width) + cells + f"{_number(trust.per_query.tau):>10}"
+                     f"{_number(trust.per_run.tau):>10}")
     lines.append("  people/method: base rates on the labelled passages; tau_q: Kendall's tau-b of the per-query "
                  f"share of relevant (queries with >= 2 labelled top-{report.k} passages); tau_run: of the runs' "
                  f"P@{report.k} orderings over {len(report.runs_compared) + 1} annotated runs")
