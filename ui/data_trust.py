@@ -28,7 +28,10 @@ def load_inputs(annotation_path: str, revision: int, run_path: str, mtime_ns: in
     """The run's items, every method's labels and the people's labels (None when nobody labelled a passage of the
     run)."""
     try:
-        inputs = trust.read_inputs(run_path, AnnotationStore(annotation_path))
+        store = AnnotationStore(annotation_path)
+        if store.labels(Path(run_path).stem, "passage").empty:  # no label of this run: the run is not read
+            return None
+        inputs = trust.read_inputs(run_path, store)
     except StoreError as error:
         data.unreadable(error)
     return inputs if len(inputs.human) else None
