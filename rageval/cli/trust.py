@@ -34,7 +34,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
     describe_missing(Path(args.run), RUN)
     report = trust_report(args.run, _store(args), annotator=args.annotator, k=args.k,
-                          methods=args.method or None)
+                          methods=args.method or None, plan_size=args.plan, plan_method=args.plan_method)
     print(json.dumps(report.as_dict(), indent=1) if args.json else format_report(report))
     return 0
 
@@ -62,6 +62,10 @@ def add_parsers(sub) -> None:
     trust.add_argument("--annotator", help="one annotator's labels (default: the majority of all annotators)")
     trust.add_argument("--k", type=int, help="the cutoff (default: the run's main k)")
     trust.add_argument("--method", action="append", help="a label method (repeatable; default: every method)")
+    trust.add_argument("--plan", type=int, default=20, metavar="N",
+                       help="list the next N passages to label (Neyman allocation; 0: none; default 20)")
+    trust.add_argument("--plan-method", help="the method whose interval the plan narrows (default: eRAG under the "
+                                             "run's label metric)")
     trust.add_argument("--annotations", type=Path, help="the annotation file (default: $RAGEVAL_ANNOTATIONS, "
                                                         "else annotations.sqlite in the runs folder)")
     trust.set_defaults(handler=cmd_trust)

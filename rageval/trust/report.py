@@ -115,6 +115,7 @@ class TrustReport:
     notes: tuple[str, ...] = ()
     confidence: float = CONFIDENCE
     measures: tuple[str, ...] = field(default_factory=tuple)
+    plan: dict[str, Any] | None = None  # the next items to label (plan_items), when asked for
 
     @property
     def supports_estimate(self) -> bool:
@@ -132,7 +133,8 @@ class TrustReport:
                 "human": {"labels_used": self.n_human, "items_labelled": self.n_labelled,
                           "annotators": list(self.annotators)},
                 "runs_compared": list(self.runs_compared), "notes": list(self.notes),
-                "methods": {m: t.as_dict() for m, t in self.methods.items()}}
+                "methods": {m: t.as_dict() for m, t in self.methods.items()},
+                **({"plan": self.plan} if self.plan is not None else {})}
 
 
 def _clean(value: Any) -> Any:
@@ -507,15 +509,40 @@ def other_annotated_runs(store: AnnotationStore, run_path: Path, methods: Sequen
 def trust_report(run_path: str | os.PathLike, store: AnnotationStore, *, design: SamplingDesign | None = None,
                  population_strata: Mapping[Hashable, str] | None = None, annotator: str | None = None,
                  k: int | None = None, methods: Sequence[str] | None = None, compare_runs: bool = True,
-                 confidence: float = CONFIDENCE) -> TrustReport:
+                 confidence: float = CONFIDENCE, plan_size: int = 0, plan_method: str | None = None) -> TrustReport:
     """Everything of this module for the run at ``run_path`` and the labels of ``store``: the design (module
-    docstring), the estimates and calibration of every label method (or ``methods``), and with ``compare_runs``
-    the per-run agreement over the annotated runs of the same folder."""
+    docstring), the estimates and calibration of every label method (or ``methods``), with ``compare_runs`` the
+    per-run agreement over the annotated runs of the same folder, and with ``plan_size`` the next items to label
+    for ``plan_method`` (default: :func:`headline_method`)."""
     inputs = read_inputs(run_path, store, annotator=annotator, k=k, methods=methods)
     chosen = design_of(store, inputs.run, len(inputs.population), design)
     others = other_annotated_runs(store, Path(run_path), list(inputs.auto.columns), inputs.k) if compare_runs else {}
-    return build_report(inputs, chosen, population_strata=population_strata, confidence=confidence,
-                        other_runs=others)
+    report = build_report(inputs, chosen, population_strata=population_strata, confidence=confidence,
+                          other_runs=others)
+    if plan_size > 0 and len(inputs.auto.columns):
+        from dataclasses import replace
+
+        from rageval.store.runs import RunReader
+
+        with RunReader(run_path) as reader:
+            label_metric = reader.settings().get("label_metric")
+        target = plan_method or headline_method(list(inputs.auto.columns), label_metric) or ""
+        report = replace(report, plan=plan_items(inputs, chosen, target, plan_size))
+    return report
+
+
+def plan_items(inputs: TrustInputs, design: SamplingDesign | None, method: str, size: int) -> dict[str, Any]:
+    """The plan (:func:`rageval.trust.plan.plan_next`) as plain data: the method, the next ``size`` items
+    (query_id, passage_id, rank, stratum) and the allocation per stratum."""
+    from rageval.trust.plan import plan_next
+
+    plan = plan_next(inputs, design, method, size, seed=len(inputs.human))
+    return {"method": method, "size": len(plan.items),
+            "items": [{"query_id": str(r.query_id), "passage_id": str(r.passage_id), "rank": int(r.rank),
+                       "stratum": str(r.stratum)} for r in plan.items.itertuples()],
+            "allocation": [{"stratum": str(r.stratum), "population": int(r.population), "labelled": int(r.labelled),
+                            "target": round(float(r.target), 3), "add": int(r.add)}
+                           for r in plan.allocation.itertuples()]}
 
 
 def interval_by_label_count(inputs: TrustInputs, design: SamplingDesign, method: str, measure: str = LABEL_SHARE,
@@ -608,6 +635,13 @@ def format_report(report: TrustReport) -> str:
     lines.append("  people/method: base rates on the labelled passages; tau_q: Kendall's tau-b of the per-query "
                  f"share of relevant (queries with >= 2 labelled top-{report.k} passages); tau_run: of the runs' "
                  f"P@{report.k} orderings over {len(report.runs_compared) + 1} annotated runs")
+    if report.plan is not None:
+        plan = report.plan
+        lines += ["", f"label next ({plan['size']} passages, Neyman allocation to narrow {plan['method']}'s interval; "
+                      "strata: its label x the methods' agreement):"]
+        lines += [f"  {a['stratum']}: {a['labelled']:,} of {a['population']:,} labelled, add {a['add']:,}"
+                  for a in plan["allocation"]]
+        lines += [f"  {i['query_id']}\t{i['passage_id']}\trank {i['rank']}\t{i['stratum']}" for i in plan["items"]]
     return "\n".join(lines)
 
 

@@ -96,6 +96,10 @@ def test_a_partly_labelled_sample_leaves_query_measures_out_with_the_reason(labe
     assert report.methods["gold"].estimates["ppi"]["label_share"].n_human == 8
     assert "label whole queries" in report.methods["gold"].estimates["ppi"][f"Hit@{K}"].reason
     assert any("outside the uniform sample" in note for note in report.notes)
+    planned = trust_report(path, store, plan_size=5, plan_method="gold").plan
+    assert planned["method"] == "gold" and planned["size"] == 5
+    sampled = set(zip(store.latest_sample("small").items["query_id"], store.latest_sample("small").items["passage_id"]))
+    assert not sampled & {(i["query_id"], i["passage_id"]) for i in planned["items"]}  # the sample's are labelled
 
 
 def test_the_plan_adds_items_by_stratum_and_its_design_is_used(labelled):
@@ -134,6 +138,7 @@ def test_trust_json_has_the_documented_shape(labelled, capsys):
     assert set(method) >= {"kappa", "ppi", "ppi_plus_plus", "human_only", "calibration"}
     assert set(method["ppi"]["label_share"]) >= {"estimate", "low", "high", "n_human", "n_auto"}
     assert method["ppi"]["label_share"]["n_human"] == 30 and method["ppi"]["label_share"]["n_auto"] == 30
+    assert shown["plan"]["method"] == "erag:em" and shown["plan"]["size"] == 0  # every passage is labelled
     assert main(["trust", str(path), "--annotations", str(store.path)]) == 0
     text = capsys.readouterr().out
     assert "sampling design: uniform" in text and "calibration against people" in text
