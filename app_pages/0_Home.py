@@ -4,15 +4,18 @@ all runs, then what produced the run and its aggregate measures. ``?run=<name>``
 
 Findings: the 2 x 2 of gold retrieved x answer right at the run's k (each cell opens the query inspector walking its
 queries), the sentences ``rageval results`` derives (each linked to the page that proves it), and warnings on label
-methods whose correlations mean little. A run that lacks pieces says which, with a button that computes them.
+methods whose correlations mean little; with human labels, what they make of the main eRAG method's P@k (PPI,
+:mod:`rageval.trust`). A run that lacks pieces says which, with a button that computes them.
 """
 
 import streamlit as st
 
 from rageval import findings
 from rageval.team import roles
+from rageval.trust.report import headline_method, trust_finding
 from ui import auth, data, navigation, render
 from ui import data_findings as loaders
+from ui import data_trust as trust_data
 from ui import format as fmt
 from ui import render_findings as view
 from ui.render_lacks import compute_hint, render_lacks_panel
@@ -81,6 +84,9 @@ llm_share = loaders.load_label_share(*key, "llm_relevance")
 if (finding := findings.label_share_finding("llm_relevance", *llm_share, name=fmt.method_name)) is not None:
     found.append(finding)
 if (finding := findings.failure_finding(loaders.load_failure_counts(*key), main_k, fmt.judge_name)) is not None:
+    found.append(finding)
+if (trust := trust_data.load_home_report(*key)) is not None and (finding := trust_finding(
+        trust, headline_method(list(trust.methods), settings.get("label_metric")) or "", name=fmt.method_name)):
     found.append(finding)
 
 if found:

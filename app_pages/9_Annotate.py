@@ -4,8 +4,9 @@ attributed answers (supported or not). Each label is saved at once, with the ann
 in the runs folder's ``annotations.sqlite`` (or ``$RAGEVAL_ANNOTATIONS``; :mod:`rageval.annotations`), as is the
 sample, which every annotator of the run shares. Once a question's sampled passages are labelled, each automatic
 method's label is revealed beside the person's; Cohen's kappa with every method and with the other annotators
-(Fleiss' kappa and Krippendorff's alpha with more than two), the disagreements, and CSV / TREC qrels downloads
-follow.
+(Fleiss' kappa and Krippendorff's alpha with more than two), the disagreements, each method's PPI / PPI++
+estimate beside the human-only one (narrowing as labels arrive), its calibration and the next items to label
+(:mod:`rageval.trust`), and CSV / TREC qrels downloads follow.
 
 ``?annotator=<name>&mode=passages|statements&run=<name>&view=pending|done&item=<n>`` (statements: ``&scenario=``,
 ``&query=`` and ``&answer=``) selects the view, so it can be shared. An annotator to whom a queue assigned items
@@ -25,7 +26,9 @@ from rageval.team import roles
 from ui import auth, data, render, render_citations, render_queues
 from ui import data_annotate as annotations
 from ui import data_queues as queues_data
+from ui import data_trust as trust_data
 from ui import render_annotate as view
+from ui import render_trust as trust_view
 
 # Team mode: stop here, before anything is read, unless this session may label (ui.auth).
 auth.require(roles.LABEL)
@@ -275,6 +278,16 @@ if kind == "passage" and (negative := data.load_negative_label_counts(*key)):
 left_out = int((mine["status"] != LABELLED).sum())
 view.render_agreement(table, between, found, kind=kind, run=run, annotator=annotator, questions=questions,
                       provenance=provenance, left_out=left_out)
+if kind == "passage":  # the PPI estimates: what people would say of every passage, from the labels so far
+    trust = trust_data.load_report(*store_key, *key)
+    if trust_view.render_heading(trust) and trust is not None:
+        choice, measure_choice = st.columns(2)
+        method = choice.selectbox("Method for the chart and the plan", view.order_methods(list(trust.methods)),
+                                  format_func=view.method_display_name, key="annotate.trust_method")
+        measure = measure_choice.radio("Measure", trust_view.passage_measures(trust), horizontal=True,
+                                       format_func=trust_view.measure_label, key="annotate.trust_measure")
+        trust_view.render_trust(trust, measure, trust_data.load_narrowing(*store_key, *key, method, measure),
+                                trust_data.load_plan(*store_key, *key, method)[0], method, render.provenance(settings))
 view.render_multi_rater(annotations.load_multi_rater(*store_key, run, kind), provenance)
 view.render_downloads(annotations.load_history(*store_key, run, kind), annotations.load_latest(*store_key, run, kind),
                       kind=kind, run=run, annotator=annotator)

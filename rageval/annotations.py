@@ -109,6 +109,19 @@ def annotations_path(runs_folder: str | os.PathLike) -> Path:
     return Path(runs_folder) / ANNOTATIONS_FILE
 
 
+#: Names the annotation file instead of the runs folder's (the dashboard and the commands read it).
+ANNOTATIONS_ENV = "RAGEVAL_ANNOTATIONS"
+
+
+def default_annotations_file() -> Path:
+    """The annotation file the dashboard and ``rageval annotations`` / ``rageval trust`` use:
+    ``$RAGEVAL_ANNOTATIONS``, else ``annotations.sqlite`` in the user's runs folder."""
+    from rageval.paths import user_runs_dir
+
+    explicit = os.environ.get(ANNOTATIONS_ENV)
+    return Path(explicit) if explicit else annotations_path(user_runs_dir())
+
+
 def normalise_annotator(name: str) -> str:
     """The annotator's name as stored: surrounding blanks removed, inner runs of blanks made one space."""
     return " ".join(str(name).split())
@@ -239,6 +252,33 @@ class AnnotationStore:
             connection.commit()
             assert cursor.lastrowid is not None  # an INSERT sets it
             return int(cursor.lastrowid)
+
+    def save_passage_labels(self, run: str, rows: Sequence[tuple[str, str, int, str]], note: str = "",
+                            labelled_at: datetime | None = None) -> int:
+        """Append many passage labels ``(query_id, passage_id, label 0/1, annotator)`` in one transaction (all of
+        them or, on any error, none), each an ordinary row as :meth:`save_label` writes it; return how many."""
+        if not run:
+            raise ValueError("the run's name is required to save a label")
+        moment = (labelled_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
+        values = []
+        for query_id, passage_id, label, annotator in rows:
+            name = normalise_annotator(annotator)
+            if not name:
+                raise ValueError("an annotator name is required to save a label")
+            if label not in (0, 1) or isinstance(label, float):
+                raise ValueError(f"label must be 1 (useful) or 0 (not), got {label!r}")
+            values.append((run, "passage", str(query_id), str(passage_id), "", "", None, int(label), LABELLED, name,
+                           moment, note or ""))
+        if not values:
+            return 0
+        if not self.path.exists():
+            self._create()
+        with self._connect(write=True) as connection:
+            connection.executemany(
+                "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, status, "
+                "annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+            connection.commit()
+        return len(values)
 
     def labels(self, run: str | None = None, kind: str | None = None) -> pd.DataFrame:
         """Every label row (the full history), oldest first; optionally of one run and one kind. An absent file

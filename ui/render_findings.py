@@ -89,6 +89,9 @@ def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], M
     if finding.kind == "label_share":
         return (navigation.CORRELATIONS, "Its measures against the answer", {"run": run, "method": target["method"]},
                 ":material/scatter_plot:")
+    if finding.kind == "trust":
+        return (navigation.ANNOTATE, "See the human labels", {"run": run, "mode": "passages"},
+                ":material/fact_check:")
     if finding.kind == "failures":
         return (navigation.RETEVAL, "See the failure cases", {"run": run, "judge": target["judge"]},
                 ":material/gavel:")

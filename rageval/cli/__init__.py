@@ -17,6 +17,8 @@
     rageval train-nli | attribution                   the NLI model and the HAGRID attributed-answer runs
     rageval nli-score F --out O | nli-eval F          your own pairs scored by any checker; a checker evaluated
     rageval ium [--runs RUN ...]                      Iterative Utility Maximization: four agents, or one per run
+    rageval annotations import RUN FILE               human labels (TREC qrels or CSV) into the annotation file
+    rageval trust RUN [--json]                        PPI estimates with human labels, calibration of each method
 """
 
 from __future__ import annotations
@@ -93,6 +95,10 @@ COMMANDS: dict[str, Command] = {
     "nli-eval": Command("rageval.cli.nli_pairs", "evaluate a checker on your labelled pairs (JSONL): "
                                                  "accuracy, balanced accuracy, F1, ROC-AUC per source, pair "
                                                  "and claim level"),
+    "annotations": Command("rageval.cli.trust", "import human passage labels (TREC qrels or CSV: query_id, "
+                                                "passage_id, label[, annotator]) into the annotation file"),
+    "trust": Command("rageval.cli.trust", "how far a run's automatic labels can be trusted: PPI / PPI++ estimates "
+                                          "with human labels, human-only intervals, calibration (--json)"),
     "ium": Command("rageval.cli.ium", "Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
                                       "offline + online IUM and the baselines, into a run file; --runs: one agent "
                                       "per eRAG run file of yours"),

@@ -137,7 +137,7 @@ def test_sample_queue_labels_with_progress_against_the_sample_and_kappa(runs):
     assert "2 marked unsure or skipped are left out" in captions(app)
     # The kappa chart (Vega-Lite): one bar per method whose kappa is defined, the table's numbers, method colours.
     defined = table[table["Cohen's kappa"].notna()]
-    [(spec, bars)] = vega_charts(app)
+    spec, bars = next((s, d) for s, d in vega_charts(app) if s.get("title", "").startswith("Cohen's kappa"))
     assert list(bars["method"]) == list(defined.index) and spec["encoding"]["x"]["sort"] == list(defined.index)
     assert list(bars["kappa"]) == pytest.approx(list(defined["Cohen's kappa"])) and set(bars["n"]) == {2}
     colours = dict(zip(spec["encoding"]["color"]["scale"]["domain"], spec["encoding"]["color"]["scale"]["range"]))

@@ -1,0 +1,99 @@
+"""AppTest tests of the trust views: the Annotate page's PPI intervals beside the human-only ones (with the number
+of labels, the chart over the label count, the calibration and the plan's next items), and the Findings page's
+sentence, on the fixture run (6 NQ questions x 5 passages) with human labels written to the annotation file. The
+expected numbers are computed here with ppi-python from the run's own labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
+
+from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore
+from tests.app_helpers import captions, frame_with, vega_charts
+from tests.run_fixtures import K, build_small_run, make_small_run
+from tests.ui.test_app import HOME, start
+from ui.format import METHOD_NAMES
+
+ANNOTATE = str(Path(__file__).resolve().parents[2] / "app_pages" / "9_Annotate.py")
+LABELLED = 20  # of the 30 passages of the sample
+
+
+def plain(text: str) -> str:
+    return text.replace("\\", "")
+
+
+@pytest.fixture
+def labelled_runs(tmp_path, monkeypatch):
+    """A runs folder with the fixture run, a shared sample of all its 30 passages, and the first LABELLED of them
+    (in queue order) labelled by "Ada": relevant = contains-answer, two of them flipped."""
+    run = build_small_run()
+    make_small_run(tmp_path / "fixture.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    monkeypatch.delenv("RAGEVAL_ANNOTATIONS", raising=False)
+    items = pd.DataFrame([(r.query_id, p.passage_id, rank) for r in run.rankings
+                          for rank, p in enumerate(r.passages, start=1)], columns=["query_id", "passage_id", "rank"])
+    store = AnnotationStore(tmp_path / ANNOTATIONS_FILE)
+    store.create_sample("fixture", items, len(items), seed=4, created_by="Ada")
+    queue = store.latest_sample("fixture").items
+    contains = {(x.query_id, x.passage_id): int(x.value) for x in run.labels if x.method == "contains_answer"}
+    chosen = list(zip(queue["query_id"], queue["passage_id"]))[:LABELLED]
+    person = [contains[key] ^ (i in (1, 6)) for i, key in enumerate(chosen)]
+    store.save_passage_labels("fixture", [(q, p, y, "Ada") for (q, p), y in zip(chosen, person)])
+    erag = {(x.query_id, x.passage_id): float(x.value >= 0.5) for x in run.labels if x.method == "erag:em"}
+    everything = list(zip(items["query_id"], items["passage_id"]))
+    return (np.array(person, dtype=float), np.array([erag.get(k, 0.0) for k in chosen]),
+            np.array([erag.get(k, 0.0) for k in everything]))
+
+
+def test_annotate_shows_ppi_beside_the_human_only_interval_with_the_label_count(labelled_runs):
+    y, f, f_all = labelled_runs
+    app = start(ANNOTATE, annotator="Ada", run="fixture")
+    table = frame_with(app, "PPI").set_index("Method")
+    row = table.loc[METHOD_NAMES["erag:em"]]
+    point = float(ppi_mean_pointestimate(y, f, f_all, lam=1)[0])
+    low, high = ppi_mean_ci(y, f, f_all, alpha=0.05, lam=1)
+    assert row["PPI"] == f"{point:.3f} [{max(float(low[0]), 0):.2f}, {min(float(high[0]), 1):.2f}]"
+    human_low, human_high = classical_mean_ci(y, alpha=0.05)
+    assert row["Human labels only"] == f"{y.mean():.3f} [{max(human_low, 0):.2f}, {min(human_high, 1):.2f}]"
+    assert row["Human labels"] == LABELLED and row["Automatic labels"] == 30
+    assert row["Automatic"] == pytest.approx(f_all.mean())
+    assert "Uniform sample (shared sample" in plain(captions(app)) and f"{LABELLED} of its passages" in captions(app)
+    # the chart over the label count: three estimators, n up to every label
+    chart = next((spec, data) for spec, data in vega_charts(app) if "as labels arrive" in spec.get("title", ""))
+    assert set(chart[1]["estimator"]) == {"PPI", "PPI++", "Human labels only"}
+    assert chart[1]["n"].max() == LABELLED
+    # the calibration table and the plan's next items (unlabelled passages of the sample's run)
+    calibration = frame_with(app, "Rogan–Gladen share").set_index("Method")
+    assert calibration.loc[METHOD_NAMES["erag:em"], "n"] == LABELLED
+    plan = frame_with(app, "Stratum")
+    assert 0 < len(plan) <= 30 - LABELLED
+
+
+def test_findings_says_what_the_human_labels_make_of_the_automatic_measure(labelled_runs):
+    y, f, f_all = labelled_runs
+    app = start(HOME, run="fixture")
+    sentence = next(plain(m.value) for m in app.markdown if "from automatic labels" in m.value)
+    point = float(ppi_mean_pointestimate(y, f, f_all, lam=1)[0])
+    low, high = ppi_mean_ci(y, f, f_all, alpha=0.05, lam=1)
+    expected = (f"eRAG EM P@{K} {f_all.mean():.2f} from automatic labels; with {LABELLED} human labels {point:.2f} "
+                f"[{max(float(low[0]), 0):.2f}, {min(float(high[0]), 1):.2f}] (PPI, uniform sample")
+    assert sentence.startswith(expected), sentence
+    link = next(link for link in app.get("page_link") if link.proto.label == "See the human labels")
+    assert "Annotate" in link.proto.page
+
+
+def test_findings_says_labels_without_a_sample_support_no_estimate(tmp_path, monkeypatch):
+    run = build_small_run()
+    make_small_run(tmp_path / "fixture.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    monkeypatch.delenv("RAGEVAL_ANNOTATIONS", raising=False)
+    AnnotationStore(tmp_path / ANNOTATIONS_FILE).save_passage_labels(
+        "fixture", [(r.query_id, r.passages[0].passage_id, 1, "Ada") for r in run.rankings])
+    app = start(HOME, run="fixture")
+    sentence = next(plain(m.value) for m in app.markdown if "from automatic labels" in m.value)
+    assert "the 6 human labels were not drawn at random" in sentence
+    assert "does not support an unbiased estimate" in sentence or "do not support" in sentence

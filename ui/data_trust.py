@@ -1,0 +1,93 @@
+"""Cached loaders of how far a run's automatic labels can be trusted (:mod:`rageval.trust`): the trust report,
+the intervals by label count and the plan's next items, for the Annotate and Findings pages.
+
+Keyed by the annotation file and its revision (:func:`ui.data_annotate.annotation_key`: every label changes it)
+and the run's ``(path, mtime_ns)``. No widgets; a damaged annotation file stops the page with its error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from rageval.annotations import AnnotationStore
+from rageval.errors import StoreError
+from rageval.trust import report as trust
+from rageval.trust.plan import plan_next
+from ui import data
+
+_TTL_S = 3600
+#: How many items the Annotate page's plan proposes.
+PLAN_SIZE = 20
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=16, show_spinner=False)
+def load_inputs(annotation_path: str, revision: int, run_path: str, mtime_ns: int) -> trust.TrustInputs | None:
+    """The run's items, every method's labels and the people's labels (None when nobody labelled a passage of the
+    run)."""
+    try:
+        store = AnnotationStore(annotation_path)
+        if store.labels(Path(run_path).stem, "passage").empty:  # no label of this run: the run is not read
+            return None
+        inputs = trust.read_inputs(run_path, store)
+    except StoreError as error:
+        data.unreadable(error)
+    return inputs if len(inputs.human) else None
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=16, show_spinner=False)
+def load_report(annotation_path: str, revision: int, run_path: str, mtime_ns: int) -> trust.TrustReport | None:
+    """The run's :class:`~rageval.trust.report.TrustReport` under its shared sample's design (or a convenience
+    one), with the per-run agreement over the annotated runs of its folder; None without human labels."""
+    inputs = load_inputs(annotation_path, revision, run_path, mtime_ns)
+    if inputs is None:
+        return None
+    store = AnnotationStore(annotation_path)
+    try:
+        design = trust.design_of(store, inputs.run, len(inputs.population), None)
+        others = trust.other_annotated_runs(store, Path(run_path), list(inputs.auto.columns), inputs.k)
+    except StoreError as error:
+        data.unreadable(error)
+    return trust.build_report(inputs, design, other_runs=others)
+
+
+def load_home_report(run_path: str, mtime_ns: int) -> trust.TrustReport | None:
+    """The report for the Findings page's sentence: None without human labels, and None (the page goes on
+    without the sentence) when the annotation file cannot be read."""
+    from ui import data_annotate
+
+    path = data_annotate.annotation_file()
+    if not path.exists():
+        return None
+    try:
+        with data.isolated():
+            return load_report(*data_annotate.annotation_key(path), run_path, mtime_ns)
+    except StoreError:
+        return None
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_narrowing(annotation_path: str, revision: int, run_path: str, mtime_ns: int, method: str,
+                   measure: str) -> pd.DataFrame:
+    """The three intervals of ``method``'s ``measure`` from the first n labels of the sample, n growing
+    (:func:`rageval.trust.report.interval_by_label_count`); empty without a random sample."""
+    inputs = load_inputs(annotation_path, revision, run_path, mtime_ns)
+    report = load_report(annotation_path, revision, run_path, mtime_ns)
+    if inputs is None or report is None or not report.supports_estimate:
+        return pd.DataFrame(columns=["n", "estimator", "estimate", "low", "high"])
+    return trust.interval_by_label_count(inputs, report.design, method, measure)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_plan(annotation_path: str, revision: int, run_path: str, mtime_ns: int, method: str,
+              size: int = PLAN_SIZE) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The plan's next ``size`` items for ``method`` (query_id, passage_id, rank, stratum) and its allocation per
+    stratum (:func:`rageval.trust.plan.plan_next`); both empty without human labels."""
+    inputs = load_inputs(annotation_path, revision, run_path, mtime_ns)
+    report = load_report(annotation_path, revision, run_path, mtime_ns)
+    if inputs is None or report is None:
+        return pd.DataFrame(), pd.DataFrame()
+    plan = plan_next(inputs, report.design, method, size, seed=revision)
+    return plan.items, plan.allocation
