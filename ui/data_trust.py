@@ -39,18 +39,21 @@ def load_inputs(annotation_path: str, revision: int, run_path: str, mtime_ns: in
 
 @st.cache_data(ttl=_TTL_S, max_entries=16, show_spinner=False)
 def load_report(annotation_path: str, revision: int, run_path: str, mtime_ns: int) -> trust.TrustReport | None:
-    """The run's :class:`~rageval.trust.report.TrustReport` under its shared sample's design (or a convenience
-    one), with the per-run agreement over the annotated runs of its folder; None without human labels."""
+    """The run's :class:`~rageval.trust.report.TrustReport` under its newest annotation queue's design, else its
+    shared sample's (else a convenience one), with the per-run agreement over the annotated runs of its folder; None
+    without human labels."""
     inputs = load_inputs(annotation_path, revision, run_path, mtime_ns)
     if inputs is None:
         return None
     store = AnnotationStore(annotation_path)
     try:
-        design = trust.design_of(store, inputs.run, len(inputs.population), None)
+        found = trust.queue_design(store, run_path, inputs.population)
+        design, strata = found if found is not None else (None, None)
+        design = trust.design_of(store, inputs.run, len(inputs.population), design)
         others = trust.other_annotated_runs(store, Path(run_path), list(inputs.auto.columns), inputs.k)
     except StoreError as error:
         data.unreadable(error)
-    return trust.build_report(inputs, design, other_runs=others)
+    return trust.build_report(inputs, design, population_strata=strata, other_runs=others)
 
 
 def load_home_report(run_path: str, mtime_ns: int) -> trust.TrustReport | None:

@@ -23,8 +23,9 @@ several annotators the majority (a tie is 0: :func:`rageval.annotations.qrels_fr
   a uniform sample of queries. A uniform sample of a few hundred passages rarely completes a query, so these are
   often "not available": label whole queries for them.
 
-**Sampling design** (:class:`rageval.stats.design.SamplingDesign`): given by the caller (a queue's stratified plan,
-with ``population_strata``, the stratum of every item, which PPI needs); else the run's newest shared sample of the
+**Sampling design** (:class:`rageval.stats.design.SamplingDesign`): given by the caller, or an annotation queue's
+(:func:`queue_design`: ``rageval trust --queue N``, else the run's newest passage queue with a decision; uniform, or
+stratified with the stratum of every item, which PPI needs); else the run's newest shared sample of the
 Annotate page (:class:`rageval.annotations.Sample`): uniform, its labelled items the human sample; else, when
 labels exist but no sample, a convenience sample: reported as not supporting an unbiased estimate (no estimate;
 the calibration is then only a description of the labelled items). Labels of items outside the design are left
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rageval.errors import RagevalError
 from rageval.findings import RIGHT_THRESHOLD, Finding
 from rageval.stats.design import CONVENIENCE, STRATIFIED, UNIFORM, SamplingDesign, Stratum
 from rageval.trust.calibration import Calibration, RankAgreement, calibrate, query_agreement, rank_agreement
@@ -474,6 +476,34 @@ def design_of(store: AnnotationStore, run: str, population: int, design: Samplin
     return sample_design(sample, population) if sample is not None else None
 
 
+def queue_design(store: AnnotationStore, run_path: str | os.PathLike, population: pd.DataFrame,
+                 queue_id: int | None = None) -> tuple[SamplingDesign, dict[Hashable, str]] | None:
+    """The design of an annotation queue over the run's passages (:mod:`rageval.queues`): queue ``queue_id``, else
+    the newest passage queue of the run with a decision in it; with the stratum of every passage of ``population``
+    under the queue's plan (what a stratified estimate weighs by). None when there is no such queue. A ValueError
+    when ``queue_id`` is not a passage queue of this run."""
+    from rageval.queues import QueueStore, canonical_items, compute_strata
+    from rageval.store.runs import RunReader
+
+    run = Path(run_path).stem
+    queues = QueueStore(store.path)
+    if queue_id is not None:
+        chosen = [q for q in queues.queues(run) if q.id == queue_id and q.kind == "passage"]
+        if not chosen:
+            raise RagevalError(f"{store.path}: no passage queue {queue_id} over run {run!r}")
+    else:
+        chosen = [q for q in sorted(queues.queues(run), key=lambda q: q.id, reverse=True)
+                  if q.kind == "passage" and queues.queue_progress(q.id)["done"]][:1]
+    if not chosen:
+        return None
+    queue = chosen[0]
+    items = canonical_items(population, "passage")
+    with RunReader(run_path) as reader:
+        labels = reader.labels()
+    names, _ = compute_strata(items, labels, queue.plan, "passage")
+    return queues.sampling_design(queue.id), dict(zip(zip(items["query_id"], items["passage_id"]), names))
+
+
 def other_annotated_runs(store: AnnotationStore, run_path: Path, methods: Sequence[str], k: int
                          ) -> dict[str, tuple[float, dict[str, float]]]:
     """The other runs of ``run_path``'s folder that have human passage labels: each one's people's P@k (from its
@@ -509,12 +539,18 @@ def other_annotated_runs(store: AnnotationStore, run_path: Path, methods: Sequen
 def trust_report(run_path: str | os.PathLike, store: AnnotationStore, *, design: SamplingDesign | None = None,
                  population_strata: Mapping[Hashable, str] | None = None, annotator: str | None = None,
                  k: int | None = None, methods: Sequence[str] | None = None, compare_runs: bool = True,
-                 confidence: float = CONFIDENCE, plan_size: int = 0, plan_method: str | None = None) -> TrustReport:
+                 confidence: float = CONFIDENCE, plan_size: int = 0, plan_method: str | None = None,
+                 queue_id: int | None = None) -> TrustReport:
     """Everything of this module for the run at ``run_path`` and the labels of ``store``: the design (module
-    docstring), the estimates and calibration of every label method (or ``methods``), with ``compare_runs`` the
-    per-run agreement over the annotated runs of the same folder, and with ``plan_size`` the next items to label
-    for ``plan_method`` (default: :func:`headline_method`)."""
+    docstring; an annotation queue's, :func:`queue_design`, before the shared sample's), the estimates and
+    calibration of every label method (or ``methods``), with ``compare_runs`` the per-run agreement over the
+    annotated runs of the same folder, and with ``plan_size`` the next items to label for ``plan_method`` (default:
+    :func:`headline_method`)."""
     inputs = read_inputs(run_path, store, annotator=annotator, k=k, methods=methods)
+    if design is None or queue_id is not None:
+        found = queue_design(store, run_path, inputs.population, queue_id)
+        if found is not None:
+            design, population_strata = found
     chosen = design_of(store, inputs.run, len(inputs.population), design)
     others = other_annotated_runs(store, Path(run_path), list(inputs.auto.columns), inputs.k) if compare_runs else {}
     report = build_report(inputs, chosen, population_strata=population_strata, confidence=confidence,
