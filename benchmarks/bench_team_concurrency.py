@@ -28,6 +28,7 @@ Needs Debian's Chromium and playwright (tests/browser_support.py).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -109,7 +110,7 @@ class RowWatcher(threading.Thread):
 
 
 class ProcessSampler(threading.Thread):
-    """CPU (percent of one core) and resident memory of a process and its children, every second."""
+    """CPU (percent of one core), resident memory and threads of a process and its children, every second."""
 
     def __init__(self, pid: int):
         super().__init__(daemon=True)
@@ -118,6 +119,7 @@ class ProcessSampler(threading.Thread):
         self.root = psutil.Process(pid)
         self.cpu: list[float] = []
         self.rss_mb: list[float] = []
+        self.threads: list[int] = []
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -133,15 +135,17 @@ class ProcessSampler(threading.Thread):
             except psutil.NoSuchProcess:
                 return
             time.sleep(1.0)
-            cpu = rss = 0.0
+            cpu = rss = threads = 0
             for pid, process in list(tracked.items()):
                 try:
                     cpu += process.cpu_percent(None)
                     rss += process.memory_info().rss
+                    threads += process.num_threads()
                 except psutil.NoSuchProcess:
                     del tracked[pid]
             self.cpu.append(cpu)
             self.rss_mb.append(rss / 2**20)
+            self.threads.append(threads)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -250,13 +254,15 @@ def labelling_phase(people: list[Person], watcher: RowWatcher, labels: int, seco
     return time.perf_counter() - started
 
 
-def main() -> None:
+def main(argv: list[str] | None = None, browser=None) -> dict:
+    """Run the benchmark in ``browser`` (a Playwright Browser; default: a Chromium launched for it); the figures
+    (also printed and written as markdown)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=20, help="signed-in people (browser contexts)")
     parser.add_argument("--labels-per-session", type=int, default=5, help=f"at most {SAMPLE_SIZE}")
     parser.add_argument("--seconds", type=float, default=120, help="the labelling phase ends after this at most")
     parser.add_argument("--wait-s", type=float, default=60, help="a tab not idle again after this is a time-out")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not 1 <= args.labels_per_session <= SAMPLE_SIZE:
         parser.error(f"--labels-per-session: 1 to {SAMPLE_SIZE}")
 
@@ -279,9 +285,13 @@ def main() -> None:
     watcher = RowWatcher(runs / ANNOTATIONS_FILE)
     report: dict[str, object] = {}
     try:
-        with team_server(root, runs, cache, claims, log_name) as server, sync_playwright() as playwright:
+        with team_server(root, runs, cache, claims, log_name) as server, contextlib.ExitStack() as stack:
             sampler = ProcessSampler(server.process.pid)
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            if browser is None:
+                playwright = stack.enter_context(sync_playwright())
+                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                stack.callback(browser.close)
+            contexts: dict = {}
             try:
                 began = time.perf_counter()
                 contexts = sign_in_many(browser, server.url, [p.sub for p in people], width=1200, height=1400,
@@ -315,14 +325,15 @@ def main() -> None:
             finally:
                 sampler.stop.set()
                 watcher.stop.set()
-                browser.close()
+                for context in contexts.values():
+                    context.close()
         log_text = (SHOTS / log_name).read_text(errors="replace")
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    write_report(args, people, watcher, sampler, report, log_text, load_before, SHOTS)
+    return write_report(args, people, watcher, sampler, report, log_text, load_before, SHOTS)
 
 
-def write_report(args, people, watcher, sampler, report, log_text, load_before, out_dir: Path) -> None:
+def write_report(args, people, watcher, sampler, report, log_text, load_before, out_dir: Path) -> dict:
     latencies, lost = [], 0
     for person in people:
         seen = watcher.seen.get(person.email, [])
@@ -369,8 +380,15 @@ def write_report(args, people, watcher, sampler, report, log_text, load_before, 
         f"| server CPU (rageval serve + Streamlit, % of one core), mean / max | "
         f"{statistics.fmean(sampler.cpu) if sampler.cpu else float('nan'):.0f} / {max(sampler.cpu, default=0):.0f} |",
         f"| server resident memory, max | {max(sampler.rss_mb, default=0):.0f} MiB |",
+        f"| server threads (Streamlit's script runs among them), median / max | "
+        f"{statistics.median(sampler.threads) if sampler.threads else 0:.0f} / {max(sampler.threads, default=0)} |",
         "",
     ]
+    problems = sorted({line.strip()[:200] for line in log_text.splitlines()
+                       if re.search(r"Error|Exception|WARNING|ERROR|locked", line)})
+    if problems:
+        lines += ["Server log lines naming an error or warning (distinct, first 20):", "", "```",
+                  *problems[:20], "```", ""]
     if timeouts:
         lines += ["Time-outs:", "", *[f"- {t}" for t in timeouts[:20]], ""]
     if report["locked_pages"]:
@@ -379,6 +397,9 @@ def write_report(args, people, watcher, sampler, report, log_text, load_before, 
     print(text)
     out_dir.mkdir(exist_ok=True)
     (out_dir / f"team_concurrency_N{args.sessions}.md").write_text(text)
+    return {"pressed": sum(len(p.pressed) for p in people), "saved": saved, "lost": lost, "latencies": latencies,
+            "locked": len(report["locked_pages"]) + log_locked + watcher.locked_polls, "timeouts": timeouts,
+            "inspector_steps": len(steps)}
 
 
 if __name__ == "__main__":
