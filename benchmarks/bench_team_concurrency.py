@@ -217,12 +217,15 @@ def open_tabs(people: list[Person], url: str, contexts: dict, wait_s: float) -> 
         person.inspector.get_by_role("heading", name="Query inspector", exact=True).click()
 
 
-def labelling_phase(people: list[Person], watcher: RowWatcher, labels: int, seconds: float, wait_s: float) -> float:
+def labelling_phase(people: list[Person], watcher: RowWatcher, labels: int, seconds: float, wait_s: float,
+                    rounds: list[float]) -> float:
     """Every person labels ``labels`` passages and walks the inspector meanwhile, until done or ``seconds``; the
-    phase's length in seconds."""
+    phase's length in seconds. ``rounds`` gets the seconds each round over all tabs took (this driver visits the
+    tabs one by one: a tab that is ready waits up to a round before its next key press)."""
     started = time.perf_counter()
     last_change = {person.sub: started for person in people}
     while time.perf_counter() - started < seconds and not all(p.done for p in people):
+        round_started = time.perf_counter()
         for person in people:
             if person.done:
                 continue
@@ -251,6 +254,7 @@ def labelling_phase(people: list[Person], watcher: RowWatcher, labels: int, seco
                 person.timeouts.append(f"inspector: question {person.walked + 1} not shown after {wait_s:.0f} s")
                 person.step_started = None
         people[0].annotate.wait_for_timeout(20)  # let Playwright deliver the pages' events
+        rounds.append(time.perf_counter() - round_started)
     return time.perf_counter() - started
 
 
@@ -309,7 +313,9 @@ def main(argv: list[str] | None = None, browser=None) -> dict:
                 done_at_start = job.done
                 watcher.start()
                 sampler.start()
-                phase_s = labelling_phase(people, watcher, args.labels_per_session, args.seconds, args.wait_s)
+                rounds: list[float] = []
+                phase_s = labelling_phase(people, watcher, args.labels_per_session, args.seconds, args.wait_s,
+                                          rounds)
                 grace = time.monotonic() + 30
                 while time.monotonic() < grace and any(
                         len(watcher.seen.get(p.email, ())) < len(p.pressed) for p in people):
@@ -320,7 +326,7 @@ def main(argv: list[str] | None = None, browser=None) -> dict:
                     for name, page in (("Annotate", person.annotate), ("inspector", person.inspector)):
                         if LOCKED in page.evaluate("() => document.body.innerText"):
                             locked_pages.append(f"{person.email} {name}")
-                report.update(phase_s=phase_s, job=job, job_done_in_phase=job.done - done_at_start,
+                report.update(phase_s=phase_s, rounds=rounds, job=job, job_done_in_phase=job.done - done_at_start,
                               locked_pages=locked_pages)
             finally:
                 sampler.stop.set()
@@ -369,8 +375,10 @@ def write_report(args, people, watcher, sampler, report, log_text, load_before, 
         f"| key press to row in annotations.sqlite, p50 / p95 / max | {percentile(latencies, 50):.2f} s / "
         f"{percentile(latencies, 95):.2f} s / {max(latencies, default=float('nan')):.2f} s |",
         f"| labels lost (pressed, never in the file) | {lost} |",
-        f"| inspector steps (j to next question settled), n, p50 / p95 | {len(steps)}, "
+        f"| inspector steps (j to next question settled, as the driver sees it), n, p50 / p95 | {len(steps)}, "
         f"{percentile(steps, 50):.2f} s / {percentile(steps, 95):.2f} s |",
+        f"| the driver's round over all {2 * args.sessions} tabs, p50 / max (bounds the two lines above) | "
+        f"{percentile(report['rounds'], 50):.2f} s / {max(report['rounds'], default=float('nan')):.2f} s |",
         f"| tab time-outs (not idle again within {args.wait_s:.0f} s) | {len(timeouts)} |",
         f"| websocket closes during the run | {sum(p.socket_closes for p in people)} |",
         f"| \"{LOCKED}\": tabs / server log / this process's polls | {len(report['locked_pages'])} / {log_locked} / "
