@@ -197,7 +197,10 @@ def open_readonly(path: str | os.PathLike, kind: SqliteKind, *, check_same_threa
     connection = _connect_readonly(path, kind, check_same_thread, immutable=quiet_wal)
     if _needs_rollback(connection):
         connection.close()
-        immutable = not recover_hot_journal(path)
+        # A journal gone by now was a live write's, finished since: a read-only reader takes one for a hot journal
+        # when writes follow each other closely (SQLite checks the journal, then the writer's lock, and one write
+        # can end and the next begin between the two). The file is whole then, and read as usual.
+        immutable = not recover_hot_journal(path) and journal_path(path).exists()
         connection = _connect_readonly(path, kind, check_same_thread, immutable=immutable)
         if immutable:
             connection.note = _interrupted_write_note(path)

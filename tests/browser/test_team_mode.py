@@ -11,15 +11,10 @@ The table as measured is written to ``test-output/team_roles.md``. Debian's Chro
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import signal
 import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,7 +26,6 @@ from rageval.annotations import ANNOTATIONS_FILE
 from rageval.jobs.store import JobStore
 from rageval.store import read_run
 from rageval.team import audit
-from rageval.team.config import CLIENT_SECRET_ENV, COOKIE_SECRET_ENV
 from rageval.team.roles import (
     ACTIONS,
     ADJUDICATE,
@@ -48,16 +42,10 @@ from rageval.team.roles import (
     VIEWER,
     can,
 )
-from tests.browser_support import (
-    REPO,
-    SHOTS,
-    WAIT_MS,
-    _free_port,
-    _wait_until_healthy,
-    require_browser,
-    upload_and_validate,
-)
+from tests.browser_support import SHOTS, WAIT_MS, require_browser, upload_and_validate
 from tests.run_fixtures import make_small_run
+from tests.team_support import COOKIE_SECRET, team_server
+from tests.team_support import sign_in as sign_in_context
 from tests.user_run_fixtures import write_user_files
 from ui.navigation import PAGES
 
@@ -66,7 +54,6 @@ pytestmark = pytest.mark.browser
 RUN = "teamrun"
 QUERY_TEXT = "who got the first nobel prize in physics"  # nq:0 of the fixture run
 PASSAGE_ID = "nq_oracle:0"
-COOKIE_SECRET = "test-cookie-secret-" + "x" * 32
 OUTSIDER = "outsider"
 #: sub -> (role the team gives, claims). Roles by email, by domain and by a groups claim.
 PEOPLE = {
@@ -76,22 +63,6 @@ PEOPLE = {
     "vic": (VIEWER, {"email": "vic@example.org", "email_verified": True}),
     OUTSIDER: (None, {"email": "eve@elsewhere.org", "email_verified": True}),
 }
-TEAM_TOML = """
-[provider]
-server_metadata_url = "http://localhost:{provider_port}/.well-known/openid-configuration"
-client_id = "rageval-test"
-redirect_uri = "http://127.0.0.1:{port}/oauth2callback"
-groups_claim = "groups"
-
-[session]
-max_hours = 1
-
-[roles]
-admin = ["ada@example.org"]
-operator = ["group:ml-ops"]
-annotator = ["@annotators.example.org"]
-viewer = ["@example.org"]
-"""
 REFUSED_TEXTS = ("Not for your role", "No access")
 
 
@@ -108,75 +79,31 @@ class Team:
 @pytest.fixture(scope="module")
 def team(tmp_path_factory, chromium) -> Iterator[Team]:
     """The provider (in a thread), a hanging socket, and ``rageval serve --team`` on a runs folder holding the
-    fixture run; the people's browser contexts are closed after."""
+    fixture run (tests/team_support.py); the people's browser contexts are closed after."""
     require_browser()
-    from oidc_provider_mock import User, run_server_in_thread
-
     root = tmp_path_factory.mktemp("team")
     runs, cache = root / "runs", root / "cache"
     runs.mkdir()
     make_small_run(runs / f"{RUN}.sqlite")
-    users = [User(sub=sub, claims=claims) for sub, (_, claims) in PEOPLE.items()]
     hanging = socket.socket()
     hanging.bind(("127.0.0.1", 0))
     hanging.listen(16)  # never accepted: a request sent there waits for an answer that never comes
-    with run_server_in_thread(port=0, user_claims=users) as provider:
-        port = _free_port()
-        team_toml = root / "team.toml"
-        team_toml.write_text(TEAM_TOML.format(provider_port=provider.server_port, port=port))
-        env = {**os.environ, "PYTHONPATH": str(REPO), "RAGEVAL_RUNS_DIR": str(runs), "RAGEVAL_SHIPPED_RUNS_DIR": "",
-               "RAGEVAL_CACHE_DIR": str(cache), CLIENT_SECRET_ENV: "client-secret", COOKIE_SECRET_ENV: COOKIE_SECRET}
-        SHOTS.mkdir(exist_ok=True)
-        log = SHOTS / "streamlit_server_team.log"
-        with log.open("w") as log_file:
-            server = subprocess.Popen([sys.executable, "-m", "rageval", "serve", "--team", str(team_toml),
-                                       "--port", str(port)], cwd=REPO, env=env, stdout=log_file,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
-        url = f"http://127.0.0.1:{port}"
-        state = Team(url, runs, cache, f"http://127.0.0.1:{hanging.getsockname()[1]}/v1")
-        try:
-            _wait_until_healthy(url, server, log)
-            yield state
-        finally:
-            for context in state.contexts.values():
-                context.close()
-            stop_job_workers(cache)
-            os.killpg(server.pid, signal.SIGTERM)  # rageval serve and the Streamlit server it started
+    try:
+        with team_server(root, runs, cache, PEOPLE) as server:
+            state = Team(server.url, runs, cache, f"http://127.0.0.1:{hanging.getsockname()[1]}/v1")
             try:
-                server.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-            hanging.close()
-
-
-def stop_job_workers(cache: Path) -> None:
-    """Stop the job workers this module's server started (by their pid in its jobs database)."""
-    path = cache / "jobs.sqlite"
-    if not path.exists():
-        return
-    with JobStore(path) as store:
-        for job in store.list():
-            if job.pid:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(job.pid, signal.SIGTERM)
+                yield state
+            finally:
+                for context in state.contexts.values():
+                    context.close()
+    finally:
+        hanging.close()
 
 
 def sign_in(team: Team, chromium, sub: str):
     """A page of ``sub``'s browser context, signed in through the provider's form (once per person)."""
-    from playwright.sync_api import expect
-
     if sub not in team.contexts:
-        context = chromium.new_context(viewport={"width": 1400, "height": 1400})
-        team.contexts[sub] = context
-        page = context.new_page()
-        page.goto(team.url)
-        page.get_by_role("button", name="Sign in").click()
-        expect(page.get_by_role("heading", name="Authorize Client")).to_be_visible(timeout=WAIT_MS)  # the provider
-        page.get_by_role("button", name=sub, exact=True).click()
-        role = PEOPLE[sub][0]
-        landing = "Findings" if role else "No access"
-        expect(page.get_by_role("heading", name=landing)).to_be_visible(timeout=WAIT_MS)
-        page.close()
+        team.contexts[sub] = sign_in_context(chromium, team.url, sub, "Findings" if PEOPLE[sub][0] else "No access")
     return team.contexts[sub].new_page()
 
 

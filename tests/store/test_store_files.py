@@ -146,3 +146,34 @@ def test_open_for_write_needs_the_file_unless_creating(tmp_path):
     connection = open_for_write(tmp_path / "new.sqlite", JOBS, create=True)
     assert connection.execute("PRAGMA user_version").fetchone()[0] == 0
     connection.close()
+
+
+def test_a_journal_gone_before_recovery_is_a_finished_write_not_an_interrupted_one(tmp_path, monkeypatch):
+    """Under closely following writes (annotators labelling while a job writes), a read-only reader can take the
+    journal of a write in progress for a hot one (SQLite checks the journal, then the writer's lock: between the two
+    one write ends and the next begins). By the time the reader tries to roll it back, that write has finished and
+    its journal is gone: the file is whole and must be read normally, not "as it is on disk" with an interrupted-write
+    note. The interleaving is made real: a writer holds a live transaction (its journal beside the file), SQLite's
+    answer is the one the race gives, and the writer commits in between."""
+    from rageval.store import files
+    from rageval.store.schemas import ANNOTATIONS
+
+    path = tmp_path / "annotations.sqlite"
+    AnnotationStore(path).save_label("r", PassageItem("q", "p0"), 1, "a")
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("UPDATE labels SET note = 'written meanwhile'")
+    assert files.journal_path(path).exists()  # a write in progress: its journal beside the file
+
+    def raced(connection):  # SQLite's answer in the race; meanwhile the write ends and its journal goes
+        writer.execute("COMMIT")
+        return True
+
+    monkeypatch.setattr(files, "_needs_rollback", raced)
+    connection = files.open_readonly(path, ANNOTATIONS)
+    try:
+        assert connection.note is None
+        assert connection.execute("SELECT note FROM labels").fetchone() == ("written meanwhile",)
+    finally:
+        connection.close()
+        writer.close()
