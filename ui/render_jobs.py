@@ -34,7 +34,9 @@ from rageval.jobs.spec import (
 from ui import navigation, render
 
 LABEL_KIND_NAMES = {"erag": "eRAG utility: the model answers from each passage alone, scored against the gold answers",
-                    "llm_relevance": "LLM relevance: the model is asked whether each passage is relevant (yes/no)"}
+                    "llm_relevance": "LLM relevance: the model is asked whether each passage is relevant (yes/no)",
+                    "umbrela": "UMBRELA: the model grades each passage's relevance 0-3 with UMBRELA's prompt "
+                               "(relevant from 2)"}
 METRIC_NAMES = {"em": "exact match", "f1": "token F1", "accuracy": "answer accuracy (gold answer contained)",
                 "rougeL": "ROUGE-L", "bertscore": "BERTScore (MiniLM)"}
 BACKEND_NAMES = {"transformers": "Local model (transformers; a GPU when present, else the CPU)",

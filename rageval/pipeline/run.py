@@ -212,7 +212,9 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
     have_ks = sorted({o.k for o in run.e2e_outputs})
     ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
     methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
-    options = EvaluationOptions(methods=methods, ks=ks)
+    from rageval.pipeline.summary import wants_umbrela
+
+    options = EvaluationOptions(methods=methods, ks=ks, umbrela=wants_umbrela(dict(run.settings)))
     model = generator if generator is not None else load_generator(model_settings)
     cached = CachedGenerator(model, cache if cache is not None else LLMCache())  # an empty cache is falsy (len 0)
     final = evaluate_run(replace(run, measure_values=()), cached, options, log=log, progress=progress)

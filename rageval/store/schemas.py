@@ -64,7 +64,9 @@ def create_statement(schema: str, table: str, *, if_not_exists: bool = False) ->
 
 # --- run (RAGE) -------------------------------------------------------------------------------------------------
 # v1 had one E2E output per query; v2 keys E2E outputs by (query, k) and adds label_evidence, semi_gold_outputs,
-# verdicts and failure_cases. correlations came later within v2, as an optional table (see rageval.store.runs).
+# verdicts and failure_cases. correlations came later within v2, as an optional table (see rageval.store.runs), and
+# so did unparsed_answers (an LLM judge's replies it could not read: no label, no verdict, never "no"); a file
+# without it has none.
 RUN_SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE queries (
@@ -102,6 +104,9 @@ CREATE TABLE correlations (
     k INTEGER NOT NULL, method TEXT NOT NULL, measure TEXT NOT NULL, n INTEGER NOT NULL,
     tau REAL, tau_low REAL, tau_high REAL, rho REAL, rho_low REAL, rho_high REAL,
     n_resamples INTEGER NOT NULL, confidence REAL NOT NULL, PRIMARY KEY (k, method, measure));
+CREATE TABLE unparsed_answers (
+    judge TEXT NOT NULL, model TEXT NOT NULL, query_id TEXT NOT NULL, item TEXT NOT NULL, answer TEXT NOT NULL,
+    PRIMARY KEY (judge, query_id, item));
 """
 #: The tables every run file has (v1 and v2); the others came with v2 or later within it and may be absent.
 RUN_REQUIRED_TABLES = ("meta", "queries", "passages", "rankings", "doc_outputs", "labels", "e2e_outputs",
