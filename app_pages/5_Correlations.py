@@ -35,7 +35,7 @@ measures = data.load_measure_names(*key)  # method, measure: which are stored, n
 render.page_heading(navigation.CORRELATIONS, "Correlations: labels against the end-to-end answer")
 render.render_provenance(settings, data.load_counts(*key)["queries"], run=path.name)
 render_lacks_panel(path)
-render.render_unparsed_notes(data.load_unparsed_counts(*key))  # an LLM judge's unread answers
+render.render_unparsed_notes(data.load_unparsed_counts(*key), data.load_counted_as_no(*key))  # unread answers
 if not e2e_ks or measures.empty:
     missing = "end-to-end answers" if not e2e_ks else "per-query measure values"
     st.info(render.escape_markdown(f"Run {path.stem} stores no {missing}, so there is nothing to correlate.")

@@ -11,8 +11,9 @@ from rageval.errors import RagevalError, StoreError
 
 
 def print_summary(path: Path) -> None:
-    """The human-readable summary: what produced the run, label shares, E2E score, mean measures. Every number is
-    aggregated by SQLite, so this loads neither pandas nor the run's rows."""
+    """The human-readable summary: what produced the run, label shares, the LLM judges' unread answers, E2E score,
+    mean measures. Every number is aggregated by SQLite, so this loads neither pandas nor the run's rows (pandas
+    only to word the sentence of a run with unread answers)."""
     from rageval.erag.methods import relevant_grade
     from rageval.store import RunReader
 
@@ -31,6 +32,11 @@ def print_summary(path: Path) -> None:
             from rageval.findings import unparsed_finding  # pandas: only for a run with unread answers
 
             if (finding := unparsed_finding(judge, model, unparsed, answers)) is not None:
+                print(f"  {finding.text}")
+        for judge, model, count, answers in reader.counted_as_no():
+            from rageval.findings import counted_as_no_finding
+
+            if (finding := counted_as_no_finding(judge, model, count, answers)) is not None:
                 print(f"  {finding.text}")
         mean, answered = reader.e2e_mean(reader.main_k())
         print(f"  E2E {settings.get('e2e_metric') or settings.get('label_metric')}: {_number(mean):.3f} "

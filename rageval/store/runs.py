@@ -456,6 +456,42 @@ class RunReader:
             counts.append((judge, str(model).replace(",", ", "), int(unparsed), int(parsed) + int(unparsed)))
         return counts
 
+    def counted_as_no(self) -> list[tuple[str, str, int, int]]:
+        """The replies an older rageval could not read and stored as No: yes/no LLM relevance labels of 0 and LLM
+        judge verdicts whose evidence says "(neither Yes nor No: counted as No)". Per judge (label method, or
+        ``llm/<reference>``), by judge: ``(judge, model, counted as No, answers)``; empty for a run without any.
+        Unlike :meth:`unparsed_counts` these are in the run's measures (as not relevant / No). Remembered per
+        version of the file (:func:`rageval.store.files.remembered_summary`)."""
+        marker = "%(neither Yes nor No: counted as No)"
+        connection = self._connection
+
+        def model_of(evidence: str) -> str:
+            return evidence.split(" replied '", 1)[0]
+
+        def compute() -> list[list[Any]]:
+            rows: list[list[Any]] = []
+            if "label_evidence" in self._tables:
+                for method in self._methods_of("label_evidence"):
+                    if not (method == "llm_relevance" or method.startswith("llm_relevance@")):
+                        continue
+                    found = connection.execute("SELECT COUNT(*), MIN(evidence) FROM label_evidence WHERE method = ? "
+                                               "AND evidence LIKE ?", (method, marker)).fetchone()
+                    if found[0]:
+                        answers = connection.execute("SELECT COUNT(*) FROM labels WHERE method = ?",
+                                                     (method,)).fetchone()[0]
+                        rows.append([method, model_of(found[1]), int(found[0]), int(answers)])
+            if "verdicts" in self._tables:
+                for reference, count, answers, evidence in connection.execute(
+                        "SELECT reference, TOTAL(evidence LIKE ?), COUNT(*), MIN(CASE WHEN evidence LIKE ? THEN "
+                        "evidence END) FROM verdicts WHERE judge = 'llm' GROUP BY reference ORDER BY reference",
+                        (marker, marker)):
+                    if count:
+                        rows.append([f"llm/{reference}", model_of(evidence), int(count), int(answers)])
+            return rows
+
+        return [(str(j), str(m), int(n), int(a)) for j, m, n, a in remembered_summary(self.path, "counted_as_no:1",
+                                                                                        compute)]
+
     def correlations(self, k: int | None = None) -> pd.DataFrame:
         """The stored correlation of every (label method, measure) with the E2E score (all ks, or only ``k``):
         columns :data:`CORRELATION_COLUMNS` (undefined coefficients nan), sorted by k, method, measure; empty for

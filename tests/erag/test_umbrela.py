@@ -216,3 +216,36 @@ def test_a_run_file_without_the_unparsed_table_still_opens(umbrela_run, tmp_path
         assert reader.unparsed_counts() == [] and reader.unparsed_answers().empty
         assert UMBRELA in reader.label_methods()
     assert list(read_run(old).unparsed) == []
+
+
+def test_answers_an_older_rageval_stored_as_no_are_counted_from_their_evidence(monkeypatch):
+    """The shipped NQ run was built when an unread reply was stored as No, with its evidence saying so: the count
+    is read back, and equals the replies (quoted in the evidence) that parse_yes_no cannot read."""
+    from pathlib import Path
+
+    from rageval.prompts import parse_yes_no
+    from tests.app_helpers import use_shipped_runs
+    from tests.ui.test_app import HOME, start
+
+    path = Path("data/runs/nq_open-bm25-gemma3_270m.sqlite")
+    with RunReader(path) as reader:
+        counted = {judge: (count, answers) for judge, _, count, answers in reader.counted_as_no()}
+        evidence = reader.label_evidence()
+        verdicts = reader.verdicts()
+        assert reader.unparsed_counts() == []
+
+    def unread(texts) -> int:
+        replies = [re.search(r" replied '(.*)'", text, re.DOTALL).group(1) for text in texts]
+        return sum(parse_yes_no(reply) is None for reply in replies)
+
+    relevance = evidence[evidence["method"] == LLM_RELEVANCE]["evidence"]
+    assert counted[LLM_RELEVANCE] == (unread(relevance), len(relevance)) and counted[LLM_RELEVANCE][0] > 0
+    for reference in ("semi_gold", "gold_answers"):
+        judged = verdicts[(verdicts["judge"] == "llm") & (verdicts["reference"] == reference)]["evidence"]
+        assert counted[f"llm/{reference}"] == (unread(judged), len(judged))
+    use_shipped_runs(monkeypatch)
+    app = start(HOME, run=path.stem)
+    warnings = [w.value.replace("\\", "") for w in app.warning]
+    count, answers = counted[LLM_RELEVANCE]
+    assert any(w.startswith(f"{count} of {answers:,} answers of the judge google/gemma-3-270m") and
+               "stored them as No" in w for w in warnings), warnings
