@@ -116,7 +116,8 @@ def job_description(job: Job) -> str:
     if spec.is_complete:
         pieces = ", ".join(spec.pieces) if spec.pieces else "every missing piece"
         return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or model_settings.model}{where}"
-    kind = f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else "LLM relevance"
+    kind = (f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else
+            "UMBRELA grades" if spec.label_kind == "umbrela" else "LLM relevance")
     queries = "all queries" if spec.query_ids is None else f"{len(spec.query_ids)} chosen queries"
     k = f"top-{spec.k}" if spec.k else "the run's top-k"
     model = job.model_id or model_settings.model
