@@ -36,6 +36,7 @@ render.render_provenance(settings, counts["queries"], run=path.name + (f" · {re
                                                                      if data.is_shipped(path) else ""))
 render_lacks_panel(path)
 render.small_sample_note(counts["queries"])
+render.render_unparsed_notes(data.load_unparsed_counts(*key), data.load_counted_as_no(*key))  # unread answers
 
 # --- the 2 x 2 ---------------------------------------------------------------------------------------------
 metric = view.metric_name(settings)

@@ -32,6 +32,7 @@ judges = data.load_judges(*key)
 render.page_heading(navigation.RETEVAL)
 render.render_provenance(settings, data.load_counts(*key)["queries"], run=path.stem)
 render_lacks_panel(path)
+render.render_unparsed_notes(data.load_unparsed_counts(*key), data.load_counted_as_no(*key))  # unread answers
 if not judges:
     st.info(render.escape_markdown(f"Run {path.stem} has no LLM-retEval verdicts.")
             + " LLM-retEval answers each question from its gold passages (semi-gold answers), then judges the "

@@ -10,8 +10,9 @@ shared.
 import streamlit as st
 
 from rageval.correlations import best_measures
+from rageval.erag.methods import relevant_grade
 from rageval.team import roles
-from ui import auth, data, navigation, render
+from ui import auth, data, glossary, navigation, render
 from ui import data_correlations as loaders
 from ui import format as fmt
 from ui import render_correlations as view
@@ -38,6 +39,7 @@ measures = data.load_measure_names(*key)  # method, measure: which are stored, n
 render.page_heading(navigation.CORRELATIONS, "Correlations: labels against the end-to-end answer")
 render.render_provenance(settings, data.load_counts(*key)["queries"], run=path.name)
 render_lacks_panel(path)
+render.render_unparsed_notes(data.load_unparsed_counts(*key), data.load_counted_as_no(*key))  # unread answers
 if not e2e_ks or measures.empty:
     missing = "end-to-end answers" if not e2e_ks else "per-query measure values"
     st.info(render.escape_markdown(f"Run {path.stem} stores no {missing}, so there is nothing to correlate.")
@@ -170,6 +172,8 @@ else:
         st.caption(render.escape_markdown(
             f"Graded labels ({', '.join(fmt.method_name(m) for m in render.order_label_methods(graded))}) "
             "have only P, nDCG and Hit (a label above 0 counts as relevant for Hit); their other cells show –."))
+    if any(relevant_grade(m) is not None for m in set(correlations["method"])):
+        st.caption(render.escape_markdown(glossary.SCALE_NDCG_NOTE.format(methods="UMBRELA") + "."))
     st.markdown(f"**Best measure per label method at k={k}**")
     best = best_measures(correlations, k)
     if best.empty:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -261,3 +262,70 @@ def build_nli_prompt(premise: str, claim: str, template: PromptTemplate = NLI_FE
                for ex in template.examples]
     blocks.append(f"Passage: {_one_line(premise)}\nClaim: {_one_line(claim)}\nSupported:")
     return "\n\n".join(blocks)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# UMBRELA: graded 0-3 relevance (Upadhyay et al., "UMBRELA: UMbrela is the (Open-Source Reproduction of the) Bing
+# RELevance Assessor", 2024; the assessor of TREC RAG 2024), after Thomas et al. 2023's Bing prompt.
+#
+# The published zero-shot prompt, word for word (trailing spaces included): castorini/umbrela, Apache-2.0,
+# src/umbrela/prompts/qrel_zeroshot_bing.txt at commit 16cba3ebdfb79477850196695e06eef5ce96f339 (the same text is
+# src/umbrela/prompts/prompt_templates/qrel_zeroshot_bing.yaml at 01cc3abfb11fdce82613cf4d58254bb52095c04e).
+# ``{query}`` and ``{passage}`` are filled in by :func:`build_umbrela_prompt`; no example, no system message.
+
+UMBRELA_ZERO_SHOT = PromptTemplate(
+    name="umbrela-zeroshot-bing",
+    version="1",
+    instruction=(
+        "Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the following "
+        "meanings:\n"
+        "0 = represent that the passage has nothing to do with the query, \n"
+        "1 = represents that the passage seems related to the query but does not answer it, \n"
+        "2 = represents that the passage has some answer for the query, but the answer may be a bit unclear, or "
+        "hidden amongst extraneous information and \n"
+        "3 = represents that the passage is dedicated to the query and contains the exact answer.\n"
+        "\n"
+        "Important Instruction: Assign category 1 if the passage is somewhat related to the topic but not "
+        "completely, category 2 if passage presents something very important related to the entire topic but also "
+        "has some extra information and category 3 if the passage only and entirely refers to the topic. If none "
+        "of the above satisfies give it category 0.\n"
+        "\n"
+        "Query: {query}\n"
+        "Passage: {passage}\n"
+        "\n"
+        "Split this problem into steps:\n"
+        "Consider the underlying intent of the search.\n"
+        "Measure how well the content matches a likely intent of the query (M).\n"
+        "Measure how trustworthy the passage is (T).\n"
+        "Consider the aspects above and the relative importance of each, and decide on a final score (O). Final "
+        "score must be an integer value only.\n"
+        "Do not provide any code in result. Provide each score in the format of: ##final score: score without "
+        "providing any reasoning."),
+    examples=(),
+)
+#: UMBRELA's grades: 0 (nothing to do with the query) to 3 (dedicated to it, with the exact answer).
+UMBRELA_GRADES = (0, 1, 2, 3)
+#: UMBRELA's own relevance threshold (TREC RAG 2024 counts grades 2 and 3 as relevant): what the binary measures
+#: (P, R, AP, RR, Hit, R-precision) and the agreement tables read; nDCG reads the grades.
+UMBRELA_RELEVANT_GRADE = 2
+
+_FINAL_SCORE = re.compile(r"##\s*final\s+score\s*:\s*(-?\d+(?:\.\d+)?)", re.IGNORECASE)
+
+
+def build_umbrela_prompt(question: str, passage: Passage, template: PromptTemplate = UMBRELA_ZERO_SHOT) -> str:
+    """UMBRELA's prompt with ``question`` and ``passage`` (its title, then its text, as the LLM sees every passage:
+    :meth:`~rageval.types.Passage.as_document`) filled in; ``str.replace``, not ``str.format``, so braces in the
+    passage stay as they are."""
+    return template.instruction.replace("{query}", question.strip()).replace("{passage}",
+                                                                             passage.as_document().strip())
+
+
+def parse_umbrela(completion: str) -> int | None:
+    """The grade of an UMBRELA answer: the number of its first ``##final score: N`` line when N is 0, 1, 2 or 3;
+    None (unparsed) for anything else: no such line, a number out of range or not an integer. UMBRELA's own
+    parser falls back to 0 for an answer it cannot read; here such an answer is "unparsed", never a grade."""
+    match = _FINAL_SCORE.search(completion)
+    if match is None:
+        return None
+    text = match.group(1)
+    return int(text) if text.isdigit() and int(text) in UMBRELA_GRADES else None

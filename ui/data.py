@@ -233,6 +233,20 @@ def load_settings(path: str, mtime_ns: int) -> dict[str, Any]:
     return _read(path, mtime_ns, RunReader.settings)
 
 
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_unparsed_counts(path: str, mtime_ns: int) -> list[tuple[str, str, int, int]]:
+    """Per LLM judge with an answer it could not read: (judge, model, unparsed, answers)
+    (:meth:`rageval.store.RunReader.unparsed_counts`)."""
+    return _read(path, mtime_ns, RunReader.unparsed_counts)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
+def load_counted_as_no(path: str, mtime_ns: int) -> list[tuple[str, str, int, int]]:
+    """Per LLM judge, the unread answers an older rageval stored as No: (judge, model, count, answers)
+    (:meth:`rageval.store.RunReader.counted_as_no`)."""
+    return _read(path, mtime_ns, RunReader.counted_as_no)
+
+
 def load_read_note(path: str, mtime_ns: int) -> str | None:
     """Why the run file may not read as its writer left it (an interrupted write read around), else None."""
     return _read(path, mtime_ns, lambda reader: reader.note)

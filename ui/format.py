@@ -207,7 +207,7 @@ def escape_markdown(text: Any) -> str:
 METHOD_NAMES = {
     "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
     "erag:bertscore": "eRAG BERTScore", "llm_relevance": "LLM relevance", "contains_answer": "contains-answer",
-    "gold": "gold", "gold_page": "gold page",
+    "gold": "gold", "gold_page": "gold page", "umbrela": "UMBRELA",
 }
 JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
 

@@ -143,6 +143,9 @@ SECTIONS = tuple(dict.fromkeys(term.section for term in TERMS))
 GRADED_NDCG_NOTE = ("Graded labels ({methods}): nDCG@c divides the DCG of the top c by the DCG of the ideal order of "
                     "the same graded labels, so it is 1.000 whenever the list is already in the order of its own "
                     "labels, however low they are; P@c (the mean label of the top c) can then be far lower")
+#: Header help of an nDCG@c column when the table holds a method graded on a scale (UMBRELA's 0-3; ``{methods}``).
+SCALE_NDCG_NOTE = ("Grades 0-3 ({methods}): nDCG@c uses the grades as gains; every other measure counts grade 2 or 3 "
+                   "as relevant (UMBRELA's convention, TREC RAG 2024's)")
 #: Header help of an R@c column when the table holds list-bound label methods (``{methods}``: their names).
 LIST_BOUND_RECALL_NOTE = ("List-bound labels ({methods}): they exist only for the retrieved passages, and at cutoff c "
                           "only the top c count, so R@c divides by the relevant passages among the top c: it equals "

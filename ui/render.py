@@ -130,6 +130,22 @@ def render_provenance(settings: Mapping[str, Any], n_queries: int | None = None,
                     "k) it is computed over")
 
 
+def render_unparsed_notes(counts: Sequence[tuple[str, str, int, int]],
+                          counted_as_no: Sequence[tuple[str, str, int, int]] = ()) -> None:
+    """One warning per LLM judge of the run with answers it could not read (``counts``:
+    :meth:`rageval.store.RunReader.unparsed_counts`): "N of M answers of the judge MODEL could not be parsed", and
+    what that leaves out of the measures (:func:`rageval.findings.unparsed_finding`); and per judge whose unread
+    answers an older rageval stored as No (``counted_as_no``: :meth:`rageval.store.RunReader.counted_as_no`)."""
+    from rageval.findings import counted_as_no_finding, unparsed_finding
+
+    for judge, model, unparsed, answers in counts:
+        if (finding := unparsed_finding(judge, model, unparsed, answers, method_name, judge_name)) is not None:
+            st.warning(escape_markdown(finding.text))
+    for judge, model, count, answers in counted_as_no:
+        if (finding := counted_as_no_finding(judge, model, count, answers, method_name, judge_name)) is not None:
+            st.warning(escape_markdown(finding.text))
+
+
 def sample_note(n_queries: int, k: int | str | None = None) -> str:
     """Escaped Markdown for an element's caption: the part of the page's provenance particular to it (its queries
     and its k): ``5 queries at k=10``."""
@@ -595,10 +611,17 @@ def measure_notes(columns: Sequence[str], methods: Sequence[str], graded: Sequen
     graded_names = [method_name(m) for m in methods if is_graded_method(m) or m in graded]
     bound_names = [method_name(m) for m in methods if is_list_bound_method(m) and not (is_graded_method(m)
                                                                                      or m in graded)]
+    from rageval.erag.methods import relevant_grade
+
+    scale_names = [method_name(m) for m in methods if relevant_grade(m) is not None]
     notes = {}
     for column in columns:
         if str(column).startswith("nDCG@") and graded_names:
             notes[column] = glossary.GRADED_NDCG_NOTE.format(methods=", ".join(graded_names))
+            if scale_names:
+                notes[column] += "; " + glossary.SCALE_NDCG_NOTE.format(methods=", ".join(scale_names))
+        elif str(column).startswith("nDCG@") and scale_names:
+            notes[column] = glossary.SCALE_NDCG_NOTE.format(methods=", ".join(scale_names))
         elif str(column).startswith("R@") and bound_names:
             notes[column] = glossary.LIST_BOUND_RECALL_NOTE.format(methods=", ".join(bound_names))
     return notes

@@ -34,7 +34,9 @@ from rageval.jobs.spec import (
 from ui import navigation, render
 
 LABEL_KIND_NAMES = {"erag": "eRAG utility: the model answers from each passage alone, scored against the gold answers",
-                    "llm_relevance": "LLM relevance: the model is asked whether each passage is relevant (yes/no)"}
+                    "llm_relevance": "LLM relevance: the model is asked whether each passage is relevant (yes/no)",
+                    "umbrela": "UMBRELA: the model grades each passage's relevance 0-3 with UMBRELA's prompt "
+                               "(relevant from 2)"}
 METRIC_NAMES = {"em": "exact match", "f1": "token F1", "accuracy": "answer accuracy (gold answer contained)",
                 "rougeL": "ROUGE-L", "bertscore": "BERTScore (MiniLM)"}
 BACKEND_NAMES = {"transformers": "Local model (transformers; a GPU when present, else the CPU)",
@@ -114,7 +116,8 @@ def job_description(job: Job) -> str:
     if spec.is_complete:
         pieces = ", ".join(spec.pieces) if spec.pieces else "every missing piece"
         return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or model_settings.model}{where}"
-    kind = f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else "LLM relevance"
+    kind = (f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else
+            "UMBRELA grades" if spec.label_kind == "umbrela" else "LLM relevance")
     queries = "all queries" if spec.query_ids is None else f"{len(spec.query_ids)} chosen queries"
     k = f"top-{spec.k}" if spec.k else "the run's top-k"
     model = job.model_id or model_settings.model

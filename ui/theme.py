@@ -33,7 +33,7 @@ DARK_CELL = 0.6
 METHOD_COLOURS = {
     "erag:em": "#1f77b4", "erag:f1": "#17becf", "erag:accuracy": "#9467bd", "erag:rougeL": "#8c564b",
     "erag:bertscore": "#e377c2", "llm_relevance": "#ff7f0e", "contains_answer": "#2ca02c", "gold": "#7f7f7f",
-    "gold_page": "#bcbd22", "human": "#d62728",
+    "gold_page": "#bcbd22", "umbrela": "#c49c94", "human": "#d62728",
 }
 #: Failure categories of LLM-retEval: A-C (recall fails) in reds, D-F (LLM-retEval fails) in blues.
 CATEGORY_COLOURS = {"A": "#fcae91", "B": "#fb6a4a", "C": "#cb181d", "D": "#9ecae1", "E": "#4292c6",

@@ -21,6 +21,7 @@ def _config(args: argparse.Namespace):
             flags[name] = str(flags[name])
     if args.no_llm_relevance:
         flags["llm_relevance"] = False
+    flags["umbrela"] = True if args.umbrela else None
     flags["em_early_stop"] = True if args.em_early_stop else None
     return build_config(file_values, flags)
 
@@ -66,6 +67,9 @@ def add_parsers(sub) -> None:
     what.add_argument("--measures", help="IR measures to store beyond the default set (P, R, AP, RR, nDCG, Hit at "
                                          "each k, and Rprec), in " + MEASURE_SYNTAX)
     what.add_argument("--no-llm-relevance", action="store_true", help="skip the LLM yes/no relevance baseline")
+    what.add_argument("--umbrela", action="store_true",
+                      help="also the LLM's graded 0-3 relevance with UMBRELA's prompt (label method umbrela; "
+                           "relevant from grade 2)")
     what.add_argument("--judges", help="LLM-retEval judges, comma list of llm, em, token_f1, cosine (default: all)")
     what.add_argument("--semi-gold-samples", type=int, help="semi-gold answers per question (default 3)")
     model = evaluate.add_argument_group("the RAG LLM")

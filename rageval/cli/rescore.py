@@ -151,7 +151,8 @@ def add_parsers(sub) -> None:
                                         "run lacks)")
     start.add_argument("--labels", choices=LABEL_KINDS, default="erag",
                        help="erag: answer from each passage alone, scored against the gold answers; "
-                            "llm_relevance: the model's yes/no relevance judgement")
+                            "llm_relevance: the model's yes/no relevance judgement; umbrela: its graded 0-3 "
+                            "relevance with UMBRELA's prompt")
     start.add_argument("--metric", choices=ALL_METRICS, default="em", help="downstream metric of eRAG labels")
     start.add_argument("--model", default=DEFAULT_MODEL,
                        help=f"'{DEFAULT_MODEL}', a local Hugging Face model folder or cached id, or a served model")

@@ -11,8 +11,10 @@ from rageval.errors import RagevalError, StoreError
 
 
 def print_summary(path: Path) -> None:
-    """The human-readable summary: what produced the run, label shares, E2E score, mean measures. Every number is
-    aggregated by SQLite, so this loads neither pandas nor the run's rows."""
+    """The human-readable summary: what produced the run, label shares, the LLM judges' unread answers, E2E score,
+    mean measures. Every number is aggregated by SQLite, so this loads neither pandas nor the run's rows (pandas
+    only to word the sentence of a run with unread answers)."""
+    from rageval.erag.methods import relevant_grade
     from rageval.store import RunReader
 
     with RunReader(path) as reader:
@@ -20,7 +22,22 @@ def print_summary(path: Path) -> None:
         print(f"{settings.get('dataset')} | {settings.get('retriever')} | k={settings.get('k')} | "
               f"{settings.get('model_id')} | {settings.get('num_queries')} queries")
         for method, share, count in reader.label_shares():
-            print(f"  share of labels = 1 ({method}): {_number(share):.3f} over {count} labels")
+            if (grade := relevant_grade(method)) is not None:  # UMBRELA's 0-3: the share relevant, the mean grade
+                relevant, _ = reader.label_share_from(method, grade)
+                print(f"  share of labels >= {grade} ({method}): {_number(relevant):.3f} over {count} labels "
+                      f"(mean grade {_number(share):.2f})")
+            else:
+                print(f"  share of labels = 1 ({method}): {_number(share):.3f} over {count} labels")
+        for judge, model, unparsed, answers in reader.unparsed_counts():
+            from rageval.findings import unparsed_finding  # pandas: only for a run with unread answers
+
+            if (finding := unparsed_finding(judge, model, unparsed, answers)) is not None:
+                print(f"  {finding.text}")
+        for judge, model, count, answers in reader.counted_as_no():
+            from rageval.findings import counted_as_no_finding
+
+            if (finding := counted_as_no_finding(judge, model, count, answers)) is not None:
+                print(f"  {finding.text}")
         mean, answered = reader.e2e_mean(reader.main_k())
         print(f"  E2E {settings.get('e2e_metric') or settings.get('label_metric')}: {_number(mean):.3f} "
               f"over {answered} queries")

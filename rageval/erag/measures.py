@@ -5,6 +5,9 @@ measures (:mod:`rageval.measures`: P, R, AP, RR, nDCG, Hit at each cutoff c, and
 
 - **graded** labels (values in [0, 1], e.g. eRAG under token F1) get only the measures defined for them:
   P@c (mean label), Hit@c (max label) and nDCG@c (graded gains);
+- **multi-grade** labels on a scale with a relevance threshold (UMBRELA's 0-3, relevant from grade 2: its own
+  convention, TREC RAG 2024's) get every measure: nDCG@c on the grades as gains, the binary measures (P, R, AP,
+  RR, Hit, R-precision) on "grade >= threshold";
 - **list-bound** methods label only retrieved passages, so at cutoff c they see the labels of the top c only,
   as eRAG defines G_q on R_c (Salemi & Zamani, SIGIR 2024: hence R@c = Hit@c for binary eRAG labels).
 
@@ -17,7 +20,16 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from rageval.erag.labels import BINARY_METRICS
-from rageval.erag.methods import CONTAINS_ANSWER, ERAG_PREFIX, GOLD, GOLD_PAGE, LLM_RELEVANCE, parse_label_method
+from rageval.erag.methods import (
+    CONTAINS_ANSWER,
+    ERAG_PREFIX,
+    GOLD,
+    GOLD_PAGE,
+    LLM_RELEVANCE,
+    UMBRELA,
+    parse_label_method,
+    relevant_grade,
+)
 from rageval.measures import Measure, compute_measures, parse_measure_list
 from rageval.store import Label, MeasureValue, labels_as_qrels
 from rageval.types import Ranking
@@ -62,12 +74,14 @@ def is_list_bound_method(method: str) -> bool:
     the top c only, as eRAG defines G_q on R_c (so R@c = Hit@c for binary eRAG labels, as in the paper's Table 1).
     Given judgments (``qrels``, ``gold``) and users' own methods are global."""
     base = _base(method)
-    return base is not None and (base.startswith(ERAG_PREFIX) or base in (CONTAINS_ANSWER, LLM_RELEVANCE, GOLD_PAGE))
+    return base is not None and (base.startswith(ERAG_PREFIX)
+                                 or base in (CONTAINS_ANSWER, LLM_RELEVANCE, UMBRELA, GOLD_PAGE))
 
 
 def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranking],
                            cutoffs: Sequence[int], graded_methods: Collection[str] = (),
-                           extra_measures: Sequence[str | Measure] = ()) -> list[MeasureValue]:
+                           extra_measures: Sequence[str | Measure] = (),
+                           unparsed: Collection[tuple[str, str]] = ()) -> list[MeasureValue]:
     """Per-query values of every stored measure, for every label method, on the same rankings; every query of
     ``rankings`` gets a value (0 when it has no relevant passage). Dataset gold labels are global; list-bound
     labels (:func:`is_list_bound_method`) are cut to the top c at cutoff c (page-level gold keeps the gold
@@ -76,32 +90,67 @@ def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranki
 
     ``extra_measures`` are computed too, after the stored set (those it already holds are skipped), by the same
     rules: a graded method gets those accepting graded labels; a list-bound method's labels are cut to the top k
-    for a measure at rank cutoff k, and kept whole for the others (as for R-precision)."""
+    for a measure at rank cutoff k, and kept whole for the others (as for R-precision).
+
+    A method on a scale of grades (:func:`relevant_grade`: UMBRELA) gets nDCG on its grades and every other
+    measure on "grade >= its threshold" (a label of 1 or 0).
+
+    ``unparsed``: (method, query_id) pairs where the method's judge gave an answer it could not read for one of
+    the query's passages (:class:`~rageval.store.records.UnparsedAnswer`): that query has no value for that
+    method's measures, rather than a value that counts the unread passage as not relevant."""
+    values = _measure_values(labels, rankings, cutoffs, graded_methods, extra_measures)
+    if not unparsed:
+        return values
+    left_out = set(unparsed)
+    return [v for v in values if (v.method, v.query_id) not in left_out]
+
+
+def _measure_values(labels, rankings, cutoffs, graded_methods, extra_measures) -> list[MeasureValue]:
+    """:func:`compute_measure_values` before queries with unparsed answers are left out."""
+    values: list[MeasureValue] = []
+    for method in sorted({x.method for x in labels}):
+        threshold = relevant_grade(method)
+        if threshold is None:
+            values += _method_values(method, labels, rankings, cutoffs, graded_methods, extra_measures)
+            continue
+        grades = [x for x in labels if x.method == method]
+        relevant = [Label(x.method, x.query_id, x.passage_id, float(x.value >= threshold)) for x in grades]
+        gold = [x for x in labels if x.method == GOLD]
+        on_grades = {name for name in measure_names(cutoffs) if name.startswith("nDCG@")}
+        values += [v for v in _method_values(method, relevant + gold, rankings, cutoffs, (), extra_measures)
+                   if v.measure not in on_grades]
+        values += [v for v in _method_values(method, grades + gold, rankings, cutoffs, {method}, ())
+                   if v.measure in on_grades]
+    return values
+
+
+def _method_values(method: str, labels: Sequence[Label], rankings: Mapping[str, Ranking], cutoffs: Sequence[int],
+                   graded_methods: Collection[str], extra_measures: Sequence[str | Measure]) -> list[MeasureValue]:
+    """The measure values of one label method (the rules of :func:`compute_measure_values`)."""
     run = {query_id: list(r.passage_ids) for query_id, r in rankings.items()}
     query_ids = list(run)
     gold = labels_as_qrels(labels, GOLD)
     values: list[MeasureValue] = []
-    for method in sorted({x.method for x in labels}):
-        qrels = labels_as_qrels(labels, method)
-        graded = is_graded_method(method) or method in graded_methods
-        if not is_list_bound_method(method):
-            frames = [compute_measures(measure_names(cutoffs, graded), run, qrels, queries=query_ids)]
-        else:
-            frames = []
-            page_level = _base(method) == GOLD_PAGE
-            for cutoff in cutoffs:
-                kept = {q: {p: v for p, v in rels.items()
-                            if p in run.get(q, [])[:cutoff] or (page_level and p in gold.get(q, {}))}
-                        for q, rels in qrels.items()}
-                names = [name for name in measure_names([cutoff], graded) if name != "Rprec"]
-                frames.append(compute_measures(names, run, kept, queries=query_ids))
-            if not graded:
-                frames.append(compute_measures(["Rprec"], run, qrels, queries=query_ids))
-        frames += _extra_frames(extra_measures, method, graded, run, qrels, gold, query_ids,
-                                set(measure_names(cutoffs, graded)))
-        for frame in frames:
-            values.extend(MeasureValue(method, r.measure, r.query_id, float(r.value))
-                          for r in frame.itertuples(index=False))
+    qrels = labels_as_qrels(labels, method)
+    graded = is_graded_method(method) or method in graded_methods
+    if not is_list_bound_method(method):
+        frames = [compute_measures(measure_names(cutoffs, graded), run, qrels, queries=query_ids)]
+    else:
+        frames = []
+        page_level = _base(method) == GOLD_PAGE
+        for cutoff in cutoffs:
+            kept = {q: {p: v for p, v in rels.items()
+                        if p in run.get(q, [])[:cutoff] or (page_level and p in gold.get(q, {}))}
+                    for q, rels in qrels.items()}
+            names = [name for name in measure_names([cutoff], graded) if name != "Rprec"]
+            frames.append(compute_measures(names, run, kept, queries=query_ids))
+        if not graded:
+            frames.append(compute_measures(["Rprec"], run, qrels, queries=query_ids))
+    frames += _extra_frames(extra_measures, method, graded, run, qrels, gold, query_ids,
+                            set(measure_names(cutoffs, graded)))
+    for frame in frames:
+        values.extend(MeasureValue(method, r.measure, r.query_id, float(r.value))
+                      for r in frame.itertuples(index=False))
     return values
 
 

@@ -5,6 +5,8 @@ A name is ``<base>[@<model>]``:
 - base ``erag:<metric>``: eRAG labels under a downstream metric (``erag:em``, ``erag:f1``; :mod:`rageval.erag.labels`);
 - base ``gold``, ``gold_page``, ``contains_answer``, ``llm_relevance``: the classic baselines
   (:mod:`rageval.erag.baselines`);
+- base ``umbrela``: the LLM's graded 0-3 relevance with UMBRELA's prompt (Upadhyay et al. 2024; TREC RAG 2024's
+  assessor), beside the yes/no ``llm_relevance``: graded labels, relevant from grade 2;
 - base ``qrels``: the relevance judgments given with the data (a TREC qrels file, uploaded or ``--qrels``), as given;
 - any other base: a user's own method, named in an upload;
 - ``@<model>``: labels re-scored with another model than the run's own (``erag:em@gemma-3-270m``,
@@ -22,17 +24,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from rageval.prompts import UMBRELA_RELEVANT_GRADE
+
 ERAG_PREFIX = "erag:"
 GOLD = "gold"
 GOLD_PAGE = "gold_page"
 CONTAINS_ANSWER = "contains_answer"
 LLM_RELEVANCE = "llm_relevance"
+UMBRELA = "umbrela"
 QRELS = "qrels"
 MODEL_SEPARATOR = "@"
 #: The order label methods are listed in (docs/results.md's tables, the dashboard's tables, selectors and legends):
-#: eRAG by downstream metric, then the baselines of eRAG's Table 1, the LLM's relevance judgement last.
+#: eRAG by downstream metric, then the baselines of eRAG's Table 1, the LLM's relevance judgements last (yes/no,
+#: then UMBRELA's grades).
 METHOD_ORDER = ("erag:em", "erag:accuracy", "erag:f1", "erag:rougeL", "erag:bertscore", CONTAINS_ANSWER, GOLD,
-                GOLD_PAGE, LLM_RELEVANCE)
+                GOLD_PAGE, LLM_RELEVANCE, UMBRELA)
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,22 @@ def parse_label_method(name: str) -> LabelMethod:
     """
     base, separator, model = name.partition(MODEL_SEPARATOR)
     return LabelMethod(base, model if separator else None)
+
+
+#: Label-method base -> the lowest grade that counts as relevant, for methods whose labels are grades on a scale
+#: (UMBRELA's 0-3: relevant from 2, its own and TREC RAG 2024's convention). nDCG reads the grades; every other
+#: measure, and the share of relevant labels, reads "grade >= threshold" (:mod:`rageval.erag.measures`).
+RELEVANT_FROM_GRADE = {UMBRELA: UMBRELA_RELEVANT_GRADE}
+
+
+def relevant_grade(method: str) -> int | None:
+    """The lowest grade that counts as relevant when ``method`` (whichever model made it: ``umbrela@gemma``) labels
+    on a scale of grades (:data:`RELEVANT_FROM_GRADE`); None for 0/1 and [0, 1]-graded methods, and for a name that
+    is not ``<base>[@<model>]``."""
+    try:
+        return RELEVANT_FROM_GRADE.get(parse_label_method(method).base)
+    except ValueError:
+        return None
 
 
 def erag_method(metric: str, model: str | None = None) -> str:

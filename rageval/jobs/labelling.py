@@ -7,12 +7,13 @@ import dataclasses
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
-from rageval.erag.baselines import compute_llm_relevance_labels
+from rageval.erag.baselines import RELEVANCE_JUDGEMENTS, compute_llm_relevance_labels
 from rageval.erag.labels import EragSettings, compute_erag_labels
 from rageval.generation import factory
 from rageval.generation.base import DecodingSettings, Generator
 from rageval.jobs.spec import JobError, JobSpec
 from rageval.store import Label, LabelEvidence
+from rageval.store.records import UnparsedAnswer
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
 
@@ -43,10 +44,11 @@ def device_of(generator) -> str:
 
 
 def decoding_for(spec: JobSpec, settings: Mapping) -> DecodingSettings:
-    """The run's own decoding for eRAG (so answers and cache entries match the run's), 3 tokens for yes/no;
-    ``spec.max_new_tokens`` overrides the length."""
-    if spec.label_kind == "llm_relevance":
-        return DecodingSettings(max_new_tokens=spec.max_new_tokens or 3)
+    """The run's own decoding for eRAG (so answers and cache entries match the run's), the judgement's own for the
+    LLM's relevance (3 tokens for yes/no, UMBRELA's score line); ``spec.max_new_tokens`` overrides the length."""
+    if spec.label_kind in RELEVANCE_JUDGEMENTS:
+        own = RELEVANCE_JUDGEMENTS[spec.label_kind].decoding
+        return dataclasses.replace(own, max_new_tokens=spec.max_new_tokens or own.max_new_tokens)
     stored = settings.get("decoding") or {}
     return DecodingSettings(max_new_tokens=spec.max_new_tokens or stored.get("max_new_tokens", 16),
                             temperature=stored.get("temperature", 0.0),
@@ -54,9 +56,11 @@ def decoding_for(spec: JobSpec, settings: Mapping) -> DecodingSettings:
 
 
 def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[str], passages: Mapping[str, Passage],
-                generator: Generator, decoding: DecodingSettings) -> tuple[list[Label], list[LabelEvidence]]:
+                generator: Generator, decoding: DecodingSettings
+                ) -> tuple[list[Label], list[LabelEvidence], list[UnparsedAnswer]]:
     """Labels of one query's passages under ``method``, with the engine's own eRAG / LLM-relevance code; eRAG's
-    evidence is the model's answer from the passage alone."""
+    evidence is the model's answer from the passage alone. The LLM relevance judgements' unread replies come back
+    as :class:`~rageval.store.records.UnparsedAnswer` (no label)."""
     ranking = {query.query_id: Ranking(query.query_id, tuple(ScoredPassage(p, 0.0) for p in passage_ids))}
     if spec.label_kind == "erag":
         settings = EragSettings(k=len(passage_ids), metric=spec.metric, decoding=decoding,
@@ -66,11 +70,14 @@ def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[
         evidence = [LabelEvidence(method, o.query_id, o.passage_id,
                                   erag_evidence(generator.model_id, o.output, spec.metric, values[o.passage_id]))
                     for o in outputs]
+        unparsed: list[UnparsedAnswer] = []
     else:
-        labels, evidence = compute_llm_relevance_labels([query], ranking, passages, generator, len(passage_ids),
-                                                        decoding=decoding, batch_size=spec.model_settings.batch_size)
+        labels, evidence, unparsed = compute_llm_relevance_labels(
+            [query], ranking, passages, generator, len(passage_ids), RELEVANCE_JUDGEMENTS[spec.label_kind],
+            decoding=decoding, batch_size=spec.model_settings.batch_size)
         evidence = [dataclasses.replace(e, method=method) for e in evidence]
-    return [dataclasses.replace(x, method=method) for x in labels], evidence
+        unparsed = [dataclasses.replace(u, judge=method) for u in unparsed]
+    return [dataclasses.replace(x, method=method) for x in labels], evidence, unparsed
 
 
 _EVIDENCE_ANSWER = re.compile(r" answered '(?P<answer>.*)' from this passage alone \(", re.DOTALL)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +20,7 @@ from rageval.jobs.spec import JobError, JobSpec
 from rageval.measures import parse_measure_list
 from rageval.store import Correlation, Label, LabelEvidence, MeasureValue, RunReader
 from rageval.store.files import recover_hot_journal
+from rageval.store.records import UnparsedAnswer
 from rageval.store.run_writer import RunWriter
 from rageval.types import Passage, Query, Ranking
 
@@ -103,10 +104,12 @@ def recover_run_file(path: str | os.PathLike) -> bool:
     return recover_hot_journal(path, timeout_s=RUN_WRITE_TIMEOUT_S)
 
 
-def write_labels(path: str | os.PathLike, labels: Sequence[Label], evidence: Sequence[LabelEvidence]) -> None:
-    """Insert (or replace) labels and their evidence in the run file, in one committed transaction."""
+def write_labels(path: str | os.PathLike, labels: Sequence[Label], evidence: Sequence[LabelEvidence],
+                 unparsed: Sequence[UnparsedAnswer] = ()) -> None:
+    """Insert (or replace) labels and their evidence, and the unread replies, in the run file, in one committed
+    transaction."""
     with _run_transaction(path) as writer:
-        writer.put_labels(labels, evidence)
+        writer.put_labels(labels, evidence, unparsed)
 
 
 def labelled_items(path: str | os.PathLike, method: str) -> set[tuple[str, str]]:
@@ -114,6 +117,14 @@ def labelled_items(path: str | os.PathLike, method: str) -> set[tuple[str, str]]
     with RunReader(path) as reader:
         labels = reader.labels(method)
     return set(zip(labels["query_id"], labels["passage_id"]))
+
+
+def answered_items(path: str | os.PathLike, method: str) -> set[tuple[str, str]]:
+    """The (query, passage) pairs ``method``'s model already answered for: labelled, or unparsed (asked again, the
+    cached reply would be the same)."""
+    with RunReader(path) as reader:
+        labels, unparsed = reader.labels(method), reader.unparsed_answers(method)
+    return set(zip(labels["query_id"], labels["passage_id"])) | set(zip(unparsed["query_id"], unparsed["item"]))
 
 
 def _update_settings(path: str | os.PathLike, change: Callable[[dict], None]) -> None:
@@ -142,7 +153,8 @@ def labelled_depth(ranking: Ranking, labelled: set[str]) -> float:
 
 
 def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking], run_cutoffs: Sequence[int],
-                            base_method: str, method: str, extra_measures: Sequence[str] = ()) -> list[MeasureValue]:
+                            base_method: str, method: str, extra_measures: Sequence[str] = (),
+                            unparsed_queries: Collection[str] = ()) -> list[MeasureValue]:
     """Per-query measure values of a re-scored method, by the run builders' own rules
     (:func:`rageval.erag.measures.compute_measure_values` applied as to ``base_method``, e.g. ``erag:em``: binary or
     graded, cut to the top c at cutoff c), for the queries that have its labels.
@@ -150,11 +162,12 @@ def compute_method_measures(labels: pd.DataFrame, rankings: Mapping[str, Ranking
     Cutoffs: the run's own cutoffs no deeper than the labelled depth d (the fewest top passages labelled in a
     query), plus d itself, so no measure counts an unlabelled passage as not relevant. ``extra_measures`` (the
     run's own, settings ``extra_measures``) are computed too, those at a rank cutoff only up to d.
+    ``unparsed_queries`` (a reply of the method's model could not be read for one of their passages) are left out.
     """
     per_query: dict[str, set[str]] = {}
     for query_id, passage_id in zip(labels["query_id"], labels["passage_id"]):
         per_query.setdefault(query_id, set()).add(passage_id)
-    measured = {q: rankings[q] for q in rankings if q in per_query}
+    measured = {q: rankings[q] for q in rankings if q in per_query and q not in set(unparsed_queries)}
     if not measured:
         return []
     depth = min(labelled_depth(r, per_query[q]) for q, r in measured.items())
@@ -187,7 +200,8 @@ def write_method_measures(path: str | os.PathLike, method: str, base_method: str
         labels = reader.labels(method)
         rankings = reader.rankings()
         extras = reader.settings().get("extra_measures") or ()
-    values = compute_method_measures(labels, rankings, run_cutoffs(path), base_method, method, extras)
+        unparsed = set(reader.unparsed_answers(method)["query_id"])
+    values = compute_method_measures(labels, rankings, run_cutoffs(path), base_method, method, extras, unparsed)
     correlations = _method_correlations(path, values)
     with _run_transaction(path) as writer:
         writer.replace_measure_values(method, values)

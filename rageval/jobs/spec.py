@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from rageval.erag.labels import ALL_METRICS
-from rageval.erag.methods import LLM_RELEVANCE, LabelMethod, erag_method
+from rageval.erag.methods import LLM_RELEVANCE, UMBRELA, LabelMethod, erag_method
 from rageval.errors import RagevalError
 from rageval.generation import factory
 
-LABEL_KINDS = ("erag", "llm_relevance")
+LABEL_KINDS = ("erag", LLM_RELEVANCE, UMBRELA)
 COMPLETE = "complete"
 JOB_KINDS = (*LABEL_KINDS, COMPLETE)
 #: What a complete job can compute (:data:`rageval.pipeline.summary.PIECES`), in pipeline order.
@@ -111,9 +111,9 @@ class JobSpec:
 
     @property
     def base_method(self) -> str:
-        """The run builders' name of this kind of label (``erag:em``, ``llm_relevance``): what the measure code
-        keys its rules on (binary or graded, bound to the retrieved list)."""
-        return erag_method(self.metric) if self.label_kind == "erag" else LLM_RELEVANCE
+        """The run builders' name of this kind of label (``erag:em``, ``llm_relevance``, ``umbrela``): what the
+        measure code keys its rules on (binary or graded, bound to the retrieved list)."""
+        return erag_method(self.metric) if self.label_kind == "erag" else self.label_kind
 
     def to_json(self) -> str:
         """The stored form: one flat JSON object, the model's fields beside the job's (as jobs were always
@@ -144,7 +144,8 @@ def model_short_name(model: str, dtype: str | None = None) -> str:
 
 
 def method_name(spec: JobSpec) -> str:
-    """The label method a job writes: ``erag:<metric>@<model>`` or ``llm_relevance@<model>``; a complete job's
+    """The label method a job writes: ``erag:<metric>@<model>``, ``llm_relevance@<model>`` or ``umbrela@<model>``; a
+    complete job's
     name is ``complete@<model>`` (it writes the run's standard methods)."""
     base = COMPLETE if spec.is_complete else spec.base_method
     return LabelMethod(base, model_short_name(spec.model_settings.model, spec.model_settings.dtype)).name

@@ -20,6 +20,7 @@ from rageval.generation.base import Generator
 from rageval.jobs.control import lacking_pieces
 from rageval.jobs.labelling import batches, decoding_for, device_of, label_items, load_job_generator
 from rageval.jobs.run_file import (
+    answered_items,
     labelled_items,
     read_job_inputs,
     record_provenance,
@@ -75,8 +76,9 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
     counted in the jobs database), check the cancel flag between batches, and when all are labelled write the
     method's measure values. ``generator`` replaces the job's model (tests); either way calls go through the
     LLM-call cache. Returns the job as it ended; a failure is stored with its message and raised."""
+    from rageval.erag.baselines import RELEVANCE_JUDGEMENTS
     from rageval.generation.cache import CachedGenerator, LLMCache
-    from rageval.prompts import QA_FEW_SHOT, RELEVANCE_FEW_SHOT
+    from rageval.prompts import QA_FEW_SHOT
 
     store = store or JobStore()
     log = log or (lambda message: print(message, file=sys.stderr, flush=True))
@@ -88,7 +90,7 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
     spec, method = job.spec, job.method
     with _attempt(store, job_id, log, "stopped") as resources:
         inputs = read_job_inputs(spec)
-        done = labelled_items(spec.run_path, method) & set(inputs.items)
+        done = answered_items(spec.run_path, method) & set(inputs.items)
         pending = [item for item in inputs.items if item not in done]
         store.begin_items(job_id, len(inputs.items), len(done))
         log(f"job {job_id}: {method} on {spec.run_path}: {len(done)} of {len(inputs.items)} items already "
@@ -98,7 +100,7 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
             model = CachedGenerator(generator or load_job_generator(spec), cache)
             store.set_model(job_id, model.model_id, device_of(model))
             decoding = decoding_for(spec, inputs.settings)
-            prompt = QA_FEW_SHOT if spec.label_kind == "erag" else RELEVANCE_FEW_SHOT
+            prompt = QA_FEW_SHOT if spec.label_kind == "erag" else RELEVANCE_JUDGEMENTS[spec.label_kind].template
             record_provenance(spec.run_path, method, {
                 "identity": model_identity(spec), "label_kind": spec.label_kind,
                 "metric": spec.metric if spec.label_kind == "erag" else None, "model": spec.model_settings.model,
@@ -112,9 +114,9 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
                 if store.cancel_requested(job_id):
                     log(f"job {job_id}: cancelled after {finished} of {len(inputs.items)} items")
                     return store.finish(job_id, CANCELLED)
-                labels, evidence = label_items(spec, method, inputs.queries[query_id], passage_ids,
-                                               inputs.passages, model, decoding)
-                write_labels(spec.run_path, labels, evidence)
+                labels, evidence, unparsed = label_items(spec, method, inputs.queries[query_id], passage_ids,
+                                                         inputs.passages, model, decoding)
+                write_labels(spec.run_path, labels, evidence, unparsed)
                 store.add_done(job_id, len(passage_ids))
                 finished += len(passage_ids)
                 log(f"job {job_id}: {finished}/{len(inputs.items)} items")

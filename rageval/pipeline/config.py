@@ -55,6 +55,7 @@ class EvaluateConfig:
     label_metrics: str = ",".join(ALL_METRICS)
     measures: str = ""  # IR measures beyond the stored set, comma-separated (rageval.measures.MEASURE_SYNTAX)
     llm_relevance: bool = True
+    umbrela: bool = False  # UMBRELA's graded 0-3 relevance beside the yes/no one (one more LLM call a passage)
     judges: str = ",".join(JUDGE_NAMES)
     semi_gold_samples: int = 3
     reteval_ks: str = ""  # the ks LLM-retEval judges at, comma-separated, within k (default: every k)
@@ -128,7 +129,7 @@ class EvaluateConfig:
         return EvaluationOptions(
             methods=parse_methods(self.methods), ks=ks,
             label_metrics=tuple(x.strip() for x in self.label_metrics.split(",") if x.strip()),
-            metric=self.metric, llm_relevance=self.llm_relevance, measures=self.extra_measures(),
+            metric=self.metric, llm_relevance=self.llm_relevance, umbrela=self.umbrela, measures=self.extra_measures(),
             reteval=RetEvalSettings(ks=parse_ks(self.reteval_ks) if self.reteval_ks else ks, judges=judges,
                                     semi_gold=SemiGoldSettings(samples=self.semi_gold_samples,
                                                                max_new_tokens=self.max_new_tokens)),

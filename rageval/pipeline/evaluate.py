@@ -35,7 +35,11 @@ from typing import TYPE_CHECKING
 
 from rageval import __version__
 from rageval import reteval as llm_reteval
-from rageval.erag.baselines import compute_llm_relevance_labels, compute_reference_labels
+from rageval.erag.baselines import (
+    RELEVANCE_JUDGEMENTS,
+    compute_llm_relevance_labels,
+    compute_reference_labels,
+)
 from rageval.erag.e2e import compute_e2e
 from rageval.erag.labels import (
     ALL_METRICS,
@@ -46,16 +50,17 @@ from rageval.erag.labels import (
     prompt_builder,
 )
 from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
-from rageval.erag.methods import CONTAINS_ANSWER, GOLD, GOLD_PAGE, LLM_RELEVANCE
+from rageval.erag.methods import CONTAINS_ANSWER, GOLD, GOLD_PAGE, LLM_RELEVANCE, UMBRELA
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import LLMCache, cache_key, stopped_key
 from rageval.generation.dtype_check import precision_of
 from rageval.generation.em_stop import generate_stopping_early
 from rageval.measures import parse_measure_list
-from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate
+from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, UMBRELA_ZERO_SHOT, PromptTemplate
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rageval.store import Correlation, E2EOutput, MeasureValue, Run
+from rageval.store.records import UnparsedAnswer
 from rageval.types import Passage, Query, Ranking
 
 if TYPE_CHECKING:
@@ -63,7 +68,7 @@ if TYPE_CHECKING:
 
 METHODS = ("erag", "e2e", "baselines", "reteval")
 #: Stages that call the LLM, in pipeline order (the names of progress bars and call counts).
-LLM_STAGES = ("erag", "e2e", "llm_relevance", "semi_gold", "llm_judge")
+LLM_STAGES = ("erag", "e2e", "llm_relevance", "umbrela", "semi_gold", "llm_judge")
 Log = Callable[[str], None]
 #: (stage, done, total, cached): ``done`` of ``total`` LLM calls of the stage made, ``cached`` of them answered from
 #: the LLM-call cache (no model time), so a rate and an ETA can count the new calls alone.
@@ -107,6 +112,9 @@ class EvaluationOptions:
     label_metrics: tuple[str, ...] = ALL_METRICS
     metric: str = "em"
     llm_relevance: bool = True
+    #: UMBRELA's graded 0-3 relevance (Upadhyay et al. 2024) beside the yes/no LLM relevance: one more LLM call
+    #: per judged passage, so off unless asked for.
+    umbrela: bool = False
     reteval: llm_reteval.RetEvalSettings = field(default_factory=llm_reteval.RetEvalSettings)
     decoding: DecodingSettings = field(default_factory=DecodingSettings)
     batch_size: int = 8
@@ -321,7 +329,7 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
                 e2e_outputs += compute_e2e(missing, rankings, passages, meter, settings, k=k)
         timed("e2e", started)
 
-    evidence = list(base.label_evidence)
+    evidence, unparsed = list(base.label_evidence), list(base.unparsed)
     if "baselines" in methods:
         reference = compute_reference_labels(queries, rankings, passages, options.depth)
         if not any(q.gold_passage_ids for q in queries):
@@ -331,17 +339,21 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         if unanswered:  # (an imported trace without reference answers): no answer to look for in its passages
             reference = [x for x in reference if not (x.method == CONTAINS_ANSWER and x.query_id in unanswered)]
             notes.append(f"{len(unanswered)} queries without gold answers: no contains_answer labels for them")
-        replaced = {x.method for x in reference} | ({LLM_RELEVANCE} if options.llm_relevance else set())
+        asked = [method for method, wanted in ((LLM_RELEVANCE, options.llm_relevance), (UMBRELA, options.umbrela))
+                 if wanted]
+        replaced = {x.method for x in reference} | set(asked)
         labels = [x for x in labels if x.method not in replaced]
         labels += reference
-        if options.llm_relevance:
+        unparsed = [x for x in unparsed if x.judge not in asked]
+        for method in asked:  # the LLM's relevance judgements: yes/no, UMBRELA's grades
             started = time.perf_counter()
-            meter.begin("llm_relevance", pairs)
-            relevance, new_evidence = compute_llm_relevance_labels(queries, rankings, passages, meter,
-                                                                   options.depth)
+            meter.begin(method, pairs)
+            relevance, new_evidence, new_unparsed = compute_llm_relevance_labels(
+                queries, rankings, passages, meter, options.depth, RELEVANCE_JUDGEMENTS[method])
             labels += relevance
-            evidence = [x for x in evidence if x.method != LLM_RELEVANCE] + new_evidence
-            timed("llm_relevance", started)
+            evidence = [x for x in evidence if x.method != method] + new_evidence
+            unparsed += new_unparsed
+            timed(method, started)
 
     semi_gold, verdicts, failures = list(base.semi_gold_outputs), list(base.verdicts), list(base.failure_cases)
     reteval_settings = None
@@ -355,9 +367,10 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
             reteval_settings = replace(options.reteval, ks=options.reteval_ks,
                                        judges=tuple(j for j in options.reteval.judges
                                                     if not (dry_run and j == "cosine")))
-            semi_gold, verdicts, failures = run_reteval(queries, rankings, passages, e2e_outputs, meter,
-                                                        reteval_settings, encoder,
-                                                        build_prompt=settings.prompt_builder(meter))
+            semi_gold, verdicts, failures, judged_unparsed = run_reteval(
+                queries, rankings, passages, e2e_outputs, meter, reteval_settings, encoder,
+                build_prompt=settings.prompt_builder(meter))
+            unparsed = [x for x in unparsed if "/" not in x.judge] + judged_unparsed
             timings["reteval"] = round(time.perf_counter() - started, 1)
             log(f"reteval: {timings['reteval']} s")
 
@@ -366,7 +379,8 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     if not dry_run:
         started = time.perf_counter()
         measure_values = compute_measure_values(labels, rankings, options.cutoffs, graded_methods=given_graded,
-                                                extra_measures=options.measures)
+                                                extra_measures=options.measures,
+                                                unparsed=unparsed_queries(unparsed))
         timed("measures", started)
 
     correlations = []
@@ -384,7 +398,8 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         "cutoffs": list(options.cutoffs), "model_id": generator.model_id,
         "precision": precision_of(generator),
         "prompt": options.prompt.identifier,
-        "prompts": {t.identifier: asdict(t) for t in (options.prompt, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)},
+        "prompts": {t.identifier: asdict(t) for t in (options.prompt, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)
+                    + ((UMBRELA_ZERO_SHOT,) if options.umbrela else ())},
         "decoding": {"max_new_tokens": options.decoding.max_new_tokens, "temperature": options.decoding.temperature,
                      "stop": list(options.decoding.stop)},
         "label_metric": options.metric, "e2e_metric": options.metric, "label_metrics": list(metrics),
@@ -407,7 +422,14 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
                doc_outputs=doc_outputs, labels=labels, e2e_outputs=sorted(e2e_outputs, key=lambda o: (o.query_id, o.k)),
                measure_values=measure_values, label_evidence=evidence, semi_gold_outputs=semi_gold,
                verdicts=verdicts, failure_cases=failures, correlations=correlations,
-               trace_rankings=base.trace_rankings)
+               trace_rankings=base.trace_rankings, unparsed=unparsed)
+
+
+def unparsed_queries(unparsed: Sequence[UnparsedAnswer]) -> set[tuple[str, str]]:
+    """(label method, query id) of every label method's query with an unparsed answer: left out of that method's
+    measures (:func:`rageval.erag.measures.compute_measure_values`). A verdict's unparsed answer (its ``judge`` is
+    ``<judge>/<reference>``, never a label method's name) has no measure."""
+    return {(u.judge, u.query_id) for u in unparsed if "/" not in u.judge}
 
 
 def compute_correlations(measure_values: Sequence[MeasureValue], e2e_outputs: Sequence[E2EOutput],
@@ -480,7 +502,8 @@ def _given_depth(base: Run) -> int:
 def run_reteval(queries: Sequence[Query], rankings: Mapping[str, Ranking], passages: Mapping[str, Passage],
                 e2e_outputs, meter: StageMeter, options: llm_reteval.RetEvalSettings, encoder=None, *,
                 build_prompt=None):
-    """Semi-gold samples, every judge's verdicts at every LLM-retEval k, and the failure cases of each judge."""
+    """Semi-gold samples, every judge's verdicts at every LLM-retEval k, the failure cases of each judge, and the
+    judges' replies that could not be read (:class:`~rageval.store.records.UnparsedAnswer`)."""
     gold = gold_passages_of(queries, passages)
     answerable = [q for q in queries if gold[q.query_id]]
     meter.begin("semi_gold", len(answerable) * options.semi_gold.samples)
@@ -490,7 +513,7 @@ def run_reteval(queries: Sequence[Query], rankings: Mapping[str, Ranking], passa
     for output in semi_gold:
         semi_by_query.setdefault(output.query_id, []).append(output.output)
     answers_at_k = {k: {o.query_id: o.output for o in e2e_outputs if o.k == k} for k in options.ks}
-    verdicts = []
+    verdicts, unparsed = [], []
     for name in options.judges:
         if name == "llm":
             meter.begin("llm_judge", 2 * sum(len([q for q in answerable if q.query_id in answers_at_k[k]])
@@ -501,7 +524,9 @@ def run_reteval(queries: Sequence[Query], rankings: Mapping[str, Ranking], passa
             encoder = MiniLMEncoder()
         judge = llm_reteval.make_judge(name, generator=meter, encoder=encoder, f1_threshold=options.f1_threshold,
                                        cosine_threshold=options.cosine_threshold)
-        verdicts += llm_reteval.judge_answers(judge, queries, answers_at_k, semi_by_query)
+        judged, not_read = llm_reteval.judge_answers(judge, queries, answers_at_k, semi_by_query)
+        verdicts += judged
+        unparsed += not_read
     retrieved = {q.query_id: [passages[p] for p in rankings[q.query_id].passage_ids] for q in queries}
     failures = llm_reteval.find_failure_cases(queries, retrieved, gold, answers_at_k, semi_by_query, verdicts)
-    return semi_gold, verdicts, failures
+    return semi_gold, verdicts, failures, unparsed

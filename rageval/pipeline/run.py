@@ -222,8 +222,11 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
         ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
         reteval = RetEvalSettings()
     methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
+    from rageval.pipeline.summary import wants_umbrela
+
     cutoffs = tuple(int(c) for c in run.settings.get("cutoffs", ())) if imported else ()
-    options = EvaluationOptions(methods=methods, ks=ks, reteval=reteval, measure_cutoffs=cutoffs)
+    options = EvaluationOptions(methods=methods, ks=ks, reteval=reteval, measure_cutoffs=cutoffs,
+                                umbrela=wants_umbrela(dict(run.settings)))
     model = generator if generator is not None else load_generator(model_settings)
     cached = CachedGenerator(model, cache if cache is not None else LLMCache())  # an empty cache is falsy (len 0)
     if imported and 0 < len(missing_answers) < len(run.queries):
@@ -278,14 +281,17 @@ def _labelled(run: Run, queries, extra, generator, options: EvaluationOptions, m
 
 
 def _add_labels(final: Run, others: Run) -> Run:
-    """``final`` with the labels, their evidence, the single-passage outputs and the passages of ``others`` it
-    lacks (nothing of ``final`` is replaced)."""
+    """``final`` with the labels, their evidence, the unparsed answers, the single-passage outputs and the passages
+    of ``others`` it lacks (nothing of ``final`` is replaced)."""
     have = {(x.method, x.query_id, x.passage_id) for x in final.labels}
     labels = [x for x in others.labels if (x.method, x.query_id, x.passage_id) not in have]
     outputs = {(o.query_id, o.passage_id) for o in final.doc_outputs}
     evidence = {(e.method, e.query_id, e.passage_id) for e in final.label_evidence}
     passages = {p.passage_id for p in final.passages}
+    unread = {(u.judge, u.query_id, u.item) for u in final.unparsed}
     return replace(final, labels=[*final.labels, *labels],
+                   unparsed=[*final.unparsed, *(u for u in others.unparsed
+                                                if (u.judge, u.query_id, u.item) not in unread)],
                    doc_outputs=[*final.doc_outputs, *(o for o in others.doc_outputs
                                                       if (o.query_id, o.passage_id) not in outputs)],
                    label_evidence=[*final.label_evidence, *(e for e in others.label_evidence

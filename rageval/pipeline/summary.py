@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from rageval.erag.methods import UMBRELA
 from rageval.store import RunReader
 from rageval.store.files import ATTRIBUTION, RUN, kind_of, reading, remembered_summary
 
@@ -61,6 +62,13 @@ def is_imported(settings: dict[str, Any]) -> bool:
     return settings.get("e2e_answers") == "imported"
 
 
+def wants_umbrela(settings: dict[str, Any]) -> bool:
+    """Whether the run's configuration asks for UMBRELA's graded relevance (``umbrela = true``), so a run
+    without its labels lacks them."""
+    config = settings.get("config")
+    return isinstance(config, dict) and config.get("umbrela") is True
+
+
 def missing_pieces(summary: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[str, str]:
     """Piece -> what is missing, in words ("missing", "k=5 only"), for the pieces of :data:`PIECES` a run lacks.
     A piece that is complete is absent from the result.
@@ -94,6 +102,8 @@ def missing_pieces(summary: dict[str, Any], settings: dict[str, Any] | None = No
         lacking["e2e"] = f"k={', '.join(map(str, have_ks))} only"
     if not any(m in labels for m in BASELINE_METHODS):
         lacking["baselines"] = "missing"
+    elif wants_umbrela(settings) and UMBRELA not in labels:
+        lacking["baselines"] = "UMBRELA labels missing"
     if not summary["reteval"]:
         lacking["reteval"] = "missing"
     return lacking

@@ -22,6 +22,7 @@ from rageval.generation.base import DecodingSettings, Generator
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, PromptTemplate, build_judge_prompt, parse_yes_no
 from rageval.reteval.semi_gold import distinct_answers
 from rageval.store import Verdict
+from rageval.store.records import UnparsedAnswer
 from rageval.text_metrics import exact_match, token_f1
 from rageval.types import Query
 
@@ -35,8 +36,12 @@ SHORT_REPLY = DecodingSettings(max_new_tokens=3)
 
 @dataclass(frozen=True)
 class JudgeResult:
-    verdict: bool
+    """A judge's verdict with its evidence; ``verdict`` None when an LLM's reply could not be read (``evidence``
+    is then the reply as given, and ``model`` the model that gave it)."""
+
+    verdict: bool | None
     evidence: str
+    model: str = ""
 
 
 class Judge(Protocol):
@@ -116,8 +121,8 @@ class EmbeddingJudge:
 
 
 class LLMJudge:
-    """Asks ``generator`` the few-shot answer-judge prompt; a reply that does not start with Yes/No counts as No
-    (the evidence says so)."""
+    """Asks ``generator`` the few-shot answer-judge prompt; a reply that does not start with Yes/No is unparsed
+    (verdict None), never No."""
 
     name = "llm"
 
@@ -137,10 +142,10 @@ class LLMJudge:
         results = []
         for reply in replies:
             parsed = parse_yes_no(reply)
-            evidence = f"{self.generator.model_id} replied '{reply.strip()}'"
             if parsed is None:
-                evidence += " (neither Yes nor No: counted as No)"
-            results.append(JudgeResult(bool(parsed), evidence))
+                results.append(JudgeResult(None, reply, self.generator.model_id))
+            else:
+                results.append(JudgeResult(parsed, f"{self.generator.model_id} replied '{reply.strip()}'"))
         return results
 
 
@@ -168,15 +173,24 @@ def quote_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(f"'{v}'" for v in values) + "]"
 
 
+def unparsed_judge(judge: str, reference: str) -> str:
+    """The ``judge`` of an :class:`~rageval.store.records.UnparsedAnswer` of a verdict: ``llm/semi_gold``."""
+    return f"{judge}/{reference}"
+
+
 def judge_answers(judge: Judge, queries: Sequence[Query], answers_at_k: Mapping[int, Mapping[str, str]],
-                  semi_gold: Mapping[str, Sequence[str]]) -> list[Verdict]:
-    """The judge's verdicts on every query's top-k answer, against the semi-gold answers and the gold answers."""
+                  semi_gold: Mapping[str, Sequence[str]]) -> tuple[list[Verdict], list[UnparsedAnswer]]:
+    """The judge's verdicts on every query's top-k answer, against the semi-gold answers and the gold answers, and
+    the replies it could not read (no verdict; item ``k=<k>``)."""
     verdicts: list[Verdict] = []
+    unparsed: list[UnparsedAnswer] = []
     for k, answers in sorted(answers_at_k.items()):
         judged = [q for q in queries if q.query_id in answers and q.query_id in semi_gold]
         for reference, refs in ((SEMI_GOLD, [distinct_answers(semi_gold[q.query_id]) for q in judged]),
                                 (GOLD_ANSWERS, [list(q.answers) for q in judged])):
             results = judge.judge_many([q.text for q in judged], refs, [answers[q.query_id] for q in judged])
             verdicts.extend(Verdict(judge.name, reference, q.query_id, k, r.verdict, r.evidence)
-                            for q, r in zip(judged, results))
-    return verdicts
+                            for q, r in zip(judged, results) if r.verdict is not None)
+            unparsed.extend(UnparsedAnswer(unparsed_judge(judge.name, reference), r.model, q.query_id, f"k={k}",
+                                           r.evidence) for q, r in zip(judged, results) if r.verdict is None)
+    return verdicts, unparsed

@@ -82,6 +82,21 @@ class FailureCase:
 
 
 @dataclass(frozen=True)
+class UnparsedAnswer:
+    """An LLM judge's answer that could not be read: neither a label nor a verdict, and never counted as "no".
+
+    ``judge`` is what the answer was for: a label method (``llm_relevance``, ``umbrela@gemma``) or an LLM-retEval
+    judge and reference (``llm/semi_gold``); ``item`` the passage id of a label, ``k=<k>`` of a verdict; ``model``
+    the model that answered; ``answer`` its reply as given."""
+
+    judge: str
+    model: str
+    query_id: str
+    item: str
+    answer: str
+
+
+@dataclass(frozen=True)
 class MeasureValue:
     method: str
     measure: str
@@ -143,3 +158,4 @@ class Run:
     failure_cases: Sequence[FailureCase] = ()
     correlations: Sequence[Correlation] = ()
     trace_rankings: Sequence[TraceRanking] = ()
+    unparsed: Sequence[UnparsedAnswer] = ()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from rageval.store.files import open_for_write
-from rageval.store.records import Correlation, Label, LabelEvidence, MeasureValue
+from rageval.store.records import Correlation, Label, LabelEvidence, MeasureValue, UnparsedAnswer
 from rageval.store.schemas import CORRELATION_COLUMNS, RUN, RUN_SCHEMA, create_statement
 
 
@@ -51,13 +51,25 @@ class RunWriter:
         finally:
             self._connection.close()
 
-    def put_labels(self, labels: Sequence[Label], evidence: Sequence[LabelEvidence]) -> None:
-        """Insert (or replace) labels and their evidence (the ``label_evidence`` table is created in a v1 file)."""
+    def put_labels(self, labels: Sequence[Label], evidence: Sequence[LabelEvidence],
+                   unparsed: Sequence[UnparsedAnswer] = ()) -> None:
+        """Insert (or replace) labels and their evidence (the ``label_evidence`` table is created in a v1 file), and
+        the judge's answers that could not be read (``unparsed_answers``, created where the file lacks it). An item
+        is either labelled or unparsed: a new label removes the item's unparsed answer, an unparsed answer the
+        item's label and evidence."""
         self._connection.execute(create_statement(RUN_SCHEMA, "label_evidence", if_not_exists=True))
+        self._connection.execute(create_statement(RUN_SCHEMA, "unparsed_answers", if_not_exists=True))
+        self._connection.executemany("DELETE FROM unparsed_answers WHERE judge = ? AND query_id = ? AND item = ?",
+                                     [(x.method, x.query_id, x.passage_id) for x in labels])
         self._connection.executemany("INSERT OR REPLACE INTO labels VALUES (?, ?, ?, ?)",
                                      [(x.method, x.query_id, x.passage_id, float(x.value)) for x in labels])
         self._connection.executemany("INSERT OR REPLACE INTO label_evidence VALUES (?, ?, ?, ?)",
                                      [(e.method, e.query_id, e.passage_id, e.evidence) for e in evidence])
+        for table in ("labels", "label_evidence"):
+            self._connection.executemany(f"DELETE FROM {table} WHERE method = ? AND query_id = ? AND passage_id = ?",
+                                         [(u.judge, u.query_id, u.item) for u in unparsed])
+        self._connection.executemany("INSERT OR REPLACE INTO unparsed_answers VALUES (?, ?, ?, ?, ?)",
+                                     [(u.judge, u.model, u.query_id, u.item, u.answer) for u in unparsed])
 
     def update_settings(self, change: Callable[[dict], None]) -> None:
         """Read the run's settings, let ``change`` edit them in place, and store them (read and written in this

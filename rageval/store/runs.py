@@ -11,7 +11,8 @@ page shows).
 Schema history: v1 had one E2E output per query; v2 keys E2E outputs by (query, k) and adds the tables
 ``label_evidence``, ``semi_gold_outputs``, ``verdicts`` and ``failure_cases``. v1 files are still read (the
 missing tables read as empty). The ``correlations`` table came later within v2: an optional table, so the version
-stays 2 (an older rageval reads these files and ignores it) and v2 files without it read as having none.
+stays 2 (an older rageval reads these files and ignores it) and v2 files without it read as having none. The
+``unparsed_answers`` table (an LLM judge's replies it could not read) came the same way.
 
 Files are written atomically (a temporary file in the same folder, then ``os.replace``), so a reader never sees
 half a run. A file with an unknown or newer schema fails with a message naming the file and both versions; one whose
@@ -59,6 +60,7 @@ from rageval.store.records import (
     Run,
     SemiGoldOutput,
     TraceRanking,
+    UnparsedAnswer,
     Verdict,
 )
 from rageval.store.schemas import CORRELATION_COLUMNS, RUN, RUN_REQUIRED_TABLES, RUN_SCHEMA
@@ -125,6 +127,9 @@ def _write_tables(connection: sqlite3.Connection, run: Run) -> None:
     connection.executemany("INSERT INTO trace_rankings VALUES (?, ?, ?, ?, ?, ?)",
                            [(t.stage, t.query_id, t.rank, t.passage_id, _sql_value(t.score), t.span_id)
                             for t in run.trace_rankings])
+    connection.executemany("INSERT INTO unparsed_answers VALUES (?, ?, ?, ?, ?)",
+                           [(u.judge, u.model, u.query_id, u.item, u.answer) for u in run.unparsed])
+
 
 
 def _score(value: float | None) -> float | None:
@@ -235,6 +240,12 @@ class RunReader:
         1s), aggregated by SQLite."""
         return self._connection.execute(
             "SELECT method, AVG(value), COUNT(*) FROM labels GROUP BY method ORDER BY method").fetchall()
+
+    def label_share_from(self, method: str, grade: float) -> tuple[float | None, int]:
+        """``(share, labels)``: the share of ``method``'s labels at or above ``grade`` (UMBRELA: relevant from 2),
+        aggregated by SQLite; None and 0 without labels."""
+        return self._connection.execute("SELECT AVG(value >= ?), COUNT(*) FROM labels WHERE method = ?",
+                                        (grade, method)).fetchone()
 
     def e2e_mean(self, k: int | None) -> tuple[float | None, int]:
         """``(mean, n)``: the mean E2E score at ``k`` over the run's queries and how many queries have one (None
@@ -433,6 +444,69 @@ class RunReader:
     def failure_cases(self) -> pd.DataFrame:
         return self._optional_frame("failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases",
                                     (), ("judge", "query_id", "k", "category", "reason"))
+
+    def unparsed_answers(self, judge: str | None = None) -> pd.DataFrame:
+        """The LLM judges' answers that could not be read (:class:`~rageval.store.records.UnparsedAnswer`): columns
+        judge, model, query_id, item, answer; every judge's, or ``judge``'s; none in a file without the table."""
+        columns = ("judge", "model", "query_id", "item", "answer")
+        where = " WHERE judge = ?" if judge is not None else ""
+        return self._optional_frame("unparsed_answers", f"SELECT {', '.join(columns)} FROM unparsed_answers{where} "
+                                    "ORDER BY judge, query_id, item", (judge,) if judge is not None else (),
+                                    columns)
+
+    def unparsed_counts(self) -> list[tuple[str, str, int, int]]:
+        """Per judge with an unparsed answer, by judge: ``(judge, model, unparsed, answers)``, ``answers`` all the
+        judge's answers (its labels or verdicts, and the unparsed ones). Empty for a file without the table."""
+        if "unparsed_answers" not in self._tables:
+            return []
+        rows = self._connection.execute(
+            "SELECT judge, group_concat(DISTINCT model), COUNT(*) FROM unparsed_answers GROUP BY judge "
+            "ORDER BY judge").fetchall()
+        counts = []
+        for judge, model, unparsed in rows:
+            parsed = self._connection.execute("SELECT COUNT(*) FROM labels WHERE method = ?", (judge,)).fetchone()[0]
+            if not parsed and "verdicts" in self._tables and "/" in judge:
+                name, reference = judge.split("/", 1)
+                parsed = self._connection.execute("SELECT COUNT(*) FROM verdicts WHERE judge = ? AND reference = ?",
+                                                  (name, reference)).fetchone()[0]
+            counts.append((judge, str(model).replace(",", ", "), int(unparsed), int(parsed) + int(unparsed)))
+        return counts
+
+    def counted_as_no(self) -> list[tuple[str, str, int, int]]:
+        """The replies an older rageval could not read and stored as No: yes/no LLM relevance labels of 0 and LLM
+        judge verdicts whose evidence says "(neither Yes nor No: counted as No)". Per judge (label method, or
+        ``llm/<reference>``), by judge: ``(judge, model, counted as No, answers)``; empty for a run without any.
+        Unlike :meth:`unparsed_counts` these are in the run's measures (as not relevant / No). Remembered per
+        version of the file (:func:`rageval.store.files.remembered_summary`)."""
+        marker = "%(neither Yes nor No: counted as No)"
+        connection = self._connection
+
+        def model_of(evidence: str) -> str:
+            return evidence.split(" replied '", 1)[0]
+
+        def compute() -> list[list[Any]]:
+            rows: list[list[Any]] = []
+            if "label_evidence" in self._tables:
+                for method in self._methods_of("label_evidence"):
+                    if not (method == "llm_relevance" or method.startswith("llm_relevance@")):
+                        continue
+                    found = connection.execute("SELECT COUNT(*), MIN(evidence) FROM label_evidence WHERE method = ? "
+                                               "AND evidence LIKE ?", (method, marker)).fetchone()
+                    if found[0]:
+                        answers = connection.execute("SELECT COUNT(*) FROM labels WHERE method = ?",
+                                                     (method,)).fetchone()[0]
+                        rows.append([method, model_of(found[1]), int(found[0]), int(answers)])
+            if "verdicts" in self._tables:
+                for reference, count, answers, evidence in connection.execute(
+                        "SELECT reference, TOTAL(evidence LIKE ?), COUNT(*), MIN(CASE WHEN evidence LIKE ? THEN "
+                        "evidence END) FROM verdicts WHERE judge = 'llm' GROUP BY reference ORDER BY reference",
+                        (marker, marker)):
+                    if count:
+                        rows.append([f"llm/{reference}", model_of(evidence), int(count), int(answers)])
+            return rows
+
+        return [(str(j), str(m), int(n), int(a)) for j, m, n, a in remembered_summary(self.path, "counted_as_no:1",
+                                                                                        compute)]
 
     def correlations(self, k: int | None = None) -> pd.DataFrame:
         """The stored correlation of every (label method, measure) with the E2E score (all ks, or only ``k``):
@@ -764,7 +838,9 @@ def read_run(path: str | os.PathLike) -> Run:
                           for r in reader.correlations().itertuples(index=False)],
             trace_rankings=[TraceRanking(*r) for r in rows(
                 "trace_rankings", "SELECT stage, query_id, rank, passage_id, score, span_id FROM trace_rankings "
-                "ORDER BY stage, query_id, rank")])
+                "ORDER BY stage, query_id, rank")],
+            unparsed=[UnparsedAnswer(*r) for r in rows(
+                "unparsed_answers", "SELECT judge, model, query_id, item, answer FROM unparsed_answers")])
 
 
 def list_runs(folder: str | os.PathLike) -> list[Path]:

@@ -68,9 +68,10 @@ def create_statement(schema: str, table: str, *, if_not_exists: bool = False) ->
 # v1 had one E2E output per query; v2 keys E2E outputs by (query, k) and adds label_evidence, semi_gold_outputs,
 # verdicts and failure_cases. correlations came later within v2, as an optional table (see rageval.store.runs), and
 # so did trace_rankings: an imported trace's lists stage by stage (first stage, reranked), each position with the
-# span it came from (rageval.traces.importer). An older rageval ignores both tables: no version bump. An E2E
-# score may be NULL (an imported answer without gold answers to score it against), which every v2 reader already
-# reads as an unscored answer (rageval.store.runs.NULLABLE_WHEN_READ).
+# span it came from (rageval.traces.importer); and unparsed_answers (an LLM judge's replies it could not read: no
+# label, no verdict, never "no"). An older rageval ignores these tables: no version bump. An E2E score may be NULL
+# (an imported answer without gold answers to score it against), which every v2 reader already reads as an unscored
+# answer (rageval.store.runs.NULLABLE_WHEN_READ).
 RUN_SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE queries (
@@ -111,6 +112,9 @@ CREATE TABLE correlations (
 CREATE TABLE trace_rankings (
     stage TEXT NOT NULL, query_id TEXT NOT NULL, rank INTEGER NOT NULL, passage_id TEXT NOT NULL, score REAL,
     span_id TEXT NOT NULL, PRIMARY KEY (stage, query_id, rank));
+CREATE TABLE unparsed_answers (
+    judge TEXT NOT NULL, model TEXT NOT NULL, query_id TEXT NOT NULL, item TEXT NOT NULL, answer TEXT NOT NULL,
+    PRIMARY KEY (judge, query_id, item));
 """
 #: The tables every run file has (v1 and v2); the others came with v2 or later within it and may be absent.
 RUN_REQUIRED_TABLES = ("meta", "queries", "passages", "rankings", "doc_outputs", "labels", "e2e_outputs",

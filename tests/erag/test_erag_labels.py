@@ -226,18 +226,20 @@ def test_llm_relevance_labels_with_evidence(corpus, nq, passages):
                 beast.query_id: ranking(beast.query_id, [benson, "nq-dpr:328", "nq-dpr:2"])}
     generator = RecordingGenerator(relevance_reply, model_id="stub:relevance/v1")
     progress = []
-    labels, evidence = compute_llm_relevance_labels([nobel, beast], rankings, passages, generator, k=2,
-                                                    batch_size=3, on_progress=lambda *a: progress.append(a))
-    # Only the top k=2 of each ranking are judged.
+    labels, evidence, unparsed = compute_llm_relevance_labels([nobel, beast], rankings, passages, generator, k=2,
+                                                              batch_size=3, on_progress=lambda *a: progress.append(a))
+    # Only the top k=2 of each ranking are judged; the reply about Robby Benson is neither Yes nor No: no label.
     assert [(x.query_id, x.passage_id, x.value) for x in labels] == [
         (nobel.query_id, "nq-dpr:1", 1.0), (nobel.query_id, "nq-dpr:2", 0.0),
-        (beast.query_id, benson, 0.0), (beast.query_id, "nq-dpr:328", 1.0)]
+        (beast.query_id, "nq-dpr:328", 1.0)]
     assert {x.method for x in labels} == {x.method for x in evidence} == {LLM_RELEVANCE}
     notes = {e.passage_id: e.evidence for e in evidence}
     assert notes["nq-dpr:1"] == "stub:relevance/v1 replied 'Yes, it does.'"
     assert notes["nq-dpr:2"] == "stub:relevance/v1 replied 'No'"
-    # The reply is cut at 3 words (max_new_tokens=3) and, being neither Yes nor No, counts as not relevant.
-    assert notes[benson] == "stub:relevance/v1 replied 'Robby Benson voiced' (neither Yes nor No: counted as No)"
+    # The reply is cut at 3 words (max_new_tokens=3) and, being neither Yes nor No, is unparsed, never "not relevant".
+    assert benson not in notes
+    assert [(u.judge, u.model, u.query_id, u.item, u.answer) for u in unparsed] == [
+        (LLM_RELEVANCE, "stub:relevance/v1", beast.query_id, benson, "Robby Benson voiced")]
     assert [len(p) for p, _ in generator.requests] == [3, 1] and progress == [(3, 4), (4, 4)]
     assert all(settings.max_new_tokens == 3 for _, settings in generator.requests)
     final = generator.prompts[0].rsplit("\n\n", 1)[-1]

@@ -108,13 +108,19 @@ def test_evaluate_on_own_data_through_the_cli_with_a_tiny_model(dataset, tiny_mo
     n = len(QUESTIONS)
     assert set(summary) == {"queries", "labels", "e2e", "reteval", "failures", "attribution"}
     assert summary["queries"] == n and summary["attribution"] == {}
-    # eRAG and the per-passage baselines label every candidate down to k=3; gold labels the gold passages.
+    # eRAG and the per-passage baselines label every candidate down to k=3; gold labels the gold passages. The
+    # random tiny model answers neither Yes nor No: its relevance answers are all unparsed, so no llm_relevance label.
     assert summary["labels"] == {"erag:em": n * K, "erag:f1": n * K, "contains_answer": n * K,
-                                 "llm_relevance": n * K, "gold": n, "gold_page": n * K}
+                                 "gold": n, "gold_page": n * K}
+    unparsed = {judge: (count, answers) for judge, _, count, answers in RunReader(out).unparsed_counts()}
+    assert unparsed["llm_relevance"] == (n * K, n * K)
     assert sorted(summary["e2e"], key=int) == ["1", "3"] and all(v["n"] == n for v in summary["e2e"].values())
     for k in ("1", "3"):
-        assert set(summary["reteval"][k]) == {"llm", "em", "token_f1"}
-        assert all(v["yes"] + v["no"] == n for v in summary["reteval"][k].values())
+        assert set(summary["reteval"][k]) <= {"llm", "em", "token_f1"}
+        assert all(v["yes"] + v["no"] == n for judge, v in summary["reteval"][k].items() if judge != "llm")
+    # The LLM judge's verdicts and its unread answers make up every (query, k) it was asked about.
+    llm_verdicts = sum(v["yes"] + v["no"] for k in ("1", "3") for j, v in summary["reteval"][k].items() if j == "llm")
+    assert llm_verdicts + unparsed.get("llm/semi_gold", (0, 0))[0] == 2 * n
     assert set(summary["failures"]) <= {"1", "3"}
     assert all(set(c) <= set("ABCDEF") for c in summary["failures"].values())
     assert missing_pieces(summary, RunReader(out).settings()) == {}

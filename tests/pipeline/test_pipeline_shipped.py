@@ -49,8 +49,15 @@ MODEL_ID = "fake:last-passage-span/v1"
 
 def last_passage_span(prompt: str) -> str:
     """The fake LLM of these runs: the first capitalised span of the LAST passage in the prompt, so that its
-    top-k answer changes with k (FakeGenerator's default reads the first passage, the same at every k)."""
-    passages = [line for line in prompt.rsplit("\n\n", 1)[-1].splitlines() if line.startswith("Passage:")]
+    top-k answer changes with k (FakeGenerator's default reads the first passage, the same at every k). Asked a
+    Yes/No question (the relevance and answer-judge prompts), it says Yes when a word of 4 letters or more of the
+    question occurs in the rest of the block, else No: a judge that reads no Yes or No stores no label."""
+    final = prompt.rsplit("\n\n", 1)[-1]
+    if final.endswith(("Relevant:", "Correct:")):
+        question, _, rest = final.partition("\n")
+        words = {w for w in question.lower().split()[1:] if len(w) >= 4}
+        return "Yes" if any(w in rest.lower() for w in words) else "No"
+    passages = [line for line in final.splitlines() if line.startswith("Passage:")]
     return first_capitalised_span(passages[-1] if passages else prompt)
 
 

@@ -191,17 +191,18 @@ def judge_reply_rule(prompt: str) -> str:
     return "maybe"
 
 
-def test_llm_judge_parses_yes_no_and_counts_other_replies_as_no(nq):
+def test_llm_judge_parses_yes_no_and_leaves_other_replies_unparsed(nq):
     nobel, reading = nq(NOBEL), nq(READING)
     generator = RecordingGenerator(judge_reply_rule, model_id="stub:judge/v1")
     judge = LLMJudge(generator, batch_size=2)
     results = judge.judge_many([nobel.text, nobel.text, nobel.text, reading.text],
                                [nobel.answers, nobel.answers, [" Wilhelm Conrad Röntgen ", "  "], reading.answers],
                                ["Wilhelm Conrad Röntgen", "Stockholm", "Röntgen", "Yongge Dai"])
-    assert [r.verdict for r in results] == [True, False, False, True]
+    # "maybe" is neither Yes nor No: no verdict (None), never No; the reply and the model are kept.
+    assert [r.verdict for r in results] == [True, False, None, True]
     assert results[0].evidence == "stub:judge/v1 replied 'Yes'"
     assert results[1].evidence == "stub:judge/v1 replied 'No.'"
-    assert results[2].evidence == "stub:judge/v1 replied 'maybe' (neither Yes nor No: counted as No)"
+    assert (results[2].evidence, results[2].model) == ("maybe", "stub:judge/v1")
     # Batches of 2, each with the short-reply decoding (only the first word is read).
     assert [len(prompts) for prompts, _ in generator.requests] == [2, 2]
     assert all(settings == SHORT_REPLY for _, settings in generator.requests)
@@ -547,7 +548,7 @@ def small_run(corpus, nq, passages):
     for o in semi_outputs:
         semi.setdefault(o.query_id, []).append(o.output)
     verdicts = [v for judge in (ExactMatchJudge(), TokenF1Judge())
-                for v in judge_answers(judge, queries, answers_at_k, semi)]
+                for v in judge_answers(judge, queries, answers_at_k, semi)[0]]
     retrieved = {q: [passages[p] for p in ids] for q, ids in rankings.items()}
     cases = find_failure_cases(queries, retrieved, gold, answers_at_k, semi, verdicts)
     return {"queries": queries, "rankings": rankings, "answers_at_k": answers_at_k, "semi": semi, "verdicts": verdicts,

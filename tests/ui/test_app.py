@@ -383,13 +383,21 @@ def fake_reader_rule(queries) -> Callable[[str], str]:
     """A :class:`FakeGenerator` rule that reads like ``tests/run_fixtures.fake_reader``, over all given passages:
     the first gold answer of the prompt's question found within the first ``READER_WINDOW`` words of a passage
     (passages in prompt order), else the first capitalised span of the first passage. So, as with a real reader,
-    the end-to-end answer depends on k (more passages, more chances), and prompts without passages (relevance
-    and judge prompts) get the plain first-span answer."""
+    the end-to-end answer depends on k (more passages, more chances). The Yes/No prompts get Yes or No, as a real
+    model's reply would read: relevance Yes when the passage holds a gold answer, the answer judge Yes when the
+    candidate holds a reference answer (a reply neither Yes nor No would be unparsed: no label, no verdict)."""
     answers = {" ".join(q.text.split()): q.answers for q in queries}
 
     def rule(prompt: str) -> str:
         lines = prompt.rsplit("\n\n", 1)[-1].splitlines()
         question = next((line[len("Question:"):].strip() for line in lines if line.startswith("Question:")), "")
+        if lines and lines[-1] in ("Relevant:", "Correct:"):
+            field = "Passage:" if lines[-1] == "Relevant:" else "Candidate answer:"
+            text = next((line[len(field):] for line in lines if line.startswith(field)), "")
+            wanted = (answers.get(question, ()) if field == "Passage:" else
+                      next((line[len("Reference answers:"):].split(" / ") for line in lines
+                            if line.startswith("Reference answers:")), []))
+            return "Yes" if any(a.strip() and contains_answer(text, (a.strip(),)) for a in wanted) else "No"
         for line in lines:
             if line.startswith("Passage:"):
                 window = " ".join(line[len("Passage:"):].split()[:READER_WINDOW])
