@@ -11,6 +11,7 @@ to load, and a gate in the served generator holds the worker at a known point (n
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from pathlib import Path
 
@@ -163,14 +164,16 @@ def test_cli_complete_with_chosen_pieces(tmp_path, served, capsys):
 def test_a_version_1_jobs_database_gains_the_stage_column(tmp_path):
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as conn:
-        conn.executescript(JOBS_SCHEMA.replace(",\n    stage            TEXT               -- complete jobs: the "
-                                               "pipeline stage that done/total count", ""))
+        v1 = re.sub(r",\n    stage +TEXT,? +--[^\n]*\n    started_by +TEXT +--[^\n]*", "", JOBS_SCHEMA)
+        assert "stage" not in v1 and "started_by" not in v1  # (the v1 table, as a v1 rageval made it)
+        conn.executescript(v1)
         conn.execute("PRAGMA user_version=1")
     with JobStore(path) as store:
         job = store.create(JobSpec.from_flat(str(tmp_path / "r.sqlite")), "erag:em@x", 3)
         assert job.stage is None
         store.set_stage(job.job_id, "erag", 1, 3, new_stage=True)
         assert store.get(job.job_id).stage == "erag"
+        assert store.get(job.job_id).started_by is None  # v3's column, added by the same upgrade
 
 
 def test_rewriting_a_methods_labels_replaces_its_stored_correlations_and_no_others(tmp_path):
