@@ -209,12 +209,7 @@ def _read_gold(reader: RunReader, k: int) -> tuple[GoldAnswerTable | None, str |
     from rageval.findings import compute_gold_answer_table
     from rageval.store import aggregates
 
-    source: str | None = "gold_passage_ids"
-    method = None
-    if not aggregates.has_gold_passage_ids(reader):
-        methods = set(aggregates.read_label_methods(reader))
-        method = next((m for m in aggregates.GOLD_LABEL_METHODS if m in methods), None)
-        source = method
+    source, method = aggregates.gold_source(reader)
     table = compute_gold_answer_table(aggregates.read_gold_retrieval(reader, k, method), k)
     if source is None or table.without_gold == table.n_queries:
         return None, None

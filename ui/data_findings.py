@@ -42,12 +42,7 @@ class GoldAnswer:
 def load_gold_answer(path: str, mtime_ns: int, k: int, threshold: float = findings.RIGHT_THRESHOLD) -> GoldAnswer:
     """:func:`rageval.findings.compute_gold_answer_table` of the run at ``k``."""
     def read(reader: RunReader) -> GoldAnswer:
-        source: str | None = "gold_passage_ids"
-        method = None
-        if not aggregates.has_gold_passage_ids(reader):
-            methods = set(aggregates.read_label_methods(reader))
-            method = next((m for m in aggregates.GOLD_LABEL_METHODS if m in methods), None)
-            source = method
+        source, method = aggregates.gold_source(reader)
         retrieval = aggregates.read_gold_retrieval(reader, k, method)
         return GoldAnswer(findings.compute_gold_answer_table(retrieval, k, threshold), source)
 

@@ -46,6 +46,16 @@ def has_gold_passage_ids(reader: RunReader) -> bool:
     return bool(row[0])
 
 
+def gold_source(reader: RunReader) -> tuple[str | None, str | None]:
+    """Where the run's gold passages come from, as (source, label method): ``("gold_passage_ids", None)`` when a
+    query lists one, else the first of :data:`GOLD_LABEL_METHODS` the run has (both that name), else (None, None)."""
+    if has_gold_passage_ids(reader):
+        return "gold_passage_ids", None
+    methods = set(read_label_methods(reader))
+    method = next((m for m in GOLD_LABEL_METHODS if m in methods), None)
+    return method, method
+
+
 def read_gold_retrieval(reader: RunReader, k: int, method: str | None = None) -> pd.DataFrame:
     """One row per query, in run order: ``query_id``; ``n_gold``, how many gold passages it has; ``gold_retrieved``
     (0/1), whether at least one of them is ranked in the top ``k`` (ranks 1..k, as rageval writes them); and
