@@ -27,6 +27,15 @@ from rageval.traces.records import RETRIEVED, TraceRecord
 from tests.traces.trace_fixtures import PARIS, doc, ragas_like_records, two_stage_records
 
 MODEL = "fake-span"
+
+
+def reader_and_judge(prompt: str) -> str:
+    """The fake model: the first capitalised span of the prompt's passage (``first_capitalised_span``), and for a
+    Yes/No relevance prompt (its last line ``Relevant:``) Yes when it finds such a span there, else No, as a real
+    model's reply would read (a reply neither Yes nor No would be unparsed: no label)."""
+    if prompt.rstrip().endswith("Relevant:"):
+        return "Yes" if first_capitalised_span(prompt) else "No"
+    return first_capitalised_span(prompt)
 RAGAS_FILE = Path(__file__).parent / "fixtures" / "ragas_dataset.jsonl"
 
 
@@ -34,7 +43,7 @@ RAGAS_FILE = Path(__file__).parent / "fixtures" / "ragas_dataset.jsonl"
 def served(tmp_path, monkeypatch):
     """rageval's OpenAI-compatible server serving the fake model on loopback (the cache under tmp_path)."""
     monkeypatch.setenv("RAGEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    with serve(FakeGenerator(first_capitalised_span, model_id=MODEL), model_name=MODEL) as running:
+    with serve(FakeGenerator(reader_and_judge, model_id=MODEL), model_name=MODEL) as running:
         yield running
 
 
@@ -42,7 +51,7 @@ class CountingGenerator(FakeGenerator):
     """The fake generator, remembering every prompt it answered."""
 
     def __init__(self):
-        super().__init__(first_capitalised_span, model_id="fake:first-span/traces")
+        super().__init__(reader_and_judge, model_id="fake:first-span/traces")
         self.prompts: list[str] = []
 
     def generate(self, prompts, settings):
