@@ -273,11 +273,11 @@ def probe_manage_queues(page, team: Team, sub: str) -> Outcome:
     if refusal:
         return refused(refusal, page, "Queues")
     assert listed(page, "Queues")
-    expect(page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]')).to_have_count(
-        1, timeout=WAIT_MS)
+    form = page.get_by_test_id("stExpander").filter(has_text="Create a queue").locator("details")
+    expect(form).to_be_visible(timeout=WAIT_MS)
+    if form.get_attribute("open") is None:  # folded when the file already holds a queue
+        form.locator("summary").click()
     name = page.get_by_role("textbox", name="Queue name")
-    if not name.is_visible():  # the form is folded when the file already holds a queue
-        page.get_by_text("Create a queue").click()
     expect(name).to_be_editable(timeout=WAIT_MS)
     name.fill(f"team-{sub}")
     for label, value in (("Items", "4"), ("Overlap (annotators per item)", "2")):
