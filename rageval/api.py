@@ -112,7 +112,8 @@ class Run:
         Table 1): columns k, method, measure, n (queries), tau, tau_low, tau_high, rho, rho_low, rho_high,
         n_resamples, confidence, and source: ``stored`` (computed by ``rageval evaluate`` and stored in the run)
         or ``computed`` (the run stores none, e.g. an upload: computed now by the same function,
-        :func:`rageval.pipeline.evaluate.correlations_from_tables`). Every k with answers, or only ``k``."""
+        :func:`rageval.pipeline.evaluate.correlations_from_tables`). Every k with answers, or only ``k``. Empty
+        when there is nothing to correlate, with the reason in ``frame.attrs["reason"]``."""
         import pandas as pd
 
         from rageval.store.schemas import CORRELATION_COLUMNS
@@ -123,13 +124,22 @@ class Run:
                 return stored.assign(source="stored")
             e2e = reader.e2e_table()
             if e2e.empty:
-                return pd.DataFrame(columns=[*CORRELATION_COLUMNS, "source"])
+                return _no_correlations("the run has no end-to-end answers")
             from rageval.pipeline.evaluate import correlations_from_tables
 
             scores = e2e[["query_id", "k", "score"]] if k is None else e2e.loc[e2e["k"] == k,
                                                                                  ["query_id", "k", "score"]]
+            scores = scores[scores["score"].notna()]
+            if scores.empty:
+                return _no_correlations("no end-to-end answer has a score (the questions have no gold answers)"
+                                        + ("" if k is None else f" at k={k}"))
             rows = [asdict(c) for c in correlations_from_tables(reader.measure_table(), scores)]
             return pd.DataFrame(rows, columns=list(CORRELATION_COLUMNS)).assign(source="computed")
+
+        def _no_correlations(reason: str) -> pd.DataFrame:
+            empty = pd.DataFrame(columns=[*CORRELATION_COLUMNS, "source"])
+            empty.attrs["reason"] = reason
+            return empty
 
         return self._read(read).reset_index(drop=True)
 

@@ -38,9 +38,19 @@ def print_summary(path: Path) -> None:
 
             if (finding := counted_as_no_finding(judge, model, count, answers)) is not None:
                 print(f"  {finding.text}")
-        mean, answered = reader.e2e_mean(reader.main_k())
-        print(f"  E2E {settings.get('e2e_metric') or settings.get('label_metric')}: {_number(mean):.3f} "
-              f"over {answered} queries")
+        metric = settings.get('e2e_metric') or settings.get('label_metric')
+        if reader.answers_are_imported():  # each query's own answer, at the length of its own list
+            mean, scored, answers = reader.own_answer_mean()
+            ks = reader.e2e_ks()
+            at = f"k={ks[0]}" if len(ks) == 1 else f"k from {ks[0]} to {ks[-1]}"
+            if scored:
+                print(f"  E2E {metric}: {_number(mean):.3f} over {scored} queries (the system's own answers, each "
+                      f"at the length of its list: {at})")
+            if answers > scored:
+                print(f"  {answers - scored} answers imported, not scored (no gold answers)")
+        else:
+            mean, answered = reader.e2e_mean(reader.main_k())
+            print(f"  E2E {metric}: {_number(mean):.3f} over {answered} queries")
         means = reader.measure_means()
         if means:
             print(measure_means_table(means))

@@ -30,6 +30,7 @@ from rageval.jobs.spec import (
 )
 from rageval.jobs.store import JobStore, default_jobs_db
 from rageval.store import RunReader
+from rageval.store.provenance import brought
 
 
 def open_job_store(jobs_db: Path | None = None, *, create: bool = True) -> JobStore:
@@ -97,7 +98,7 @@ def lacking_pieces(spec: JobSpec) -> dict[str, str]:
     recomputed even when present, as :func:`rageval.pipeline.run.complete_run_file` does). Empty when there is
     nothing to compute; a run whose questions lack gold answers is refused (one imported from traces is not:
     it lacks then only what needs none)."""
-    from rageval.pipeline.summary import missing_pieces, run_summary
+    from rageval.pipeline.summary import is_imported, missing_pieces, run_summary
 
     if Path(spec.run_path).is_file():
         recover_run_file(spec.run_path)
@@ -111,7 +112,7 @@ def lacking_pieces(spec: JobSpec) -> dict[str, str]:
         raise JobError(str(error)) from error
     if spec.pieces is not None:
         lacking = {p: lacking.get(p, "recomputed") for p in spec.pieces if p in lacking or p == "reteval"}
-    if lacking and unanswered is not None and settings.get("e2e_answers") != "imported":
+    if lacking and unanswered is not None and not is_imported(settings):
         raise JobError(f"{spec.run_path}: query {unanswered!r} has no gold answers; eRAG, E2E, the baselines and "
                        f"LLM-retEval score answers against them (upload the queries with their answers)")
     return lacking
@@ -136,6 +137,10 @@ def create_job(spec: JobSpec, store: JobStore, *, started_by: str | None = None)
     if recorded.get("identity") not in (None, model_identity(spec)):
         # Another model with the same short name labelled this method already: keep both apart.
         method = f"{method}-{hashlib.sha256(model_identity(spec).encode()).hexdigest()[:6]}"
+    user = brought(inputs.settings)
+    if method in user.labels:  # a job inserts or replaces its method's labels: never the user's own
+        raise JobError(f"{spec.run_path}: the label method {method!r} holds labels you brought ({user.by}); a job "
+                       "never writes over them: re-score with another model name, or upload yours under another name")
     return store.create(spec, method, len(inputs.items), started_by=started_by)
 
 

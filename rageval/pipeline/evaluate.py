@@ -60,6 +60,7 @@ from rageval.measures import parse_measure_list
 from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, UMBRELA_ZERO_SHOT, PromptTemplate
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rageval.store import Correlation, E2EOutput, MeasureValue, Run
+from rageval.store.provenance import brought
 from rageval.store.records import UnparsedAnswer
 from rageval.types import Passage, Query, Ranking
 
@@ -309,18 +310,23 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
 
     pairs = sum(min(len(rankings[q.query_id].passages), options.depth) for q in queries)
     doc_outputs, labels = list(base.doc_outputs), list(base.labels)
+    # What the user brought (store/provenance.py) is never recomputed: their label methods keep their values, and
+    # when they brought end-to-end answers those are the run's answers, none is generated at any k.
+    user = brought(base.settings)
     if "erag" in methods:
         started = time.perf_counter()
         meter.begin("erag", pairs)
         doc_outputs, _ = compute_erag_labels(queries, rankings, passages, meter, settings)
-        labels = [x for x in labels if not x.method.startswith("erag:")]
-        labels += metric_labels(doc_outputs, by_id, metrics)
+        computed = metric_labels(doc_outputs, by_id, metrics)
+        labels = [x for x in labels if not x.method.startswith("erag:") or x.method in user.labels]
+        labels += [x for x in computed if x.method not in user.labels]
         timed("erag", started)
 
-    # E2E answers already in the starting run (an upload's own) are kept: only missing (query, k) are computed.
     e2e_outputs = list(base.e2e_outputs)
     given = {(o.query_id, o.k) for o in e2e_outputs}
-    todo = {k: [q for q in queries if (q.query_id, k) not in given] for k in options.e2e_ks}
+    todo = {} if user.answers else {k: [q for q in queries if (q.query_id, k) not in given] for k in options.e2e_ks}
+    if user.answers and "e2e" in methods:
+        notes.append(f"the end-to-end answers are the user's ({user.by}): none generated")
     if any(todo.values()):
         started = time.perf_counter()
         meter.begin("e2e", sum(len(qs) for qs in todo.values()))
@@ -332,15 +338,16 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
     evidence, unparsed = list(base.label_evidence), list(base.unparsed)
     if "baselines" in methods:
         reference = compute_reference_labels(queries, rankings, passages, options.depth)
-        if not any(q.gold_passage_ids for q in queries):
+        if not any(q.gold_passage_ids for q in queries) and GOLD not in user.labels:
             reference = [x for x in reference if x.method not in (GOLD, GOLD_PAGE)]
             notes.append("no gold passages (neither in the questions nor in qrels): no gold / gold_page baselines")
         unanswered = {q.query_id for q in queries if not q.answers}
         if unanswered:  # (an imported trace without reference answers): no answer to look for in its passages
             reference = [x for x in reference if not (x.method == CONTAINS_ANSWER and x.query_id in unanswered)]
             notes.append(f"{len(unanswered)} queries without gold answers: no contains_answer labels for them")
+        reference = [x for x in reference if x.method not in user.labels]
         asked = [method for method, wanted in ((LLM_RELEVANCE, options.llm_relevance), (UMBRELA, options.umbrela))
-                 if wanted]
+                 if wanted and method not in user.labels]
         replaced = {x.method for x in reference} | set(asked)
         labels = [x for x in labels if x.method not in replaced]
         labels += reference

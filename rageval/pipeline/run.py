@@ -18,6 +18,7 @@ from rageval.pipeline.config import EvaluateConfig
 from rageval.pipeline.evaluate import LLM_STAGES, DryRunGenerator, EvaluationOptions, Log, Progress, evaluate_run
 from rageval.pipeline.sources import LoadedInputs, ShippedData, load_inputs, load_shipped_inputs
 from rageval.store import Run, write_run
+from rageval.store.provenance import UPLOADED, brought, keep_brought, record_brought
 from rageval.types import Ranking, ScoredPassage
 
 ANSWERS_NEEDED = "eRAG, E2E, the contains-answer baseline and LLM-retEval score answers against them"
@@ -71,9 +72,16 @@ def prepare(config: EvaluateConfig, log: Log = _stderr,
 def _settings_of(config: EvaluateConfig, inputs: LoadedInputs, command: str, name: str) -> dict:
     if inputs.shipped:  # a shipped dataset slice: its name (the run file's), slice, retriever and corpus note
         return {**inputs.run.settings, "name": name, **inputs.description, "command": command}
+    given = inputs.run
+    files = ", ".join(f"{name}: {value}" for name, value in (("queries", config.queries), ("run", config.run),
+                                                            ("qrels", config.qrels)) if value)
+    brought = record_brought(f"rageval evaluate ({files})", labels={x.method for x in given.labels},
+                             e2e_ks={o.k for o in given.e2e_outputs}, e2e_answers=len(given.e2e_outputs),
+                             cutoffs=config.options().measure_cutoffs)
     return {**inputs.run.settings, **inputs.description, "source": "rageval evaluate",
             "corpus": {"passages": inputs.corpus_size, "file": config.corpus},
-            "config": config.as_dict(), "command": command}
+            "config": config.as_dict(), "command": command, "brought": brought,
+            **({"e2e_answers": UPLOADED} if given.e2e_outputs else {})}
 
 
 def evaluate_inputs(config: EvaluateConfig, inputs: LoadedInputs, options: EvaluationOptions, generator, *,
@@ -212,19 +220,25 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
     if depth == 0:
         raise RagevalError(f"{path}: the run ranks no passages")
     have_ks = sorted({o.k for o in run.e2e_outputs})
+    user = brought(run.settings)
     if imported:
         # The system's answers are the E2E answers, at its k: none is generated (no e2e method, LLM-retEval at
         # those ks only); every passage of the lists is labelled (eRAG depth: the longest list).
         wanted = tuple(p for p in wanted if p != "e2e")
         ks = tuple(sorted({*have_ks, depth}))
         reteval = RetEvalSettings(ks=tuple(have_ks) or (depth,))
+    elif user.answers:  # an upload's answers: the run's own, at the ks the user gave; none generated
+        wanted = tuple(p for p in wanted if p != "e2e")
+        ks = tuple(sorted({*have_ks, min(depth, 10)}))
+        reteval = RetEvalSettings(ks=tuple(have_ks))
     else:
         ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
         reteval = RetEvalSettings()
     methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
     from rageval.pipeline.summary import wants_umbrela
 
-    cutoffs = tuple(int(c) for c in run.settings.get("cutoffs", ())) if imported else ()
+    # Every cutoff the run had keeps its measures (an upload's k=3 as much as an import's).
+    cutoffs = tuple(sorted({int(c) for c in run.settings.get("cutoffs", ())} | set(user.cutoffs)))
     options = EvaluationOptions(methods=methods, ks=ks, reteval=reteval, measure_cutoffs=cutoffs,
                                 umbrela=wants_umbrela(dict(run.settings)))
     model = generator if generator is not None else load_generator(model_settings)
@@ -242,10 +256,10 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
                     "at": settings.get("created_at"), "llm_calls": settings.get("llm_calls")})
     settings["completed"] = history
     for key in ("source", "format", "uploaded_files", "uploaded_at", "retriever", "dataset", "name", "notes",
-                *(("k",) if imported else ())):
+                *(("k",) if user.answers else ())):
         if key in run.settings:
             settings[key] = run.settings[key]
-    return write_run(replace(final, settings=settings), path)
+    return write_run(replace(final, settings=keep_brought(run.settings, settings)), path)
 
 
 def _label_other_stages(run: Run, final: Run, generator, options: EvaluationOptions, log: Log,

@@ -4,6 +4,7 @@ lacks" read the same :func:`run_summary`.
 Top-level keys (a missing piece is an empty object, never an absent key): ``queries`` (count); ``labels`` (label
 method -> labelled (query, passage) pairs); ``e2e`` (k -> answer metric -> mean); ``reteval`` (k -> judge ->
 {"yes": n, "no": n}, against the semi-gold answers); ``failures`` (k -> category A-F -> count, over judges);
+for a run imported from traces, ``system_answers`` (answers, scored, the metric's mean over each query's own answer, where they came from);
 ``attribution`` (statements, pairs, answers, metric means) for an attributed-answer run.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from rageval.erag.methods import UMBRELA
 from rageval.store import RunReader
 from rageval.store.files import ATTRIBUTION, RUN, kind_of, reading, remembered_summary
+from rageval.store.provenance import answers_are_brought, brought
 
 #: The pieces a complete eRAG run holds, in the order the dashboard lists them.
 PIECES = ("erag", "e2e", "baselines", "reteval")
@@ -37,7 +39,7 @@ def run_summary(path: str | os.PathLike) -> dict[str, Any]:
         summary["attribution"] = attribution_summary(path)
         summary["queries"] = summary["attribution"].get("queries", summary["attribution"].get("answers", 0))
         return summary
-    return remembered_summary(path, "run_summary:1", lambda: _run_summary(path))
+    return remembered_summary(path, "run_summary:2", lambda: _run_summary(path))
 
 
 def _run_summary(path: Path) -> dict[str, Any]:
@@ -49,6 +51,10 @@ def _run_summary(path: Path) -> dict[str, Any]:
         metric = settings.get("e2e_metric") or settings.get("label_metric") or "em"
         for k, mean, n in reader.e2e_means():
             summary["e2e"][str(k)] = {metric: mean, "n": n}
+        if reader.answers_are_imported():  # each query's own answer, at the length of its own list
+            mean, scored, answers = reader.own_answer_mean()
+            summary["system_answers"] = {"answers": answers, "scored": scored, metric: mean,
+                                         "source": brought(settings).by}
         for k, judge, yes, total in reader.semi_gold_verdict_counts():
             summary["reteval"].setdefault(str(k), {})[judge] = {"yes": int(yes), "no": int(total - yes)}
         for k, category, count in reader.failure_case_counts():
@@ -96,7 +102,9 @@ def missing_pieces(summary: dict[str, Any], settings: dict[str, Any] | None = No
     depth = settings.get("k") or max(wanted_ks)
     wanted_ks = [k for k in wanted_ks if k <= depth] or [depth]
     have_ks = sorted(int(k) for k in summary["e2e"])
-    if not have_ks:
+    if answers_are_brought(settings):
+        pass  # the user's answers are the run's: E2E never lacks (none is generated)
+    elif not have_ks:
         lacking["e2e"] = "missing"
     elif set(wanted_ks) - set(have_ks):
         lacking["e2e"] = f"k={', '.join(map(str, have_ks))} only"

@@ -175,10 +175,15 @@ SETTINGS_TYPES = {
     "timing_s": ("an object", object_of()),
     "llm_calls": ("an object", object_of()),
     "correlations": ("an object", object_of()),
+    "brought": ("an object", object_of()),
     "reteval": ("an object (numeric thresholds, semi_gold an object)",
                 object_of(f1_threshold=is_number, cosine_threshold=is_number, semi_gold=object_of(),
                           ks=list_of(is_integer))),
 }
+
+
+#: The join condition of a query's own E2E answer: at k = the length of its ranked list (what a traced system used).
+_OWN_K = "e.k = (SELECT COUNT(*) FROM rankings r WHERE r.query_id = q.query_id)"
 
 
 @checked_reads(RUN)
@@ -316,14 +321,31 @@ class RunReader:
         k = self.settings().get("k")
         return k if k in ks else (ks[-1] if ks else None)
 
+    def answers_are_imported(self) -> bool:
+        """Whether the run's E2E answers are a traced system's, each at the length of its own list
+        (``rageval import``): then a query's answer is the one at its own k, not at the run's main k."""
+        return self.settings().get("e2e_answers") == "imported"
+
     def query_table(self, k: int | None = None) -> pd.DataFrame:
         """One row per query: id, text, dataset, answers and the E2E output and score at ``k`` (default: the
-        run's main k; NaN when no E2E output was stored)."""
+        run's main k; for a run imported from traces, each query's own answer, at the length of its own list;
+        NaN when no E2E output was stored)."""
+        if k is None and self.answers_are_imported():
+            return self._frame(
+                "SELECT q.query_id, q.text, q.dataset, q.answers, e.output AS e2e_output, e.score AS e2e_score "
+                f"FROM queries q LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND {_OWN_K} ORDER BY q.rowid")
         k = self.main_k() if k is None else k
         return self._frame(
             "SELECT q.query_id, q.text, q.dataset, q.answers, e.output AS e2e_output, e.score AS e2e_score "
             "FROM queries q LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = ? ORDER BY q.rowid",
             (k if k is not None else -1,))
+
+    def own_answer_mean(self) -> tuple[float | None, int, int]:
+        """``(mean score, scored, answers)`` over each query's own answer, the one at the length of its own list
+        (an imported run's system answers; :meth:`answers_are_imported`), aggregated by SQLite."""
+        return self._connection.execute(
+            f"SELECT AVG(e.score), COUNT(e.score), COUNT(e.output) FROM queries q "
+            f"JOIN e2e_outputs e ON e.query_id = q.query_id AND {_OWN_K}").fetchone()
 
     def has_rows(self, table: str) -> bool:
         """Whether ``table`` (one of the run's tables, e.g. ``e2e_outputs``, ``verdicts``) exists and holds a row:

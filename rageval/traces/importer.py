@@ -50,6 +50,7 @@ from typing import Any
 from rageval import __version__
 from rageval.errors import DataError, RagevalError
 from rageval.store import E2EOutput, Label, Run, TraceRanking, write_run
+from rageval.store.provenance import record_brought
 from rageval.traces.records import RERANKED, RETRIEVED, TraceDocument, TraceRecord
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 
@@ -310,6 +311,8 @@ def build_run(records: Sequence[TraceRecord], *, format_name: str = "", files: S
                      "rank_derived_scores": rank_scores,
                      "span_ids": sum(1 for t in trace_rankings if t.span_id) > 0},
         "missing": missing,
+        "brought": record_brought(f"imported from {format_name or 'traces'}", labels=methods, e2e_ks=answer_ks,
+                                  e2e_answers=len(e2e), cutoffs=cutoffs),
         "notes": (f"Imported from {format_name} traces: the questions, lists and answers are the team's system's, "
                   "as traced; the answers are the run's end-to-end answers at the k the system used (the length of "
                   "the list they were generated from) and are never generated again"

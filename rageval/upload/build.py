@@ -10,6 +10,7 @@ from rageval import __version__
 from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
 from rageval.erag.methods import GOLD
 from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run
+from rageval.store.provenance import UPLOADED, record_brought
 from rageval.types import Passage, Query, Ranking
 from rageval.upload.problems import Problems, UploadResult
 
@@ -86,7 +87,9 @@ def run_settings(form: str, files: Mapping[str, str], *, dataset: str, retriever
     if graded:
         settings["graded_measures"] = list(GRADED_MEASURES)
     if e2e:
-        settings.update(e2e_ks=e2e_ks, e2e_metric="em")
+        settings.update(e2e_ks=e2e_ks, e2e_metric="em", e2e_answers=UPLOADED)
+    settings["brought"] = record_brought(f"uploaded ({form}: {', '.join(files.values())})", labels=methods,
+                                         e2e_ks=e2e_ks, e2e_answers=len(e2e), cutoffs=cutoffs)
     if model:
         settings["model_id"] = model
     return settings
