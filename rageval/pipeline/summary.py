@@ -4,7 +4,8 @@ lacks" read the same :func:`run_summary`.
 Top-level keys (a missing piece is an empty object, never an absent key): ``queries`` (count); ``labels`` (label
 method -> labelled (query, passage) pairs); ``e2e`` (k -> answer metric -> mean); ``reteval`` (k -> judge ->
 {"yes": n, "no": n}, against the semi-gold answers); ``failures`` (k -> category A-F -> count, over judges);
-for a run imported from traces, ``system_answers`` (answers, scored, the metric's mean over each query's own answer, where they came from);
+for a run imported from traces, ``system_answers`` (answers, scored, the metric's mean over each query's own
+answer, where they came from);
 ``attribution`` (statements, pairs, answers, metric means) for an attributed-answer run.
 """
 
