@@ -11,6 +11,7 @@ annotations import; trust; export) -> the brought values are identical afterward
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -60,7 +61,7 @@ def brought_values(path: Path) -> dict:
         "passages": {p.passage_id: texts.get(p.passage_id) for r in run.rankings for p in r.passages},
         "labels": sorted((x.method, x.query_id, x.passage_id, x.value) for x in run.labels if x.method in user.labels),
         "answers": sorted((o.query_id, o.k, o.output) for o in run.e2e_outputs) if user.answers else [],
-        "trace_rankings": sorted(run.trace_rankings),
+        "trace_rankings": sorted(map(tuple, (dataclasses.astuple(t) for t in run.trace_rankings)), key=repr),
         "measures": sorted((m.method, m.measure, m.query_id, m.value) for m in run.measure_values
                            if m.method in user.labels and m.measure.rsplit("@", 1)[-1].isdigit()
                            and int(m.measure.rsplit("@", 1)[-1]) in user.cutoffs),
