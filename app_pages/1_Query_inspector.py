@@ -24,8 +24,8 @@ key = data.run_key(path)
 settings = data.load_settings(*key)
 queries = data.load_questions(*key)
 st.title("Query inspector")
-st.caption(render.escape_markdown(f"Run {path.stem} · ") + render.provenance(settings)
-           + render.escape_markdown(". Every table below is of this run and this query."))
+render.render_provenance(settings, run=path.stem,
+                         suffix=render.escape_markdown(". Every table below is of this run and this query."))
 if queries.empty:
     st.info("This run has no queries.")
     st.stop()

@@ -124,10 +124,14 @@ def render_provenance(settings: Mapping[str, Any], n_queries: int | None = None,
     · N queries`` and ``suffix`` (escaped Markdown). The captions of the page's tables and charts then say only
     their own sample (:func:`sample_note`), and its charts carry the line in their subtitle
     (:func:`with_provenance`), which their PNG/SVG export keeps."""
+    from rageval.store.provenance import describe_brought
+
     head = escape_markdown(f"Run {run} · ") if run else ""
-    st.caption(head + provenance(settings, n_queries) + suffix,
+    brought = describe_brought(settings)
+    yours = escape_markdown(f" · {brought[0]}") if brought else ""
+    st.caption(head + provenance(settings, n_queries) + yours + suffix,
                help="What produced every number on this page; each table or chart says how many queries (and which "
-                    "k) it is computed over")
+                    "k) it is computed over." + (f" {brought[1]}" if brought else ""))
 
 
 def render_unparsed_notes(counts: Sequence[tuple[str, str, int, int]],

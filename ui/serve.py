@@ -75,6 +75,11 @@ def skip_direct_run_check() -> bool:
 def main(argv: list[str] | None = None) -> None:
     """Preload, then hand over to ``streamlit run app.py`` with ``argv`` (default: this command's arguments)."""
     options = sys.argv[1:] if argv is None else argv
+    from rageval.paths import user_runs_dir
+    from rageval.store.files import remove_stale_temporaries
+
+    for leftover in remove_stale_temporaries(user_runs_dir()):  # a killed import's or job's half-written file
+        print(f"removed {leftover}, left by a write that was killed", file=sys.stderr)
     preload()
     skip_direct_run_check()
     from streamlit.web import cli

@@ -37,11 +37,18 @@ def default_out_path(config: EvaluateConfig, inputs: LoadedInputs) -> Path:
 
 
 def check_out_path(path: Path) -> Path:
-    """User runs never go into the checkout (the shipped runs in data/runs are read-only)."""
-    resolved = Path(path).expanduser().resolve()
+    """Where ``--out`` writes: a bare file name (``mine.sqlite``) goes into the user's runs folder; user runs never go
+    into the checkout (the shipped runs in data/runs are read-only, and user data is never in the repository)."""
+    path = Path(path).expanduser()
+    if path.parent == Path("."):
+        path = user_runs_dir() / path.name
+    resolved = path.resolve()
     if resolved.is_relative_to(REPO_ROOT / "data"):
         raise RagevalError(f"--out {path}: the shipped data folder is read-only; write user runs elsewhere (default: "
                            f"{user_runs_dir()}, or $RAGEVAL_RUNS_DIR)")
+    if resolved.is_relative_to(REPO_ROOT) and (REPO_ROOT / ".git").exists():
+        raise RagevalError(f"--out {path}: that is inside rageval's checkout ({REPO_ROOT}), where user data never "
+                           f"goes; give a bare name (it goes to {user_runs_dir()}) or a folder of yours")
     reason = not_writable_file(resolved)
     if reason:
         raise RagevalError(f"--out {path}: {reason}; expected a .sqlite file name")

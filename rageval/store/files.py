@@ -23,12 +23,15 @@ known version are still accepted (and the cache is stamped when next opened for 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
 import os
+import re
 import sqlite3
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -682,7 +685,8 @@ def write_sqlite_atomically(path: str | os.PathLike, fill: Callable[[sqlite3.Con
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temporaries(path.parent)
+    handle, temp_name = tempfile.mkstemp(prefix=temporary_prefix(path), suffix=".tmp", dir=path.parent)
     os.close(handle)
     umask = os.umask(0)
     os.umask(umask)
@@ -701,6 +705,54 @@ def write_sqlite_atomically(path: str | os.PathLike, fill: Callable[[sqlite3.Con
     finally:
         Path(temp_name).unlink(missing_ok=True)
     return path
+
+
+#: ``.<name>.<pid>.<random>.tmp`` (and its ``-journal``): a temporary sibling of an atomic write, by process.
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]+\.tmp(-journal|-wal|-shm)?")
+#: A temporary sibling named before the pid was part of the name is stale once it is this old.
+_UNNAMED_STALE_S = 3600
+
+
+def temporary_prefix(path: Path) -> str:
+    """The prefix of an atomic write's temporary sibling of ``path``: hidden, named after it and this process, so
+    :func:`remove_stale_temporaries` can tell a killed writer's leftovers from a live write."""
+    return f".{path.name}.{os.getpid()}."
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
+    """Delete the temporary siblings (and their journals) that a killed atomic write left in ``folder``: those of
+    a process that no longer runs, and older unnamed ones (``.NAME.*.tmp`` over an hour old). A live write's are
+    kept. Returns what was deleted."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        if not entry.name.startswith(".") or ".tmp" not in entry.name or not entry.is_file(follow_symlinks=False):
+            continue
+        match = _TEMPORARY.fullmatch(entry.name)
+        if match is not None:
+            stale = not _process_alive(int(match["pid"]))
+        else:
+            stale = (re.fullmatch(r"\..+\.tmp(-journal|-wal|-shm)?", entry.name) is not None
+                     and now - entry.stat(follow_symlinks=False).st_mtime > _UNNAMED_STALE_S)
+        if stale:
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
 
 
 def _link_new(source: Path, path: Path) -> None:

@@ -94,3 +94,25 @@ def keep_brought(before: Mapping[str, Any], after: dict[str, Any]) -> dict[str, 
         after["e2e_answers"] = before["e2e_answers"]
     after["cutoffs"] = sorted({*(int(c) for c in after.get("cutoffs", ())), *record.cutoffs})
     return after
+
+
+def describe_brought(settings: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(short, full)`` sentences of where a run's pieces came from, for a page's provenance line and its help:
+    ``yours: questions, rankings, 8 answers, labels gold`` and the full sentence with the source and the model
+    that computed the rest. None for a run the user brought nothing to (a shipped dataset slice)."""
+    user = brought(settings)
+    if not user.by:
+        return None
+    pieces = ["questions", "rankings"]
+    if user.answers:
+        pieces.append(f"{user.e2e_answers:,} answers" if user.e2e_answers > 1 or settings.get("brought") else "answers")
+    if user.labels:
+        pieces.append("labels " + ", ".join(sorted(user.labels)))
+    short = "yours: " + ", ".join(pieces)
+    computed = settings.get("model_id")
+    full = (f"Brought by you ({user.by}): {', '.join(pieces)}"
+            + (f"; measure cutoffs {', '.join(map(str, user.cutoffs))}" if user.cutoffs else "")
+            + (f". Computed by {computed}: every other label and answer." if computed else
+               ". rageval computed only the measures from them.")
+            + " Nothing you brought is rewritten by a job.")
+    return short, full

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rageval.store import Run
+from rageval.store.files import temporary_prefix
 from rageval.traces.records import TraceRecord
 
 
@@ -62,7 +63,7 @@ def attributed_answers(records: Sequence[TraceRecord], run: Run) -> tuple[list[d
 def write_jsonl_atomically(rows: Sequence[dict[str, Any]], path: Path) -> Path:
     """``rows`` as JSONL at ``path``, written to a temporary sibling and renamed into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    handle, temporary = tempfile.mkstemp(prefix=temporary_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)

@@ -87,12 +87,14 @@ class ImportReport:
     missing: Mapping[str, int] = field(default_factory=dict)
     citations_file: Path | None = None  # the attributed answers, as rageval evaluate-citations reads them
     attributed_answers: int = 0
+    replaced: str | None = None  # the file the import replaced (--replace), and what it held
 
     def lines(self) -> list[str]:
         """What ``rageval import`` prints."""
         stages = ", ".join(f"{stage} {n:,}" for stage, n in self.stages.items()) or "none"
         answers = ", ".join(f"{n:,} at k={k}" for k, n in sorted(self.answers.items())) or "none"
         lines = [f"imported {self.queries:,} traces into {self.path}",
+                 *([f"replaced {self.replaced}"] if self.replaced else []),
                  f"passages: {self.passages:,} ({self.hashed_ids:,} given a content-hash id, "
                  f"{self.texts_from_corpus:,} texts from the corpus)",
                  f"lists per stage: {stages}", f"answers (kept as the run's end-to-end answers): {answers}",
@@ -336,20 +338,25 @@ def report_of(run: Run, path: Path) -> ImportReport:
 
 
 def import_traces(records: Sequence[TraceRecord], out: Path, *, format_name: str = "", files: Sequence[str] = (),
-                  corpus: Path | None = None, qrels: Path | None = None, command: str = "") -> ImportReport:
+                  corpus: Path | None = None, qrels: Path | None = None, command: str = "",
+                  replace_existing: bool = False) -> ImportReport:
     """Import ``records`` into the run file ``out`` (atomically: a failed import writes nothing, and leaves an
     earlier file at ``out`` as it was). ``corpus``: a passages file (rageval JSONL or BEIR corpus) where
-    documents without text are looked up; ``qrels``: TREC qrels or BEIR TSV for the label method ``qrels``."""
+    documents without text are looked up; ``qrels``: TREC qrels or BEIR TSV for the label method ``qrels``.
+    An existing file at ``out`` is replaced only with ``replace_existing`` (the report says what it replaced); an
+    import where no trace has a retrieved list is refused (:class:`~rageval.errors.DataError`)."""
     from rageval.pipeline.run import check_out_path
     from rageval.pipeline.sources import read_corpus, read_qrels
     from rageval.traces.citations import attributed_answers, write_jsonl_atomically
 
     out = check_out_path(Path(out))
+    _check_usable(records, files, format_name)
     passages = read_corpus(Path(corpus)) if corpus else {}
     judged = read_qrels(Path(qrels)) if qrels else None
     run = build_run(records, format_name=format_name, files=[str(f) for f in files], corpus=passages,
                     corpus_file=str(corpus) if corpus else None, qrels=judged,
                     qrels_file=str(qrels) if qrels else None)
+    replaced = _check_replace(out, replace_existing)  # (after the traces' own errors, which say more)
     when = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     run = replace(run, settings={**run.settings, "name": out.stem, "created_at": when,
                                  **({"command": command} if command else {})})
@@ -366,11 +373,46 @@ def import_traces(records: Sequence[TraceRecord], out: Path, *, format_name: str
         if citations is not None:
             citations.unlink(missing_ok=True)
         raise
-    return dataclasses.replace(report_of(run, out), citations_file=citations, attributed_answers=len(rows))
+    return dataclasses.replace(report_of(run, out), citations_file=citations, attributed_answers=len(rows),
+                               replaced=replaced)
+
+
+def _check_replace(out: Path, replace_existing: bool) -> str | None:
+    """What an existing file at ``out`` holds (the import replaces it: said in the report), or a refusal when the
+    import was not told to replace it (``--replace``): a run is never overwritten by surprise."""
+    if not out.exists():
+        return None
+    try:
+        from rageval.store import RunReader
+
+        with RunReader(out) as reader:
+            settings = reader.settings()
+        what = (f"a run of {settings.get('num_queries', '?')} queries from {settings.get('source', 'somewhere')}"
+                f"{', made ' + str(settings['created_at']) if settings.get('created_at') else ''}")
+    except RagevalError:
+        what = "a file that is not a rageval run"
+    if not replace_existing:
+        raise RagevalError(f"--out {out}: the file exists ({what}); add --replace to replace it, or choose another "
+                           "name")
+    return f"{out} ({what})"
+
+
+def _check_usable(records: Sequence[TraceRecord], files: Sequence[str], format_name: str) -> None:
+    """Refuse an import where no trace has a retrieved list: nothing to evaluate, so most likely a file of
+    another format, or traces without a retriever span. Nothing is written."""
+    if any(documents for record in records for documents in record.stages.values()):
+        return
+    where = ", ".join(str(f) for f in files) or "the traces"
+    if not records:
+        raise DataError(where, f"no trace read as {format_name or 'traces'}: is it a {format_name} file?")
+    raise DataError(where, f"{len(records)} traces read as {format_name or 'traces'}, and not one has a retrieved "
+                           "list (no retriever span, no contexts): nothing to evaluate, so nothing was written; is "
+                           f"it a {format_name} file, and does the traced application log its retriever?")
 
 
 def import_files(format_name: str, paths: Sequence[Path], out: Path, *, corpus: Path | None = None,
-                 qrels: Path | None = None, answers_field: str | None = None, command: str = "") -> ImportReport:
+                 qrels: Path | None = None, answers_field: str | None = None, command: str = "",
+                 replace_existing: bool = False) -> ImportReport:
     """``rageval import``: read ``paths`` in ``format_name`` (:func:`rageval.traces.readers.read_traces`) and
     :func:`import_traces` them into ``out``."""
     from rageval.traces.readers import read_traces
@@ -380,4 +422,4 @@ def import_files(format_name: str, paths: Sequence[Path], out: Path, *, corpus: 
         raise RagevalError(f"--out {out}: it is one of the trace files; choose another run file name")
     records = read_traces(format_name, [Path(p) for p in paths], answers_field=answers_field)
     return import_traces(records, out, format_name=format_name, files=[str(p) for p in paths], corpus=corpus,
-                         qrels=qrels, command=command)
+                         qrels=qrels, command=command, replace_existing=replace_existing)

@@ -175,3 +175,15 @@ def test_the_button_computes_what_an_upload_lacks_in_a_background_job(tmp_path, 
     assert lacks_line(home) is None and not home.exception
     assert start(CORRELATIONS).get("vega_lite_chart")
     assert list(next(df.value for df in start(RETEVAL).dataframe).columns) == ["k=1"]  # LLM-retEval at k=1
+
+
+@pytest.mark.parametrize("script", [HOME, INSPECTOR, CORRELATIONS])
+def test_the_provenance_line_says_what_the_user_brought(script, runs_env):
+    """The upload's questions, rankings and gold labels are the user's; the evaluated run's candidates too, and its
+    answers and other labels are the model's: each page's one provenance line says so."""
+    uploaded = start(script, run="uploaded")
+    line = next(c.value for c in uploaded.caption if c.value.startswith(escape_markdown("Run uploaded")))
+    assert escape_markdown("yours: questions, rankings, labels gold") in line
+    evaluated = start(script, run="evaluated")
+    line = next(c.value for c in evaluated.caption if c.value.startswith(escape_markdown("Run evaluated")))
+    assert escape_markdown("yours: questions, rankings, labels gold") in line
