@@ -234,13 +234,12 @@ def _read_e2e(fields: FieldReader, query_id: str, depth: int, answers: Sequence[
         if k in outputs:
             fields.fail(name + ".k", f"two end-to-end answers at k={k}")
             continue
-        outputs[k] = E2EOutput(query_id, k, output, exact_match(output, answers))
+        outputs[k] = E2EOutput(query_id, k, output, exact_match(output, answers) if answers else math.nan)
     if not fields.ok:
         return None
-    if outputs and not answers:
+    if outputs and not answers:  # the user's answers are kept as they are, never dropped: only not scored
         fields.problems.warning(fields.file, fields.line, f"query {query_id!r} has end-to-end answers but no gold "
-                                                          "answers to score them: they are not stored")
-        return []
+                                                          "answers to score them: they are kept, not scored")
     return list(outputs.values())
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+import rageval
 from rageval.cli import main
 from rageval.generation.cache import LLMCache
 from rageval.generation.factory import ModelSettings
@@ -30,7 +31,7 @@ from rageval.pipeline.run import complete_run_file
 from rageval.pipeline.summary import missing_pieces, run_summary
 from rageval.store import read_run
 from rageval.store.provenance import brought
-from rageval.traces.importer import import_files, import_traces
+from rageval.traces.importer import content_id, import_files, import_traces
 from rageval.traces.records import RETRIEVED, TraceRecord
 from rageval.upload.convert import convert_upload
 from rageval.upload.problems import UploadFile
@@ -239,8 +240,6 @@ def uneven_records() -> list[TraceRecord]:
 
 
 def test_completing_an_import_with_uneven_lists_generates_no_answer_at_any_k(tmp_path, capsys):
-    from rageval.traces.importer import content_id
-
     records = uneven_records()
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("".join(f"{r.trace_id} 0 {content_id(t)} 1\n"
@@ -259,7 +258,7 @@ def test_completing_an_import_with_uneven_lists_generates_no_answer_at_any_k(tmp
     # The system was right on 3 of 4 (d answered Lyon for Madrid): every query's own answer counts.
     assert main(["info", str(path)]) == 0
     assert "E2E em: 0.750 over 4 queries" in capsys.readouterr().out
-    table = __import__("rageval").open(path).queries()
+    table = rageval.open(path).queries()
     assert list(table["e2e_output"]) == ["Paris", "Berlin", "Rome", "Lyon"]
 
 
@@ -304,3 +303,23 @@ def test_a_rescore_never_writes_under_the_name_of_labels_the_user_brought(tmp_pa
                      tmp_path / "runs" / "theirs.sqlite")
     with JobStore(tmp_path / "jobs.sqlite") as store, pytest.raises(JobError, match="labels you brought"):
         create_job(JobSpec.from_flat(str(path), model="fake", backend="openai", label_kind="llm_relevance"), store)
+
+
+def test_an_import_without_gold_answers_reads_as_what_it_holds(tmp_path, capsys):
+    """Traces without reference answers, with qrels: info says the answers are imported and not scored, the
+    correlations are an empty frame with the reason, and each query shows the system's own answer."""
+    records = [TraceRecord(r.trace_id, r.question, r.stages, answer=r.answer, source=r.source)
+               for r in uneven_records()]
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"{r.trace_id} 0 {content_id(PARIS)} 1\n" for r in records))
+    path = tmp_path / "runs" / "nogold.sqlite"
+    import_traces(records, path, format_name="langsmith", qrels=qrels)
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 answers imported, not scored (no gold answers)" in out and "nan" not in out
+    run = rageval.open(path)
+    correlations = run.correlations()
+    assert correlations.empty and "no gold answers" in correlations.attrs["reason"]
+    assert list(run.queries()["e2e_output"]) == ["Paris", "Berlin", "Rome", "Lyon"]
+    summary = run_summary(path)["system_answers"]
+    assert (summary["answers"], summary["scored"]) == (4, 0)

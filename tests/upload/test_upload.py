@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import math
 import re
 import sqlite3
 import tomllib
@@ -482,13 +483,15 @@ def test_jsonl_warnings(fixture_run):
     assert result.ok
     assert [(p.line, p.message) for p in result.problems] == [
         (2, "query 'nq:1': the scores are not in descending order; the list order is the ranking"),
-        (3, "query 'nq:2' has end-to-end answers but no gold answers to score them: they are not stored"),
+        (3, "query 'nq:2' has end-to-end answers but no gold answers to score them: they are kept, not scored"),
         (4, "query 'nq:3' lists no passages: its measures are 0"),
         (5, ("unknown field 'retriever' is ignored (known fields: query_id, text, answers, gold_passage_ids, "
              "passages, e2e)")),
     ]
     assert _ranking(result.run, "nq:1")[0] == records[1]["passages"][0]["passage_id"]  # list order kept
-    assert {e.query_id for e in result.run.e2e_outputs} == {"nq:0", "nq:1", "nq:4", "nq:5"}
+    assert {e.query_id for e in result.run.e2e_outputs} == {"nq:0", "nq:1", "nq:2", "nq:4", "nq:5"}
+    unscored = [e for e in result.run.e2e_outputs if e.query_id == "nq:2"]  # the user's answer kept, no score
+    assert [e.output for e in unscored] == [records[2]["e2e"]["output"]] and math.isnan(unscored[0].score)
 
 
 # --- limits ----------------------------------------------------------------------------------------------
