@@ -19,7 +19,9 @@ def print_summary(path: Path) -> None:
 
     with RunReader(path) as reader:
         settings = reader.settings()
-        print(f"{settings.get('dataset')} | {settings.get('retriever')} | k={settings.get('k')} | "
+        ks = reader.e2e_ks() if reader.answers_are_imported() else []
+        k = f"k={ks[0]}-{ks[-1]} (each list's length)" if len(ks) > 1 else f"k={settings.get('k')}"
+        print(f"{settings.get('dataset')} | {settings.get('retriever')} | {k} | "
               f"{settings.get('model_id')} | {settings.get('num_queries')} queries")
         for method, share, count in reader.label_shares():
             if (grade := relevant_grade(method)) is not None:  # UMBRELA's 0-3: the share relevant, the mean grade
@@ -47,7 +49,8 @@ def print_summary(path: Path) -> None:
                 print(f"  E2E {metric}: {_number(mean):.3f} over {scored} queries (the system's own answers, each "
                       f"at the length of its list: {at})")
             if answers > scored:
-                print(f"  {answers - scored} answers imported, not scored (no gold answers)")
+                unscored = answers - scored
+                print(f"  {unscored} answer{'s' if unscored != 1 else ''} imported, not scored (no gold answers)")
         else:
             mean, answered = reader.e2e_mean(reader.main_k())
             print(f"  E2E {metric}: {_number(mean):.3f} over {answered} queries")

@@ -108,10 +108,11 @@ def test_evaluate_on_own_data_through_the_cli_with_a_tiny_model(dataset, tiny_mo
     n = len(QUESTIONS)
     assert set(summary) == {"queries", "labels", "e2e", "reteval", "failures", "attribution"}
     assert summary["queries"] == n and summary["attribution"] == {}
-    # eRAG and the per-passage baselines label every candidate down to k=3; gold labels the gold passages. The
-    # random tiny model answers neither Yes nor No: its relevance answers are all unparsed, so no llm_relevance label.
+    # eRAG and the per-passage baselines label every candidate down to k=3; gold is the user's gold_passage_ids as
+    # the upload reads them (1 for a gold passage, 0 for every other candidate: what they brought, kept as given).
+    # The random tiny model answers neither Yes nor No: its relevance answers are all unparsed, so no llm_relevance.
     assert summary["labels"] == {"erag:em": n * K, "erag:f1": n * K, "contains_answer": n * K,
-                                 "gold": n, "gold_page": n * K}
+                                 "gold": n * K, "gold_page": n * K}
     unparsed = {judge: (count, answers) for judge, _, count, answers in RunReader(out).unparsed_counts()}
     assert unparsed["llm_relevance"] == (n * K, n * K)
     assert sorted(summary["e2e"], key=int) == ["1", "3"] and all(v["n"] == n for v in summary["e2e"].values())
