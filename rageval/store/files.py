@@ -733,9 +733,9 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
     """Delete the temporary siblings (and their journals) that a killed atomic write left in ``folder``: those of
     a process that no longer runs, and older unnamed ones (``.NAME.*.tmp`` over an hour old). A live write's are
     kept. Returns what was deleted."""
-    removed = []
+    removed: list[Path] = []
     try:
-        entries = list(os.scandir(folder))
+        entries = list(os.scandir(os.fspath(folder)))
     except OSError:
         return removed
     now = time.time()

@@ -405,7 +405,8 @@ def _check_usable(records: Sequence[TraceRecord], files: Sequence[str], format_n
     where = ", ".join(str(f) for f in files) or "the traces"
     if not records:
         raise DataError(where, f"no trace read as {format_name or 'traces'}: is it a {format_name} file?")
-    raise DataError(where, f"{len(records)} trace{'s' if len(records) != 1 else ''} read as {format_name or 'traces'}, and not one has a retrieved "
+    traces = f"{len(records)} trace{'s' if len(records) != 1 else ''}"
+    raise DataError(where, f"{traces} read as {format_name or 'traces'}, and not one has a retrieved "
                            "list (no retriever span, no contexts): nothing to evaluate, so nothing was written; is "
                            f"it a {format_name} file, and does the traced application log its retriever?")
 
