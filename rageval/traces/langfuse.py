@@ -121,3 +121,15 @@ def _node(path: Path, line: int | None, observation: Any, at: str, trace_id: str
 def _decoded(trace: Mapping) -> dict:
     """A trace record with its ``input`` / ``output`` decoded when the API gave them as JSON text."""
     return {**trace, **{key: parsing.decoded_json_text(trace[key]) for key in ("input", "output") if key in trace}}
+
+
+def field_names(paths: Sequence[Path]) -> list[str]:
+    """The dotted fields of the traces (or root observations) of ``paths``, where ``answers_field`` is looked up."""
+    names: dict[str, None] = {}
+    for path in paths:
+        for _, value in _items(Path(path)):
+            if isinstance(value, Mapping) and (isinstance(value.get("observations"), list)
+                                               or not value.get("parentObservationId")):
+                record = {key: item for key, item in _decoded(value).items() if key != "observations"}
+                names.update(dict.fromkeys(parsing.dotted_keys(record)))
+    return list(names)

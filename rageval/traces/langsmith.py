@@ -71,3 +71,13 @@ def _runs(path: Path) -> list[Node]:
         nodes.append(Node(run_id, str(parent) if parent else None, run_type.lower(), str(run.get("start_time", "")),
                           run.get("inputs") or {}, run.get("outputs") or {}, run, path, line, "outputs"))
     return nodes
+
+
+def field_names(paths: Sequence[Path]) -> list[str]:
+    """The dotted fields of the root runs of ``paths``, where ``answers_field`` is looked up."""
+    names: dict[str, None] = {}
+    for path in paths:
+        for node in _runs(Path(path)):
+            if node.parent_id is None:
+                names.update(dict.fromkeys(parsing.dotted_keys(node.record)))
+    return list(names)

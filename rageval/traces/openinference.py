@@ -461,3 +461,13 @@ def _text(value: Any, mime: Any) -> str | None:
                 return parsing.as_text(value.get(key))
         return None
     return parsing.as_text(value)
+
+
+def field_names(paths: Sequence[Path]) -> list[str]:
+    """The attributes of the spans of ``paths`` (numbered list items left out), where ``answers_field`` is looked
+    up."""
+    names: dict[str, None] = {}
+    for path in paths:
+        for span in read_spans(Path(path)):
+            names.update(dict.fromkeys(key for key in span.attributes if not re.search(r"\.\d+(\.|$)", key)))
+    return list(names)

@@ -69,7 +69,8 @@ def read_json_records(path: Path) -> list[tuple[int | None, Any]]:
         try:
             json.loads(first)
         except json.JSONDecodeError:  # not JSON Lines: one value spread over lines
-            if not text[whole.pos:].strip():
+            rest = text[whole.pos:].rstrip()
+            if not rest or (whole.msg.startswith("Unterminated string") and "\n" not in rest):
                 raise DataError(path, f"expected JSON: the file ends inside a value ({whole.msg}); it looks cut "
                                 "short (an interrupted download or copy?)", line=whole.lineno) from None
             raise DataError(path, f"expected JSON: {whole.msg} (column {whole.colno})",
@@ -241,3 +242,15 @@ def decoded_json_text(value: Any) -> Any:
         if isinstance(decoded, (Mapping, list, str)):
             return decoded
     return value
+
+
+def dotted_keys(value: Any, prefix: str = "", depth: int = 3) -> list[str]:
+    """The dotted paths (:func:`dig`'s form) to the values inside ``value``, objects followed ``depth`` levels
+    deep, lists not entered: what ``--answers-field`` can name in a record."""
+    if not isinstance(value, Mapping) or depth == 0:
+        return [prefix] if prefix else []
+    keys: list[str] = []
+    for key, item in value.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        keys.extend(dotted_keys(item, path, depth - 1) if isinstance(item, Mapping) and item else [path])
+    return keys
