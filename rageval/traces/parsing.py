@@ -71,8 +71,8 @@ def read_json_records(path: Path) -> list[tuple[int | None, Any]]:
         except json.JSONDecodeError:  # not JSON Lines: one value spread over lines
             rest = text[whole.pos:].rstrip()
             if not rest or (whole.msg.startswith("Unterminated string") and "\n" not in rest):
-                raise DataError(path, f"expected JSON: the file ends inside a value ({whole.msg}); it looks cut "
-                                "short (an interrupted download or copy?)", line=whole.lineno) from None
+                raise DataError(path, "expected JSON: the file ends inside a value; it looks cut short (an "
+                                "interrupted download or copy?)", line=whole.lineno) from None
             raise DataError(path, f"expected JSON: {whole.msg} (column {whole.colno})",
                             line=whole.lineno) from None
         return list(json_lines(path, text))

@@ -51,9 +51,10 @@ def test_langsmith_two_questions_under_one_trace_id_are_refused_naming_both_plac
     runs = raw_lines(fixture.LANGSMITH)
     roots = [run for run in runs if not run.get("parent_run_id")]
     first, second = roots[0], roots[1]
-    for run in runs:
-        if run["trace_id"] == second["trace_id"]:
-            run["trace_id"] = first["trace_id"]
+    old, new = second["trace_id"], first["trace_id"]
+    for run in runs:  # every run of the second question now under the first one's trace id
+        if run["trace_id"] == old:
+            run["trace_id"] = new
     path = tmp_path / "runs.jsonl"
     path.write_text("\n".join(json.dumps(run) for run in runs) + "\n")
     with pytest.raises(DataError) as raised:
