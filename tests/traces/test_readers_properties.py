@@ -25,6 +25,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 WORDS = st.text(alphabet="abcdefghij XYZ", min_size=1, max_size=10).filter(lambda text: text.strip() != "")
 DOCUMENT_IDS = st.sampled_from([f"d{i}" for i in range(6)])
 KINDS = ("RETRIEVER", "LLM", "CHAIN", "RERANKER")
+MISSING_PARENT = "00000000deadbeef"
 
 
 @dataclass
@@ -63,8 +64,8 @@ def documents(draw):
 
 @st.composite
 def span_trees(draw):
-    """1-3 traces, each a tree of 1-7 spans (nested retrievers included), some lists cut like the SDK cuts them:
-    the first documents gone, ``droppedAttributesCount`` set, sometimes the kind attribute gone too."""
+    """1-3 traces, each a tree of 1-7 spans (nested retrievers and orphans included), some lists cut as the SDK cuts
+    them: the first documents gone, ``droppedAttributesCount`` set, sometimes the kind attribute gone too."""
     spans: list[GenSpan] = []
     counter = 0
     for t in range(draw(st.integers(1, 3))):
@@ -73,7 +74,8 @@ def span_trees(draw):
         for i in range(draw(st.integers(1, 7))):
             counter += 1
             kind = "CHAIN" if i == 0 else draw(st.sampled_from(KINDS))
-            parent = None if i == 0 else draw(st.sampled_from([s.span_id for s in trace]))
+            # a parent the file lacks (an export that missed a span) makes an orphan
+            parent = None if i == 0 else draw(st.sampled_from([s.span_id for s in trace] + [MISSING_PARENT]))
             span = GenSpan(f"{counter:016x}", trace_id, parent, kind, 1000 * t + i, f"span{counter}")
             if kind in ("RETRIEVER", "RERANKER"):
                 docs = draw(documents())
