@@ -225,6 +225,7 @@ def test_a_list_cut_by_the_attribute_limit_keeps_its_positions_and_is_counted(tm
     printed = capsys.readouterr().out
     assert "warning: 1 list(s) in 1 trace(s)" in printed and f"starts at rank {numbers[0] + 1}" in printed
     assert "retrieved.cut_by_attribute_limit 1" in printed
+    assert f"1 at k={traced}" in printed  # the answer came from the whole list, not from the kept part
     with RunReader(out) as reader:
         stages = reader.trace_rankings()
         settings = reader.settings()
