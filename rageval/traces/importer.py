@@ -10,6 +10,10 @@ What becomes what:
 - its lists -> the run's main ranking, the reranked list when the trace has one (the list the answer was generated
   from), else the first-stage list; every stage's list, position by position with the span it came from, is kept
   as the run's ``trace_rankings`` (:class:`~rageval.store.records.TraceRanking`), so the first stage is never lost;
+  a main list whose scores contradict its order is ranked by its order (``imported.scores_out_of_rank_order``;
+  the scores stay in ``trace_rankings``), so trec_eval over the run's own scores reads the list the system used;
+  a list a tracer's attribute limit cut (:attr:`TraceRecord.cut`) keeps its traced ranks and is listed in
+  ``imported.cut_lists`` (:func:`cut_list_warning`: the command's and the pages' warning);
 - a document -> a passage: its id is the trace's, or, when the trace has none, a content hash of its text
   (:func:`content_id`: the same text gets the same id across traces and files); its text is the trace's, or, when
   the trace holds none, the ``--corpus`` passage of that id; one found in neither is kept in the lists with an
