@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -93,8 +94,9 @@ class Span:
         return f"{self.path}, line {self.line}" if self.line is not None else str(self.path)
 
     def content(self) -> tuple:
-        """What two copies of one span must agree on."""
-        return (self.parent_id, self.name, self.kind, self.start, dict(self.attributes), self.dropped)
+        """What two copies of one span must agree on (not the start time: an OTLP file writes it in nanoseconds,
+        Phoenix's export as an ISO time)."""
+        return (self.parent_id, self.name, self.kind, _comparable(self.attributes), self.dropped)
 
 
 def read(paths: Sequence[Path], *, answers_field: str | None = None) -> list[TraceRecord]:
@@ -114,11 +116,24 @@ def read(paths: Sequence[Path], *, answers_field: str | None = None) -> list[Tra
     return [_record(trace_id, list(spans.values()), answers_field) for trace_id, spans in traces.items()]
 
 
+def _comparable(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes as two files of one span compare them: a JSON-valued attribute (metadata) decoded, as Phoenix's
+    export holds it and an OTLP file does not; an empty value (Parquet's null or NaN for a column the span lacks)
+    as absent."""
+    compared = {key: value for key, value in attributes.items()
+                if value is not None and not (isinstance(value, float) and value != value)}
+    for key, value in list(compared.items()):
+        if key.endswith(JSON_VALUED) and isinstance(value, str):
+            with contextlib.suppress(json.JSONDecodeError):
+                compared[key] = json.loads(value)
+    return compared
+
+
 def _difference(one: Span, other: Span) -> str:
     """The first attributes (or fields) two copies of a span disagree on, for the message."""
-    keys = sorted(key for key in set(one.attributes) | set(other.attributes)
-                  if one.attributes.get(key) != other.attributes.get(key))
-    fields = [name for name in ("parent_id", "name", "kind", "start", "dropped")
+    mine, theirs = _comparable(one.attributes), _comparable(other.attributes)
+    keys = sorted(key for key in set(mine) | set(theirs) if mine.get(key) != theirs.get(key))
+    fields = [name for name in ("parent_id", "name", "kind", "dropped")
               if getattr(one, name) != getattr(other, name)]
     differing = fields + keys
     return ", ".join(differing[:3]) + (f" and {len(differing) - 3} more" if len(differing) > 3 else "")

@@ -340,3 +340,13 @@ def test_annotator_kinds_follow_the_label_method_names():
     assert [annotator_kind(m) for m in ("erag:em", methods.LLM_RELEVANCE, methods.UMBRELA,
                                         f"{methods.CONTAINS_ANSWER}{methods.MODEL_SEPARATOR}gemma")] == ["LLM"] * 4
     assert methods.ERAG_PREFIX == "erag:" and annotator_kind(methods.CONTAINS_ANSWER) == "CODE"
+
+
+def test_one_span_in_an_otlp_file_and_in_phoenix_s_export_is_the_same_span():
+    """The refusal above is for other content, not another encoding: the SDK-made spans and the same spans as a
+    Phoenix 20.26.1 server exported them (start times in ISO, metadata decoded, Parquet nulls) read as one."""
+    from tests.traces.fixtures import make_openinference, make_phoenix
+
+    alone = read_traces("openinference", [make_openinference.OTLP_JSON])
+    for export in (make_phoenix.JSONL, make_phoenix.PARQUET):
+        assert read_traces("openinference", [make_openinference.OTLP_JSON, export]) == alone
