@@ -10,6 +10,9 @@ value, which pytrec_eval accepts only as integers, so export binary methods for 
 
 from __future__ import annotations
 
+import hashlib
+import re
+import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -71,57 +74,114 @@ def export_parquet(run_path: Path, out: Path) -> list[Path]:
     return [out / f"{table}.parquet" for table in names]
 
 
+_SPAN_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def phoenix_span_id(span_id: str) -> str:
+    """A span id in the form Phoenix accepts (16 lower-case hex digits, an OpenTelemetry span id): a span id as it
+    is; a LangSmith run id (a UUID) as its last 8 bytes; any other id as the first 16 hex digits of its SHA-1 (the
+    id as traced is kept in the row's ``metadata``). (LangSmith's own
+    OpenTelemetry exporter takes a run id's first 8 bytes, ``get_otel_span_id_from_uuid`` in langsmith 0.15.1's
+    ``_internal/_otel_utils.py``; LangChain's run ids are time-ordered UUIDv7s, whose first 8 bytes are the same
+    for runs started in one millisecond, such as a compression retriever and the retriever it wraps, so two stages
+    would get one id. The last 8 bytes are the random ones. The run id is kept in the row's ``metadata``.)"""
+    text = span_id.strip().lower()
+    if _SPAN_ID.fullmatch(text):
+        return text
+    try:
+        return uuid.UUID(text).bytes[8:].hex()
+    except ValueError:
+        return hashlib.sha1(span_id.encode("utf-8")).hexdigest()[:16]
+
+
+def annotator_kind(method: str) -> str:
+    """Phoenix's annotator kind of a label method: ``HUMAN`` (qrels, the dataset's gold), ``LLM`` (eRAG, LLM
+    relevance, UMBRELA, any method re-scored by a model), else ``CODE`` (contains-answer)."""
+    # The names of rageval.erag.methods (QRELS, GOLD, GOLD_PAGE, ERAG_PREFIX, LLM_RELEVANCE, UMBRELA, "@" before a
+    # model), spelled out: this layer sits below erag (the import contract in pyproject.toml).
+    base = method.split("@", 1)[0]
+    if base in ("qrels", "gold", "gold_page") or base.startswith("human"):
+        return "HUMAN"
+    if "@" in method or base.startswith("erag:") or base in ("llm_relevance", "umbrela"):
+        return "LLM"
+    return "CODE"
+
+
 def phoenix_frames(reader: RunReader) -> dict[str, pd.DataFrame]:
-    """Label method -> its Phoenix document evaluations: one row per (span, document position) where the passage
+    """Label method -> its Phoenix document annotations: one row per (span, document position) where the passage
     stands in an imported list that has a span id (every stage's: the retriever's and the reranker's spans), indexed
-    by ``context.span_id`` (string) and ``document_position`` (integer, 0-based: OpenInference's
-    ``retrieval.documents.N``), with ``score`` (the label's value), ``label`` (``relevant`` when it is above 0, else
-    ``irrelevant``) and ``explanation`` (the label's evidence, or where it came from). The index and columns are
-    those ``phoenix.trace.DocumentEvaluations`` checks (src/phoenix/trace/span_evaluations.py in Arize-ai/phoenix).
-    A run without span ids raises :class:`RagevalError` in one line."""
+    by ``context.span_id`` (string, the id Phoenix knows the span by: :func:`phoenix_span_id`) and
+    ``document_position`` (integer, 0-based: OpenInference's ``retrieval.documents.N`` as Phoenix numbers the
+    documents it holds: in a list a tracer's attribute limit cut, from the first one kept), with ``score`` (the
+    label's value), ``label`` (``relevant`` when it is above 0, else ``irrelevant``), ``explanation`` (the label's
+    evidence, or where it came from), ``name`` (the method), ``annotator_kind`` (:func:`annotator_kind`) and
+    ``metadata`` (the span id as the trace gave it, the stage, the run). These are the columns Phoenix 20's
+    ``Client().spans.log_document_annotations_dataframe`` reads (packages/phoenix-client/src/phoenix/client/utils/
+    annotation_helpers.py in Arize-ai/phoenix: ``span_id`` falls back to ``context.span_id``; ``label``, ``score``,
+    ``explanation``, ``metadata``; ``name`` and ``annotator_kind`` per row). A run without span ids, or without
+    labels on its traced documents, raises :class:`RagevalError` in one line."""
     positions = reader.trace_rankings()
     positions = positions[positions["span_id"] != ""]
     if positions.empty:
         raise RagevalError(f"{reader.path}: no span ids (the run was not imported from spans: rageval import "
                            "openinference/langfuse/langsmith); Phoenix document evaluations need them")
+    positions = positions.copy()
+    phoenix_ids = {span: phoenix_span_id(span) for span in positions["span_id"].unique()}
+    by_phoenix_id: dict[str, str] = {}
+    for span, converted in phoenix_ids.items():
+        if by_phoenix_id.setdefault(converted, span) != span:
+            raise RagevalError(f"{reader.path}: spans {by_phoenix_id[converted]!r} and {span!r} both become "
+                               f"Phoenix span id {converted}; their labels cannot be told apart")
+    positions["phoenix_span_id"] = positions["span_id"].map(phoenix_ids)
+    # Phoenix numbers the documents a span holds from 0: in a list cut by a tracer's limit, from the first kept.
+    offsets = {(c["query_id"], c["stage"]): int(c["first_rank"]) - 1
+               for c in reader.settings().get("imported", {}).get("cut_lists", [])}
+    positions["offset"] = [offsets.get((q, stage), 0) for q, stage in zip(positions["query_id"], positions["stage"])]
     labels = reader.labels()
     evidence = reader.label_evidence()
     if not evidence.empty:
         labels = labels.merge(evidence, on=["method", "query_id", "passage_id"], how="left")
     else:
         labels["evidence"] = None
-    rows = labels.merge(positions[["query_id", "passage_id", "span_id", "rank", "stage"]],
-                        on=["query_id", "passage_id"])
+    rows = labels.merge(positions[["query_id", "passage_id", "span_id", "phoenix_span_id", "rank", "stage",
+                                   "offset"]], on=["query_id", "passage_id"])
     name = reader.settings().get("name") or Path(reader.path).stem
+    if rows.empty:
+        raise RagevalError(f"{reader.path}: no labels on the traced documents ({len(labels):,} labels in the run); "
+                           "nothing to send to Phoenix. Add labels first: rageval import ... --qrels FILE, or "
+                           "rageval rescore start RUN")
     frames = {}
     for method, group in rows.groupby("method", sort=True):
         fallback = f"rageval label method {method} of run {name} ({{stage}} list)"
         explanation = [e if isinstance(e, str) and e else fallback.format(stage=stage)
                        for e, stage in zip(group["evidence"], group["stage"])]
         frame = pd.DataFrame({
-            "context.span_id": group["span_id"].astype(str).to_numpy(),
-            "document_position": (group["rank"].astype("int64") - 1).to_numpy(),
+            "context.span_id": group["phoenix_span_id"].astype(str).to_numpy(),
+            "document_position": (group["rank"].astype("int64") - 1 - group["offset"].astype("int64")).to_numpy(),
             "score": group["value"].astype(float).to_numpy(),
             "label": ["relevant" if v > 0 else "irrelevant" for v in group["value"]],
-            "explanation": explanation})
+            "explanation": explanation,
+            "name": str(method), "annotator_kind": annotator_kind(str(method)),
+            "metadata": [{"trace_span_id": str(span), "stage": str(stage), "rageval_run": str(name)}
+                         for span, stage in zip(group["span_id"], group["stage"])]})
         frames[str(method)] = frame.sort_values(["context.span_id", "document_position"]).set_index(
             ["context.span_id", "document_position"])
     return frames
 
 
 def export_phoenix(run_path: Path, out: Path, method: str | None = None) -> list[Path]:
-    """The labels of a run imported from spans as Phoenix document evaluations (:func:`phoenix_frames`), one
-    Parquet file per label method (or ``method`` only) in the folder ``out``, written as Phoenix saves
-    evaluations (``Evaluations.save``: the file ``evaluations-<id>.parquet`` whose schema metadata ``arize`` names
-    the id, the evaluation name and ``DocumentEvaluations``), so Phoenix loads each as it is::
+    """The labels of a run imported from spans as Phoenix document annotations (:func:`phoenix_frames`), one
+    Parquet file per label method (or ``method`` only) in the folder ``out``, named as Phoenix saved evaluations
+    (``evaluations-<id>.parquet``, schema metadata ``arize`` naming the id, the method and
+    ``DocumentEvaluations``). Phoenix 20 loads each with its client (``px.Client().log_evaluations`` is gone)::
 
-        from phoenix.trace import DocumentEvaluations
-        px.Client().log_evaluations(DocumentEvaluations.load(ID, FOLDER))
+        import pandas as pd
+        from phoenix.client import Client
+        Client().spans.log_document_annotations_dataframe(dataframe=pd.read_parquet(FILE))
 
-    (or ``DocumentEvaluations(eval_name=METHOD, dataframe=pandas.read_parquet(FILE))``). The id is a UUID-5 of
-    the run's name and the method, so exporting again writes the same files."""
+    (docs/traces.md). The id is a UUID-5 of the run's name and the method, so exporting again writes the same
+    files. A run without labels on its traced documents writes nothing and raises :class:`RagevalError`."""
     import json
-    import uuid
 
     import pyarrow as pa
     import pyarrow.parquet as pq

@@ -108,6 +108,18 @@ def imported_note(settings: dict) -> str:
             f"traces: {lacked}.")
 
 
+def imported_warnings(settings: dict) -> list[str]:
+    """What a run imported from traces must warn about (rageval.traces.importer): lists a tracer's attribute limit
+    cut (their first documents gone, so their measures are not the system's); [] for any other run."""
+    from rageval.traces.importer import cut_list_warning
+
+    imported = settings.get("imported")
+    if settings.get("e2e_answers") != "imported" or not isinstance(imported, dict):
+        return []
+    cut = cut_list_warning(imported.get("cut_lists") or [])
+    return [cut.removeprefix("warning: ")] if cut else []
+
+
 def render_lacks_panel(path: Path) -> dict[str, str]:
     """The panel for the run at ``path``; returns what it lacks (piece -> words; empty when complete). Shows
     nothing for a complete run without a job in progress."""
@@ -123,9 +135,12 @@ def render_lacks_panel(path: Path) -> dict[str, str]:
         st.warning(render.escape_markdown(f"Cannot list the jobs on this run: {error}"))
         return lacking
     latest = job_list[0] if job_list else None
-    note = imported_note(data.load_settings(*key))
+    settings = data.load_settings(*key)
+    note = imported_note(settings)
     if note:
         st.caption(render.escape_markdown(note))
+    for warning in imported_warnings(settings):
+        st.warning(render.escape_markdown(warning))
     if not lacking and not _active(job_list):
         return lacking
     with st.container(border=True):

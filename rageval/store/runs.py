@@ -182,8 +182,10 @@ SETTINGS_TYPES = {
 }
 
 
-#: The join condition of a query's own E2E answer: at k = the length of its ranked list (what a traced system used).
-_OWN_K = "e.k = (SELECT COUNT(*) FROM rankings r WHERE r.query_id = q.query_id)"
+#: The join condition of a query's own E2E answer (a traced system's): the one at the smallest k not under the
+#: length of its ranked list; that length itself, or the traced length of a list a tracer's attribute limit cut.
+_OWN_K = ("e.k = (SELECT MIN(o.k) FROM e2e_outputs o WHERE o.query_id = q.query_id "
+          "AND o.k >= (SELECT COUNT(*) FROM rankings r WHERE r.query_id = q.query_id))")
 
 
 @checked_reads(RUN)

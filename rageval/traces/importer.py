@@ -10,6 +10,10 @@ What becomes what:
 - its lists -> the run's main ranking, the reranked list when the trace has one (the list the answer was generated
   from), else the first-stage list; every stage's list, position by position with the span it came from, is kept
   as the run's ``trace_rankings`` (:class:`~rageval.store.records.TraceRanking`), so the first stage is never lost;
+  a main list whose scores contradict its order is ranked by its order (``imported.scores_out_of_rank_order``;
+  the scores stay in ``trace_rankings``), so trec_eval over the run's own scores reads the list the system used;
+  a list a tracer's attribute limit cut (:attr:`TraceRecord.cut`) keeps its traced ranks and is listed in
+  ``imported.cut_lists`` (:func:`cut_list_warning`: the command's and the pages' warning);
 - a document -> a passage: its id is the trace's, or, when the trace has none, a content hash of its text
   (:func:`content_id`: the same text gets the same id across traces and files); its text is the trace's, or, when
   the trace holds none, the ``--corpus`` passage of that id; one found in neither is kept in the lists with an
@@ -88,6 +92,19 @@ class ImportReport:
     citations_file: Path | None = None  # the attributed answers, as rageval evaluate-citations reads them
     attributed_answers: int = 0
     replaced: str | None = None  # the file the import replaced (--replace), and what it held
+    cut_lists: tuple[Mapping[str, Any], ...] = ()  # lists a tracer's attribute limit cut (settings imported.cut_lists)
+    scores_out_of_order: int = 0       # main lists whose scores contradicted their order (ranked by position)
+
+    def warnings(self) -> list[str]:
+        """What the user must know about the lists (also in the run's settings, for the pages)."""
+        found = []
+        if (cut := cut_list_warning(self.cut_lists)) is not None:
+            found.append(cut)
+        if self.scores_out_of_order:
+            found.append(f"note: {self.scores_out_of_order:,} list(s) carry scores that contradict their order "
+                         "(e.g. a first stage's score kept on a reranked list); they are ranked by their traced "
+                         "order, and their scores are kept as traced in the stage lists")
+        return found
 
     def lines(self) -> list[str]:
         """What ``rageval import`` prints."""
@@ -103,11 +120,20 @@ class ImportReport:
             lines.append(f"attributed answers: {self.attributed_answers:,} in {self.citations_file}; score their "
                          f"citations for the Citations page with: rageval evaluate-citations {self.citations_file} "
                          f"--out <runs folder>/attribution/{self.path.stem}.sqlite")
+        lines.extend(self.warnings())
         if self.missing:
             lines.append("missing: " + ", ".join(f"{kind} {n:,}" for kind, n in sorted(self.missing.items())))
         else:
             lines.append("missing: nothing")
         return lines
+
+
+def _out_of_order(scores: Sequence[float | None]) -> bool:
+    """Whether a list's scores contradict its order (a later document scored higher than an earlier one): then
+    they are not the scores it was ranked by (a first stage's score kept on a reranked list), and a tool that
+    ranks by score (trec_eval, pytrec_eval) would read another list than the one the system used."""
+    return any(later > earlier for earlier, later in itertools.pairwise(scores)
+               if earlier is not None and later is not None)
 
 
 def _error(record: TraceRecord, field_name: str, message: str) -> DataError:
@@ -180,7 +206,8 @@ def build_run(records: Sequence[TraceRecord], *, format_name: str = "", files: S
     main_stages: Counter[str] = Counter()
     missing_text: set[tuple[str, str]] = set()
     skipped_documents = repeated = 0
-    rank_scores = 0
+    rank_scores = disordered = 0
+    cut_lists: list[dict[str, Any]] = []
     for record in records:
         if not record.trace_id:
             raise _error(record, "trace_id", "a trace without an id; every trace needs one (it becomes the query id)")
@@ -230,17 +257,27 @@ def build_run(records: Sequence[TraceRecord], *, format_name: str = "", files: S
         else:
             main_stages[main] += 1
         scores = list(first.values())
-        if all(s is not None and math.isfinite(s) for s in scores):
+        if all(s is not None and math.isfinite(s) for s in scores) and not _out_of_order(scores):
             scored = tuple(ScoredPassage(p, float(s)) for p, s in first.items())  # type: ignore[arg-type]
-        else:
+        else:  # no scores, or scores that contradict the traced order: the order is what the system used
             rank_scores += 1
+            if scores and all(s is not None for s in scores):
+                disordered += 1
             scored = tuple(ScoredPassage(p, float(len(main_ids) - i)) for i, p in enumerate(main_ids))
+        for stage, dropped in record.cut.items():
+            documents = record.stages.get(stage) or []
+            cut_lists.append({"query_id": record.trace_id, "stage": stage, "span_id": record.span_ids.get(stage, ""),
+                              "dropped_attributes": int(dropped), "documents_kept": len(documents),
+                              "first_rank": min((d.position for d in documents), default=0) + 1})
         rankings.append(Ranking(record.trace_id, scored))
         queries.append(Query(record.trace_id, record.question, tuple(record.gold_answers), (), format_name))
         if record.answer is not None:
             if main_ids:
                 score = exact_match(record.answer, record.gold_answers) if record.gold_answers else math.nan
-                e2e.append(E2EOutput(record.trace_id, len(main_ids), record.answer, score))
+                k = len(main_ids)
+                if main in record.cut:  # the system answered from the whole list, not from what the limit kept
+                    k = max(k, max(d.position for d in record.stages[main]) + 1)
+                e2e.append(E2EOutput(record.trace_id, k, record.answer, score))
             else:
                 kinds.add("answer_without_documents")
         for _, cited in record.citations:  # a cited document no list holds: its text from the corpus
@@ -310,7 +347,8 @@ def build_run(records: Sequence[TraceRecord], *, format_name: str = "", files: S
                      "answers": {str(a): n for a, n in sorted(answer_ks.items())}, "gold_answers": gold_answers,
                      "hashed_ids": len(passages.hashed), "texts_from_corpus": len(passages.from_corpus),
                      "qrels_file": qrels_file, "qrels_labels": len(labels),
-                     "rank_derived_scores": rank_scores,
+                     "rank_derived_scores": rank_scores, "scores_out_of_rank_order": disordered,
+                     "cut_lists": cut_lists,
                      "span_ids": sum(1 for t in trace_rankings if t.span_id) > 0},
         "missing": missing,
         "brought": record_brought(f"imported from {format_name or 'traces'}", labels=methods, e2e_ks=answer_ks,
@@ -334,7 +372,25 @@ def report_of(run: Run, path: Path) -> ImportReport:
     imported = run.settings["imported"]
     return ImportReport(Path(path), len(run.queries), len(run.passages), dict(imported["stages"]),
                         {int(k): n for k, n in imported["answers"].items()}, imported["hashed_ids"],
-                        imported["texts_from_corpus"], imported["qrels_labels"], dict(run.settings["missing"]))
+                        imported["texts_from_corpus"], imported["qrels_labels"], dict(run.settings["missing"]),
+                        cut_lists=tuple(imported.get("cut_lists", ())),
+                        scores_out_of_order=int(imported.get("scores_out_of_rank_order", 0)))
+
+
+def cut_list_warning(cut_lists: Sequence[Mapping[str, Any]]) -> str | None:
+    """The one sentence a command or a page says about lists a tracer's attribute limit cut (``None`` when none
+    was): how many, whose first documents are gone, and what to do."""
+    if not cut_lists:
+        return None
+    queries = sorted({str(c["query_id"]) for c in cut_lists})
+    first = cut_lists[0]
+    shown = ", ".join(queries[:3]) + (f" and {len(queries) - 3} more" if len(queries) > 3 else "")
+    return (f"warning: {len(cut_lists):,} list(s) in {len(queries):,} trace(s) ({shown}) were cut by the tracer's "
+            f"attribute limit (the OpenTelemetry SDK keeps 128 attributes a span and drops the oldest: "
+            f"{sum(int(c['dropped_attributes']) for c in cut_lists):,} dropped); their first documents are gone "
+            f"(e.g. {first['query_id']} {first['stage']} starts at rank {first['first_rank']}); the kept documents "
+            "keep their traced ranks, and measures on these lists are not the system's. Trace again with "
+            "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT raised (e.g. 4096).")
 
 
 def import_traces(records: Sequence[TraceRecord], out: Path, *, format_name: str = "", files: Sequence[str] = (),

@@ -8,6 +8,11 @@ Two shapes of Langfuse's public API, as JSON or JSON Lines:
 - **traces with their observations** (``GET /api/public/traces/{id}``: ``id``, ``input``, ``output``,
   ``observations``), one object, an array, or one per line.
 
+``input`` / ``output`` are read in both shapes the API has: decoded JSON (v1, and the UI's export) and the raw
+JSON text the v2 observations endpoint returns (Langfuse 5.x's ``api.observations.get_many``): the text of an
+object or a list is decoded (a retriever's documents, a GENERATION's chat message, whose ``content`` is the
+answer), plain text is kept as it is.
+
 Observations are grouped by ``traceId`` in the order each trace first appears. Per trace (see
 :mod:`rageval.traces.runtree`):
 
@@ -19,6 +24,9 @@ Observations are grouped by ``traceId`` in the order each trace first appears. P
   trace's or root observation's ``output``; ``answers_field`` is a dotted path into the trace (or the root
   observation), e.g. ``output.answer``;
 - ``span_ids``: the retriever observations' ids.
+
+An observation (or a trace) given twice with the same content counts once; one id with two different contents is
+refused naming both places, never merged.
 """
 
 from __future__ import annotations
@@ -47,7 +55,15 @@ def read(paths: Sequence[Path], *, answers_field: str | None = None) -> list[Tra
         for line, value in _items(path):
             if isinstance(value, Mapping) and isinstance(value.get("observations"), list):
                 trace_id = _required(path, line, value, "id", "the trace's id")
-                trace_records[trace_id] = value
+                if trace_id in trace_records:
+                    if _decoded(value) == trace_records[trace_id]:
+                        continue  # the same trace given twice
+                    earlier, earlier_line = where[trace_id]
+                    place = f"{earlier}, line {earlier_line}" if earlier_line is not None else str(earlier)
+                    raise DataError(path, f"trace {trace_id} is also at {place} with other content; two traces "
+                                    "under one id are not merged (import them separately, or give one a new id)",
+                                    line=line, record=trace_id)
+                trace_records[trace_id] = _decoded(value)
                 where[trace_id] = (path, line)
                 traces.setdefault(trace_id, [])
                 for index, observation in enumerate(value["observations"]):
@@ -62,7 +78,8 @@ def read(paths: Sequence[Path], *, answers_field: str | None = None) -> list[Tra
             trace = trace_records[trace_id]
             path, line = where[trace_id]
             nodes = [Node(trace_id, None, "trace", "", trace.get("input"), trace.get("output"), trace, path, line)]
-        records.append(record_from_nodes(trace_id, nodes, answers_field, root_record=trace_records.get(trace_id)))
+        records.append(record_from_nodes(trace_id, nodes, answers_field, root_record=trace_records.get(trace_id),
+                                         what="observation"))
     return records
 
 
@@ -97,4 +114,22 @@ def _node(path: Path, line: int | None, observation: Any, at: str, trace_id: str
     node_kind = "retriever" if kind in RETRIEVER_TYPES else "llm" if kind in LLM_TYPES else kind.lower()
     parent = observation.get("parentObservationId")
     return Node(observation_id, str(parent) if parent else None, node_kind, str(observation.get("startTime", "")),
-                observation.get("input"), observation.get("output"), observation, path, line, "output")
+                parsing.decoded_json_text(observation.get("input")),
+                parsing.decoded_json_text(observation.get("output")), observation, path, line, "output")
+
+
+def _decoded(trace: Mapping) -> dict:
+    """A trace record with its ``input`` / ``output`` decoded when the API gave them as JSON text."""
+    return {**trace, **{key: parsing.decoded_json_text(trace[key]) for key in ("input", "output") if key in trace}}
+
+
+def field_names(paths: Sequence[Path]) -> list[str]:
+    """The dotted fields of the traces (or root observations) of ``paths``, where ``answers_field`` is looked up."""
+    names: dict[str, None] = {}
+    for path in paths:
+        for _, value in _items(Path(path)):
+            if isinstance(value, Mapping) and (isinstance(value.get("observations"), list)
+                                               or not value.get("parentObservationId")):
+                record = {key: item for key, item in _decoded(value).items() if key != "observations"}
+                names.update(dict.fromkeys(parsing.dotted_keys(record)))
+    return list(names)

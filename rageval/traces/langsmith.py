@@ -15,6 +15,10 @@ appears. Per trace (see :mod:`rageval.traces.runtree`):
   the root run's ``outputs`` (``output`` / ``answer`` ...); ``answers_field`` is a path into the root run
   (``outputs.answer``);
 - ``span_ids``: the retriever runs' ids.
+
+A trace has one root run: two root runs under one ``trace_id`` (two questions logged under one id), or one run
+id with two different records, is refused naming both places, never merged; a run given twice as it is counts
+once.
 """
 
 from __future__ import annotations
@@ -44,7 +48,8 @@ def read(paths: Sequence[Path], *, answers_field: str | None = None) -> list[Tra
             walk = parents[walk] or walk
             trace_id = trace_of.get(walk, "")
         traces.setdefault(trace_id or walk, []).append(node)
-    return [record_from_nodes(trace_id, trace_nodes, answers_field) for trace_id, trace_nodes in traces.items()]
+    return [record_from_nodes(trace_id, trace_nodes, answers_field, what="run", one_root=True)
+            for trace_id, trace_nodes in traces.items()]
 
 
 def _runs(path: Path) -> list[Node]:
@@ -66,3 +71,13 @@ def _runs(path: Path) -> list[Node]:
         nodes.append(Node(run_id, str(parent) if parent else None, run_type.lower(), str(run.get("start_time", "")),
                           run.get("inputs") or {}, run.get("outputs") or {}, run, path, line, "outputs"))
     return nodes
+
+
+def field_names(paths: Sequence[Path]) -> list[str]:
+    """The dotted fields of the root runs of ``paths``, where ``answers_field`` is looked up."""
+    names: dict[str, None] = {}
+    for path in paths:
+        for node in _runs(Path(path)):
+            if node.parent_id is None:
+                names.update(dict.fromkeys(parsing.dotted_keys(node.record)))
+    return list(names)

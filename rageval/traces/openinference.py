@@ -13,13 +13,26 @@ Three files are read (by content, not by name):
 - **Phoenix's spans dataframe as Parquet** (``df.to_parquet``): the same rows.
 
 Spans are grouped by trace id, in the order each trace first appears; every span id becomes 16 lower-case hex
-digits, the form Phoenix shows. Per trace:
+digits, the form Phoenix shows. A span given twice with the same content (a file read twice, overlapping exports)
+counts once; one span id with two different contents (another answer, another document order) is refused naming
+both places: two traces are never merged into one. Per trace:
 
 - the question: the root span's ``input.value`` (the text inside a JSON input when the root's input is JSON), else
   the retriever span's ``input.value``, else the reranker's ``reranker.query``;
 - ``retrieved``: the first retriever span's ``retrieval.documents.N.document.{id, content, score, metadata}``, in N
-  order; ``reranked``: the first reranker span's ``reranker.output_documents.N...``; a document's position is its
-  place in that list (0, 1, 2 ... even where N skips a number), which is Phoenix's ``document_position``;
+  order (an id or score the document lacks is looked up in its metadata, as on the LangSmith path: LangChain's
+  instrumentation writes only content and metadata); ``reranked``: the first reranker span's
+  ``reranker.output_documents.N...``. A retriever span inside a retriever span (LangChain's
+  ``ContextualCompressionRetriever`` traced by openinference-instrumentation-langchain: the compressor's reranked
+  documents around the base retriever's) follows the rule LangSmith and Langfuse follow
+  (:mod:`rageval.traces.runtree`): the inner one gives ``retrieved``, the outer one ``reranked`` (a RERANKER span,
+  where there is one, gives ``reranked``). A span with documents but no ``openinference.span.kind`` (the kind was
+  dropped by the attribute limit below) is read by its documents' prefix;
+- a document's position is its place in that list (0, 1, 2 ... even where N skips a number), which is Phoenix's
+  ``document_position``; except in a span that lost attributes to the OpenTelemetry SDK's limit (128 a span by
+  default: ``droppedAttributesCount``; the SDK drops the oldest, so the first documents): there each keeps its N,
+  the list is marked cut (:attr:`TraceRecord.cut`, ``missing`` ``<stage>.cut_by_attribute_limit``) and never
+  renumbered as if it were whole;
 - the answer: the last LLM span's last ``llm.output_messages.N.message.content``, else its ``output.value``, else
   the root's ``output.value``; ``answers_field`` names another attribute (looked up on the root, then every span);
 - ``span_ids``: the retriever's span id for ``retrieved``, the reranker's for ``reranked``.
@@ -29,6 +42,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -51,6 +65,8 @@ DOCUMENT_FIELDS = ("document.id", "document.content", "document.score", "documen
 #: Attributes whose value is a JSON text (Phoenix loads them into objects): kept whole, never flattened.
 JSON_VALUED = ("document.metadata", "metadata", "llm.prompt_template.variables", "tool.parameters")
 _HEX = re.compile(r"[0-9a-fA-F]+")
+#: The ``missing`` entry of a stage whose span lost attributes to the tracer's limit (``<stage>.cut_by_...``).
+CUT = "cut_by_attribute_limit"
 _DOCUMENT_KEY = re.compile(r"(\d+)\.(document\.(?:id|content|score|metadata))$")
 _MESSAGE_KEY = re.compile(r"(\d+)\.message\.(content|role)$")
 
@@ -68,18 +84,59 @@ class Span:
     attributes: Mapping[str, Any]
     path: Path
     line: int | None  # the line of a JSON Lines file, for error messages
+    dropped: int = 0  # attributes the tracer dropped (OTLP droppedAttributesCount)
 
     def error(self, message: str, field: str) -> DataError:
         return DataError(self.path, message, line=self.line, record=f"span {self.span_id}", field=field)
 
+    @property
+    def place(self) -> str:
+        return f"{self.path}, line {self.line}" if self.line is not None else str(self.path)
+
+    def content(self) -> tuple:
+        """What two copies of one span must agree on (not the start time: an OTLP file writes it in nanoseconds,
+        Phoenix's export as an ISO time)."""
+        return (self.parent_id, self.name, self.kind, _comparable(self.attributes), self.dropped)
+
 
 def read(paths: Sequence[Path], *, answers_field: str | None = None) -> list[TraceRecord]:
     """Every trace of the span files ``paths``, in order of first appearance."""
-    traces: dict[str, list[Span]] = {}
+    traces: dict[str, dict[str, Span]] = {}
     for path in paths:
         for span in read_spans(Path(path)):
-            traces.setdefault(span.trace_id, []).append(span)
-    return [_record(trace_id, spans, answers_field) for trace_id, spans in traces.items()]
+            spans = traces.setdefault(span.trace_id, {})
+            earlier = spans.get(span.span_id)
+            if earlier is None:
+                spans[span.span_id] = span
+            elif earlier.content() != span.content():
+                raise DataError(span.path, f"span {span.span_id} of trace {span.trace_id} is also at {earlier.place} "
+                                f"with other content ({_difference(earlier, span)}); two traces under one id are "
+                                "not merged (import them separately, or give one of them new ids)", line=span.line,
+                                record=f"span {span.span_id}")
+    return [_record(trace_id, list(spans.values()), answers_field) for trace_id, spans in traces.items()]
+
+
+def _comparable(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes as two files of one span compare them: a JSON-valued attribute (metadata) decoded, as Phoenix's
+    export holds it and an OTLP file does not; an empty value (Parquet's null or NaN for a column the span lacks)
+    as absent."""
+    compared = {key: value for key, value in attributes.items()
+                if value is not None and not (isinstance(value, float) and value != value)}
+    for key, value in list(compared.items()):
+        if key.endswith(JSON_VALUED) and isinstance(value, str):
+            with contextlib.suppress(json.JSONDecodeError):
+                compared[key] = json.loads(value)
+    return compared
+
+
+def _difference(one: Span, other: Span) -> str:
+    """The first attributes (or fields) two copies of a span disagree on, for the message."""
+    mine, theirs = _comparable(one.attributes), _comparable(other.attributes)
+    keys = sorted(key for key in set(mine) | set(theirs) if mine.get(key) != theirs.get(key))
+    fields = [name for name in ("parent_id", "name", "kind", "dropped")
+              if getattr(one, name) != getattr(other, name)]
+    differing = fields + keys
+    return ", ".join(differing[:3]) + (f" and {len(differing) - 3} more" if len(differing) > 3 else "")
 
 
 def read_spans(path: Path) -> list[Span]:
@@ -135,8 +192,27 @@ def _otlp_span(path: Path, line: int | None, raw: Mapping, at: str) -> Span:
         except ValueError as error:
             raise DataError(path, str(error), line=line, record=f"span {span_id}", field=item["key"]) from None
     start = str(raw.get("startTimeUnixNano", "")).zfill(20)
-    return Span(span_id, trace_id, parent_id, str(raw.get("name", "")), str(attributes.get(KIND, "")).upper(),
-                start, attributes, path, line)
+    dropped = raw.get("droppedAttributesCount") or 0
+    if isinstance(dropped, str) and dropped.isdigit():
+        dropped = int(dropped)
+    if isinstance(dropped, bool) or not isinstance(dropped, int) or dropped < 0:
+        raise DataError(path, f"expected a count, found {dropped!r}", line=line, record=f"span {span_id}",
+                        field=f"{at}.droppedAttributesCount")
+    return Span(span_id, trace_id, parent_id, str(raw.get("name", "")), _kind(attributes), start, attributes, path,
+                line, dropped)
+
+
+def _kind(attributes: Mapping[str, Any]) -> str:
+    """The span's OpenInference kind; where the attribute is gone (dropped by a limit) but documents remain, the
+    kind their prefix names."""
+    kind = str(attributes.get(KIND) or "").upper()
+    if kind:
+        return kind
+    if any(key.startswith(RERANKER_OUTPUT + ".") for key in attributes):
+        return "RERANKER"
+    if any(key.startswith(RETRIEVAL_DOCUMENTS + ".") for key in attributes):
+        return "RETRIEVER"
+    return ""
 
 
 def _otlp_id(path: Path, line: int | None, value: Any, size: int, field: str) -> str:
@@ -213,7 +289,7 @@ def _phoenix_row(path: Path, line: int | None, row: Mapping) -> Span:
     for key, value in row.items():  # Phoenix's dataframe: one column per convention, "attributes." first
         if key.startswith("attributes.") and value is not None:
             _flatten(value, key[len("attributes."):], attributes)
-    kind = str(row.get("span_kind") or attributes.get(KIND) or "").upper()
+    kind = str(row.get("span_kind") or "").upper() or _kind(attributes)
     parent = row.get("parent_id")
     start = row.get("start_time")
     return Span(str(span_id).lower(), str(trace_id).lower(), str(parent).lower() if parent else None,
@@ -245,22 +321,41 @@ def _record(trace_id: str, spans: list[Span], answers_field: str | None) -> Trac
     ids = {span.span_id for span in spans}
     roots = [span for span in spans if span.parent_id is None or span.parent_id not in ids]
     root = roots[0]
-    retriever = next((span for span in spans if span.kind == "RETRIEVER"), None)
+    by_id = {span.span_id: span for span in spans}
+
+    def ancestors(span: Span) -> list[Span]:
+        chain, seen = [], {span.span_id}
+        while span.parent_id in by_id and span.parent_id not in seen:
+            span = by_id[span.parent_id]
+            seen.add(span.span_id)
+            chain.append(span)
+        return chain
+
+    retrievers = [span for span in spans if span.kind == "RETRIEVER"]
+    outer = next((span for span in retrievers if not any(a.kind == "RETRIEVER" for a in ancestors(span))), None)
+    inner = next((span for span in retrievers if outer is not None and outer in ancestors(span)), None)
+    retriever = inner or outer
     reranker = next((span for span in spans if span.kind == "RERANKER"), None)
     stages: dict[str, list[TraceDocument]] = {}
     span_ids: dict[str, str] = {}
-    if retriever is not None:
-        stages[RETRIEVED] = _documents(retriever, RETRIEVAL_DOCUMENTS)
-        span_ids[RETRIEVED] = retriever.span_id
-    if reranker is not None:
-        stages[RERANKED] = _documents(reranker, RERANKER_OUTPUT)
-        span_ids[RERANKED] = reranker.span_id
+    cut: dict[str, int] = {}
+    for stage, span, prefix in ((RETRIEVED, retriever, RETRIEVAL_DOCUMENTS),
+                                (RERANKED, reranker, RERANKER_OUTPUT),
+                                (RERANKED, outer if inner is not None and reranker is None else None,
+                                 RETRIEVAL_DOCUMENTS)):
+        if span is None:
+            continue
+        stages[stage] = _documents(span, prefix)
+        span_ids[stage] = span.span_id
+        if span.dropped:
+            cut[stage] = span.dropped
     question = _question(root, retriever, reranker)
     answer = _answer(root, spans, answers_field)
+    missing = parsing.record_missing(question or "", stages, answer)
+    missing += tuple(f"{stage}.{CUT}" for stage in cut)
     return TraceRecord(
         trace_id=trace_id, question=question or "", stages=stages, answer=answer, span_ids=span_ids,
-        source=f"{root.path}, trace {trace_id}",
-        missing=parsing.record_missing(question or "", stages, answer))
+        source=f"{root.path}, trace {trace_id}", missing=missing, cut=cut)
 
 
 def _documents(span: Span, prefix: str) -> list[TraceDocument]:
@@ -270,7 +365,8 @@ def _documents(span: Span, prefix: str) -> list[TraceDocument]:
         if key.startswith(start) and (match := _DOCUMENT_KEY.fullmatch(key[len(start):])):
             fields.setdefault(int(match.group(1)), {})[match.group(2)] = (key, value)
     documents = []
-    for position, index in enumerate(sorted(fields)):
+    for place, index in enumerate(sorted(fields)):
+        position = index if span.dropped else place  # a cut list keeps the span's own numbers
         found = fields[index]
         try:
             document_id = parsing.as_id(found.get("document.id", (None, None))[1])
@@ -284,9 +380,33 @@ def _documents(span: Span, prefix: str) -> list[TraceDocument]:
         except ValueError as error:
             raise span.error(str(error), found["document.score"][0]) from None
         metadata = _metadata(found.get("document.metadata", (None, None))[1])
+        if not document_id or score is None:  # LangChain's instrumentation: the Document's id and scores in metadata
+            document_id, score = _from_metadata(span, found, metadata, document_id, score)
         documents.append(TraceDocument(document_id, content if content else None, position, score,
                                        metadata=metadata))
     return documents
+
+
+def _from_metadata(span: Span, found: Mapping, metadata: Mapping, document_id: str,
+                   score: float | None) -> tuple[str, float | None]:
+    """The id and score a document's metadata holds where its own attributes have none (openinference-
+    instrumentation-langchain writes a ``Document`` as ``document.content`` and ``document.metadata`` only), by the
+    keys the LangSmith and Langfuse paths read (:data:`rageval.traces.parsing.ID_KEYS`, ``SCORE_KEYS``:
+    ``relevance_score`` first)."""
+    field = found.get("document.metadata", ("document.metadata", None))[0]
+    if not document_id:
+        raw = next((metadata[key] for key in parsing.ID_KEYS if metadata.get(key) is not None), None)
+        try:
+            document_id = parsing.as_id(raw)
+        except ValueError as error:
+            raise span.error(f"metadata id: {error}", field) from None
+    if score is None:
+        raw = next((metadata[key] for key in parsing.SCORE_KEYS if metadata.get(key) is not None), None)
+        try:
+            score = parsing.as_score(raw)
+        except ValueError as error:
+            raise span.error(f"metadata score: {error}", field) from None
+    return document_id, score
 
 
 def _metadata(value: Any) -> dict:
@@ -356,3 +476,13 @@ def _text(value: Any, mime: Any) -> str | None:
                 return parsing.as_text(value.get(key))
         return None
     return parsing.as_text(value)
+
+
+def field_names(paths: Sequence[Path]) -> list[str]:
+    """The attributes of the spans of ``paths`` (numbered list items left out), where ``answers_field`` is looked
+    up."""
+    names: dict[str, None] = {}
+    for path in paths:
+        for span in read_spans(Path(path)):
+            names.update(dict.fromkeys(key for key in span.attributes if not re.search(r"\.\d+(\.|$)", key)))
+    return list(names)

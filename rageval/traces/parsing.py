@@ -17,15 +17,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rageval.errors import DataError, not_utf8_message
+from rageval.errors import DataError, binary_kind, not_utf8_message
 from rageval.traces.records import TraceDocument
 
 QUESTION, ANSWER, GOLD_ANSWERS, RETRIEVED_PIECE = "question", "answer", "gold_answers", "retrieved"
 
 
 def read_text(path: Path) -> str:
-    """The file's text, UTF-8 (a byte-order mark is dropped); a file that is not UTF-8 names the line."""
+    """The file's text, UTF-8 (a byte-order mark is dropped); a file that is not UTF-8 names the line, and one
+    that is not text at all (gzip, Parquet, binary) says what it is."""
     data = path.read_bytes()
+    if (kind := binary_kind(data)) is not None:
+        raise DataError(path, f"expected UTF-8 text, found {kind}")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -55,11 +58,23 @@ def json_lines(path: Path, text: str | None = None) -> Iterator[tuple[int, Any]]
 
 def read_json_records(path: Path) -> list[tuple[int | None, Any]]:
     """The records of a JSON or JSON Lines file: a JSON array gives its items, one JSON object itself, and a file
-    of one value per line gives each line. The number is the line (JSON Lines) or ``None`` (one JSON value)."""
+    of one value per line gives each line. The number is the line (JSON Lines) or ``None`` (one JSON value).
+    A file that is neither is reported where its JSON breaks: a pretty-printed file (its first line not a whole
+    value) at the line of the error, or its end when it is cut short; a JSON Lines file at its bad line."""
     text = read_text(path)
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except json.JSONDecodeError as whole:
+        first = next((line for line in text.splitlines() if line.strip()), "")
+        try:
+            json.loads(first)
+        except json.JSONDecodeError:  # not JSON Lines: one value spread over lines
+            rest = text[whole.pos:].rstrip()
+            if not rest or (whole.msg.startswith("Unterminated string") and "\n" not in rest):
+                raise DataError(path, "expected JSON: the file ends inside a value; it looks cut short (an "
+                                "interrupted download or copy?)", line=whole.lineno) from None
+            raise DataError(path, f"expected JSON: {whole.msg} (column {whole.colno})",
+                            line=whole.lineno) from None
         return list(json_lines(path, text))
     if isinstance(value, list):
         return [(None, item) for item in value]
@@ -146,7 +161,9 @@ def record_missing(question: str, stages: Mapping[str, Sequence[TraceDocument]],
 #: ``metadata``) as LangSmith and Langfuse serialise it, LlamaIndex's nodes, and plain ``{text, id, score}``.
 TEXT_KEYS = ("page_content", "pageContent", "content", "text")
 ID_KEYS = ("id", "doc_id", "document_id", "docid", "passage_id", "node_id")
-SCORE_KEYS = ("score", "relevance_score", "similarity", "distance_score")
+#: ``relevance_score`` comes first: a reranker (CohereRerank, LangChain's cross-encoder and LLM compressors) writes it
+#: beside the first stage's ``score`` it copied, and the reranked list is ordered by it.
+SCORE_KEYS = ("relevance_score", "score", "similarity", "distance_score")
 
 
 def documents_from_objects(items: Any, stage: str, field: str) -> list[TraceDocument]:
@@ -211,3 +228,29 @@ def text_of(value: Any, keys: Sequence[str]) -> str | None:
             if isinstance(found, (str, Mapping)) and (text := text_of(found, keys)) is not None:
                 return text
     return None
+
+
+def decoded_json_text(value: Any) -> Any:
+    """A value an API returned as the JSON text of an object or a list (Langfuse's v2 observations return
+    ``input`` / ``output`` as raw strings) as that object or list; anything else (plain text, a number's text,
+    a value already decoded) as it is."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "[", '"'):
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError:
+            return value
+        if isinstance(decoded, (Mapping, list, str)):
+            return decoded
+    return value
+
+
+def dotted_keys(value: Any, prefix: str = "", depth: int = 3) -> list[str]:
+    """The dotted paths (:func:`dig`'s form) to the values inside ``value``, objects followed ``depth`` levels
+    deep, lists not entered: what ``--answers-field`` can name in a record."""
+    if not isinstance(value, Mapping) or depth == 0:
+        return [prefix] if prefix else []
+    keys: list[str] = []
+    for key, item in value.items():
+        path = f"{prefix}.{key}" if prefix else str(key)
+        keys.extend(dotted_keys(item, path, depth - 1) if isinstance(item, Mapping) and item else [path])
+    return keys

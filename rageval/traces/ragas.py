@@ -117,3 +117,13 @@ def _record(path: Path, line: int, row: Mapping, answer_column: str) -> TraceRec
         trace_id=f"{path.name}:{line}", question=(question or "").strip(), stages=stages, answer=answer,
         gold_answers=gold, source=f"{path}, line {line}",
         missing=parsing.record_missing((question or "").strip(), stages, answer, gold))
+
+
+def field_names(paths: Sequence[Path]) -> list[str]:
+    """The columns of the dataset files ``paths`` (``answers_field`` names one)."""
+    names: dict[str, None] = {}
+    for path in (Path(p) for p in paths):
+        rows = _csv_rows(path) if path.suffix.lower() in (".csv", ".tsv") else _json_rows(path)
+        for _, row in rows:
+            names.update(dict.fromkeys(row))
+    return list(names)

@@ -33,7 +33,7 @@ class TraceRecord:
     per answer sentence, the ids of the documents it cites (TREC RAG). ``span_ids`` keeps, per stage, the span
     (or run / observation) id the documents came from, so labels can be written back to it; ``source`` names the
     file and line or span, for error messages and the run's provenance. ``missing`` lists what the trace lacked
-    (kept and counted, never dropped silently)."""
+    (kept and counted, never dropped silently); ``cut`` the stages whose span lost documents to a tracer's limit."""
 
     trace_id: str
     question: str
@@ -44,3 +44,6 @@ class TraceRecord:
     span_ids: dict[str, str] = field(default_factory=dict)
     source: str = ""
     missing: tuple[str, ...] = ()
+    #: stage -> attributes its span lost to a tracer's limit (OpenTelemetry's ``droppedAttributesCount``): the list
+    #: is not whole, and its documents keep the positions the span gave them (the first ones are gone).
+    cut: dict[str, int] = field(default_factory=dict)

@@ -1,6 +1,10 @@
 """One trace as a tree of runs (LangSmith) or observations (Langfuse), read into a
 :class:`~rageval.traces.records.TraceRecord` by the same rules:
 
+- one id, one content: a run or observation given twice with the same record (a file read twice, overlapping
+  exports) counts once; given twice with different records, or (``one_root``: LangSmith, where a trace is one root
+  run and its id that run's) two root runs under one trace id, is refused in one line naming both places
+  (:func:`unique_nodes`): two traces are never merged into one;
 - the first retriever (by start time) that no other retriever contains gives ``retrieved``; when it contains a
   retriever itself (LangChain's ``ContextualCompressionRetriever`` around a base retriever, i.e. a reranker or a
   filter), the inner one gives ``retrieved`` and the outer one ``reranked``;
@@ -40,12 +44,43 @@ class Node:
     def error(self, message: str, field: str) -> DataError:
         return DataError(self.path, message, line=self.line, record=self.node_id, field=field)
 
+    @property
+    def place(self) -> str:
+        """Where the node is written: its file, and line where the file has lines."""
+        return f"{self.path}, line {self.line}" if self.line is not None else str(self.path)
+
+
+def unique_nodes(trace_id: str, nodes: Sequence[Node], *, what: str = "run", one_root: bool = False) -> list[Node]:
+    """``nodes`` with each id once: a node repeated with the same record is kept once; the same id with another
+    record, or (``one_root``) a second root, raises :class:`DataError` naming both places. Two traces under one id
+    are never merged (a question from one, documents or an answer from the other)."""
+    kept: dict[str, Node] = {}
+    for node in nodes:
+        earlier = kept.get(node.node_id)
+        if earlier is None:
+            kept[node.node_id] = node
+        elif earlier.record != node.record:
+            raise DataError(node.path, f"{what} {node.node_id} of trace {trace_id} is also at {earlier.place} with "
+                            "other content; two traces under one id are not merged (import them separately, or "
+                            "give one of them new ids)", line=node.line, record=node.node_id)
+    unique = list(kept.values())
+    if one_root:
+        roots = [node for node in unique if node.parent_id is None]
+        if len(roots) > 1:
+            first, second = roots[0], roots[1]
+            raise DataError(second.path, f"trace {trace_id} has a second root {what} {second.node_id} (the first, "
+                            f"{first.node_id}, is at {first.place}): two traces under one id are not merged "
+                            "(import them separately, or give one of them a new trace_id)", line=second.line,
+                            record=second.node_id, field="trace_id")
+    return unique
+
 
 def record_from_nodes(trace_id: str, nodes: Sequence[Node], answers_field: str | None, *,
-                      root_record: Mapping | None = None) -> TraceRecord:
-    """The trace of ``nodes`` (one trace's runs or observations, any order). ``root_record`` is the trace's own
-    record where the format has one (a Langfuse trace with its observations): its input and output come first."""
-    nodes = sorted(nodes, key=lambda node: node.start)
+                      root_record: Mapping | None = None, what: str = "run", one_root: bool = False) -> TraceRecord:
+    """The trace of ``nodes`` (one trace's runs or observations, any order; see :func:`unique_nodes` for ``what``
+    and ``one_root``). ``root_record`` is the trace's own record where the format has one (a Langfuse trace with
+    its observations): its input and output come first."""
+    nodes = sorted(unique_nodes(trace_id, nodes, what=what, one_root=one_root), key=lambda node: node.start)
     by_id = {node.node_id: node for node in nodes}
     roots = [node for node in nodes if node.parent_id is None or node.parent_id not in by_id]
     root = roots[0] if roots else nodes[0]

@@ -141,6 +141,10 @@ SOURCES = {
                                                                                         "langsmith_runs.jsonl"),
     "langfuse": traces_of("langfuse", "langfuse_observations.json"),
     "trec-rag": traces_of("trec-rag", "trec_rag_2024_topics.tsv", "trec_rag_run.tsv", "trec_rag_2024_answers.jsonl"),
+    "langchain-rerank": traces_of("openinference", "openinference_langchain_otlp.json"),
+    "otel-cut-list": traces_of("openinference", "openinference_sdk_wide_otlp.json"),
+    "langfuse-v2": traces_of("langfuse", "langfuse_v2_observations.json"),
+    "langsmith-rerank": traces_of("langsmith", "langsmith_rerank_runs.jsonl"),
     "shipped": shipped,
 }
 

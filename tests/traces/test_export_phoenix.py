@@ -22,7 +22,7 @@ import pytest
 from pandas.api.types import is_integer_dtype, is_numeric_dtype, is_string_dtype
 
 from rageval.cli import main
-from rageval.export import export_phoenix
+from rageval.export import export_phoenix, phoenix_span_id
 from rageval.store import LabelEvidence, RunReader, RunWriter
 from rageval.store.records import Label
 from rageval.traces import readers
@@ -74,13 +74,13 @@ def test_phoenix_rows_are_the_span_and_position_of_each_labelled_document(spans_
             for stage, documents in record.stages.items():
                 for document in documents:
                     if content_id(document.content) == row.passage_id:
-                        expected.add((record.span_ids[stage], document.position, row.value))
+                        expected.add((phoenix_span_id(record.span_ids[stage]), document.position, row.value))
         got = {(span, int(position), score) for (span, position), score in frame["score"].items()}
         assert got == expected and expected
-    paris = frames["llm_relevance"][1].loc[("span-rr-1", 0)]
+    paris = frames["llm_relevance"][1].loc[(phoenix_span_id("span-rr-1"), 0)]
     assert (paris["label"], paris["explanation"]) == ("relevant", "model replied 'Yes'")
     # q-germany's Berlin was reranked out: its qrels label goes to the retriever span at position 1 only.
-    assert frames["qrels"][1].loc[("span-ret-2", 1), "label"] == "relevant"
+    assert frames["qrels"][1].loc[(phoenix_span_id("span-ret-2"), 1), "label"] == "relevant"
 
 
 def test_phoenix_export_refuses_a_run_without_span_ids_in_one_line(tmp_path, capsys):

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from rageval.errors import DataError
 from rageval.traces.readers import read_traces
 from rageval.traces.records import RERANKED, RETRIEVED
 from tests.traces.fixtures.make_langchain_traces import LANGFUSE, LANGSMITH, QUESTIONS
@@ -95,13 +96,16 @@ def test_what_a_trace_lacks_is_kept_and_listed(format_name, path):
 
 
 def test_answers_field_is_a_path_into_the_root_run():
-    """LangSmith's root run keeps the chain's answer under ``outputs.output``; a path no run has gives none."""
+    """LangSmith's root run keeps the chain's answer under ``outputs.output``; a path no run has (a typo) is an
+    error naming the fields the root runs have (issue 38: it used to import with every answer missing, exit 0)."""
     roots = {line["trace_id"]: line["outputs"].get("output") for line in raw_langsmith()
              if line.get("parent_run_id") is None}
     records = read_traces("langsmith", [LANGSMITH], answers_field="outputs.output")
     answers = {r.trace_id: r.answer for r in records}
     assert answers == {trace: value if isinstance(value, str) else None for trace, value in roots.items()}
-    assert all(r.answer is None for r in read_traces("langsmith", [LANGSMITH], answers_field="outputs.nothing"))
+    with pytest.raises(DataError) as error:
+        read_traces("langsmith", [LANGSMITH], answers_field="outputs.nothing")
+    assert "'outputs.nothing'" in str(error.value) and "fields there: outputs.output" in str(error.value)
 
 
 def test_a_langfuse_trace_without_observations_keeps_its_input_and_output(tmp_path):

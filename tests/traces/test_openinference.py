@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from rageval.errors import DataError
 from rageval.traces.readers import read_traces
 from rageval.traces.records import RERANKED, RETRIEVED
 from tests.traces.fixtures import make_openinference
@@ -96,12 +97,13 @@ def test_what_a_trace_lacks_is_kept_and_listed():
 
 def test_answers_field_names_another_attribute(spans):
     """The root chain's ``output.value`` (written by the fixture with the LLM's answer), and an attribute no span
-    has (every answer missing)."""
+    has: an error naming the attributes the spans have (issue 38: it used to import with every answer missing)."""
     records = read_traces("openinference", [make_openinference.OTLP_JSON], answers_field="output.value")
     roots = {format(s.context.trace_id, "032x"): s.attributes.get("output.value") for s in spans if s.parent is None}
     assert {r.trace_id: r.answer for r in records} == roots
-    none = read_traces("openinference", [make_openinference.OTLP_JSON], answers_field="app.final_answer")
-    assert all(r.answer is None and "answer" in r.missing for r in none)
+    with pytest.raises(DataError) as error:
+        read_traces("openinference", [make_openinference.OTLP_JSON], answers_field="app.final_answer")
+    assert "'app.final_answer'" in str(error.value) and "output.value" in str(error.value)
 
 
 

@@ -66,3 +66,17 @@ def test_the_lacks_panel_says_an_imported_runs_answers_are_kept_and_what_the_tra
                            "answers and are never generated again. Missing from the traces: gold answers 2.") \
         in captions(app)
     assert any(escape_markdown("baselines") in m.value for m in app.markdown if "What this run lacks" in m.value)
+
+
+def test_the_lacks_panel_warns_of_a_list_the_tracer_s_attribute_limit_cut(tmp_path, monkeypatch):
+    """Issue 38: OpenTelemetry SDK spans with 40 documents keep the last 32; the page says so."""
+    from rageval.traces.importer import import_files
+    from tests.traces.fixtures.make_langchain_rerank import SDK_WIDE_OTLP
+
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    import_files("openinference", [SDK_WIDE_OTLP], tmp_path / "wide.sqlite")
+    app = start(CORRELATIONS, run="wide")
+    (warning,) = [w.value for w in app.warning if "attribute limit" in w.value]
+    # the SDK dropped the 34 oldest attributes (the kind, input.value, documents 0-7: four each): rank 9 is first
+    assert escape_markdown("1 list(s) in 1 trace(s)") in warning and escape_markdown("starts at rank 9") in warning
+    assert escape_markdown("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT") in warning
