@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +169,7 @@ def _load_entry_points() -> None:
             if not isinstance(kind, MethodKind):
                 raise LabelMethodError(f"entry point {point.name} ({point.value}) of {ENTRY_POINT_GROUP}: expected a "
                                        f"MethodKind, got {type(kind).__name__}")
-            register(kind)
+            register(replace(kind, source=f"entry point {point.value}") if kind.source == "built-in" else kind)
 
 
 def remember_stored_kinds(kinds: Any) -> None:

@@ -73,9 +73,10 @@ def add_parsers(sub) -> None:
         else:
             what.add_argument(f"--{kind.name.replace('_', '-')}", dest=kind.name, action="store_const", const=True,
                               help=f"also {kind.display}: {kind.description} (label method {kind.name})")
-    what.add_argument("--labels", type=Path, metavar="FILE.toml",
+    what.add_argument("--labels", metavar="FILE.toml|JUDGE",
                       help="your own LLM judge as a TOML file (name, description, prompt, [parse]; see "
-                           "`rageval methods`): one more label method, one LLM call a passage")
+                           "`rageval methods`), or a judge an installed package registers: one more label method, "
+                           "one LLM call a passage")
     what.add_argument("--judges", help="LLM-retEval judges, comma list of llm, em, token_f1, cosine (default: all)")
     what.add_argument("--semi-gold-samples", type=int, help="semi-gold answers per question (default 3)")
     model = evaluate.add_argument_group("the RAG LLM")

@@ -28,7 +28,7 @@ from rageval.erag.labels import ALL_METRICS
 from rageval.errors import DataError, RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.factory import ModelSettings
-from rageval.labelmethods import LabelMethodError, judges, load_judge_file
+from rageval.labelmethods import LabelMethodError, is_judge_file, judges, load_judge_file
 from rageval.measures import parse_measure_list
 from rageval.paths import not_a_file
 from rageval.pipeline.evaluate import METHODS, EvaluationOptions, parse_ks, parse_methods
@@ -130,6 +130,11 @@ class EvaluateConfig:
                          if kind.source == "built-in" and getattr(self, kind.name, None) is True)
         if not self.labels:
             return switched
+        named = {kind.name for kind in judges()}
+        if self.labels in named:  # a judge registered by an installed package
+            return (*switched, self.labels)
+        if not is_judge_file(self.labels):
+            raise RagevalError(f"labels {self.labels!r}: expected a judge file (.toml) or one of {', '.join(named)}")
         try:
             return (*switched, load_judge_file(self.labels).name)
         except LabelMethodError as error:
@@ -162,7 +167,7 @@ class EvaluateConfig:
         values = {name: nested["model_settings"][name] if name in MODEL_FIELDS else nested[name]
                   for name in FIELD_NAMES}
         for name in PATH_FIELDS:
-            if values[name]:
+            if values[name] and (name != "labels" or is_judge_file(values[name])):  # labels: a file or a judge
                 values[name] = str(Path(values[name]).expanduser().resolve())
         return values
 
@@ -214,6 +219,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         if isinstance(values.get(name), list):
             values[name] = ",".join(map(str, values[name]))
     for name in PATH_FIELDS:
+        if name == "labels" and not is_judge_file(str(values.get(name, ""))):
+            continue
         if isinstance(values.get(name), str) and not Path(values[name]).expanduser().is_absolute():
             values[name] = str(path.parent / values[name])
     return values

@@ -148,3 +148,20 @@ def test_a_judge_file_fills_its_prompt_and_reads_replies(tmp_path):
     assert identifier.startswith("judge-test_file_judge@1#") and load_judge_file(path) == kind
     path.write_text(JUDGE.format(name="test_file_judge").replace("Reply Yes", "Answer Yes"), encoding="utf-8")
     assert load_judge_file(path).judge.template.identifier != identifier  # the same file edited: replaced
+
+
+def test_an_installed_package_registers_its_method_through_the_entry_point_group(tmp_path, monkeypatch):
+    """A package (here a bare .dist-info and module on sys.path, as pip would install them) that names a MethodKind
+    under ``rageval.label_methods`` is in the registry without any change to rageval."""
+    (tmp_path / "team_judges.py").write_text(
+        "from rageval.labelmethods import MethodKind\n"
+        "KIND = MethodKind('team_method', 'Team method', 'our own labels', '#010203', list_bound=True)\n")
+    info = tmp_path / "team_judges-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: team-judges\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[rageval.label_methods]\nteam = team_judges:KIND\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(labelmethods, "_entry_points_loaded", False)
+    kind = method_kind("team_method@some-model")
+    assert (kind.display, kind.source, kind.list_bound) == ("Team method", "entry point team_judges:KIND", True)
+    assert display_name("team_method") == "Team method" and method_order()[-1] == "team_method"
