@@ -689,7 +689,7 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-s
 
 def render_html(report: Report, now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> str:
     """The report as one self-contained HTML document (see the module docstring)."""
-    from rageval import __version__
+    from rageval.version import __version__
 
     settings = report.settings
     k = report.main_k

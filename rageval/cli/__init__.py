@@ -29,8 +29,8 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from rageval import __version__
 from rageval.errors import RagevalError
+from rageval.version import __version__
 
 
 class Command(NamedTuple):

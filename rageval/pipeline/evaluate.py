@@ -33,7 +33,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from rageval import __version__
 from rageval import reteval as llm_reteval
 from rageval.erag.baselines import compute_judge_labels, compute_reference_labels, judge_of
 from rageval.erag.e2e import compute_e2e
@@ -59,6 +58,7 @@ from rageval.store import Correlation, E2EOutput, MeasureValue, Run
 from rageval.store.provenance import brought
 from rageval.store.records import UnparsedAnswer
 from rageval.types import Passage, Query, Ranking
+from rageval.version import __version__
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rageval import __version__
 from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
 from rageval.labelmethods import GOLD
 from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run
 from rageval.store.provenance import UPLOADED, record_brought
 from rageval.types import Passage, Query, Ranking
 from rageval.upload.problems import Problems, UploadResult
+from rageval.version import __version__
 
 #: Measure cutoffs of an uploaded run: these (those not deeper than its longest ranking), plus every E2E k.
 STANDARD_CUTOFFS = (1, 3, 5, 10, 20, 50, 100)
