@@ -105,6 +105,11 @@ def test_a_toml_judge_rescores_a_run_and_shows_everywhere(tmp_path, capsys):
     trust = json.loads(capsys.readouterr().out)
     assert trust["methods"][METHOD]["kappa"] == pytest.approx(1.0)  # the person agrees with every label
 
+    html = tmp_path / "report.html"
+    assert main(["report", str(run), "--html", str(html)]) == 0
+    capsys.readouterr()
+    assert METHOD in html.read_text(encoding="utf-8")  # its correlation with the answers, in the chart and table
+
     # A fresh page process that never read the judge file shows the method's column from the run itself.
     monkeypatch_registry = dict(labelmethods._REGISTRY)
     monkeypatch_registry.pop("answer_present")
