@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -138,6 +139,8 @@ class MethodKind:
 
 _REGISTRY: dict[str, MethodKind] = {}
 _entry_points_loaded = False
+#: Entry points that could not be loaded (their methods are left out), for ``rageval methods``.
+ENTRY_POINT_ERRORS: list[str] = []
 
 
 def register(kind: MethodKind) -> MethodKind:
@@ -163,13 +166,17 @@ def _load_entry_points() -> None:
     from importlib.metadata import entry_points
 
     for point in entry_points(group=ENTRY_POINT_GROUP):
-        loaded = point.load()
-        found = loaded() if callable(loaded) and not isinstance(loaded, MethodKind) else loaded
-        for kind in (found if isinstance(found, (list, tuple)) else [found]):
-            if not isinstance(kind, MethodKind):
-                raise LabelMethodError(f"entry point {point.name} ({point.value}) of {ENTRY_POINT_GROUP}: expected a "
-                                       f"MethodKind, got {type(kind).__name__}")
-            register(replace(kind, source=f"entry point {point.value}") if kind.source == "built-in" else kind)
+        try:  # a broken package costs its own methods, never rageval's (named in a warning, and in `rageval methods`)
+            loaded = point.load()
+            found = loaded() if callable(loaded) and not isinstance(loaded, MethodKind) else loaded
+            for kind in (found if isinstance(found, (list, tuple)) else [found]):
+                if not isinstance(kind, MethodKind):
+                    raise LabelMethodError(f"expected a MethodKind, got {type(kind).__name__}")
+                register(replace(kind, source=f"entry point {point.value}") if kind.source == "built-in" else kind)
+        except Exception as error:
+            message = f"entry point {point.name} ({point.value}) of {ENTRY_POINT_GROUP} left out: {error}"
+            ENTRY_POINT_ERRORS.append(message)
+            warnings.warn(message, stacklevel=2)
 
 
 def remember_stored_kinds(kinds: Any) -> None:
@@ -355,8 +362,8 @@ def method_order() -> tuple[str, ...]:
     return tuple(kind.name for kind in registered() if kind.listed)
 
 
-#: The built-in display order (:func:`method_order` at import, before any file or package adds a method).
-METHOD_ORDER = method_order()
+#: The built-in display order (before any file or package adds a method).
+METHOD_ORDER = tuple(kind.name for kind in _REGISTRY.values() if kind.listed)
 
 
 def relevant_grade(method: str) -> int | None:

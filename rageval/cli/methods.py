@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def cmd_methods(args: argparse.Namespace) -> int:
-    from rageval.labelmethods import describe_methods
+    from rageval.labelmethods import ENTRY_POINT_ERRORS, describe_methods
 
     methods = describe_methods([str(path) for path in args.labels or ()])
+    for message in ENTRY_POINT_ERRORS:
+        print(f"rageval: {message}", file=sys.stderr)
     if args.json:
         print(json.dumps(methods, indent=1))
         return 0

@@ -26,9 +26,6 @@ def label_kinds() -> tuple[str, ...]:
     (:func:`rageval.labelmethods.judges`: the built-ins, installed packages', judge files already loaded)."""
     return (ERAG, *(kind.name for kind in judges()))
 
-
-#: The built-in label kinds (``rescore start --labels`` also takes a judge file).
-LABEL_KINDS = label_kinds()
 #: What a complete job can compute (:data:`rageval.pipeline.summary.PIECES`), in pipeline order.
 PIECES = ("erag", "e2e", "baselines", "reteval")
 BACKENDS = ("transformers", "openai")

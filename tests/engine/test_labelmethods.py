@@ -165,3 +165,17 @@ def test_an_installed_package_registers_its_method_through_the_entry_point_group
     kind = method_kind("team_method@some-model")
     assert (kind.display, kind.source, kind.list_bound) == ("Team method", "entry point team_judges:KIND", True)
     assert display_name("team_method") == "Team method" and method_order()[-1] == "team_method"
+
+
+def test_a_broken_package_loses_only_its_own_methods(tmp_path, monkeypatch):
+    (tmp_path / "broken_judges.py").write_text("raise ImportError('needs a library that is not installed')\n")
+    info = tmp_path / "broken_judges-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-judges\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[rageval.label_methods]\nbroken = broken_judges:KIND\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(labelmethods, "_entry_points_loaded", False)
+    monkeypatch.setattr(labelmethods, "ENTRY_POINT_ERRORS", [])
+    with pytest.warns(UserWarning, match=r"entry point broken \(broken_judges:KIND\).*left out: needs a library"):
+        names = [kind.name for kind in registered()]
+    assert names[:len(METHOD_ORDER)] == list(METHOD_ORDER) and len(labelmethods.ENTRY_POINT_ERRORS) == 1
