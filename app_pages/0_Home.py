@@ -11,6 +11,7 @@ methods whose correlations mean little; with human labels, what they make of the
 import streamlit as st
 
 from rageval import findings
+from rageval.labelmethods import LLM_RELEVANCE
 from rageval.team import roles
 from rageval.trust.report import headline_method, trust_finding
 from ui import auth, data, navigation, render
@@ -81,8 +82,8 @@ if main_k is not None:
         found.append(finding)
     if gold_answer is not None and (finding := findings.two_by_two_finding(gold_answer.table)) is not None:
         found.append(finding)
-llm_share = loaders.load_label_share(*key, "llm_relevance")
-if (finding := findings.label_share_finding("llm_relevance", *llm_share, name=fmt.method_name)) is not None:
+llm_share = loaders.load_label_share(*key, LLM_RELEVANCE)
+if (finding := findings.label_share_finding(LLM_RELEVANCE, *llm_share, name=fmt.method_name)) is not None:
     found.append(finding)
 if (finding := findings.failure_finding(loaders.load_failure_counts(*key), main_k, fmt.judge_name)) is not None:
     found.append(finding)

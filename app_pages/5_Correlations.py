@@ -10,7 +10,7 @@ shared.
 import streamlit as st
 
 from rageval.correlations import best_measures
-from rageval.erag.methods import relevant_grade
+from rageval.labelmethods import levels_text, relevant_grade
 from rageval.team import roles
 from ui import auth, data, glossary, navigation, render
 from ui import data_correlations as loaders
@@ -172,8 +172,9 @@ else:
         st.caption(render.escape_markdown(
             f"Graded labels ({', '.join(fmt.method_name(m) for m in render.order_label_methods(graded))}) "
             "have only P, nDCG and Hit (a label above 0 counts as relevant for Hit); their other cells show –."))
-    if any(relevant_grade(m) is not None for m in set(correlations["method"])):
-        st.caption(render.escape_markdown(glossary.SCALE_NDCG_NOTE.format(methods="UMBRELA") + "."))
+    if scale := [f"{fmt.method_name(m)} {levels_text(m)}" for m in render.order_label_methods(
+            set(correlations["method"])) if relevant_grade(m) is not None]:
+        st.caption(render.escape_markdown(glossary.SCALE_NDCG_NOTE.format(methods=", ".join(scale)) + "."))
     st.markdown(f"**Best measure per label method at k={k}**")
     best = best_measures(correlations, k)
     if best.empty:

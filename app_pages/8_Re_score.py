@@ -34,7 +34,7 @@ st.sidebar.caption(render.escape_markdown(f"Jobs are kept in {loaders.jobs_db()}
 render.page_heading(navigation.RESCORE)
 st.caption("Label the top-k passages of this run again with another model. The job runs in a background process; "
            "each batch of labels is saved into the run file as it is produced (method "
-           "`erag:<metric>@<model>` or `llm_relevance@<model>`), so a closed browser, a cancel or a killed worker "
+           "`erag:<metric>@<model>` or `<judge>@<model>`), so a closed browser, a cancel or a killed worker "
            "loses nothing, and Resume skips what is already labelled. When it is done, the new method's "
            "per-query measures are added and every page shows them.")
 if data.is_shipped(path):

@@ -13,7 +13,7 @@ from rageval.offline import apply_opt_outs
 
 apply_opt_outs()
 
-__version__ = "0.1.0"
+from rageval.version import __version__  # noqa: E402 (after the opt-outs)
 
 #: The names of the notebook API, stable: each is :mod:`rageval.api`'s name of the same spelling.
 API_NAMES = ("Run", "evaluate", "open")
@@ -23,8 +23,9 @@ __all__ = ["Run", "__version__", "evaluate", "open"]
 
 def __getattr__(name: str) -> object:
     """``rageval.evaluate``, ``rageval.open`` and ``rageval.Run``: :mod:`rageval.api`'s, imported on first use. By
-    name (importlib), so the engine's modules that import ``rageval`` for its version do not depend on the API
-    above them in the layer contract (``lint-imports``); type checkers see the names in :mod:`rageval.api`."""
+    name (importlib), so importing the package never depends on the API above it in the layer contract
+    (``lint-imports``; the engine reads the version from the leaf :mod:`rageval.version`); type checkers see the
+    names in :mod:`rageval.api`."""
     if name in API_NAMES:
         import importlib
 

@@ -17,7 +17,7 @@ overlapping work; a queue's labels are rows of ``labels`` linked to the queue) a
 that many annotators label at once: readers never wait, and each write is one short transaction.
 
 Agreement is Cohen's kappa (:func:`cohen_kappa`) between one person's labels and each automatic label method of the
-run (eRAG ``erag:*``, ``llm_relevance``, ``contains_answer``, ``gold``; for statements the NLI verdicts of the
+run (eRAG ``erag:*``, the LLM judges, ``contains_answer``, ``gold``; for statements the NLI verdicts of the
 attribution run, :data:`STATEMENT_METHODS`), or between two annotators, over the items both labelled 0/1 ("unsure"
 and "skipped" are left out); with more than two annotators, Fleiss' kappa (:func:`fleiss_kappa`) and Krippendorff's
 alpha (:func:`krippendorff_alpha`) over all of them (:func:`multi_annotator_agreement`).

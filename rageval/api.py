@@ -95,7 +95,7 @@ class Run:
 
     def measures(self) -> pd.DataFrame:
         """Every per-query measure value: columns method (the label method: ``erag:em``, ``gold``, ``qrels``,
-        ``llm_relevance``...), measure (ir_measures' names: ``P@5``, ``nDCG@10``, ``Rprec``), query_id, value;
+        ``contains_answer``...), measure (ir_measures' names: ``P@5``, ``nDCG@10``, ``Rprec``), query_id, value;
         sorted by method, measure and query id."""
         table = self._read(lambda reader: reader.measure_table())
         return table.sort_values(["method", "measure", "query_id"], kind="stable").reset_index(drop=True)

@@ -10,7 +10,7 @@
   :func:`correlation_finding` (the best eRAG measure against gold labels, Kendall's tau with its interval),
   :func:`two_by_two_finding`, :func:`label_share_finding` (the LLM-relevance baseline's share of Yes) and
   :func:`failure_finding` (LLM-retEval's failure cases A-C and D-F);
-- :func:`unparsed_finding`: how many answers of an LLM judge (the yes/no or UMBRELA relevance, LLM-retEval's LLM
+- :func:`unparsed_finding`: how many answers of an LLM judge (a relevance judge of the label methods, LLM-retEval's LLM
   judge) could not be read: no label or verdict, never "no", and what that leaves out;
 - :func:`constant_answer_finding`: the E2E score is the same for every query at k, so no label method's correlation
   with it is defined there (the answer's side, not the labels'), and the k where both sides vary.

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.errors import RagevalError, StoreError
+from rageval.labelmethods import LLM_RELEVANCE, display_name
 from rageval.paths import shipped_runs_dir, user_runs_dir
 
 if TYPE_CHECKING:
@@ -44,13 +45,9 @@ if TYPE_CHECKING:
     from rageval.stats.intervals import MeanInterval
     from rageval.store import RunReader
 
-#: Display names of label methods, judges and answer metrics: the dashboard's (``ui/format.py``,
-#: ``ui/render_correlations.py``), which the engine may not import; unknown names are shown as stored.
-METHOD_NAMES = {
-    "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
-    "erag:bertscore": "eRAG BERTScore", "llm_relevance": "LLM relevance", "contains_answer": "contains-answer",
-    "gold": "gold", "gold_page": "gold page",
-}
+#: Display names of judges and answer metrics: the dashboard's (``ui/format.py``, ``ui/render_correlations.py``),
+#: which the engine may not import; unknown names are shown as stored. Label methods: their kinds' own
+#: (:func:`rageval.labelmethods.display_name`).
 JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
 METRIC_NAMES = {"em": "EM", "f1": "token F1", "accuracy": "accuracy", "rougeL": "ROUGE-L", "bertscore": "BERTScore"}
 #: Runs up to this many queries without stored correlations get them computed (the dashboard's Home rule).
@@ -65,7 +62,7 @@ MISSING = "–"
 
 
 def method_name(method: str) -> str:
-    return METHOD_NAMES.get(method, method)
+    return display_name(method)
 
 
 def judge_name(judge: str) -> str:
@@ -392,8 +389,8 @@ def compute_report(run: str | os.PathLike, *, others: Sequence[Path] | None = No
                 found.append(sentence)
         else:
             constant = None
-        share = aggregates.read_label_share(reader, "llm_relevance")
-        if (sentence := findings.label_share_finding("llm_relevance", *share, name=method_name)) is not None:
+        share = aggregates.read_label_share(reader, LLM_RELEVANCE)
+        if (sentence := findings.label_share_finding(LLM_RELEVANCE, *share, name=method_name)) is not None:
             found.append(sentence)
         if (sentence := findings.failure_finding(aggregates.read_failure_counts(reader), k, judge_name)) is not None:
             found.append(sentence)
@@ -692,7 +689,7 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-s
 
 def render_html(report: Report, now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> str:
     """The report as one self-contained HTML document (see the module docstring)."""
-    from rageval import __version__
+    from rageval.version import __version__
 
     settings = report.settings
     k = report.main_k

@@ -22,15 +22,15 @@ from rageval.correlations import (
     measure_family,
     measure_sort_key,
 )
-from rageval.erag.methods import method_sort_key
 from rageval.errors import RagevalError
+from rageval.labelmethods import CONTAINS_ANSWER, GOLD_PAGE, LLM_RELEVANCE, method_sort_key
 from rageval.store import RunReader
 
 #: Our measure names -> the names eRAG's Table 1 uses.
 PAPER_MEASURE_NAMES = {"AP": "MAP", "RR": "MRR", "nDCG": "NDCG", "P": "P", "R": "R", "Hit": "Hit Ratio"}
 #: Our label methods -> the rows of eRAG's Table 1 they correspond to.
-PAPER_METHODS = {"contains_answer": "Containing the Answer", "gold_page": "KILT Provenance (page level)",
-                 "llm_relevance": "Relevance Annotation with LLM (Mistral 7B)", "erag:em": "eRAG Annotations"}
+PAPER_METHODS = {CONTAINS_ANSWER: "Containing the Answer", GOLD_PAGE: "KILT Provenance (page level)",
+                 LLM_RELEVANCE: "Relevance Annotation with LLM (Mistral 7B)", "erag:em": "eRAG Annotations"}
 
 # eRAG (Salemi & Zamani, SIGIR 2024), Table 1: (tau, rho) per (dataset, retriever, method, measure); T5-small + FiD,
 # 50 retrieved documents, KILT Wikipedia. Only the columns our demo runs correspond to are transcribed.
@@ -40,7 +40,7 @@ _T1 = {
                             "R": (.325, .325), "Hit": (.325, .325)},
         "gold": {"AP": (.181, .218), "RR": (.177, .205), "nDCG": (.179, .216), "P": (.163, .192),
                  "R": (.216, .216), "Hit": (.216, .216)},
-        "llm_relevance": {"AP": (.045, .055), "RR": (.060, .062), "nDCG": (.049, .060), "P": (.028, .034),
+        LLM_RELEVANCE: {"AP": (.045, .055), "RR": (.060, .062), "nDCG": (.049, .060), "P": (.028, .034),
                           "R": (.014, .014), "Hit": (.014, .014)},
         "erag:em": {"AP": (.492, .575), "RR": (.503, .577), "nDCG": (.505, .590), "P": (.529, .598),
                     "R": (.519, .519), "Hit": (.519, .519)},
@@ -50,7 +50,7 @@ _T1 = {
                             "R": (.319, .319), "Hit": (.319, .319)},
         "gold": {"AP": (.161, .196), "RR": (.152, .173), "nDCG": (.159, .193), "P": (.131, .157),
                  "R": (.157, .157), "Hit": (.157, .157)},
-        "llm_relevance": {"AP": (.032, .039), "RR": (.048, .050), "nDCG": (.036, .044), "P": (.002, .003),
+        LLM_RELEVANCE: {"AP": (.032, .039), "RR": (.048, .050), "nDCG": (.036, .044), "P": (.002, .003),
                           "R": (.000, .000), "Hit": (.000, .000)},
         "erag:em": {"AP": (.467, .544), "RR": (.466, .537), "nDCG": (.481, .560), "P": (.522, .586),
                     "R": (.488, .488), "Hit": (.488, .488)},
@@ -60,7 +60,7 @@ _T1 = {
                             "R": (.375, .375), "Hit": (.375, .375)},
         "gold": {"AP": (.007, .009), "RR": (.074, .080), "nDCG": (.021, .026), "P": (.139, .164),
                  "R": (.113, .113), "Hit": (.113, .113)},
-        "llm_relevance": {"AP": (.034, .042), "RR": (.001, .001), "nDCG": (.032, .039), "P": (-.004, -.006),
+        LLM_RELEVANCE: {"AP": (.034, .042), "RR": (.001, .001), "nDCG": (.032, .039), "P": (-.004, -.006),
                           "R": (-.016, -.016), "Hit": (-.016, -.016)},
         "erag:em": {"AP": (.610, .694), "RR": (.629, .695), "nDCG": (.612, .697), "P": (.594, .663),
                     "R": (.619, .619), "Hit": (.619, .619)},

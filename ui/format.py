@@ -21,6 +21,8 @@ from typing import Any
 
 import pandas as pd
 
+from rageval.labelmethods import display_name, method_order
+
 #: What a missing value looks like in a cell or a metric (an en dash).
 MISSING = "–"
 #: The help text of a column that can hold missing values.
@@ -204,17 +206,14 @@ def escape_markdown(text: Any) -> str:
 
 # --- names of label methods and judges -----------------------------------------------------------------
 
-METHOD_NAMES = {
-    "erag:em": "eRAG EM", "erag:f1": "eRAG F1", "erag:accuracy": "eRAG accuracy", "erag:rougeL": "eRAG ROUGE-L",
-    "erag:bertscore": "eRAG BERTScore", "llm_relevance": "LLM relevance", "contains_answer": "contains-answer",
-    "gold": "gold", "gold_page": "gold page", "umbrela": "UMBRELA",
-}
+#: The built-in label methods' display names (each kind's own, :mod:`rageval.labelmethods`).
+METHOD_NAMES = {method: display_name(method) for method in method_order()}
 JUDGE_NAMES = {"em": "exact match", "token_f1": "token F1", "cosine": "MiniLM cosine", "llm": "LLM (few-shot prompt)"}
 
 
 def method_name(method: str) -> str:
     """Display name of a label method (``erag:em`` -> ``eRAG EM``); unknown methods are shown as stored."""
-    return METHOD_NAMES.get(method, method)
+    return display_name(method)
 
 
 def judge_name(judge: str) -> str:

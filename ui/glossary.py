@@ -5,8 +5,10 @@ one term (:func:`ui.navigation.glossary_url`, ``Glossary#ndcg``). Pure data: no 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from rageval.labelmethods import registered
 from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 
 
@@ -26,6 +28,7 @@ _MEASURES = "Ranking measures"
 _STATS = "Statistics"
 _CITE = "Citations"
 _AGENTS = "Agents"
+_METHODS = "Label methods"
 
 _CATEGORY_RULES = {
     "A": "a retrieved passage that is not labelled gold contains a gold answer: the labels miss correct passages",
@@ -132,6 +135,9 @@ TERMS: tuple[Term, ...] = (
          "A unified reranker trained on the feedback of all agents at once (one round), the baseline IUM iterates on.",
          "Salemi & Zamani, Towards a Search Engine for Machines: Unified Ranking for Multiple Retrieval-Augmented "
          "Large Language Models, SIGIR 2024", _AGENTS),
+    # Every registered label method, as its kind describes it (rageval.labelmethods: one object a method).
+    *(Term(f"method-{re.sub(r'[^a-z0-9]+', '-', kind.name.lower())}", f"{kind.display} ({kind.name})",
+           kind.description, f"label method {kind.name}: {kind.source}", _METHODS) for kind in registered()),
 )
 
 BY_ANCHOR = {term.anchor: term for term in TERMS}
@@ -143,9 +149,10 @@ SECTIONS = tuple(dict.fromkeys(term.section for term in TERMS))
 GRADED_NDCG_NOTE = ("Graded labels ({methods}): nDCG@c divides the DCG of the top c by the DCG of the ideal order of "
                     "the same graded labels, so it is 1.000 whenever the list is already in the order of its own "
                     "labels, however low they are; P@c (the mean label of the top c) can then be far lower")
-#: Header help of an nDCG@c column when the table holds a method graded on a scale (UMBRELA's 0-3; ``{methods}``).
-SCALE_NDCG_NOTE = ("Grades 0-3 ({methods}): nDCG@c uses the grades as gains; every other measure counts grade 2 or 3 "
-                   "as relevant (UMBRELA's convention, TREC RAG 2024's)")
+#: Header help of an nDCG@c column when the table holds a method graded on levels (``{methods}``: each one's name,
+#: levels and threshold, :func:`rageval.labelmethods.levels_text`).
+SCALE_NDCG_NOTE = ("Graded levels ({methods}): nDCG@c uses the grades as gains; every other measure counts a grade "
+                   "at or above the method's threshold as relevant (TREC RAG 2024's convention)")
 #: Header help of an R@c column when the table holds list-bound label methods (``{methods}``: their names).
 LIST_BOUND_RECALL_NOTE = ("List-bound labels ({methods}): they exist only for the retrieved passages, and at cutoff c "
                           "only the top c count, so R@c divides by the relevant passages among the top c: it equals "

@@ -18,8 +18,8 @@ import pandas as pd
 import streamlit as st
 
 from rageval.correlations import measure_sort_key
-from rageval.erag.methods import order_label_methods
 from rageval.errors import StoreError
+from rageval.labelmethods import order_label_methods
 from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
 from rageval.store.runs import RANKING_COLUMNS
@@ -615,9 +615,9 @@ def measure_notes(columns: Sequence[str], methods: Sequence[str], graded: Sequen
     graded_names = [method_name(m) for m in methods if is_graded_method(m) or m in graded]
     bound_names = [method_name(m) for m in methods if is_list_bound_method(m) and not (is_graded_method(m)
                                                                                      or m in graded)]
-    from rageval.erag.methods import relevant_grade
+    from rageval.labelmethods import levels_text, relevant_grade
 
-    scale_names = [method_name(m) for m in methods if relevant_grade(m) is not None]
+    scale_names = [f"{method_name(m)} {levels_text(m)}" for m in methods if relevant_grade(m) is not None]
     notes = {}
     for column in columns:
         if str(column).startswith("nDCG@") and graded_names:
@@ -707,7 +707,7 @@ _REPLY_EVIDENCE = re.compile(r"^(?P<model>.+?) (?P<verb>replied|answered) '(?P<r
 
 def evidence_reply_first(evidence: str) -> str:
     """An LLM's label evidence with its reply first, then the model: ``MODEL replied 'Yes.'`` (LLM relevance,
-    :func:`rageval.erag.baselines.compute_llm_relevance_labels`) reads ``'Yes.' (replied by MODEL)``, and
+    :func:`rageval.erag.baselines.compute_judge_labels`) reads ``'Yes.' (replied by MODEL)``, and
     ``MODEL answered 'X' from this passage alone (…)`` (a re-score job) ``'X' from this passage alone (…)
     (answered by MODEL)``: a long model id first cut the reply off in the table's cell. Other evidence is kept."""
     match = _REPLY_EVIDENCE.match(evidence)

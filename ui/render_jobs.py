@@ -21,6 +21,7 @@ from rageval.jobs.spec import (
     CANCELLED,
     DONE,
     DTYPES,
+    ERAG,
     FAILED,
     INTERRUPTED,
     QUEUED,
@@ -31,12 +32,12 @@ from rageval.jobs.spec import (
     Progress,
     job_progress,
 )
+from rageval.labelmethods import judges, method_kind
 from ui import navigation, render
 
-LABEL_KIND_NAMES = {"erag": "eRAG utility: the model answers from each passage alone, scored against the gold answers",
-                    "llm_relevance": "LLM relevance: the model is asked whether each passage is relevant (yes/no)",
-                    "umbrela": "UMBRELA: the model grades each passage's relevance 0-3 with UMBRELA's prompt "
-                               "(relevant from 2)"}
+ERAG_KIND_NAME = "eRAG utility: the model answers from each passage alone, scored against the gold answers"
+#: The form's choice of a judge file (a path typed below it) rather than a registered kind.
+JUDGE_FILE = "judge file"
 METRIC_NAMES = {"em": "exact match", "f1": "token F1", "accuracy": "answer accuracy (gold answer contained)",
                 "rougeL": "ROUGE-L", "bertscore": "BERTScore (MiniLM)"}
 BACKEND_NAMES = {"transformers": "Local model (transformers; a GPU when present, else the CPU)",
@@ -116,8 +117,8 @@ def job_description(job: Job) -> str:
     if spec.is_complete:
         pieces = ", ".join(spec.pieces) if spec.pieces else "every missing piece"
         return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or model_settings.model}{where}"
-    kind = (f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == "erag" else
-            "UMBRELA grades" if spec.label_kind == "umbrela" else "LLM relevance")
+    kind = (f"eRAG {METRIC_NAMES.get(spec.metric, spec.metric)}" if spec.label_kind == ERAG else
+            method_kind(spec.label_kind).display)
     queries = "all queries" if spec.query_ids is None else f"{len(spec.query_ids)} chosen queries"
     k = f"top-{spec.k}" if spec.k else "the run's top-k"
     model = job.model_id or model_settings.model
@@ -159,7 +160,11 @@ def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max
     base_url, dtype = DEFAULT_BASE_URL, DTYPE_CHOICES[0]
     with st.form("rescore.form"):
         left, right = st.columns(2)
-        kind = left.radio("Labels", list(LABEL_KIND_NAMES), format_func=LABEL_KIND_NAMES.get, key="rescore.kind")
+        kind_names = {ERAG: ERAG_KIND_NAME, **{k.name: f"{k.display}: {k.description}" for k in judges()},
+                      JUDGE_FILE: "your own judge: a TOML file (name, description, prompt, [parse])"}
+        kind = left.radio("Labels", list(kind_names), format_func=kind_names.get, key="rescore.kind")
+        judge_file = left.text_input("Judge file (.toml), for 'your own judge'", "", key="rescore.judge_file",
+                                     help="the path of a TOML judge on this machine; `rageval methods` shows the form")
         metrics = list(ALL_METRICS)
         metric = left.selectbox("Label metric (eRAG)", metrics, format_func=lambda m: f"{m}: {METRIC_NAMES.get(m, m)}",
                                 index=metrics.index(settings.get("label_metric", "em"))
@@ -188,6 +193,9 @@ def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max
     query_ids = {"all": None, "first": tuple(ids[:int(first)]), "chosen": tuple(chosen)}[how]
     if how == "chosen" and not chosen:
         raise JobError("choose at least one query, or pick 'all' or 'the first N'")
+    if kind == JUDGE_FILE and not judge_file.strip().endswith(".toml"):
+        raise JobError("your own judge: type the path of its TOML file (ending in .toml)")
+    kind = judge_file.strip() if kind == JUDGE_FILE else kind
     return JobSpec.from_flat(str(path), model=model.strip(), backend=backend, label_kind=kind, metric=metric, k=int(k),
                    query_ids=query_ids, base_url=base_url.strip(),
                    dtype=None if dtype == DTYPE_CHOICES[0] else dtype)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rageval.labelmethods import method_colours as registered_colours
+
 #: The least contrast ratio of a chart colour against the light and the dark background.
 MIN_CONTRAST = 1.7
 LIGHT_BACKGROUND, DARK_BACKGROUND = "#ffffff", "#171614"  # as Chromium draws them (tests/browser/test_browser_theme.py)
@@ -29,12 +31,8 @@ SIGNED_SCHEME = "redblue"
 #: From this value (or this far from 0 on the signed scheme) a heatmap cell is dark enough for white text.
 DARK_CELL = 0.6
 
-#: Label methods, in the order of rageval.erag.methods.METHOD_ORDER (tab10, colour-blind friendlier order).
-METHOD_COLOURS = {
-    "erag:em": "#1f77b4", "erag:f1": "#17becf", "erag:accuracy": "#9467bd", "erag:rougeL": "#8c564b",
-    "erag:bertscore": "#e377c2", "llm_relevance": "#ff7f0e", "contains_answer": "#2ca02c", "gold": "#7f7f7f",
-    "gold_page": "#bcbd22", "umbrela": "#c49c94", "human": "#d62728",
-}
+#: Label methods' colours, each kind's own (rageval.labelmethods: tab10, colour-blind friendlier order).
+METHOD_COLOURS = registered_colours()
 #: Failure categories of LLM-retEval: A-C (recall fails) in reds, D-F (LLM-retEval fails) in blues.
 CATEGORY_COLOURS = {"A": "#fcae91", "B": "#fb6a4a", "C": "#cb181d", "D": "#9ecae1", "E": "#4292c6",
                     "F": "#2171b5"}
@@ -46,9 +44,10 @@ _FALLBACK = ("#6b6ecf", "#637939", "#8c6d31", "#ad494a", "#a55194", "#5254a3", "
 
 def method_colours(methods: Sequence[str]) -> dict[str, str]:
     """A colour for every label method in ``methods``: the fixed one when it has one, else a stable fallback."""
-    unknown = sorted(m for m in methods if m not in METHOD_COLOURS)
+    fixed = registered_colours()
+    unknown = sorted(m for m in methods if m not in fixed)
     extra = {m: _FALLBACK[i % len(_FALLBACK)] for i, m in enumerate(unknown)}
-    return {m: METHOD_COLOURS.get(m, extra.get(m)) for m in methods}
+    return {m: fixed.get(m, extra.get(m)) for m in methods}
 
 
 #: A Vega-Lite chart's ``autosize``: as wide as its column, as high as its spec says (plot area plus title, axes and

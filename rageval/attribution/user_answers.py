@@ -256,9 +256,9 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
         f"{model.model_id}")
     scored = score_answers(records, model, scorer)
 
-    from rageval import __version__
     from rageval.attribution.experiment import citation_usability
     from rageval.attribution.nli import checker_threshold
+    from rageval.version import __version__
 
     questions = {a.query_id: a.question for a in answers}
     settings = {

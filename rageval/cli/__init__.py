@@ -29,8 +29,8 @@ import sys
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from rageval import __version__
 from rageval.errors import RagevalError
+from rageval.version import __version__
 
 
 class Command(NamedTuple):
@@ -51,6 +51,8 @@ COMMANDS: dict[str, Command] = {
     "export": Command("rageval.cli.runs", "write a run's labels, verdicts or failure cases as CSV, one label "
                                           "method as TREC qrels, every table as Parquet, or the labels as Phoenix "
                                           "document evaluations"),
+    "methods": Command("rageval.cli.methods", "list every label method with its properties (--json: "
+                                              "machine-readable)"),
     "report": Command("rageval.cli.report", "the Findings page's story (2x2, sentences with intervals, correlation "
                                             "chart, leaderboard, failure cases) as one self-contained HTML file"),
     "upload": Command("rageval.cli.upload", "validate your own run (TREC run + qrels + queries/passages JSONL, or "

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from rageval.cli.common import MEASURE_SYNTAX, add_model_arguments, stage_progress
+from rageval.labelmethods import DEFAULT_JUDGES, judges
 from rageval.pipeline.sources import RETRIEVERS
 
 
@@ -16,12 +17,9 @@ def _config(args: argparse.Namespace):
 
     file_values = read_config_file(args.config) if args.config else {}
     flags = {name: getattr(args, name, None) for name in vars(args)}
-    for name in ("queries", "corpus", "run", "qrels", "prompt_template", "out", "cache"):
+    for name in ("queries", "corpus", "run", "qrels", "prompt_template", "out", "cache", "labels"):
         if flags.get(name) is not None:
             flags[name] = str(flags[name])
-    if args.no_llm_relevance:
-        flags["llm_relevance"] = False
-    flags["umbrela"] = True if args.umbrela else None
     flags["em_early_stop"] = True if args.em_early_stop else None
     return build_config(file_values, flags)
 
@@ -66,10 +64,19 @@ def add_parsers(sub) -> None:
     what.add_argument("--label-metrics", help="answer metrics of the eRAG labels (default: all five)")
     what.add_argument("--measures", help="IR measures to store beyond the default set (P, R, AP, RR, nDCG, Hit at "
                                          "each k, and Rprec), in " + MEASURE_SYNTAX)
-    what.add_argument("--no-llm-relevance", action="store_true", help="skip the LLM yes/no relevance baseline")
-    what.add_argument("--umbrela", action="store_true",
-                      help="also the LLM's graded 0-3 relevance with UMBRELA's prompt (label method umbrela; "
-                           "relevant from grade 2)")
+    for kind in judges():  # one switch per built-in LLM judge, named as the judge (the config's name too)
+        if kind.source != "built-in":
+            continue
+        if kind.name in DEFAULT_JUDGES:
+            what.add_argument(f"--no-{kind.name.replace('_', '-')}", dest=kind.name, action="store_const",
+                              const=False, help=f"skip the {kind.display} baseline ({kind.description})")
+        else:
+            what.add_argument(f"--{kind.name.replace('_', '-')}", dest=kind.name, action="store_const", const=True,
+                              help=f"also {kind.display}: {kind.description} (label method {kind.name})")
+    what.add_argument("--labels", metavar="FILE.toml|JUDGE",
+                      help="your own LLM judge as a TOML file (name, description, prompt, [parse]; see "
+                           "`rageval methods`), or a judge an installed package registers: one more label method, "
+                           "one LLM call a passage")
     what.add_argument("--judges", help="LLM-retEval judges, comma list of llm, em, token_f1, cosine (default: all)")
     what.add_argument("--semi-gold-samples", type=int, help="semi-gold answers per question (default 3)")
     model = evaluate.add_argument_group("the RAG LLM")
@@ -88,4 +95,4 @@ def add_parsers(sub) -> None:
     out.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     out.add_argument("--dry-run", action="store_true", help="print what would be computed and how many LLM calls it "
                                                             "takes (and how many are cached); loads no model")
-    evaluate.set_defaults(handler=cmd_evaluate, llm_relevance=None)
+    evaluate.set_defaults(handler=cmd_evaluate)

@@ -29,7 +29,7 @@ from rageval.jobs.spec import (
     COMPLETE,
     DONE,
     DTYPES,
-    LABEL_KINDS,
+    ERAG,
     PIECES,
     JobError,
     JobSpec,
@@ -37,6 +37,7 @@ from rageval.jobs.spec import (
 )
 from rageval.jobs.store import JobStore
 from rageval.jobs.worker import run_job_in_this_process
+from rageval.labelmethods import judges
 
 
 def _run_here(job_id: int, store: JobStore, *, exit_when_stopped: bool = False) -> int:
@@ -149,10 +150,10 @@ def add_parsers(sub) -> None:
                             "of one label method; the file is rewritten once, at the end")
     start.add_argument("--pieces", help=f"with --complete: a comma list of {', '.join(PIECES)} (default: all the "
                                         "run lacks)")
-    start.add_argument("--labels", choices=LABEL_KINDS, default="erag",
-                       help="erag: answer from each passage alone, scored against the gold answers; "
-                            "llm_relevance: the model's yes/no relevance judgement; umbrela: its graded 0-3 "
-                            "relevance with UMBRELA's prompt")
+    start.add_argument("--labels", default=ERAG, metavar="KIND|FILE.toml",
+                       help=f"{ERAG}: answer from each passage alone, scored against the gold answers; "
+                            + "; ".join(f"{k.name}: {k.description}" for k in judges())
+                            + "; or your own judge as a TOML file (see `rageval methods`)")
     start.add_argument("--metric", choices=ALL_METRICS, default="em", help="downstream metric of eRAG labels")
     start.add_argument("--model", default=DEFAULT_MODEL,
                        help=f"'{DEFAULT_MODEL}', a local Hugging Face model folder or cached id, or a served model")

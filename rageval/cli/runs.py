@@ -14,7 +14,7 @@ def print_summary(path: Path) -> None:
     """The human-readable summary: what produced the run, label shares, the LLM judges' unread answers, E2E score,
     mean measures. Every number is aggregated by SQLite, so this loads neither pandas nor the run's rows (pandas
     only to word the sentence of a run with unread answers)."""
-    from rageval.erag.methods import relevant_grade
+    from rageval.labelmethods import relevant_grade
     from rageval.store import RunReader
 
     with RunReader(path) as reader:
@@ -24,7 +24,7 @@ def print_summary(path: Path) -> None:
         print(f"{settings.get('dataset')} | {settings.get('retriever')} | {k} | "
               f"{settings.get('model_id')} | {settings.get('num_queries')} queries")
         for method, share, count in reader.label_shares():
-            if (grade := relevant_grade(method)) is not None:  # UMBRELA's 0-3: the share relevant, the mean grade
+            if (grade := relevant_grade(method)) is not None:  # graded levels: the share relevant, the mean grade
                 relevant, _ = reader.label_share_from(method, grade)
                 print(f"  share of labels >= {grade} ({method}): {_number(relevant):.3f} over {count} labels "
                       f"(mean grade {_number(share):.2f})")

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from rageval.erag.methods import erag_method
 from rageval.generation.base import DecodingSettings, Generator
 from rageval.generation.em_stop import generate_stopping_early
+from rageval.labelmethods import erag_method
 from rageval.prompts import QA_FEW_SHOT, PromptTemplate, build_qa_prompt
 from rageval.store import DocOutput, Label
 from rageval.text_metrics import answer_accuracy, exact_match, rouge_l, token_f1

@@ -5,8 +5,8 @@ measures (:mod:`rageval.measures`: P, R, AP, RR, nDCG, Hit at each cutoff c, and
 
 - **graded** labels (values in [0, 1], e.g. eRAG under token F1) get only the measures defined for them:
   P@c (mean label), Hit@c (max label) and nDCG@c (graded gains);
-- **multi-grade** labels on a scale with a relevance threshold (UMBRELA's 0-3, relevant from grade 2: its own
-  convention, TREC RAG 2024's) get every measure: nDCG@c on the grades as gains, the binary measures (P, R, AP,
+- **multi-grade** labels on levels with a relevance threshold (a judge's grades, e.g. 0-3 relevant from grade 2,
+  TREC RAG 2024's convention) get every measure: nDCG@c on the grades as gains, the binary measures (P, R, AP,
   RR, Hit, R-precision) on "grade >= threshold";
 - **list-bound** methods label only retrieved passages, so at cutoff c they see the labels of the top c only,
   as eRAG defines G_q on R_c (Salemi & Zamani, SIGIR 2024: hence R@c = Hit@c for binary eRAG labels).
@@ -19,17 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from rageval.erag.labels import BINARY_METRICS
-from rageval.erag.methods import (
-    CONTAINS_ANSWER,
-    ERAG_PREFIX,
-    GOLD,
-    GOLD_PAGE,
-    LLM_RELEVANCE,
-    UMBRELA,
-    parse_label_method,
-    relevant_grade,
-)
+from rageval.labelmethods import GOLD, GOLD_PAGE, method_kind, relevant_grade
 from rageval.measures import Measure, compute_measures, parse_measure_list
 from rageval.store import Label, MeasureValue, labels_as_qrels
 from rageval.types import Ranking
@@ -49,33 +39,22 @@ def measure_names(cutoffs: Sequence[int], graded: bool = False) -> list[str]:
     return names if graded else names + ["Rprec"]
 
 
-def _base(method: str) -> str | None:
-    """The base of a label-method name (:func:`~rageval.erag.methods.parse_label_method`); None for a name that is
-    not ``<base>[@<model>]``, which is then a user's own method like any other unknown name."""
-    try:
-        return parse_label_method(method).base
-    except ValueError:
-        return None
-
-
 def is_graded_method(method: str) -> bool:
     """Whether the method ``method`` names makes labels other than 0/1 by its nature: eRAG under F1, ROUGE-L or
     BERTScore, whichever model re-scored it (``erag:f1@gemma``: True; ``erag:em@gemma``: False).
 
     A stored run records its graded methods (``RunReader.graded_label_methods``: this rule, plus uploaded methods
     with fractional labels); read that for a run rather than this."""
-    parsed = _base(method)
-    return parsed is not None and parsed.startswith(ERAG_PREFIX) and parsed[len(ERAG_PREFIX):] not in BINARY_METRICS
+    return method_kind(method).graded
 
 
 def is_list_bound_method(method: str) -> bool:
-    """Whether ``method`` labels only the retrieved passages (eRAG, contains-answer, LLM relevance, and the
-    retrieved part of page-level gold, whichever model made them): at cutoff c its measures then see the labels of
-    the top c only, as eRAG defines G_q on R_c (so R@c = Hit@c for binary eRAG labels, as in the paper's Table 1).
+    """Whether ``method`` labels only the retrieved passages (its kind's ``list_bound``: eRAG, contains-answer,
+    the LLM judges, and the retrieved part of page-level gold, whichever model made them): at cutoff c its
+    measures then see the labels of the top c only, as eRAG defines G_q on R_c (so R@c = Hit@c for binary eRAG
+    labels, as in the paper's Table 1).
     Given judgments (``qrels``, ``gold``) and users' own methods are global."""
-    base = _base(method)
-    return base is not None and (base.startswith(ERAG_PREFIX)
-                                 or base in (CONTAINS_ANSWER, LLM_RELEVANCE, UMBRELA, GOLD_PAGE))
+    return method_kind(method).list_bound
 
 
 def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranking],
@@ -92,7 +71,7 @@ def compute_measure_values(labels: Sequence[Label], rankings: Mapping[str, Ranki
     rules: a graded method gets those accepting graded labels; a list-bound method's labels are cut to the top k
     for a measure at rank cutoff k, and kept whole for the others (as for R-precision).
 
-    A method on a scale of grades (:func:`relevant_grade`: UMBRELA) gets nDCG on its grades and every other
+    A method on a scale of grades (:func:`relevant_grade`) gets nDCG on its grades and every other
     measure on "grade >= its threshold" (a label of 1 or 0).
 
     ``unparsed``: (method, query_id) pairs where the method's judge gave an answer it could not read for one of
@@ -137,7 +116,7 @@ def _method_values(method: str, labels: Sequence[Label], rankings: Mapping[str, 
         frames = [compute_measures(measure_names(cutoffs, graded), run, qrels, queries=query_ids)]
     else:
         frames = []
-        page_level = _base(method) == GOLD_PAGE
+        page_level = method_kind(method).name == GOLD_PAGE
         for cutoff in cutoffs:
             kept = {q: {p: v for p, v in rels.items()
                         if p in run.get(q, [])[:cutoff] or (page_level and p in gold.get(q, {}))}
@@ -162,7 +141,7 @@ def _extra_frames(extra_measures, method: str, graded: bool, run, qrels, gold, q
         return []
     if not is_list_bound_method(method):
         return [compute_measures(wanted, run, qrels, queries=query_ids)]
-    page_level = _base(method) == GOLD_PAGE
+    page_level = method_kind(method).name == GOLD_PAGE
     frames = []
     at_rank = {m.cutoff for m in wanted if m.cutoff is not None and m.definition.cutoff_kind == "rank"}
     for cutoff in sorted(at_rank):

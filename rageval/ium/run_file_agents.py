@@ -193,7 +193,7 @@ def read_run_agent(path: str | Path, metric: str | None = None, k: int | None = 
                    depth: int | None = None) -> RunAgentSource:
     """One run file as an agent (module docstring); a :class:`RagevalError` naming the file for a file that is not
     a run, a run without eRAG labels under the metric, or one whose questions lack gold answers or rankings."""
-    from rageval.erag.methods import erag_method
+    from rageval.labelmethods import erag_method
     from rageval.store import read_run
 
     path = Path(path)

@@ -1,13 +1,13 @@
 """Re-scoring jobs: label a run's retrieved passages again with another model, in a background process.
 
 A job is a run file, a label kind, a model and the passages to label: the top ``k`` of the run's ranking for all
-or some of its queries. Two label kinds exist, both per passage:
+or some of its queries. The label kinds are per passage:
 
 - ``erag``: the model answers the question from each passage alone and the answer is scored against the gold
   answers with a downstream metric E (eRAG, Salemi & Zamani, SIGIR 2024: G_q[d] = E(M(q, {d}), y));
   method ``erag:<metric>@<model>``, e.g. ``erag:em@gemma-3-270m``;
-- ``llm_relevance``: the model is asked whether the passage is relevant (eRAG's baseline (c), after Thomas et al.
-  2023); method ``llm_relevance@<model>``.
+- an LLM judge (:func:`rageval.labelmethods.judges`: the yes/no relevance of eRAG's baseline (c), the graded 0-3
+  one, a judge file's): the model judges each passage with the judge's prompt; method ``<judge>@<model>``.
 
 A third kind, ``complete``, is not per passage: it computes what the run file lacks (eRAG labels, E2E answers at
 the usual ks, the baselines, LLM-retEval; :func:`rageval.pipeline.summary.missing_pieces`) with

@@ -7,11 +7,11 @@ import dataclasses
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
-from rageval.erag.baselines import RELEVANCE_JUDGEMENTS, compute_llm_relevance_labels
+from rageval.erag.baselines import compute_judge_labels, judge_of
 from rageval.erag.labels import EragSettings, compute_erag_labels
 from rageval.generation import factory
 from rageval.generation.base import DecodingSettings, Generator
-from rageval.jobs.spec import JobError, JobSpec
+from rageval.jobs.spec import ERAG, JobError, JobSpec
 from rageval.store import Label, LabelEvidence
 from rageval.store.records import UnparsedAnswer
 from rageval.types import Passage, Query, Ranking, ScoredPassage
@@ -44,11 +44,10 @@ def device_of(generator) -> str:
 
 
 def decoding_for(spec: JobSpec, settings: Mapping) -> DecodingSettings:
-    """The run's own decoding for eRAG (so answers and cache entries match the run's), the judgement's own for the
-    LLM's relevance (3 tokens for yes/no, UMBRELA's score line); ``spec.max_new_tokens`` overrides the length."""
-    if spec.label_kind in RELEVANCE_JUDGEMENTS:
-        own = RELEVANCE_JUDGEMENTS[spec.label_kind].decoding
-        return dataclasses.replace(own, max_new_tokens=spec.max_new_tokens or own.max_new_tokens)
+    """The run's own decoding for eRAG (so answers and cache entries match the run's), the judge's own for an LLM
+    judge (its ``max_new_tokens``: 3 for yes/no); ``spec.max_new_tokens`` overrides the length."""
+    if spec.label_kind != ERAG:
+        return DecodingSettings(max_new_tokens=spec.max_new_tokens or judge_of(spec.label_kind).max_new_tokens)
     stored = settings.get("decoding") or {}
     return DecodingSettings(max_new_tokens=spec.max_new_tokens or stored.get("max_new_tokens", 16),
                             temperature=stored.get("temperature", 0.0),
@@ -62,7 +61,7 @@ def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[
     evidence is the model's answer from the passage alone. The LLM relevance judgements' unread replies come back
     as :class:`~rageval.store.records.UnparsedAnswer` (no label)."""
     ranking = {query.query_id: Ranking(query.query_id, tuple(ScoredPassage(p, 0.0) for p in passage_ids))}
-    if spec.label_kind == "erag":
+    if spec.label_kind == ERAG:
         settings = EragSettings(k=len(passage_ids), metric=spec.metric, decoding=decoding,
                                 batch_size=spec.model_settings.batch_size)
         outputs, labels = compute_erag_labels([query], ranking, passages, generator, settings)
@@ -72,8 +71,8 @@ def label_items(spec: JobSpec, method: str, query: Query, passage_ids: Sequence[
                     for o in outputs]
         unparsed: list[UnparsedAnswer] = []
     else:
-        labels, evidence, unparsed = compute_llm_relevance_labels(
-            [query], ranking, passages, generator, len(passage_ids), RELEVANCE_JUDGEMENTS[spec.label_kind],
+        labels, evidence, unparsed = compute_judge_labels(
+            [query], ranking, passages, generator, len(passage_ids), spec.label_kind,
             decoding=decoding, batch_size=spec.model_settings.batch_size)
         evidence = [dataclasses.replace(e, method=method) for e in evidence]
         unparsed = [dataclasses.replace(u, judge=method) for u in unparsed]

@@ -17,6 +17,7 @@ import pandas as pd
 from rageval.erag.measures import STORED_MEASURES, compute_measure_values, is_graded_method
 from rageval.errors import StoreError
 from rageval.jobs.spec import JobError, JobSpec
+from rageval.labelmethods import GIVEN, method_kind
 from rageval.measures import parse_measure_list
 from rageval.store import Correlation, Label, LabelEvidence, MeasureValue, RunReader
 from rageval.store.files import recover_hot_journal
@@ -138,6 +139,8 @@ def record_provenance(path: str | os.PathLike, method: str, entry: Mapping) -> N
     def change(settings: dict) -> None:
         settings.setdefault("rescored", {})[method] = {**settings.get("rescored", {}).get(method, {}), **entry}
         settings["label_methods"] = sorted(set(settings.get("label_methods", [])) | {method})
+        if (kind := method_kind(method)).source != "built-in" and kind is not GIVEN:  # e.g. a judge file's
+            settings.setdefault("label_kinds", {})[kind.name] = kind.stored()
         if is_graded_method(method):  # the rule reads the base of erag:f1@model
             settings["graded_label_methods"] = sorted(set(settings.get("graded_label_methods", [])) | {method})
 

@@ -13,13 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from rageval.erag.labels import ALL_METRICS
-from rageval.erag.methods import LLM_RELEVANCE, UMBRELA, LabelMethod, erag_method
 from rageval.errors import RagevalError
 from rageval.generation import factory
+from rageval.labelmethods import LabelMethod, LabelMethodError, erag_method, is_judge_file, judges, load_judge_file
 
-LABEL_KINDS = ("erag", LLM_RELEVANCE, UMBRELA)
+ERAG = "erag"
 COMPLETE = "complete"
-JOB_KINDS = (*LABEL_KINDS, COMPLETE)
+
+
+def label_kinds() -> tuple[str, ...]:
+    """The per-passage label kinds a job can write: ``erag`` and every registered LLM judge
+    (:func:`rageval.labelmethods.judges`: the built-ins, installed packages', judge files already loaded)."""
+    return (ERAG, *(kind.name for kind in judges()))
+
 #: What a complete job can compute (:data:`rageval.pipeline.summary.PIECES`), in pipeline order.
 PIECES = ("erag", "e2e", "baselines", "reteval")
 BACKENDS = ("transformers", "openai")
@@ -69,9 +75,18 @@ class JobSpec:
     max_new_tokens: int | None = None
     llm_cache: str | None = None
     pieces: tuple[str, ...] | None = None
+    #: A judge file (:func:`rageval.labelmethods.load_judge_file`): ``label_kind`` is the judge it defines.
+    judge_file: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "run_path", str(Path(self.run_path).expanduser().resolve()))
+        if self.judge_file is not None:
+            try:
+                judge = load_judge_file(self.judge_file)
+            except LabelMethodError as error:
+                raise JobError(str(error)) from error
+            object.__setattr__(self, "judge_file", judge.source)
+            object.__setattr__(self, "label_kind", judge.name)
         if self.query_ids is not None:
             object.__setattr__(self, "query_ids", tuple(str(q) for q in self.query_ids))
         if self.pieces is not None:
@@ -82,8 +97,9 @@ class JobSpec:
         checks = [
             (self.model_settings.backend in BACKENDS,
              f"backend {self.model_settings.backend!r}: expected one of {', '.join(BACKENDS)}"),
-            (self.label_kind in JOB_KINDS,
-             f"label kind {self.label_kind!r}: expected one of {', '.join(JOB_KINDS)}"),
+            (self.label_kind in (*label_kinds(), COMPLETE),
+             f"label kind {self.label_kind!r}: expected one of {', '.join((*label_kinds(), COMPLETE))} "
+             f"or a judge file (.toml)"),
             (self.metric in ALL_METRICS,
              f"label metric {self.metric!r}: expected one of {', '.join(ALL_METRICS)}"),
             (self.k is None or self.k >= 1, f"k: expected at least 1, got {self.k}"),
@@ -103,6 +119,8 @@ class JobSpec:
         them); model fields not given take :data:`JOB_MODEL_DEFAULTS`, then ModelSettings' defaults. A bad model
         field is a :class:`JobError`."""
         model = {name: values.pop(name) for name in MODEL_FIELDS if name in values}
+        if is_judge_file(str(values.get("label_kind", ""))):  # --labels FILE.toml
+            values["judge_file"] = values["label_kind"]
         try:
             settings = factory.ModelSettings(**{**JOB_MODEL_DEFAULTS, **model})
         except factory.ModelError as error:
@@ -111,14 +129,16 @@ class JobSpec:
 
     @property
     def base_method(self) -> str:
-        """The run builders' name of this kind of label (``erag:em``, ``llm_relevance``, ``umbrela``): what the
-        measure code keys its rules on (binary or graded, bound to the retrieved list)."""
-        return erag_method(self.metric) if self.label_kind == "erag" else self.label_kind
+        """The run builders' name of this kind of label (``erag:em``, or the judge's name): what the measure code
+        keys its rules on (its kind in :mod:`rageval.labelmethods`)."""
+        return erag_method(self.metric) if self.label_kind == ERAG else self.label_kind
 
     def to_json(self) -> str:
         """The stored form: one flat JSON object, the model's fields beside the job's (as jobs were always
         stored, so older records read)."""
         values = dataclasses.asdict(self)
+        if values["judge_file"] is None:  # as jobs were stored before judge files
+            del values["judge_file"]
         return json.dumps({**values.pop("model_settings"), **values}, sort_keys=True)
 
     @classmethod
@@ -144,9 +164,8 @@ def model_short_name(model: str, dtype: str | None = None) -> str:
 
 
 def method_name(spec: JobSpec) -> str:
-    """The label method a job writes: ``erag:<metric>@<model>``, ``llm_relevance@<model>`` or ``umbrela@<model>``; a
-    complete job's
-    name is ``complete@<model>`` (it writes the run's standard methods)."""
+    """The label method a job writes: ``erag:<metric>@<model>`` or ``<judge>@<model>``; a complete job's name is
+    ``complete@<model>`` (it writes the run's standard methods)."""
     base = COMPLETE if spec.is_complete else spec.base_method
     return LabelMethod(base, model_short_name(spec.model_settings.model, spec.model_settings.dtype)).name
 

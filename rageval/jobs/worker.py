@@ -76,7 +76,7 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
     counted in the jobs database), check the cancel flag between batches, and when all are labelled write the
     method's measure values. ``generator`` replaces the job's model (tests); either way calls go through the
     LLM-call cache. Returns the job as it ended; a failure is stored with its message and raised."""
-    from rageval.erag.baselines import RELEVANCE_JUDGEMENTS
+    from rageval.erag.baselines import judge_of
     from rageval.generation.cache import CachedGenerator, LLMCache
     from rageval.prompts import QA_FEW_SHOT
 
@@ -100,13 +100,14 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
             model = CachedGenerator(generator or load_job_generator(spec), cache)
             store.set_model(job_id, model.model_id, device_of(model))
             decoding = decoding_for(spec, inputs.settings)
-            prompt = QA_FEW_SHOT if spec.label_kind == "erag" else RELEVANCE_JUDGEMENTS[spec.label_kind].template
+            prompt = QA_FEW_SHOT if spec.label_kind == "erag" else judge_of(spec.label_kind).template
             record_provenance(spec.run_path, method, {
                 "identity": model_identity(spec), "label_kind": spec.label_kind,
                 "metric": spec.metric if spec.label_kind == "erag" else None, "model": spec.model_settings.model,
                 "model_id": model.model_id, "backend": spec.model_settings.backend, "device": device_of(model),
                 "base_url": spec.model_settings.base_url if spec.model_settings.is_server else None,
                 "prompt": prompt.identifier,
+                **({"judge_file": spec.judge_file, "prompt_text": prompt.instruction} if spec.judge_file else {}),
                 "decoding": decoding.as_dict(), "k": spec.k or inputs.settings.get("k"), "job_id": job_id,
                 "command": f"rageval rescore run {job_id} --jobs-db {store.path}"})
             finished = len(done)

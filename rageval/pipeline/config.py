@@ -28,6 +28,7 @@ from rageval.erag.labels import ALL_METRICS
 from rageval.errors import DataError, RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.factory import ModelSettings
+from rageval.labelmethods import LabelMethodError, is_judge_file, judges, load_judge_file
 from rageval.measures import parse_measure_list
 from rageval.paths import not_a_file
 from rageval.pipeline.evaluate import METHODS, EvaluationOptions, parse_ks, parse_methods
@@ -35,7 +36,7 @@ from rageval.pipeline.sources import RETRIEVERS, SHIPPED_RETRIEVERS, SourcePaths
 from rageval.prompts import QA_FEW_SHOT, FewShotExample, PromptTemplate
 from rageval.reteval import JUDGE_NAMES, RetEvalSettings, SemiGoldSettings
 
-PATH_FIELDS = ("queries", "corpus", "run", "qrels", "prompt_template", "out", "cache")
+PATH_FIELDS = ("queries", "corpus", "run", "qrels", "prompt_template", "out", "cache", "labels")
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,11 @@ class EvaluateConfig:
     metric: str = "em"
     label_metrics: str = ",".join(ALL_METRICS)
     measures: str = ""  # IR measures beyond the stored set, comma-separated (rageval.measures.MEASURE_SYNTAX)
+    # One switch per built-in LLM judge (rageval.labelmethods.judges), named as the judge: the yes/no relevance on,
+    # the graded 0-3 one off (one more LLM call a passage).
     llm_relevance: bool = True
-    umbrela: bool = False  # UMBRELA's graded 0-3 relevance beside the yes/no one (one more LLM call a passage)
+    umbrela: bool = False
+    labels: str | None = None  # a judge file (rageval.labelmethods.load_judge_file): one more judge
     judges: str = ",".join(JUDGE_NAMES)
     semi_gold_samples: int = 3
     reteval_ks: str = ""  # the ks LLM-retEval judges at, comma-separated, within k (default: every k)
@@ -120,6 +124,22 @@ class EvaluateConfig:
         except ValueError as error:
             raise RagevalError(f"measures: {error}") from None
 
+    def label_judges(self) -> tuple[str, ...]:
+        """The LLM judges to run: the built-ins switched on (a field of the judge's name), then the judge file's."""
+        switched = tuple(kind.name for kind in judges()
+                         if kind.source == "built-in" and getattr(self, kind.name, None) is True)
+        if not self.labels:
+            return switched
+        named = {kind.name for kind in judges()}
+        if self.labels in named:  # a judge registered by an installed package
+            return (*switched, self.labels)
+        if not is_judge_file(self.labels):
+            raise RagevalError(f"labels {self.labels!r}: expected a judge file (.toml) or one of {', '.join(named)}")
+        try:
+            return (*switched, load_judge_file(self.labels).name)
+        except LabelMethodError as error:
+            raise RagevalError(f"labels: {error}") from None
+
     def options(self) -> EvaluationOptions:
         ks = parse_ks(self.k)
         judges = tuple(x.strip() for x in self.judges.split(",") if x.strip())
@@ -129,7 +149,7 @@ class EvaluateConfig:
         return EvaluationOptions(
             methods=parse_methods(self.methods), ks=ks,
             label_metrics=tuple(x.strip() for x in self.label_metrics.split(",") if x.strip()),
-            metric=self.metric, llm_relevance=self.llm_relevance, umbrela=self.umbrela, measures=self.extra_measures(),
+            metric=self.metric, label_judges=self.label_judges(), measures=self.extra_measures(),
             reteval=RetEvalSettings(ks=parse_ks(self.reteval_ks) if self.reteval_ks else ks, judges=judges,
                                     semi_gold=SemiGoldSettings(samples=self.semi_gold_samples,
                                                                max_new_tokens=self.max_new_tokens)),
@@ -147,7 +167,7 @@ class EvaluateConfig:
         values = {name: nested["model_settings"][name] if name in MODEL_FIELDS else nested[name]
                   for name in FIELD_NAMES}
         for name in PATH_FIELDS:
-            if values[name]:
+            if values[name] and (name != "labels" or is_judge_file(values[name])):  # labels: a file or a judge
                 values[name] = str(Path(values[name]).expanduser().resolve())
         return values
 
@@ -199,6 +219,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         if isinstance(values.get(name), list):
             values[name] = ",".join(map(str, values[name]))
     for name in PATH_FIELDS:
+        if name == "labels" and not is_judge_file(str(values.get(name, ""))):
+            continue
         if isinstance(values.get(name), str) and not Path(values[name]).expanduser().is_absolute():
             values[name] = str(path.parent / values[name])
     return values

@@ -33,13 +33,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from rageval import __version__
 from rageval import reteval as llm_reteval
-from rageval.erag.baselines import (
-    RELEVANCE_JUDGEMENTS,
-    compute_llm_relevance_labels,
-    compute_reference_labels,
-)
+from rageval.erag.baselines import compute_judge_labels, compute_reference_labels, judge_of
 from rageval.erag.e2e import compute_e2e
 from rageval.erag.labels import (
     ALL_METRICS,
@@ -50,26 +45,33 @@ from rageval.erag.labels import (
     prompt_builder,
 )
 from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
-from rageval.erag.methods import CONTAINS_ANSWER, GOLD, GOLD_PAGE, LLM_RELEVANCE, UMBRELA
 from rageval.errors import RagevalError
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import LLMCache, cache_key, stopped_key
 from rageval.generation.dtype_check import precision_of
 from rageval.generation.em_stop import generate_stopping_early
+from rageval.labelmethods import CONTAINS_ANSWER, DEFAULT_JUDGES, GOLD, GOLD_PAGE, judges, method_kind
 from rageval.measures import parse_measure_list
-from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, UMBRELA_ZERO_SHOT, PromptTemplate
+from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, QA_FEW_SHOT, RELEVANCE_FEW_SHOT, PromptTemplate
 from rageval.stats.correlation import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from rageval.store import Correlation, E2EOutput, MeasureValue, Run
 from rageval.store.provenance import brought
 from rageval.store.records import UnparsedAnswer
 from rageval.types import Passage, Query, Ranking
+from rageval.version import __version__
 
 if TYPE_CHECKING:
     import pandas as pd
 
 METHODS = ("erag", "e2e", "baselines", "reteval")
-#: Stages that call the LLM, in pipeline order (the names of progress bars and call counts).
-LLM_STAGES = ("erag", "e2e", "llm_relevance", "umbrela", "semi_gold", "llm_judge")
+
+
+def llm_stages() -> tuple[str, ...]:
+    """Stages that call the LLM, in pipeline order (the names of progress bars and call counts): each LLM judge of
+    :mod:`rageval.labelmethods` is a stage of its own."""
+    return ("erag", "e2e", *(kind.name for kind in judges()), "semi_gold", "llm_judge")
+
+
 Log = Callable[[str], None]
 #: (stage, done, total, cached): ``done`` of ``total`` LLM calls of the stage made, ``cached`` of them answered from
 #: the LLM-call cache (no model time), so a rate and an ETA can count the new calls alone.
@@ -112,10 +114,9 @@ class EvaluationOptions:
     ks: tuple[int, ...] = (1, 5, 10)
     label_metrics: tuple[str, ...] = ALL_METRICS
     metric: str = "em"
-    llm_relevance: bool = True
-    #: UMBRELA's graded 0-3 relevance (Upadhyay et al. 2024) beside the yes/no LLM relevance: one more LLM call
-    #: per judged passage, so off unless asked for.
-    umbrela: bool = False
+    #: The LLM judges of the baselines stage (registered in :mod:`rageval.labelmethods`): the yes/no relevance by
+    #: default; each other one costs one more LLM call per judged passage, so it runs when asked for.
+    label_judges: tuple[str, ...] = DEFAULT_JUDGES
     reteval: llm_reteval.RetEvalSettings = field(default_factory=llm_reteval.RetEvalSettings)
     decoding: DecodingSettings = field(default_factory=DecodingSettings)
     batch_size: int = 8
@@ -346,17 +347,16 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
             reference = [x for x in reference if not (x.method == CONTAINS_ANSWER and x.query_id in unanswered)]
             notes.append(f"{len(unanswered)} queries without gold answers: no contains_answer labels for them")
         reference = [x for x in reference if x.method not in user.labels]
-        asked = [method for method, wanted in ((LLM_RELEVANCE, options.llm_relevance), (UMBRELA, options.umbrela))
-                 if wanted and method not in user.labels]
+        asked = [method for method in options.label_judges if method not in user.labels]
         replaced = {x.method for x in reference} | set(asked)
         labels = [x for x in labels if x.method not in replaced]
         labels += reference
         unparsed = [x for x in unparsed if x.judge not in asked]
-        for method in asked:  # the LLM's relevance judgements: yes/no, UMBRELA's grades
+        for method in asked:  # the LLM judges, each a stage
             started = time.perf_counter()
             meter.begin(method, pairs)
-            relevance, new_evidence, new_unparsed = compute_llm_relevance_labels(
-                queries, rankings, passages, meter, options.depth, RELEVANCE_JUDGEMENTS[method])
+            relevance, new_evidence, new_unparsed = compute_judge_labels(
+                queries, rankings, passages, meter, options.depth, method)
             labels += relevance
             evidence = [x for x in evidence if x.method != method] + new_evidence
             unparsed += new_unparsed
@@ -406,12 +406,14 @@ def evaluate_run(base: Run, generator, options: EvaluationOptions, *, log: Log =
         "precision": precision_of(generator),
         "prompt": options.prompt.identifier,
         "prompts": {t.identifier: asdict(t) for t in (options.prompt, RELEVANCE_FEW_SHOT, ANSWER_JUDGE_FEW_SHOT)
-                    + ((UMBRELA_ZERO_SHOT,) if options.umbrela else ())},
+                    + tuple(judge_of(m).template for m in options.label_judges if m not in DEFAULT_JUDGES)},
         "decoding": {"max_new_tokens": options.decoding.max_new_tokens, "temperature": options.decoding.temperature,
                      "stop": list(options.decoding.stop)},
         "label_metric": options.metric, "e2e_metric": options.metric, "label_metrics": list(metrics),
         **({"em_early_stop": True} if options.em_early_stop else {}),
         "label_methods": method_names, "graded_label_methods": graded,
+        **({"label_kinds": stored_kinds} if (stored_kinds := {
+            k.name: k.stored() for k in map(method_kind, options.label_judges) if k.source != "built-in"}) else {}),
         "graded_measures": list(GRADED_MEASURES), "extra_measures": list(options.measures),
         "methods": list(options.methods),
         "reteval": reteval_settings.as_dict() if reteval_settings else None,

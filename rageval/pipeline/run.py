@@ -13,9 +13,10 @@ from rageval.erag.labels import EragSettings, compute_erag_labels
 from rageval.errors import RagevalError
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.generation.factory import check_model, expected_model_id, load_generator
+from rageval.labelmethods import DEFAULT_JUDGES
 from rageval.paths import REPO_ROOT, not_writable_file, user_runs_dir
 from rageval.pipeline.config import EvaluateConfig
-from rageval.pipeline.evaluate import LLM_STAGES, DryRunGenerator, EvaluationOptions, Log, Progress, evaluate_run
+from rageval.pipeline.evaluate import DryRunGenerator, EvaluationOptions, Log, Progress, evaluate_run, llm_stages
 from rageval.pipeline.sources import LoadedInputs, ShippedData, load_inputs, load_shipped_inputs
 from rageval.store import Run, write_run
 from rageval.store.provenance import UPLOADED, brought, keep_brought, record_brought
@@ -175,7 +176,7 @@ class DryRunReport:
                      f"methods: {', '.join(o.methods)}",
                      f"model: {self.model_id} (not loaded)", f"run file: {self.out}",
                      f"{'stage':<15} {'LLM calls':>10} {'cached':>8} {'new':>8}"]
-        for stage in LLM_STAGES:
+        for stage in llm_stages():
             if stage in self.calls:
                 c = self.calls[stage]
                 bound = "  (at most: depends on answers not generated yet)" if stage == "llm_judge" else ""
@@ -242,12 +243,12 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
         ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
         reteval = RetEvalSettings()
     methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
-    from rageval.pipeline.summary import wants_umbrela
+    from rageval.pipeline.summary import wanted_judges
 
     # Every cutoff the run had keeps its measures (an upload's k=3 as much as an import's).
     cutoffs = tuple(sorted({int(c) for c in run.settings.get("cutoffs", ())} | set(user.cutoffs)))
     options = EvaluationOptions(methods=methods, ks=ks, reteval=reteval, measure_cutoffs=cutoffs,
-                                umbrela=wants_umbrela(dict(run.settings)))
+                                label_judges=(*DEFAULT_JUDGES, *wanted_judges(dict(run.settings))))
     model = generator if generator is not None else load_generator(model_settings)
     cached = CachedGenerator(model, cache if cache is not None else LLMCache())  # an empty cache is falsy (len 0)
     if imported and 0 < len(missing_answers) < len(run.queries):

@@ -15,14 +15,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rageval.erag.methods import UMBRELA
+from rageval.labelmethods import CONTAINS_ANSWER, DEFAULT_JUDGES, LLM_RELEVANCE, display_name, judges
 from rageval.store import RunReader
 from rageval.store.files import ATTRIBUTION, RUN, kind_of, reading, remembered_summary
 from rageval.store.provenance import answers_are_brought, brought
 
 #: The pieces a complete eRAG run holds, in the order the dashboard lists them.
 PIECES = ("erag", "e2e", "baselines", "reteval")
-BASELINE_METHODS = ("contains_answer", "llm_relevance")
+BASELINE_METHODS = (CONTAINS_ANSWER, LLM_RELEVANCE)
 
 
 def _empty() -> dict[str, Any]:
@@ -69,11 +69,13 @@ def is_imported(settings: dict[str, Any]) -> bool:
     return settings.get("e2e_answers") == "imported"
 
 
-def wants_umbrela(settings: dict[str, Any]) -> bool:
-    """Whether the run's configuration asks for UMBRELA's graded relevance (``umbrela = true``), so a run
-    without its labels lacks them."""
+def wanted_judges(settings: dict[str, Any]) -> tuple[str, ...]:
+    """The LLM judges beyond the default ones (:data:`rageval.labelmethods.DEFAULT_JUDGES`) the run's configuration
+    asks for (``<judge> = true``, e.g. the graded 0-3 one), so a run without their labels lacks them."""
     config = settings.get("config")
-    return isinstance(config, dict) and config.get("umbrela") is True
+    if not isinstance(config, dict):
+        return ()
+    return tuple(kind.name for kind in judges() if kind.name not in DEFAULT_JUDGES and config.get(kind.name) is True)
 
 
 def missing_pieces(summary: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[str, str]:
@@ -111,8 +113,8 @@ def missing_pieces(summary: dict[str, Any], settings: dict[str, Any] | None = No
         lacking["e2e"] = f"k={', '.join(map(str, have_ks))} only"
     if not any(m in labels for m in BASELINE_METHODS):
         lacking["baselines"] = "missing"
-    elif wants_umbrela(settings) and UMBRELA not in labels:
-        lacking["baselines"] = "UMBRELA labels missing"
+    elif missing := [name for name in wanted_judges(settings) if name not in labels]:
+        lacking["baselines"] = f"{display_name(missing[0])} labels missing"
     if not summary["reteval"]:
         lacking["reteval"] = "missing"
     return lacking

@@ -30,13 +30,13 @@ from typing import Any
 
 import pandas as pd
 
-from rageval import __version__
 from rageval.errors import RagevalError
 from rageval.measures import aggregate_measures, compute_measures, parse_measure_list
 from rageval.paths import DATA_DIR
 from rageval.retrieval.retrievers import Retrievers, fuse
 from rageval.store import Label, MeasureValue, Run
 from rageval.types import Passage, Query, Ranking
+from rageval.version import __version__
 
 DATASETS = ("nq_open", "hotpotqa")
 SYSTEMS = ("bm25", "dense", "hybrid", "hybrid-rrf", "bm25+rerank")

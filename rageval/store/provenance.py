@@ -19,11 +19,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rageval.labelmethods import is_computed
+
 #: ``settings["e2e_answers"]`` of a run whose answers are the user's: imported from traces, or uploaded.
 IMPORTED = "imported"
 UPLOADED = "uploaded"
-#: Label methods rageval computes itself (prefixes end with ':'), so a legacy run's other methods were brought.
-_COMPUTED_LABELS = ("erag:", "contains_answer", "llm_relevance", "umbrela")
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,6 @@ def record_brought(by: str, *, labels: Iterable[str] = (), e2e_ks: Iterable[int]
                    tuple(sorted({int(c) for c in cutoffs}))).as_dict()
 
 
-def _computed(method: str) -> bool:
-    return any(method == name or (name.endswith(":") and method.startswith(name)) for name in _COMPUTED_LABELS)
-
-
 def brought(settings: Mapping[str, Any]) -> Brought:
     """What the user brought to the run whose settings these are: its ``brought`` setting, or, for a run written
     before it existed, what its settings say (an upload's labels and answers, an import's answers and qrels)."""
@@ -75,7 +71,7 @@ def brought(settings: Mapping[str, Any]) -> Brought:
                        frozenset(m for m in methods if m == "qrels"), answers, e2e_ks, cutoffs)
     if settings.get("source") == "uploaded":
         return Brought(f"uploaded ({settings.get('format', 'file')})",
-                       frozenset(m for m in methods if not _computed(m)), 1 if e2e_ks else 0, e2e_ks, cutoffs)
+                       frozenset(m for m in methods if not is_computed(m)), 1 if e2e_ks else 0, e2e_ks, cutoffs)
     return Brought(str(settings.get("source", "")), frozenset(m for m in methods if m == "qrels"), 0, (), ())
 
 

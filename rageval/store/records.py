@@ -85,7 +85,7 @@ class FailureCase:
 class UnparsedAnswer:
     """An LLM judge's answer that could not be read: neither a label nor a verdict, and never counted as "no".
 
-    ``judge`` is what the answer was for: a label method (``llm_relevance``, ``umbrela@gemma``) or an LLM-retEval
+    ``judge`` is what the answer was for: a label method (an LLM judge's, e.g. ``judge@gemma``) or an LLM-retEval
     judge and reference (``llm/semi_gold``); ``item`` the passage id of a label, ``k=<k>`` of a verdict; ``model``
     the model that answered; ``answer`` its reply as given."""
 

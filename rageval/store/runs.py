@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.errors import StoreError
+from rageval.labelmethods import LLM_RELEVANCE, method_kind, remember_stored_kinds
 from rageval.store.files import (
     check_settings,
     check_shape,
@@ -228,7 +229,9 @@ class RunReader:
     def settings(self) -> dict[str, Any]:
         """What produced the run (a JSON object in ``meta``; {} when absent)."""
         row = self._connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-        return check_settings(json_object(row[0], self.path, RUN), self.path, RUN, SETTINGS_TYPES) if row else {}
+        settings = check_settings(json_object(row[0], self.path, RUN), self.path, RUN, SETTINGS_TYPES) if row else {}
+        remember_stored_kinds(settings.get("label_kinds"))  # a judge file's method: scored and shown by its rules
+        return settings
 
     def counts(self) -> dict[str, int]:
         """Row counts of the main tables (the run's sizes), remembered per version of the file
@@ -249,7 +252,7 @@ class RunReader:
             "SELECT method, AVG(value), COUNT(*) FROM labels GROUP BY method ORDER BY method").fetchall()
 
     def label_share_from(self, method: str, grade: float) -> tuple[float | None, int]:
-        """``(share, labels)``: the share of ``method``'s labels at or above ``grade`` (UMBRELA: relevant from 2),
+        """``(share, labels)``: the share of ``method``'s labels at or above ``grade`` (levels: from 2 of 0-3),
         aggregated by SQLite; None and 0 without labels."""
         return self._connection.execute("SELECT AVG(value >= ?), COUNT(*) FROM labels WHERE method = ?",
                                         (grade, method)).fetchone()
@@ -512,7 +515,7 @@ class RunReader:
             rows: list[list[Any]] = []
             if "label_evidence" in self._tables:
                 for method in self._methods_of("label_evidence"):
-                    if not (method == "llm_relevance" or method.startswith("llm_relevance@")):
+                    if method_kind(method).name != LLM_RELEVANCE:  # the yes/no judge's legacy "counted as No"
                         continue
                     found = connection.execute("SELECT COUNT(*), MIN(evidence) FROM label_evidence WHERE method = ? "
                                                "AND evidence LIKE ?", (method, marker)).fetchone()

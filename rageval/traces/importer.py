@@ -51,12 +51,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rageval import __version__
 from rageval.errors import DataError, RagevalError
 from rageval.store import E2EOutput, Label, Run, TraceRanking, write_run
 from rageval.store.provenance import record_brought
 from rageval.traces.records import RERANKED, RETRIEVED, TraceDocument, TraceRecord
 from rageval.types import Passage, Query, Ranking, ScoredPassage
+from rageval.version import __version__
 
 #: The prefix of a content-hash id (:func:`content_id`).
 HASH_PREFIX = "sha1:"

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rageval import __version__
 from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
-from rageval.erag.methods import GOLD
+from rageval.labelmethods import GOLD
 from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run
 from rageval.store.provenance import UPLOADED, record_brought
 from rageval.types import Passage, Query, Ranking
 from rageval.upload.problems import Problems, UploadResult
+from rageval.version import __version__
 
 #: Measure cutoffs of an uploaded run: these (those not deeper than its longest ranking), plus every E2E k.
 STANDARD_CUTOFFS = (1, 3, 5, 10, 20, 50, 100)
@@ -52,7 +52,7 @@ def compute_upload_measures(labels: Sequence[Label], rankings: Mapping[str, Rank
     The conventions of :func:`rageval.erag.measures.compute_measure_values`: every ranked query gets a value (0 when it
     has no relevant passage); P, R, AP, RR, nDCG, Hit at each cutoff and R-precision (graded methods, see
     :func:`is_graded`: P, nDCG, Hit only); methods that label only retrieved passages by their nature
-    (``erag:*``, ``contains_answer``, ``llm_relevance``, ``gold_page``;
+    (``erag:*``, ``contains_answer``, the LLM judges, ``gold_page``;
     :func:`rageval.erag.measures.is_list_bound_method`)
     see only the labels of the top c at cutoff c, as eRAG defines its labels on R_c; the others (``qrels``,
     ``gold`` and any other name) are global judgments, so unretrieved relevant passages count for recall.

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rageval.erag.methods import GOLD, QRELS
+from rageval.labelmethods import GOLD, QRELS
 from rageval.store import DocOutput, E2EOutput, Label
 from rageval.text_metrics import exact_match
 from rageval.types import Passage, Query, Ranking, ScoredPassage

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from rageval.erag.methods import QRELS
+from rageval.labelmethods import QRELS
 from rageval.store import Label
 from rageval.trec import QRELS as QRELS_LAYOUT
 from rageval.trec import RUN as RUN_LAYOUT

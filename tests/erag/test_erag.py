@@ -9,9 +9,9 @@ from rageval.erag.baselines import compute_reference_labels
 from rageval.erag.e2e import compute_e2e
 from rageval.erag.labels import EragSettings, compute_erag_labels
 from rageval.erag.measures import compute_measure_values
-from rageval.erag.methods import CONTAINS_ANSWER, GOLD
 from rageval.generation.base import DecodingSettings
 from rageval.generation.cache import CachedGenerator, LLMCache
+from rageval.labelmethods import CONTAINS_ANSWER, GOLD
 from rageval.measures import compute_measures
 from rageval.store import Run, RunReader, write_run
 from rageval.types import Ranking, ScoredPassage

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from rageval.bertscore import BertScorer, greedy_match_f1
-from rageval.erag.baselines import compute_llm_relevance_labels, compute_reference_labels
+from rageval.erag.baselines import compute_judge_labels, compute_reference_labels
 from rageval.erag.e2e import compute_e2e
 from rageval.erag.labels import ALL_METRICS, BINARY_METRICS, EragSettings, metric_labels, score_outputs
 from rageval.erag.measures import compute_measure_values, is_graded_method, measure_names
-from rageval.erag.methods import GOLD, GOLD_PAGE, LLM_RELEVANCE, erag_method
+from rageval.labelmethods import GOLD, GOLD_PAGE, LLM_RELEVANCE, erag_method
 from rageval.store import DocOutput, Label
 from rageval.text_metrics import answer_accuracy, contains_answer, exact_match, rouge_l, token_f1
 from rageval.types import Ranking, ScoredPassage
@@ -226,7 +226,7 @@ def test_llm_relevance_labels_with_evidence(corpus, nq, passages):
                 beast.query_id: ranking(beast.query_id, [benson, "nq-dpr:328", "nq-dpr:2"])}
     generator = RecordingGenerator(relevance_reply, model_id="stub:relevance/v1")
     progress = []
-    labels, evidence, unparsed = compute_llm_relevance_labels([nobel, beast], rankings, passages, generator, k=2,
+    labels, evidence, unparsed = compute_judge_labels([nobel, beast], rankings, passages, generator, k=2,
                                                               batch_size=3, on_progress=lambda *a: progress.append(a))
     # Only the top k=2 of each ranking are judged; the reply about Robby Benson is neither Yes nor No: no label.
     assert [(x.query_id, x.passage_id, x.value) for x in labels] == [

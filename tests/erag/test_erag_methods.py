@@ -1,4 +1,4 @@
-"""Label-method names (rageval.erag.methods): one parser, and the measure rules read from the parsed base, so a
+"""Label-method names (rageval.labelmethods): one parser, and the measure rules read from the parsed base, so a
 re-scored method (``erag:em@<model>``) is measured exactly as its base method."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rageval.erag.measures import compute_measure_values, is_graded_method, is_list_bound_method, measure_names
-from rageval.erag.methods import LLM_RELEVANCE, LabelMethod, erag_method, parse_label_method
+from rageval.labelmethods import LLM_RELEVANCE, LabelMethod, erag_method, parse_label_method
 from rageval.store import Label, Run, RunReader, write_run
 from rageval.types import Passage, Query, Ranking, ScoredPassage
 

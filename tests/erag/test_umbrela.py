@@ -20,9 +20,9 @@ import sqlite3
 import pytest
 import pytrec_eval
 
-from rageval.erag.baselines import UMBRELA_GRADED, YES_NO, compute_llm_relevance_labels
-from rageval.erag.methods import LLM_RELEVANCE, UMBRELA, relevant_grade
+from rageval.erag.baselines import compute_judge_labels, judge_of
 from rageval.generation.base import FakeGenerator, first_capitalised_span
+from rageval.labelmethods import LLM_RELEVANCE, UMBRELA, relevant_grade
 from rageval.pipeline import run as pipeline
 from rageval.pipeline.config import build_config
 from rageval.prompts import UMBRELA_ZERO_SHOT, build_umbrela_prompt, parse_umbrela
@@ -83,8 +83,7 @@ def test_umbrela_labels_are_grades_and_unread_replies_are_unparsed_never_zero():
     queries = [Query(q, t, tuple(a), tuple(g), "test") for q, t, a, g, _ in QUESTIONS]
     rankings = {q: _ranking(q, ranked) for q, *_, ranked in QUESTIONS}
     generator = FakeGenerator(grade_rule, model_id="fake:grader/v1")
-    labels, evidence, unparsed = compute_llm_relevance_labels(queries, rankings, passages, generator, 3,
-                                                              UMBRELA_GRADED)
+    labels, evidence, unparsed = compute_judge_labels(queries, rankings, passages, generator, 3, UMBRELA)
     by_pair = {(x.query_id, x.passage_id): x.value for x in labels}
     assert by_pair[("u1", "d02")] == 3.0 and by_pair[("u2", "d04")] == 3.0 and by_pair[("u3", "d05")] == 3.0
     assert {x.method for x in labels} == {UMBRELA} and set(by_pair.values()) <= {0.0, 1.0, 2.0, 3.0}
@@ -106,11 +105,11 @@ def test_a_junk_model_gives_unparsed_answers_for_both_llm_relevance_judgements(t
     queries = [Query(q, t, tuple(a), tuple(g), "test") for q, t, a, g, _ in QUESTIONS[:2]]
     rankings = {q: _ranking(q, ranked) for q, *_, ranked in QUESTIONS[:2]}
     tiny = TransformersGenerator(tiny_model_dir, batch_size=6)  # random weights: its replies are noise
-    for judgement in (UMBRELA_GRADED, YES_NO):
-        labels, _, unparsed = compute_llm_relevance_labels(queries, rankings, passages, tiny, 3, judgement)
+    for method in (UMBRELA, LLM_RELEVANCE):
+        labels, _, unparsed = compute_judge_labels(queries, rankings, passages, tiny, 3, method)
         replies = [u.answer for u in unparsed]
         assert labels == [] and len(unparsed) == 6, replies
-        assert all(judgement.parse(reply) is None for reply in replies)
+        assert all(judge_of(method).parse(reply) is None for reply in replies)
 
 
 @pytest.fixture

@@ -256,7 +256,7 @@ def test_stored_correlations_hold_only_while_they_count_the_same_queries():
 
 
 def test_label_methods_in_one_order():
-    from rageval.erag.methods import METHOD_ORDER, order_label_methods
+    from rageval.labelmethods import METHOD_ORDER, order_label_methods
 
     assert order_label_methods(["zeta", "gold", "erag:em@gemma", "erag:f1", "erag:em"]) == [
         "erag:em", "erag:f1", "gold", "erag:em@gemma", "zeta"]

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from rageval.cli import main
-from rageval.erag.methods import CONTAINS_ANSWER, LLM_RELEVANCE
 from rageval.generation.base import FakeGenerator, first_capitalised_span
 from rageval.generation.cache import LLMCache
 from rageval.generation.factory import ModelSettings
 from rageval.generation.server import serve
 from rageval.jobs.control import lacking_pieces
 from rageval.jobs.spec import COMPLETE, JobSpec
+from rageval.labelmethods import CONTAINS_ANSWER, LLM_RELEVANCE
 from rageval.pipeline.run import complete_run_file
 from rageval.pipeline.summary import missing_pieces, run_summary
 from rageval.store import RunReader, read_run
