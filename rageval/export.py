@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from rageval.errors import RagevalError
+from rageval.labelmethods import GIVEN, HUMAN, MODEL, MODEL_SEPARATOR, method_kind
 from rageval.store import RunReader
 from rageval.trec import write_trec_qrels
 
@@ -97,14 +98,12 @@ def phoenix_span_id(span_id: str) -> str:
 def annotator_kind(method: str) -> str:
     """Phoenix's annotator kind of a label method: ``HUMAN`` (qrels, the dataset's gold), ``LLM`` (eRAG, LLM
     relevance, UMBRELA, any method re-scored by a model), else ``CODE`` (contains-answer)."""
-    # The names of rageval.erag.methods (QRELS, GOLD, GOLD_PAGE, ERAG_PREFIX, LLM_RELEVANCE, UMBRELA, "@" before a
-    # model), spelled out: this layer sits below erag (the import contract in pyproject.toml).
-    base = method.split("@", 1)[0]
-    if base in ("qrels", "gold", "gold_page") or base.startswith("human"):
-        return "HUMAN"
-    if "@" in method or base.startswith("erag:") or base in ("llm_relevance", "umbrela"):
+    kind = method_kind(method)
+    if MODEL_SEPARATOR in method or MODEL in kind.needs:
         return "LLM"
-    return "CODE"
+    if kind is GIVEN:  # a user's own method: people's labels when its name says so
+        return "HUMAN" if method.startswith(HUMAN) else "CODE"
+    return "CODE" if kind.computed else "HUMAN"
 
 
 def phoenix_frames(reader: RunReader) -> dict[str, pd.DataFrame]:

@@ -332,8 +332,8 @@ def test_phoenix_export_without_labels_fails_and_writes_no_folder(tmp_path, caps
 
 
 def test_annotator_kinds_follow_the_label_method_names():
-    """export.py spells erag.methods' names out (the layers forbid the import): the names must stay the same."""
-    from rageval.erag import methods
+    """Phoenix's annotator kind comes from the label-method registry: people's labels, a model's, code's."""
+    from rageval import labelmethods as methods
     from rageval.export import annotator_kind
 
     assert [annotator_kind(m) for m in (methods.QRELS, methods.GOLD, methods.GOLD_PAGE)] == ["HUMAN"] * 3
