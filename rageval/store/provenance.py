@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rageval.labelmethods import is_computed
+from rageval.labelmethods import QRELS, is_computed
 
 #: ``settings["e2e_answers"]`` of a run whose answers are the user's: imported from traces, or uploaded.
 IMPORTED = "imported"
@@ -68,11 +68,11 @@ def brought(settings: Mapping[str, Any]) -> Brought:
         imported = settings.get("imported") or {}
         answers = sum(int(n) for n in (imported.get("answers") or {}).values())
         return Brought(f"imported from {imported.get('format') or settings.get('format', 'traces')}",
-                       frozenset(m for m in methods if m == "qrels"), answers, e2e_ks, cutoffs)
+                       frozenset(m for m in methods if m == QRELS), answers, e2e_ks, cutoffs)
     if settings.get("source") == "uploaded":
         return Brought(f"uploaded ({settings.get('format', 'file')})",
                        frozenset(m for m in methods if not is_computed(m)), 1 if e2e_ks else 0, e2e_ks, cutoffs)
-    return Brought(str(settings.get("source", "")), frozenset(m for m in methods if m == "qrels"), 0, (), ())
+    return Brought(str(settings.get("source", "")), frozenset(m for m in methods if m == QRELS), 0, (), ())
 
 
 def answers_are_brought(settings: Mapping[str, Any]) -> bool:
