@@ -156,7 +156,7 @@ def synthetic_run(num_queries: int, docs: int, seed: int = 0):
         retrieved[qid] = ranked
     measures = compute_measure_values(labels, rankings, ks)
     answers_at_k = {k: {o.query_id: o.output for o in e2e if o.k == k} for k in ks}
-    verdicts = judge_answers(make_judge("em"), queries, answers_at_k, semi_gold)
+    verdicts, _unparsed = judge_answers(make_judge("em"), queries, answers_at_k, semi_gold)  # em always parses
     by_id = {p.passage_id: p for p in pool}
     gold = {q.query_id: [by_id[p] for p in q.gold_passage_ids] for q in queries}
     cases = find_failure_cases(queries, retrieved, gold, answers_at_k, semi_gold, verdicts)

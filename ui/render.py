@@ -134,9 +134,9 @@ def render_unparsed_notes(counts: Sequence[tuple[str, str, int, int]],
                           counted_as_no: Sequence[tuple[str, str, int, int]] = ()) -> None:
     """One warning per LLM judge of the run with answers it could not read (``counts``:
     :meth:`rageval.store.RunReader.unparsed_counts`): "N of M answers of the judge MODEL could not be parsed", and
-    what that leaves out of the measures (:func:`rageval.findings.unparsed_finding`); and per judge whose unread
+    what that leaves out of the measures (:func:`rageval.finding.unparsed_finding`); and per judge whose unread
     answers an older rageval stored as No (``counted_as_no``: :meth:`rageval.store.RunReader.counted_as_no`)."""
-    from rageval.findings import counted_as_no_finding, unparsed_finding
+    from rageval.finding import counted_as_no_finding, unparsed_finding
 
     for judge, model, unparsed, answers in counts:
         if (finding := unparsed_finding(judge, model, unparsed, answers, method_name, judge_name)) is not None:
