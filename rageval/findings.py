@@ -265,11 +265,21 @@ def failure_finding(counts: pd.DataFrame, k: int | None, judge_name: Callable[[s
         return None
     recall = share_from_counts(int(row["recall_failures"]), n)
     reteval = share_from_counts(int(row["reteval_failures"]), n)
-    return Finding("failures", (
-        f"At k={at} (judge {judge_name(judges[0])}), {int(row['recall_failures'])} of {n} judged queries "
-        f"({_percent(recall)}) are recall failures (A-C: the retriever missed what the answer needs) and "
-        f"{int(row['reteval_failures'])} ({_percent(reteval)}) LLM-retEval failures (D-F: the evaluation itself "
-        "erred)."), {"judge": judges[0], "k": at})
+    judge = judge_name(judges[0])
+    text = (f"At k={at} (judge {judge}), {int(row['recall_failures'])} of {n} judged queries ({_percent(recall)}) "
+            f"are recall failures (A-C: the retriever missed what the answer needs) and "
+            f"{int(row['reteval_failures'])} ({_percent(reteval)}) are LLM-retEval failures (D-F)")
+    parts = [f"{count} {what}" for count, what in (
+        (int(row.get("d", 0)), "D (no answer the LLM gave from the gold passages passes the gold-answer check "
+                               "against the dataset's gold answers: the LLM, or the gold answers, are wrong)"),
+        (int(row.get("e", 0)), f"E (judge {judge} said No to a top-k answer that passes the gold-answer check "
+                               "while the semi-gold answers pass it for another gold answer)"),
+        (int(row.get("f", 0)), f"F (judge {judge}'s verdict against the semi-gold answers disagrees with the "
+                               "gold-answer check against the gold answers)")) if count]
+    if parts:
+        text += ": " + "; ".join(parts) + (". The gold-answer check: equal after normalisation, the gold answer "
+                                           "contained as words, or a leading yes/no for a yes/no gold answer")
+    return Finding("failures", text + ".", {"judge": judges[0], "k": at})
 
 
 

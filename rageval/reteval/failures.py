@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rageval.reteval.judges import SEMI_GOLD, quote_list
 from rageval.store import FailureCase, Verdict
-from rageval.text_metrics import _token_f1_single, normalize_answer
+from rageval.text_metrics import YES_NO, _token_f1_single, normalize_answer, yes_no_answers
 from rageval.types import Passage, Query
 
 RECALL_FAILURES = ("A", "B", "C")
@@ -30,13 +30,17 @@ CATEGORY_NAMES = {
 
 def gold_answer_matches(answer: str, gold_answers: Sequence[str]) -> list[tuple[str, str]]:
     """``(gold answer, how)`` for each gold answer ``answer`` gets right by the gold-answer check the failure rules
-    use: ``"equals"`` (equal after normalisation) or ``"contains"`` (contained in it as whole words)."""
+    use: ``"equals"`` (equal after normalisation), ``"starts with"`` (a yes/no gold answer: the answer's first
+    word, so "Yes, but no more" answers "yes" only) or ``"contains"`` (contained in it as whole words)."""
     normal = normalize_answer(answer)
     matched = []
     for gold in gold_answers:
         g = normalize_answer(gold)
         if g and normal == g:
             matched.append((gold, "equals"))
+        elif g in YES_NO:
+            if yes_no_answers(answer, gold):
+                matched.append((gold, "starts with"))
         elif g and f" {g} " in f" {normal} ":
             matched.append((gold, "contains"))
     return matched
@@ -49,9 +53,11 @@ def matched_gold_answers(answer: str, gold_answers: Sequence[str]) -> list[str]:
 
 
 def _how(how: str, gold: str) -> str:
-    """``equals gold answer 'X' after normalisation`` / ``contains gold answer 'X' as words``."""
-    return f"equals gold answer '{gold}' after normalisation" if how == "equals" else \
-        f"contains gold answer '{gold}' as words"
+    """``equals gold answer 'X' after normalisation`` / ``starts with gold answer 'yes'`` / ``contains gold answer
+    'X' as words``."""
+    if how == "equals":
+        return f"equals gold answer '{gold}' after normalisation"
+    return f"starts with gold answer '{gold}'" if how == "starts with" else f"contains gold answer '{gold}' as words"
 
 
 def _answer_match(answer: str, gold_answers: Sequence[str], gold: str | None = None) -> str:

@@ -140,11 +140,12 @@ def read_e2e_moments(reader: RunReader, k: int) -> dict[str, float]:
 
 def read_failure_counts(reader: RunReader) -> pd.DataFrame:
     """Per (judge, k) of the LLM-retEval verdicts against the semi-gold answers: n (queries judged),
-    recall_failures (queries with a failure case A-C: the gold passages not retrieved) and reteval_failures (D-F).
-    Empty for a run without LLM-retEval."""
+    recall_failures (queries with a failure case A-C: the gold passages not retrieved), reteval_failures (D-F),
+    and the queries of each of D, E and F (``d``, ``e``, ``f``: which comparison failed). Empty for a run without
+    LLM-retEval."""
     import pandas as pd
 
-    columns = ["judge", "k", "n", "recall_failures", "reteval_failures"]
+    columns = ["judge", "k", "n", "recall_failures", "reteval_failures", "d", "e", "f"]
     if not {"verdicts", "failure_cases"} <= set(reader._tables):
         return pd.DataFrame(columns=columns)
 
@@ -156,14 +157,18 @@ def read_failure_counts(reader: RunReader) -> pd.DataFrame:
             failures = pd.read_sql_query(
                 "SELECT judge, k, COUNT(DISTINCT CASE WHEN category IN ('A', 'B', 'C') THEN query_id END) AS "
                 "recall_failures, COUNT(DISTINCT CASE WHEN category IN ('D', 'E', 'F') THEN query_id END) AS "
-                "reteval_failures FROM failure_cases GROUP BY judge, k", reader._connection)
+                "reteval_failures, COUNT(DISTINCT CASE WHEN category = 'D' THEN query_id END) AS d, "
+                "COUNT(DISTINCT CASE WHEN category = 'E' THEN query_id END) AS e, "
+                "COUNT(DISTINCT CASE WHEN category = 'F' THEN query_id END) AS f "
+                "FROM failure_cases GROUP BY judge, k", reader._connection)
         table = judged.merge(failures, on=["judge", "k"], how="left").fillna(0)
         return table[columns].values.tolist()
 
     # two passes over the verdicts and the cases (0.5 s at 100,000 queries), remembered per file version
-    rows = remembered_summary(reader.path, "failure_counts:1", compute)
+    rows = remembered_summary(reader.path, "failure_counts:2", compute)
     table = pd.DataFrame(rows, columns=columns)
-    return table.astype({"k": int, "n": int, "recall_failures": int, "reteval_failures": int})
+    return table.astype({"k": int, "n": int, "recall_failures": int, "reteval_failures": int, "d": int, "e": int,
+                         "f": int})
 
 
 def read_measures_at(reader: RunReader, k: int) -> tuple[pd.DataFrame, pd.Series]:

@@ -45,6 +45,7 @@ from rageval.reteval import (
     text_overlap,
 )
 from rageval.text_metrics import contains_answer, exact_match, normalize_answer
+from rageval.types import Passage
 from tests.run_fixtures import RecordingGenerator
 
 # Real NQ-open questions of the corpus (by their text; each occurs once).
@@ -685,3 +686,29 @@ def test_reteval_table_rho_refined_ignores_recall_failures(small_run):
     assert after.loc[3, "A"] == before.loc[3, "A"] + 1
     assert after.loc[3, "rho_all"] == pytest.approx(before.loc[3, "rho_all"], nan_ok=True)
     assert after.loc[1].equals(before.loc[1])
+
+
+def test_a_leading_yes_or_no_answers_a_yes_no_gold_answer():
+    """Issue 42: strict exact match said "Yes, both are women's magazines." does not answer "yes", and LLM-retEval
+    blamed itself (F). The em judge and the gold-answer check read the leading yes/no of a yes/no answer; nothing
+    else (the E2E exact-match score stays strict)."""
+    from rageval.text_metrics import yes_no_answers
+
+    assert yes_no_answers("Yes, both are women's magazines.", "yes")
+    assert yes_no_answers("yes", "Yes, both are women's magazines.")
+    assert not yes_no_answers("No, only one is.", "yes") and not yes_no_answers("Both are, yes.", "yes")
+    assert not yes_no_answers("Yesterday", "yes") and not yes_no_answers("Paris", "Paris, France")
+    assert exact_match("Yes, both are women's magazines.", ["yes"]) == 0.0  # E2E EM: unchanged
+    (result,) = ExactMatchJudge().judge_many(["Are both women's magazines?"], [["Yes, both are women's magazines."]],
+                                             ["yes"])
+    assert result.verdict is True
+    assert result.evidence == ("'yes' and reference 'Yes, both are women's magazines.' give the same yes/no as "
+                               "their first word")
+    assert matched_gold_answers("Yes, but no more than two.", ["yes", "no"]) == ["yes"]
+    passage = Passage("g", "Magazines", "Both are women's magazines.", "test")
+    case = QueryFacts("q", 1, ("yes",), (passage,), (passage,), "yes", ("Yes, both are women's magazines.",), True)
+    assert classify_failures(case) == []  # before: the em judge said No and the case was F
+    no_case = dataclasses.replace(case, verdict=False)
+    (category, reason) = classify_failures(no_case)[0]
+    assert category == "F" and "semi-gold answer 'Yes, both are women's magazines.' starts with gold answer 'yes'" \
+        in reason
