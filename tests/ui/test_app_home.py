@@ -6,12 +6,14 @@ runs with a damaged file beside the good ones."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import sqlite3
 from pathlib import Path
 from urllib.parse import parse_qs
 
+import pandas as pd
 import pytest
 
 from rageval.stats.correlation import MIN_INTERVAL_QUERIES
@@ -133,17 +135,37 @@ def test_leaderboard_lists_every_run_and_names_a_damaged_one(tmp_path, monkeypat
     box = next(plain(w.value) for w in app.warning if "could not be read and are left out" in w.value)
     assert str(broken) in box and "schema version 99" in box
     board = leaderboard(app)
-    assert list(board["Run"]) == ["fixture", "worse"]  # best E2E score first; the broken file is not a row
+    assert list(board["Run"]) == ["fixture", "worse"]  # higher lower bound first; the broken file is not a row
+    assert list(board["Rank"]) == ["=1", "=1"]  # 6 queries each: the intervals overlap, neither ranks above
     with RunReader(tmp_path / "fixture.sqlite") as reader:
         mean = reader.query_table()["e2e_score"].mean()
     fixture = board.set_index("Run").loc["fixture"]
     assert fixture["E2E score"].startswith(f"EM {mean:.3f} [") and fixture["k"] == str(K)
-    assert fixture["Queries"] == "6" and fixture["Dataset"] == "nq_open (first 6 oracle questions)"
+    assert fixture["Queries"] == "6 · small" and fixture["Dataset"] == "nq_open (first 6 oracle questions)"
     assert board.set_index("Run").loc["worse", "E2E score"] == "EM 0.000 [0.00, 0.39]"  # Wilson, 0 of 6
     assert list(board["Open"]) == ["?run=fixture", "?run=worse"]
     other = start(HOME, run="worse")  # a row's link: that run's findings
     assert other.query_params["run"] == "worse"
     assert "Run worse.sqlite" in plain(" ".join(c.value for c in other.caption))
+
+
+def test_leaderboard_ranks_by_what_the_intervals_support():
+    """Issue 42: a 6-query run ("EM 0.333 [0.10, 0.70]") was ranked above 300-query runs by its point estimate. A
+    run now ranks below another only when its interval lies wholly below that one's; small runs are marked."""
+    from ui import render_findings as view
+
+    def row(run, e2e, low, high, n):
+        return {"run": run, "dataset": "d", "retriever": "r", "model": "m", "k": 5, "queries": n, "metric": "em",
+                "e2e": e2e, "e2e_low": low, "e2e_high": high, "e2e_n": n, "interval": "Wilson", "best_method": "",
+                "best_measure": "", "tau": math.nan, "tau_low": math.nan, "tau_high": math.nan, "tau_n": 0,
+                "correlations": "not stored"}
+
+    rows = pd.DataFrame([row("tiny", 0.333, 0.10, 0.70, 6), row("big", 0.30, 0.25, 0.35, 300),
+                         row("bad", 0.05, 0.03, 0.08, 300), row("none", math.nan, math.nan, math.nan, 0)])
+    board = view.leaderboard_view(rows)
+    assert list(board["Run"]) == ["big", "tiny", "bad", "none"]  # within a shared rank: the higher lower bound
+    assert list(board["Rank"]) == ["=1", "=1", "3", "–"]  # big and tiny overlap; bad lies wholly below both
+    assert list(board["Queries"]) == ["300", "6 · small", "300", "0"]
 
 
 def test_leaderboard_best_erag_measure_is_the_correlation_pages_best(fixture_env):
