@@ -132,18 +132,26 @@ def render_provenance(settings: Mapping[str, Any], n_queries: int | None = None,
 
 def render_unparsed_notes(counts: Sequence[tuple[str, str, int, int]],
                           counted_as_no: Sequence[tuple[str, str, int, int]] = ()) -> None:
-    """One warning per LLM judge of the run with answers it could not read (``counts``:
-    :meth:`rageval.store.RunReader.unparsed_counts`): "N of M answers of the judge MODEL could not be parsed", and
-    what that leaves out of the measures (:func:`rageval.finding.unparsed_finding`); and per judge whose unread
-    answers an older rageval stored as No (``counted_as_no``: :meth:`rageval.store.RunReader.counted_as_no`)."""
+    """One compact warning for every LLM judge of the run with answers it could not read (``counts``:
+    :meth:`rageval.store.RunReader.unparsed_counts`; ``counted_as_no``: those an older rageval stored as No,
+    :meth:`rageval.store.RunReader.counted_as_no`), with each judge's sentence
+    (:func:`rageval.finding.unparsed_finding`: "N of M answers of the judge MODEL could not be parsed", and what
+    that leaves out) in an expander under it."""
     from rageval.finding import counted_as_no_finding, unparsed_finding
 
-    for judge, model, unparsed, answers in counts:
-        if (finding := unparsed_finding(judge, model, unparsed, answers, method_name, judge_name)) is not None:
-            st.warning(escape_markdown(finding.text))
-    for judge, model, count, answers in counted_as_no:
-        if (finding := counted_as_no_finding(judge, model, count, answers, method_name, judge_name)) is not None:
-            st.warning(escape_markdown(finding.text))
+    found = [f for f in [*(unparsed_finding(judge, model, unparsed, answers, method_name, judge_name)
+                           for judge, model, unparsed, answers in counts),
+                         *(counted_as_no_finding(judge, model, count, answers, method_name, judge_name)
+                           for judge, model, count, answers in counted_as_no)] if f is not None]
+    if not found:
+        return
+    unread = sum(f.target["unparsed"] for f in found)
+    answers = sum(f.target["answers"] for f in found)
+    judges = len(found)
+    st.warning(f"{unread:,} of {answers:,} LLM judge answers could not be parsed ({judges} "
+               f"{'judge' if judges == 1 else 'judges'}); what that leaves out: under \"Unread judge answers\".")
+    with st.expander("Unread judge answers"):
+        st.markdown("\n".join(f"- {escape_markdown(f.text)}" for f in found))
 
 
 def sample_note(n_queries: int, k: int | str | None = None) -> str:

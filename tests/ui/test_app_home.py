@@ -16,8 +16,10 @@ from urllib.parse import parse_qs
 import pandas as pd
 import pytest
 
+from rageval.paths import REPO_ROOT
 from rageval.stats.correlation import MIN_INTERVAL_QUERIES
 from rageval.store import APPLICATION_ID, Label, MeasureValue, RunReader, write_run
+from tests.app_helpers import use_shipped_runs
 from tests.engine.test_findings import pandas_two_by_two
 from tests.run_fixtures import K, build_constant_e2e_run, build_small_run, make_small_run
 from tests.ui.test_app import CORRELATIONS, HOME, RETEVAL_RUN, reteval_run_file, start
@@ -260,7 +262,6 @@ def test_measure_table_says_how_graded_ndcg_and_list_bound_recall_read(monkeypat
     """Issue 34: "eRAG BERTScore nDCG@1 1.000" next to "P@1 0.340", and eRAG EM R@5 = R@10, read as wrong. The
     run overview's nDCG and R columns say their convention (header help and a footnote), and the shown values bear
     the recall note out: eRAG EM's R@c equals its Hit@c."""
-    from tests.app_helpers import use_shipped_runs
     from ui import glossary
 
     use_shipped_runs(monkeypatch)
@@ -304,3 +305,19 @@ def test_the_leaderboard_gives_no_interval_for_a_small_runs_tau(fixture_env):
     board = next(df.value for df in app.dataframe if "Kendall's tau" in df.value.columns)
     cell = board.loc[board["Run"] == "fixture", "Kendall's tau"].iloc[0]
     assert cell.endswith(f"(no interval: n < {MIN_INTERVAL_QUERIES})") and "[" not in cell
+
+
+@pytest.mark.parametrize("page", ["app_pages/0_Home.py", "app_pages/2_LLM_retEval.py",
+                                  "app_pages/5_Correlations.py"])
+def test_unread_judge_answers_are_one_compact_notice(page, monkeypatch):
+    """Issue 42: the shipped NQ run opened Home, LLM-retEval and Correlations with one long yellow box per judge
+    and reference ("61 of 900 answers of the judge ... could not be parsed ..."). Now one short notice, each
+    judge's sentence behind it."""
+    use_shipped_runs(monkeypatch)
+    app = start(str(REPO_ROOT / page), run="nq_open-bm25-gemma3_270m")
+    notices = [plain(w.value) for w in app.warning if "could not be parsed" in w.value]
+    assert notices == ["149 of 4,800 LLM judge answers could not be parsed (3 judges); what that leaves out: "
+                       "under \"Unread judge answers\"."]
+    (details,) = [e for e in app.expander if e.label == "Unread judge answers"]
+    text = plain(" ".join(m.value for m in details.markdown))
+    assert text.count("could not be parsed") == 3 and "61 of 900 answers of the judge" in text
