@@ -272,6 +272,11 @@ def _written_by_us(param: str, value: str) -> bool:
     return value in st.session_state.get(URL_VALUES_STATE, {}).get(param, ())
 
 
+def url_value_is_ours(param: str, value: str) -> bool:
+    """Whether ``?param=value`` was written by this session (:func:`commit_choice`), not by the link opened."""
+    return _written_by_us(param, value)
+
+
 def _shown_value(value: Any) -> str:
     text = str(value)
     return repr(text if len(text) <= URL_VALUE_CHARS else text[:URL_VALUE_CHARS - 1] + "…")
@@ -283,6 +288,25 @@ def warn_unknown_url_value(param: str, values: Sequence[str], instead: str) -> N
     unknown = ", ".join(_shown_value(v) for v in values)
     st.warning(escape_markdown(f"The link asks for {param} {unknown}, which is not one of the choices here; "
                                f"showing {instead} instead."))
+
+
+#: Every URL parameter a page of the dashboard reads (``tests/ui/test_app_links.py`` checks it against the pages'
+#: code), and Streamlit's own: any other name in a link is a visible warning on every page
+#: (:func:`warn_unknown_params`, called by ``app.py`` before the page runs).
+KNOWN_PARAMS = frozenset({
+    "run", "run_a", "run_b", "query", "k", "method", "measure", "judge", "category", "case", "answer", "statistic",
+    "rows", "retriever", "scenario", "queue", "mode", "kind", "format", "dataset", "agent", "all_runs", "list",
+    "list_name", "annotator", "view", "item", "embed", "embed_options"})
+
+
+def warn_unknown_params() -> None:
+    """A visible warning naming each ``?name=`` of the link that no page reads (a typo, an old link): it is ignored,
+    and the page says so instead of silently showing something else."""
+    unknown = sorted(name for name in st.query_params if name not in KNOWN_PARAMS)
+    if unknown:
+        names = ", ".join(_shown_value(name) for name in unknown)
+        st.warning(escape_markdown(f"The link has {'a parameter' if len(unknown) == 1 else 'parameters'} {names} "
+                                   "that no page reads; ignored."))
 
 
 def commit_choice(state_key: str, param: str, value: str) -> None:

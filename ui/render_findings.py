@@ -70,10 +70,16 @@ def render_two_by_two(table: GoldAnswerTable, links: Mapping[tuple[bool, bool], 
                 box.caption("no query")
 
 
+#: The longest finding link label the Home page's link column shows uncut (issue 42: "Its measures against the
+#: answe..." was cut off).
+LINK_LABEL_CHARS = 22
+
+
 def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], Mapping[str, str]] | None
                  ) -> tuple[str, str, dict[str, str], str] | None:
     """(page, label, query parameters, icon) of the page that proves ``finding`` (``links``: the 2 x 2 cells'
-    inspector links, :func:`ui.worklist.cell_params`)."""
+    inspector links, :func:`ui.worklist.cell_params`). Labels stay within :data:`LINK_LABEL_CHARS`, so that the
+    link column beside the sentence shows them whole."""
     target = finding.target
     if finding.kind == "correlation":
         return (navigation.CORRELATIONS, "See the correlations", {
@@ -84,10 +90,10 @@ def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], M
                                                                            target["answer_right"]]),
                 ":material/playlist_play:")
     if finding.kind == "constant":
-        return (navigation.CORRELATIONS, f"See the correlations at k={target['k']}",
+        return (navigation.CORRELATIONS, f"Correlations at k={target['k']}",
                 {"run": run, "k": str(target["k"])}, ":material/scatter_plot:")
     if finding.kind == "label_share":
-        return (navigation.CORRELATIONS, "Its measures against the answer", {"run": run, "method": target["method"]},
+        return (navigation.CORRELATIONS, "See its measures", {"run": run, "method": target["method"]},
                 ":material/scatter_plot:")
     if finding.kind == "trust":
         return (navigation.ANNOTATE, "See the human labels", {"run": run, "mode": "passages"},
