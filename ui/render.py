@@ -20,6 +20,7 @@ import streamlit as st
 from rageval.correlations import measure_sort_key
 from rageval.erag.methods import order_label_methods
 from rageval.errors import StoreError
+from rageval.findings import GOLD_METHODS
 from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
 from rageval.store.runs import RANKING_COLUMNS
@@ -187,10 +188,12 @@ def rescored_answer_column(method: str) -> str:
 
 
 def ranking_view(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
-    """The ranked passages as displayed: rank, title, score, one ✓/✗ column per label method, the
-    single-passage answer (the run's own model), one column per re-scored method with the answer its model gave
-    from the passage alone (``rescored``: method -> passage id -> answer), and the passage text."""
+    """The ranked passages as displayed: rank, title, score, one ✓/✗ column per label method (gold labels
+    first), the single-passage answer (the run's own model), one column per re-scored method with the answer its
+    model gave from the passage alone (``rescored``: method -> passage id -> answer), and the passage text."""
     methods = order_label_methods([c for c in ranking.columns if c not in RANKING_BASE_COLUMNS])
+    # The gold labels first (right after the score): with many label methods they sat beyond 1,400 px (issue 42).
+    methods = [m for m in GOLD_METHODS if m in methods] + [m for m in methods if m not in GOLD_METHODS]
     view = pd.DataFrame({"Rank": ranking["rank"], "Title": ranking["title"], "Score": ranking["score"]})
     for method in methods:
         view[method_name(method)] = ranking[method].map(format_label)
