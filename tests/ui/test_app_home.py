@@ -216,7 +216,7 @@ def test_findings_of_a_complete_run_link_to_llm_reteval_and_the_llm_relevance_me
     by_label = {link.label: link for link in links(app)}
     failures = by_label["See the failure cases"]
     assert failures.page == "LLM_retEval" and params_of(failures) == {"run": complete_env.stem, "judge": "em"}
-    llm_link = by_label["Its measures against the answer"]
+    llm_link = by_label["See its measures"]
     assert llm_link.page == "Correlations" and params_of(llm_link)["method"] == "llm_relevance"
 
 
@@ -292,7 +292,7 @@ def test_findings_name_the_constant_answer_not_the_labels(tmp_path, monkeypatch)
     sentences = [plain(m.value) for m in app.markdown]
     assert (f"The E2E EM at k={K} is 0 for all 6 queries: nothing to correlate with, so no label method's "
             f"correlation with the answer is defined at k={K}; at k=1 it varies.") in sentences
-    link = next(link for link in links(app) if link.label == "See the correlations at k=1")
+    link = next(link for link in links(app) if link.label == "Correlations at k=1")
     assert params_of(link) == {"run": "constant", "k": "1"}
     assert not any(s.startswith(("eRAG", "erag")) and "predict" in s for s in sentences)  # nothing defined at k=5
     warnings = " ".join(plain(w.value) for w in app.warning)
