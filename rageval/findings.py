@@ -277,8 +277,8 @@ def failure_finding(counts: pd.DataFrame, k: int | None, judge_name: Callable[[s
         (int(row.get("f", 0)), f"F (judge {judge}'s verdict against the semi-gold answers disagrees with the "
                                "gold-answer check against the gold answers)")) if count]
     if parts:
-        text += ": " + "; ".join(parts) + (". The gold-answer check: equal after normalisation, the gold answer "
-                                           "contained as words, or a leading yes/no for a yes/no gold answer")
+        text += ": " + "; ".join(parts) + (". The gold-answer check: equal after normalisation or the gold answer "
+                                           "contained as words (Glossary: gold-answer check)")
     return Finding("failures", text + ".", {"judge": judges[0], "k": at})
 
 

@@ -73,7 +73,8 @@ TERMS: tuple[Term, ...] = (
          "How the failure rules decide that an answer gets a gold answer right: equal after SQuAD normalisation, "
          "or the gold answer contained in it as whole words; for a yes/no gold answer, the answer's first word "
          "(\"Yes, both are women's magazines.\" answers \"yes\"). LLM-retEval's em judge applies the same yes/no "
-         "rule; the E2E exact-match score and eRAG labels stay strict SQuAD exact match, as stored.",
+         "rule. Both in runs built by this rageval: a stored run keeps the verdicts and cases it was built with. "
+         "The E2E exact-match score and eRAG labels stay strict SQuAD exact match.",
          "rageval.reteval.failures, rageval.text_metrics.yes_no_answers", _EVAL),
     *(Term(f"category-{c.lower()}", f"{c} · {name}",
            f"{_CATEGORY_RULES[c]} ({'a recall failure' if c in RECALL_FAILURES else 'an LLM-retEval failure'}).",

@@ -220,7 +220,7 @@ def test_failure_finding_names_which_comparison_failed():
     assert "2 D (no answer the LLM gave from the gold passages passes the gold-answer check" in text
     assert "3 F (judge em's verdict against the semi-gold answers disagrees with the gold-answer check" in text
     assert " E (" not in text  # no E case: not mentioned
-    assert "a leading yes/no for a yes/no gold answer" in text
+    assert "The gold-answer check: equal after normalisation or the gold answer contained as words" in text
 
 
 def test_label_methods_by_skip_scan_equal_the_readers(fixture_run, tmp_path):
