@@ -14,7 +14,7 @@ the pages its role may use, and the page it opens is checked again before it run
 import streamlit as st
 
 from rageval.team.roles import VIEW
-from ui import auth
+from ui import auth, render
 from ui.navigation import FAVICON, PAGES, TEAM_PAGES
 
 # A local favicon: a Material icon here would be fetched from fonts.gstatic.com by the browser.
@@ -38,4 +38,5 @@ for entry in entries:
 page = st.navigation(sections)
 if auth.team_mode():
     auth.require(next(e.action for e in entries if e.title == page.title))
+render.warn_unknown_params()  # ?nmae=... on any page: said, not silently ignored
 page.run()

@@ -12,6 +12,7 @@ import streamlit as st
 
 from rageval import findings
 from rageval.labelmethods import LLM_RELEVANCE
+from rageval.stats.correlation import MIN_INTERVAL_QUERIES
 from rageval.team import roles
 from rageval.trust.report import headline_method, trust_finding
 from ui import auth, data, navigation, render
@@ -134,7 +135,9 @@ def open_picked_run() -> None:
 
 st.dataframe(board, hide_index=True, column_config=view.leaderboard_column_config(), on_select=open_picked_run,
              selection_mode="single-row", key=board_key)
-st.caption("Select a row to open that run's findings here. One row per run, best E2E score first: the E2E score "
+st.caption("Select a row to open that run's findings here. One row per run, ranked by what the intervals support: "
+           "a run ranks below another only when its interval lies wholly below it, so overlapping intervals share a "
+           f"rank (=); runs of fewer than {MIN_INTERVAL_QUERIES} answered queries are marked small. The E2E score "
            "at each run's own k (95% interval: Wilson for 0/1 scores, else Student-t) and the eRAG measure that best "
            "predicts it (Kendall's tau, 95% bootstrap interval; as stored in the run by rageval evaluate, else "
            f"computed here for runs of at most {loaders.SMALL_RUN_QUERIES:,} queries).")

@@ -70,8 +70,8 @@ if stages is not None:  # a run imported from traces with a first-stage and a re
 evidence = data.load_label_evidence(*key, query_id)
 if not evidence.empty:
     st.markdown("**Label evidence**")
-    st.dataframe(render.evidence_view(evidence, ranking), hide_index=True,
-                 column_config={"Evidence": st.column_config.TextColumn(width="large")})
+    # A table, not a data grid: its cells wrap, so an evidence is read whole, never cut mid-word (issue 42).
+    st.table(render.evidence_view(evidence, ranking).set_index("Passage id"))
     st.caption("What each label was decided on, e.g. the LLM's reply to the relevance prompt (a reply that is "
                "neither Yes nor No counts as not relevant).")
 

@@ -56,7 +56,7 @@ else:
                    "answers. " if user_run else
                    ", and a scenario without citations (G) has none. AutoAIS and ALCE are decided by the NLI model, "
                    "overlap against the query's HAGRID quotes, BLEU/ROUGE-L/BERTScore against the gold answers (the "
-                   "paper's Table 2). ") + view.provenance(settings, int(table["n"].sum())))
+                   "paper's Table 2). ") + render.escape_markdown(f"{int(table['n'].sum()):,} answers."))
 
 st.subheader("Checker quality")
 reports, unreadable = [], []
@@ -111,7 +111,7 @@ metrics = data.load_answer_metrics(*key, scenario, query_id, answer_id)
 if metrics:
     render.render_table(view.answer_metrics_view(metrics), hide_index=True, digits=1,
                  column_config={c: st.column_config.NumberColumn(c, format="%.1f") for c in view.METRIC_NAMES.values()})
-    st.caption("This answer's metrics, percent (BLEU 0-100). " + view.provenance(settings, 1) + " · " + where)
+    st.caption("This answer's metrics, percent (BLEU 0-100). " + where)
 
 statements = data.load_attribution_statements(*key, scenario, query_id, answer_id)
 with_human = scenario == GOLD_SCENARIO or statements["human_attributable"].notna().any()
@@ -123,8 +123,7 @@ else:
                  column_config={"Statement": st.column_config.TextColumn(width="large")})
     st.caption("✓ supported, ✗ not, – not judged (no citation, or a scenario without citations). AutoAIS: one "
                "cited passage entails the statement; ALCE: its cited passages (at most 3) jointly do"
-               + ("; the human label is HAGRID's annotators' sentence label" if with_human else "") + ". "
-               + view.provenance(settings, 1) + " · " + where)
+               + ("; the human label is HAGRID's annotators' sentence label" if with_human else "") + ". " + where)
 
 inputs = data.load_attribution_inputs(*key, scenario, query_id)
 matrix = data.load_entailment_matrix(*key, scenario, query_id, answer_id)
@@ -162,5 +161,5 @@ else:
     st.caption("Gold answers only. Answer level: each answer's automatic score against its human attributable "
                "label; sentence level: each annotated sentence's NLI verdict (supported by one of its citations) and "
                "its best cited p(entail) against the sentence's label; accuracy counts a score ≥ 0.5 as yes; "
-               "n: the labelled answers or sentences. " + view.provenance(settings)
-               + " · " + render.escape_markdown(f"{(answers['scenario'] == GOLD_SCENARIO).sum():,} gold answers"))
+               "n: the labelled answers or sentences. "
+               + render.escape_markdown(f"{(answers['scenario'] == GOLD_SCENARIO).sum():,} gold answers."))

@@ -50,8 +50,7 @@ render.render_table(view.summary_view(summary, counts), digits=1, column_config=
 st.caption(render.escape_markdown(
     f"Mean utility (percent) of each agent's answer from the top k passages a method serves, over the agent's test "
     f"queries; macro average: the unweighted mean over the {len(counts)} agents (the paper's Table 3). Online IUM "
-    f"uses b = {settings.get('online_default_batch_size', '?')}.") + " "
-    + view.provenance(settings, per_agent))
+    f"uses b = {settings.get('online_default_batch_size', '?')}; {per_agent}."))
 
 intervals = data.load_ium_macro_intervals(*key)
 if not intervals.empty:
@@ -60,7 +59,7 @@ if not intervals.empty:
     st.caption(render.escape_markdown(
         f"Macro average with its 95% bootstrap interval (2,000 resamples of the test questions within each task, "
         f"one draw shared by the agents of a task), and each method minus the first stage ({first}) on the same "
-        "questions.") + " " + view.provenance(settings, per_agent))
+        f"questions; {per_agent}."))
 
 significance = data.load_ium_table(*key, "significance")
 if not significance.empty:
@@ -70,8 +69,7 @@ if not significance.empty:
     render.render_table(view.significance_view(significance[significance["agent"] == pool]), hide_index=True,
                  column_config={"p-value": st.column_config.NumberColumn("p-value", format="%.3f")})
     st.caption("Exact McNemar test on each pair of methods (an answer counts as right when its score is at least "
-               "0.5): the queries only A or only B got right, and the two-sided p-value. "
-               + view.provenance(settings))
+               "0.5): the queries only A or only B got right, and the two-sided p-value.")
 
 curves = data.load_ium_iteration_curves(*key)
 batch = data.load_ium_batch_curve(*key)
@@ -80,13 +78,12 @@ if not curves.dropna(how="all").empty:
     iteration_column.vega_lite_chart(*view.iteration_chart(curves), key="ium.iterations")
     iteration_column.caption(render.escape_markdown(
         "Macro-average downstream score after each offline iteration (methods offline-IUM@t<t> and "
-        "offline-IUM-nonpersonalised@t<t>); t = 0 is the BM25 first stage.") + " " + view.provenance(settings))
+        "offline-IUM-nonpersonalised@t<t>); t = 0 is the BM25 first stage."))
 if len(batch):
     batch_column.vega_lite_chart(*view.batch_chart(batch), key="ium.batches")
     batch_column.caption(render.escape_markdown(
         "Macro-average downstream score of online IUM (methods online-IUM@b<b>), trained from the last offline "
-        "checkpoint on the test queries' feedback b queries at a time, each query served before it is trained on.")
-        + " " + view.provenance(settings))
+        "checkpoint on the test queries' feedback b queries at a time, each query served before it is trained on."))
 
 personalisation = data.load_ium_personalisation(*key)
 if not personalisation.empty:
@@ -99,7 +96,7 @@ if not personalisation.empty:
     st.caption(render.escape_markdown(
         "Between the lists two agents of one dataset are served for the same test query (top min(k) of each): "
         "mean Kendall's tau (absent items tied last) and Jaccard over the shared test queries (n); 1 means "
-        "identical lists (the paper's Fig. 5).") + " " + view.provenance(settings, int(personalisation["n"].max())))
+        f"identical lists (the paper's Fig. 5); at most {int(personalisation['n'].max()):,} shared test queries."))
 
 st.subheader("What each method served")
 queries = data.load_ium_table(*key, "queries")
@@ -126,4 +123,4 @@ render.render_table(view.served_view(served[chosen], outcomes[answered]), hide_i
 k = agents.set_index("name")["k"].get(agent, "?")
 st.caption(render.escape_markdown(
     f"The top {k} passage ids each method served agent {agent} for query {query_id}, the agent's answer from "
-    f"them and its utility (percent).") + " " + view.provenance(settings, 1))
+    f"them and its utility (percent)."))

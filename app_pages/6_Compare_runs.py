@@ -3,7 +3,8 @@ a label method's measure or the end-to-end score: their settings, per-query wins
 both hold, the mean difference with paired significance tests (:mod:`rageval.compare`), and the queries that
 changed most, each linked to the query inspector in both runs.
 
-``?run_a=<name>&run_b=<name>&method=<label method or e2e>&measure=<measure or E2E@k>`` selects the view.
+``?run_a=<name>&run_b=<name>&method=<label method or e2e>&measure=<measure or E2E@k>`` selects the view; ``?run=``
+(as every other page reads it) names run A when ``run_a`` is not given.
 """
 
 import streamlit as st
@@ -47,6 +48,12 @@ if not settings_by_run:
 
 stems = list(settings_by_run)
 st.session_state.setdefault(RUN_A_STATE, st.session_state.get(render.RUN_STATE))  # the run other pages show
+if "run_a" not in st.query_params and (linked := st.query_params.get("run")) is not None:
+    # ?run= (the parameter every other page reads) names run A: a link from another page compares that run.
+    if linked in stems:
+        st.session_state[RUN_A_STATE] = linked
+    elif not render.url_value_is_ours("run", linked):
+        render.warn_unknown_url_value("run", [linked], "run A " + repr(st.session_state.get(RUN_A_STATE) or stems[0]))
 run_a = render.select_synced(st.sidebar, "Run A", stems, state_key=RUN_A_STATE, param="run_a",
                              help="Run files (*.sqlite), newest first")
 settings_a = settings_by_run[run_a]

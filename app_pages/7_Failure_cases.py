@@ -118,7 +118,8 @@ render.render_table(example_view(listed, inspect_links(listed, run_orders, list_
                                            help="Open this query of this run in the query inspector (a new tab), "
                                                 "walking this run's queries of the table")})
 st.caption(render.escape_markdown(
-    f"{len(shown)} failure cases ({shown['query_id'].nunique()} queries) in {shown['run'].nunique()} runs, judge "
+    f"{fmt.count_noun(len(shown), 'failure case')} ({fmt.count_noun(shown['query_id'].nunique(), 'query', 'queries')}) "
+    f"in {fmt.count_noun(shown['run'].nunique(), 'run')}, judge "
     f"{judge_label}{render.listed_note(len(shown), rows)}."))
 
 case_ids = case_keys(listed)

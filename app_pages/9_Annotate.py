@@ -73,6 +73,12 @@ key = data.run_key(path)
 st.sidebar.caption(render.escape_markdown(f"Labels are saved to {store_path}"))
 
 st.title("Annotate")
+# The run's provenance once, under the heading; the captions below say only their own sample (issue 42).
+if kind == "passage":
+    render.render_provenance(data.load_settings(*key), run=path.stem)
+else:
+    st.caption(render.escape_markdown(f"Run {path.stem} · ") + render_citations.provenance(
+        data.load_attribution_settings(*key)))
 annotator = view.annotator_input(st)
 try:
     store_key = annotations.annotation_key(store_path)
@@ -188,7 +194,7 @@ if kind == "passage":
                     on_move=annotations.go_to, previous=previous, following=following)
             view.render_hotkeys()
             st.caption("Keys: 1 useful · 0 not useful · u unsure · s skip · j next · k previous. The automatic labels "
-                       "stay hidden until you finish this question's sampled passages. " + render.provenance(settings))
+                       "stay hidden until you finish this question's sampled passages.")
         # The reveal: the question on screen if its sampled passages are all done, else the one labelled last.
         decided = mine.sort_values("id")
         candidates = ([status.set_index("position").at[position, "query_id"]] if position is not None else []) + \
@@ -204,12 +210,12 @@ if kind == "passage":
                 on_relabel=annotations.save_label,
                 relabel_args=lambda row: (str(store_path), run, annotator,
                                           PassageItem(row["query_id"], row["passage_id"])),
-                provenance=render.provenance(settings) + " · " + render.escape_markdown(f"query {revealed}"))
+                provenance=render.escape_markdown(f"Query {revealed}."))
         if (status["status"] != "pending").all() and revision != st.session_state.get(FULL_RUN_STATE):
             st.rerun()  # the sample is finished: the agreement below follows
 
     label_queue()
-    provenance = render.provenance(settings, mine["query_id"].nunique())
+    provenance = render.sample_note(mine["query_id"].nunique())
 else:
     settings = data.load_attribution_settings(*key)
     answers = data.load_attribution_answers(*key)
@@ -245,7 +251,7 @@ else:
                    "NLI methods): pick a scenario with citations.")
     st.caption("Is each statement supported by the passages it cites? A statement citing nothing is not judged, by "
                "you or by the NLI methods. The NLI verdicts are hidden here; the agreement below compares them. "
-               + render_citations.provenance(settings, 1) + " · " + where)
+               + where)
     inputs = data.load_attribution_inputs(*key, scenario, query_id)
     with st.expander(f"Input passages ({len(inputs)})", expanded=True):
         if inputs.empty:
@@ -263,7 +269,7 @@ else:
             key=f"annotate.statement.{int(row.statement)}", on_label=annotations.save_label,
             args=(*save, StatementItem(scenario, query_id, answer_id, int(row.statement))))
     questions = dict(zip(answers["query_id"], answers["question"]))
-    provenance = render_citations.provenance(settings) + " · " + render.escape_markdown(f"{len(mine)} statements")
+    provenance = render.escape_markdown(f"{len(mine):,} statements.")
 
 if kind == "passage":
     update, note = st.columns([1.6, 6], vertical_alignment="center")

@@ -39,7 +39,9 @@ nor LLM-retEval's Tables 1-2 per judge and Home's failure counts, remembered the
 once per version of the file), nor the Failure cases page's lean table of each judge's cases, remembered as an
 Arrow file (``RunReader.failure_case_table(details=False)`` through ``rageval.store.files.remembered_frame``; 0.4 s
 a run at 100,000 queries), nor Home's per-query gold retrieval at each k, remembered the same way
-(``aggregates.read_gold_retrieval``; 0.4-0.9 s at 100,000 queries).
+(``aggregates.read_gold_retrieval``; 0.4-0.9 s at 100,000 queries), nor the Correlations page's spread of each
+measure over the scored queries at each k (``aggregates.read_scored_spread``, read when a coefficient is undefined;
+6-10 s a k at 100,000 queries on a busy 2-core machine).
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ def synthetic_run(num_queries: int, docs: int, seed: int = 0):
         retrieved[qid] = ranked
     measures = compute_measure_values(labels, rankings, ks)
     answers_at_k = {k: {o.query_id: o.output for o in e2e if o.k == k} for k in ks}
-    verdicts = judge_answers(make_judge("em"), queries, answers_at_k, semi_gold)
+    verdicts, _unparsed = judge_answers(make_judge("em"), queries, answers_at_k, semi_gold)  # em always parses
     by_id = {p.passage_id: p for p in pool}
     gold = {q.query_id: [by_id[p] for p in q.gold_passage_ids] for q in queries}
     cases = find_failure_cases(queries, retrieved, gold, answers_at_k, semi_gold, verdicts)
@@ -231,6 +233,7 @@ def runs_folder(size: str, docs: int, cache: Path, work: Path) -> Path:
             aggregates.read_failure_counts(reader)  # Home's failure counts, remembered the same way
             for k in reader.e2e_ks():  # Home's 2 x 2 (one row a query), remembered as an Arrow file
                 aggregates.read_gold_retrieval(reader, k)
+                aggregates.read_scored_spread(reader, k)  # Correlations' constant side, remembered the same way
         run_summary(run)
     return folder
 

@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="rows decoded together on the optimised path (default 32)")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--no-bf16", action="store_true", help="skip the bfloat16 path")
+    parser.add_argument("--model", type=Path, help="a Hugging Face model folder (default: the converted Gemma)")
     args = parser.parse_args(argv)
 
     import torch
@@ -73,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     prompts = read_prompts(args.pairs)
-    gen = load_gemma_generator(device="cpu", batch_size=args.batch_size)
+    gen = (TransformersGenerator(args.model, device="cpu", batch_size=args.batch_size) if args.model
+           else load_gemma_generator(device="cpu", batch_size=args.batch_size))
     lengths = [len(ids) for ids in gen.tokenizer(prompts)["input_ids"]]
     print(f"{len(prompts)} pairs, prompt tokens mean {sum(lengths) / len(lengths):.0f} "
           f"(min {min(lengths)}, max {max(lengths)}), torch threads {torch.get_num_threads()}, "
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(prompts) - len(differing)}/{len(prompts)}", flush=True)
 
     if not args.no_bf16:
-        bf16 = TransformersGenerator(converted_model_dir(), device="cpu", batch_size=args.batch_size,
+        bf16 = TransformersGenerator(args.model or converted_model_dir(), device="cpu", batch_size=args.batch_size,
                                      dtype="bfloat16", model_id=gen.model_id)
         bf16_s, bf16_answers = time_optimised(bf16, prompts)
         same = sum(a == b for a, b in zip(naive, bf16_answers))

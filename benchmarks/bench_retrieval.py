@@ -15,6 +15,7 @@ numbers move by tens of percent between runs: compare the ratios, not the absolu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import time
@@ -32,7 +33,7 @@ def timed(function, *args, **kwargs):
     return result, time.perf_counter() - started
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=500, help="NQ-open questions searched")
     parser.add_argument("--k", type=int, default=100)
@@ -40,9 +41,12 @@ def main() -> int:
     parser.add_argument("--rerank-queries", type=int, default=50)
     parser.add_argument("--rerank-depth", type=int, default=20)
     parser.add_argument("--reranker", type=Path, help="a saved cross-encoder folder")
-    args = parser.parse_args()
+    parser.add_argument("--passages", type=int, help="only the corpus' first N passages (a smoke run; default all)")
+    args = parser.parse_args(argv)
 
     corpus, corpus_s = timed(build_corpus)
+    if args.passages:
+        corpus = dataclasses.replace(corpus, passages=corpus.passages[:args.passages])
     queries = nq_open_queries(corpus, args.queries)
     print(f"corpus: {len(corpus):,} passages ({corpus_s:.1f} s); {len(queries)} NQ-open questions, k={args.k}")
     rows = []  # (system, index build seconds or None, what was timed, queries, seconds)

@@ -18,14 +18,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 from rageval.paths import RUNS_DIR
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", type=Path, default=RUNS_DIR / "demo" / "nq_open-bm25-gemma3_270m-k20.sqlite")
     parser.add_argument("--num-queries", type=int, default=8)
     parser.add_argument("--ks", default="10,20")
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
+    parser.add_argument("--model", default="gemma-3-270m", help="a model name or folder (ModelSettings.model)")
+    args = parser.parse_args(argv)
 
     import torch
 
@@ -37,7 +38,7 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     ks = [int(k) for k in args.ks.split(",")]
-    generator = load_generator(ModelSettings(batch_size=max(ks), dtype=args.dtype or None))
+    generator = load_generator(ModelSettings(model=args.model, batch_size=max(ks), dtype=args.dtype or None))
     decoding = DecodingSettings()
     print(f"{generator.model_id}, {args.threads} thread(s), the first {args.num_queries} questions of {args.run.name}")
     for k in ks:

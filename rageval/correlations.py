@@ -224,6 +224,32 @@ def _varies(measures: pd.DataFrame, scored: Collection[str], k: int) -> bool:
     return bool((at_k.groupby(["method", "measure"])["value"].nunique() > 1).any())
 
 
+def constant_sides_from_spread(spreads: Mapping[int, pd.DataFrame], e2e: pd.DataFrame, k: int) -> ConstantSides:
+    """:func:`constant_sides` from each measure's smallest and largest finite value at its cutoff over the queries
+    with a finite E2E score there (``spreads``: k -> method, measure, low, high, as
+    :func:`rageval.store.aggregates.read_scored_spread` reads it), so that a big run's measures are not read whole;
+    ``e2e``: query_id, k, score. The same answer as :func:`constant_sides` on the values."""
+    import numpy as np
+    import pandas as pd
+
+    finite = e2e[np.isfinite(e2e["score"].to_numpy(float))]
+    scores = {int(at): group.drop_duplicates("query_id") for at, group in finite.groupby("k", sort=True)}
+    empty = pd.DataFrame(columns=["method", "measure", "low", "high"])
+
+    def varies(at: int) -> bool:
+        spread = spreads.get(at, empty)
+        return bool((spread["low"].to_numpy(float) < spread["high"].to_numpy(float)).any())
+
+    varying = tuple(at for at, group in scores.items() if group["score"].nunique() > 1 and varies(at))
+    at_k = scores.get(int(k))
+    n = 0 if at_k is None else len(at_k)
+    value = float(at_k["score"].iloc[0]) if n and at_k is not None and at_k["score"].nunique() == 1 else None
+    spread = spreads.get(int(k), empty).sort_values(["method", "measure"]) if at_k is not None else empty
+    constant = tuple((str(m), str(x), float(low)) for m, x, low, high in
+                     zip(spread["method"], spread["measure"], spread["low"], spread["high"]) if low == high)
+    return ConstantSides(int(k), n, value, constant, varying)
+
+
 def constant_sides(measures: pd.DataFrame, e2e: pd.DataFrame, k: int) -> ConstantSides:
     """Which side of the correlations at ``k`` is constant, and at which ks both sides vary (:class:`ConstantSides`).
 

@@ -10,8 +10,8 @@
   :func:`correlation_finding` (the best eRAG measure against gold labels, Kendall's tau with its interval),
   :func:`two_by_two_finding`, :func:`label_share_finding` (the LLM-relevance baseline's share of Yes) and
   :func:`failure_finding` (LLM-retEval's failure cases A-C and D-F);
-- :func:`unparsed_finding`: how many answers of an LLM judge (a relevance judge of the label methods, LLM-retEval's LLM
-  judge) could not be read: no label or verdict, never "no", and what that leaves out;
+- :class:`rageval.finding.Finding` and the sentences about an LLM judge's unread answers live in
+  :mod:`rageval.finding` (no pandas);
 - :func:`constant_answer_finding`: the E2E score is the same for every query at k, so no label method's correlation
   with it is defined there (the answer's side, not the labels'), and the k where both sides vary.
 
@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rageval.correlations import ConstantSides, best_measures, kendall_taus
+from rageval.finding import Finding
 from rageval.stats.correlation import has_interval, too_few_for_interval
 from rageval.stats.intervals import MeanInterval, share_from_counts
 
@@ -162,17 +163,6 @@ def label_method_warnings(spread: pd.DataFrame, measure: str, name: Callable[[st
     return warnings
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One sentence about the run, with what proves it: ``kind`` (``correlation``, ``two_by_two``,
-    ``label_share``, ``failures``) and ``target``, the facts a link to the proving page needs (method, measure,
-    k, judge, the cell)."""
-
-    kind: str
-    text: str
-    target: dict[str, Any] = field(default_factory=dict)
-
-
 def _tau(row: Any) -> str:
     """``0.41 [0.21, 0.60]``; the estimate alone without an interval, or over too few queries for one
     (:func:`rageval.stats.correlation.has_interval`: the sentence then says so)."""
@@ -260,47 +250,6 @@ def label_share_finding(method: str, n: int, positive: int, name: Callable[[str]
         {"method": method})
 
 
-#: How a sentence names what an LLM-retEval judge compared an answer with (``llm/semi_gold``).
-_REFERENCE_WORDS = {"semi_gold": "the semi-gold answers", "gold_answers": "the gold answers"}
-
-
-def _judge_words(judge: str, judge_name: Callable[[str], str]) -> str:
-    llm_judge, reference = judge.split("/", 1)
-    return f"LLM-retEval judge {judge_name(llm_judge)} against {_REFERENCE_WORDS.get(reference, reference)}"
-
-
-def unparsed_finding(judge: str, model: str, unparsed: int, answers: int, name: Callable[[str], str] = str,
-                     judge_name: Callable[[str], str] = str) -> Finding | None:
-    """"3 of 40 answers of the judge MODEL could not be parsed (LLM relevance): ..."; None when every answer was
-    read. ``judge``: a label method (its queries with an unread answer have no value for its measures) or an
-    LLM-retEval judge and reference, ``llm/semi_gold`` (those verdicts are missing). The counts are
-    :meth:`rageval.store.RunReader.unparsed_counts`'."""
-    if unparsed <= 0:
-        return None
-    if "/" in judge:
-        what = f"{_judge_words(judge, judge_name)}: those verdicts are missing, not No"
-    else:
-        what = (f"{name(judge)}: those passages have no label, not a No or a 0, and the queries with one are left "
-                f"out of {name(judge)}'s measures and correlations")
-    text = f"{unparsed:,} of {answers:,} answers of the judge {model} could not be parsed ({what})."
-    return Finding("unparsed", text, {"judge": judge, "unparsed": unparsed, "answers": answers})
-
-
-def counted_as_no_finding(judge: str, model: str, count: int, answers: int, name: Callable[[str], str] = str,
-                          judge_name: Callable[[str], str] = str) -> Finding | None:
-    """The same sentence for the unread answers an older rageval stored as No
-    (:meth:`rageval.store.RunReader.counted_as_no`): they are in this run's measures; None when there are none."""
-    if count <= 0:
-        return None
-    if "/" in judge:
-        what, counted = _judge_words(judge, judge_name), "its LLM-retEval scores count them as No"
-    else:
-        what, counted = name(judge), "its measures count those passages as not relevant"
-    text = (f"{count:,} of {answers:,} answers of the judge {model} could not be parsed ({what}); the rageval that "
-            f"built this run stored them as No, so {counted} (a run built now leaves them out).")
-    return Finding("counted_as_no", text, {"judge": judge, "unparsed": count, "answers": answers})
-
-
 def failure_finding(counts: pd.DataFrame, k: int | None, judge_name: Callable[[str], str] = str) -> Finding | None:
     """LLM-retEval's failure cases at ``k`` (else its largest k) under judge ``em`` (else the first): how many of
     the judged queries are recall failures (A-C) and LLM-retEval failures (D-F), with Wilson intervals; None
@@ -316,11 +265,21 @@ def failure_finding(counts: pd.DataFrame, k: int | None, judge_name: Callable[[s
         return None
     recall = share_from_counts(int(row["recall_failures"]), n)
     reteval = share_from_counts(int(row["reteval_failures"]), n)
-    return Finding("failures", (
-        f"At k={at} (judge {judge_name(judges[0])}), {int(row['recall_failures'])} of {n} judged queries "
-        f"({_percent(recall)}) are recall failures (A-C: the retriever missed what the answer needs) and "
-        f"{int(row['reteval_failures'])} ({_percent(reteval)}) LLM-retEval failures (D-F: the evaluation itself "
-        "erred)."), {"judge": judges[0], "k": at})
+    judge = judge_name(judges[0])
+    text = (f"At k={at} (judge {judge}), {int(row['recall_failures'])} of {n} judged queries ({_percent(recall)}) "
+            f"are recall failures (A-C: the retriever missed what the answer needs) and "
+            f"{int(row['reteval_failures'])} ({_percent(reteval)}) are LLM-retEval failures (D-F)")
+    parts = [f"{count} {what}" for count, what in (
+        (int(row.get("d", 0)), "D (no answer the LLM gave from the gold passages passes the gold-answer check "
+                               "against the dataset's gold answers: the LLM, or the gold answers, are wrong)"),
+        (int(row.get("e", 0)), f"E (judge {judge} said No to a top-k answer that passes the gold-answer check "
+                               "while the semi-gold answers pass it for another gold answer)"),
+        (int(row.get("f", 0)), f"F (judge {judge}'s verdict against the semi-gold answers disagrees with the "
+                               "gold-answer check against the gold answers)")) if count]
+    if parts:
+        text += ": " + "; ".join(parts) + (". The gold-answer check: equal after normalisation or the gold answer "
+                                           "contained as words (Glossary: gold-answer check)")
+    return Finding("failures", text + ".", {"judge": judges[0], "k": at})
 
 
 

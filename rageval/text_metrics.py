@@ -38,6 +38,22 @@ def exact_match(prediction: str, gold_answers: Sequence[str]) -> float:
     return float(any(normalized == normalize_answer(gold) for gold in gold_answers))
 
 
+#: Gold answers a yes/no question has: a leading yes/no of the prediction answers them (:func:`yes_no_answers`).
+YES_NO = frozenset({"yes", "no"})
+
+
+def yes_no_answers(prediction: str, reference: str) -> bool:
+    """True when one side normalises to just "yes" or "no" and the other's first normalised word is that word:
+    "Yes, both are women's magazines." answers the gold answer "yes" (LLM-retEval's ``em`` judge and the failure
+    rules' gold-answer check; the E2E score and eRAG labels stay strict SQuAD exact match, :func:`exact_match`)."""
+    p, r = normalize_answer(prediction), normalize_answer(reference)
+    if r in YES_NO:
+        return p.split(" ", 1)[0] == r
+    if p in YES_NO:
+        return r.split(" ", 1)[0] == p
+    return False
+
+
 def _token_f1_single(prediction_tokens: list[str], gold_tokens: list[str]) -> float:
     """F1 of the token multiset overlap; 1.0 when both are empty, 0.0 when exactly one is (SQuAD v2 rule)."""
     if not prediction_tokens or not gold_tokens:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from rageval.correlations import ConstantSides, constant_sides
+from rageval.correlations import ConstantSides, constant_sides_from_spread
+from rageval.store import aggregates
 from ui import data
 
 _TTL_S = 3600
@@ -44,11 +45,13 @@ def load_scatter_points(path: str, mtime_ns: int, method: str, measure: str, k: 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_constant_sides(path: str, mtime_ns: int, k: int) -> ConstantSides:
     """:func:`rageval.correlations.constant_sides` of the run at ``k``: whether its E2E score or a measure at cutoff
-    k is constant, and the ks where both vary. Reads the E2E scores and the measures at every k of the E2E answers
-    (a page asks only when a coefficient at k is undefined)."""
+    k is constant, and the ks where both vary. Reads the E2E scores at every k of the E2E answers and each
+    measure's smallest and largest value there (a page asks only when a coefficient at k is undefined)."""
     ks = data.load_e2e_ks(path, mtime_ns)
     e2e = pd.concat([pd.DataFrame(columns=["query_id", "score", "k"]),
                      *(data.load_e2e_scores(path, mtime_ns, at).table.assign(k=at) for at in ks)], ignore_index=True)
-    measures = pd.concat([pd.DataFrame(columns=["method", "measure", "query_id", "value"]),
-                          *(data.load_measures_at(path, mtime_ns, at) for at in ks)], ignore_index=True)
-    return constant_sides(measures, e2e, k)
+    # Each measure's spread over the scored queries, aggregated by SQLite (reading every measure value at every k
+    # into pandas took 108 s at 100,000 queries; issue 42).
+    spreads = {at: data._read(path, mtime_ns, lambda reader, at=at: aggregates.read_scored_spread(reader, at))
+               for at in ks}
+    return constant_sides_from_spread(spreads, e2e, k)

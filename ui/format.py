@@ -63,6 +63,11 @@ def format_count(value: Any) -> str:
     return MISSING if is_missing(value) else f"{int(value):,}"
 
 
+def count_noun(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 run`` / ``2 runs`` / ``1,000 queries``: a count with its noun in the right number."""
+    return f"{count:,} {noun if count == 1 else (plural or noun + 's')}"
+
+
 def format_interval(low: Any, high: Any, digits: int = INTERVAL_DIGITS) -> str:
     """``[-0.03, 0.16]``; :data:`MISSING` when either end is missing (fewer than 2 values, say)."""
     if is_missing(low) or is_missing(high):

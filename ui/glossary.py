@@ -34,9 +34,10 @@ _CATEGORY_RULES = {
     "A": "a retrieved passage that is not labelled gold contains a gold answer: the labels miss correct passages",
     "B": "the retrieved passage is another version of a gold passage (same page, other text)",
     "C": "the gold passages are retrieved, yet the answer from the top-k is wrong: other passages distracted the LLM",
-    "D": "even from its gold passages the LLM does not produce a gold answer",
+    "D": "even from its gold passages the LLM gives no answer that passes the gold-answer check",
     "E": "the semi-gold answers match only some of the gold answers, so a right answer can be judged wrong",
-    "F": "the judge's Yes/No disagrees with exact match against the gold answers",
+    "F": "the judge's Yes/No (top-k answer against the semi-gold answers) disagrees with the gold-answer check of "
+         "both against the dataset's gold answers",
 }
 
 TERMS: tuple[Term, ...] = (
@@ -71,6 +72,13 @@ TERMS: tuple[Term, ...] = (
     Term("failure-categories", "Failure categories A-F",
          "Why a question fails: A-C are failures of recall as measured by the labels, D-F failures of "
          "LLM-retEval itself; each question is sorted by fixed rules.", "Alinejad et al. 2024, §4", _EVAL),
+    Term("gold-answer-check", "Gold-answer check (yes/no answers)",
+         "How the failure rules decide that an answer gets a gold answer right: equal after SQuAD normalisation, "
+         "or the gold answer contained in it as whole words; for a yes/no gold answer, the answer's first word "
+         "(\"Yes, both are women's magazines.\" answers \"yes\"). LLM-retEval's em judge applies the same yes/no "
+         "rule. Both in runs built by this rageval: a stored run keeps the verdicts and cases it was built with. "
+         "The E2E exact-match score and eRAG labels stay strict SQuAD exact match.",
+         "rageval.reteval.failures, rageval.text_metrics.yes_no_answers", _EVAL),
     *(Term(f"category-{c.lower()}", f"{c} · {name}",
            f"{_CATEGORY_RULES[c]} ({'a recall failure' if c in RECALL_FAILURES else 'an LLM-retEval failure'}).",
            "Alinejad et al. 2024, §4; rules in rageval.reteval.failures", _EVAL)

@@ -19,6 +19,7 @@ import streamlit as st
 
 from rageval.correlations import measure_sort_key
 from rageval.errors import StoreError
+from rageval.findings import GOLD_METHODS
 from rageval.labelmethods import order_label_methods
 from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
@@ -136,18 +137,26 @@ def render_provenance(settings: Mapping[str, Any], n_queries: int | None = None,
 
 def render_unparsed_notes(counts: Sequence[tuple[str, str, int, int]],
                           counted_as_no: Sequence[tuple[str, str, int, int]] = ()) -> None:
-    """One warning per LLM judge of the run with answers it could not read (``counts``:
-    :meth:`rageval.store.RunReader.unparsed_counts`): "N of M answers of the judge MODEL could not be parsed", and
-    what that leaves out of the measures (:func:`rageval.findings.unparsed_finding`); and per judge whose unread
-    answers an older rageval stored as No (``counted_as_no``: :meth:`rageval.store.RunReader.counted_as_no`)."""
-    from rageval.findings import counted_as_no_finding, unparsed_finding
+    """One compact warning for every LLM judge of the run with answers it could not read (``counts``:
+    :meth:`rageval.store.RunReader.unparsed_counts`; ``counted_as_no``: those an older rageval stored as No,
+    :meth:`rageval.store.RunReader.counted_as_no`), with each judge's sentence
+    (:func:`rageval.finding.unparsed_finding`: "N of M answers of the judge MODEL could not be parsed", and what
+    that leaves out) in an expander under it."""
+    from rageval.finding import counted_as_no_finding, unparsed_finding
 
-    for judge, model, unparsed, answers in counts:
-        if (finding := unparsed_finding(judge, model, unparsed, answers, method_name, judge_name)) is not None:
-            st.warning(escape_markdown(finding.text))
-    for judge, model, count, answers in counted_as_no:
-        if (finding := counted_as_no_finding(judge, model, count, answers, method_name, judge_name)) is not None:
-            st.warning(escape_markdown(finding.text))
+    found = [f for f in [*(unparsed_finding(judge, model, unparsed, answers, method_name, judge_name)
+                           for judge, model, unparsed, answers in counts),
+                         *(counted_as_no_finding(judge, model, count, answers, method_name, judge_name)
+                           for judge, model, count, answers in counted_as_no)] if f is not None]
+    if not found:
+        return
+    unread = sum(f.target["unparsed"] for f in found)
+    answers = sum(f.target["answers"] for f in found)
+    judges = len(found)
+    st.warning(f"{unread:,} of {answers:,} LLM judge answers could not be parsed ({judges} "
+               f"{'judge' if judges == 1 else 'judges'}); what that leaves out: under \"Unread judge answers\".")
+    with st.expander("Unread judge answers"):
+        st.markdown("\n".join(f"- {escape_markdown(f.text)}" for f in found))
 
 
 def sample_note(n_queries: int, k: int | str | None = None) -> str:
@@ -183,10 +192,12 @@ def rescored_answer_column(method: str) -> str:
 
 
 def ranking_view(ranking: pd.DataFrame, rescored: Mapping[str, Mapping[str, str]] | None = None) -> pd.DataFrame:
-    """The ranked passages as displayed: rank, title, score, one ✓/✗ column per label method, the
-    single-passage answer (the run's own model), one column per re-scored method with the answer its model gave
-    from the passage alone (``rescored``: method -> passage id -> answer), and the passage text."""
+    """The ranked passages as displayed: rank, title, score, one ✓/✗ column per label method (gold labels
+    first), the single-passage answer (the run's own model), one column per re-scored method with the answer its
+    model gave from the passage alone (``rescored``: method -> passage id -> answer), and the passage text."""
     methods = order_label_methods([c for c in ranking.columns if c not in RANKING_BASE_COLUMNS])
+    # The gold labels first (right after the score): with many label methods they sat beyond 1,400 px (issue 42).
+    methods = [m for m in GOLD_METHODS if m in methods] + [m for m in methods if m not in GOLD_METHODS]
     view = pd.DataFrame({"Rank": ranking["rank"], "Title": ranking["title"], "Score": ranking["score"]})
     for method in methods:
         view[method_name(method)] = ranking[method].map(format_label)
@@ -268,6 +279,11 @@ def _written_by_us(param: str, value: str) -> bool:
     return value in st.session_state.get(URL_VALUES_STATE, {}).get(param, ())
 
 
+def url_value_is_ours(param: str, value: str) -> bool:
+    """Whether ``?param=value`` was written by this session (:func:`commit_choice`), not by the link opened."""
+    return _written_by_us(param, value)
+
+
 def _shown_value(value: Any) -> str:
     text = str(value)
     return repr(text if len(text) <= URL_VALUE_CHARS else text[:URL_VALUE_CHARS - 1] + "…")
@@ -279,6 +295,25 @@ def warn_unknown_url_value(param: str, values: Sequence[str], instead: str) -> N
     unknown = ", ".join(_shown_value(v) for v in values)
     st.warning(escape_markdown(f"The link asks for {param} {unknown}, which is not one of the choices here; "
                                f"showing {instead} instead."))
+
+
+#: Every URL parameter a page of the dashboard reads (``tests/ui/test_app_links.py`` checks it against the pages'
+#: code), and Streamlit's own: any other name in a link is a visible warning on every page
+#: (:func:`warn_unknown_params`, called by ``app.py`` before the page runs).
+KNOWN_PARAMS = frozenset({
+    "run", "run_a", "run_b", "query", "k", "method", "measure", "judge", "category", "case", "answer", "statistic",
+    "rows", "retriever", "scenario", "queue", "mode", "kind", "format", "dataset", "agent", "all_runs", "list",
+    "list_name", "annotator", "view", "item", "embed", "embed_options"})
+
+
+def warn_unknown_params() -> None:
+    """A visible warning naming each ``?name=`` of the link that no page reads (a typo, an old link): it is ignored,
+    and the page says so instead of silently showing something else."""
+    unknown = sorted(name for name in st.query_params if name not in KNOWN_PARAMS)
+    if unknown:
+        names = ", ".join(_shown_value(name) for name in unknown)
+        st.warning(escape_markdown(f"The link has {'a parameter' if len(unknown) == 1 else 'parameters'} {names} "
+                                   "that no page reads; ignored."))
 
 
 def commit_choice(state_key: str, param: str, value: str) -> None:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from rageval.findings import Finding, GoldAnswerTable
 from rageval.stats.correlation import MIN_INTERVAL_QUERIES
-from rageval.stats.intervals import MeanInterval
+from rageval.stats.intervals import MeanInterval, interval_ranks
 from ui import format as fmt
 from ui import navigation
 from ui.render_correlations import METRIC_NAMES, correlation_cell
@@ -70,10 +70,16 @@ def render_two_by_two(table: GoldAnswerTable, links: Mapping[tuple[bool, bool], 
                 box.caption("no query")
 
 
+#: The longest finding link label the Home page's link column shows uncut (issue 42: "Its measures against the
+#: answe..." was cut off).
+LINK_LABEL_CHARS = 22
+
+
 def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], Mapping[str, str]] | None
                  ) -> tuple[str, str, dict[str, str], str] | None:
     """(page, label, query parameters, icon) of the page that proves ``finding`` (``links``: the 2 x 2 cells'
-    inspector links, :func:`ui.worklist.cell_params`)."""
+    inspector links, :func:`ui.worklist.cell_params`). Labels stay within :data:`LINK_LABEL_CHARS`, so that the
+    link column beside the sentence shows them whole."""
     target = finding.target
     if finding.kind == "correlation":
         return (navigation.CORRELATIONS, "See the correlations", {
@@ -84,10 +90,10 @@ def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], M
                                                                            target["answer_right"]]),
                 ":material/playlist_play:")
     if finding.kind == "constant":
-        return (navigation.CORRELATIONS, f"See the correlations at k={target['k']}",
+        return (navigation.CORRELATIONS, f"Correlations at k={target['k']}",
                 {"run": run, "k": str(target["k"])}, ":material/scatter_plot:")
     if finding.kind == "label_share":
-        return (navigation.CORRELATIONS, "Its measures against the answer", {"run": run, "method": target["method"]},
+        return (navigation.CORRELATIONS, "See its measures", {"run": run, "method": target["method"]},
                 ":material/scatter_plot:")
     if finding.kind == "trust":
         return (navigation.ANNOTATE, "See the human labels", {"run": run, "mode": "passages"},
@@ -98,12 +104,14 @@ def finding_link(finding: Finding, run: str, links: Mapping[tuple[bool, bool], M
     return None
 
 
-LEADERBOARD_COLUMNS = ["Run", "E2E score", "Best eRAG measure", "Kendall's tau", "k", "Queries", "Dataset",
+LEADERBOARD_COLUMNS = ["Rank", "Run", "E2E score", "Best eRAG measure", "Kendall's tau", "k", "Queries", "Dataset",
                        "Retriever", "Model", "Open"]
 LEADERBOARD_HELP = {
+    "Rank": "What the E2E score's interval supports: 1 + the runs whose interval lies wholly above this run's; "
+            "runs whose intervals overlap share a rank (=)",
     "Run": "The run file's name (without .sqlite)",
     "k": "The run's k: how many passages the LLM was given for its end-to-end answer",
-    "Queries": "Queries in the run",
+    "Queries": f"Queries in the run; 'small' below {MIN_INTERVAL_QUERIES} answered queries: its interval is wide",
     "E2E score": "Mean end-to-end score at k (its metric named) with its 95% interval: Wilson for 0/1 scores "
                  "(exact match, accuracy), Student-t otherwise",
     "Best eRAG measure": "The eRAG label method and measure at k whose Kendall's tau with the E2E score is highest",
@@ -120,12 +128,19 @@ def _interval_text(value: float, low: float, high: float) -> str:
 
 
 def leaderboard_view(rows: pd.DataFrame) -> pd.DataFrame:
-    """The leaderboard as shown: one row per run (best E2E score first, runs without one last), text cells, and
-    a link to the run's home page (``?run=<name>``)."""
+    """The leaderboard as shown: one row per run ranked by what its E2E interval supports
+    (:func:`rageval.stats.intervals.interval_ranks`: overlapping intervals share a rank, shown ``=2``; within a
+    rank the higher lower bound first; runs without a score last), small runs marked, text cells, and a link to
+    the run's home page (``?run=<name>``)."""
     if rows.empty:
         return pd.DataFrame(columns=LEADERBOARD_COLUMNS)
-    ordered = rows.sort_values(["e2e", "run"], ascending=[False, True], na_position="last")
+    rows = rows.assign(rank=interval_ranks(rows["e2e_low"], rows["e2e_high"]))
+    rows["rank"] = [math.nan if r is None else r for r in rows["rank"]]
+    ordered = rows.sort_values(["rank", "e2e_low", "run"], ascending=[True, False, True], na_position="last")
+    shared = ordered["rank"].value_counts()
     view = pd.DataFrame({
+        "Rank": [fmt.MISSING if math.isnan(r) else ("=" if shared[r] > 1 else "") + str(int(r))
+                 for r in ordered["rank"]],
         "Run": ordered["run"],
         "E2E score": [(fmt.MISSING if n == 0 else f"{METRIC_NAMES.get(m, m)} " + _interval_text(v, lo, hi))
                       for m, v, lo, hi, n in zip(ordered["metric"], ordered["e2e"], ordered["e2e_low"],
@@ -139,7 +154,8 @@ def leaderboard_view(rows: pd.DataFrame) -> pd.DataFrame:
                                                   ordered["tau_n"])],
         "k": [fmt.MISSING if k is None or (isinstance(k, float) and math.isnan(k)) else str(int(k))
               for k in ordered["k"]],
-        "Queries": [f"{int(n):,}" for n in ordered["queries"]],
+        "Queries": [f"{int(n):,}" + (" · small" if 0 < answered < MIN_INTERVAL_QUERIES else "")
+                    for n, answered in zip(ordered["queries"], ordered["e2e_n"])],
         "Dataset": ordered["dataset"], "Retriever": ordered["retriever"], "Model": ordered["model"],
         "Open": [navigation.page_url(navigation.HOME, run=run) for run in ordered["run"]],
     })

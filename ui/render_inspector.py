@@ -129,13 +129,20 @@ def wrong_answers(e2e_outputs: pd.DataFrame, gold: Sequence[str]) -> dict[int, s
 
 
 def distractor_ks(ranking: pd.DataFrame, wrong: Mapping[int, str]) -> dict[str, list[int]]:
-    """passage id -> the ks at which the passage is a distractor: it is among the top k, and the answer the model
-    gave from it alone equals (as exact match compares) the wrong end-to-end answer at k."""
+    """passage id -> the ks at which the passage is a distractor: it is among the top k, the answer the model
+    gave from it alone equals (as exact match compares) the wrong end-to-end answer at k, and that answer depends
+    on the passage: another passage of the top k gave another answer. A model that gives the same answer from every
+    passage (gold ones included) was not misled by any one of them, so none is flagged."""
+    answered = [(int(rank), output) for rank, output in zip(ranking["rank"], ranking["output"])
+                if isinstance(output, str) and normalize_answer(output)]
+    depends = {k: any(rank <= k and not exact_match(output, [answer]) for rank, output in answered)
+               for k, answer in wrong.items()}
     flags: dict[str, list[int]] = {}
     for passage_id, rank, output in zip(ranking["passage_id"], ranking["rank"], ranking["output"]):
         if not isinstance(output, str) or not normalize_answer(output):
             continue
-        ks = [k for k, answer in sorted(wrong.items()) if int(rank) <= k and exact_match(output, [answer])]
+        ks = [k for k, answer in sorted(wrong.items())
+              if int(rank) <= k and depends[k] and exact_match(output, [answer])]
         if ks:
             flags[passage_id] = ks
     return flags

@@ -12,8 +12,8 @@ from rageval.errors import RagevalError, StoreError
 
 def print_summary(path: Path) -> None:
     """The human-readable summary: what produced the run, label shares, the LLM judges' unread answers, E2E score,
-    mean measures. Every number is aggregated by SQLite, so this loads neither pandas nor the run's rows (pandas
-    only to word the sentence of a run with unread answers)."""
+    mean measures. Every number is aggregated by SQLite, so this loads neither pandas nor the run's rows
+    (``tests/cli/test_cli_startup.py``)."""
     from rageval.labelmethods import relevant_grade
     from rageval.store import RunReader
 
@@ -31,12 +31,12 @@ def print_summary(path: Path) -> None:
             else:
                 print(f"  share of labels = 1 ({method}): {_number(share):.3f} over {count} labels")
         for judge, model, unparsed, answers in reader.unparsed_counts():
-            from rageval.findings import unparsed_finding  # pandas: only for a run with unread answers
+            from rageval.finding import unparsed_finding
 
             if (finding := unparsed_finding(judge, model, unparsed, answers)) is not None:
                 print(f"  {finding.text}")
         for judge, model, count, answers in reader.counted_as_no():
-            from rageval.findings import counted_as_no_finding
+            from rageval.finding import counted_as_no_finding
 
             if (finding := counted_as_no_finding(judge, model, count, answers)) is not None:
                 print(f"  {finding.text}")

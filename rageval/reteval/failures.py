@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rageval.reteval.judges import SEMI_GOLD, quote_list
 from rageval.store import FailureCase, Verdict
-from rageval.text_metrics import _token_f1_single, normalize_answer
+from rageval.text_metrics import YES_NO, _token_f1_single, normalize_answer, yes_no_answers
 from rageval.types import Passage, Query
 
 RECALL_FAILURES = ("A", "B", "C")
@@ -28,16 +28,65 @@ CATEGORY_NAMES = {
 }
 
 
-def matched_gold_answers(answer: str, gold_answers: Sequence[str]) -> list[str]:
-    """The gold answers ``answer`` gets right: equal after normalisation, or contained in it on token bounds
-    (the gold-answer check the failure rules use)."""
-    padded = f" {normalize_answer(answer)} "
+def gold_answer_matches(answer: str, gold_answers: Sequence[str]) -> list[tuple[str, str]]:
+    """``(gold answer, how)`` for each gold answer ``answer`` gets right by the gold-answer check the failure rules
+    use: ``"equals"`` (equal after normalisation), ``"starts with"`` (a yes/no gold answer: the answer's first
+    word, so "Yes, but no more" answers "yes" only) or ``"contains"`` (contained in it as whole words)."""
+    normal = normalize_answer(answer)
     matched = []
     for gold in gold_answers:
         g = normalize_answer(gold)
-        if g and (padded.strip() == g or f" {g} " in padded):
-            matched.append(gold)
+        if g and normal == g:
+            matched.append((gold, "equals"))
+        elif g in YES_NO:
+            if yes_no_answers(answer, gold):
+                matched.append((gold, "starts with"))
+        elif g and f" {g} " in f" {normal} ":
+            matched.append((gold, "contains"))
     return matched
+
+
+def matched_gold_answers(answer: str, gold_answers: Sequence[str]) -> list[str]:
+    """The gold answers ``answer`` gets right: equal after normalisation, or contained in it on token bounds
+    (the gold-answer check the failure rules use)."""
+    return [gold for gold, _ in gold_answer_matches(answer, gold_answers)]
+
+
+def _how(how: str, gold: str) -> str:
+    """``equals gold answer 'X' after normalisation`` / ``starts with gold answer 'yes'`` / ``contains gold answer
+    'X' as words``."""
+    if how == "equals":
+        return f"equals gold answer '{gold}' after normalisation"
+    return f"starts with gold answer '{gold}'" if how == "starts with" else f"contains gold answer '{gold}' as words"
+
+
+def _answer_match(answer: str, gold_answers: Sequence[str], gold: str | None = None) -> str:
+    """``the answer 'A' equals gold answer 'G' after normalisation``: what the check compared, and how; the match
+    with ``gold`` when given, else the first."""
+    matches = gold_answer_matches(answer, gold_answers)
+    g, how = next((m for m in matches if m[0] == gold), matches[0])
+    return f"the answer '{answer}' {_how(how, g)}"
+
+
+def _semi_matches(semi_gold: Sequence[str], gold_answers: Sequence[str], gold: str | None = None) -> str:
+    """Which distinct semi-gold answers pass the check and how (for ``gold`` when given), and which pass it for no
+    gold answer: ``semi-gold answer 'S' contains gold answer 'G' as words (1 of 2 distinct semi-gold answers;
+    ['T'] matches no gold answer)``. Only what was compared is quoted, never more."""
+    distinct = list(dict.fromkeys(s.strip() for s in semi_gold))
+    passing, failing = [], []
+    for answer in distinct:
+        matches = gold_answer_matches(answer, gold_answers)
+        chosen = [m for m in matches if gold is None or m[0] == gold] or matches
+        if chosen:
+            passing.append(f"semi-gold answer '{answer}' {_how(chosen[0][1], chosen[0][0])}")
+        else:
+            failing.append(answer)
+    text = " and ".join(passing)
+    if len(distinct) > 1:
+        rest = f"; {quote_list(failing)} {'matches' if len(failing) == 1 else 'match'} no gold answer" if failing \
+            else ""
+        text += f" ({len(passing)} of {len(distinct)} distinct semi-gold answers{rest})"
+    return text
 
 
 def text_overlap(a: str, b: str) -> float:
@@ -57,6 +106,7 @@ class QueryFacts:
     answer: str                     # the RAG LLM's answer from the top-k
     semi_gold: tuple[str, ...]      # its answers from the gold passages
     verdict: bool                   # the judge's verdict, top-k answer vs semi-gold answers
+    evidence: str = ""              # the judge's own evidence for it (what it compared, how, the value)
 
 
 #: Rule B: a retrieved passage with a gold passage's title and at least this text overlap is another version.
@@ -87,6 +137,8 @@ def classify_failures(facts: QueryFacts, near_duplicate_overlap: float = NEAR_DU
     a, s = bool(answer_matches), bool(semi_matches)
     semi = quote_list(list(dict.fromkeys(s.strip() for s in facts.semi_gold)))  # as said, even "The" or ""
     said = "Yes" if facts.verdict else "No"
+    if facts.evidence:
+        said += f" ({facts.evidence})"
     cases: list[tuple[str, str]] = []
 
     near_duplicate = None
@@ -104,11 +156,10 @@ def classify_failures(facts: QueryFacts, near_duplicate_overlap: float = NEAR_DU
         rank, passage, gold, overlap = near_duplicate
         cases.append(("B", f"gold passage {gold.passage_id} is not in the top-{facts.k}, but rank {rank} "
                            f"({passage.passage_id}) has the same title '{gold.title}' and text overlap "
-                           f"{overlap:.2f} with it, and the answer '{facts.answer}' matches gold answer "
-                           f"'{answer_matches[0]}'"))
+                           f"{overlap:.2f} with it, and {_answer_match(facts.answer, facts.gold_answers)}"))
     elif not hit and a:
-        cases.append(("A", f"no gold passage ({', '.join(sorted(gold_ids))}) in the top-{facts.k}, yet the answer "
-                           f"'{facts.answer}' matches gold answer '{answer_matches[0]}'"))
+        cases.append(("A", f"no gold passage ({', '.join(sorted(gold_ids))}) in the top-{facts.k}, yet "
+                           f"{_answer_match(facts.answer, facts.gold_answers)}"))
     if hit and not a and s and not facts.verdict:
         cases.append(("C", f"a gold passage is in the top-{facts.k}, but the answer '{facts.answer}' matches no gold "
                            f"answer of {quote_list(facts.gold_answers)}, while the semi-gold answers {semi} from the "
@@ -117,17 +168,22 @@ def classify_failures(facts: QueryFacts, near_duplicate_overlap: float = NEAR_DU
         cases.append(("D", f"no semi-gold answer {semi} from the gold passages matches a gold answer of "
                            f"{quote_list(facts.gold_answers)}"))
     if a and s and not facts.verdict and not (set(answer_matches) & semi_matches):
-        cases.append(("E", f"the answer '{facts.answer}' matches gold answer '{answer_matches[0]}', which none of "
-                           f"the semi-gold answers {semi} gives (they match {quote_list(sorted(semi_matches))}); "
-                           f"the judge said No"))
+        cases.append(("E", f"{_answer_match(facts.answer, facts.gold_answers)}, which none of the semi-gold "
+                           f"answers {semi} gives (they match {quote_list(sorted(semi_matches))}); the judge said "
+                           f"{said}"))
     if a and s and set(answer_matches) & semi_matches and not facts.verdict:
         shared = sorted(set(answer_matches) & semi_matches)[0]
-        cases.append(("F", f"the judge said No, but the answer '{facts.answer}' and the semi-gold answers {semi} "
-                           f"both match gold answer '{shared}'"))
+        cases.append(("F", f"the judge said {said}, but by the gold-answer check "
+                           f"{_answer_match(facts.answer, facts.gold_answers, shared)}, and "
+                           f"{_semi_matches(facts.semi_gold, facts.gold_answers, shared)}"))
     elif a != s and facts.verdict:
-        right, wrong = (f"the answer '{facts.answer}'", f"the semi-gold answers {semi}") if a else \
-            (f"the semi-gold answers {semi}", f"the answer '{facts.answer}'")
-        cases.append(("F", f"the judge said {said}, but {right} match a gold answer and {wrong} do not"))
+        if a:
+            right = _answer_match(facts.answer, facts.gold_answers)
+            wrong = f"no semi-gold answer of {semi} matches a gold answer of {quote_list(facts.gold_answers)}"
+        else:
+            right = _semi_matches(facts.semi_gold, facts.gold_answers)
+            wrong = f"the answer '{facts.answer}' matches no gold answer of {quote_list(facts.gold_answers)}"
+        cases.append(("F", f"the judge said {said}, but by the gold-answer check {right}, while {wrong}"))
     return cases
 
 
@@ -135,14 +191,14 @@ def find_failure_cases(queries: Sequence[Query], retrieved: Mapping[str, Sequenc
                        gold_passages: Mapping[str, Sequence[Passage]], answers_at_k: Mapping[int, Mapping[str, str]],
                        semi_gold: Mapping[str, Sequence[str]], verdicts: Sequence[Verdict]) -> list[FailureCase]:
     """:func:`classify_failures` for every (judge, query, k) with a semi-gold verdict."""
-    by_key = {(v.judge, v.query_id, v.k): v.verdict for v in verdicts if v.reference == SEMI_GOLD}
+    by_key = {(v.judge, v.query_id, v.k): (v.verdict, v.evidence) for v in verdicts if v.reference == SEMI_GOLD}
     by_id = {q.query_id: q for q in queries}
     cases: list[FailureCase] = []
-    for (judge, query_id, k), verdict in sorted(by_key.items()):
+    for (judge, query_id, k), (verdict, evidence) in sorted(by_key.items()):
         query = by_id[query_id]
         facts = QueryFacts(query_id, k, tuple(query.answers), tuple(gold_passages[query_id]),
                            tuple(retrieved[query_id][:k]), answers_at_k[k][query_id], tuple(semi_gold[query_id]),
-                           verdict)
+                           verdict, evidence)
         cases.extend(FailureCase(judge, query_id, k, category, reason)
                      for category, reason in classify_failures(facts))
     return cases

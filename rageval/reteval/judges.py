@@ -7,7 +7,7 @@ evidence. The judge is a setting:
 
 - ``llm``: the RAG LLM (or any generator) asked with a few-shot prompt in the spirit of GPT4-Eval
   (Kamalloo et al., ACL 2023) whether the candidate is correct given the reference answers;
-- ``em``: SQuAD exact match against any reference;
+- ``em``: SQuAD exact match against any reference (a leading yes/no answers a bare yes/no);
 - ``token_f1``: SQuAD token F1 against the best reference >= a threshold (default 0.5);
 - ``cosine``: cosine of MiniLM sentence embeddings against the best reference >= a threshold (default 0.8).
 """
@@ -23,7 +23,7 @@ from rageval.prompts import ANSWER_JUDGE_FEW_SHOT, PromptTemplate, build_judge_p
 from rageval.reteval.semi_gold import distinct_answers
 from rageval.store import Verdict
 from rageval.store.records import UnparsedAnswer
-from rageval.text_metrics import exact_match, token_f1
+from rageval.text_metrics import exact_match, token_f1, yes_no_answers
 from rageval.types import Query
 
 #: What a verdict compares the top-k answer with.
@@ -60,7 +60,9 @@ def _best_reference(candidate: str, references: Sequence[str], score: Callable[[
 
 
 class ExactMatchJudge:
-    """Yes when the normalised candidate equals a normalised reference (SQuAD exact match)."""
+    """Yes when the normalised candidate equals a normalised reference (SQuAD exact match), or when one of the two
+    is a bare yes/no and the other starts with that word (:func:`rageval.text_metrics.yes_no_answers`: "Yes, both
+    are women's magazines." answers "yes")."""
 
     name = "em"
 
@@ -68,8 +70,14 @@ class ExactMatchJudge:
         results = []
         for refs, candidate in zip(references, candidates):
             matched = [r for r in refs if exact_match(candidate, [r])]
-            evidence = (f"'{candidate}' equals reference '{matched[0]}' after normalisation" if matched
-                        else f"'{candidate}' equals none of {quote_list(refs)} after normalisation")
+            leading = [r for r in refs if not matched and yes_no_answers(candidate, r)]
+            if matched:
+                evidence = f"'{candidate}' equals reference '{matched[0]}' after normalisation"
+            elif leading:
+                evidence = f"'{candidate}' and reference '{leading[0]}' give the same yes/no as their first word"
+            else:
+                evidence = f"'{candidate}' equals none of {quote_list(refs)} after normalisation"
+            matched = matched or leading
             results.append(JudgeResult(bool(matched), evidence))
         return results
 

@@ -213,3 +213,14 @@ def macro_bootstrap_interval(frame: pd.DataFrame, value: str = "value", *, clust
     tail = (1.0 - confidence) / 2.0 * 100.0
     low, high = np.nanpercentile(statistic, [tail, 100.0 - tail])
     return MeanInterval(estimate, float(low), float(high), len(rows), confidence)
+
+
+def interval_ranks(lows, highs) -> list[int | None]:
+    """Ranks that claim only what the intervals support: an item's rank is 1 + the number of items whose interval
+    lies wholly above its own (their low above its high), so items whose intervals overlap may share a rank and a
+    small sample's wide interval is not ranked above a large one's on its point estimate. None where an interval
+    is missing (NaN)."""
+    pairs = [(float(lo), float(hi)) for lo, hi in zip(lows, highs)]
+    known = [(lo, hi) for lo, hi in pairs if not (math.isnan(lo) or math.isnan(hi))]
+    return [None if math.isnan(lo) or math.isnan(hi) else 1 + sum(other_lo > hi for other_lo, _ in known)
+            for lo, hi in pairs]

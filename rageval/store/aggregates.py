@@ -140,11 +140,12 @@ def read_e2e_moments(reader: RunReader, k: int) -> dict[str, float]:
 
 def read_failure_counts(reader: RunReader) -> pd.DataFrame:
     """Per (judge, k) of the LLM-retEval verdicts against the semi-gold answers: n (queries judged),
-    recall_failures (queries with a failure case A-C: the gold passages not retrieved) and reteval_failures (D-F).
-    Empty for a run without LLM-retEval."""
+    recall_failures (queries with a failure case A-C: the gold passages not retrieved), reteval_failures (D-F),
+    and the queries of each of D, E and F (``d``, ``e``, ``f``: which comparison failed). Empty for a run without
+    LLM-retEval."""
     import pandas as pd
 
-    columns = ["judge", "k", "n", "recall_failures", "reteval_failures"]
+    columns = ["judge", "k", "n", "recall_failures", "reteval_failures", "d", "e", "f"]
     if not {"verdicts", "failure_cases"} <= set(reader._tables):
         return pd.DataFrame(columns=columns)
 
@@ -156,14 +157,37 @@ def read_failure_counts(reader: RunReader) -> pd.DataFrame:
             failures = pd.read_sql_query(
                 "SELECT judge, k, COUNT(DISTINCT CASE WHEN category IN ('A', 'B', 'C') THEN query_id END) AS "
                 "recall_failures, COUNT(DISTINCT CASE WHEN category IN ('D', 'E', 'F') THEN query_id END) AS "
-                "reteval_failures FROM failure_cases GROUP BY judge, k", reader._connection)
+                "reteval_failures, COUNT(DISTINCT CASE WHEN category = 'D' THEN query_id END) AS d, "
+                "COUNT(DISTINCT CASE WHEN category = 'E' THEN query_id END) AS e, "
+                "COUNT(DISTINCT CASE WHEN category = 'F' THEN query_id END) AS f "
+                "FROM failure_cases GROUP BY judge, k", reader._connection)
         table = judged.merge(failures, on=["judge", "k"], how="left").fillna(0)
         return table[columns].values.tolist()
 
     # two passes over the verdicts and the cases (0.5 s at 100,000 queries), remembered per file version
-    rows = remembered_summary(reader.path, "failure_counts:1", compute)
+    rows = remembered_summary(reader.path, "failure_counts:2", compute)
     table = pd.DataFrame(rows, columns=columns)
-    return table.astype({"k": int, "n": int, "recall_failures": int, "reteval_failures": int})
+    return table.astype({"k": int, "n": int, "recall_failures": int, "reteval_failures": int, "d": int, "e": int,
+                         "f": int})
+
+
+def read_scored_spread(reader: RunReader, k: int) -> pd.DataFrame:
+    """Per (method, measure at cutoff ``k``): the smallest and largest finite value (``low``, ``high``) over the
+    queries with a finite E2E score at ``k``: whether a correlation at k is undefined because of the labels
+    (:func:`rageval.correlations.constant_sides_from_spread`), aggregated by SQLite instead of reading every value
+    (108 s at 100,000 queries x 10 passages read into pandas; one pass of ~6 s here), remembered per file version."""
+    import pandas as pd
+
+    def compute() -> list[list]:
+        with reading(reader.path, RUN):
+            rows = reader._connection.execute(
+                f"SELECT method, measure, MIN(value), MAX(value) FROM measure_values WHERE measure LIKE ? AND "
+                f"{_FINITE.format('value')} AND query_id IN (SELECT query_id FROM e2e_outputs WHERE k = ? AND "
+                f"{_FINITE.format('score')}) GROUP BY method, measure", (f"%@{int(k)}", int(k))).fetchall()
+        return [[m, x, float(low), float(high)] for m, x, low, high in rows if x.endswith(f"@{int(k)}")]
+
+    rows = remembered_summary(reader.path, f"scored_spread:1:{int(k)}", compute)
+    return pd.DataFrame(rows, columns=["method", "measure", "low", "high"])
 
 
 def read_measures_at(reader: RunReader, k: int) -> tuple[pd.DataFrame, pd.Series]:

@@ -43,11 +43,32 @@ def swapped_file_problem(records: Sequence[tuple[int, dict]], wanted: str) -> st
             f"Each {one} needs a '{own}'")
 
 
+def from_beir(records: Sequence[tuple[int, dict]], wanted: str) -> list[tuple[int, dict]]:
+    """BEIR records (``_id``, as ``rageval evaluate`` reads BEIR's ``queries.jsonl`` and ``corpus.jsonl``) in
+    rageval's fields, line for line, so that the checks below report on the user's own lines: ``_id`` becomes
+    ``query_id`` (``wanted="queries"``; answers and gold passage ids from the record or its ``metadata``) or
+    ``passage_id`` (``"passages"``); a record with rageval's own id field is kept as it is."""
+    own = "query_id" if wanted == "queries" else "passage_id"
+    rewritten = []
+    for number, record in records:
+        if isinstance(record, dict) and "_id" in record and own not in record:
+            given = record.get("metadata")
+            metadata: dict = given if isinstance(given, dict) else {}
+            native = {own: record["_id"], **{k: v for k, v in record.items() if k not in ("_id", "metadata")}}
+            if wanted == "queries":
+                for field in ("answers", "gold_passage_ids"):
+                    if field not in native and field in metadata:
+                        native[field] = metadata[field]
+            record = native
+        rewritten.append((number, record))
+    return rewritten
+
+
 def read_queries(file: UploadFile, problems: Problems, limits: UploadLimits) -> dict[str, tuple[int, Query]]:
     """A queries JSONL's queries by id, with their line numbers; bad records are reported and skipped."""
     queries: dict[str, tuple[int, Query]] = {}
     seen: set[str] = set()
-    records = read_json_records(file, problems, limits)
+    records = from_beir(read_json_records(file, problems, limits), "queries")
     swapped = swapped_file_problem(records, "queries")
     if swapped:
         problems.error(file.name, None, swapped)
@@ -76,7 +97,7 @@ def read_passages(file: UploadFile, problems: Problems, limits: UploadLimits) ->
     """A passages JSONL's passages by id, with their line numbers; bad records are reported and skipped."""
     passages: dict[str, tuple[int, Passage]] = {}
     seen: set[str] = set()
-    records = read_json_records(file, problems, limits)
+    records = from_beir(read_json_records(file, problems, limits), "passages")
     swapped = swapped_file_problem(records, "passages")
     if swapped:
         problems.error(file.name, None, swapped)

@@ -150,7 +150,10 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
     qrels = read_trec_qrels(qrels_file, problems, limits) if qrels_file is not None else {}
     gold_given = qrels_file is None and any(query.gold_passage_ids for query_id, (_, query) in queries.items()
                                             if query_id in ranked)
-    if qrels_file is None and not gold_given:
+    # Said only of a queries file that was read and names no gold passage at all: a file whose records failed is
+    # reported by its own errors, and gold ids of queries the run does not rank are a cross-file problem below.
+    gold_anywhere = any(query.gold_passage_ids for _, query in queries.values())
+    if qrels_file is None and queries and not gold_anywhere:
         problems.warning(run_file.name, None, f"no qrels file and no 'gold_passage_ids' in {queries_file.name}: the "
                                               "run has no relevance labels and no measures")
     if problems.has_errors:  # cross-file checks only on files valid on their own: no cascade of follow-up errors

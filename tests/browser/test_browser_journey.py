@@ -85,6 +85,9 @@ def check_findings(page) -> None:
     expect(page.get_by_text("What this run lacks:")).to_have_count(0)
     # Item 2: five queries are a small sample, and the page says so.
     expect(page.get_by_text(f"Small sample: {COUNT} queries.").first).to_be_visible(timeout=WAIT_MS)
+    # Issue 42, item 3: the leaderboard ranks by what the intervals support and marks small runs.
+    expect(page.get_by_text(re.compile(r"ranked by what the intervals support: a run ranks below another only "
+                                       r"when its interval lies wholly below it")).first).to_be_visible()
 
 
 def check_glossary(page) -> None:
@@ -127,7 +130,10 @@ def check_correlations(page) -> None:
 
 
 def check_compare(page) -> None:
-    pass
+    from playwright.sync_api import expect
+
+    # Issue 42, item 6: opened with ?run=, run A is that run (not silently the newest).
+    expect(page.get_by_text(re.compile(rf"^A: {RUN_NAME} · B: ")).first).to_be_visible(timeout=WAIT_MS)
 
 
 def check_agents(page) -> None:
@@ -135,7 +141,11 @@ def check_agents(page) -> None:
 
 
 def check_annotate(page) -> None:
-    pass
+    from playwright.sync_api import expect
+
+    # Issue 42, item 8: the provenance line once, under the heading.
+    expect(page.get_by_text(re.compile(rf"^Run {RUN_NAME} · ")).first).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_text(re.compile(rf"^Run {RUN_NAME} · ")).filter(visible=True)).to_have_count(1)
 
 
 def check_rescore(page) -> None:

@@ -60,6 +60,19 @@ def test_info_imports_no_heavy_library(small_run, flags):
     assert result == {"code": 0, "heavy": []}
 
 
+def test_info_words_a_judge_s_unread_answers_without_pandas():
+    """The shipped NQ run has unread judge answers (an older rageval stored them as No): their sentences are
+    printed, and wording them imports no pandas (it cost 0.6 s of CPU, 26x starting Python; issue 42)."""
+    shipped = REPO_ROOT / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
+    with RunReader(shipped) as reader:
+        assert reader.counted_as_no()  # what makes this run the case
+    assert imports_of("info", str(shipped)) == {"code": 0, "heavy": []}
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    out = subprocess.run([sys.executable, "-m", "rageval", "info", str(shipped)], env=env, capture_output=True,
+                         text=True, timeout=120, cwd=REPO_ROOT, check=True).stdout
+    assert "27 of 3,000 answers of the judge" in out and "stored them as No" in out
+
+
 def test_a_command_defines_only_its_own_module_s_commands():
     sub = next(a for a in build_parser("info")._actions if a.dest == "command")
     defined = {name for name, command in sub.choices.items() if command._actions}

@@ -210,6 +210,19 @@ def test_failure_finding():
     assert failure_finding(counts.iloc[0:0], 5) is None
 
 
+def test_failure_finding_names_which_comparison_failed():
+    """Issue 42: "5 (83%) LLM-retEval failures (D-F: the evaluation itself erred)" blamed the evaluation without
+    saying which scorer disagreed with which; each of D, E, F is now counted and said in words."""
+    counts = pd.DataFrame({"judge": ["em"], "k": [3], "n": [6], "recall_failures": [1], "reteval_failures": [5],
+                           "d": [2], "e": [0], "f": [3]})
+    text = failure_finding(counts, 3).text
+    assert "the evaluation itself erred" not in text
+    assert "2 D (no answer the LLM gave from the gold passages passes the gold-answer check" in text
+    assert "3 F (judge em's verdict against the semi-gold answers disagrees with the gold-answer check" in text
+    assert " E (" not in text  # no E case: not mentioned
+    assert "The gold-answer check: equal after normalisation or the gold answer contained as words" in text
+
+
 def test_label_methods_by_skip_scan_equal_the_readers(fixture_run, tmp_path):
     for path in (fixture_run, SHIPPED):
         with RunReader(path) as reader:

@@ -8,6 +8,7 @@ that each failure rule is exercised on purpose.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 
@@ -44,6 +45,7 @@ from rageval.reteval import (
     text_overlap,
 )
 from rageval.text_metrics import contains_answer, exact_match, normalize_answer
+from rageval.types import Passage
 from tests.run_fixtures import RecordingGenerator
 
 # Real NQ-open questions of the corpus (by their text; each occurs once).
@@ -327,7 +329,7 @@ def test_B_another_version_of_the_gold_passage_from_another_source(corpus, nq, p
     assert f"gold passage {gold_id} is not in the top-2" in reason
     assert f"rank 2 ({other[0]})" in reason and f"same title '{passages[gold_id].title}'" in reason
     assert f"text overlap {overlap:.2f}" in reason
-    assert "the answer 'James Ray' matches gold answer 'James Ray'" in reason
+    assert "the answer 'James Ray' equals gold answer 'James Ray' after normalisation" in reason
 
 
 def test_B_the_gold_passage_of_a_twin_question(nq, passages):
@@ -337,7 +339,7 @@ def test_B_the_gold_passage_of_a_twin_question(nq, passages):
     assert gold_id != twin_gold and passages[gold_id].title == passages[twin_gold].title
     cases = classify_failures(facts(beast, passages, [twin_gold], "Dan Stevens", ["Dan Stevens"] * 3, True))
     assert categories(cases) == ["B"]
-    assert f"rank 1 ({twin_gold})" in cases[0][1] and "'Dan Stevens' matches gold answer" in cases[0][1]
+    assert f"rank 1 ({twin_gold})" in cases[0][1] and "'Dan Stevens' equals gold answer" in cases[0][1]
     # A wrong answer from the other copy is no failure of recall: recall 0 and the answer agree (the paper's
     # Case B needs the generator to answer correctly from the other version).
     assert classify_failures(facts(beast, passages, [twin_gold], "Emma Watson", ["Dan Stevens"] * 3, False)) == []
@@ -391,8 +393,9 @@ def test_D_semi_gold_answers_from_the_gold_passages_are_wrong(nq, passages):
     # The judge agreeing with the wrong semi-gold answer is also flagged F (only the answer is right).
     both = classify_failures(facts(song, passages, list(song.gold_passage_ids), "James Ray", semi, verdict=True))
     assert categories(both) == ["D", "F"]
-    assert "the answer 'James Ray' match a gold answer and the semi-gold answers ['Got My Mind Set'] do not" \
-        in both[1][1]
+    assert both[1][1] == ("the judge said Yes, but by the gold-answer check the answer 'James Ray' equals gold answer "
+                          "'James Ray' after normalisation, while no semi-gold answer of ['Got My Mind Set'] matches a "
+                          "gold answer of ['George Harrison', 'James Ray']")
 
 
 def test_D_reason_names_semi_gold_answers_that_normalise_to_nothing(nq, passages):
@@ -414,7 +417,8 @@ def test_E_semi_gold_answers_cover_another_correct_answer(nq, passages):
     case = facts(song, passages, list(song.gold_passage_ids), "James Ray", ["George Harrison"] * 3, verdict=False)
     cases = classify_failures(case)
     assert categories(cases) == ["E"]
-    assert cases[0][1] == ("the answer 'James Ray' matches gold answer 'James Ray', which none of the semi-gold "
+    assert cases[0][1] == ("the answer 'James Ray' equals gold answer 'James Ray' after normalisation, which none "
+                           "of the semi-gold "
                            "answers ['George Harrison'] gives (they match ['George Harrison']); the judge said No")
     # A Yes on two different correct answers is left alone (neither E nor F).
     assert classify_failures(facts(song, passages, list(song.gold_passage_ids), "James Ray",
@@ -434,17 +438,26 @@ def test_F_judge_said_no_to_the_same_correct_answer(nq, passages):
                  ["Wilhelm Conrad Röntgen", "Wilhelm Röntgen"], verdict=False)
     cases = classify_failures(case)
     assert categories(cases) == ["F"]
-    assert cases[0][1] == ("the judge said No, but the answer 'Wilhelm Conrad Röntgen, of Germany' and the semi-gold "
-                           "answers ['Wilhelm Conrad Röntgen', 'Wilhelm Röntgen'] both match gold answer "
-                           "'Wilhelm Conrad Röntgen'")
+    # Issue 42: the reason used to say both semi-gold answers "match" the gold answer; 'Wilhelm Röntgen' does not,
+    # and the answer only contains it. The reason quotes what was compared and how, and the judge's evidence.
+    assert cases[0][1] == ("the judge said No, but by the gold-answer check the answer 'Wilhelm Conrad Röntgen, of "
+                           "Germany' contains gold answer 'Wilhelm Conrad Röntgen' as words, and semi-gold answer "
+                           "'Wilhelm Conrad Röntgen' equals gold answer 'Wilhelm Conrad Röntgen' after normalisation "
+                           "(1 of 2 distinct semi-gold answers; ['Wilhelm Röntgen'] matches no gold answer)")
+    judged = classify_failures(dataclasses.replace(case, evidence="'Wilhelm Conrad Röntgen, of Germany' equals none "
+                                                   "of ['Wilhelm Conrad Röntgen', 'Wilhelm Röntgen'] after "
+                                                   "normalisation"))
+    assert judged[0][1].startswith("the judge said No ('Wilhelm Conrad Röntgen, of Germany' equals none of "
+                                   "['Wilhelm Conrad Röntgen', 'Wilhelm Röntgen'] after normalisation), but ")
 
 
 def test_F_judge_said_yes_to_a_wrong_answer(nq, passages):
     nobel = nq(NOBEL)
     cases = classify_failures(facts(nobel, passages, ["nq-dpr:1"], "Germany", ["Wilhelm Conrad Röntgen"], True))
     assert categories(cases) == ["F"]
-    assert cases[0][1] == ("the judge said Yes, but the semi-gold answers ['Wilhelm Conrad Röntgen'] match a gold "
-                           "answer and the answer 'Germany' do not")
+    assert cases[0][1] == ("the judge said Yes, but by the gold-answer check semi-gold answer 'Wilhelm Conrad "
+                           "Röntgen' equals gold answer 'Wilhelm Conrad Röntgen' after normalisation, while the answer "
+                           "'Germany' matches no gold answer of ['Wilhelm Conrad Röntgen']")
 
 
 def test_F_is_undecided_when_both_answers_are_wrong(nq, passages):
@@ -586,13 +599,14 @@ def test_find_failure_cases_applies_the_rules_to_each_semi_gold_verdict(small_ru
     assert ("em", eagles.query_id, 3, "C") in found and ("token_f1", eagles.query_id, 3, "C") not in found
     assert ("token_f1", eagles.query_id, 3, "F") in found
     # Every case is reproduced by classify_failures on the same facts, and no semi-gold verdict is left out.
-    semi_verdicts = {(v.judge, v.query_id, v.k): v.verdict for v in verdicts if v.reference == SEMI_GOLD}
+    semi_verdicts = {(v.judge, v.query_id, v.k): (v.verdict, v.evidence) for v in verdicts
+                     if v.reference == SEMI_GOLD}
     query_by_id = {q.query_id: q for q in small_run["queries"]}
     expected = set()
-    for (judge, qid, k), verdict in semi_verdicts.items():
+    for (judge, qid, k), (verdict, evidence) in semi_verdicts.items():
         q = query_by_id[qid]
         fact = QueryFacts(qid, k, q.answers, tuple(small_run["gold"][qid]), tuple(small_run["retrieved"][qid][:k]),
-                          small_run["answers_at_k"][k][qid], tuple(small_run["semi"][qid]), verdict)
+                          small_run["answers_at_k"][k][qid], tuple(small_run["semi"][qid]), verdict, evidence)
         expected |= {(judge, qid, k, c, r) for c, r in classify_failures(fact)}
     assert {(c.judge, c.query_id, c.k, c.category, c.reason) for c in cases} == expected
 
@@ -672,3 +686,29 @@ def test_reteval_table_rho_refined_ignores_recall_failures(small_run):
     assert after.loc[3, "A"] == before.loc[3, "A"] + 1
     assert after.loc[3, "rho_all"] == pytest.approx(before.loc[3, "rho_all"], nan_ok=True)
     assert after.loc[1].equals(before.loc[1])
+
+
+def test_a_leading_yes_or_no_answers_a_yes_no_gold_answer():
+    """Issue 42: strict exact match said "Yes, both are women's magazines." does not answer "yes", and LLM-retEval
+    blamed itself (F). The em judge and the gold-answer check read the leading yes/no of a yes/no answer; nothing
+    else (the E2E exact-match score stays strict)."""
+    from rageval.text_metrics import yes_no_answers
+
+    assert yes_no_answers("Yes, both are women's magazines.", "yes")
+    assert yes_no_answers("yes", "Yes, both are women's magazines.")
+    assert not yes_no_answers("No, only one is.", "yes") and not yes_no_answers("Both are, yes.", "yes")
+    assert not yes_no_answers("Yesterday", "yes") and not yes_no_answers("Paris", "Paris, France")
+    assert exact_match("Yes, both are women's magazines.", ["yes"]) == 0.0  # E2E EM: unchanged
+    (result,) = ExactMatchJudge().judge_many(["Are both women's magazines?"], [["Yes, both are women's magazines."]],
+                                             ["yes"])
+    assert result.verdict is True
+    assert result.evidence == ("'yes' and reference 'Yes, both are women's magazines.' give the same yes/no as "
+                               "their first word")
+    assert matched_gold_answers("Yes, but no more than two.", ["yes", "no"]) == ["yes"]
+    passage = Passage("g", "Magazines", "Both are women's magazines.", "test")
+    case = QueryFacts("q", 1, ("yes",), (passage,), (passage,), "yes", ("Yes, both are women's magazines.",), True)
+    assert classify_failures(case) == []  # before: the em judge said No and the case was F
+    no_case = dataclasses.replace(case, verdict=False)
+    (category, reason) = classify_failures(no_case)[0]
+    assert category == "F" and "semi-gold answer 'Yes, both are women's magazines.' starts with gold answer 'yes'" \
+        in reason

@@ -205,7 +205,7 @@ def test_failure_counts_are_remembered_and_equal_the_tables(tmp_path, monkeypatc
         again = aggregates.read_failure_counts(reader)
     assert first.equals(again) and len(first) == verdicts.groupby(["judge", "k"]).ngroups
     record = json.loads((tmp_path / "run_summaries.json").read_text(encoding="utf-8"))
-    assert any(key.startswith("summary:failure_counts:1|") for key in record)
+    assert any(key.startswith("summary:failure_counts:2|") for key in record)
     for row in first.itertuples():
         semi = verdicts[(verdicts["judge"] == row.judge) & (verdicts["k"] == row.k)
                         & (verdicts["reference"] == "semi_gold")]
@@ -213,6 +213,8 @@ def test_failure_counts_are_remembered_and_equal_the_tables(tmp_path, monkeypatc
         assert row.n == semi["query_id"].nunique()
         assert row.recall_failures == mine[mine["category"].isin(list("ABC"))]["query_id"].nunique()
         assert row.reteval_failures == mine[mine["category"].isin(list("DEF"))]["query_id"].nunique()
+        for category in "DEF":  # issue 42: each of D, E, F, for the sentence that names what disagreed
+            assert getattr(row, category.lower()) == mine[mine["category"] == category]["query_id"].nunique()
 
 
 def test_run_writer_commits_a_transaction_or_none_of_it(tmp_path):

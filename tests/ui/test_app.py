@@ -592,9 +592,13 @@ def test_inspector_shows_every_k_label_evidence_and_reteval_facts(reteval_env):
     assert list(answers["EM"]) == [f"{'✓' if s == 1 else '✗'} {s:g}" for s in e2e["score"]]
 
     table = ranked_passages(app)
-    assert list(table.columns[3:3 + len(methods)]) == [fmt.method_name(m) for m in methods]
+    gold_first = [m for m in ("gold", "qrels", "gold_page") if m in methods]
+    gold_first += [m for m in methods if m not in gold_first]  # issue 42: gold labels right after the score
+    assert list(table.columns[3:3 + len(methods)]) == [fmt.method_name(m) for m in gold_first]
 
-    shown = next(df.value for df in app.dataframe if "Evidence" in df.value.columns and "Label" in df.value.columns)
+    # Issue 42: a table whose cells wrap (a data grid cut the evidence mid-word).
+    assert not [df for df in app.dataframe if "Evidence" in df.value.columns and "Label" in df.value.columns]
+    shown = next(t.value for t in app.table if "Evidence" in t.value.columns).reset_index()
     assert sorted(shown["Evidence"]) == sorted(map(render.evidence_reply_first, evidence["evidence"]))
     # An LLM's reply comes first and the model last (a long model id first cut the reply off in the cell).
     replies = [(text.partition(" replied ")[0], text.partition(" replied ")[2]) for text in evidence["evidence"]

@@ -263,3 +263,18 @@ def test_a_sample_or_label_that_cannot_be_saved_says_so(runs, monkeypatch):
     assert not app.exception, [e.value for e in app.exception]
     assert f"{blocker / ANNOTATIONS_FILE}: the label was not saved" in app.error[0].value
     assert "Your label: none yet" in captions(app) and not (runs / ANNOTATIONS_FILE).exists()
+
+
+def test_annotate_says_the_provenance_once_under_the_heading(runs):
+    """Issue 42: the provenance line followed 6 captions of Annotate; now it is said once, under the heading."""
+    app = start(ANNOTATE, annotator="Ada")
+    draw(app, 4)
+    lines = [c.value for c in app.caption if c.value.startswith(escape_markdown("Run "))]
+    assert len(lines) == 1
+    marker = lines[0].split(" · ", 1)[1][:30]
+    assert [c.value for c in app.caption].count(lines[0]) == 1
+    assert sum(marker in c.value for c in app.caption) == 1
+    make_small_attribution_run(runs / "attribution" / "hagrid-test.sqlite", uncited_last=True)
+    app = start(ANNOTATE, annotator="Ada", mode="statements", query="hagrid:3129", answer="0")
+    line = next(c.value for c in app.caption if c.value.startswith(escape_markdown("Run hagrid-test")))
+    assert sum(line.split(" · ", 1)[1][:30] in c.value for c in app.caption) == 1

@@ -430,3 +430,18 @@ def test_an_unreadable_attribution_run_shows_an_error_naming_the_file(tmp_path, 
     shown = app.error[0].value.replace("\\", "")  # the message is escaped for Markdown
     assert "future.sqlite" in shown and "schema version 99" in shown
     assert not app.dataframe
+
+
+def provenance_repeats(app) -> int:
+    """How many captions repeat the page's provenance line (the caption under the heading: ``Run NAME · ...``)."""
+    line = next(c.value for c in app.caption if c.value.startswith(escape_markdown("Run ")))
+    marker = line.split(" · ", 1)[1][:30]
+    return sum(marker in c.value for c in app.caption)
+
+
+def test_citations_and_agents_say_the_provenance_once(attribution_env, ium_dir, monkeypatch):
+    """Issue 42: Citations repeated the provenance line in 4 captions and Agents in 7; now once, under the heading."""
+    query_id, _, _ = shown_answer(attribution_env)
+    assert provenance_repeats(start(CITATIONS, scenario=GOLD_SCENARIO, query=query_id, answer="0")) == 1
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(ium_dir))
+    assert provenance_repeats(start(AGENTS)) == 1

@@ -6,16 +6,20 @@ runs with a damaged file beside the good ones."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import sqlite3
 from pathlib import Path
 from urllib.parse import parse_qs
 
+import pandas as pd
 import pytest
 
+from rageval.paths import REPO_ROOT
 from rageval.stats.correlation import MIN_INTERVAL_QUERIES
 from rageval.store import APPLICATION_ID, Label, MeasureValue, RunReader, write_run
+from tests.app_helpers import use_shipped_runs
 from tests.engine.test_findings import pandas_two_by_two
 from tests.run_fixtures import K, build_constant_e2e_run, build_small_run, make_small_run
 from tests.ui.test_app import CORRELATIONS, HOME, RETEVAL_RUN, reteval_run_file, start
@@ -133,17 +137,37 @@ def test_leaderboard_lists_every_run_and_names_a_damaged_one(tmp_path, monkeypat
     box = next(plain(w.value) for w in app.warning if "could not be read and are left out" in w.value)
     assert str(broken) in box and "schema version 99" in box
     board = leaderboard(app)
-    assert list(board["Run"]) == ["fixture", "worse"]  # best E2E score first; the broken file is not a row
+    assert list(board["Run"]) == ["fixture", "worse"]  # higher lower bound first; the broken file is not a row
+    assert list(board["Rank"]) == ["=1", "=1"]  # 6 queries each: the intervals overlap, neither ranks above
     with RunReader(tmp_path / "fixture.sqlite") as reader:
         mean = reader.query_table()["e2e_score"].mean()
     fixture = board.set_index("Run").loc["fixture"]
     assert fixture["E2E score"].startswith(f"EM {mean:.3f} [") and fixture["k"] == str(K)
-    assert fixture["Queries"] == "6" and fixture["Dataset"] == "nq_open (first 6 oracle questions)"
+    assert fixture["Queries"] == "6 · small" and fixture["Dataset"] == "nq_open (first 6 oracle questions)"
     assert board.set_index("Run").loc["worse", "E2E score"] == "EM 0.000 [0.00, 0.39]"  # Wilson, 0 of 6
     assert list(board["Open"]) == ["?run=fixture", "?run=worse"]
     other = start(HOME, run="worse")  # a row's link: that run's findings
     assert other.query_params["run"] == "worse"
     assert "Run worse.sqlite" in plain(" ".join(c.value for c in other.caption))
+
+
+def test_leaderboard_ranks_by_what_the_intervals_support():
+    """Issue 42: a 6-query run ("EM 0.333 [0.10, 0.70]") was ranked above 300-query runs by its point estimate. A
+    run now ranks below another only when its interval lies wholly below that one's; small runs are marked."""
+    from ui import render_findings as view
+
+    def row(run, e2e, low, high, n):
+        return {"run": run, "dataset": "d", "retriever": "r", "model": "m", "k": 5, "queries": n, "metric": "em",
+                "e2e": e2e, "e2e_low": low, "e2e_high": high, "e2e_n": n, "interval": "Wilson", "best_method": "",
+                "best_measure": "", "tau": math.nan, "tau_low": math.nan, "tau_high": math.nan, "tau_n": 0,
+                "correlations": "not stored"}
+
+    rows = pd.DataFrame([row("tiny", 0.333, 0.10, 0.70, 6), row("big", 0.30, 0.25, 0.35, 300),
+                         row("bad", 0.05, 0.03, 0.08, 300), row("none", math.nan, math.nan, math.nan, 0)])
+    board = view.leaderboard_view(rows)
+    assert list(board["Run"]) == ["big", "tiny", "bad", "none"]  # within a shared rank: the higher lower bound
+    assert list(board["Rank"]) == ["=1", "=1", "3", "–"]  # big and tiny overlap; bad lies wholly below both
+    assert list(board["Queries"]) == ["300", "6 · small", "300", "0"]
 
 
 def test_leaderboard_best_erag_measure_is_the_correlation_pages_best(fixture_env):
@@ -192,7 +216,7 @@ def test_findings_of_a_complete_run_link_to_llm_reteval_and_the_llm_relevance_me
     by_label = {link.label: link for link in links(app)}
     failures = by_label["See the failure cases"]
     assert failures.page == "LLM_retEval" and params_of(failures) == {"run": complete_env.stem, "judge": "em"}
-    llm_link = by_label["Its measures against the answer"]
+    llm_link = by_label["See its measures"]
     assert llm_link.page == "Correlations" and params_of(llm_link)["method"] == "llm_relevance"
 
 
@@ -238,7 +262,6 @@ def test_measure_table_says_how_graded_ndcg_and_list_bound_recall_read(monkeypat
     """Issue 34: "eRAG BERTScore nDCG@1 1.000" next to "P@1 0.340", and eRAG EM R@5 = R@10, read as wrong. The
     run overview's nDCG and R columns say their convention (header help and a footnote), and the shown values bear
     the recall note out: eRAG EM's R@c equals its Hit@c."""
-    from tests.app_helpers import use_shipped_runs
     from ui import glossary
 
     use_shipped_runs(monkeypatch)
@@ -269,7 +292,7 @@ def test_findings_name_the_constant_answer_not_the_labels(tmp_path, monkeypatch)
     sentences = [plain(m.value) for m in app.markdown]
     assert (f"The E2E EM at k={K} is 0 for all 6 queries: nothing to correlate with, so no label method's "
             f"correlation with the answer is defined at k={K}; at k=1 it varies.") in sentences
-    link = next(link for link in links(app) if link.label == "See the correlations at k=1")
+    link = next(link for link in links(app) if link.label == "Correlations at k=1")
     assert params_of(link) == {"run": "constant", "k": "1"}
     assert not any(s.startswith(("eRAG", "erag")) and "predict" in s for s in sentences)  # nothing defined at k=5
     warnings = " ".join(plain(w.value) for w in app.warning)
@@ -282,3 +305,19 @@ def test_the_leaderboard_gives_no_interval_for_a_small_runs_tau(fixture_env):
     board = next(df.value for df in app.dataframe if "Kendall's tau" in df.value.columns)
     cell = board.loc[board["Run"] == "fixture", "Kendall's tau"].iloc[0]
     assert cell.endswith(f"(no interval: n < {MIN_INTERVAL_QUERIES})") and "[" not in cell
+
+
+@pytest.mark.parametrize("page", ["app_pages/0_Home.py", "app_pages/2_LLM_retEval.py",
+                                  "app_pages/5_Correlations.py"])
+def test_unread_judge_answers_are_one_compact_notice(page, monkeypatch):
+    """Issue 42: the shipped NQ run opened Home, LLM-retEval and Correlations with one long yellow box per judge
+    and reference ("61 of 900 answers of the judge ... could not be parsed ..."). Now one short notice, each
+    judge's sentence behind it."""
+    use_shipped_runs(monkeypatch)
+    app = start(str(REPO_ROOT / page), run="nq_open-bm25-gemma3_270m")
+    notices = [plain(w.value) for w in app.warning if "could not be parsed" in w.value]
+    assert notices == ["149 of 4,800 LLM judge answers could not be parsed (3 judges); what that leaves out: "
+                       "under \"Unread judge answers\"."]
+    (details,) = [e for e in app.expander if e.label == "Unread judge answers"]
+    text = plain(" ".join(m.value for m in details.markdown))
+    assert text.count("could not be parsed") == 3 and "61 of 900 answers of the judge" in text

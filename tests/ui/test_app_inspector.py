@@ -203,6 +203,18 @@ def test_distractor_needs_the_passage_in_the_top_k_and_a_wrong_answer():
     assert inspect.distractor_ks(ranking, wrong) == {"p2": [2, 3], "p3": [3]}  # p3 is not in the top 2
 
 
+def test_no_distractor_when_every_passage_gives_the_same_answer():
+    """Issue 42: a model that answers "Lyon" from every passage (the gold one included) was not misled by any one
+    of them: before, every passage was flagged "Distractor"."""
+    ranking = pd.DataFrame({"passage_id": ["gold", "p2", "p3"], "rank": [1, 2, 3], "output": ["Lyon", "lyon", "Lyon"]})
+    wrong = inspect.wrong_answers(pd.DataFrame({"k": [1, 3], "output": ["Lyon", "Lyon"]}), gold=["Paris"])
+    assert wrong == {1: "Lyon", 3: "Lyon"}
+    assert inspect.distractor_ks(ranking, wrong) == {}
+    # One passage that answers otherwise makes the answer depend on the passage: the others are flagged at k=3.
+    varied = ranking.assign(output=["Paris", "lyon", "Lyon"])
+    assert inspect.distractor_ks(varied, wrong) == {"p2": [3], "p3": [3]}
+
+
 # --- verdicts -------------------------------------------------------------------------------------------------
 
 def test_verdicts_pivot_to_judges_by_k():

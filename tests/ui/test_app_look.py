@@ -116,6 +116,12 @@ def test_glossary_page_has_an_anchor_per_term(look_env):
     assert len(sources) == len(glossary.TERMS) and all(sources)  # each term says where it comes from
     ndcg = [h.value for h in app.subheader].index(escape_markdown(glossary.BY_ANCHOR["ndcg"].name))
     assert "Järvelin" in sources[ndcg]
+    # Issue 42: the yes/no rule of the failure rules and the em judge is stated, and where it does not apply.
+    check = [h.value for h in app.subheader].index(escape_markdown(glossary.BY_ANCHOR["gold-answer-check"].name))
+    stated = " ".join(m.value for m in app.markdown).replace("\\", "")  # Markdown escapes dropped
+    assert "(\"Yes, both are women's magazines.\" answers \"yes\")" in stated
+    assert "stay strict SQuAD exact match" in stated
+    assert "rageval.text_metrics.yes_no_answers" in sources[check].replace("\\", "")
 
 
 # --- compare: a partner that shares queries ----------------------------------------------------------------

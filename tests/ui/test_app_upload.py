@@ -295,3 +295,22 @@ def test_the_size_limit_is_said_in_the_widgets_words_and_the_format_document_ope
     (doc,) = [e for e in app.expander if e.label == ru.FORMAT_DOC_TITLE]
     assert doc.markdown[0].value.startswith("# Uploading your own run")
     assert "`gold_passage_ids` are the run's judgments when there is no qrels file" in doc.markdown[0].value
+
+
+def test_beir_style_queries_and_passages_are_read_as_rageval_evaluate_reads_them(runs_dir, files):
+    """Issue 42: a BEIR passages file (``_id``, as ``rageval evaluate`` reads it) gave one "passage_id: missing"
+    error a line and no hint, and the queries file's gold passages were then reported missing ("no qrels file and
+    no 'gold_passage_ids'") although the field was there. BEIR's ``_id`` is read, answers and gold ids from
+    ``metadata`` too."""
+    fixture = build_small_run()
+    beir = trec_without_qrels(files, gold=False)
+    beir["passages"] = type(files["passages"])("corpus.jsonl", jsonl(
+        {"_id": p.passage_id, "title": p.title, "text": p.text, "metadata": {}} for p in fixture.passages))
+    beir["queries"] = type(files["queries"])("queries.jsonl", jsonl(
+        {"_id": q.query_id, "text": q.text,
+         "metadata": {"answers": list(q.answers), "gold_passage_ids": list(q.gold_passage_ids)}}
+        for q in fixture.queries))
+    app = validate(upload_trec(start(), beir))
+    assert not [df for df in app.dataframe if list(df.value.columns) == ru.PROBLEM_COLUMNS]  # no error, no warning
+    assert "labels: gold; measures at k = 1, 3, 5" in app.success[0].value.replace("\\", "")
+    assert app.success[0].value.startswith(escape_markdown("Valid: 6 queries"))
