@@ -240,7 +240,10 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
         ks = tuple(sorted({*have_ks, min(depth, 10)}))
         reteval = RetEvalSettings(ks=tuple(have_ks))
     else:
-        ks = tuple(sorted({k for k in (1, 5, 10, *have_ks) if k <= depth} | {min(depth, 10)}))
+        # The E2E sweep covers every measure cutoff the run has (missing_pieces asks for E2E there, so the
+        # correlations at an upload's k=3 have answers to correlate with).
+        run_cutoffs = {int(c) for c in run.settings.get("cutoffs", ())}
+        ks = tuple(sorted({k for k in (1, 5, 10, *have_ks, *run_cutoffs) if k <= depth} | {min(depth, 10)}))
         reteval = RetEvalSettings()
     methods = tuple(m for m in ("erag", "e2e", "baselines", "reteval") if m in wanted)
     from rageval.pipeline.summary import wanted_judges

@@ -327,3 +327,12 @@ def test_an_import_without_gold_answers_reads_as_what_it_holds(tmp_path, capsys)
     assert list(run.queries()["e2e_output"]) == ["Paris", "Berlin", "Rome", "Lyon"]
     summary = run_summary(path)["system_answers"]
     assert (summary["answers"], summary["scored"]) == (4, 0)
+
+
+def test_a_completed_upload_lacks_nothing_at_any_of_its_cutoffs(tmp_path):
+    """The upload's cutoffs (1, 3, 5, 6) are kept, and completion answers at each, so nothing is left lacking."""
+    path = trec_upload(tmp_path)
+    complete(path, tmp_path)
+    run = read_run(path)
+    assert missing_pieces(run_summary(path), run.settings) == {}
+    assert {o.k for o in run.e2e_outputs} >= {1, 3, 5, 6}
