@@ -30,6 +30,10 @@ row of ``labels`` (so the Annotate page's agreement views count it) plus a ``que
 queue item, both written in one short transaction. Adjudicated labels are rows of ``adjudications`` (who, when, a
 note); no annotator's label is ever changed. Relabelling appends a row; the latest row of each (annotator, item)
 counts, as everywhere.
+
+The label of a queue item (:data:`QUEUE_LABEL_RULE`, :meth:`QueueStore.item_labels`): its adjudicated label when it
+has one; otherwise the majority of the 0/1 labels of the annotators the item is assigned to (labels of anyone else,
+imported or given outside the queue, do not vote); a tie is unresolved: listed, never counted as 0.
 """
 
 from __future__ import annotations
@@ -346,6 +350,47 @@ def compute_agreement(latest: pd.DataFrame, kind: str, overlap: int) -> QueueAgr
                           int(pairable.notna().sum().sum()), alpha)
 
 
+#: How a queue item's label is decided (said by ``rageval trust`` and the Annotate page).
+QUEUE_LABEL_RULE = ("an adjudicated label is the item's label; otherwise the majority of the 0/1 labels of the "
+                    "queue's own annotators of the item; a tie is unresolved (listed, not counted)")
+#: How an item's label was reached (:func:`resolve_item_labels`' ``basis``).
+ADJUDICATED, MAJORITY, TIE = "adjudicated", "majority", "tie"
+
+
+def resolve_item_labels(latest: pd.DataFrame, assignments: pd.DataFrame, adjudications: pd.DataFrame
+                        ) -> pd.DataFrame:
+    """The label of each queue item under :data:`QUEUE_LABEL_RULE`: from the current decisions
+    (:meth:`QueueStore.latest_decisions`), only of the annotators the item is assigned to (a label given elsewhere,
+    or imported, is not the queue's), and the current adjudications (:meth:`QueueStore.current_adjudications`).
+    One row per item with a 0/1 label or an adjudication: position, ones, zeros (the assigned annotators' votes),
+    label (Int64; NA for a tie), basis (:data:`ADJUDICATED`, :data:`MAJORITY` or :data:`TIE`) and labelled_at (the
+    adjudication's time, else the latest vote's)."""
+    import pandas as pd
+
+    mine = latest.merge(assignments[["position", "annotator"]], on=["position", "annotator"], how="inner")
+    mine = mine[mine["status"] == LABELLED]
+    votes = mine.assign(label=mine["label"].astype("int64")).groupby("position").agg(
+        ones=("label", "sum"), count=("label", "size"), labelled_at=("labelled_at", "max"))
+    votes = votes.assign(zeros=votes["count"] - votes["ones"]).drop(columns="count")
+    adjudicated = adjudications.set_index("position") if len(adjudications) else None
+    positions = sorted(set(votes.index) | (set(adjudicated.index) if adjudicated is not None else set()))
+    rows = []
+    for position in positions:
+        label: int | None
+        ones = int(votes["ones"].get(position, 0))
+        zeros = int(votes["zeros"].get(position, 0))
+        if adjudicated is not None and position in adjudicated.index:
+            label, basis = int(adjudicated.at[position, "label"]), ADJUDICATED
+            moment = str(adjudicated.at[position, "adjudicated_at"])
+        else:
+            label, basis = (None, TIE) if ones == zeros else (int(ones > zeros), MAJORITY)
+            moment = str(votes.at[position, "labelled_at"])
+        rows.append({"position": int(position), "ones": ones, "zeros": zeros, "label": label, "basis": basis,
+                     "labelled_at": moment})
+    frame = pd.DataFrame(rows, columns=["position", "ones", "zeros", "label", "basis", "labelled_at"])
+    return frame.astype({"position": "int64", "ones": "int64", "zeros": "int64", "label": "Int64"})
+
+
 def decision_of(status: str, label) -> str:
     """``1``, ``0``, ``unsure`` or ``skipped``: one annotator's decision as a word."""
     return str(int(label)) if status == LABELLED else str(status)
@@ -589,6 +634,13 @@ class QueueStore:
     def current_adjudications(self, queue_id: int) -> pd.DataFrame:
         """The adjudication that counts (the latest) of each adjudicated item."""
         return self.adjudications(queue_id).drop_duplicates("position", keep="last").reset_index(drop=True)
+
+    def item_labels(self, queue_id: int) -> pd.DataFrame:
+        """Each queue item's label under :data:`QUEUE_LABEL_RULE` (:func:`resolve_item_labels`) with its item
+        columns and stratum, in queue order; ties included (label NA, basis :data:`TIE`)."""
+        resolved = resolve_item_labels(self.latest_decisions(queue_id), self.assignments(queue_id),
+                                       self.current_adjudications(queue_id))
+        return self.items(queue_id).merge(resolved, on="position", how="inner").reset_index(drop=True)
 
     def disagreements(self, queue_id: int) -> pd.DataFrame:
         """The items whose annotators decided differently (among 1, 0 and unsure; skipped counts as no decision),

@@ -106,8 +106,25 @@ def design_text(report: TrustReport) -> str:
     if not report.supports_estimate:
         return (f"The {report.n_labelled:,} labelled passages were not drawn at random (no shared sample): they "
                 f"{NO_UNBIASED}. Draw the shared sample above and label it.")
-    return (f"{d.plan.capitalize()} sample ({d.source}): {report.n_human:,} of its passages labelled, of "
-            f"{report.n_items:,} retrieved passages of {report.n_queries:,} queries; k={report.k}.")
+    adjudicated = f", {report.adjudicated:,} of them adjudicated" if report.adjudicated else ""
+    return (f"{d.plan.capitalize()} sample ({d.source}): {report.n_human:,} of its passages labelled{adjudicated}, "
+            f"of {report.n_items:,} retrieved passages of {report.n_queries:,} queries; k={report.k}.")
+
+
+def label_rule_text(report: TrustReport) -> str:
+    """How an item's people's label is decided (:data:`rageval.trust.report.LABEL_RULE`), and the ties left out."""
+    ties = len(report.unresolved)
+    left = (f" {ties:,} passage{'s are' if ties != 1 else ' is'} unresolved (a tie) and left out until adjudicated."
+            if ties else "")
+    return f"The people's label of a passage: {report.label_rule[0].lower()}{report.label_rule[1:]}{left}"
+
+
+def unresolved_view(report: TrustReport) -> pd.DataFrame:
+    """The tied passages: query, passage, how many said 1 and 0, where (a queue and its item, or all labels)."""
+    return pd.DataFrame([{"Query": u["query_id"], "Passage": u["passage_id"], "Said 1": u["ones"],
+                          "Said 0": u["zeros"],
+                          "Where": u["where"] + (f", item {u['position']}" if "position" in u else "")}
+                         for u in report.unresolved], columns=["Query", "Passage", "Said 1", "Said 0", "Where"])
 
 
 def render_heading(report: TrustReport | None) -> bool:
@@ -119,6 +136,9 @@ def render_heading(report: TrustReport | None) -> bool:
                 "`rageval annotations import RUN FILE --annotator NAME`.")
         return False
     st.caption(escape_markdown(design_text(report)))
+    st.caption(escape_markdown(label_rule_text(report)))
+    if report.unresolved:
+        render.render_table(unresolved_view(report), hide_index=True)
     return True
 
 

@@ -5,9 +5,11 @@ k beside the human-only one, and the method's calibration against people (:mod:`
 **Items and labels.** The population is the run's retrieved passages (query, passage, rank). A method's label of a
 passage is 1 when its stored value is at least :data:`rageval.annotations.USEFUL_THRESHOLD` (0.5: graded eRAG
 labels are cut there), 0 otherwise, and 0 when the method stored none (qrels' reading; PPI stays valid for any
-fixed labelling, a missing label only makes it less useful). A person's label is their latest 0/1 label; with
-several annotators the majority (a tie is 0: :func:`rageval.annotations.qrels_frame`), or one ``annotator``'s.
-"unsure" and "skipped" are left out (treated as missing at random).
+fixed labelling, a missing label only makes it less useful). The people's label of an item (:data:`LABEL_RULE`,
+said in ``--json`` as ``human.label_rule``): in an annotation queue, its adjudicated label, else the majority of the
+queue's own annotators of the item (:data:`rageval.queues.QUEUE_LABEL_RULE`); outside a queue, the majority of
+every annotator's latest 0/1 label; with ``annotator``, that person's label. A tie is unresolved: listed
+(``human.unresolved``), never counted as 0. "unsure" and "skipped" are left out (treated as missing at random).
 
 **Measures at the main k** (:data:`MEASURES`), every one in [0, 1]:
 
@@ -63,6 +65,11 @@ if TYPE_CHECKING:
     from rageval.annotations import AnnotationStore
 
 LABEL_SHARE = "label_share"
+#: How the people's label of an item is decided (the module docstring), said by the page and ``--json``.
+LABEL_RULE = ("in an annotation queue: an adjudicated label is the item's label; otherwise the majority of the "
+              "queue's own annotators of the item. Outside a queue: the majority of every annotator's latest label. "
+              "A tie is unresolved: listed, not counted as 0.")
+ONE_ANNOTATOR_RULE = "one annotator's latest label"
 NO_UNBIASED = "does not support an unbiased estimate"
 #: The 2 x 2 cells, by key: (relevant passage in the top k, answer right).
 CELLS = {"cell_hit_right": (True, True), "cell_hit_wrong": (True, False), "cell_miss_right": (False, True),
@@ -118,6 +125,9 @@ class TrustReport:
     confidence: float = CONFIDENCE
     measures: tuple[str, ...] = field(default_factory=tuple)
     plan: dict[str, Any] | None = None  # the next items to label (plan_items), when asked for
+    label_rule: str = LABEL_RULE
+    unresolved: tuple[dict, ...] = ()  # ties: listed, not counted (TrustInputs.unresolved)
+    adjudicated: int = 0  # items whose label is an adjudication
 
     @property
     def supports_estimate(self) -> bool:
@@ -133,7 +143,8 @@ class TrustReport:
         return {"run": self.run, "k": self.k, "design": design, "confidence": self.confidence,
                 "measures": list(self.measures), "items": self.n_items, "queries": self.n_queries,
                 "human": {"labels_used": self.n_human, "items_labelled": self.n_labelled,
-                          "annotators": list(self.annotators)},
+                          "annotators": list(self.annotators), "label_rule": self.label_rule,
+                          "adjudicated": self.adjudicated, "unresolved": list(self.unresolved)},
                 "runs_compared": list(self.runs_compared), "notes": list(self.notes),
                 "methods": {m: t.as_dict() for m, t in self.methods.items()},
                 **({"plan": self.plan} if self.plan is not None else {})}
@@ -161,6 +172,10 @@ class TrustInputs:
     e2e: Mapping[str, float]
     queries: Sequence[str]
     annotators: tuple[str, ...] = ()
+    #: Items whose people's label is a tie: query_id, passage_id, ones, zeros, where ("queue N" or "all labels").
+    unresolved: tuple[dict, ...] = ()
+    label_rule: str = LABEL_RULE
+    adjudicated: int = 0  # items whose label is an adjudication (a queue's)
 
 
 def ranked_items(rankings: Mapping[str, Any]) -> pd.DataFrame:
@@ -191,24 +206,62 @@ def auto_labels(population: pd.DataFrame, labels: pd.DataFrame, methods: Sequenc
     return pd.DataFrame(columns, index=population.index)
 
 
-def human_labels(store: AnnotationStore, run: str, annotator: str | None = None) -> tuple[pd.DataFrame,
-                                                                                         tuple[str, ...]]:
-    """The people's 0/1 passage labels of ``run`` (majority across annotators, or one ``annotator``'s): query_id,
-    passage_id, label, labelled_at (the latest label time of the item, for :func:`interval_by_label_count`); and
-    the annotators behind them."""
-    from rageval.annotations import labelled_only, latest_labels, qrels_frame
+def human_labels(store: AnnotationStore, run: str, annotator: str | None = None
+                 ) -> tuple[pd.DataFrame, tuple[str, ...], tuple[dict, ...]]:
+    """The people's 0/1 passage labels of ``run`` outside any queue's rule (the majority of every annotator's
+    latest label, or one ``annotator``'s): query_id, passage_id, label, labelled_at (the latest label time of the
+    item, for :func:`interval_by_label_count`); the annotators behind them; and the ties (query_id, passage_id,
+    ones, zeros, where), left out."""
+    import pandas as pd
+
+    from rageval.annotations import labelled_only, latest_labels
 
     latest = latest_labels(store.labels(run, "passage"), "passage", annotator)
     rows = labelled_only(latest)
     names = tuple(sorted(rows["annotator"].unique()))
     if rows.empty:
-        import pandas as pd
-
         return pd.DataFrame({"query_id": pd.Series(dtype=object), "passage_id": pd.Series(dtype=object),
-                             "label": pd.Series(dtype="int64"), "labelled_at": pd.Series(dtype=object)}), names
-    qrels = qrels_frame(latest, annotator)
-    times = rows.groupby(["query_id", "passage_id"])["labelled_at"].max().reset_index()
-    return qrels.merge(times, on=["query_id", "passage_id"], how="left"), names
+                             "label": pd.Series(dtype="int64"), "labelled_at": pd.Series(dtype=object)}), names, ()
+    votes = rows.groupby(["query_id", "passage_id"]).agg(ones=("label", "sum"), count=("label", "size"),
+                                                         labelled_at=("labelled_at", "max")).reset_index()
+    tie = 2 * votes["ones"] == votes["count"]
+    ties = tuple({"query_id": str(q), "passage_id": str(p), "ones": int(o), "zeros": int(c - o),
+                  "where": "all labels"}
+                 for q, p, o, c in zip(*(votes.loc[tie, col] for col in ("query_id", "passage_id", "ones", "count"))))
+    kept = votes[~tie]
+    human = pd.DataFrame({"query_id": kept["query_id"], "passage_id": kept["passage_id"],
+                          "label": (2 * kept["ones"] > kept["count"]).astype("int64"),
+                          "labelled_at": kept["labelled_at"]})
+    return human.sort_values(["query_id", "passage_id"]).reset_index(drop=True), names, ties
+
+
+def queue_human_labels(inputs: TrustInputs, store: AnnotationStore, queue_id: int) -> TrustInputs:
+    """``inputs`` with the people's labels of queue ``queue_id``'s items decided by the queue's rule
+    (:data:`rageval.queues.QUEUE_LABEL_RULE`: adjudicated, else the majority of its own annotators, a tie
+    unresolved) instead of the majority of everyone; items outside the queue keep theirs."""
+    import pandas as pd
+
+    from rageval.queues import ADJUDICATED, TIE, QueueStore
+
+    resolved = QueueStore(store.path).item_labels(queue_id)
+    queue_keys = set(zip(resolved["query_id"].astype(str), resolved["passage_id"].astype(str)))
+    others = inputs.human[[(str(q), str(p)) not in queue_keys
+                           for q, p in zip(inputs.human["query_id"], inputs.human["passage_id"])]]
+    counted = resolved[resolved["basis"] != TIE]
+    from_queue = pd.DataFrame({"query_id": counted["query_id"].astype(str),
+                               "passage_id": counted["passage_id"].astype(str),
+                               "label": counted["label"].astype("int64"), "labelled_at": counted["labelled_at"]})
+    ties = resolved[resolved["basis"] == TIE]
+    unresolved = tuple(u for u in inputs.unresolved if (u["query_id"], u["passage_id"]) not in queue_keys) + tuple(
+        {"query_id": str(q), "passage_id": str(p), "ones": int(o), "zeros": int(z), "where": f"queue {queue_id}",
+         "position": int(pos)}
+        for q, p, o, z, pos in zip(ties["query_id"], ties["passage_id"], ties["ones"], ties["zeros"],
+                                   ties["position"]))
+    human = pd.concat([others, from_queue], ignore_index=True) if len(others) else from_queue.reset_index(drop=True)
+    from dataclasses import replace
+
+    return replace(inputs, human=human, unresolved=unresolved,
+                   adjudicated=int((resolved["basis"] == ADJUDICATED).sum()))
 
 
 def sample_design(sample: Any, population: int) -> SamplingDesign:
@@ -460,10 +513,11 @@ def read_inputs(run_path: str | os.PathLike, store: AnnotationStore, *, annotato
                                f"{', '.join(available) or 'none'})")
         labels = reader.labels()
         table = reader.query_table(k)
-    human, names = human_labels(store, run, annotator)
+    human, names, ties = human_labels(store, run, annotator)
     e2e = {str(q): (float(s) if s is not None else math.nan) for q, s in zip(table["query_id"], table["e2e_score"])}
     return TrustInputs(run, int(k), population, auto_labels(population, labels, chosen), human, e2e,
-                       [str(q) for q in table["query_id"]], names)
+                       [str(q) for q in table["query_id"]], names, ties,
+                       ONE_ANNOTATOR_RULE if annotator is not None else LABEL_RULE)
 
 
 def design_of(store: AnnotationStore, run: str, population: int, design: SamplingDesign | None
@@ -536,25 +590,72 @@ def other_annotated_runs(store: AnnotationStore, run_path: Path, methods: Sequen
     return found
 
 
+@dataclass(frozen=True)
+class Basis:
+    """What a report's numbers rest on: the inputs (the people's labels decided by :data:`LABEL_RULE`, a queue's
+    items by its rule), the design (None: convenience), the stratum of every passage a stratified design needs, and
+    the queue behind it (None: not a queue)."""
+
+    inputs: TrustInputs
+    design: SamplingDesign | None
+    population_strata: Mapping[Hashable, str] | None = None
+    queue_id: int | None = None
+
+
+def report_basis(store: AnnotationStore, run_path: str | os.PathLike, inputs: TrustInputs, *,
+                 queue_id: int | None = None, design: SamplingDesign | None = None,
+                 population_strata: Mapping[Hashable, str] | None = None, annotator: str | None = None) -> Basis:
+    """The one choice of a report's basis, for ``rageval trust`` and the pages: ``design`` when given (and no
+    ``queue_id``), else queue ``queue_id`` or the run's newest passage queue with a decision (:func:`queue_design`;
+    its items labelled by the queue's rule unless one ``annotator`` is asked for), else the run's newest shared
+    sample (:func:`design_of`), else None."""
+    chosen_queue = None
+    if design is None or queue_id is not None:
+        found = queue_design(store, run_path, inputs.population, queue_id)
+        if found is not None:
+            design, population_strata = found
+            chosen_queue = queue_id if queue_id is not None else queue_of_design(design)
+            if annotator is None and chosen_queue is not None:
+                inputs = queue_human_labels(inputs, store, chosen_queue)
+    return Basis(inputs, design_of(store, inputs.run, len(inputs.population), design), population_strata,
+                 chosen_queue)
+
+
+def queue_of_design(design: SamplingDesign) -> int | None:
+    """The queue id a queue's design names in its source (``queue 3 'name' (...)``), else None."""
+    import re
+
+    found = re.match(r"queue (\d+) ", design.source or "")
+    return int(found.group(1)) if found else None
+
+
+def report_from_basis(basis: Basis, *, confidence: float = CONFIDENCE,
+                      other_runs: Mapping[str, tuple[float, Mapping[str, float]]] | None = None) -> TrustReport:
+    """:func:`build_report` on a :class:`Basis`, with the label rule, the unresolved ties and the number of
+    adjudicated items said."""
+    from dataclasses import replace
+
+    report = build_report(basis.inputs, basis.design, population_strata=basis.population_strata,
+                          confidence=confidence, other_runs=other_runs)
+    return replace(report, label_rule=basis.inputs.label_rule, unresolved=basis.inputs.unresolved,
+                   adjudicated=basis.inputs.adjudicated)
+
+
 def trust_report(run_path: str | os.PathLike, store: AnnotationStore, *, design: SamplingDesign | None = None,
                  population_strata: Mapping[Hashable, str] | None = None, annotator: str | None = None,
                  k: int | None = None, methods: Sequence[str] | None = None, compare_runs: bool = True,
                  confidence: float = CONFIDENCE, plan_size: int = 0, plan_method: str | None = None,
                  queue_id: int | None = None) -> TrustReport:
-    """Everything of this module for the run at ``run_path`` and the labels of ``store``: the design (module
-    docstring; an annotation queue's, :func:`queue_design`, before the shared sample's), the estimates and
-    calibration of every label method (or ``methods``), with ``compare_runs`` the per-run agreement over the
+    """Everything of this module for the run at ``run_path`` and the labels of ``store``: the basis
+    (:func:`report_basis`: an annotation queue's design and label rule before the shared sample's), the estimates
+    and calibration of every label method (or ``methods``), with ``compare_runs`` the per-run agreement over the
     annotated runs of the same folder, and with ``plan_size`` the next items to label for ``plan_method`` (default:
-    :func:`headline_method`)."""
+    :func:`headline_method`; :func:`next_plan`, the plan the Annotate page shows)."""
     inputs = read_inputs(run_path, store, annotator=annotator, k=k, methods=methods)
-    if design is None or queue_id is not None:
-        found = queue_design(store, run_path, inputs.population, queue_id)
-        if found is not None:
-            design, population_strata = found
-    chosen = design_of(store, inputs.run, len(inputs.population), design)
+    basis = report_basis(store, run_path, inputs, queue_id=queue_id, design=design,
+                         population_strata=population_strata, annotator=annotator)
     others = other_annotated_runs(store, Path(run_path), list(inputs.auto.columns), inputs.k) if compare_runs else {}
-    report = build_report(inputs, chosen, population_strata=population_strata, confidence=confidence,
-                          other_runs=others)
+    report = report_from_basis(basis, confidence=confidence, other_runs=others)
     if plan_size > 0 and len(inputs.auto.columns):
         from dataclasses import replace
 
@@ -563,17 +664,29 @@ def trust_report(run_path: str | os.PathLike, store: AnnotationStore, *, design:
         with RunReader(run_path) as reader:
             label_metric = reader.settings().get("label_metric")
         target = plan_method or headline_method(list(inputs.auto.columns), label_metric) or ""
-        report = replace(report, plan=plan_items(inputs, chosen, target, plan_size))
+        report = replace(report, plan=plan_items(basis.inputs, basis.design, target, plan_size))
     return report
 
 
-def plan_items(inputs: TrustInputs, design: SamplingDesign | None, method: str, size: int) -> dict[str, Any]:
-    """The plan (:func:`rageval.trust.plan.plan_next`) as plain data: the method, the next ``size`` items
-    (query_id, passage_id, rank, stratum) and the allocation per stratum."""
+def next_plan(inputs: TrustInputs, design: SamplingDesign | None, method: str, size: int):
+    """The one plan of the next items to label (:func:`rageval.trust.plan.plan_next`), for ``rageval trust --plan``
+    and the Annotate page's "Label next": seeded by the number of people's labels, so both show the same items for
+    the same labels (and a new label gives a new draw)."""
     from rageval.trust.plan import plan_next
 
-    plan = plan_next(inputs, design, method, size, seed=len(inputs.human))
-    return {"method": method, "size": len(plan.items),
+    return plan_next(inputs, design, method, size, seed=plan_seed(inputs))
+
+
+def plan_seed(inputs: TrustInputs) -> int:
+    """The plan's seed: how many items have a people's label."""
+    return len(inputs.human)
+
+
+def plan_items(inputs: TrustInputs, design: SamplingDesign | None, method: str, size: int) -> dict[str, Any]:
+    """The plan (:func:`next_plan`) as plain data: the method, its seed, the next ``size`` items (query_id,
+    passage_id, rank, stratum) and the allocation per stratum."""
+    plan = next_plan(inputs, design, method, size)
+    return {"method": method, "seed": plan_seed(inputs), "size": len(plan.items),
             "items": [{"query_id": str(r.query_id), "passage_id": str(r.passage_id), "rank": int(r.rank),
                        "stratum": str(r.stratum)} for r in plan.items.itertuples()],
             "allocation": [{"stratum": str(r.stratum), "population": int(r.population), "labelled": int(r.labelled),
@@ -634,6 +747,12 @@ def format_report(report: TrustReport) -> str:
              ("" if report.supports_estimate else f": {NO_UNBIASED}"),
              f"human labels: {report.n_human:,} used in the estimates, {report.n_labelled:,} passages labelled"
              + (f" by {', '.join(report.annotators)}" if report.annotators else "")]
+    lines.append(f"label rule: {report.label_rule}"
+                 + (f" ({report.adjudicated:,} adjudicated)" if report.adjudicated else ""))
+    if report.unresolved:
+        lines.append(f"unresolved (a tie, not counted): {len(report.unresolved):,} passages")
+        lines += [f"  {u['query_id']}\t{u['passage_id']}\t{u['ones']} said 1, {u['zeros']} said 0 ({u['where']}"
+                  + (f", item {u['position']}" if "position" in u else "") + ")" for u in report.unresolved]
     if report.n_labelled == 0:
         lines.append("no human label for this run: label the shared sample on the Annotate page, or bring labels in "
                      "with rageval annotations import RUN FILE --annotator NAME")

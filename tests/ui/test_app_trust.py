@@ -97,3 +97,35 @@ def test_findings_says_labels_without_a_sample_support_no_estimate(tmp_path, mon
     sentence = next(plain(m.value) for m in app.markdown if "from automatic labels" in m.value)
     assert "the 6 human labels were not drawn at random" in sentence
     assert "does not support an unbiased estimate" in sentence or "do not support" in sentence
+
+
+def test_annotate_says_the_label_rule_lists_a_tie_and_charts_a_queue(tmp_path, monkeypatch):
+    """A stratified queue of 12 passages, two annotators each, who disagree on the first item: the page says how a
+    passage's label is decided, lists the tie, and draws the intervals as the queue's labels arrive."""
+    from rageval.queues import STRATIFIED_PLAN, QueuePlan, QueueStore
+    from rageval.store import RunReader
+
+    path = make_small_run(tmp_path / "fixture.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    monkeypatch.delenv("RAGEVAL_ANNOTATIONS", raising=False)
+    with RunReader(path) as reader:
+        labels = reader.labels()
+    population = labels.loc[labels["method"] == "gold", ["query_id", "passage_id"]].drop_duplicates()
+    queues = QueueStore(tmp_path / ANNOTATIONS_FILE)
+    queue_id = queues.create_queue("q", "fixture", "passage", population.reset_index(drop=True), labels,
+                                   QueuePlan(STRATIFIED_PLAN, 12, seed=2, stratify_by="contains_answer"), 2,
+                                   ["ada", "bo"], "", "admin")
+    for position in queues.items(queue_id)["position"]:
+        for person in ("ada", "bo"):
+            value = (person == "bo") if position == 0 else int(position) % 3 == 0
+            queues.save_label(queue_id, int(position), person, int(value))
+    items = pd.DataFrame(population.assign(rank=1).to_numpy(), columns=["query_id", "passage_id", "rank"])
+    AnnotationStore(queues.path).create_sample("fixture", items, 10, seed=1, created_by="ada")
+    app = start(ANNOTATE, annotator="ada", run="fixture", mode="passages")
+    text = plain(captions(app))
+    assert "The people's label of a passage: in an annotation queue: an adjudicated label" in text
+    assert "1 passage is unresolved (a tie)" in text and f"queue {queue_id}" in text
+    ties = frame_with(app, "Said 1")
+    assert len(ties) == 1 and ties.iloc[0]["Where"] == f"queue {queue_id}, item 0"
+    chart = next((spec, data) for spec, data in vega_charts(app) if "as labels arrive" in spec.get("title", ""))
+    assert chart[1]["n"].max() == 11  # the 12 items but the tie
