@@ -482,6 +482,74 @@ class QueueStore:
             raise ValueError(problem)
         return label_id
 
+    def save_labels(self, queue_id: int, decisions: Sequence[tuple[int, str, int | str, str]],
+                    labelled_at: datetime | None = None) -> list[int]:
+        """Append many decisions (position, annotator, 1 / 0 / ``"unsure"`` / ``"skipped"``, note) in one
+        transaction: every one is checked first (the item exists and is assigned to the annotator), and a ValueError
+        naming the first bad one (``decision N: ...``, N counted from 0) writes nothing. Returns the label ids."""
+        moment = (labelled_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
+        if not self._has_queues():
+            raise ValueError(f"{self.path}: no queue {queue_id}")
+        checked = [(int(position), normalise_annotator(annotator), *_decision(label), note or "")
+                   for position, annotator, label, note in decisions]
+        ids: list[int] = []
+        problem = ""
+        with self.annotations.write_transaction() as connection:
+            items = {int(row[0]): row[1:] for row in connection.execute(
+                "SELECT i.position, q.run, q.kind, i.query_id, i.passage_id, i.scenario, i.answer_id, i.statement "
+                "FROM queues q JOIN queue_items i ON i.queue_id = q.id WHERE q.id = ?", (int(queue_id),))}
+            assigned = set(connection.execute("SELECT position, annotator FROM queue_assignments WHERE queue_id = ?",
+                                              (int(queue_id),)).fetchall())
+            for index, (position, annotator, _, _, _) in enumerate(checked):
+                if position not in items:
+                    problem = f"decision {index}: queue {queue_id} has no item {position}"
+                elif (position, annotator) not in assigned:
+                    problem = (f"decision {index}: item {position} of queue {queue_id} is not assigned to "
+                               f"{annotator or 'anyone'}")
+                if problem:
+                    break
+            if not problem:
+                for position, annotator, status, value, note in checked:
+                    cursor = connection.execute(
+                        "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
+                        "status, annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (*items[position], value, status, annotator, moment, note))
+                    ids.append(int(cursor.lastrowid or 0))
+                    connection.execute("INSERT INTO queue_labels VALUES (?, ?, ?)", (ids[-1], int(queue_id), position))
+        if problem:
+            raise ValueError(problem)
+        return ids
+
+    def adjudicate_many(self, queue_id: int, rows: Sequence[tuple[int, int, str]], adjudicator: str,
+                        adjudicated_at: datetime | None = None) -> int:
+        """Store many adjudications (position, label 0/1, note) by ``adjudicator`` in one transaction; a ValueError
+        naming the first bad one (``adjudication N: ...``) writes nothing. Returns how many were stored."""
+        adjudicator = normalise_annotator(adjudicator)
+        if not adjudicator:
+            raise ValueError("the adjudicator's name is required")
+        if not self._has_queues():
+            raise ValueError(f"{self.path}: no queue {queue_id}")
+        moment = (adjudicated_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
+        problem = ""
+        with self.annotations.write_transaction() as connection:
+            positions = {int(r[0]) for r in connection.execute("SELECT position FROM queue_items WHERE queue_id = ?",
+                                                                (int(queue_id),))}
+            for index, (position, label, _) in enumerate(rows):
+                if label not in (0, 1) or isinstance(label, (bool, float)):
+                    problem = f"adjudication {index}: an adjudicated label is 1 or 0, got {label!r}"
+                elif int(position) not in positions:
+                    problem = f"adjudication {index}: queue {queue_id} has no item {position}"
+                if problem:
+                    break
+            if not problem:
+                connection.executemany(
+                    "INSERT INTO adjudications (queue_id, position, label, adjudicator, adjudicated_at, note) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(int(queue_id), int(p), int(v), adjudicator, moment, n or "") for p, v, n in rows])
+        if problem:
+            raise ValueError(problem)
+        return len(rows)
+
     def adjudicate(self, queue_id: int, position: int, label: int, adjudicator: str, note: str = "",
                    adjudicated_at: datetime | None = None) -> int:
         """Store the adjudicated label (0 or 1) of a queue item, apart from the annotators' labels (which stay as

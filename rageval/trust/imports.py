@@ -5,7 +5,8 @@ Two formats:
 - **TREC qrels** (``query_id iteration passage_id relevance``, blank-separated; :func:`rageval.trec.read_trec_qrels`
   reads and checks it);
 - **CSV** with a header naming ``query_id``, ``passage_id``, ``label`` and optionally ``annotator`` (other columns
-  are ignored).
+  are ignored; a row with an empty label is not labelled yet and is left out, so the CSV of ``rageval annotations
+  sample`` comes back as it is filled in).
 
 A label is relevant (1) when it is at least ``relevant_from`` (default 1: TREC's graded 0-3 judgements count 1, 2
 and 3 as relevant; pass 2 for "highly relevant" only), not relevant (0) otherwise; it must be an integer. Each
@@ -122,8 +123,8 @@ def read_csv_labels(path: Path, annotator: str | None, relevant_from: int = 1) -
                     raise DataError(path, f"{len(header) + len(row[None])} fields, the header has {len(header)}",
                                     line=line)
                 values = {column: (row.get(column) or "").strip() for column in (*CSV_REQUIRED, "annotator")}
-                if not any(values.values()):
-                    continue  # a blank line
+                if not values["label"]:
+                    continue  # a blank line, or an item not labelled yet (a sample's CSV, rageval annotations sample)
                 for column in ("query_id", "passage_id", "label"):
                     if not values[column]:
                         raise DataError(path, "empty", line=line, field=column)
