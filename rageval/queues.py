@@ -147,7 +147,8 @@ class Queue:
 
     @property
     def source(self) -> str:
-        return f"queue {self.id} '{self.name}' ({self.plan.describe()})"
+        each = f"{self.overlap} annotator{'s' if self.overlap != 1 else ''} each"
+        return f"queue {self.id} '{self.name}' ({self.plan.describe()}; {self.size:,} items, {each})"
 
 
 # --- drawing ------------------------------------------------------------------------------------------------------

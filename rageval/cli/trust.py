@@ -49,7 +49,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
     describe_missing(Path(args.run), RUN)
     report = trust_report(args.run, _store(args), annotator=args.annotator, k=args.k,
                           methods=args.method or None, plan_size=args.plan, plan_method=args.plan_method,
-                          queue_id=args.queue)
+                          queue_id=args.queue, basis=args.basis or "")
     print(json.dumps(report.as_dict(), indent=1) if args.json else format_report(report))
     return 0
 
@@ -91,6 +91,9 @@ def add_parsers(sub) -> None:
     trust.add_argument("--queue", type=int, metavar="N", help="weigh the labels by annotation queue N's sampling "
                                                               "plan (default: the run's newest passage queue with a "
                                                               "label, else its shared sample)")
+    trust.add_argument("--basis", metavar="queue:N|sample",
+                       help="the design the estimates rest on: queue N, or the shared sample even when a queue "
+                            "exists (default: the newest queue with a label, else the shared sample)")
     trust.add_argument("--annotator", help="one annotator's labels (default: the majority of all annotators)")
     trust.add_argument("--k", type=int, help="the cutoff (default: the run's main k)")
     trust.add_argument("--method", action="append", help="a label method (repeatable; default: every method)")

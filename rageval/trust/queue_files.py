@@ -18,9 +18,10 @@ question and passage text an annotator reads (passage queues; statement queues c
 - **argilla**: records in the shape Argilla's ``dataset.records.to_json(path)`` writes (``Record.to_dict()`` in
   argilla's ``records/_resource.py``: ``id``, ``fields``, ``metadata``, ``suggestions``, ``responses``,
   ``vectors``, ``status`` (argilla 2.8), ``_server_id``), fields ``question`` and ``passage``, the queue, position
-  and annotator in ``metadata``, for a dataset with a ``LabelQuestion`` named ``label`` (labels :data:`CHOICES`); back, the same
-  shape: ``responses["label"]`` is a list of ``{"value": ..., "user_id": ...}``; a record with none is pending, and
-  a record answered by more than one user is an error (each record is one annotator's).
+  and annotator in ``metadata``, for a dataset with a ``LabelQuestion`` named ``label`` (labels
+  :data:`CHOICES`); back, the same shape: ``responses["label"]`` is a list of ``{"value": ..., "user_id": ...}``;
+  a record with none is pending, and a record answered by more than one user is an error (each record is one
+  annotator's).
 
 Reading checks the whole file first and names the file and line of the first problem (the line where a JSON record
 starts); a failed import writes nothing (:meth:`rageval.queues.QueueStore.save_labels`: one transaction).

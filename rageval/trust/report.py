@@ -48,6 +48,7 @@ from rageval.findings import RIGHT_THRESHOLD, Finding
 from rageval.stats.design import CONVENIENCE, STRATIFIED, UNIFORM, SamplingDesign, Stratum
 from rageval.trust.calibration import Calibration, RankAgreement, calibrate, query_agreement, rank_agreement
 from rageval.trust.ppi import (
+    BOUNDS_RULE,
     CONFIDENCE,
     ESTIMATORS,
     HUMAN_ONLY,
@@ -55,6 +56,7 @@ from rageval.trust.ppi import (
     PPI_PLUS_PLUS,
     Estimate,
     StratumData,
+    bounded,
     stratified_estimate,
     undefined,
 )
@@ -141,6 +143,7 @@ class TrustReport:
         if not self.supports_estimate:
             design["note"] = f"labels gathered without a random sample: {NO_UNBIASED}"
         return {"run": self.run, "k": self.k, "design": design, "confidence": self.confidence,
+                "bounds_rule": BOUNDS_RULE,
                 "measures": list(self.measures), "items": self.n_items, "queries": self.n_queries,
                 "human": {"labels_used": self.n_human, "items_labelled": self.n_labelled,
                           "annotators": list(self.annotators), "label_rule": self.label_rule,
@@ -404,7 +407,8 @@ def build_report(inputs: TrustInputs, design: SamplingDesign | None = None, *,
                     if isinstance(strata, str):
                         estimates[name][measure] = undefined(strata, int(labelled.sum()), len(keys))
                     else:
-                        estimates[name][measure] = _scaled(stratified_estimate(name, strata, confidence), scale)
+                        estimates[name][measure] = bounded(
+                            _scaled(stratified_estimate(name, strata, confidence), scale))
         auto[f"Hit@{k}"] = float(units["method"].mean()) if len(units) else math.nan
         scored = units[np.isfinite(units["e2e"].to_numpy(dtype=float))]
         right = scored["e2e"].to_numpy(dtype=float) >= RIGHT_THRESHOLD
@@ -435,7 +439,7 @@ def build_report(inputs: TrustInputs, design: SamplingDesign | None = None, *,
                 else:
                     stratum = StratumData("all", y_all[complete].astype(float), f_q[complete].astype(float),
                                           np.asarray(f_q, dtype=float))
-                    estimates[name][measure] = stratified_estimate(name, [stratum], confidence)
+                    estimates[name][measure] = bounded(stratified_estimate(name, [stratum], confidence))
         # calibration: the items the estimates use; without a sample, every labelled item (a description)
         chosen = sampled if design.supports_unbiased_estimate else labelled
         calibration = calibrate(human_values[chosen].astype(int), f_all[chosen].astype(int),
@@ -602,15 +606,42 @@ class Basis:
     queue_id: int | None = None
 
 
+SHARED_SAMPLE = "sample"
+
+
+def available_bases(store: AnnotationStore, run: str) -> dict[str, str]:
+    """The designs a run's estimates can rest on, newest queue first: ``queue:N`` for each passage queue of the run
+    with a decision, ``sample`` for its newest shared sample; each with its description."""
+    from rageval.queues import QueueStore
+
+    queues = QueueStore(store.path)
+    found = {f"queue:{q.id}": q.source for q in sorted(queues.queues(run), key=lambda q: q.id, reverse=True)
+             if q.kind == "passage" and queues.queue_progress(q.id)["done"]}
+    sample = store.latest_sample(run)
+    if sample is not None:
+        found[SHARED_SAMPLE] = (f"shared sample {sample.id} (uniform, seed {sample.seed}, {sample.size:,} passages, "
+                                f"drawn by {sample.created_by} {sample.created_at})")
+    return found
+
+
 def report_basis(store: AnnotationStore, run_path: str | os.PathLike, inputs: TrustInputs, *,
                  queue_id: int | None = None, design: SamplingDesign | None = None,
-                 population_strata: Mapping[Hashable, str] | None = None, annotator: str | None = None) -> Basis:
+                 population_strata: Mapping[Hashable, str] | None = None, annotator: str | None = None,
+                 basis: str = "") -> Basis:
     """The one choice of a report's basis, for ``rageval trust`` and the pages: ``design`` when given (and no
     ``queue_id``), else queue ``queue_id`` or the run's newest passage queue with a decision (:func:`queue_design`;
     its items labelled by the queue's rule unless one ``annotator`` is asked for), else the run's newest shared
-    sample (:func:`design_of`), else None."""
+    sample (:func:`design_of`), else None. ``basis`` (a key of :func:`available_bases`) picks one: ``queue:N``,
+    or ``sample`` (the shared sample even when a queue exists)."""
+    if basis.startswith("queue:"):
+        try:
+            queue_id = int(basis.partition(":")[2])
+        except ValueError:
+            raise RagevalError(f"basis {basis!r}: expected queue:N or {SHARED_SAMPLE}") from None
+    elif basis not in ("", SHARED_SAMPLE):
+        raise RagevalError(f"basis {basis!r}: expected queue:N or {SHARED_SAMPLE}")
     chosen_queue = None
-    if design is None or queue_id is not None:
+    if basis != SHARED_SAMPLE and (design is None or queue_id is not None):
         found = queue_design(store, run_path, inputs.population, queue_id)
         if found is not None:
             design, population_strata = found
@@ -645,17 +676,17 @@ def trust_report(run_path: str | os.PathLike, store: AnnotationStore, *, design:
                  population_strata: Mapping[Hashable, str] | None = None, annotator: str | None = None,
                  k: int | None = None, methods: Sequence[str] | None = None, compare_runs: bool = True,
                  confidence: float = CONFIDENCE, plan_size: int = 0, plan_method: str | None = None,
-                 queue_id: int | None = None) -> TrustReport:
+                 queue_id: int | None = None, basis: str = "") -> TrustReport:
     """Everything of this module for the run at ``run_path`` and the labels of ``store``: the basis
     (:func:`report_basis`: an annotation queue's design and label rule before the shared sample's), the estimates
     and calibration of every label method (or ``methods``), with ``compare_runs`` the per-run agreement over the
     annotated runs of the same folder, and with ``plan_size`` the next items to label for ``plan_method`` (default:
     :func:`headline_method`; :func:`next_plan`, the plan the Annotate page shows)."""
     inputs = read_inputs(run_path, store, annotator=annotator, k=k, methods=methods)
-    basis = report_basis(store, run_path, inputs, queue_id=queue_id, design=design,
-                         population_strata=population_strata, annotator=annotator)
+    chosen = report_basis(store, run_path, inputs, queue_id=queue_id, design=design,
+                          population_strata=population_strata, annotator=annotator, basis=basis)
     others = other_annotated_runs(store, Path(run_path), list(inputs.auto.columns), inputs.k) if compare_runs else {}
-    report = report_from_basis(basis, confidence=confidence, other_runs=others)
+    report = report_from_basis(chosen, confidence=confidence, other_runs=others)
     if plan_size > 0 and len(inputs.auto.columns):
         from dataclasses import replace
 
@@ -664,7 +695,7 @@ def trust_report(run_path: str | os.PathLike, store: AnnotationStore, *, design:
         with RunReader(run_path) as reader:
             label_metric = reader.settings().get("label_metric")
         target = plan_method or headline_method(list(inputs.auto.columns), label_metric) or ""
-        report = replace(report, plan=plan_items(basis.inputs, basis.design, target, plan_size))
+        report = replace(report, plan=plan_items(chosen.inputs, chosen.design, target, plan_size))
     return report
 
 
@@ -760,6 +791,8 @@ def format_report(report: TrustReport) -> str:
         lines += [f"  stratum {s.name}: {s.sampled:,} of {s.population:,} (weight {_number(s.weight)})"
                   for s in d.strata]
     lines += [f"note: {note}" for note in report.notes]
+    if any(e.clipped for t in report.methods.values() for by in t.estimates.values() for e in by.values()):
+        lines.append(f"note: {BOUNDS_RULE}")
     header = f"  {'measure':<22}{'automatic':>10}  {'PPI':<24}{'PPI++':<24}{'human only':<24}"
     for method, trust in report.methods.items():
         lines += ["", f"{method}: kappa {_number(trust.calibration.kappa)} over {trust.calibration.n:,} passages "
@@ -774,10 +807,10 @@ def format_report(report: TrustReport) -> str:
         lines += [f"  n/a: {reason}" for reason in reasons]
     lines += ["", f"calibration against people (relevant = label >= 0.5; {report.n_human or report.n_labelled:,} "
                   "labelled passages; rogan_gladen = the true share the method's share implies):"]
-    columns = ("n", "tp", "fp", "fn", "tn", "precision", "recall", "specificity", "human_base_rate",
-               "method_base_rate", "kappa", "method_share_all", "rogan_gladen")
-    short = {"human_base_rate": "people", "method_base_rate": "method", "method_share_all": "share_all",
-             "rogan_gladen": "RG", "specificity": "spec", "precision": "prec"}
+    columns = ("n", "tp", "fp", "fn", "tn", "precision", "recall", "specificity", "human_share_labelled",
+               "human_base_rate", "method_base_rate", "kappa", "method_share_all", "rogan_gladen")
+    short = {"human_share_labelled": "people_n", "human_base_rate": "people", "method_base_rate": "method",
+             "method_share_all": "share_all", "rogan_gladen": "RG", "specificity": "spec", "precision": "prec"}
     width = max([len(m) for m in report.methods] + [6]) + 2
     lines.append("  " + "method".ljust(width) + "".join(f"{short.get(c, c):>10}" for c in columns)
                  + f"{'tau_q':>10}{'tau_run':>10}")
@@ -787,7 +820,8 @@ def format_report(report: TrustReport) -> str:
                         f"{_number(math.nan if values[c] is None else values[c]):>10}" for c in columns)
         lines.append("  " + method.ljust(width) + cells + f"{_number(trust.per_query.tau):>10}"
                      f"{_number(trust.per_run.tau):>10}")
-    lines.append("  people/method: base rates on the labelled passages; tau_q: Kendall's tau-b of the per-query "
+    lines.append("  people_n: the people's share of the labelled passages, (tp + fn) / n; people/method: base rates "
+                 "weighted by the design (equal under a uniform sample); tau_q: Kendall's tau-b of the per-query "
                  f"share of relevant (queries with >= 2 labelled top-{report.k} passages); tau_run: of the runs' "
                  f"P@{report.k} orderings over {len(report.runs_compared) + 1} annotated runs")
     if report.plan is not None:

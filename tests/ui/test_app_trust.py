@@ -129,3 +129,15 @@ def test_annotate_says_the_label_rule_lists_a_tie_and_charts_a_queue(tmp_path, m
     assert len(ties) == 1 and ties.iloc[0]["Where"] == f"queue {queue_id}, item 0"
     chart = next((spec, data) for spec, data in vega_charts(app) if "as labels arrive" in spec.get("title", ""))
     assert chart[1]["n"].max() == 11  # the 12 items but the tie
+    # the basis is said (the queue, its items and annotators each) and can be switched to the shared sample
+    assert f"queue {queue_id} 'q' (stratified by contains_answer (proportional), seed 2; 12 items, 2 annotators " \
+           "each)" in text
+    picker = next(box for box in app.selectbox if box.label == "Estimates rest on")
+    assert picker.options[0].startswith(f"queue {queue_id}") and picker.options[1].startswith("shared sample")
+    # the people's share: the labelled passages' raw share beside the design-weighted one (they differ here)
+    calibration = frame_with(app, "Rogan–Gladen share").iloc[0]
+    assert calibration["People's share of the labelled"] == pytest.approx(
+        (calibration["Both relevant"] + calibration["People only"]) / calibration["n"])
+    assert calibration["People's share (weighted)"] != pytest.approx(calibration["People's share of the labelled"])
+    sample_view = start(ANNOTATE, annotator="ada", run="fixture", mode="passages", basis="sample")
+    assert "Uniform sample (shared sample" in plain(captions(sample_view))
