@@ -141,3 +141,15 @@ def test_annotate_says_the_label_rule_lists_a_tie_and_charts_a_queue(tmp_path, m
     assert calibration["People's share (weighted)"] != pytest.approx(calibration["People's share of the labelled"])
     sample_view = start(ANNOTATE, annotator="ada", run="fixture", mode="passages", basis="sample")
     assert "Uniform sample (shared sample" in plain(captions(sample_view))
+
+
+def test_the_glossary_explains_the_words_of_the_trust_views():
+    """PPI, PPI++, Rogan–Gladen, Cohen's and Fleiss' kappa, Krippendorff's alpha, stratified sample and Neyman
+    allocation each have an entry with its source, and the Glossary page shows them under their anchors."""
+    from ui import glossary, navigation
+
+    wanted = {"ppi", "ppi-plus-plus", "rogan-gladen", "kappa", "fleiss-kappa", "krippendorff-alpha",
+              "stratified-sample", "neyman-allocation"}
+    assert wanted <= set(glossary.BY_ANCHOR) and all(glossary.BY_ANCHOR[a].source for a in wanted)
+    app = start(str(Path(__file__).resolve().parents[2] / navigation.GLOSSARY))
+    assert wanted <= {h.proto.anchor for h in app.subheader}
