@@ -20,7 +20,15 @@ import functools
 import pandas as pd
 import streamlit as st
 
-from rageval.annotations import LABELLED, PassageItem, StatementItem, sample_status
+from rageval.annotations import (
+    LABELLED,
+    SINGLE_HOP,
+    PassageItem,
+    StatementItem,
+    default_guideline,
+    sample_status,
+    task_type,
+)
 from rageval.errors import StoreError
 from rageval.team import roles
 from ui import auth, data, render, render_citations, render_queues
@@ -88,7 +96,11 @@ if annotations.SAVE_ERROR_STATE in st.session_state and kind != "passage":  # pa
 mine = annotations.load_latest(*store_key, run, kind, annotator)
 save = (str(store_path), run, annotator)
 
-view.render_guideline(kind)
+task = task_type(data.load_settings(*key)) if kind == "passage" else SINGLE_HOP
+guideline = annotations.load_guideline(store_path, store_key[1], run, kind, task)
+st.session_state[annotations.GUIDELINE_SHOWN_STATE] = guideline  # stored with each label given under it
+view.render_guideline(kind, guideline, guideline == default_guideline(kind, task), task,
+                      on_save=annotations.save_guideline, args=(str(store_path), run, kind, annotator))
 if kind == "passage":
     settings = data.load_settings(*key)
     queries = data.load_query_table(*key)

@@ -81,6 +81,12 @@ EXPORT_COLUMNS = ("queue", "queue_name", "run", "kind", "plan", "design", "seed"
                   "adjudicated_label", "adjudicated_by", "adjudicated_at", "adjudication_note")
 
 
+#: The guideline a queue label is stored with: the queue's own, else its run's latest (``?``: the queue id).
+QUEUE_GUIDELINE_SQL = (
+    "(SELECT COALESCE(NULLIF(q.guidelines, ''), (SELECT g.text FROM guidelines g WHERE g.run = q.run AND "
+    "g.kind = q.kind ORDER BY g.id DESC LIMIT 1), '') FROM queues q WHERE q.id = ?)")
+
+
 @dataclass(frozen=True)
 class QueuePlan:
     """How a queue's items are drawn: ``plan`` (:data:`PLANS`), ``size`` items, ``seed``; for ``stratified`` the
@@ -474,8 +480,8 @@ class QueueStore:
             else:
                 cursor = connection.execute(
                     "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
-                    "status, annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*row, value, status, annotator, moment, note or ""))
+                    f"status, annotator, labelled_at, note, guideline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    f"{QUEUE_GUIDELINE_SQL})", (*row, value, status, annotator, moment, note or "", int(queue_id)))
                 label_id = int(cursor.lastrowid or 0)
                 connection.execute("INSERT INTO queue_labels VALUES (?, ?, ?)",
                                    (label_id, int(queue_id), int(position)))
@@ -513,8 +519,9 @@ class QueueStore:
                 for position, annotator, status, value, note in checked:
                     cursor = connection.execute(
                         "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
-                        "status, annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (*items[position], value, status, annotator, moment, note))
+                        f"status, annotator, labelled_at, note, guideline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                        f"{QUEUE_GUIDELINE_SQL})", (*items[position], value, status, annotator, moment, note,
+                                                    int(queue_id)))
                     ids.append(int(cursor.lastrowid or 0))
                     connection.execute("INSERT INTO queue_labels VALUES (?, ?, ?)", (ids[-1], int(queue_id), position))
         if problem:

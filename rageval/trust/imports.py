@@ -27,7 +27,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rageval.annotations import AnnotationStore, normalise_annotator
+from rageval.annotations import AnnotationStore, default_guideline, normalise_annotator, task_type
 from rageval.errors import DataError, RagevalError
 
 FORMATS = ("qrels", "csv")
@@ -157,6 +157,7 @@ def import_labels(run_path: str | os.PathLike, label_file: str | os.PathLike, st
         raise DataError(path, "no label in the file")
     with RunReader(run_path) as reader:
         retrieved = {q: set(r.passage_ids) for q, r in reader.rankings().items()}
+        task = task_type(reader.settings())
     field = "relevance" if chosen == "qrels" else None
     for label in labels:
         if label.query_id not in retrieved:
@@ -167,7 +168,7 @@ def import_labels(run_path: str | os.PathLike, label_file: str | os.PathLike, st
                                   f"the run {run_path}", line=label.line, field=field or "passage_id")
     run = Path(run_path).stem
     store.save_passage_labels(run, [(x.query_id, x.passage_id, x.label, x.annotator) for x in labels],
-                              note=f"imported from {path.name}")
+                              note=f"imported from {path.name}", guideline=default_guideline("passage", task))
     by_annotator: dict[str, int] = {}
     for label in labels:
         by_annotator[label.annotator] = by_annotator.get(label.annotator, 0) + 1
