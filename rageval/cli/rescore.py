@@ -95,6 +95,11 @@ def cmd_start(args: argparse.Namespace) -> int:
                              api_key_env=args.api_key_env, device=args.device, dtype=args.dtype,
                              batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                              llm_cache=str(args.cache) if args.cache else None, **_server_settings(args))
+    if args.labels == "umbrela" and args.probe > 0:  # a model that cannot write UMBRELA's line leaves items unlabelled
+        from rageval.erag.format_probe import probe_umbrela
+        from rageval.generation.factory import load_generator
+
+        print(probe_umbrela(args.run, load_generator(spec.model_settings), n=args.probe, k=args.k).sentence)
     with open_job_store(args.jobs_db) as store:
         job = create_job(spec, store)
         print(f"job {job.job_id}: {job.method}, {job.total} items on {job.run_path}")
@@ -168,6 +173,9 @@ def add_parsers(sub) -> None:
     chosen.add_argument("--num-queries", type=int, help="the run's first N queries")
     start.add_argument("--batch-size", type=int, default=8, help="prompts per batch, and per commit")
     start.add_argument("--max-new-tokens", type=int, help="answer length (default: the run's)")
+    start.add_argument("--probe", type=int, default=5, metavar="N",
+                       help="--labels umbrela: first ask the model about N passages and say how many replies were in "
+                            "UMBRELA's format (0: skip; default 5)")
     start.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     start.add_argument("--detach", action="store_true", help="run in a background process and return at once")
     start.set_defaults(handler=cmd_start)
