@@ -20,7 +20,15 @@ import functools
 import pandas as pd
 import streamlit as st
 
-from rageval.annotations import LABELLED, PassageItem, StatementItem, sample_status
+from rageval.annotations import (
+    LABELLED,
+    SINGLE_HOP,
+    PassageItem,
+    StatementItem,
+    default_guideline,
+    sample_status,
+    task_type,
+)
 from rageval.errors import StoreError
 from rageval.team import roles
 from ui import auth, data, render, render_citations, render_queues
@@ -94,7 +102,11 @@ if annotations.SAVE_ERROR_STATE in st.session_state and kind != "passage":  # pa
 mine = annotations.load_latest(*store_key, run, kind, annotator)
 save = (str(store_path), run, annotator)
 
-view.render_guideline(kind)
+task = task_type(data.load_settings(*key)) if kind == "passage" else SINGLE_HOP
+guideline = annotations.load_guideline(store_path, store_key[1], run, kind, task)
+st.session_state[annotations.GUIDELINE_SHOWN_STATE] = guideline  # stored with each label given under it
+view.render_guideline(kind, guideline, guideline == default_guideline(kind, task), task,
+                      on_save=annotations.save_guideline, args=(str(store_path), run, kind, annotator))
 if kind == "passage":
     settings = data.load_settings(*key)
     queries = data.load_query_table(*key)
@@ -285,15 +297,21 @@ left_out = int((mine["status"] != LABELLED).sum())
 view.render_agreement(table, between, found, kind=kind, run=run, annotator=annotator, questions=questions,
                       provenance=provenance, left_out=left_out)
 if kind == "passage":  # the PPI estimates: what people would say of every passage, from the labels so far
-    trust = trust_data.load_report(*store_key, *key)
+    bases = trust_data.load_bases(*store_key, run)
+    basis = ""
+    if len(bases) > 1:  # a queue and the shared sample (or several queues): the user picks what the numbers rest on
+        basis = render.select_synced(st, "Estimates rest on", list(bases), state_key="annotate.trust_basis",
+                                     param="basis", format_func=bases.get)
+    trust = trust_data.load_report(*store_key, *key, basis)
     if trust_view.render_heading(trust) and trust is not None:
         choice, measure_choice = st.columns(2)
         method = choice.selectbox("Method for the chart and the plan", view.order_methods(list(trust.methods)),
                                   format_func=view.method_display_name, key="annotate.trust_method")
         measure = measure_choice.radio("Measure", trust_view.passage_measures(trust), horizontal=True,
                                        format_func=trust_view.measure_label, key="annotate.trust_measure")
-        trust_view.render_trust(trust, measure, trust_data.load_narrowing(*store_key, *key, method, measure),
-                                trust_data.load_plan(*store_key, *key, method)[0], method, render.provenance(settings))
+        trust_view.render_trust(trust, measure, trust_data.load_narrowing(*store_key, *key, method, measure, basis),
+                                trust_data.load_plan(*store_key, *key, method, basis=basis)[0], method,
+                                render.provenance(settings))
 view.render_multi_rater(annotations.load_multi_rater(*store_key, run, kind), provenance)
 view.render_downloads(annotations.load_history(*store_key, run, kind), annotations.load_latest(*store_key, run, kind),
                       kind=kind, run=run, annotator=annotator)

@@ -14,7 +14,10 @@ are upgraded in place, in one transaction, on the first write. v2 adds ``status`
 (``samples``, ``sample_items``: a seeded random sample of a run's retrieved passages, :func:`sample_passages`, that
 every annotator of the run works through). v3 adds the annotation queues of :mod:`rageval.queues` (assigned,
 overlapping work; a queue's labels are rows of ``labels`` linked to the queue) and puts the file in WAL mode, so
-that many annotators label at once: readers never wait, and each write is one short transaction.
+that many annotators label at once: readers never wait, and each write is one short transaction. v4 adds the
+run's annotation guideline (``guidelines``: its history, the latest of a run and kind counts; a default per task
+type, :data:`DEFAULT_GUIDELINES`, until one is set) and keeps with each label the guideline it was given under
+(``labels.guideline``: the run's, else the default the caller showed; a queue's label, the queue's own).
 
 Agreement is Cohen's kappa (:func:`cohen_kappa`) between one person's labels and each automatic label method of the
 run (eRAG ``erag:*``, the LLM judges, ``contains_answer``, ``gold``; for statements the NLI verdicts of the
@@ -66,7 +69,24 @@ ITEM_COLUMNS = {"passage": ("query_id", "passage_id"),
                 "statement": ("scenario", "query_id", "answer_id", "statement")}
 #: Every column of a label row, in table order (what :meth:`AnnotationStore.labels` and the CSV export hold).
 LABEL_COLUMNS = ("id", "run", "kind", "query_id", "passage_id", "scenario", "answer_id", "statement", "label",
-                 "status", "annotator", "labelled_at", "note")
+                 "status", "annotator", "labelled_at", "note", "guideline")
+#: The run's guideline when none is set (:meth:`AnnotationStore.guideline`), by item kind and the run's task type
+#: (:func:`task_type`). Multi-hop questions need two passages: "this passage alone lets the model answer" makes
+#: almost every comparison paragraph "not useful" (kappa with eRAG about 0.07 on HotpotQA, issue 41).
+SINGLE_HOP, MULTI_HOP = "single-hop", "multi-hop"
+DEFAULT_GUIDELINES = {
+    ("passage", SINGLE_HOP): "Useful means: this passage alone lets someone answer the question correctly (it states "
+                             "a gold answer or an equivalent one). On topic without the answer is not useful. Mark "
+                             "unsure when you cannot tell, and say why in the note.",
+    ("passage", MULTI_HOP): "Useful means: this passage states a fact the answer needs: the bridge to the entity asked "
+                            "about, or one side of a comparison, even when another passage is needed too. A passage "
+                            "that contributes no needed fact is not useful. Mark unsure when you cannot tell, and "
+                            "say why in the note.",
+    ("statement", SINGLE_HOP): "Supported means: the passages the statement cites, read together, state what it says.",
+    ("statement", MULTI_HOP): "Supported means: the passages the statement cites, read together, state what it says.",
+}
+#: Datasets whose questions need several passages (HotpotQA, 2WikiMultiHopQA, MuSiQue).
+MULTI_HOP_DATASETS = ("hotpotqa", "2wikimultihopqa", "musique")
 #: A decision's status: a 0/1 label, or none (unsure; skipped). Only "labelled" rows enter kappa and qrels.
 LABELLED, UNSURE, SKIPPED = "labelled", "unsure", "skipped"
 STATUSES = (LABELLED, UNSURE, SKIPPED)
@@ -120,6 +140,21 @@ def default_annotations_file() -> Path:
 
     explicit = os.environ.get(ANNOTATIONS_ENV)
     return Path(explicit) if explicit else annotations_path(user_runs_dir())
+
+
+def task_type(settings: dict) -> str:
+    """:data:`MULTI_HOP` for a run over a multi-hop dataset (its ``dataset`` setting), else :data:`SINGLE_HOP`."""
+    dataset = str(settings.get("dataset") or "").lower()
+    return MULTI_HOP if any(name in dataset for name in MULTI_HOP_DATASETS) else SINGLE_HOP
+
+
+def default_guideline(kind: str, task: str = SINGLE_HOP) -> str:
+    """The guideline of ``kind`` items for a run of ``task`` type when its team set none."""
+    return DEFAULT_GUIDELINES[(kind, task if task in (SINGLE_HOP, MULTI_HOP) else SINGLE_HOP)]
+
+
+#: The guideline a new label row is stored with: the run's latest (``?`` run, kind), else the caller's default.
+_GUIDELINE_SQL = ("COALESCE((SELECT text FROM guidelines WHERE run = ? AND kind = ? ORDER BY id DESC LIMIT 1), ?)")
 
 
 def normalise_annotator(name: str) -> str:
@@ -212,11 +247,13 @@ class AnnotationStore:
             yield connection
 
     def save_label(self, run: str, item: PassageItem | StatementItem, label: int | str, annotator: str,
-                   note: str = "", labelled_at: datetime | None = None) -> int:
+                   note: str = "", labelled_at: datetime | None = None, guideline: str = "") -> int:
         """Append one decision and commit it; return its row id (ids grow, so the highest id is the latest).
 
         ``label`` is 1 (useful / supported), 0 (not), or :data:`UNSURE` / :data:`SKIPPED` (stored with that status
         and no label); ``annotator`` must name someone; ``labelled_at`` defaults to now, stored as ISO 8601 UTC.
+        The row keeps the guideline it was given under: the run's (:meth:`set_guideline`), else ``guideline`` (the
+        default the caller showed).
         """
         annotator = normalise_annotator(annotator)
         if not annotator:
@@ -246,15 +283,16 @@ class AnnotationStore:
         with self._connect(write=True) as connection:
             cursor = connection.execute(
                 "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, status, "
-                "annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "annotator, labelled_at, note, guideline) "
+                f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {_GUIDELINE_SQL})",
                 (run, item.kind, *values, value, status, annotator, moment.isoformat(timespec="microseconds"),
-                 note or ""))
+                 note or "", run, item.kind, guideline or ""))
             connection.commit()
             assert cursor.lastrowid is not None  # an INSERT sets it
             return int(cursor.lastrowid)
 
     def save_passage_labels(self, run: str, rows: Sequence[tuple[str, str, int, str]], note: str = "",
-                            labelled_at: datetime | None = None) -> int:
+                            labelled_at: datetime | None = None, guideline: str = "") -> int:
         """Append many passage labels ``(query_id, passage_id, label 0/1, annotator)`` in one transaction (all of
         them or, on any error, none), each an ordinary row as :meth:`save_label` writes it; return how many."""
         if not run:
@@ -268,7 +306,7 @@ class AnnotationStore:
             if label not in (0, 1) or isinstance(label, float):
                 raise ValueError(f"label must be 1 (useful) or 0 (not), got {label!r}")
             values.append((run, "passage", str(query_id), str(passage_id), "", "", None, int(label), LABELLED, name,
-                           moment, note or ""))
+                           moment, note or "", run, "passage", guideline or ""))
         if not values:
             return 0
         if not self.path.exists():
@@ -276,7 +314,9 @@ class AnnotationStore:
         with self._connect(write=True) as connection:
             connection.executemany(
                 "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, status, "
-                "annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
+                "annotator, labelled_at, note, guideline) "
+                f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {_GUIDELINE_SQL})",
+                values)
             connection.commit()
         return len(values)
 
@@ -292,10 +332,40 @@ class AnnotationStore:
                 params.append(value)
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
         with self._connect() as connection:
-            v1 = int(connection.execute("PRAGMA user_version").fetchone()[0]) < 2
-            columns = ", ".join(f"'{LABELLED}' AS status" if v1 and c == "status" else c for c in LABEL_COLUMNS)
+            version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+            columns = ", ".join(f"'{LABELLED}' AS status" if version < 2 and c == "status" else
+                                "'' AS guideline" if version < 4 and c == "guideline" else c for c in LABEL_COLUMNS)
             frame = pd.read_sql_query(f"SELECT {columns} FROM labels{where} ORDER BY id", connection, params=params)
             return _typed(frame)
+
+    def set_guideline(self, run: str, kind: str, text: str, set_by: str, set_at: datetime | None = None) -> int:
+        """Make ``text`` the guideline of ``run``'s ``kind`` items (a new row: the history is kept); labels given
+        from now on are stored with it. Returns its id."""
+        text, set_by = str(text or "").strip(), normalise_annotator(set_by)
+        if kind not in KINDS:
+            raise ValueError(f"unknown item kind {kind!r}; expected one of {', '.join(KINDS)}")
+        if not text:
+            raise ValueError("a guideline needs some text")
+        if not set_by:
+            raise ValueError("who sets the guideline is required")
+        moment = (set_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds")
+        with self.write_transaction() as connection:
+            cursor = connection.execute(
+                "INSERT INTO guidelines (run, kind, text, set_by, set_at) VALUES (?, ?, ?, ?, ?)",
+                (run, kind, text, set_by, moment))
+            return int(cursor.lastrowid or 0)
+
+    def guideline(self, run: str, kind: str, task: str = SINGLE_HOP) -> str:
+        """The guideline of ``run``'s ``kind`` items: the latest one set, else the default for its ``task`` type
+        (:func:`default_guideline`)."""
+        if self.path.exists():
+            with self._connect() as connection:
+                if int(connection.execute("PRAGMA user_version").fetchone()[0]) >= 4:
+                    row = connection.execute("SELECT text FROM guidelines WHERE run = ? AND kind = ? ORDER BY id DESC "
+                                             "LIMIT 1", (run, kind)).fetchone()
+                    if row is not None:
+                        return str(row[0])
+        return default_guideline(kind, task)
 
     def revision(self) -> int:
         """The id of the newest label (0 when there is none): changes with every save, a cache key."""
@@ -402,7 +472,7 @@ def empty_labels() -> pd.DataFrame:
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     text = ["run", "kind", "query_id", "passage_id", "scenario", "answer_id", "status", "annotator", "labelled_at",
-            "note"]
+            "note", "guideline"]
     return frame.astype({"id": "int64", "label": "Int64", "statement": "Int64", **dict.fromkeys(text, "object")})
 
 

@@ -30,6 +30,10 @@ row of ``labels`` (so the Annotate page's agreement views count it) plus a ``que
 queue item, both written in one short transaction. Adjudicated labels are rows of ``adjudications`` (who, when, a
 note); no annotator's label is ever changed. Relabelling appends a row; the latest row of each (annotator, item)
 counts, as everywhere.
+
+The label of a queue item (:data:`QUEUE_LABEL_RULE`, :meth:`QueueStore.item_labels`): its adjudicated label when it
+has one; otherwise the majority of the 0/1 labels of the annotators the item is assigned to (labels of anyone else,
+imported or given outside the queue, do not vote); a tie is unresolved: listed, never counted as 0.
 """
 
 from __future__ import annotations
@@ -75,6 +79,12 @@ EXPORT_COLUMNS = ("queue", "queue_name", "run", "kind", "plan", "design", "seed"
                   "passage_id", "scenario", "answer_id", "statement", "stratum", "stratum_population",
                   "stratum_sampled", "inclusion_weight", "annotator", "status", "label", "note", "labelled_at",
                   "adjudicated_label", "adjudicated_by", "adjudicated_at", "adjudication_note")
+
+
+#: The guideline a queue label is stored with: the queue's own, else its run's latest (``?``: the queue id).
+QUEUE_GUIDELINE_SQL = (
+    "(SELECT COALESCE(NULLIF(q.guidelines, ''), (SELECT g.text FROM guidelines g WHERE g.run = q.run AND "
+    "g.kind = q.kind ORDER BY g.id DESC LIMIT 1), '') FROM queues q WHERE q.id = ?)")
 
 
 @dataclass(frozen=True)
@@ -143,7 +153,8 @@ class Queue:
 
     @property
     def source(self) -> str:
-        return f"queue {self.id} '{self.name}' ({self.plan.describe()})"
+        each = f"{self.overlap} annotator{'s' if self.overlap != 1 else ''} each"
+        return f"queue {self.id} '{self.name}' ({self.plan.describe()}; {self.size:,} items, {each})"
 
 
 # --- drawing ------------------------------------------------------------------------------------------------------
@@ -346,6 +357,47 @@ def compute_agreement(latest: pd.DataFrame, kind: str, overlap: int) -> QueueAgr
                           int(pairable.notna().sum().sum()), alpha)
 
 
+#: How a queue item's label is decided (said by ``rageval trust`` and the Annotate page).
+QUEUE_LABEL_RULE = ("an adjudicated label is the item's label; otherwise the majority of the 0/1 labels of the "
+                    "queue's own annotators of the item; a tie is unresolved (listed, not counted)")
+#: How an item's label was reached (:func:`resolve_item_labels`' ``basis``).
+ADJUDICATED, MAJORITY, TIE = "adjudicated", "majority", "tie"
+
+
+def resolve_item_labels(latest: pd.DataFrame, assignments: pd.DataFrame, adjudications: pd.DataFrame
+                        ) -> pd.DataFrame:
+    """The label of each queue item under :data:`QUEUE_LABEL_RULE`: from the current decisions
+    (:meth:`QueueStore.latest_decisions`), only of the annotators the item is assigned to (a label given elsewhere,
+    or imported, is not the queue's), and the current adjudications (:meth:`QueueStore.current_adjudications`).
+    One row per item with a 0/1 label or an adjudication: position, ones, zeros (the assigned annotators' votes),
+    label (Int64; NA for a tie), basis (:data:`ADJUDICATED`, :data:`MAJORITY` or :data:`TIE`) and labelled_at (the
+    adjudication's time, else the latest vote's)."""
+    import pandas as pd
+
+    mine = latest.merge(assignments[["position", "annotator"]], on=["position", "annotator"], how="inner")
+    mine = mine[mine["status"] == LABELLED]
+    votes = mine.assign(label=mine["label"].astype("int64")).groupby("position").agg(
+        ones=("label", "sum"), count=("label", "size"), labelled_at=("labelled_at", "max"))
+    votes = votes.assign(zeros=votes["count"] - votes["ones"]).drop(columns="count")
+    adjudicated = adjudications.set_index("position") if len(adjudications) else None
+    positions = sorted(set(votes.index) | (set(adjudicated.index) if adjudicated is not None else set()))
+    rows = []
+    for position in positions:
+        label: int | None
+        ones = int(votes["ones"].get(position, 0))
+        zeros = int(votes["zeros"].get(position, 0))
+        if adjudicated is not None and position in adjudicated.index:
+            label, basis = int(adjudicated.at[position, "label"]), ADJUDICATED
+            moment = str(adjudicated.at[position, "adjudicated_at"])
+        else:
+            label, basis = (None, TIE) if ones == zeros else (int(ones > zeros), MAJORITY)
+            moment = str(votes.at[position, "labelled_at"])
+        rows.append({"position": int(position), "ones": ones, "zeros": zeros, "label": label, "basis": basis,
+                     "labelled_at": moment})
+    frame = pd.DataFrame(rows, columns=["position", "ones", "zeros", "label", "basis", "labelled_at"])
+    return frame.astype({"position": "int64", "ones": "int64", "zeros": "int64", "label": "Int64"})
+
+
 def decision_of(status: str, label) -> str:
     """``1``, ``0``, ``unsure`` or ``skipped``: one annotator's decision as a word."""
     return str(int(label)) if status == LABELLED else str(status)
@@ -428,14 +480,83 @@ class QueueStore:
             else:
                 cursor = connection.execute(
                     "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
-                    "status, annotator, labelled_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*row, value, status, annotator, moment, note or ""))
+                    f"status, annotator, labelled_at, note, guideline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    f"{QUEUE_GUIDELINE_SQL})", (*row, value, status, annotator, moment, note or "", int(queue_id)))
                 label_id = int(cursor.lastrowid or 0)
                 connection.execute("INSERT INTO queue_labels VALUES (?, ?, ?)",
                                    (label_id, int(queue_id), int(position)))
         if problem:
             raise ValueError(problem)
         return label_id
+
+    def save_labels(self, queue_id: int, decisions: Sequence[tuple[int, str, int | str, str]],
+                    labelled_at: datetime | None = None) -> list[int]:
+        """Append many decisions (position, annotator, 1 / 0 / ``"unsure"`` / ``"skipped"``, note) in one
+        transaction: every one is checked first (the item exists and is assigned to the annotator), and a ValueError
+        naming the first bad one (``decision N: ...``, N counted from 0) writes nothing. Returns the label ids."""
+        moment = (labelled_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
+        if not self._has_queues():
+            raise ValueError(f"{self.path}: no queue {queue_id}")
+        checked = [(int(position), normalise_annotator(annotator), *_decision(label), note or "")
+                   for position, annotator, label, note in decisions]
+        ids: list[int] = []
+        problem = ""
+        with self.annotations.write_transaction() as connection:
+            items = {int(row[0]): row[1:] for row in connection.execute(
+                "SELECT i.position, q.run, q.kind, i.query_id, i.passage_id, i.scenario, i.answer_id, i.statement "
+                "FROM queues q JOIN queue_items i ON i.queue_id = q.id WHERE q.id = ?", (int(queue_id),))}
+            assigned = set(connection.execute("SELECT position, annotator FROM queue_assignments WHERE queue_id = ?",
+                                              (int(queue_id),)).fetchall())
+            for index, (position, annotator, _, _, _) in enumerate(checked):
+                if position not in items:
+                    problem = f"decision {index}: queue {queue_id} has no item {position}"
+                elif (position, annotator) not in assigned:
+                    problem = (f"decision {index}: item {position} of queue {queue_id} is not assigned to "
+                               f"{annotator or 'anyone'}")
+                if problem:
+                    break
+            if not problem:
+                for position, annotator, status, value, note in checked:
+                    cursor = connection.execute(
+                        "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
+                        f"status, annotator, labelled_at, note, guideline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                        f"{QUEUE_GUIDELINE_SQL})", (*items[position], value, status, annotator, moment, note,
+                                                    int(queue_id)))
+                    ids.append(int(cursor.lastrowid or 0))
+                    connection.execute("INSERT INTO queue_labels VALUES (?, ?, ?)", (ids[-1], int(queue_id), position))
+        if problem:
+            raise ValueError(problem)
+        return ids
+
+    def adjudicate_many(self, queue_id: int, rows: Sequence[tuple[int, int, str]], adjudicator: str,
+                        adjudicated_at: datetime | None = None) -> int:
+        """Store many adjudications (position, label 0/1, note) by ``adjudicator`` in one transaction; a ValueError
+        naming the first bad one (``adjudication N: ...``) writes nothing. Returns how many were stored."""
+        adjudicator = normalise_annotator(adjudicator)
+        if not adjudicator:
+            raise ValueError("the adjudicator's name is required")
+        if not self._has_queues():
+            raise ValueError(f"{self.path}: no queue {queue_id}")
+        moment = (adjudicated_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
+        problem = ""
+        with self.annotations.write_transaction() as connection:
+            positions = {int(r[0]) for r in connection.execute("SELECT position FROM queue_items WHERE queue_id = ?",
+                                                                (int(queue_id),))}
+            for index, (position, label, _) in enumerate(rows):
+                if label not in (0, 1) or isinstance(label, (bool, float)):
+                    problem = f"adjudication {index}: an adjudicated label is 1 or 0, got {label!r}"
+                elif int(position) not in positions:
+                    problem = f"adjudication {index}: queue {queue_id} has no item {position}"
+                if problem:
+                    break
+            if not problem:
+                connection.executemany(
+                    "INSERT INTO adjudications (queue_id, position, label, adjudicator, adjudicated_at, note) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [(int(queue_id), int(p), int(v), adjudicator, moment, n or "") for p, v, n in rows])
+        if problem:
+            raise ValueError(problem)
+        return len(rows)
 
     def adjudicate(self, queue_id: int, position: int, label: int, adjudicator: str, note: str = "",
                    adjudicated_at: datetime | None = None) -> int:
@@ -589,6 +710,13 @@ class QueueStore:
     def current_adjudications(self, queue_id: int) -> pd.DataFrame:
         """The adjudication that counts (the latest) of each adjudicated item."""
         return self.adjudications(queue_id).drop_duplicates("position", keep="last").reset_index(drop=True)
+
+    def item_labels(self, queue_id: int) -> pd.DataFrame:
+        """Each queue item's label under :data:`QUEUE_LABEL_RULE` (:func:`resolve_item_labels`) with its item
+        columns and stratum, in queue order; ties included (label NA, basis :data:`TIE`)."""
+        resolved = resolve_item_labels(self.latest_decisions(queue_id), self.assignments(queue_id),
+                                       self.current_adjudications(queue_id))
+        return self.items(queue_id).merge(resolved, on="position", how="inner").reset_index(drop=True)
 
     def disagreements(self, queue_id: int) -> pd.DataFrame:
         """The items whose annotators decided differently (among 1, 0 and unsure; skipped counts as no decision),

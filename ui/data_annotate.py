@@ -17,7 +17,7 @@ import streamlit as st
 
 from rageval import annotations as ann
 from rageval.errors import RagevalError, StoreError
-from rageval.team.roles import LABEL
+from rageval.team.roles import LABEL, MANAGE_QUEUES
 from ui import auth, data
 
 _TTL_S = 3600
@@ -48,12 +48,34 @@ def save_label(path: str, run: str, annotator: str, item: ann.PassageItem | ann.
     note = str(st.session_state.get(note_key) or "") if note_key else ""
     try:
         signed_in_as(annotator)
-        ann.AnnotationStore(path).save_label(run, item, label, annotator, note=note)
+        ann.AnnotationStore(path).save_label(run, item, label, annotator, note=note,
+                                             guideline=str(st.session_state.get(GUIDELINE_SHOWN_STATE) or ""))
         st.session_state.pop(SAVE_ERROR_STATE, None)
         return True
     except (OSError, sqlite3.Error, RagevalError, ValueError) as error:
         st.session_state[SAVE_ERROR_STATE] = f"{path}: the label was not saved ({error})"
         return False
+
+
+#: The guideline the page shows (the run's, else the default for its task type): stored with each label saved.
+GUIDELINE_SHOWN_STATE = "annotate.guideline_shown"
+
+
+def load_guideline(path: Path, revision: int, run: str, kind: str, task: str) -> str:
+    """The run's guideline for ``kind`` items (:meth:`rageval.annotations.AnnotationStore.guideline`)."""
+    return ann.AnnotationStore(path).guideline(run, kind, task)
+
+
+def save_guideline(path: str, run: str, kind: str, who: str, text_key: str) -> None:
+    """Make the text typed in the widget ``text_key`` the run's guideline (a form's ``on_click``); team mode: a queue
+    manager only. A failure leaves its reason in the session for the page to show."""
+    try:
+        auth.check(MANAGE_QUEUES)
+        ann.AnnotationStore(path).set_guideline(run, kind, str(st.session_state.get(text_key) or ""), who)
+        auth.audit("guideline_set", {"run": run, "kind": kind})
+        st.session_state.pop(SAVE_ERROR_STATE, None)
+    except (OSError, sqlite3.Error, RagevalError, ValueError) as error:
+        st.session_state[SAVE_ERROR_STATE] = f"{path}: the guideline was not saved ({error})"
 
 
 def signed_in_as(annotator: str) -> None:

@@ -15,7 +15,6 @@ import streamlit as st
 from rageval.annotations import AnnotationStore
 from rageval.errors import StoreError
 from rageval.trust import report as trust
-from rageval.trust.plan import plan_next
 from ui import data
 
 _TTL_S = 3600
@@ -38,22 +37,43 @@ def load_inputs(annotation_path: str, revision: int, run_path: str, mtime_ns: in
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=16, show_spinner=False)
-def load_report(annotation_path: str, revision: int, run_path: str, mtime_ns: int) -> trust.TrustReport | None:
-    """The run's :class:`~rageval.trust.report.TrustReport` under its newest annotation queue's design, else its
-    shared sample's (else a convenience one), with the per-run agreement over the annotated runs of its folder; None
-    without human labels."""
+def load_basis(annotation_path: str, revision: int, run_path: str, mtime_ns: int, basis: str = ""
+               ) -> trust.Basis | None:
+    """What the run's numbers rest on (:func:`rageval.trust.report.report_basis`, the one choice ``rageval trust``
+    makes too): its newest annotation queue (labels by the queue's rule), else its shared sample, else a
+    convenience sample; or ``basis`` (a key of :func:`load_bases`); None without human labels."""
     inputs = load_inputs(annotation_path, revision, run_path, mtime_ns)
     if inputs is None:
         return None
-    store = AnnotationStore(annotation_path)
     try:
-        found = trust.queue_design(store, run_path, inputs.population)
-        design, strata = found if found is not None else (None, None)
-        design = trust.design_of(store, inputs.run, len(inputs.population), design)
-        others = trust.other_annotated_runs(store, Path(run_path), list(inputs.auto.columns), inputs.k)
+        return trust.report_basis(AnnotationStore(annotation_path), run_path, inputs, basis=basis)
     except StoreError as error:
         data.unreadable(error)
-    return trust.build_report(inputs, design, population_strata=strata, other_runs=others)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=16, show_spinner=False)
+def load_report(annotation_path: str, revision: int, run_path: str, mtime_ns: int, basis: str = ""
+                ) -> trust.TrustReport | None:
+    """The run's :class:`~rageval.trust.report.TrustReport` on its basis (:func:`load_basis`), with the per-run
+    agreement over the annotated runs of its folder; None without human labels."""
+    chosen = load_basis(annotation_path, revision, run_path, mtime_ns, basis)
+    if chosen is None:
+        return None
+    try:
+        others = trust.other_annotated_runs(AnnotationStore(annotation_path), Path(run_path),
+                                            list(chosen.inputs.auto.columns), chosen.inputs.k)
+    except StoreError as error:
+        data.unreadable(error)
+    return trust.report_from_basis(chosen, other_runs=others)
+
+
+@st.cache_data(ttl=_TTL_S, max_entries=16, show_spinner=False)
+def load_bases(annotation_path: str, revision: int, run: str) -> dict[str, str]:
+    """The designs the run's estimates can rest on (:func:`rageval.trust.report.available_bases`)."""
+    try:
+        return trust.available_bases(AnnotationStore(annotation_path), run)
+    except StoreError as error:
+        data.unreadable(error)
 
 
 def load_home_report(run_path: str, mtime_ns: int) -> trust.TrustReport | None:
@@ -73,24 +93,25 @@ def load_home_report(run_path: str, mtime_ns: int) -> trust.TrustReport | None:
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_narrowing(annotation_path: str, revision: int, run_path: str, mtime_ns: int, method: str,
-                   measure: str) -> pd.DataFrame:
+                   measure: str, basis: str = "") -> pd.DataFrame:
     """The three intervals of ``method``'s ``measure`` from the first n labels of the sample, n growing
     (:func:`rageval.trust.report.interval_by_label_count`); empty without a random sample."""
-    inputs = load_inputs(annotation_path, revision, run_path, mtime_ns)
-    report = load_report(annotation_path, revision, run_path, mtime_ns)
-    if inputs is None or report is None or not report.supports_estimate:
+    chosen = load_basis(annotation_path, revision, run_path, mtime_ns, basis)
+    report = load_report(annotation_path, revision, run_path, mtime_ns, basis)
+    if chosen is None or report is None or not report.supports_estimate:
         return pd.DataFrame(columns=["n", "estimator", "estimate", "low", "high"])
-    return trust.interval_by_label_count(inputs, report.design, method, measure)
+    return trust.interval_by_label_count(chosen.inputs, chosen.design or report.design, method, measure,
+                                         population_strata=chosen.population_strata)
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_plan(annotation_path: str, revision: int, run_path: str, mtime_ns: int, method: str,
-              size: int = PLAN_SIZE) -> tuple[pd.DataFrame, pd.DataFrame]:
+              size: int = PLAN_SIZE, basis: str = "") -> tuple[pd.DataFrame, pd.DataFrame]:
     """The plan's next ``size`` items for ``method`` (query_id, passage_id, rank, stratum) and its allocation per
-    stratum (:func:`rageval.trust.plan.plan_next`); both empty without human labels."""
-    inputs = load_inputs(annotation_path, revision, run_path, mtime_ns)
-    report = load_report(annotation_path, revision, run_path, mtime_ns)
-    if inputs is None or report is None:
+    stratum (:func:`rageval.trust.report.next_plan`: the plan and seed of ``rageval trust --plan``); both empty
+    without human labels."""
+    chosen = load_basis(annotation_path, revision, run_path, mtime_ns, basis)
+    if chosen is None:
         return pd.DataFrame(), pd.DataFrame()
-    plan = plan_next(inputs, report.design, method, size, seed=revision)
+    plan = trust.next_plan(chosen.inputs, chosen.design, method, size)
     return plan.items, plan.allocation

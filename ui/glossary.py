@@ -29,6 +29,7 @@ _STATS = "Statistics"
 _CITE = "Citations"
 _AGENTS = "Agents"
 _METHODS = "Label methods"
+_HUMAN = "Human labels and trust"
 
 _CATEGORY_RULES = {
     "A": "a retrieved passage that is not labelled gold contains a gold answer: the labels miss correct passages",
@@ -146,6 +147,42 @@ TERMS: tuple[Term, ...] = (
     # Every registered label method, as its kind describes it (rageval.labelmethods: one object a method).
     *(Term(f"method-{re.sub(r'[^a-z0-9]+', '-', kind.name.lower())}", f"{kind.display} ({kind.name})",
            kind.description, f"label method {kind.name}: {kind.source}", _METHODS) for kind in registered()),
+    Term("ppi", "PPI (prediction-powered inference)",
+         "A share of relevant passages from every passage's automatic label, corrected by the mean difference "
+         "between people and the method on a random human sample; its interval is valid however poor the method "
+         "(a poor one only widens it).",
+         "Angelopoulos et al., Prediction-Powered Inference, Science 2023; Saad-Falcon et al., ARES, NAACL 2024",
+         _HUMAN),
+    Term("ppi-plus-plus", "PPI++",
+         "PPI with the automatic labels weighted by a tuned λ in [0, 1] that minimises the interval's width: λ = 0 "
+         "is the human labels alone, λ = 1 plain PPI; never wider than either, up to sampling noise.",
+         "Angelopoulos, Duchi & Zrnic, PPI++: Efficient Prediction-Powered Inference, 2023", _HUMAN),
+    Term("rogan-gladen", "Rogan–Gladen share",
+         "The true share of relevant passages a method's own share implies once its recall (sensitivity) and "
+         "specificity against people are known: (observed + specificity - 1) / (recall + specificity - 1).",
+         "Rogan & Gladen, Estimating Prevalence from the Results of a Screening Test, Am. J. Epidemiology 1978",
+         _HUMAN),
+    Term("fleiss-kappa", "Fleiss' kappa",
+         "Cohen's kappa for more than two labellers: the agreement beyond chance over items each labelled by the "
+         "same number of people (not necessarily the same people).",
+         "Fleiss, Measuring Nominal Scale Agreement Among Many Raters, Psychological Bulletin 1971", _HUMAN),
+    Term("krippendorff-alpha", "Krippendorff's alpha",
+         "1 - observed disagreement / disagreement expected by chance, over every item with two or more labels; "
+         "any number of labellers, missing labels allowed.",
+         "Krippendorff, Content Analysis, 2004 (chapter 11)", _HUMAN),
+    Term("stratified-sample", "Stratified sample",
+         "The passages split into groups (strata: by a method's label, or by how far the methods disagree) and a "
+         "random sample drawn in each; each labelled passage then stands for population / sampled passages of its "
+         "stratum, which the estimates weigh by.",
+         "Cochran, Sampling Techniques, 3rd ed., 1977 (chapter 5)", _HUMAN),
+    Term("neyman-allocation", "Neyman allocation",
+         "How many labels each stratum gets so the estimate's variance is smallest for a total: in proportion to "
+         "the stratum's size times the spread of the people's labels in it (the 'Label next' plan).",
+         "Neyman, On the Two Different Aspects of the Representative Method, JRSS 1934; Cochran 1977, 5.5", _HUMAN),
+    Term("adjudication", "Adjudication",
+         "A decision on an item its annotators disagree on, kept apart from their labels: it becomes the item's "
+         "label; without one the majority of the item's own annotators counts, and a tie is left out (listed).",
+         "rageval.queues (QUEUE_LABEL_RULE)", _HUMAN),
 )
 
 BY_ANCHOR = {term.anchor: term for term in TERMS}

@@ -250,9 +250,24 @@ def render_progress(labelled: int, total: int, annotator: str, what: str) -> Non
 
 # --- the sample queue ------------------------------------------------------------------------------------------
 
-def render_guideline(kind: str) -> None:
+GUIDELINE_TEXT_KEY = "annotate.guideline_text"
+
+
+def render_guideline(kind: str, guideline: str = "", is_default: bool = True, task: str = "",
+                     on_save: Callable[..., None] | None = None, args: tuple = ()) -> None:
+    """What counts as useful: the run's ``guideline`` (stored with every label given under it; the default for its
+    ``task`` type until someone sets one), an editor for it when ``on_save`` is given, then the keys and the
+    meaning of unsure and skip."""
     title = "What counts as useful? (guideline and keys)" if kind == "passage" else "What counts as supported?"
-    with st.expander(title, icon=":material/menu_book:"):
+    with st.expander(title, icon=":material/menu_book:", expanded=bool(guideline)):
+        if guideline:
+            st.markdown("**This run's guideline** (stored with each label you give): " + escape_markdown(guideline))
+            st.caption(f"The default for a {task} run: edit it below for this run." if is_default else
+                       "Set for this run; the labels keep the guideline they were given under.")
+            if on_save is not None:
+                with st.form("annotate.guideline_form", border=False):
+                    st.text_area("Guideline for this run", value=guideline, key=GUIDELINE_TEXT_KEY, height=100)
+                    st.form_submit_button("Save the guideline", on_click=on_save, args=(*args, GUIDELINE_TEXT_KEY))
         st.markdown(GUIDELINE if kind == "passage" else STATEMENT_GUIDELINE)
 
 

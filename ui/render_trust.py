@@ -65,7 +65,9 @@ def calibration_view(report: TrustReport, name=fmt.method_name) -> pd.DataFrame:
         c = trust.calibration
         rows.append({"Method": name(method), "n": c.n, "Both relevant": c.tp, "Method only": c.fp,
                      "People only": c.fn, "Neither": c.tn, "Precision": c.precision, "Recall": c.recall,
-                     "People's share": c.human_base_rate, "Method's share": c.method_base_rate, "Kappa": c.kappa,
+                     "People's share of the labelled": c.human_share_labelled,
+                     "People's share (weighted)": c.human_base_rate, "Method's share (weighted)": c.method_base_rate,
+                     "Kappa": c.kappa,
                      "Rogan–Gladen share": c.rogan_gladen, "Per-query tau": trust.per_query.tau,
                      "Per-run tau": trust.per_run.tau})
     return pd.DataFrame(rows)
@@ -106,8 +108,25 @@ def design_text(report: TrustReport) -> str:
     if not report.supports_estimate:
         return (f"The {report.n_labelled:,} labelled passages were not drawn at random (no shared sample): they "
                 f"{NO_UNBIASED}. Draw the shared sample above and label it.")
-    return (f"{d.plan.capitalize()} sample ({d.source}): {report.n_human:,} of its passages labelled, of "
-            f"{report.n_items:,} retrieved passages of {report.n_queries:,} queries; k={report.k}.")
+    adjudicated = f", {report.adjudicated:,} of them adjudicated" if report.adjudicated else ""
+    return (f"{d.plan.capitalize()} sample ({d.source}): {report.n_human:,} of its passages labelled{adjudicated}, "
+            f"of {report.n_items:,} retrieved passages of {report.n_queries:,} queries; k={report.k}.")
+
+
+def label_rule_text(report: TrustReport) -> str:
+    """How an item's people's label is decided (:data:`rageval.trust.report.LABEL_RULE`), and the ties left out."""
+    ties = len(report.unresolved)
+    left = (f" {ties:,} passage{'s are' if ties != 1 else ' is'} unresolved (a tie) and left out until adjudicated."
+            if ties else "")
+    return f"The people's label of a passage: {report.label_rule[0].lower()}{report.label_rule[1:]}{left}"
+
+
+def unresolved_view(report: TrustReport) -> pd.DataFrame:
+    """The tied passages: query, passage, how many said 1 and 0, where (a queue and its item, or all labels)."""
+    return pd.DataFrame([{"Query": u["query_id"], "Passage": u["passage_id"], "Said 1": u["ones"],
+                          "Said 0": u["zeros"],
+                          "Where": u["where"] + (f", item {u['position']}" if "position" in u else "")}
+                         for u in report.unresolved], columns=["Query", "Passage", "Said 1", "Said 0", "Where"])
 
 
 def render_heading(report: TrustReport | None) -> bool:
@@ -119,6 +138,9 @@ def render_heading(report: TrustReport | None) -> bool:
                 "`rageval annotations import RUN FILE --annotator NAME`.")
         return False
     st.caption(escape_markdown(design_text(report)))
+    st.caption(escape_markdown(label_rule_text(report)))
+    if report.unresolved:
+        render.render_table(unresolved_view(report), hide_index=True)
     return True
 
 
@@ -133,7 +155,8 @@ def render_trust(report: TrustReport, measure: str, narrowing: pd.DataFrame, pla
     st.caption(escape_markdown(
         f"{measure_label(measure).capitalize()} at k={report.k}: from every passage's automatic label (Automatic), "
         "corrected by the human sample (PPI: Angelopoulos et al. 2023, as ARES; PPI++: power-tuned), and from the "
-        "human labels alone, each with its 95% interval. A method whose PPI interval is narrower than the "
+        "human labels alone, each with its 95% interval; a share below 0 or above 1 is set to the edge, here, "
+        "in the chart and in `rageval trust --json` alike. A method whose PPI interval is narrower than the "
         "human-only one saves labels; a poor method's PPI interval is wider, and PPI++ falls back to the human "
         "labels.") + " " + provenance)
     if not narrowing.empty:
@@ -142,10 +165,14 @@ def render_trust(report: TrustReport, measure: str, narrowing: pd.DataFrame, pla
                                    f"{int(narrowing['n'].max()):,}.") + " " + provenance)
     st.markdown("**Calibration against people**")
     render.render_table(calibration_view(report), dict.fromkeys((
-        "Precision", "Recall", "People's share", "Method's share", "Kappa", "Rogan–Gladen share", "Per-query tau",
+        "Precision", "Recall", "People's share of the labelled", "People's share (weighted)",
+        "Method's share (weighted)", "Kappa", "Rogan–Gladen share", "Per-query tau",
         "Per-run tau"), ratio), hide_index=True)
     st.caption(escape_markdown(
-        "People are the reference: a method's label counts as relevant from 0.5. Rogan–Gladen: the share of "
+        "People are the reference: a method's label counts as relevant from 0.5. The counts are of labelled "
+        "passages; the people's share of the labelled is what they give, (both + people only) / n; the weighted "
+        "shares and rates weigh each passage by its stratum's population / sampled, so they estimate the whole run "
+        "(equal under a uniform sample). Rogan–Gladen: the share of "
         "relevant passages the method's own share implies once its recall and specificity are known. Per-query "
         f"tau: Kendall's tau-b of the per-query share of relevant (queries with 2 or more labelled top-{report.k} "
         f"passages); per-run tau: of the orderings of the {len(report.runs_compared) + 1} annotated runs of the "

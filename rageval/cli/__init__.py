@@ -18,7 +18,9 @@
     rageval nli-score F --out O | nli-eval F          your own pairs scored by any checker; a checker evaluated
     rageval ium [--runs RUN ...]                      Iterative Utility Maximization: four agents, or one per run
     rageval annotations import RUN FILE               human labels (TREC qrels or CSV) into the annotation file
+    rageval annotations sample RUN --size N --out F   a uniform (or stratified) sample to label elsewhere
     rageval trust RUN [--json]                        PPI estimates with human labels, calibration of each method
+    rageval queue create|status|export|import|adjudicate   annotation queues from a terminal and other tools
 """
 
 from __future__ import annotations
@@ -101,6 +103,8 @@ COMMANDS: dict[str, Command] = {
                                                 "passage_id, label[, annotator]) into the annotation file"),
     "trust": Command("rageval.cli.trust", "how far a run's automatic labels can be trusted: PPI / PPI++ estimates "
                                           "with human labels, human-only intervals, calibration (--json)"),
+    "queue": Command("rageval.cli.queue", "annotation queues: create, status, export / import (csv, label-studio, "
+                                          "argilla), adjudicate"),
     "ium": Command("rageval.cli.ium", "Iterative Utility Maximization: 4 agents (NQ / HotpotQA x Gemma / SmolLM2), "
                                       "offline + online IUM and the baselines, into a run file; --runs: one agent "
                                       "per eRAG run file of yours"),

@@ -49,7 +49,8 @@ class SqliteKind:
 RUN = SqliteKind("run", "run file", _tag("RAGE"), version=2)  # v1: one E2E output per query (rageval.store.runs)
 ATTRIBUTION = SqliteKind("attribution", "attribution run file", _tag("RAGA"), version=1)
 IUM = SqliteKind("IUM", "IUM run file", _tag("RAGI"), version=1)
-ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=3)  # v2: samples; v3: queues
+ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=4)  # v2: samples; v3: queues;
+# v4: guidelines
 JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=3, unmarked_ok=True)  # v3: started_by
 LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmarked_ok=True)
 AUDIT = SqliteKind("audit log", "audit log", _tag("RAGL"), version=1)
@@ -294,9 +295,23 @@ _ANNOTATION_QUEUE_INDEXES = ("CREATE INDEX queue_assignments_by_annotator ON que
                              "CREATE INDEX queue_labels_by_item ON queue_labels (queue_id, position);")
 ANNOTATIONS_SCHEMA_V2 = ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" + _ANNOTATION_LABELS
                          + "CREATE INDEX labels_by_run ON labels (run, kind, annotator);" + _ANNOTATION_SAMPLES)
-ANNOTATIONS_SCHEMA = ANNOTATIONS_SCHEMA_V2 + _ANNOTATION_QUEUES + _ANNOTATION_QUEUE_INDEXES
+ANNOTATIONS_SCHEMA_V3 = ANNOTATIONS_SCHEMA_V2 + _ANNOTATION_QUEUES + _ANNOTATION_QUEUE_INDEXES
+#: v4: the annotation guideline of a run (its history: the latest row of a run and kind counts), and the guideline
+#: each label was given under (``labels.guideline``, added last, as ``ALTER TABLE ... ADD COLUMN`` puts it).
+_ANNOTATION_GUIDELINES = """
+CREATE TABLE guidelines (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('passage', 'statement')),
+    text TEXT NOT NULL,
+    set_by TEXT NOT NULL,
+    set_at TEXT NOT NULL);
+"""
+_LABEL_GUIDELINE = "ALTER TABLE labels ADD COLUMN guideline TEXT NOT NULL DEFAULT ''"
+ANNOTATIONS_SCHEMA = ANNOTATIONS_SCHEMA_V3 + _ANNOTATION_GUIDELINES + _LABEL_GUIDELINE + ";"
 #: The schema of each version an annotation file may have.
-ANNOTATIONS_SCHEMAS = {1: ANNOTATIONS_SCHEMA_V1, 2: ANNOTATIONS_SCHEMA_V2, 3: ANNOTATIONS_SCHEMA}
+ANNOTATIONS_SCHEMAS = {1: ANNOTATIONS_SCHEMA_V1, 2: ANNOTATIONS_SCHEMA_V2, 3: ANNOTATIONS_SCHEMA_V3,
+                       4: ANNOTATIONS_SCHEMA}
 
 
 def _execute_script(connection: sqlite3.Connection, script: str) -> None:
@@ -325,13 +340,20 @@ def _v2_to_v3(connection: sqlite3.Connection) -> None:
     _execute_script(connection, _ANNOTATION_QUEUES + _ANNOTATION_QUEUE_INDEXES)
 
 
+def _v3_to_v4(connection: sqlite3.Connection) -> None:
+    """The guidelines table, and each label's guideline (empty for the labels given before: not recorded then)."""
+    _execute_script(connection, _ANNOTATION_GUIDELINES)
+    connection.execute(_LABEL_GUIDELINE)
+
+
 #: Version -> the step that takes an annotation file from it to the next, inside the upgrade's one transaction.
-ANNOTATIONS_MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
+ANNOTATIONS_MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def upgrade_annotation_file(connection: sqlite3.Connection) -> None:
     """Upgrade an older annotation file to the current version in one transaction (v1 -> v2: rows kept, ids kept,
-    each one "labelled"; v2 -> v3: the queue tables added); nothing to do for a current file."""
+    each one "labelled"; v2 -> v3: the queue tables added; v3 -> v4: the guidelines, each label's empty); nothing to
+    do for a current file."""
     if int(connection.execute("PRAGMA user_version").fetchone()[0]) >= ANNOTATIONS.version:
         return
     isolation = connection.isolation_level

@@ -6,7 +6,9 @@ passages) and per run (Kendall's tau-b between the orderings of runs).
 People are the reference: a *true positive* is a passage both call relevant, a *false positive* one the method
 calls relevant and people not. With a stratified sample each labelled item stands for ``weight`` items
 (:class:`rageval.stats.design.Stratum`), and the rates (precision, recall, specificity, base rates, kappa) are
-weighted, so that they estimate the population's; the confusion counts stay the counts of labelled items.
+weighted, so that they estimate the population's; the confusion counts stay the counts of labelled items, and
+``human_share_labelled`` is the people's raw share among them (``(tp + fn) / n``, what the counts give), beside the
+weighted ``human_base_rate``.
 
 Rogan–Gladen: a method with sensitivity ``se`` (its recall) and specificity ``sp`` that calls a share ``p_obs``
 of all items relevant implies a true share::
@@ -47,6 +49,7 @@ class Calibration:
     kappa: float
     method_share_all: float
     rogan_gladen: float
+    human_share_labelled: float = math.nan  # the people's share of relevant among the labelled items, unweighted
 
     def as_dict(self) -> dict:
         return {key: (None if isinstance(value, float) and not math.isfinite(value) else value)
@@ -100,6 +103,7 @@ def calibrate(human: Sequence[int], method: Sequence[int], weights: Sequence[flo
         n=len(y), tp=tp, fp=fp, fn=fn, tn=tn, precision=_ratio(wtp, wtp + wfp), recall=recall,
         specificity=specificity, accuracy=_ratio(wtp + wtn, total), human_base_rate=_ratio(wtp + wfn, total),
         method_base_rate=_ratio(wtp + wfp, total), kappa=weighted_kappa_binary(y, f, w),
+        human_share_labelled=_ratio(tp + fn, len(y)),
         method_share_all=float(method_share_all), rogan_gladen=rogan_gladen(method_share_all, recall, specificity))
 
 

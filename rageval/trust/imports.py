@@ -5,7 +5,8 @@ Two formats:
 - **TREC qrels** (``query_id iteration passage_id relevance``, blank-separated; :func:`rageval.trec.read_trec_qrels`
   reads and checks it);
 - **CSV** with a header naming ``query_id``, ``passage_id``, ``label`` and optionally ``annotator`` (other columns
-  are ignored).
+  are ignored; a row with an empty label is not labelled yet and is left out, so the CSV of ``rageval annotations
+  sample`` comes back as it is filled in).
 
 A label is relevant (1) when it is at least ``relevant_from`` (default 1: TREC's graded 0-3 judgements count 1, 2
 and 3 as relevant; pass 2 for "highly relevant" only), not relevant (0) otherwise; it must be an integer. Each
@@ -26,7 +27,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rageval.annotations import AnnotationStore, normalise_annotator
+from rageval.annotations import AnnotationStore, default_guideline, normalise_annotator, task_type
 from rageval.errors import DataError, RagevalError
 
 FORMATS = ("qrels", "csv")
@@ -122,8 +123,8 @@ def read_csv_labels(path: Path, annotator: str | None, relevant_from: int = 1) -
                     raise DataError(path, f"{len(header) + len(row[None])} fields, the header has {len(header)}",
                                     line=line)
                 values = {column: (row.get(column) or "").strip() for column in (*CSV_REQUIRED, "annotator")}
-                if not any(values.values()):
-                    continue  # a blank line
+                if not values["label"]:
+                    continue  # a blank line, or an item not labelled yet (a sample's CSV, rageval annotations sample)
                 for column in ("query_id", "passage_id", "label"):
                     if not values[column]:
                         raise DataError(path, "empty", line=line, field=column)
@@ -156,6 +157,7 @@ def import_labels(run_path: str | os.PathLike, label_file: str | os.PathLike, st
         raise DataError(path, "no label in the file")
     with RunReader(run_path) as reader:
         retrieved = {q: set(r.passage_ids) for q, r in reader.rankings().items()}
+        task = task_type(reader.settings())
     field = "relevance" if chosen == "qrels" else None
     for label in labels:
         if label.query_id not in retrieved:
@@ -166,7 +168,7 @@ def import_labels(run_path: str | os.PathLike, label_file: str | os.PathLike, st
                                   f"the run {run_path}", line=label.line, field=field or "passage_id")
     run = Path(run_path).stem
     store.save_passage_labels(run, [(x.query_id, x.passage_id, x.label, x.annotator) for x in labels],
-                              note=f"imported from {path.name}")
+                              note=f"imported from {path.name}", guideline=default_guideline("passage", task))
     by_annotator: dict[str, int] = {}
     for label in labels:
         by_annotator[label.annotator] = by_annotator.get(label.annotator, 0) + 1

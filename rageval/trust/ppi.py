@@ -70,6 +70,7 @@ class Estimate:
     lam: float
     confidence: float = CONFIDENCE
     reason: str = ""
+    clipped: bool = False  # the estimate or an end was outside [0, 1] and set to its edge (bounded)
 
     @property
     def width(self) -> float:
@@ -89,7 +90,28 @@ class Estimate:
             "n_human": int(self.n_human), "n_auto": int(self.n_auto), "se": clean(self.se), "lam": clean(self.lam)}
         if self.reason:
             row["reason"] = self.reason
+        if self.clipped:
+            row["clipped"] = True
         return row
+
+
+#: The one rule for values outside [0, 1] (a share estimated by PPI can be negative or above 1).
+BOUNDS_RULE = ("every measure here is a share in [0, 1]: an estimate or interval end outside it is set to the "
+               "nearer edge, in the table, the chart and --json alike (marked clipped)")
+
+
+def bounded(estimate: Estimate) -> Estimate:
+    """``estimate`` with its point and interval ends set into [0, 1] (:data:`BOUNDS_RULE`): the true share lies
+    there, so the interval keeps its coverage; ``clipped`` says whether anything moved. NaN stays NaN."""
+    def clip(value: float) -> float:
+        return min(1.0, max(0.0, value)) if math.isfinite(value) else value
+
+    values = (clip(estimate.estimate), clip(estimate.low), clip(estimate.high))
+    if values == (estimate.estimate, estimate.low, estimate.high):
+        return estimate
+    from dataclasses import replace
+
+    return replace(estimate, estimate=values[0], low=values[1], high=values[2], clipped=True)
 
 
 def undefined(reason: str, n_human: int = 0, n_auto: int = 0) -> Estimate:

@@ -5,9 +5,11 @@ k beside the human-only one, and the method's calibration against people (:mod:`
 **Items and labels.** The population is the run's retrieved passages (query, passage, rank). A method's label of a
 passage is 1 when its stored value is at least :data:`rageval.annotations.USEFUL_THRESHOLD` (0.5: graded eRAG
 labels are cut there), 0 otherwise, and 0 when the method stored none (qrels' reading; PPI stays valid for any
-fixed labelling, a missing label only makes it less useful). A person's label is their latest 0/1 label; with
-several annotators the majority (a tie is 0: :func:`rageval.annotations.qrels_frame`), or one ``annotator``'s.
-"unsure" and "skipped" are left out (treated as missing at random).
+fixed labelling, a missing label only makes it less useful). The people's label of an item (:data:`LABEL_RULE`,
+said in ``--json`` as ``human.label_rule``): in an annotation queue, its adjudicated label, else the majority of the
+queue's own annotators of the item (:data:`rageval.queues.QUEUE_LABEL_RULE`); outside a queue, the majority of
+every annotator's latest 0/1 label; with ``annotator``, that person's label. A tie is unresolved: listed
+(``human.unresolved``), never counted as 0. "unsure" and "skipped" are left out (treated as missing at random).
 
 **Measures at the main k** (:data:`MEASURES`), every one in [0, 1]:
 
@@ -46,6 +48,7 @@ from rageval.findings import RIGHT_THRESHOLD, Finding
 from rageval.stats.design import CONVENIENCE, STRATIFIED, UNIFORM, SamplingDesign, Stratum
 from rageval.trust.calibration import Calibration, RankAgreement, calibrate, query_agreement, rank_agreement
 from rageval.trust.ppi import (
+    BOUNDS_RULE,
     CONFIDENCE,
     ESTIMATORS,
     HUMAN_ONLY,
@@ -53,6 +56,7 @@ from rageval.trust.ppi import (
     PPI_PLUS_PLUS,
     Estimate,
     StratumData,
+    bounded,
     stratified_estimate,
     undefined,
 )
@@ -63,6 +67,11 @@ if TYPE_CHECKING:
     from rageval.annotations import AnnotationStore
 
 LABEL_SHARE = "label_share"
+#: How the people's label of an item is decided (the module docstring), said by the page and ``--json``.
+LABEL_RULE = ("in an annotation queue: an adjudicated label is the item's label; otherwise the majority of the "
+              "queue's own annotators of the item. Outside a queue: the majority of every annotator's latest label. "
+              "A tie is unresolved: listed, not counted as 0.")
+ONE_ANNOTATOR_RULE = "one annotator's latest label"
 NO_UNBIASED = "does not support an unbiased estimate"
 #: The 2 x 2 cells, by key: (relevant passage in the top k, answer right).
 CELLS = {"cell_hit_right": (True, True), "cell_hit_wrong": (True, False), "cell_miss_right": (False, True),
@@ -118,6 +127,9 @@ class TrustReport:
     confidence: float = CONFIDENCE
     measures: tuple[str, ...] = field(default_factory=tuple)
     plan: dict[str, Any] | None = None  # the next items to label (plan_items), when asked for
+    label_rule: str = LABEL_RULE
+    unresolved: tuple[dict, ...] = ()  # ties: listed, not counted (TrustInputs.unresolved)
+    adjudicated: int = 0  # items whose label is an adjudication
 
     @property
     def supports_estimate(self) -> bool:
@@ -131,9 +143,11 @@ class TrustReport:
         if not self.supports_estimate:
             design["note"] = f"labels gathered without a random sample: {NO_UNBIASED}"
         return {"run": self.run, "k": self.k, "design": design, "confidence": self.confidence,
+                "bounds_rule": BOUNDS_RULE,
                 "measures": list(self.measures), "items": self.n_items, "queries": self.n_queries,
                 "human": {"labels_used": self.n_human, "items_labelled": self.n_labelled,
-                          "annotators": list(self.annotators)},
+                          "annotators": list(self.annotators), "label_rule": self.label_rule,
+                          "adjudicated": self.adjudicated, "unresolved": list(self.unresolved)},
                 "runs_compared": list(self.runs_compared), "notes": list(self.notes),
                 "methods": {m: t.as_dict() for m, t in self.methods.items()},
                 **({"plan": self.plan} if self.plan is not None else {})}
@@ -161,6 +175,10 @@ class TrustInputs:
     e2e: Mapping[str, float]
     queries: Sequence[str]
     annotators: tuple[str, ...] = ()
+    #: Items whose people's label is a tie: query_id, passage_id, ones, zeros, where ("queue N" or "all labels").
+    unresolved: tuple[dict, ...] = ()
+    label_rule: str = LABEL_RULE
+    adjudicated: int = 0  # items whose label is an adjudication (a queue's)
 
 
 def ranked_items(rankings: Mapping[str, Any]) -> pd.DataFrame:
@@ -191,24 +209,62 @@ def auto_labels(population: pd.DataFrame, labels: pd.DataFrame, methods: Sequenc
     return pd.DataFrame(columns, index=population.index)
 
 
-def human_labels(store: AnnotationStore, run: str, annotator: str | None = None) -> tuple[pd.DataFrame,
-                                                                                         tuple[str, ...]]:
-    """The people's 0/1 passage labels of ``run`` (majority across annotators, or one ``annotator``'s): query_id,
-    passage_id, label, labelled_at (the latest label time of the item, for :func:`interval_by_label_count`); and
-    the annotators behind them."""
-    from rageval.annotations import labelled_only, latest_labels, qrels_frame
+def human_labels(store: AnnotationStore, run: str, annotator: str | None = None
+                 ) -> tuple[pd.DataFrame, tuple[str, ...], tuple[dict, ...]]:
+    """The people's 0/1 passage labels of ``run`` outside any queue's rule (the majority of every annotator's
+    latest label, or one ``annotator``'s): query_id, passage_id, label, labelled_at (the latest label time of the
+    item, for :func:`interval_by_label_count`); the annotators behind them; and the ties (query_id, passage_id,
+    ones, zeros, where), left out."""
+    import pandas as pd
+
+    from rageval.annotations import labelled_only, latest_labels
 
     latest = latest_labels(store.labels(run, "passage"), "passage", annotator)
     rows = labelled_only(latest)
     names = tuple(sorted(rows["annotator"].unique()))
     if rows.empty:
-        import pandas as pd
-
         return pd.DataFrame({"query_id": pd.Series(dtype=object), "passage_id": pd.Series(dtype=object),
-                             "label": pd.Series(dtype="int64"), "labelled_at": pd.Series(dtype=object)}), names
-    qrels = qrels_frame(latest, annotator)
-    times = rows.groupby(["query_id", "passage_id"])["labelled_at"].max().reset_index()
-    return qrels.merge(times, on=["query_id", "passage_id"], how="left"), names
+                             "label": pd.Series(dtype="int64"), "labelled_at": pd.Series(dtype=object)}), names, ()
+    votes = rows.groupby(["query_id", "passage_id"]).agg(ones=("label", "sum"), count=("label", "size"),
+                                                         labelled_at=("labelled_at", "max")).reset_index()
+    tie = 2 * votes["ones"] == votes["count"]
+    ties = tuple({"query_id": str(q), "passage_id": str(p), "ones": int(o), "zeros": int(c - o),
+                  "where": "all labels"}
+                 for q, p, o, c in zip(*(votes.loc[tie, col] for col in ("query_id", "passage_id", "ones", "count"))))
+    kept = votes[~tie]
+    human = pd.DataFrame({"query_id": kept["query_id"], "passage_id": kept["passage_id"],
+                          "label": (2 * kept["ones"] > kept["count"]).astype("int64"),
+                          "labelled_at": kept["labelled_at"]})
+    return human.sort_values(["query_id", "passage_id"]).reset_index(drop=True), names, ties
+
+
+def queue_human_labels(inputs: TrustInputs, store: AnnotationStore, queue_id: int) -> TrustInputs:
+    """``inputs`` with the people's labels of queue ``queue_id``'s items decided by the queue's rule
+    (:data:`rageval.queues.QUEUE_LABEL_RULE`: adjudicated, else the majority of its own annotators, a tie
+    unresolved) instead of the majority of everyone; items outside the queue keep theirs."""
+    import pandas as pd
+
+    from rageval.queues import ADJUDICATED, TIE, QueueStore
+
+    resolved = QueueStore(store.path).item_labels(queue_id)
+    queue_keys = set(zip(resolved["query_id"].astype(str), resolved["passage_id"].astype(str)))
+    others = inputs.human[[(str(q), str(p)) not in queue_keys
+                           for q, p in zip(inputs.human["query_id"], inputs.human["passage_id"])]]
+    counted = resolved[resolved["basis"] != TIE]
+    from_queue = pd.DataFrame({"query_id": counted["query_id"].astype(str),
+                               "passage_id": counted["passage_id"].astype(str),
+                               "label": counted["label"].astype("int64"), "labelled_at": counted["labelled_at"]})
+    ties = resolved[resolved["basis"] == TIE]
+    unresolved = tuple(u for u in inputs.unresolved if (u["query_id"], u["passage_id"]) not in queue_keys) + tuple(
+        {"query_id": str(q), "passage_id": str(p), "ones": int(o), "zeros": int(z), "where": f"queue {queue_id}",
+         "position": int(pos)}
+        for q, p, o, z, pos in zip(ties["query_id"], ties["passage_id"], ties["ones"], ties["zeros"],
+                                   ties["position"]))
+    human = pd.concat([others, from_queue], ignore_index=True) if len(others) else from_queue.reset_index(drop=True)
+    from dataclasses import replace
+
+    return replace(inputs, human=human, unresolved=unresolved,
+                   adjudicated=int((resolved["basis"] == ADJUDICATED).sum()))
 
 
 def sample_design(sample: Any, population: int) -> SamplingDesign:
@@ -351,7 +407,8 @@ def build_report(inputs: TrustInputs, design: SamplingDesign | None = None, *,
                     if isinstance(strata, str):
                         estimates[name][measure] = undefined(strata, int(labelled.sum()), len(keys))
                     else:
-                        estimates[name][measure] = _scaled(stratified_estimate(name, strata, confidence), scale)
+                        estimates[name][measure] = bounded(
+                            _scaled(stratified_estimate(name, strata, confidence), scale))
         auto[f"Hit@{k}"] = float(units["method"].mean()) if len(units) else math.nan
         scored = units[np.isfinite(units["e2e"].to_numpy(dtype=float))]
         right = scored["e2e"].to_numpy(dtype=float) >= RIGHT_THRESHOLD
@@ -382,7 +439,7 @@ def build_report(inputs: TrustInputs, design: SamplingDesign | None = None, *,
                 else:
                     stratum = StratumData("all", y_all[complete].astype(float), f_q[complete].astype(float),
                                           np.asarray(f_q, dtype=float))
-                    estimates[name][measure] = stratified_estimate(name, [stratum], confidence)
+                    estimates[name][measure] = bounded(stratified_estimate(name, [stratum], confidence))
         # calibration: the items the estimates use; without a sample, every labelled item (a description)
         chosen = sampled if design.supports_unbiased_estimate else labelled
         calibration = calibrate(human_values[chosen].astype(int), f_all[chosen].astype(int),
@@ -460,10 +517,11 @@ def read_inputs(run_path: str | os.PathLike, store: AnnotationStore, *, annotato
                                f"{', '.join(available) or 'none'})")
         labels = reader.labels()
         table = reader.query_table(k)
-    human, names = human_labels(store, run, annotator)
+    human, names, ties = human_labels(store, run, annotator)
     e2e = {str(q): (float(s) if s is not None else math.nan) for q, s in zip(table["query_id"], table["e2e_score"])}
     return TrustInputs(run, int(k), population, auto_labels(population, labels, chosen), human, e2e,
-                       [str(q) for q in table["query_id"]], names)
+                       [str(q) for q in table["query_id"]], names, ties,
+                       ONE_ANNOTATOR_RULE if annotator is not None else LABEL_RULE)
 
 
 def design_of(store: AnnotationStore, run: str, population: int, design: SamplingDesign | None
@@ -536,25 +594,99 @@ def other_annotated_runs(store: AnnotationStore, run_path: Path, methods: Sequen
     return found
 
 
+@dataclass(frozen=True)
+class Basis:
+    """What a report's numbers rest on: the inputs (the people's labels decided by :data:`LABEL_RULE`, a queue's
+    items by its rule), the design (None: convenience), the stratum of every passage a stratified design needs, and
+    the queue behind it (None: not a queue)."""
+
+    inputs: TrustInputs
+    design: SamplingDesign | None
+    population_strata: Mapping[Hashable, str] | None = None
+    queue_id: int | None = None
+
+
+SHARED_SAMPLE = "sample"
+
+
+def available_bases(store: AnnotationStore, run: str) -> dict[str, str]:
+    """The designs a run's estimates can rest on, newest queue first: ``queue:N`` for each passage queue of the run
+    with a decision, ``sample`` for its newest shared sample; each with its description."""
+    from rageval.queues import QueueStore
+
+    queues = QueueStore(store.path)
+    found = {f"queue:{q.id}": q.source for q in sorted(queues.queues(run), key=lambda q: q.id, reverse=True)
+             if q.kind == "passage" and queues.queue_progress(q.id)["done"]}
+    sample = store.latest_sample(run)
+    if sample is not None:
+        found[SHARED_SAMPLE] = (f"shared sample {sample.id} (uniform, seed {sample.seed}, {sample.size:,} passages, "
+                                f"drawn by {sample.created_by} {sample.created_at})")
+    return found
+
+
+def report_basis(store: AnnotationStore, run_path: str | os.PathLike, inputs: TrustInputs, *,
+                 queue_id: int | None = None, design: SamplingDesign | None = None,
+                 population_strata: Mapping[Hashable, str] | None = None, annotator: str | None = None,
+                 basis: str = "") -> Basis:
+    """The one choice of a report's basis, for ``rageval trust`` and the pages: ``design`` when given (and no
+    ``queue_id``), else queue ``queue_id`` or the run's newest passage queue with a decision (:func:`queue_design`;
+    its items labelled by the queue's rule unless one ``annotator`` is asked for), else the run's newest shared
+    sample (:func:`design_of`), else None. ``basis`` (a key of :func:`available_bases`) picks one: ``queue:N``,
+    or ``sample`` (the shared sample even when a queue exists)."""
+    if basis.startswith("queue:"):
+        try:
+            queue_id = int(basis.partition(":")[2])
+        except ValueError:
+            raise RagevalError(f"basis {basis!r}: expected queue:N or {SHARED_SAMPLE}") from None
+    elif basis not in ("", SHARED_SAMPLE):
+        raise RagevalError(f"basis {basis!r}: expected queue:N or {SHARED_SAMPLE}")
+    chosen_queue = None
+    if basis != SHARED_SAMPLE and (design is None or queue_id is not None):
+        found = queue_design(store, run_path, inputs.population, queue_id)
+        if found is not None:
+            design, population_strata = found
+            chosen_queue = queue_id if queue_id is not None else queue_of_design(design)
+            if annotator is None and chosen_queue is not None:
+                inputs = queue_human_labels(inputs, store, chosen_queue)
+    return Basis(inputs, design_of(store, inputs.run, len(inputs.population), design), population_strata,
+                 chosen_queue)
+
+
+def queue_of_design(design: SamplingDesign) -> int | None:
+    """The queue id a queue's design names in its source (``queue 3 'name' (...)``), else None."""
+    import re
+
+    found = re.match(r"queue (\d+) ", design.source or "")
+    return int(found.group(1)) if found else None
+
+
+def report_from_basis(basis: Basis, *, confidence: float = CONFIDENCE,
+                      other_runs: Mapping[str, tuple[float, Mapping[str, float]]] | None = None) -> TrustReport:
+    """:func:`build_report` on a :class:`Basis`, with the label rule, the unresolved ties and the number of
+    adjudicated items said."""
+    from dataclasses import replace
+
+    report = build_report(basis.inputs, basis.design, population_strata=basis.population_strata,
+                          confidence=confidence, other_runs=other_runs)
+    return replace(report, label_rule=basis.inputs.label_rule, unresolved=basis.inputs.unresolved,
+                   adjudicated=basis.inputs.adjudicated)
+
+
 def trust_report(run_path: str | os.PathLike, store: AnnotationStore, *, design: SamplingDesign | None = None,
                  population_strata: Mapping[Hashable, str] | None = None, annotator: str | None = None,
                  k: int | None = None, methods: Sequence[str] | None = None, compare_runs: bool = True,
                  confidence: float = CONFIDENCE, plan_size: int = 0, plan_method: str | None = None,
-                 queue_id: int | None = None) -> TrustReport:
-    """Everything of this module for the run at ``run_path`` and the labels of ``store``: the design (module
-    docstring; an annotation queue's, :func:`queue_design`, before the shared sample's), the estimates and
-    calibration of every label method (or ``methods``), with ``compare_runs`` the per-run agreement over the
+                 queue_id: int | None = None, basis: str = "") -> TrustReport:
+    """Everything of this module for the run at ``run_path`` and the labels of ``store``: the basis
+    (:func:`report_basis`: an annotation queue's design and label rule before the shared sample's), the estimates
+    and calibration of every label method (or ``methods``), with ``compare_runs`` the per-run agreement over the
     annotated runs of the same folder, and with ``plan_size`` the next items to label for ``plan_method`` (default:
-    :func:`headline_method`)."""
+    :func:`headline_method`; :func:`next_plan`, the plan the Annotate page shows)."""
     inputs = read_inputs(run_path, store, annotator=annotator, k=k, methods=methods)
-    if design is None or queue_id is not None:
-        found = queue_design(store, run_path, inputs.population, queue_id)
-        if found is not None:
-            design, population_strata = found
-    chosen = design_of(store, inputs.run, len(inputs.population), design)
+    chosen = report_basis(store, run_path, inputs, queue_id=queue_id, design=design,
+                          population_strata=population_strata, annotator=annotator, basis=basis)
     others = other_annotated_runs(store, Path(run_path), list(inputs.auto.columns), inputs.k) if compare_runs else {}
-    report = build_report(inputs, chosen, population_strata=population_strata, confidence=confidence,
-                          other_runs=others)
+    report = report_from_basis(chosen, confidence=confidence, other_runs=others)
     if plan_size > 0 and len(inputs.auto.columns):
         from dataclasses import replace
 
@@ -563,17 +695,29 @@ def trust_report(run_path: str | os.PathLike, store: AnnotationStore, *, design:
         with RunReader(run_path) as reader:
             label_metric = reader.settings().get("label_metric")
         target = plan_method or headline_method(list(inputs.auto.columns), label_metric) or ""
-        report = replace(report, plan=plan_items(inputs, chosen, target, plan_size))
+        report = replace(report, plan=plan_items(chosen.inputs, chosen.design, target, plan_size))
     return report
 
 
-def plan_items(inputs: TrustInputs, design: SamplingDesign | None, method: str, size: int) -> dict[str, Any]:
-    """The plan (:func:`rageval.trust.plan.plan_next`) as plain data: the method, the next ``size`` items
-    (query_id, passage_id, rank, stratum) and the allocation per stratum."""
+def next_plan(inputs: TrustInputs, design: SamplingDesign | None, method: str, size: int):
+    """The one plan of the next items to label (:func:`rageval.trust.plan.plan_next`), for ``rageval trust --plan``
+    and the Annotate page's "Label next": seeded by the number of people's labels, so both show the same items for
+    the same labels (and a new label gives a new draw)."""
     from rageval.trust.plan import plan_next
 
-    plan = plan_next(inputs, design, method, size, seed=len(inputs.human))
-    return {"method": method, "size": len(plan.items),
+    return plan_next(inputs, design, method, size, seed=plan_seed(inputs))
+
+
+def plan_seed(inputs: TrustInputs) -> int:
+    """The plan's seed: how many items have a people's label."""
+    return len(inputs.human)
+
+
+def plan_items(inputs: TrustInputs, design: SamplingDesign | None, method: str, size: int) -> dict[str, Any]:
+    """The plan (:func:`next_plan`) as plain data: the method, its seed, the next ``size`` items (query_id,
+    passage_id, rank, stratum) and the allocation per stratum."""
+    plan = next_plan(inputs, design, method, size)
+    return {"method": method, "seed": plan_seed(inputs), "size": len(plan.items),
             "items": [{"query_id": str(r.query_id), "passage_id": str(r.passage_id), "rank": int(r.rank),
                        "stratum": str(r.stratum)} for r in plan.items.itertuples()],
             "allocation": [{"stratum": str(r.stratum), "population": int(r.population), "labelled": int(r.labelled),
@@ -634,6 +778,12 @@ def format_report(report: TrustReport) -> str:
              ("" if report.supports_estimate else f": {NO_UNBIASED}"),
              f"human labels: {report.n_human:,} used in the estimates, {report.n_labelled:,} passages labelled"
              + (f" by {', '.join(report.annotators)}" if report.annotators else "")]
+    lines.append(f"label rule: {report.label_rule}"
+                 + (f" ({report.adjudicated:,} adjudicated)" if report.adjudicated else ""))
+    if report.unresolved:
+        lines.append(f"unresolved (a tie, not counted): {len(report.unresolved):,} passages")
+        lines += [f"  {u['query_id']}\t{u['passage_id']}\t{u['ones']} said 1, {u['zeros']} said 0 ({u['where']}"
+                  + (f", item {u['position']}" if "position" in u else "") + ")" for u in report.unresolved]
     if report.n_labelled == 0:
         lines.append("no human label for this run: label the shared sample on the Annotate page, or bring labels in "
                      "with rageval annotations import RUN FILE --annotator NAME")
@@ -641,6 +791,8 @@ def format_report(report: TrustReport) -> str:
         lines += [f"  stratum {s.name}: {s.sampled:,} of {s.population:,} (weight {_number(s.weight)})"
                   for s in d.strata]
     lines += [f"note: {note}" for note in report.notes]
+    if any(e.clipped for t in report.methods.values() for by in t.estimates.values() for e in by.values()):
+        lines.append(f"note: {BOUNDS_RULE}")
     header = f"  {'measure':<22}{'automatic':>10}  {'PPI':<24}{'PPI++':<24}{'human only':<24}"
     for method, trust in report.methods.items():
         lines += ["", f"{method}: kappa {_number(trust.calibration.kappa)} over {trust.calibration.n:,} passages "
@@ -655,10 +807,10 @@ def format_report(report: TrustReport) -> str:
         lines += [f"  n/a: {reason}" for reason in reasons]
     lines += ["", f"calibration against people (relevant = label >= 0.5; {report.n_human or report.n_labelled:,} "
                   "labelled passages; rogan_gladen = the true share the method's share implies):"]
-    columns = ("n", "tp", "fp", "fn", "tn", "precision", "recall", "specificity", "human_base_rate",
-               "method_base_rate", "kappa", "method_share_all", "rogan_gladen")
-    short = {"human_base_rate": "people", "method_base_rate": "method", "method_share_all": "share_all",
-             "rogan_gladen": "RG", "specificity": "spec", "precision": "prec"}
+    columns = ("n", "tp", "fp", "fn", "tn", "precision", "recall", "specificity", "human_share_labelled",
+               "human_base_rate", "method_base_rate", "kappa", "method_share_all", "rogan_gladen")
+    short = {"human_share_labelled": "people_n", "human_base_rate": "people", "method_base_rate": "method",
+             "method_share_all": "share_all", "rogan_gladen": "RG", "specificity": "spec", "precision": "prec"}
     width = max([len(m) for m in report.methods] + [6]) + 2
     lines.append("  " + "method".ljust(width) + "".join(f"{short.get(c, c):>10}" for c in columns)
                  + f"{'tau_q':>10}{'tau_run':>10}")
@@ -668,7 +820,8 @@ def format_report(report: TrustReport) -> str:
                         f"{_number(math.nan if values[c] is None else values[c]):>10}" for c in columns)
         lines.append("  " + method.ljust(width) + cells + f"{_number(trust.per_query.tau):>10}"
                      f"{_number(trust.per_run.tau):>10}")
-    lines.append("  people/method: base rates on the labelled passages; tau_q: Kendall's tau-b of the per-query "
+    lines.append("  people_n: the people's share of the labelled passages, (tp + fn) / n; people/method: base rates "
+                 "weighted by the design (equal under a uniform sample); tau_q: Kendall's tau-b of the per-query "
                  f"share of relevant (queries with >= 2 labelled top-{report.k} passages); tau_run: of the runs' "
                  f"P@{report.k} orderings over {len(report.runs_compared) + 1} annotated runs")
     if report.plan is not None:

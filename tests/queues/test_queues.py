@@ -363,11 +363,12 @@ def test_a_v2_file_is_upgraded_to_v3_in_place_and_keeps_every_row(tmp_path, run_
     population, labels = run_frames
     queue_id = store.create_queue("after", RUN, "passage", population, labels, QueuePlan(UNIFORM_PLAN, 4), 1,
                                   ["Ada"], "", "admin")
-    assert AnnotationStore(path).version() == ANNOTATIONS.version == 3
-    assert dump() == before
+    assert AnnotationStore(path).version() == ANNOTATIONS.version == 4  # v2 -> v3 -> v4 in one transaction
+    # every row kept; labels gained the guideline column last (v4), empty for labels given before it existed
+    assert dump() == {**before, "labels": [(*row, "") for row in before["labels"]]}
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+        assert connection.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "4"
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     connection.close()
     store.save_label(queue_id, 0, "Ada", 1)

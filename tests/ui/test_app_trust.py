@@ -97,3 +97,59 @@ def test_findings_says_labels_without_a_sample_support_no_estimate(tmp_path, mon
     sentence = next(plain(m.value) for m in app.markdown if "from automatic labels" in m.value)
     assert "the 6 human labels were not drawn at random" in sentence
     assert "does not support an unbiased estimate" in sentence or "do not support" in sentence
+
+
+def test_annotate_says_the_label_rule_lists_a_tie_and_charts_a_queue(tmp_path, monkeypatch):
+    """A stratified queue of 12 passages, two annotators each, who disagree on the first item: the page says how a
+    passage's label is decided, lists the tie, and draws the intervals as the queue's labels arrive."""
+    from rageval.queues import STRATIFIED_PLAN, QueuePlan, QueueStore
+    from rageval.store import RunReader
+
+    path = make_small_run(tmp_path / "fixture.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    monkeypatch.delenv("RAGEVAL_ANNOTATIONS", raising=False)
+    with RunReader(path) as reader:
+        labels = reader.labels()
+    population = labels.loc[labels["method"] == "gold", ["query_id", "passage_id"]].drop_duplicates()
+    queues = QueueStore(tmp_path / ANNOTATIONS_FILE)
+    queue_id = queues.create_queue("q", "fixture", "passage", population.reset_index(drop=True), labels,
+                                   QueuePlan(STRATIFIED_PLAN, 12, seed=2, stratify_by="contains_answer"), 2,
+                                   ["ada", "bo"], "", "admin")
+    for position in queues.items(queue_id)["position"]:
+        for person in ("ada", "bo"):
+            value = (person == "bo") if position == 0 else int(position) % 3 == 0
+            queues.save_label(queue_id, int(position), person, int(value))
+    items = pd.DataFrame(population.assign(rank=1).to_numpy(), columns=["query_id", "passage_id", "rank"])
+    AnnotationStore(queues.path).create_sample("fixture", items, 10, seed=1, created_by="ada")
+    app = start(ANNOTATE, annotator="ada", run="fixture", mode="passages")
+    text = plain(captions(app))
+    assert "The people's label of a passage: in an annotation queue: an adjudicated label" in text
+    assert "1 passage is unresolved (a tie)" in text and f"queue {queue_id}" in text
+    ties = frame_with(app, "Said 1")
+    assert len(ties) == 1 and ties.iloc[0]["Where"] == f"queue {queue_id}, item 0"
+    chart = next((spec, data) for spec, data in vega_charts(app) if "as labels arrive" in spec.get("title", ""))
+    assert chart[1]["n"].max() == 11  # the 12 items but the tie
+    # the basis is said (the queue, its items and annotators each) and can be switched to the shared sample
+    assert f"queue {queue_id} 'q' (stratified by contains_answer (proportional), seed 2; 12 items, 2 annotators " \
+           "each)" in text
+    picker = next(box for box in app.selectbox if box.label == "Estimates rest on")
+    assert picker.options[0].startswith(f"queue {queue_id}") and picker.options[1].startswith("shared sample")
+    # the people's share: the labelled passages' raw share beside the design-weighted one (they differ here)
+    calibration = frame_with(app, "Rogan–Gladen share").iloc[0]
+    assert calibration["People's share of the labelled"] == pytest.approx(
+        (calibration["Both relevant"] + calibration["People only"]) / calibration["n"])
+    assert calibration["People's share (weighted)"] != pytest.approx(calibration["People's share of the labelled"])
+    sample_view = start(ANNOTATE, annotator="ada", run="fixture", mode="passages", basis="sample")
+    assert "Uniform sample (shared sample" in plain(captions(sample_view))
+
+
+def test_the_glossary_explains_the_words_of_the_trust_views():
+    """PPI, PPI++, Rogan–Gladen, Cohen's and Fleiss' kappa, Krippendorff's alpha, stratified sample and Neyman
+    allocation each have an entry with its source, and the Glossary page shows them under their anchors."""
+    from ui import glossary, navigation
+
+    wanted = {"ppi", "ppi-plus-plus", "rogan-gladen", "kappa", "fleiss-kappa", "krippendorff-alpha",
+              "stratified-sample", "neyman-allocation"}
+    assert wanted <= set(glossary.BY_ANCHOR) and all(glossary.BY_ANCHOR[a].source for a in wanted)
+    app = start(str(Path(__file__).resolve().parents[2] / navigation.GLOSSARY))
+    assert wanted <= {h.proto.anchor for h in app.subheader}
