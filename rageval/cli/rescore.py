@@ -181,8 +181,8 @@ def add_parsers(sub) -> None:
     start.add_argument("--batch-size", type=int, default=8, help="prompts per batch, and per commit")
     start.add_argument("--max-new-tokens", type=int, help="answer length (default: the run's)")
     start.add_argument("--probe", type=int, default=5, metavar="N",
-                       help="an LLM judge other than the default (UMBRELA, a judge file): first ask the model about N passages and say how many "
-                            "replies were in the judge's format (0: skip; default 5)")
+                       help="an LLM judge other than the default (UMBRELA, a judge file): first ask the model about "
+                            "N passages and say how many replies were in the judge's format (0: skip; default 5)")
     start.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     start.add_argument("--detach", action="store_true", help="run in a background process and return at once")
     start.set_defaults(handler=cmd_start)
