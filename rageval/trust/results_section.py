@@ -82,7 +82,7 @@ def coverage_of(y: np.ndarray, predictions: dict[str, np.ndarray], sizes: Sequen
 
     truth = float(y.mean())
     rows = []
-    for n in sizes:
+    for n in (n for n in sizes if n < len(y)):  # a sample as large as the run is no sample (a tiny run has none)
         rng = np.random.default_rng([seed, n])
         samples = [rng.choice(len(y), size=n, replace=False) for _ in range(draws)]
         for method, f in predictions.items():
