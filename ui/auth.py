@@ -25,7 +25,7 @@ import streamlit as st
 
 from rageval.errors import RagevalError
 from rageval.team import audit as audit_log
-from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config, user_id
+from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config
 from rageval.team.roles import ADJUDICATE, ADMIN, LABEL, MANAGE_QUEUES, READ_AUDIT, RUN_JOBS, UPLOAD, VIEW, can
 from ui.format import escape_markdown
 
@@ -89,10 +89,10 @@ def current_identity(typed_name: str = "") -> Identity:
     if not team_mode():
         return Identity(user_id=typed_name, display_name=typed_name, role=ADMIN, team_mode=False)
     claims = _claims()
-    person = user_id(claims) if claims else None
+    config = team_config()
+    person = config.user_id(claims) if claims else None
     if not claims or not person:
         return Identity(user_id="", display_name="", role=NO_ROLE, team_mode=True)
-    config = team_config()
     name = str(claims.get("name") or person)
     if _expired(claims, config.max_hours):
         return Identity(user_id="", display_name=name, role=NO_ROLE, team_mode=True, expired=True)

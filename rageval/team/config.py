@@ -5,6 +5,7 @@
     client_id = "rageval"
     redirect_uri = "https://rageval.example.org/oauth2callback"   # the dashboard's URL + /oauth2callback
     groups_claim = "groups"            # optional: the ID-token claim that lists a person's groups
+    # trust_email_without_verified_claim = true   # only for a provider that never sends email_verified (below)
 
     [session]
     max_hours = 12                     # a sign-in older than this (its ID token's iat) must sign in again
@@ -14,6 +15,13 @@
     operator = ["group:ml-ops"]
     annotator = ["@annotators.example.org"]
     viewer = ["@example.org"]
+
+An email counts (for an email or an @domain entry, and as the person's id) only when the ID token says
+``email_verified`` is ``true`` (or the string ``"true"``, as some providers send it). A provider that never sends
+the claim but verifies every address itself (a company directory where nobody chooses their own email) is named
+explicitly: ``trust_email_without_verified_claim = true`` in ``[provider]``; then an email *without* the claim
+counts too, while ``email_verified = false`` still never does. Without that line such people are matched only by
+their groups, and their id is the provider's subject.
 
 The secrets (the provider's client secret, the key that signs the session cookie) are never in this file: they
 come from the environment (:data:`CLIENT_SECRET_ENV`, :data:`COOKIE_SECRET_ENV`) or a secrets file the user names
@@ -43,6 +51,9 @@ MIN_COOKIE_SECRET = 32
 DEFAULT_MAX_HOURS = 12.0
 PROVIDER_KEYS = ("server_metadata_url", "client_id", "redirect_uri")
 CALLBACK_PATH = "/oauth2callback"  # the path Streamlit serves the provider's answer on
+#: The explicit opt-in for a provider that sends no ``email_verified`` claim (never the default).
+TRUST_KEY = "trust_email_without_verified_claim"
+PROVIDER_OPTIONS = ("groups_claim", TRUST_KEY)
 
 
 class TeamConfigError(RagevalError):
@@ -68,21 +79,34 @@ class TeamConfig:
     groups_claim: str | None
     max_hours: float
     rules: tuple[Rule, ...]
+    trust_email_without_verified_claim: bool = False
 
-    def role_for(self, claims: Mapping[str, Any]) -> str | None:
-        """The highest role whose entries match the signed-in person's ``claims`` (their ID token's), else None.
-        An email (and its domain) counts only when the provider does not say it is unverified."""
-        email = verified_email(claims)
+    def verified_email(self, claims: Mapping[str, Any]) -> str | None:
+        """The claims' email in lower case when it counts (see :func:`verified_email`), else None."""
+        return verified_email(claims, trust_missing_claim=self.trust_email_without_verified_claim)
+
+    def user_id(self, claims: Mapping[str, Any]) -> str | None:
+        """The person's id under this team's rule for emails (see :func:`user_id`)."""
+        return user_id(claims, trust_missing_claim=self.trust_email_without_verified_claim)
+
+    def match(self, claims: Mapping[str, Any]) -> tuple[str | None, Rule | None]:
+        """The highest role whose entries match ``claims`` and the first entry that gives it; (None, None) when no
+        entry matches. An email (and its domain) counts only when verified (:meth:`verified_email`)."""
+        email = self.verified_email(claims)
         domain = email.rpartition("@")[2] if email else None
         groups = self.groups_of(claims)
-        best: str | None = None
+        best: Rule | None = None
         for rule in self.rules:
             matched = ((rule.kind == "email" and rule.value == email)
                        or (rule.kind == "domain" and rule.value == domain)
                        or (rule.kind == "group" and rule.value in groups))
-            if matched and (best is None or ROLES.index(rule.role) > ROLES.index(best)):
-                best = rule.role
-        return best
+            if matched and (best is None or ROLES.index(rule.role) > ROLES.index(best.role)):
+                best = rule
+        return (best.role, best) if best else (None, None)
+
+    def role_for(self, claims: Mapping[str, Any]) -> str | None:
+        """The highest role whose entries match the signed-in person's ``claims`` (their ID token's), else None."""
+        return self.match(claims)[0]
 
     def groups_of(self, claims: Mapping[str, Any]) -> set[str]:
         if not self.groups_claim:
@@ -95,18 +119,30 @@ class TeamConfig:
         return set()
 
 
-def verified_email(claims: Mapping[str, Any]) -> str | None:
-    """The claims' email in lower case, unless missing or marked ``email_verified = false``."""
+def email_is_verified(claims: Mapping[str, Any], *, trust_missing_claim: bool = False) -> bool:
+    """Whether the ID token vouches for its email: ``email_verified`` is ``true`` or the string ``"true"`` (any
+    case). A missing claim counts only with ``trust_missing_claim`` (team.toml's explicit opt-in for a provider
+    that never sends it); ``false``, ``"false"``, ``null``, ``0`` or anything else never count."""
+    if "email_verified" not in claims:
+        return trust_missing_claim
+    value = claims["email_verified"]
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def verified_email(claims: Mapping[str, Any], *, trust_missing_claim: bool = False) -> str | None:
+    """The claims' email in lower case when :func:`email_is_verified`, else None."""
     email = claims.get("email")
-    if not isinstance(email, str) or "@" not in email or claims.get("email_verified") is False:
+    if not isinstance(email, str) or "@" not in email:
+        return None
+    if not email_is_verified(claims, trust_missing_claim=trust_missing_claim):
         return None
     return email.strip().lower()
 
 
-def user_id(claims: Mapping[str, Any]) -> str | None:
+def user_id(claims: Mapping[str, Any], *, trust_missing_claim: bool = False) -> str | None:
     """The id labels, jobs, uploads and audit entries are stored under: the verified email, else the provider's
     subject (``sub``, prefixed by nothing: it is unique per provider), else None (not signed in)."""
-    email = verified_email(claims)
+    email = verified_email(claims, trust_missing_claim=trust_missing_claim)
     if email:
         return email
     sub = claims.get("sub")
@@ -141,9 +177,9 @@ def parse_team_config(document: Mapping[str, Any], path: Path) -> TeamConfig:
                         f"provider ({', '.join(PROVIDER_KEYS)})")
         provider = {}
     else:
-        for key in sorted(set(provider) - {*PROVIDER_KEYS, "groups_claim", "client_secret", "cookie_secret"}):
+        for key in sorted(set(provider) - {*PROVIDER_KEYS, *PROVIDER_OPTIONS, "client_secret", "cookie_secret"}):
             problems.append(f"{path}: [provider] unknown key {key!r} (expected {', '.join(PROVIDER_KEYS)}, "
-                            "groups_claim)")
+                            f"{', '.join(PROVIDER_OPTIONS)})")
         for key in ("client_secret", "cookie_secret"):
             if key in provider:
                 problems.append(f"{path}: [provider] {key}: secrets never go in team.toml; set ${CLIENT_SECRET_ENV} "
@@ -163,6 +199,9 @@ def parse_team_config(document: Mapping[str, Any], path: Path) -> TeamConfig:
         groups_claim = provider.get("groups_claim")
         if groups_claim is not None and (not isinstance(groups_claim, str) or not groups_claim):
             problems.append(f"{path}: [provider] groups_claim: expected a claim name (a string)")
+        trust = provider.get(TRUST_KEY, False)
+        if not isinstance(trust, bool):
+            problems.append(f"{path}: [provider] {TRUST_KEY}: expected true or false, got {trust!r}")
     session = document.get("session", {})
     max_hours = DEFAULT_MAX_HOURS
     if not isinstance(session, Mapping):
@@ -181,7 +220,8 @@ def parse_team_config(document: Mapping[str, Any], path: Path) -> TeamConfig:
         raise TeamConfigError("\n".join(problems))
     return TeamConfig(path=path, server_metadata_url=provider["server_metadata_url"].strip(),
                       client_id=provider["client_id"].strip(), redirect_uri=provider["redirect_uri"].strip(),
-                      groups_claim=provider.get("groups_claim"), max_hours=max_hours, rules=tuple(rules))
+                      groups_claim=provider.get("groups_claim"), max_hours=max_hours, rules=tuple(rules),
+                      trust_email_without_verified_claim=provider.get(TRUST_KEY) is True)
 
 
 def _parse_roles(roles: Any, path: Path) -> tuple[list[Rule], list[str]]:
