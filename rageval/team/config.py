@@ -333,3 +333,77 @@ def _toml_string(value: str) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False)
+
+
+# --- checking a config against a person's claims (rageval team check) ----------------------------------------------
+
+@dataclass(frozen=True)
+class ClaimsCheck:
+    """What the dashboard would make of one set of ID-token claims: the id it stores the person under (None: the
+    sign-in would be refused), the role (None: no role), the team.toml entry that gave it, and why an email that
+    was there did not count."""
+
+    identity: str | None
+    role: str | None
+    rule: str | None
+    notes: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"identity": self.identity, "role": self.role, "rule": self.rule, "notes": list(self.notes)}
+
+
+def rule_text(rule: Rule) -> str:
+    """The entry as written in ``[roles]`` (lower case where it compares so): ``ada@x.org``, ``@x.org``,
+    ``group:NAME``."""
+    return {"email": rule.value, "domain": "@" + rule.value, "group": "group:" + rule.value}[rule.kind]
+
+
+def check_claims(config: TeamConfig, claims: Mapping[str, Any]) -> ClaimsCheck:
+    """The identity, role and matching entry for ``claims``, exactly as the dashboard decides at sign-in."""
+    role, rule = config.match(claims)
+    notes: list[str] = []
+    email = claims.get("email")
+    if isinstance(email, str) and "@" in email and config.verified_email(claims) is None:
+        said = ("is missing" if "email_verified" not in claims
+                else f"is {json_text(claims['email_verified'])}")
+        notes.append(f"the email {email!r} does not count: email_verified {said} (only true or \"true\" count"
+                     + ("" if "email_verified" in claims else f"; a provider that never sends it: {TRUST_KEY} = "
+                        "true in [provider]") + ")")
+    if config.groups_claim and config.groups_claim not in claims:
+        notes.append(f"no {config.groups_claim!r} claim: no group: entry can match")
+    identity = config.user_id(claims)
+    if identity is None:
+        notes.append("neither a verified email nor a sub claim: the sign-in gives no identity")
+    return ClaimsCheck(identity=identity, role=role if identity else None,
+                       rule=rule_text(rule) if rule and identity else None, notes=tuple(notes))
+
+
+def json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def load_claims(path: str | os.PathLike) -> dict[str, Any]:
+    """A JSON object of ID-token claims (as a provider's token or userinfo endpoint gives them); a
+    :class:`TeamConfigError` naming the file otherwise."""
+    import json
+
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TeamConfigError(f"{path}: no such claims file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise TeamConfigError(f"{path}: cannot read it ({error})") from None
+    except json.JSONDecodeError as error:
+        raise TeamConfigError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+    if not isinstance(value, dict):
+        raise TeamConfigError(f"{path}: expected a JSON object of ID-token claims ({{\"sub\": ..., \"email\": ...}}),"
+                              f" got a {type(value).__name__}")
+    return value
+
+
+def check_claims_file(team_toml: str | os.PathLike, claims_file: str | os.PathLike) -> ClaimsCheck:
+    """:func:`check_claims` for ``team.toml`` and a claims JSON file (``rageval team check``)."""
+    return check_claims(load_team_config(team_toml), load_claims(claims_file))

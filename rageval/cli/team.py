@@ -1,0 +1,42 @@
+"""``rageval team check`` and ``rageval audit verify``: an admin's checks of a dashboard served for a team.
+
+    rageval team check team.toml --claims claims.json [--json]   who these ID-token claims are, their role, the entry
+    rageval audit verify [RUNS_DIR] [--json]                      the audit log's hash chain, entry by entry
+
+``team check`` decides exactly as the dashboard does at sign-in (``email_verified`` read strictly, groups from
+``groups_claim``), so a team.toml can be checked before anyone signs in. Exit status 0 with a role, 1 without one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def cmd_team_check(args: argparse.Namespace) -> int:
+    from rageval.team.config import check_claims_file
+
+    result = check_claims_file(args.team_toml, args.claims)
+    if args.json:
+        print(json.dumps(result.as_json(), indent=2))
+    else:
+        print(f"identity: {result.identity or '(none: the sign-in would be refused)'}")
+        print(f"role:     {result.role or '(none: a page saying so, no run data)'}")
+        print(f"rule:     {result.rule or '(no entry matches)'}")
+        for note in result.notes:
+            print(f"note:     {note}")
+    return 0 if result.role else 1
+
+
+def add_parsers(sub) -> None:
+    team = sub.add_parser("team", help="check a team.toml: which role a person's ID-token claims get, and from "
+                                       "which entry", description=__doc__.split("\n")[0],
+                          epilog=__doc__.split("\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    team.set_defaults(handler=cmd_team_check)  # the one subcommand so far (argparse requires it)
+    team_sub = team.add_subparsers(dest="team_command", required=True)
+    check = team_sub.add_parser("check", help="the identity, role and matching entry for a set of ID-token claims")
+    check.add_argument("team_toml", metavar="TEAM_TOML")
+    check.add_argument("--claims", required=True, metavar="CLAIMS_JSON",
+                       help="a JSON object of ID-token claims (sub, email, email_verified, groups, ...)")
+    check.add_argument("--json", action="store_true", help='{"identity": ..., "role": ... or null, "rule": ...}')
+    check.set_defaults(handler=cmd_team_check)
