@@ -18,10 +18,21 @@ render.page_heading(navigation.AUDIT_LOG)
 path = auth.audit_file()
 try:
     entries = auth.read_audit(limit=SHOWN)
+    verification = auth.verify_audit()
 except StoreError as error:  # our own message: the file and what is wrong with it
     render.stop_with_error(error)
-st.caption(render.escape_markdown(f"{len(entries):,} newest entries (at most {SHOWN:,}) of {path}; entries are "
-                                  "only ever appended (the file refuses changes and deletions)."))
+if verification.ok:
+    if verification.entries:
+        st.success(render.escape_markdown(f"The hash chain verifies: {verification.entries:,} entries, each as "
+                                          f"written (last hash {verification.last_hash})."), icon=":material/verified:")
+else:
+    st.error(render.escape_markdown(verification.summary() + ". Compare with the copy kept off this machine "
+                                    "(docs/deploy.md); `rageval audit verify` says the same."),
+             icon=":material/gpp_bad:")
+st.caption(render.escape_markdown(f"{len(entries):,} newest entries (at most {SHOWN:,}) of {path}. Entries are "
+                                  "only ever appended: the file refuses changes, deletions and replacements, and "
+                                  "each entry carries a hash over its content and the previous entry's hash, so a "
+                                  "change made by someone who can write the file shows above."))
 if not entries:
     st.info("Nothing recorded yet.")
     st.stop()

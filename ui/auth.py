@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -190,8 +191,15 @@ def audit(action: str, detail: dict | None = None) -> None:
     identity = current_identity()
     if not identity.team_mode or not identity.user_id:
         return
-    audit_log.append(audit_file(), identity.user_id, action, detail)
+    entry = audit_log.append(audit_file(), identity.user_id, action, detail)
+    print(audit_log.entry_line(entry), file=sys.stderr, flush=True)  # the server log: a copy off the file (deploy.md)
 
+
+
+def verify_audit() -> audit_log.Verification:
+    """The audit log's hash chain walked entry by entry (:func:`rageval.team.audit.verify`); admins only."""
+    check(READ_AUDIT)
+    return audit_log.verify(audit_file())
 
 
 def read_audit(limit: int | None = None) -> list[audit_log.AuditEntry]:
@@ -208,4 +216,5 @@ def audit_frame(entries: list[audit_log.AuditEntry]):
 
     return pd.DataFrame({"when (UTC)": [e.at for e in entries], "who": [e.user_id for e in entries],
                          "action": [e.action for e in entries],
-                         "details": [json.dumps(e.detail, sort_keys=True) for e in entries]})
+                         "details": [json.dumps(e.detail, sort_keys=True) for e in entries],
+                         "entry": [e.entry for e in entries], "hash": [e.hash[:12] for e in entries]})

@@ -28,6 +28,15 @@ def cmd_team_check(args: argparse.Namespace) -> int:
     return 0 if result.role else 1
 
 
+def cmd_audit_verify(args: argparse.Namespace) -> int:
+    from rageval.paths import user_runs_dir
+    from rageval.team.audit import verify
+
+    result = verify(args.runs_dir or user_runs_dir())
+    print(json.dumps(result.as_json(), indent=2) if args.json else result.summary())
+    return 0 if result.ok else 1
+
+
 def add_parsers(sub) -> None:
     team = sub.add_parser("team", help="check a team.toml: which role a person's ID-token claims get, and from "
                                        "which entry", description=__doc__.split("\n")[0],
@@ -40,3 +49,14 @@ def add_parsers(sub) -> None:
                        help="a JSON object of ID-token claims (sub, email, email_verified, groups, ...)")
     check.add_argument("--json", action="store_true", help='{"identity": ..., "role": ... or null, "rule": ...}')
     check.set_defaults(handler=cmd_team_check)
+    audit = sub.add_parser("audit", help="verify the team audit log's hash chain: exit 1 naming the first entry "
+                                         "that does not verify", description=__doc__.split("\n")[0],
+                           epilog=__doc__.split("\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    audit.set_defaults(handler=cmd_audit_verify)
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True)
+    verify = audit_sub.add_parser("verify", help="walk the hash chain of audit.sqlite in RUNS_DIR")
+    verify.add_argument("runs_dir", nargs="?", metavar="RUNS_DIR",
+                        help="the runs folder holding audit.sqlite, or the file (default: $RAGEVAL_RUNS_DIR, "
+                             "else ~/.local/share/rageval/runs)")
+    verify.add_argument("--json", action="store_true", help='{"ok": ..., "first_bad_entry": ..., "problem": ...}')
+    verify.set_defaults(handler=cmd_audit_verify)

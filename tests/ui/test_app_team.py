@@ -148,3 +148,18 @@ def test_a_sign_in_is_audited_once_with_who_and_when(team_env):
     entries = audit.read_entries(audit.audit_path(team_env))
     assert [(e.user_id, e.action) for e in entries] == [("otto@example.org", "sign_in")]
     assert entries[0].detail["role"] == "operator" and entries[0].at.endswith("+00:00")
+
+
+def test_the_audit_log_page_shows_whether_the_chain_verifies(team_env):
+    """issue 39 item 4: the page said the file "refuses changes" while INSERT OR REPLACE rewrote an entry; it now
+    walks the hash chain and names the first entry that does not verify."""
+    audit_page = "app_pages/12_Audit_log.py"
+    app = start_as(claims("ada@example.org"), audit_page)
+    assert escape_markdown("The hash chain verifies: 1 entries, each as written") in app.success[0].value
+    assert not app.error
+    with sqlite3.connect(audit.audit_path(team_env)) as connection:
+        connection.execute("DROP TRIGGER audit_no_update")
+        connection.execute("UPDATE audit SET user_id = 'mallory' WHERE entry = 1")
+    app = start_as(claims("ada@example.org"), audit_page)
+    assert not app.success
+    assert escape_markdown("entry 1 does not verify: its content") in app.error[0].value
