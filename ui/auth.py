@@ -142,6 +142,20 @@ def require(action: str) -> Identity:
     return identity
 
 
+def page_link(where: Any, page: str, **kwargs: Any) -> bool:
+    """``where.page_link(page, **kwargs)`` (``where``: ``st`` or a column) when this session's role has ``page``
+    (:data:`ui.navigation.BY_FILE`'s ``action``); nothing otherwise, since Streamlit raises on a link to a page that
+    is not in the session's navigation. Whether it drew the link. Every link between pages goes through here
+    (tests/ui/test_team_pages.py checks that none calls ``page_link`` directly)."""
+    from ui.navigation import BY_FILE
+
+    entry = BY_FILE.get(page)
+    if entry is not None and not allowed(entry.action):
+        return False
+    where.page_link(page, **kwargs)
+    return True
+
+
 def render_sign_in(identity: Identity | None = None) -> None:
     """The page of a session that is not signed in: what this is and a Sign in button; no run data."""
     st.title("rageval")

@@ -31,7 +31,7 @@ from rageval.jobs.spec import (
     Progress,
     job_progress,
 )
-from ui import navigation, render
+from ui import auth, navigation, render
 
 LABEL_KIND_NAMES = {"erag": "eRAG utility: the model answers from each passage alone, scored against the gold answers",
                     "llm_relevance": "LLM relevance: the model is asked whether each passage is relevant (yes/no)",
@@ -224,6 +224,6 @@ def render_job(job: Job, now: float | None = None) -> str | None:
             params = {"run": Path(job.run_path).stem}
             if job.spec.query_ids:
                 params["query"] = job.spec.query_ids[0]
-            buttons.page_link(INSPECTOR, label="See the labels in the query inspector", icon=":material/search:",
-                              query_params=params)
+            auth.page_link(buttons, INSPECTOR, label="See the labels in the query inspector", icon=":material/search:",
+                           query_params=params)
     return action
