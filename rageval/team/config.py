@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,6 +108,15 @@ class TeamConfig:
         """The highest role whose entries match the signed-in person's ``claims`` (their ID token's), else None."""
         return self.match(claims)[0]
 
+    def names_without_a_role(self, names: Sequence[str], action: str) -> list[str]:
+        """The ``names`` (identities typed by an admin, e.g. a queue's annotators) that no email or @domain entry
+        gives a role allowed ``action``: as typed, such a person would never see what is meant for them (a
+        ``group:`` entry may still give them a role; a name cannot show its groups)."""
+        from rageval.team.roles import can
+
+        return [name for name in names
+                if not can(self.role_for({"sub": name, "email": name, "email_verified": True}), action)]
+
     def groups_of(self, claims: Mapping[str, Any]) -> set[str]:
         if not self.groups_claim:
             return set()
@@ -117,6 +126,13 @@ class TeamConfig:
         if isinstance(value, list):
             return {str(v) for v in value}
         return set()
+
+
+def normalise_identity(name: str) -> str:
+    """A typed identity as the dashboard stores a signed-in person's: blanks collapsed, and an email (anything with
+    an ``@``) in lower case, as :func:`verified_email` gives it. A provider's subject (no ``@``) keeps its case."""
+    name = " ".join(str(name).split())
+    return name.lower() if "@" in name else name
 
 
 def email_is_verified(claims: Mapping[str, Any], *, trust_missing_claim: bool = False) -> bool:

@@ -163,3 +163,24 @@ def test_the_audit_log_page_shows_whether_the_chain_verifies(team_env):
     app = start_as(claims("ada@example.org"), audit_page)
     assert not app.success
     assert escape_markdown("entry 1 does not verify: its content") in app.error[0].value
+
+
+def test_queue_annotators_are_lower_cased_and_unknown_names_warned(team_env):
+    """issue 39 item 7: an admin typing an annotator's address with capitals created a queue that person never saw
+    (identities are lower-cased, the typed name was not); a name no team.toml entry lets label is named."""
+    from rageval.queues import QueueStore
+
+    app = start_as(claims("ada@example.org"), "app_pages/12_Queues.py", run="fixture")
+    app.text_input(key="queues.create.name").input("check")
+    app.number_input(key="queues.create.size").set_value(4)
+    app.number_input(key="queues.create.overlap").set_value(1)
+    app.text_area(key="queues.create.annotators").input("  Anna@Example.ORG \nbo@nowhere.org\nvic@example.org")
+    app.button[[b.label for b in app.button].index("Create the queue")].click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    store = QueueStore(team_env / ANNOTATIONS_FILE)
+    [queue] = store.queues()
+    assert queue.annotators == ("anna@example.org", "bo@nowhere.org", "vic@example.org")
+    assert [q.id for q in store.queues_of("anna@example.org")] == [queue.id]
+    [warning] = app.warning
+    # bo matches no entry; vic is a viewer, who may not label; anna is an annotator
+    assert escape_markdown("bo@nowhere.org, vic@example.org: no email or @domain entry") in warning.value
