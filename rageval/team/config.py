@@ -46,6 +46,9 @@ from rageval.team.roles import ROLES
 TEAM_ENV = "RAGEVAL_TEAM"
 CLIENT_SECRET_ENV = "RAGEVAL_OIDC_CLIENT_SECRET"
 COOKIE_SECRET_ENV = "RAGEVAL_COOKIE_SECRET"
+#: Never handed to the Streamlit server's environment (it reads them from its secrets file), so never inherited by
+#: the job workers it starts either.
+SECRET_ENVS = (CLIENT_SECRET_ENV, COOKIE_SECRET_ENV)
 #: The least length of a cookie secret (Streamlit warns below 14 bytes; a signing key that short is guessable).
 MIN_COOKIE_SECRET = 32
 DEFAULT_MAX_HOURS = 12.0
@@ -292,7 +295,8 @@ class Secrets:
 def load_secrets(environ: Mapping[str, str], secrets_file: str | os.PathLike | None = None,
                  checkout: str | os.PathLike | None = None) -> Secrets:
     """The provider's client secret and the cookie-signing secret: from ``secrets_file`` (TOML with
-    ``client_secret`` and ``cookie_secret``; refused inside ``checkout``, so it is never committed) where given,
+    ``client_secret`` and ``cookie_secret``; refused inside ``checkout``, so it is never committed, and refused
+    unless its mode is 600 or stricter: nobody but its owner may read it) where given,
     else from :data:`CLIENT_SECRET_ENV` and :data:`COOKIE_SECRET_ENV`. One line per missing secret."""
     values: dict[str, Any] = {}
     source = "the environment"
@@ -301,6 +305,15 @@ def load_secrets(environ: Mapping[str, str], secrets_file: str | os.PathLike | N
         if checkout is not None and file.is_relative_to(Path(checkout).resolve()):
             raise TeamConfigError(f"{file}: the secrets file is inside the checkout ({checkout}); keep secrets "
                                   "outside the repository (e.g. /etc/rageval/secrets.toml, mode 600)")
+        try:
+            mode = file.stat().st_mode & 0o777
+        except FileNotFoundError:
+            raise TeamConfigError(f"{file}: no such secrets file") from None
+        except OSError as error:
+            raise TeamConfigError(f"{file}: cannot read the secrets file ({error})") from None
+        if mode & 0o077:
+            raise TeamConfigError(f"{file}: the secrets file has mode {mode:04o}, open to its group or to others; "
+                                  f"it must be 600, owned by the user the dashboard runs as (chmod 600 {file})")
         try:
             values = tomllib.loads(file.read_text(encoding="utf-8"))
         except FileNotFoundError:

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 from rageval.errors import RagevalError
 from rageval.paths import REPO_ROOT
-from rageval.team.config import TEAM_ENV, load_secrets, load_team_config, streamlit_auth_secrets
+from rageval.team.config import SECRET_ENVS, TEAM_ENV, load_secrets, load_team_config, streamlit_auth_secrets
 
 DEFAULT_PORT = 8501
 
@@ -87,6 +87,13 @@ def plan_serve(*, address: str = "127.0.0.1", port: int = DEFAULT_PORT, team: st
                      config.path)
 
 
+def server_environment(environ: Mapping[str, str], plan: ServePlan) -> dict[str, str]:
+    """The Streamlit server's environment: ``environ`` and the plan's additions, without the team's secrets
+    (:data:`~rageval.team.config.SECRET_ENVS`; in team mode the server reads them from its secrets file), so
+    neither the server nor the job workers it starts hold them in their environment."""
+    return {key: value for key, value in {**environ, **plan.env}.items() if key not in SECRET_ENVS}
+
+
 def run_plan(plan: ServePlan, announce=print) -> int:
     """Start the server of ``plan`` and wait for it (Ctrl-C or SIGTERM stop it); its exit status. The secrets
     file, if any, lives only as long as the server."""
@@ -101,7 +108,7 @@ def run_plan(plan: ServePlan, announce=print) -> int:
                 handle.write(plan.secrets_text)
             command += ["--secrets.files", str(secrets)]
             announce(f"rageval serve: team mode ({plan.team}); sign-in required, roles from team.toml")
-        process = subprocess.Popen(command, cwd=REPO_ROOT, env={**os.environ, **plan.env})
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=server_environment(os.environ, plan))
         previous = signal.signal(signal.SIGTERM, lambda *_: process.terminate())
         try:
             return process.wait()

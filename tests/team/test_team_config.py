@@ -138,7 +138,20 @@ def test_secrets_from_env_or_a_file_outside_the_checkout(tmp_path):
         load_secrets({}, inside, checkout=checkout)
     outside = tmp_path / "secrets.toml"
     outside.write_text(f'client_secret = "c"\ncookie_secret = "{secret}"\n')
+    outside.chmod(0o600)
     assert load_secrets({}, outside, checkout=checkout).cookie_secret == secret
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o660, 0o644, 0o620])
+def test_a_secrets_file_open_to_group_or_others_is_refused(tmp_path, mode):
+    """issue 39 item 8: one rule (600), checked: the docs said 640, the README 600, and nothing checked."""
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(f'client_secret = "c"\ncookie_secret = "{"s" * 40}"\n')
+    secrets.chmod(mode)
+    with pytest.raises(TeamConfigError, match=f"has mode {mode:04o}, open to its group or to others.*chmod 600"):
+        load_secrets({}, secrets)
+    secrets.chmod(0o400)
+    assert load_secrets({}, secrets).client_secret == "c"
 
 
 def test_streamlit_auth_section_reads_back_as_toml(tmp_path):
