@@ -38,4 +38,7 @@ for entry in entries:
 page = st.navigation(sections)
 if auth.team_mode():
     auth.require(next(e.action for e in entries if e.title == page.title))
-page.run()
+    with auth.errors_with_an_id(page.title):  # a short error with an id; the trace in the server log
+        page.run()
+else:
+    page.run()

@@ -14,11 +14,15 @@ which the pages show as they show any :class:`~rageval.errors.RagevalError`), :f
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import os
+import secrets
 import sys
 import threading
+import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,6 +144,21 @@ def require(action: str) -> Identity:
         render_account(st)
         st.stop()
     return identity
+
+
+@contextlib.contextmanager
+def errors_with_an_id(page_title: str) -> Iterator[None]:
+    """Team mode, around a page's run: an exception the page did not handle is shown as one short line with an id
+    (no traceback, no server path), and the server log gets the id with the whole trace. Streamlit's own stop and
+    rerun signals (``BaseException``) pass through."""
+    try:
+        yield
+    except Exception:
+        error_id = secrets.token_hex(4)
+        print(f"rageval: error {error_id} on page {page_title!r} for {current_identity().user_id or '-'}:\n"
+              + traceback.format_exc(), file=sys.stderr, flush=True)
+        st.error(f"Something went wrong on this page (error {error_id}). The dashboard's administrator finds "
+                 "the details under that id in the server log.", icon=":material/error:")
 
 
 def page_link(where: Any, page: str, **kwargs: Any) -> bool:

@@ -72,9 +72,41 @@ def skip_direct_run_check() -> bool:
     return True
 
 
+def hide_metrics() -> bool:
+    """Serve no ``/_stcore/metrics`` (team mode): Streamlit answers it to anyone, signed in or not, with every
+    session's count and the cache sizes per function. Its route answers 404 instead (left out, the path would get
+    the app's page as any unknown path does). Whether it could be (False: a Streamlit that builds its routes
+    otherwise; then :func:`main` refuses to serve a team: tests/team/test_team_http.py)."""
+    try:
+        from starlette.responses import PlainTextResponse
+        from starlette.routing import Route
+        from streamlit.web.server.starlette import starlette_app, starlette_routes
+    except ImportError:
+        return False
+    if not all(hasattr(starlette_routes, name) for name in ("ROUTE_METRICS", "_with_base")) \
+            or not hasattr(starlette_app, "create_metrics_routes"):
+        return False
+
+    async def not_served(request):
+        return PlainTextResponse("not served on a dashboard served for a team\n", status_code=404)
+
+    def routes(runtime, base_url):
+        path = starlette_routes._with_base(starlette_routes.ROUTE_METRICS, base_url)
+        return [Route(path, not_served, methods=["GET", "HEAD", "OPTIONS"])]
+
+    starlette_app.create_metrics_routes = routes
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Preload, then hand over to ``streamlit run app.py`` with ``argv`` (default: this command's arguments)."""
+    """Preload, then hand over to ``streamlit run app.py`` with ``argv`` (default: this command's arguments). In team
+    mode (``$RAGEVAL_TEAM``, set by ``rageval serve --team``) the metrics endpoint is not served."""
+    import os
+
     options = sys.argv[1:] if argv is None else argv
+    if os.environ.get("RAGEVAL_TEAM") and not hide_metrics():
+        sys.exit("rageval serve --team: this Streamlit serves /_stcore/metrics to everyone and rageval cannot turn it "
+                 "off; install the Streamlit version of requirements.txt")
     preload()
     skip_direct_run_check()
     from streamlit.web import cli

@@ -83,6 +83,9 @@ def plan_serve(*, address: str = "127.0.0.1", port: int = DEFAULT_PORT, team: st
         raise ServeError(f"{config.path}: [provider] redirect_uri {config.redirect_uri} names port "
                          f"{redirect.port or 80} of this machine, but the dashboard would listen on {port}")
     secrets = load_secrets(environ, secrets_file, checkout=REPO_ROOT)
+    # An error outside a page's own handling shows as one redacted line, never a traceback or a server path: the
+    # trace goes to the server log (app.py gives a page's errors an id; this covers callbacks and app.py itself).
+    command += ["--client.showErrorDetails", "none"]
     return ServePlan(command, {TEAM_ENV: str(config.path.resolve())}, streamlit_auth_secrets(config, secrets),
                      config.path)
 

@@ -184,3 +184,61 @@ def test_queue_annotators_are_lower_cased_and_unknown_names_warned(team_env):
     [warning] = app.warning
     # bo matches no entry; vic is a viewer, who may not label; anna is an annotator
     assert escape_markdown("bo@nowhere.org, vic@example.org: no email or @domain entry") in warning.value
+
+
+def test_an_unhandled_error_shows_an_id_and_the_trace_goes_to_the_log(team_env, monkeypatch, capfd):
+    """issue 39 item 6: in team mode a page's unhandled error showed a traceback with server paths; now one line
+    with an id, and the server log (stderr) has that id with the trace."""
+    import ui.data
+
+    def broken(*args, **kwargs):
+        raise RuntimeError(f"cannot read {team_env}/secret-place/run.sqlite")
+
+    monkeypatch.setattr(ui.data, "find_all_runs", broken)
+    app = start_as(claims("vic@example.org"), run="fixture")
+    [box] = app.error
+    assert box.value.startswith("Something went wrong on this page (error ") and str(team_env) not in box.value
+    error_id = box.value.split("(error ")[1].split(")")[0]
+    log = capfd.readouterr().err
+    assert f"rageval: error {error_id} on page 'Findings' for vic@example.org" in log
+    assert "Traceback (most recent call last)" in log and "secret-place" in log
+
+
+def job_block() -> None:
+    """Run as a page script: one running job's block as the Findings and Re-score pages draw it."""
+    import os
+
+    from rageval.jobs.store import JobStore
+    from ui import render_jobs
+
+    with JobStore(os.environ["RAGEVAL_CACHE_DIR"] + "/jobs.sqlite") as store:
+        job = store.list()[0]
+    render_jobs.render_job(job)
+
+
+@pytest.mark.parametrize("email, controls", [("vic@example.org", False), ("anna@example.org", False),
+                                             ("otto@example.org", True), ("ada@example.org", True)])
+def test_job_controls_and_the_server_url_only_for_those_who_may_run_jobs(team_env, email, controls):
+    """issue 39 item 6: viewers saw Cancel / Stop now on other people's jobs (refused on the server) and the job's
+    server URL; now a role that may not run jobs sees neither, and a line saying why."""
+    import os
+
+    from rageval.jobs.spec import JobSpec
+    from rageval.jobs.store import JobStore
+
+    server = "http://10.0.0.7:8000/v1"
+    with JobStore(os.environ["RAGEVAL_CACHE_DIR"] + "/jobs.sqlite") as store:
+        job = store.create(JobSpec.from_flat(str(team_env / "fixture.sqlite"), model="m", backend="openai",
+                                             base_url=server), "erag:em@m", 10, started_by="otto@example.org")
+        store.claim(job.job_id, os.getpid())  # this live process plays the worker
+    app = AppTest.from_function(job_block, default_timeout=TIMEOUT_S)
+    app.user = claims(email)
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    labels = [b.label for b in app.button]
+    shown = " ".join(c.value for c in app.caption)
+    if controls:
+        assert labels == ["Cancel", "Stop now"] and server in shown.replace("\\", "")
+    else:
+        assert labels == [] and server not in shown.replace("\\", "") and "on a model server" in shown
+        assert "are for operators and admins" in shown
