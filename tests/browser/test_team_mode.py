@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from rageval.annotations import ANNOTATIONS_FILE
+from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
 from rageval.jobs.store import JobStore
 from rageval.store import read_run
 from rageval.team import audit
@@ -47,11 +47,12 @@ from tests.run_fixtures import make_small_run
 from tests.team_support import COOKIE_SECRET, team_server
 from tests.team_support import sign_in as sign_in_context
 from tests.user_run_fixtures import write_user_files
-from ui.navigation import PAGES
+from ui.navigation import PAGES, TEAM_PAGES
 
 pytestmark = pytest.mark.browser
 
 RUN = "teamrun"
+LABELLED = "labelledrun"
 QUERY_TEXT = "who got the first nobel prize in physics"  # nq:0 of the fixture run
 PASSAGE_ID = "nq_oracle:0"
 OUTSIDER = "outsider"
@@ -85,6 +86,9 @@ def team(tmp_path_factory, chromium) -> Iterator[Team]:
     runs, cache = root / "runs", root / "cache"
     runs.mkdir()
     make_small_run(runs / f"{RUN}.sqlite")
+    make_small_run(runs / f"{LABELLED}.sqlite")  # a run with one human label (issue 39 item 1)
+    AnnotationStore(runs / ANNOTATIONS_FILE).save_label(LABELLED, PassageItem("nq:0", PASSAGE_ID), 1,
+                                                        "anna@annotators.example.org")
     hanging = socket.socket()
     hanging.bind(("127.0.0.1", 0))
     hanging.listen(16)  # never accepted: a request sent there waits for an answer that never comes
@@ -459,3 +463,29 @@ def test_tampered_or_expired_session_cookie_is_refused(team, chromium):
                 expect(page.get_by_role("heading", name=QUERY_TEXT)).to_be_visible(timeout=WAIT_MS)
         finally:
             context.close()
+
+
+@pytest.mark.parametrize("sub", ["vic", "anna", "otto"])
+def test_every_page_of_the_role_on_a_run_with_a_human_label(team, chromium, sub):
+    """issue 39 item 1, in Chromium against the real provider: every page in the role's navigation (generated from
+    ui.navigation, not a list), opened on a run with one human label, shows its heading and no exception box or
+    traceback. A viewer's Findings crashed here (its link to Annotate, a page a viewer does not have). The full
+    page x role x data-state matrix runs as AppTest: tests/ui/test_team_pages.py."""
+    from playwright.sync_api import expect
+
+    role = PEOPLE[sub][0]
+    page = sign_in(team, chromium, sub)
+    problems = []
+    try:
+        for entry in (e for e in PAGES + TEAM_PAGES if can(role, e.action)):
+            page.goto(f"{team.url}/{entry.url_path}?run={LABELLED}")
+            heading = page.get_by_test_id("stMain").get_by_role("heading", level=1).first
+            expect(heading).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)  # the run finished
+            boxes = page.get_by_test_id("stException").count()
+            text = page.get_by_test_id("stMain").inner_text()
+            if boxes or "Traceback" in text or "StreamlitPageNotFoundError" in text or "Could not find page" in text:
+                problems.append(f"{entry.title}: {boxes} exception box(es); {text[:200]!r}")
+    finally:
+        page.close()
+    assert not problems, problems
