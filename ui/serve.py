@@ -98,6 +98,50 @@ def hide_metrics() -> bool:
     return True
 
 
+#: The provider's metadata, by its URL (:func:`cache_provider_metadata`).
+_METADATA: dict[str, dict] = {}
+
+
+def cache_provider_metadata(url: str, announce=print) -> bool:
+    """Fetch the team's provider metadata and keys now, with retries (:mod:`rageval.team.provider`), and have every
+    Authlib client Streamlit makes for a sign-in take them from here instead of asking the provider each time (the
+    class all of Streamlit's OAuth clients inherit ``load_server_metadata`` from). Should the provider not answer
+    at start, the first sign-in fetches them, with the same retries. Whether the metadata is cached now."""
+    import asyncio
+    import copy
+    import time
+
+    from authlib.integrations.base_client.async_app import AsyncOAuth2Mixin
+
+    from rageval.team.provider import ProviderError, fetch_provider_metadata
+
+    original = AsyncOAuth2Mixin.load_server_metadata
+    lock: list[asyncio.Lock] = []
+
+    async def load_server_metadata(self):
+        if self._server_metadata_url != url or "_loaded_at" in self.server_metadata:
+            return await original(self)
+        if url not in _METADATA:
+            if not lock:
+                lock.append(asyncio.Lock())
+            async with lock[0]:  # one fetch for a burst of sign-ins
+                if url not in _METADATA:
+                    _METADATA[url] = (await asyncio.to_thread(fetch_provider_metadata, url))[0]
+        self.server_metadata.update(copy.deepcopy(_METADATA[url]))
+        self.server_metadata["_loaded_at"] = time.time()
+        return self.server_metadata
+
+    AsyncOAuth2Mixin.load_server_metadata = load_server_metadata
+    try:
+        _METADATA[url], tries = fetch_provider_metadata(url)
+    except ProviderError as error:
+        announce(f"rageval serve: the provider's metadata could not be fetched at start ({error}); the first "
+                 "sign-in tries again")
+        return False
+    announce(f"rageval serve: provider metadata and keys cached ({tries} request(s))")
+    return True
+
+
 def main(argv: list[str] | None = None) -> None:
     """Preload, then hand over to ``streamlit run app.py`` with ``argv`` (default: this command's arguments). In team
     mode (``$RAGEVAL_TEAM``, set by ``rageval serve --team``) the metrics endpoint is not served."""
@@ -107,6 +151,11 @@ def main(argv: list[str] | None = None) -> None:
     if os.environ.get("RAGEVAL_TEAM") and not hide_metrics():
         sys.exit("rageval serve --team: this Streamlit serves /_stcore/metrics to everyone and rageval cannot turn it "
                  "off; install the Streamlit version of requirements.txt")
+    if os.environ.get("RAGEVAL_TEAM"):
+        from rageval.team.config import load_team_config
+
+        cache_provider_metadata(load_team_config(os.environ["RAGEVAL_TEAM"]).server_metadata_url,
+                                announce=lambda line: print(line, file=sys.stderr, flush=True))
     preload()
     skip_direct_run_check()
     from streamlit.web import cli
