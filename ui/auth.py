@@ -30,8 +30,19 @@ import streamlit as st
 
 from rageval.errors import RagevalError
 from rageval.team import audit as audit_log
-from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config
-from rageval.team.roles import ADJUDICATE, ADMIN, LABEL, MANAGE_QUEUES, READ_AUDIT, RUN_JOBS, UPLOAD, VIEW, can
+from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config, normalise_identity, session_key
+from rageval.team.roles import (
+    ADJUDICATE,
+    ADMIN,
+    END_SESSIONS,
+    LABEL,
+    MANAGE_QUEUES,
+    READ_AUDIT,
+    RUN_JOBS,
+    UPLOAD,
+    VIEW,
+    can,
+)
 from ui.format import escape_markdown
 
 NO_ROLE = ""  # Identity.role of someone signed out, or signed in with no role in team.toml
@@ -39,7 +50,7 @@ NO_ROLE = ""  # Identity.role of someone signed out, or signed in with no role i
 #: What each action lets a person do, for the line that refuses it.
 DOING = {VIEW: "read the pages", LABEL: "label", RUN_JOBS: "start or cancel jobs and compute missing pieces",
          UPLOAD: "upload runs", MANAGE_QUEUES: "create annotation queues", ADJUDICATE: "adjudicate labels",
-         READ_AUDIT: "read the audit log"}
+         READ_AUDIT: "read the audit log", END_SESSIONS: "end people's sessions"}
 
 
 class NotAllowed(RagevalError):
@@ -57,6 +68,7 @@ class Identity:
     role: str
     team_mode: bool
     expired: bool = False  # team mode: signed in longer ago than team.toml's [session] max_hours
+    ended: bool = False  # team mode: the session was ended on the server (signed out, or by an admin)
 
 
 def team_mode() -> bool:
@@ -101,6 +113,8 @@ def current_identity(typed_name: str = "") -> Identity:
     name = str(claims.get("name") or person)
     if _expired(claims, config.max_hours):
         return Identity(user_id="", display_name=name, role=NO_ROLE, team_mode=True, expired=True)
+    if audit_log.read_revocations(audit_file()).ended(person, session_key(claims), float(claims["iat"])):
+        return Identity(user_id="", display_name=name, role=NO_ROLE, team_mode=True, expired=True, ended=True)
     return Identity(user_id=person, display_name=name, role=config.role_for(claims) or NO_ROLE, team_mode=True)
 
 
@@ -178,7 +192,10 @@ def page_link(where: Any, page: str, **kwargs: Any) -> bool:
 def render_sign_in(identity: Identity | None = None) -> None:
     """The page of a session that is not signed in: what this is and a Sign in button; no run data."""
     st.title("rageval")
-    if identity is not None and identity.expired:
+    if identity is not None and identity.ended:
+        st.info("This session was ended (you signed out here or elsewhere, or an admin ended it): sign in again to "
+                "go on.", icon=":material/logout:")
+    elif identity is not None and identity.expired:
         st.info("Your sign-in has expired: sign in again to go on.", icon=":material/schedule:")
     st.write("This dashboard is served for a team: sign in to see its runs.")
     st.button("Sign in", icon=":material/login:", type="primary", on_click=st.login, key="auth.sign_in")
@@ -191,7 +208,28 @@ def render_account(where: Any) -> None:
         return
     where.caption(escape_markdown(f"Signed in as {identity.user_id or identity.display_name}"
                                   + (f" · {identity.role}" if identity.role else " · no role")))
-    where.button("Sign out", icon=":material/logout:", on_click=st.logout, key="auth.sign_out")
+    where.button("Sign out", icon=":material/logout:", on_click=sign_out, key="auth.sign_out")
+
+
+def sign_out() -> None:
+    """The Sign out button: end this session on the server (an audit entry with its key, so a copy of its cookie is
+    refused from now on), then Streamlit's sign-out (the cookie removed from this browser)."""
+    identity = current_identity()
+    claims = _claims()
+    if identity.team_mode and identity.user_id and claims:
+        audit(audit_log.SIGN_OUT, {"session": session_key(claims)})
+    st.logout()
+
+
+def end_sessions(typed_user: str) -> str:
+    """An admin ends every session of a person begun until now (they must sign in again); the id as stored.
+    Refused (:class:`NotAllowed`) for anyone else; audited."""
+    check(END_SESSIONS)
+    user = normalise_identity(typed_user)
+    if not user:
+        raise NotAllowed("name the person whose sessions to end (their email, or the provider's subject)")
+    audit(audit_log.END_SESSIONS, {"user": user, "before": dt.datetime.now(dt.UTC).timestamp()})
+    return user
 
 
 _seen_lock = threading.Lock()

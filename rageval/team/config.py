@@ -138,6 +138,16 @@ def normalise_identity(name: str) -> str:
     return name.lower() if "@" in name else name
 
 
+def session_key(claims: Mapping[str, Any]) -> str:
+    """One sign-in's key: sha256 over the ID token's issuer, subject, issue time and nonce (a new sign-in, a new
+    key), so a session can be ended on the server (:mod:`rageval.team.audit` ``SIGN_OUT``) while its cookie lives."""
+    import hashlib
+    import json
+
+    text = json.dumps([claims.get(k) for k in ("iss", "sub", "iat", "nonce")], default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
 def email_is_verified(claims: Mapping[str, Any], *, trust_missing_claim: bool = False) -> bool:
     """Whether the ID token vouches for its email: ``email_verified`` is ``true`` or the string ``"true"`` (any
     case). A missing claim counts only with ``trust_missing_claim`` (team.toml's explicit opt-in for a provider

@@ -31,6 +31,7 @@ from rageval.team.roles import (
     ADJUDICATE,
     ADMIN,
     ANNOTATOR,
+    END_SESSIONS,
     LABEL,
     MANAGE_QUEUES,
     OPERATOR,
@@ -265,6 +266,22 @@ def probe_read_audit(page, team: Team, sub: str) -> Outcome:
     return Outcome(True, "entries shown, page listed")
 
 
+def probe_end_sessions(page, team: Team, sub: str) -> Outcome:
+    """Audit log's "End a person's sessions", for someone who never signs in (so no probe after it is affected)."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{team.url}/Audit_log")
+    refusal = wait_for_one(page, page.get_by_role("heading", name="Audit log", exact=True))
+    if refusal:
+        return refused(refusal, page, "Audit log")
+    page.get_by_text("End a person's sessions").click()
+    page.get_by_label("Their email (or the provider's subject)").fill("nobody@example.org")
+    page.get_by_label("Their email (or the provider's subject)").press("Enter")
+    page.get_by_role("button", name="End their sessions").click()
+    expect(page.get_by_text("Every session of nobody@example.org")).to_be_visible(timeout=WAIT_MS)
+    return Outcome(True, "sessions of nobody@example.org ended")
+
+
 QUEUE_ANNOTATORS = (PEOPLE["anna"][1]["email"], PEOPLE["ada"][1]["email"])
 
 
@@ -333,7 +350,8 @@ def probe_adjudicate(page, team: Team, sub: str) -> Outcome:
 #: action -> probe (manage_queues before adjudicate: the second adjudicates the first's queue).
 PROBES: dict[str, Callable[..., Outcome]] = {VIEW: probe_view, LABEL: probe_label, RUN_JOBS: probe_run_jobs,
                                              UPLOAD: probe_upload, MANAGE_QUEUES: probe_manage_queues,
-                                             ADJUDICATE: probe_adjudicate, READ_AUDIT: probe_read_audit}
+                                             ADJUDICATE: probe_adjudicate, READ_AUDIT: probe_read_audit,
+                                             END_SESSIONS: probe_end_sessions}
 
 
 def test_role_by_action_table_in_chromium(team, chromium):
@@ -489,3 +507,33 @@ def test_every_page_of_the_role_on_a_run_with_a_human_label(team, chromium, sub)
     finally:
         page.close()
     assert not problems, problems
+
+
+def test_a_cookie_saved_before_sign_out_is_refused_after_it(team, chromium):
+    """issue 39 item 5, as the security review found it: a session cookie copied before Sign out still opened the
+    dashboard after it, until max_hours. Sign out now ends the session on the server."""
+    from playwright.sync_api import expect
+
+    context = sign_in_context(chromium, team.url, "vic")
+    try:
+        saved = _cookie(context)
+        page = context.new_page()
+        page.goto(f"{team.url}/?run={RUN}")
+        expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("button", name="Sign out")).to_have_count(0, timeout=WAIT_MS)
+        after = context.new_page()  # the signed-out browser itself: its cookie is gone
+        after.goto(team.url)
+        expect(after.get_by_role("button", name="Sign in")).to_be_visible(timeout=WAIT_MS)
+    finally:
+        context.close()
+    copied = chromium.new_context()
+    try:
+        copied.add_cookies([{"name": "_streamlit_user", "value": saved["value"], "url": team.url}])
+        page = copied.new_page()
+        page.goto(f"{team.url}/Query_inspector?run={RUN}&query=nq:0")
+        expect(page.get_by_role("button", name="Sign in")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_text("This session was ended")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name=QUERY_TEXT)).to_have_count(0)
+    finally:
+        copied.close()

@@ -242,3 +242,51 @@ def test_job_controls_and_the_server_url_only_for_those_who_may_run_jobs(team_en
     else:
         assert labels == [] and server not in shown.replace("\\", "") and "on a model server" in shown
         assert "are for operators and admins" in shown
+
+
+def test_sign_out_ends_the_session_on_the_server(team_env):
+    """issue 39 item 5: a cookie saved before Sign out still worked after it, until max_hours. Sign out now records
+    the session's end on the server: the same claims (a copied cookie) get the sign-in page."""
+    ada = claims("ada@example.org")
+    app = start_as(ada, run="fixture")
+    assert app.title[0].value == "Findings"
+    app.sidebar.button(key="auth.sign_out").click().run()
+    entries = audit.read_entries(audit.audit_path(team_env))
+    assert entries[0].action == audit.SIGN_OUT and entries[0].user_id == "ada@example.org"
+    again = start_as(ada, run="fixture")  # the cookie as it was before Sign out
+    assert [t.value for t in again.title] == ["rageval"] and [b.label for b in again.button] == ["Sign in"]
+    assert "This session was ended" in again.info[0].value
+    fresh = start_as({**ada, "iat": ada["iat"] + 1}, run="fixture")  # a new sign-in: a new session
+    assert fresh.title[0].value == "Findings"
+
+
+def test_an_admin_ends_a_persons_sessions(team_env):
+    vic = claims("vic@example.org")
+    assert start_as(vic, run="fixture").title[0].value == "Findings"
+    app = start_as(claims("ada@example.org"), "app_pages/12_Audit_log.py")
+    app.text_input(key="audit.end_user").input(" Vic@Example.org ")
+    app.button(key="audit.end_sessions").click().run()
+    assert not app.exception and "Every session of vic@example.org" in app.success[-1].value.replace("\\", "")
+    assert [t.value for t in start_as(vic, run="fixture").title] == ["rageval"]  # ended, on every browser
+    assert start_as({**vic, "iat": int(time.time()) + 1}, run="fixture").title[0].value == "Findings"  # signs in again
+    assert start_as(claims("otto@example.org"), run="fixture").title[0].value == "Findings"  # nobody else
+
+
+def forged_end_sessions() -> None:
+    import streamlit as st
+
+    from ui import auth
+
+    try:
+        auth.end_sessions("ada@example.org")
+        st.write("ended")
+    except auth.NotAllowed as error:
+        st.write(f"refused: {error}")
+
+
+def test_ending_sessions_is_refused_below_admin(team_env):
+    app = AppTest.from_function(forged_end_sessions, default_timeout=TIMEOUT_S)
+    app.user = claims("otto@example.org")
+    app.run()
+    assert app.markdown[0].value.startswith("refused: otto@example.org (role operator) may not end people")
+    assert audit.read_revocations(audit.audit_path(team_env)).users_before == {}
