@@ -517,6 +517,7 @@ def test_a_cookie_saved_before_sign_out_is_refused_after_it(team, chromium):
     context = sign_in_context(chromium, team.url, "vic")
     try:
         saved = _cookie(context)
+        assert saved["httpOnly"] and saved["sameSite"] == "Lax"  # no script reads it; not sent cross-site
         page = context.new_page()
         page.goto(f"{team.url}/?run={RUN}")
         expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
