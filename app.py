@@ -39,4 +39,8 @@ page = st.navigation(sections)
 if auth.team_mode():
     auth.require(next(e.action for e in entries if e.title == page.title))
 render.warn_unknown_params()  # ?nmae=... on any page: said, not silently ignored
-page.run()
+if auth.team_mode():
+    with auth.errors_with_an_id(page.title):  # a short error with an id; the trace in the server log
+        page.run()
+else:
+    page.run()

@@ -100,7 +100,7 @@ if found:
         link = view.finding_link(finding, path.stem, loaders.load_cell_links(*key, main_k) if gold_answer else None)
         if link is not None:
             page, label, params, icon = link
-            link_column.page_link(page, label=label, icon=icon, query_params=params)
+            auth.page_link(link_column, page, label=label, icon=icon, query_params=params)
     if main_k is not None and loaders.load_home_correlations(*key, main_k).table is None:
         st.caption("This run stores no correlations (a large run: they are not computed here); the Correlations page "
                    "computes them.")
@@ -182,13 +182,13 @@ else:
                + render.escape_markdown(render.partial_methods_note(summary, counts["queries"])))
 
 if main_k is not None and not summary.empty:
-    st.page_link(navigation.CORRELATIONS, label="Which labels predict the end-to-end answer? Kendall's tau and "
-                 "Spearman's rho with intervals, per-query scatter, k sweep", icon=":material/scatter_plot:",
-                 query_params={"run": path.stem})
-st.page_link(navigation.INSPECTOR, label="Inspect queries one by one", icon=":material/search:",
-             query_params={"run": path.stem})
-st.page_link(navigation.COMPARE, label="Compare this run with another", icon=":material/compare_arrows:",
-             query_params={"run_a": path.stem})
+    auth.page_link(st, navigation.CORRELATIONS, label="Which labels predict the end-to-end answer? Kendall's tau and "
+                   "Spearman's rho with intervals, per-query scatter, k sweep", icon=":material/scatter_plot:",
+                   query_params={"run": path.stem})
+auth.page_link(st, navigation.INSPECTOR, label="Inspect queries one by one", icon=":material/search:",
+               query_params={"run": path.stem})
+auth.page_link(st, navigation.COMPARE, label="Compare this run with another", icon=":material/compare_arrows:",
+               query_params={"run_a": path.stem})
 
 with st.expander("What produced this run"):
     st.dataframe(render.settings_frame(settings), hide_index=True)

@@ -98,7 +98,8 @@ if st.button("Save", key="upload.save", disabled=bool(name_problem) or saved or 
 
 if st.session_state.get(SAVED_STATE) == name:
     st.success(render.escape_markdown(f"Saved run {name} into {folder}."))
-    st.page_link(navigation.HOME, label="Open its overview", icon=":material/insights:", query_params={"run": name})
-    st.page_link(navigation.INSPECTOR, label="Inspect its queries", icon=":material/search:",
-                 query_params={"run": name})
+    auth.page_link(st, navigation.HOME, label="Open its overview", icon=":material/insights:",
+                   query_params={"run": name})
+    auth.page_link(st, navigation.INSPECTOR, label="Inspect its queries", icon=":material/search:",
+                   query_params={"run": name})
     st.caption("The new run: " + render.provenance(result.run.settings, len(result.run.queries)))

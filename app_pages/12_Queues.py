@@ -36,6 +36,8 @@ if queues_data.ERROR_STATE in st.session_state:
     st.error(st.session_state[queues_data.ERROR_STATE])  # our own message: the reason
 if queues_data.MESSAGE_STATE in st.session_state:
     st.success(render.escape_markdown(st.session_state.pop(queues_data.MESSAGE_STATE)))
+if queues_data.WARNING_STATE in st.session_state:
+    st.warning(render.escape_markdown(st.session_state.pop(queues_data.WARNING_STATE)), icon=":material/person_off:")
 queues = queues_data.load_queues(*key)
 
 with st.expander("Create a queue", icon=":material/playlist_add:", expanded=not queues):

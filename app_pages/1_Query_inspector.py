@@ -107,8 +107,8 @@ if data.load_judges(*key):
         with st.expander("What each judge saw (the evidence of every verdict)"):
             st.dataframe(render.verdicts_view(verdicts), hide_index=True, height="content",
                          column_config={"Evidence": st.column_config.TextColumn(width="large")})
-    st.page_link(navigation.RETEVAL, label="LLM-retEval over the whole run", icon=":material/gavel:",
-                 query_params={"run": path.stem})
+    auth.page_link(st, navigation.RETEVAL, label="LLM-retEval over the whole run", icon=":material/gavel:",
+                   query_params={"run": path.stem})
 
 st.subheader("Passages")
 st.markdown(":green-background[gold answer] · :red-background[a wrong end-to-end answer] · "

@@ -86,8 +86,8 @@ if shown.empty:
 run_order = list(data.load_query_order(*key))
 list_name = f"LLM-retEval failures, {fmt.judge_name(judge)}, k={k}, {''.join(sorted(set(shown['category'])))}"
 inspect.render_walk_link(path.stem, shown["query_id"].tolist(), run_order, list_name)
-st.page_link(navigation.FAILURES, label="This run's failure cases at every k, counted per category",
-             icon=":material/report:", query_params={"run": path.stem, "judge": judge})
+auth.page_link(st, navigation.FAILURES, label="This run's failure cases at every k, counted per category",
+               icon=":material/report:", query_params={"run": path.stem, "judge": judge})
 all_case_ids = [f"{query_id} {category}" for query_id, category in zip(shown["query_id"], shown["category"])]
 listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"), rows)].reset_index(drop=True)
 view = render.failure_cases_view(listed, with_judge=False).drop(columns="k")

@@ -16,8 +16,13 @@ One file, readable offline in any browser, that asks nothing of a network or a s
 - the correlation chart: each label method's best measure at k against the end-to-end answer, Kendall's tau-b with
   its 95% bootstrap interval (:func:`rageval.correlations.best_measures` of the run's stored table, or of
   :func:`rageval.correlations.correlation_table_at_k` for a run that stores none);
-- the leaderboard of the runs the dashboard lists (the user's runs folder and the shipped runs);
-- a sample of LLM-retEval failure cases (:mod:`rageval.reteval`), a few per category, with their counts.
+- one bottom line above everything (:func:`bottom_line`): how often the answer is right, and which labels predict it;
+- the k sweep: each label method's best measure family, its tau against the answer at every k the run has
+  (eRAG's Figure 1, :func:`rageval.correlations.k_sweep`);
+- this run's row of the leaderboard; other runs only when asked for by name or with ``--all-runs`` (the report goes
+  to people outside the team: it holds the run it is about, nothing else of the runs folder);
+- a sample of LLM-retEval failure cases (:mod:`rageval.reteval`), a few per category, with their counts;
+- a short glossary of the words it uses (:data:`GLOSSARY`).
 
 Every number says what produced it and, where it is an estimate, its interval. Every text from the run (questions,
 passages, reasons, settings) is escaped with :func:`html.escape`: it is shown as text, never as markup.
@@ -171,6 +176,7 @@ class Report:
     warning_measure: str | None = None
     correlations: pd.DataFrame | None = None  # every (method, measure) at main_k: n, tau, tau_low, tau_high
     correlations_source: str = ""  # "stored", "computed", or why there are none
+    sweep: pd.DataFrame | None = None  # method, family, measure, k, tau, n: the k sweep (None: fewer than two ks)
     leaderboard: tuple[LeaderboardRow, ...] = ()
     unreadable: tuple[str, ...] = ()
     e2e: MeanInterval | None = None
@@ -328,6 +334,34 @@ def leaderboard(path: Path, others: Sequence[Path] | None = None) -> tuple[list[
     return rows, problems
 
 
+def _k_sweep(reader: RunReader, k: int, table: pd.DataFrame, queries: int) -> pd.DataFrame | None:
+    """The k sweep (:func:`rageval.correlations.k_sweep`) of the run: each label method's best measure family at
+    ``k`` (from ``table``, the correlations there), its tau at every k the run has answers for: the stored tau where
+    the run stores correlations at that k, else computed (point estimates) for a run of at most
+    :data:`SMALL_RUN_QUERIES` queries. None with fewer than two ks."""
+    from rageval.correlations import best_measures, k_sweep, kendall_taus
+
+    ks = reader.e2e_ks()
+    if len(ks) < 2:
+        return None
+    names = reader.measure_names()
+    measured = set(zip(names["method"], names["measure"]))
+
+    def taus_at(at: int, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], tuple[float, int]]:
+        stored = reader.correlations(at)
+        found = {(m, x): (float(tau), int(n)) for m, x, tau, n in
+                 zip(stored["method"], stored["measure"], stored["tau"], stored["n"]) if (m, x) in set(pairs)}
+        missing = [pair for pair in pairs if pair not in found]
+        if missing and queries <= SMALL_RUN_QUERIES:
+            downstream = reader.e2e_scores(at).set_index("query_id")["score"]
+            computed = kendall_taus(reader.measures_of(missing), downstream)
+            found.update({(m, x): (float(tau), int(n)) for m, x, tau, n in
+                          zip(computed["method"], computed["measure"], computed["tau"], computed["n"])})
+        return found
+
+    return k_sweep(best_measures(table, k), ks, measured, taus_at)
+
+
 def _failure_sample(reader: RunReader, k: int | None, per_category: int
                     ) -> tuple[str | None, int | None, dict[str, int], int, pd.DataFrame | None]:
     """(judge, k, queries per category, queries judged, the sample) of LLM-retEval's failure cases: judge ``em``
@@ -359,15 +393,16 @@ def _failure_sample(reader: RunReader, k: int | None, per_category: int
     return judge, at, per, n, sample.assign(top_passage=tops, answer=answers)
 
 
-def compute_report(run: str | os.PathLike, *, others: Sequence[Path] | None = None,
+def compute_report(run: str | os.PathLike, *, others: Sequence[str | os.PathLike] = (), all_runs: bool = False,
                    cases_per_category: int = CASES_PER_CATEGORY) -> Report:
     """What the report of ``run`` (a path or a run's name, :func:`find_run`) shows, computed as the Findings page
-    computes it. ``others``: the runs of the leaderboard besides this one (default: every run the dashboard lists).
-    """
+    computes it. The leaderboard holds this run only, plus ``others`` (paths or names) where given, or every run
+    the dashboard lists with ``all_runs``: a report is sent to people outside the team."""
     from rageval import findings
     from rageval.store import RunReader, aggregates
 
     path = find_run(run)
+    other_paths = [find_run(other) for other in others]
     with RunReader(path) as reader:
         settings = reader.settings()
         counts = reader.counts()
@@ -401,8 +436,13 @@ def compute_report(run: str | os.PathLike, *, others: Sequence[Path] | None = No
             values["warnings"] = tuple(findings.label_method_warnings(
                 spread, measure, name=method_name, answer_constant=constant is not None and warn_k == k))
             values["warning_measure"] = measure
+        if k is not None and values.get("correlations") is not None:
+            values["sweep"] = _k_sweep(reader, k, values["correlations"], counts["queries"])
         judge, at, per, judged, sample = _failure_sample(reader, k, cases_per_category)
-    rows, problems = leaderboard(path, others)
+    if all_runs:
+        rows, problems = leaderboard(path, None)
+    else:
+        rows, problems = leaderboard(path, other_paths)
     return Report(path=path, settings=settings, counts=counts, main_k=k, metric=metric, findings=tuple(found),
                   leaderboard=tuple(rows), unreadable=tuple(problems), failure_judge=judge, failure_k=at,
                   failure_counts=per, failure_judged=judged, failure_sample=sample, **values)
@@ -558,6 +598,122 @@ def _correlation_html(report: Report) -> str:
     return correlation_chart_svg(best, k, report.metric, provenance) + f"<p class='caption'>{_e(caption)}</p>"
 
 
+def bottom_line(report: Report) -> str:
+    """One sentence for the top of the report: how often the end-to-end answer is right at the run's k (with its
+    interval), and which label method best predicts it (Kendall's tau-b); what is missing is said so."""
+    k = report.main_k
+    if k is None or report.e2e is None or math.isnan(report.e2e.mean):
+        return ("Bottom line: this run stores no scored end-to-end answers, so how often the RAG system answers "
+                "right cannot be told from it.")
+    e2e = report.e2e
+    shown = (_share(e2e) if report.e2e_interval == "Wilson" else _estimate(e2e.mean, e2e.low, e2e.high))
+    right = (f"the RAG system's answers score {shown} {report.metric} on {e2e.n:,} questions with the top {k} "
+             "passages")
+    best = report.best_measures()
+    if best is None or best.empty:
+        return f"Bottom line: {right}; no label method's correlation with the answer is defined here."
+    top = best.iloc[0]
+    tau = _tau_text(float(top["tau"]), float(top["tau_low"]), float(top["tau_high"]), int(top["n"]))
+    return (f"Bottom line: {right}; of the label methods, {method_name(str(top['method']))} ({top['measure']}) "
+            f"predicts that score best, Kendall's tau {tau}.")
+
+
+#: The sweep's colours, one per method in order (readable on light and dark), eRAG methods first.
+SWEEP_CLASSES = ("s0", "s1", "s2", "s3", "s4", "s5")
+
+
+def k_sweep_svg(sweep: pd.DataFrame, metric: str, width: int = 900, height: int = 320) -> str:
+    """A line chart as inline SVG: x the k, y Kendall's tau-b (fixed -1..1) of each label method's best measure
+    family against the E2E ``metric`` at that k; one line per method, labelled at its right end (escaped text). An
+    undefined tau breaks its line."""
+    left, right, top, bottom = 60, 190, 20, 40
+    ks = sorted(int(k) for k in sweep["k"].unique())
+    span = max(ks[-1] - ks[0], 1)
+
+    def x(k: int) -> float:
+        return left + (k - ks[0]) / span * (width - left - right)
+
+    def y(tau: float) -> float:
+        return top + (1 - tau) / 2 * (height - top - bottom)
+
+    height = max(height, top + bottom + 15 * sweep["method"].nunique() + 20)  # room for every label
+    parts = [f"<svg class='chart sweep' id='k-sweep' viewBox='0 0 {width} "
+             f"{height}' role='img' aria-label='{_e(f'Kendall tau of each label method with the E2E {metric} by k')}'>"]
+    parts += [f"<line class='grid' x1='{left}' x2='{width - right}' y1='{y(tick):.1f}' y2='{y(tick):.1f}'/>"
+              f"<text class='tick' x='{left - 8}' y='{y(tick) + 4:.1f}' text-anchor='end'>{tick:+.1f}</text>"
+              for tick in (-1.0, -0.5, 0.0, 0.5, 1.0)]
+    parts += [f"<text class='tick' x='{x(k):.1f}' y='{height - bottom + 18}' text-anchor='middle'>{k}</text>"
+              for k in ks]
+    parts.append(f"<text class='head' x='{(left + width - right) / 2:.0f}' y='{height - 4}' text-anchor='middle'>"
+                 "k: passages given to the generator</text>")
+    methods = list(dict.fromkeys(sorted(sweep["method"], key=lambda m: (not str(m).startswith("erag:"), str(m)))))
+    labels: list[tuple[float, str, str]] = []
+    for index, method in enumerate(methods):
+        rows = sweep[sweep["method"] == method].sort_values("k")
+        css = SWEEP_CLASSES[index % len(SWEEP_CLASSES)]
+        segments: list[list[tuple[float, float]]] = [[]]
+        for k, tau in zip(rows["k"], rows["tau"]):
+            if math.isnan(float(tau)):
+                segments.append([])
+            else:
+                segments[-1].append((x(int(k)), y(float(tau))))
+        parts.append(f"<g class='{css}'>")
+        for segment in segments:
+            if len(segment) > 1:
+                points = " ".join(f"{a:.1f},{b:.1f}" for a, b in segment)
+                parts.append(f"<polyline class='line' fill='none' points='{points}'/>")
+            parts += [f"<circle class='dot' cx='{a:.1f}' cy='{b:.1f}' r='3'/>" for a, b in segment]
+        last = [point for segment in segments for point in segment]
+        if last:
+            family = str(rows["family"].iloc[0])
+            labels.append((last[-1][1], css, f"{method_name(str(method))} ({family})"))
+        parts.append("</g>")
+    # Labels at the lines' right ends, moved apart where lines end close together (one text line each).
+    placed: list[float] = []
+    for end, css, text in sorted(labels):
+        at = max(end, placed[-1] + 15) if placed else end
+        placed.append(at)
+        parts.append(f"<g class='{css}'><text class='label' x='{width - right + 8}' y='{at + 4:.1f}'>{_e(text)}</text>"
+                     "</g>")
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _sweep_html(report: Report) -> str:
+    if report.sweep is None or report.sweep.empty:
+        return ("<p class='note'>The run has end-to-end answers at one k only (or no correlations), so there is no "
+                "sweep over k.</p>")
+    caption = (f"For each label method, the measure family that best predicts the answer at k={report.main_k} (the "
+               f"chart above), and its Kendall's tau-b with the end-to-end {report.metric} at every k the run has "
+               "answers for (point estimates: stored in the run, else computed for this report). eRAG's claim is "
+               "that its labels keep predicting the answer as k changes.")
+    return k_sweep_svg(report.sweep, report.metric) + f"<p class='caption'>{_e(caption)}</p>"
+
+
+#: The words the report uses, each in one line (the dashboard's Glossary page says more).
+GLOSSARY = (
+    ("End-to-end (E2E) score", "How right the RAG system's answer is, generated from the top k passages and "
+     "scored against the question's gold answers (EM: exact match, 0 or 1)."),
+    ("k", "How many of the retriever's top passages the generator is given."),
+    ("Gold passage", "A passage the dataset marks as holding the answer."),
+    ("Label method", "A way of marking each retrieved passage relevant or not: eRAG (does the LLM answer right "
+     "from this passage alone?), an LLM's relevance judgement, contains-answer, or the gold labels."),
+    ("eRAG", "Salemi and Zamani (SIGIR 2024): a passage is relevant when the generator answers right from it "
+     "alone; its labels are scored with ordinary IR measures (P@k, nDCG@k, ...)."),
+    ("Kendall's tau-b", "Rank correlation across questions between a label method's measure and the E2E score: "
+     "1 when they order the questions alike, 0 when unrelated."),
+    ("95% interval", "The range the number would fall in 95 times out of 100 on other questions like these "
+     "(Wilson for shares; bootstrap over questions for tau)."),
+    ("LLM-retEval", "Whether the answer from the retrieved passages matches the answer from the gold passages; "
+     "its failure cases A-F say where retrieval or the evaluation went wrong."),
+)
+
+
+def _glossary_html() -> str:
+    return ("<dl class='glossary' id='glossary'>" + "".join(f"<dt>{_e(term)}</dt><dd>{_e(text)}</dd>"
+                                                           for term, text in GLOSSARY) + "</dl>")
+
+
 def _leaderboard_html(report: Report) -> str:
     from rageval.stats.correlation import MIN_INTERVAL_QUERIES
 
@@ -578,8 +734,9 @@ def _leaderboard_html(report: Report) -> str:
     problems = "" if not report.unreadable else (
         f"<p class='note'>{len(report.unreadable)} run file(s) could not be read and are left out: "
         f"{_e('; '.join(report.unreadable))}</p>")
-    caption = ("One row per run the dashboard lists (your runs folder and the shipped runs), best E2E score first: "
-               "the E2E score at each run's own k (95% interval: Wilson for 0/1 scores, else Student-t) and the "
+    caption = (("One row per run asked for, best E2E score first: " if len(report.leaderboard) > 1 else
+                "This run only (other runs are added by name, or all with --all-runs): ")
+               + "the E2E score at each run's own k (95% interval: Wilson for 0/1 scores, else Student-t) and the "
                "eRAG measure that best predicts it (Kendall's tau, 95% bootstrap interval, none below "
                f"{MIN_INTERVAL_QUERIES} queries; as stored in the run, else computed for runs of at most "
                f"{SMALL_RUN_QUERIES:,} queries).")
@@ -678,6 +835,16 @@ svg .grid { stroke: var(--line); } svg .axis { stroke: var(--muted); }
 svg .whisker { stroke: var(--other); stroke-width: 2; } svg .dot { fill: var(--other); }
 svg .erag .whisker { stroke: var(--accent); } svg .erag .dot { fill: var(--accent); }
 td.passage { max-width: 22rem; } .muted { color: var(--muted); }
+.bottom-line { font-size: 1.1rem; font-weight: 600; border-left: 4px solid var(--accent); padding-left: .7rem; }
+svg .line { stroke-width: 2; } svg .s0 .line, svg .s0 .dot { stroke: var(--accent); fill: var(--accent); }
+svg .s1 .line, svg .s1 .dot { stroke: var(--other); fill: var(--other); }
+svg .s2 .line, svg .s2 .dot { stroke: var(--warn); fill: var(--warn); }
+svg .s3 .line, svg .s3 .dot { stroke: var(--good); fill: var(--good); }
+svg .s4 .line, svg .s4 .dot, svg .s5 .line, svg .s5 .dot { stroke: var(--muted); fill: var(--muted); }
+svg .line { fill: none !important; } svg .s0 .label { fill: var(--accent); } svg .s1 .label { fill: var(--other); }
+svg .s2 .label { fill: var(--warn); } svg .s3 .label { fill: var(--good); }
+dl.glossary dt { font-weight: 600; margin-top: .5rem; }
+dl.glossary dd { margin-left: 0; color: var(--muted); }
 footer { margin-top: 3rem; color: var(--muted); font-size: .8rem; }
 """
 
@@ -708,6 +875,7 @@ def render_html(report: Report, now: Callable[[], dt.datetime] = lambda: dt.date
     sections = [
         f"<h1>{_e(title)}</h1>",
         f"<p class='provenance' id='provenance'>{_e(provenance_text(settings, report.counts.get('queries'), k))}</p>",
+        f"<p class='bottom-line' id='bottom-line'>{_e(bottom_line(report))}</p>",
         f"<p class='provenance'>{_e(made)}. Every number below says how many queries it rests on; estimates carry "
         "95% intervals.</p>",
         f"<h2 id='findings'>{_e(heading)}</h2>",
@@ -717,12 +885,16 @@ def render_html(report: Report, now: Callable[[], dt.datetime] = lambda: dt.date
         warnings_html,
         "<h2>Which labels predict the end-to-end answer?</h2>",
         _correlation_html(report),
-        "<h2>All runs</h2>",
+        "<h2>Across k</h2>",
+        _sweep_html(report),
+        "<h2>" + ("Runs compared" if len(report.leaderboard) > 1 else "This run's scores") + "</h2>",
         _leaderboard_html(report),
         "<h2>Failure cases</h2>",
         _failures_html(report),
         "<h2>This run in numbers</h2>",
         _numbers_html(report),
+        "<h2>Glossary</h2>",
+        _glossary_html(),
         f"<footer>{_e(footer)}</footer>",
     ]
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -732,8 +904,8 @@ def render_html(report: Report, now: Callable[[], dt.datetime] = lambda: dt.date
             + "\n".join(s for s in sections if s) + "</body></html>\n")
 
 
-def write_html_report(run: str | os.PathLike, out: str | os.PathLike, *, others: Sequence[Path] | None = None
-                      ) -> Path:
+def write_html_report(run: str | os.PathLike, out: str | os.PathLike, *, others: Sequence[str | os.PathLike] = (),
+                      all_runs: bool = False) -> Path:
     """Write the report of ``run`` (a path or a run's name) to ``out``, atomically (a temporary file in the same
     folder, renamed): an interrupted write leaves no half file. Returns the path written."""
     from rageval.paths import not_writable_file
@@ -742,7 +914,7 @@ def write_html_report(run: str | os.PathLike, out: str | os.PathLike, *, others:
     reason = not_writable_file(out)
     if reason:
         raise RagevalError(f"--html {out}: {reason}; expected an .html file name")
-    document = render_html(compute_report(run, others=others))
+    document = render_html(compute_report(run, others=others, all_runs=all_runs))
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     partial.write_text(document, encoding="utf-8")

@@ -14,10 +14,15 @@ which the pages show as they show any :class:`~rageval.errors.RagevalError`), :f
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import os
+import secrets
+import sys
 import threading
+import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,8 +30,19 @@ import streamlit as st
 
 from rageval.errors import RagevalError
 from rageval.team import audit as audit_log
-from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config, user_id
-from rageval.team.roles import ADJUDICATE, ADMIN, LABEL, MANAGE_QUEUES, READ_AUDIT, RUN_JOBS, UPLOAD, VIEW, can
+from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config, normalise_identity, session_key
+from rageval.team.roles import (
+    ADJUDICATE,
+    ADMIN,
+    END_SESSIONS,
+    LABEL,
+    MANAGE_QUEUES,
+    READ_AUDIT,
+    RUN_JOBS,
+    UPLOAD,
+    VIEW,
+    can,
+)
 from ui.format import escape_markdown
 
 NO_ROLE = ""  # Identity.role of someone signed out, or signed in with no role in team.toml
@@ -34,7 +50,7 @@ NO_ROLE = ""  # Identity.role of someone signed out, or signed in with no role i
 #: What each action lets a person do, for the line that refuses it.
 DOING = {VIEW: "read the pages", LABEL: "label", RUN_JOBS: "start or cancel jobs and compute missing pieces",
          UPLOAD: "upload runs", MANAGE_QUEUES: "create annotation queues", ADJUDICATE: "adjudicate labels",
-         READ_AUDIT: "read the audit log"}
+         READ_AUDIT: "read the audit log", END_SESSIONS: "end people's sessions"}
 
 
 class NotAllowed(RagevalError):
@@ -52,6 +68,7 @@ class Identity:
     role: str
     team_mode: bool
     expired: bool = False  # team mode: signed in longer ago than team.toml's [session] max_hours
+    ended: bool = False  # team mode: the session was ended on the server (signed out, or by an admin)
 
 
 def team_mode() -> bool:
@@ -89,13 +106,15 @@ def current_identity(typed_name: str = "") -> Identity:
     if not team_mode():
         return Identity(user_id=typed_name, display_name=typed_name, role=ADMIN, team_mode=False)
     claims = _claims()
-    person = user_id(claims) if claims else None
+    config = team_config()
+    person = config.user_id(claims) if claims else None
     if not claims or not person:
         return Identity(user_id="", display_name="", role=NO_ROLE, team_mode=True)
-    config = team_config()
     name = str(claims.get("name") or person)
     if _expired(claims, config.max_hours):
         return Identity(user_id="", display_name=name, role=NO_ROLE, team_mode=True, expired=True)
+    if audit_log.read_revocations(audit_file()).ended(person, session_key(claims), float(claims["iat"])):
+        return Identity(user_id="", display_name=name, role=NO_ROLE, team_mode=True, expired=True, ended=True)
     return Identity(user_id=person, display_name=name, role=config.role_for(claims) or NO_ROLE, team_mode=True)
 
 
@@ -141,10 +160,42 @@ def require(action: str) -> Identity:
     return identity
 
 
+@contextlib.contextmanager
+def errors_with_an_id(page_title: str) -> Iterator[None]:
+    """Team mode, around a page's run: an exception the page did not handle is shown as one short line with an id
+    (no traceback, no server path), and the server log gets the id with the whole trace. Streamlit's own stop and
+    rerun signals (``BaseException``) pass through."""
+    try:
+        yield
+    except Exception:
+        error_id = secrets.token_hex(4)
+        print(f"rageval: error {error_id} on page {page_title!r} for {current_identity().user_id or '-'}:\n"
+              + traceback.format_exc(), file=sys.stderr, flush=True)
+        st.error(f"Something went wrong on this page (error {error_id}). The dashboard's administrator finds "
+                 "the details under that id in the server log.", icon=":material/error:")
+
+
+def page_link(where: Any, page: str, **kwargs: Any) -> bool:
+    """``where.page_link(page, **kwargs)`` (``where``: ``st`` or a column) when this session's role has ``page``
+    (:data:`ui.navigation.BY_FILE`'s ``action``); nothing otherwise, since Streamlit raises on a link to a page that
+    is not in the session's navigation. Whether it drew the link. Every link between pages goes through here
+    (tests/ui/test_team_pages.py checks that none calls ``page_link`` directly)."""
+    from ui.navigation import BY_FILE
+
+    entry = BY_FILE.get(page)
+    if entry is not None and not allowed(entry.action):
+        return False
+    where.page_link(page, **kwargs)
+    return True
+
+
 def render_sign_in(identity: Identity | None = None) -> None:
     """The page of a session that is not signed in: what this is and a Sign in button; no run data."""
     st.title("rageval")
-    if identity is not None and identity.expired:
+    if identity is not None and identity.ended:
+        st.info("This session was ended (you signed out here or elsewhere, or an admin ended it): sign in again to "
+                "go on.", icon=":material/logout:")
+    elif identity is not None and identity.expired:
         st.info("Your sign-in has expired: sign in again to go on.", icon=":material/schedule:")
     st.write("This dashboard is served for a team: sign in to see its runs.")
     st.button("Sign in", icon=":material/login:", type="primary", on_click=st.login, key="auth.sign_in")
@@ -157,7 +208,28 @@ def render_account(where: Any) -> None:
         return
     where.caption(escape_markdown(f"Signed in as {identity.user_id or identity.display_name}"
                                   + (f" · {identity.role}" if identity.role else " · no role")))
-    where.button("Sign out", icon=":material/logout:", on_click=st.logout, key="auth.sign_out")
+    where.button("Sign out", icon=":material/logout:", on_click=sign_out, key="auth.sign_out")
+
+
+def sign_out() -> None:
+    """The Sign out button: end this session on the server (an audit entry with its key, so a copy of its cookie is
+    refused from now on), then Streamlit's sign-out (the cookie removed from this browser)."""
+    identity = current_identity()
+    claims = _claims()
+    if identity.team_mode and identity.user_id and claims:
+        audit(audit_log.SIGN_OUT, {"session": session_key(claims)})
+    st.logout()
+
+
+def end_sessions(typed_user: str) -> str:
+    """An admin ends every session of a person begun until now (they must sign in again); the id as stored.
+    Refused (:class:`NotAllowed`) for anyone else; audited."""
+    check(END_SESSIONS)
+    user = normalise_identity(typed_user)
+    if not user:
+        raise NotAllowed("name the person whose sessions to end (their email, or the provider's subject)")
+    audit(audit_log.END_SESSIONS, {"user": user, "before": dt.datetime.now(dt.UTC).timestamp()})
+    return user
 
 
 _seen_lock = threading.Lock()
@@ -190,8 +262,15 @@ def audit(action: str, detail: dict | None = None) -> None:
     identity = current_identity()
     if not identity.team_mode or not identity.user_id:
         return
-    audit_log.append(audit_file(), identity.user_id, action, detail)
+    entry = audit_log.append(audit_file(), identity.user_id, action, detail)
+    print(audit_log.entry_line(entry), file=sys.stderr, flush=True)  # the server log: a copy off the file (deploy.md)
 
+
+
+def verify_audit() -> audit_log.Verification:
+    """The audit log's hash chain walked entry by entry (:func:`rageval.team.audit.verify`); admins only."""
+    check(READ_AUDIT)
+    return audit_log.verify(audit_file())
 
 
 def read_audit(limit: int | None = None) -> list[audit_log.AuditEntry]:
@@ -208,4 +287,5 @@ def audit_frame(entries: list[audit_log.AuditEntry]):
 
     return pd.DataFrame({"when (UTC)": [e.at for e in entries], "who": [e.user_id for e in entries],
                          "action": [e.action for e in entries],
-                         "details": [json.dumps(e.detail, sort_keys=True) for e in entries]})
+                         "details": [json.dumps(e.detail, sort_keys=True) for e in entries],
+                         "entry": [e.entry for e in entries], "hash": [e.hash[:12] for e in entries]})

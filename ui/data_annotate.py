@@ -17,6 +17,7 @@ import streamlit as st
 
 from rageval import annotations as ann
 from rageval.errors import RagevalError, StoreError
+from rageval.team import audit as audit_log
 from rageval.team.roles import LABEL, MANAGE_QUEUES
 from ui import auth, data
 
@@ -72,7 +73,7 @@ def save_guideline(path: str, run: str, kind: str, who: str, text_key: str) -> N
     try:
         auth.check(MANAGE_QUEUES)
         ann.AnnotationStore(path).set_guideline(run, kind, str(st.session_state.get(text_key) or ""), who)
-        auth.audit("guideline_set", {"run": run, "kind": kind})
+        auth.audit(audit_log.GUIDELINE_SET, {"run": run, "kind": kind})
         st.session_state.pop(SAVE_ERROR_STATE, None)
     except (OSError, sqlite3.Error, RagevalError, ValueError) as error:
         st.session_state[SAVE_ERROR_STATE] = f"{path}: the guideline was not saved ({error})"

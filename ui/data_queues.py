@@ -21,12 +21,14 @@ from rageval import queues as q
 from rageval.errors import RagevalError, StoreError
 from rageval.team import audit as audit_log
 from rageval.team import roles
+from rageval.team.config import normalise_identity
 from ui import auth, data
 from ui import data_annotate as annotate_data
 
 _TTL_S = 3600
 MESSAGE_STATE = "queues.message"
 ERROR_STATE = "queues.error"
+WARNING_STATE = "queues.warning"  # team mode: annotators no team.toml entry lets label
 #: The item of the annotator's queue on screen (a position of the queue), in the session.
 QUEUE_POSITION_STATE = "annotate.queue_position"
 
@@ -158,6 +160,10 @@ def create_queue(path: str, run_path: str, kind: str, typed_name: str, keys: dic
     state = st.session_state
     try:
         annotators = [ann.normalise_annotator(line) for line in str(state[keys["annotators"]]).splitlines()]
+        unknown = []
+        if auth.team_mode():  # identities are the provider's: emails in lower case (issue 39 item 7)
+            annotators = [normalise_identity(name) for name in annotators]
+            unknown = auth.team_config().names_without_a_role([a for a in annotators if a], roles.LABEL)
         plan = _plan_from(keys)
         run = Path(run_path)
         population, method_labels = load_population(run_path, run.stat().st_mtime_ns, kind)
@@ -172,6 +178,12 @@ def create_queue(path: str, run_path: str, kind: str, typed_name: str, keys: dic
                                  "plan": plan.plan, "settings": plan.settings(), "size": queue.size,
                                  "overlap": queue.overlap, "annotators": list(queue.annotators)})
     state.pop(ERROR_STATE, None)
+    state.pop(WARNING_STATE, None)
+    if unknown:
+        state[WARNING_STATE] = (f"{', '.join(unknown)}: no email or @domain entry of team.toml gives "
+                                f"{'this person' if len(unknown) == 1 else 'these people'} a role that labels, so "
+                                "unless a group: entry does, they will not see this queue. Check the spelling, or "
+                                "add them to team.toml (rageval team check).")
     state[MESSAGE_STATE] = (f"Queue {queue_id} '{queue.name}' created: {queue.size} items of {queue.run}, each to "
                             f"{queue.overlap} of {len(queue.annotators)} annotators.")
     state["queues.queue"] = queue_id

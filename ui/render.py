@@ -25,7 +25,7 @@ from rageval.reteval import CATEGORY_NAMES, RECALL_FAILURES
 from rageval.store import E2EOutput
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query
-from ui import data, glossary, navigation
+from ui import auth, data, glossary, navigation
 from ui import format as fmt
 from ui.format import escape_markdown, judge_name, method_name
 from ui.stop import stop_with_error
@@ -303,7 +303,7 @@ def warn_unknown_url_value(param: str, values: Sequence[str], instead: str) -> N
 KNOWN_PARAMS = frozenset({
     "run", "run_a", "run_b", "query", "k", "method", "measure", "judge", "category", "case", "answer", "statistic",
     "rows", "retriever", "scenario", "queue", "mode", "kind", "format", "dataset", "agent", "all_runs", "list",
-    "list_name", "annotator", "view", "item", "embed", "embed_options"})
+    "list_name", "annotator", "view", "item", "embed", "embed_options", "basis"})
 
 
 def warn_unknown_params() -> None:
@@ -534,7 +534,7 @@ def render_compatible_runs(page: str, runs: Sequence[str], what: str, limit: int
         return
     st.markdown(escape_markdown(f"Runs that have {what}:"))
     for stem in runs[:limit]:
-        st.page_link(page, label=stem, icon=":material/arrow_forward:", query_params={"run": stem})
+        auth.page_link(st, page, label=stem, icon=":material/arrow_forward:", query_params={"run": stem})
     if len(runs) > limit:
         st.caption(escape_markdown(f"and {len(runs) - limit} more (the sidebar lists them)."))
 
@@ -589,7 +589,7 @@ def render_empty_state() -> None:
             "lists with the command below (`rageval evaluate --help`; it writes into that folder), or point the "
             f"dashboard at another folder with the `{data.RUNS_DIR_ENV}` environment variable:")
     st.code(EMPTY_STATE_COMMAND, language="bash")
-    st.page_link(navigation.UPLOAD, label="Upload a run", icon=":material/upload_file:")
+    auth.page_link(st, navigation.UPLOAD, label="Upload a run", icon=":material/upload_file:")
 
 
 def labelled_count(n: int, n_queries: int) -> str:
@@ -807,8 +807,9 @@ def render_failure_case(case: Mapping[str, Any], run: str, k: int,
             f"run {run} · query {case['query_id']}"))
         st.text(case["text"])
         st.text(case["reason"])
-        st.page_link(navigation.INSPECTOR, label="Open this query in the query inspector", icon=":material/search:",
-                     query_params={"run": run, **(list_params or {}), "query": case["query_id"]})
+        auth.page_link(st, navigation.INSPECTOR, label="Open this query in the query inspector",
+                       icon=":material/search:",
+                       query_params={"run": run, **(list_params or {}), "query": case["query_id"]})
 
 
 RETEVAL_ROWS = (

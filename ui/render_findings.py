@@ -14,8 +14,8 @@ import streamlit as st
 from rageval.findings import Finding, GoldAnswerTable
 from rageval.stats.correlation import MIN_INTERVAL_QUERIES
 from rageval.stats.intervals import MeanInterval, interval_ranks
+from ui import auth, navigation
 from ui import format as fmt
-from ui import navigation
 from ui.render_correlations import METRIC_NAMES, correlation_cell
 
 
@@ -63,9 +63,9 @@ def render_two_by_two(table: GoldAnswerTable, links: Mapping[tuple[bool, bool], 
             box.markdown(f"### {cell.count:,}")
             box.caption(f"{share_text(cell.share)} of {table.n:,} queries")
             if cell.count:
-                box.page_link(navigation.INSPECTOR, label=f"Inspect these {cell.count:,}",
-                              icon=":material/playlist_play:",
-                              query_params=dict(links[gold, right]))
+                auth.page_link(box, navigation.INSPECTOR, label=f"Inspect these {cell.count:,}",
+                               icon=":material/playlist_play:",
+                               query_params=dict(links[gold, right]))
             else:
                 box.caption("no query")
 

@@ -22,7 +22,7 @@ import pandas as pd
 import streamlit as st
 
 from rageval.text_metrics import exact_match, normalize_answer
-from ui import data, navigation, render, worklist
+from ui import auth, data, navigation, render, worklist
 from ui import format as fmt
 
 PREV_KEY, NEXT_KEY, LEAVE_KEY = "inspect.prev", "inspect.next", "inspect.leave_list"
@@ -291,8 +291,8 @@ def select_query(questions: Mapping[str, str], *, run: str, state_key: str) -> s
                      type="tertiary", help="Walk all queries of the run from this one")
         if from_url is not None and from_url in questions and from_url not in ids:
             st.info(render.escape_markdown(f"Query {from_url} is a query of this run but not in the list {name!r}."))
-            st.page_link(navigation.INSPECTOR, label="Open it outside the list", icon=":material/open_in_new:",
-                         query_params={"run": run, "query": from_url})
+            auth.page_link(st, navigation.INSPECTOR, label="Open it outside the list", icon=":material/open_in_new:",
+                           query_params={"run": run, "query": from_url})
     else:
         st.caption(render.escape_markdown(f"Query {position + 1:,} of {len(ids):,}") + " · keys: j or → next, k or ← "
                    "previous")
@@ -401,9 +401,9 @@ def render_walk_link(run: str, query_ids: Sequence[str], run_order: Sequence[str
     ids = list(dict.fromkeys(query_ids))
     if not ids:
         return
-    where.page_link(navigation.INSPECTOR, icon=":material/playlist_play:",
-                    label=label or f"Walk these {len(ids):,} queries in the query inspector",
-                    query_params=worklist_query_params(run, ids, run_order, name))
+    auth.page_link(where, navigation.INSPECTOR, icon=":material/playlist_play:",
+                   label=label or f"Walk these {len(ids):,} queries in the query inspector",
+                   query_params=worklist_query_params(run, ids, run_order, name))
 
 
 def inspect_links(run: str, query_ids: Sequence[str], run_order: Sequence[str], name: str) -> list[str]:

@@ -33,7 +33,8 @@ from rageval.jobs.spec import (
     job_progress,
 )
 from rageval.labelmethods import judges, method_kind
-from ui import navigation, render
+from rageval.team.roles import RUN_JOBS
+from ui import auth, navigation, render
 
 ERAG_KIND_NAME = "eRAG utility: the model answers from each passage alone, scored against the gold answers"
 #: The form's choice of a judge file (a path typed below it) rather than a registered kind.
@@ -102,18 +103,21 @@ def progress_text(job: Job, progress: Progress) -> str:
     return " · ".join(parts)
 
 
-def _where(job: Job) -> str:
+def _where(job: Job, show_server: bool = True) -> str:
     """`` on cpu`` / `` on server http://...`` once the worker has its model, else the server asked for (once:
-    a served model's device is its server)."""
+    a served model's device is its server); without ``show_server`` a server is not named by its URL."""
     if job.device:
-        return f" on {job.device}"
-    return f" at {job.spec.model_settings.base_url}" if job.spec.model_settings.is_server else ""
+        return f" on {job.device}" if show_server or not job.spec.model_settings.is_server else " on a model server"
+    if not job.spec.model_settings.is_server:
+        return ""
+    return f" at {job.spec.model_settings.base_url}" if show_server else " on a model server"
 
 
-def job_description(job: Job) -> str:
-    """What the job labels and with what, in one line (plain text)."""
+def job_description(job: Job, show_server: bool = True) -> str:
+    """What the job labels and with what, in one line (plain text); ``show_server=False``: the model server is not
+    named by its URL (team mode, for a role that may not run jobs)."""
     spec, model_settings = job.spec, job.spec.model_settings
-    where = _where(job)
+    where = _where(job, show_server)
     if spec.is_complete:
         pieces = ", ".join(spec.pieces) if spec.pieces else "every missing piece"
         return f"{pieces} of run {Path(job.run_path).stem} with {job.model_id or model_settings.model}{where}"
@@ -206,18 +210,26 @@ def render_job(job: Job, now: float | None = None) -> str | None:
     inspector, and the buttons that apply; returns the action clicked (``cancel``, ``stop``, ``resume``) or None."""
     progress = job_progress(job, now)
     action = None
+    # Team mode: the buttons, the server's URL and the worker's error text only for a role that may run jobs
+    # (the server refuses the others' clicks anyway: ui.data_jobs); the others are told why there are none.
+    controls = auth.allowed(RUN_JOBS)
     with st.container(border=True):
         head, buttons = st.columns([5, 2], vertical_alignment="center")
         head.markdown(f"**Job {job.job_id}** · {render.escape_markdown(job.method)} · "
                       f"{render.escape_markdown(status_name(job, progress))}")
         head.progress(progress.fraction, text=progress_text(job, progress))
         head.caption(render.escape_markdown(
-            f"{job_description(job)} · attempt {job.attempts} · started {format_time(job.started)}"
+            f"{job_description(job, show_server=controls)} · attempt {job.attempts} · "
+            f"started {format_time(job.started)}"
             + (f" · finished {format_time(job.finished)}" if job.finished and progress.status not in ACTIVE
                else f" · last heartbeat {format_time(job.heartbeat)}")))
         if job.error:
-            head.error(render.escape_markdown(job.error))
-        if progress.status in ACTIVE:
+            head.error(render.escape_markdown(job.error) if controls else
+                       "This job stopped with an error; an operator or admin sees why on the Re-score page.")
+        if not controls:
+            buttons.caption(render.escape_markdown(f"Cancel, Stop now and Resume are for operators and admins "
+                                                   f"(you are {auth.current_identity().role or 'without a role'})."))
+        elif progress.status in ACTIVE:
             if buttons.button("Cancel", key=f"rescore.cancel.{job.job_id}", width="stretch",
                               help="stop after the batch in progress; every label saved so far is kept"):
                 action = "cancel"
@@ -232,6 +244,6 @@ def render_job(job: Job, now: float | None = None) -> str | None:
             params = {"run": Path(job.run_path).stem}
             if job.spec.query_ids:
                 params["query"] = job.spec.query_ids[0]
-            buttons.page_link(INSPECTOR, label="See the labels in the query inspector", icon=":material/search:",
-                              query_params=params)
+            auth.page_link(buttons, INSPECTOR, label="See the labels in the query inspector", icon=":material/search:",
+                           query_params=params)
     return action

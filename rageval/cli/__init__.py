@@ -11,6 +11,8 @@
     rageval upload --name NAME ...  your own run (TREC files or JSONL with answers) -> a run file
     rageval rescore start RUN ...   label a run's passages again with another model (background job, resumable)
     rageval serve [--team T.toml]   the dashboard: 127.0.0.1 for you, or for a team (sign-in, roles, audit log)
+    rageval team check T.toml --claims C.json   the identity, role and team.toml entry for a person's claims
+    rageval audit verify [RUNS_DIR]   the team audit log's hash chain; exit 1 naming the first bad entry
     rageval serve-model --model M   an OpenAI-compatible server over M on this machine (or 'fake': instant answers)
     rageval build-corpus | build-index | erag | eval-retrieval | train-reranker | subquery-retrieval |
             demo-runs | cost-report | results          the shipped data, demo runs and docs/results.md
@@ -66,6 +68,10 @@ COMMANDS: dict[str, Command] = {
                                               "labels saved as produced, resumable"),
     "serve": Command("rageval.cli.serve", "serve the dashboard: on 127.0.0.1 for you, or with --team team.toml for a "
                                           "team (sign-in through an OpenID Connect provider, roles, audit log)"),
+    "team": Command("rageval.cli.team", "check a team.toml: which role a person's ID-token claims get, and from "
+                                        "which entry"),
+    "audit": Command("rageval.cli.team", "verify the team audit log's hash chain: exit 1 naming the first entry "
+                                         "that does not verify"),
     "serve-model": Command("rageval.cli.serve_model", "serve a model (or 'fake') over an OpenAI-compatible HTTP API "
                                                       "on this machine, for trying --backend openai without vLLM"),
     "build-corpus": Command("rageval.cli.corpus", "build the deduplicated corpus and print its sizes"),

@@ -53,7 +53,7 @@ ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=
 # v4: guidelines
 JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=3, unmarked_ok=True)  # v3: started_by
 LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmarked_ok=True)
-AUDIT = SqliteKind("audit log", "audit log", _tag("RAGL"), version=1)
+AUDIT = SqliteKind("audit log", "audit log", _tag("RAGL"), version=2)  # v2: a hash chain
 KINDS = (RUN, ATTRIBUTION, IUM, ANNOTATIONS, JOBS, LLM_CACHE, AUDIT)
 
 
@@ -315,10 +315,15 @@ ANNOTATIONS_SCHEMAS = {1: ANNOTATIONS_SCHEMA_V1, 2: ANNOTATIONS_SCHEMA_V2, 3: AN
 
 
 def _execute_script(connection: sqlite3.Connection, script: str) -> None:
-    """Each statement of ``script`` in the open transaction (``executescript`` would commit it)."""
-    for statement in script.split(";"):
-        if statement.strip():
-            connection.execute(statement)
+    """Each statement of ``script`` in the open transaction (``executescript`` would commit it); a trigger's body,
+    with its own semicolons, stays one statement."""
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                connection.execute(pending)
+            pending = ""
 
 
 def _v1_to_v2(connection: sqlite3.Connection) -> None:
@@ -421,17 +426,77 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 
 
 # --- audit log (RAGL) -------------------------------------------------------------------------------------------
-#: Append-only: the triggers refuse every UPDATE and DELETE, so an entry, once committed, stays as written.
-AUDIT_SCHEMA = """
+# v1: entries with triggers refusing UPDATE and DELETE (INSERT OR REPLACE still rewrote one). v2: each entry carries
+# the previous entry's hash and its own (rageval.team.audit.entry_hash), so a changed, removed or inserted entry
+# shows in `rageval audit verify`; triggers also refuse an INSERT that would replace an entry or break the chain.
+#: The ``prev_hash`` of the first entry.
+AUDIT_GENESIS = "0" * 64
+AUDIT_TABLE = """
 CREATE TABLE IF NOT EXISTS audit (
-    entry   INTEGER PRIMARY KEY AUTOINCREMENT,
-    at      TEXT NOT NULL,  -- UTC, ISO 8601 to the second (2026-11-28T15:42:58+00:00)
-    user_id TEXT NOT NULL,  -- the signed-in user's id (email, else the provider's subject)
-    action  TEXT NOT NULL,  -- sign_in, job_start, job_cancel, upload, queue_create, adjudicate, ...
-    detail  TEXT NOT NULL   -- JSON object: what the action was on (run, job id, queue, ...)
+    entry     INTEGER PRIMARY KEY AUTOINCREMENT,
+    at        TEXT NOT NULL,  -- UTC, ISO 8601 to the second (2026-11-28T15:42:58+00:00)
+    user_id   TEXT NOT NULL,  -- the signed-in user's id (email, else the provider's subject)
+    action    TEXT NOT NULL,  -- sign_in, job_start, job_cancel, upload, queue_create, adjudicate, ...
+    detail    TEXT NOT NULL,  -- JSON object: what the action was on (run, job id, queue, ...)
+    prev_hash TEXT NOT NULL,  -- the previous entry's hash (AUDIT_GENESIS for the first)
+    hash      TEXT NOT NULL   -- sha256 hex over (entry, at, user_id, action, detail, prev_hash)
 );
+"""
+#: Append-only: the triggers refuse every UPDATE and DELETE, an INSERT (OR REPLACE) onto an existing entry, and an
+#: entry whose ``prev_hash`` is not the last entry's hash; so an entry, once committed, stays as written.
+AUDIT_TRIGGERS = f"""
 CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only: entries are never changed'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
 BEGIN SELECT RAISE(ABORT, 'the audit log is append-only: entries are never deleted'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_replace BEFORE INSERT ON audit
+WHEN EXISTS (SELECT 1 FROM audit WHERE entry = NEW.entry)
+BEGIN SELECT RAISE(ABORT, 'the audit log is append-only: an entry is never replaced'); END;
+CREATE TRIGGER IF NOT EXISTS audit_chain BEFORE INSERT ON audit
+WHEN NEW.prev_hash IS NOT COALESCE((SELECT hash FROM audit ORDER BY entry DESC LIMIT 1), '{AUDIT_GENESIS}')
+BEGIN SELECT RAISE(ABORT, 'the audit log is a hash chain: a new entry carries the last entry''s hash'); END;
 """
+AUDIT_SCHEMA = AUDIT_TABLE + AUDIT_TRIGGERS
+#: The triggers a v2 audit log must have (``rageval audit verify`` names a missing one).
+AUDIT_TRIGGER_NAMES = ("audit_no_update", "audit_no_delete", "audit_no_replace", "audit_chain")
+
+
+def audit_entry_hash(entry: int, at: str, user_id: str, action: str, detail: str, prev_hash: str) -> str:
+    """sha256 hex of one audit entry's content and the previous entry's hash: the JSON array ``[entry, at, user_id,
+    action, detail, prev_hash]`` (``detail`` as stored, compact separators, UTF-8), so changing any field, the
+    entry's number or its place in the chain changes it."""
+    import hashlib
+    import json
+
+    text = json.dumps([entry, at, user_id, action, detail, prev_hash], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _audit_v1_to_v2(connection: sqlite3.Connection) -> None:
+    """Every v1 entry kept (number, time, who, what), chained in entry order: hashes computed now, so the chain
+    vouches for the log as it was at the upgrade."""
+    connection.execute("ALTER TABLE audit RENAME TO audit_v1")  # its triggers go with it, and with its DROP
+    _execute_script(connection, AUDIT_TABLE)
+    previous = AUDIT_GENESIS
+    rows = connection.execute("SELECT entry, at, user_id, action, detail FROM audit_v1 ORDER BY entry").fetchall()
+    for entry, at, user_id, action, detail in rows:
+        digest = audit_entry_hash(entry, at, user_id, action, detail, previous)
+        connection.execute("INSERT INTO audit VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (entry, at, user_id, action, detail, previous, digest))
+        previous = digest
+    connection.execute("DROP TABLE audit_v1")
+    _execute_script(connection, AUDIT_TRIGGERS)
+
+
+#: Version -> the step that takes an audit log from it to the next, inside the upgrade's one transaction.
+AUDIT_MIGRATIONS = {1: _audit_v1_to_v2}
+
+
+def upgrade_audit_log(connection: sqlite3.Connection) -> None:
+    """Upgrade an older audit log to the current version, in the transaction the caller holds (``BEGIN
+    IMMEDIATE``); nothing to do for a current file."""
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+    while version < AUDIT.version:
+        AUDIT_MIGRATIONS[version](connection)
+        version += 1
+        connection.execute(f"PRAGMA user_version = {version}")

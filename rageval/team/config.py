@@ -5,6 +5,7 @@
     client_id = "rageval"
     redirect_uri = "https://rageval.example.org/oauth2callback"   # the dashboard's URL + /oauth2callback
     groups_claim = "groups"            # optional: the ID-token claim that lists a person's groups
+    # trust_email_without_verified_claim = true   # only for a provider that never sends email_verified (below)
 
     [session]
     max_hours = 12                     # a sign-in older than this (its ID token's iat) must sign in again
@@ -14,6 +15,13 @@
     operator = ["group:ml-ops"]
     annotator = ["@annotators.example.org"]
     viewer = ["@example.org"]
+
+An email counts (for an email or an @domain entry, and as the person's id) only when the ID token says
+``email_verified`` is ``true`` (or the string ``"true"``, as some providers send it). A provider that never sends
+the claim but verifies every address itself (a company directory where nobody chooses their own email) is named
+explicitly: ``trust_email_without_verified_claim = true`` in ``[provider]``; then an email *without* the claim
+counts too, while ``email_verified = false`` still never does. Without that line such people are matched only by
+their groups, and their id is the provider's subject.
 
 The secrets (the provider's client secret, the key that signs the session cookie) are never in this file: they
 come from the environment (:data:`CLIENT_SECRET_ENV`, :data:`COOKIE_SECRET_ENV`) or a secrets file the user names
@@ -26,7 +34,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,11 +46,17 @@ from rageval.team.roles import ROLES
 TEAM_ENV = "RAGEVAL_TEAM"
 CLIENT_SECRET_ENV = "RAGEVAL_OIDC_CLIENT_SECRET"
 COOKIE_SECRET_ENV = "RAGEVAL_COOKIE_SECRET"
+#: Never handed to the Streamlit server's environment (it reads them from its secrets file), so never inherited by
+#: the job workers it starts either.
+SECRET_ENVS = (CLIENT_SECRET_ENV, COOKIE_SECRET_ENV)
 #: The least length of a cookie secret (Streamlit warns below 14 bytes; a signing key that short is guessable).
 MIN_COOKIE_SECRET = 32
 DEFAULT_MAX_HOURS = 12.0
 PROVIDER_KEYS = ("server_metadata_url", "client_id", "redirect_uri")
 CALLBACK_PATH = "/oauth2callback"  # the path Streamlit serves the provider's answer on
+#: The explicit opt-in for a provider that sends no ``email_verified`` claim (never the default).
+TRUST_KEY = "trust_email_without_verified_claim"
+PROVIDER_OPTIONS = ("groups_claim", TRUST_KEY)
 
 
 class TeamConfigError(RagevalError):
@@ -68,21 +82,43 @@ class TeamConfig:
     groups_claim: str | None
     max_hours: float
     rules: tuple[Rule, ...]
+    trust_email_without_verified_claim: bool = False
 
-    def role_for(self, claims: Mapping[str, Any]) -> str | None:
-        """The highest role whose entries match the signed-in person's ``claims`` (their ID token's), else None.
-        An email (and its domain) counts only when the provider does not say it is unverified."""
-        email = verified_email(claims)
+    def verified_email(self, claims: Mapping[str, Any]) -> str | None:
+        """The claims' email in lower case when it counts (see :func:`verified_email`), else None."""
+        return verified_email(claims, trust_missing_claim=self.trust_email_without_verified_claim)
+
+    def user_id(self, claims: Mapping[str, Any]) -> str | None:
+        """The person's id under this team's rule for emails (see :func:`user_id`)."""
+        return user_id(claims, trust_missing_claim=self.trust_email_without_verified_claim)
+
+    def match(self, claims: Mapping[str, Any]) -> tuple[str | None, Rule | None]:
+        """The highest role whose entries match ``claims`` and the first entry that gives it; (None, None) when no
+        entry matches. An email (and its domain) counts only when verified (:meth:`verified_email`)."""
+        email = self.verified_email(claims)
         domain = email.rpartition("@")[2] if email else None
         groups = self.groups_of(claims)
-        best: str | None = None
+        best: Rule | None = None
         for rule in self.rules:
             matched = ((rule.kind == "email" and rule.value == email)
                        or (rule.kind == "domain" and rule.value == domain)
                        or (rule.kind == "group" and rule.value in groups))
-            if matched and (best is None or ROLES.index(rule.role) > ROLES.index(best)):
-                best = rule.role
-        return best
+            if matched and (best is None or ROLES.index(rule.role) > ROLES.index(best.role)):
+                best = rule
+        return (best.role, best) if best else (None, None)
+
+    def role_for(self, claims: Mapping[str, Any]) -> str | None:
+        """The highest role whose entries match the signed-in person's ``claims`` (their ID token's), else None."""
+        return self.match(claims)[0]
+
+    def names_without_a_role(self, names: Sequence[str], action: str) -> list[str]:
+        """The ``names`` (identities typed by an admin, e.g. a queue's annotators) that no email or @domain entry
+        gives a role allowed ``action``: as typed, such a person would never see what is meant for them (a
+        ``group:`` entry may still give them a role; a name cannot show its groups)."""
+        from rageval.team.roles import can
+
+        return [name for name in names
+                if not can(self.role_for({"sub": name, "email": name, "email_verified": True}), action)]
 
     def groups_of(self, claims: Mapping[str, Any]) -> set[str]:
         if not self.groups_claim:
@@ -95,18 +131,47 @@ class TeamConfig:
         return set()
 
 
-def verified_email(claims: Mapping[str, Any]) -> str | None:
-    """The claims' email in lower case, unless missing or marked ``email_verified = false``."""
+def normalise_identity(name: str) -> str:
+    """A typed identity as the dashboard stores a signed-in person's: blanks collapsed, and an email (anything with
+    an ``@``) in lower case, as :func:`verified_email` gives it. A provider's subject (no ``@``) keeps its case."""
+    name = " ".join(str(name).split())
+    return name.lower() if "@" in name else name
+
+
+def session_key(claims: Mapping[str, Any]) -> str:
+    """One sign-in's key: sha256 over the ID token's issuer, subject, issue time and nonce (a new sign-in, a new
+    key), so a session can be ended on the server (:mod:`rageval.team.audit` ``SIGN_OUT``) while its cookie lives."""
+    import hashlib
+    import json
+
+    text = json.dumps([claims.get(k) for k in ("iss", "sub", "iat", "nonce")], default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def email_is_verified(claims: Mapping[str, Any], *, trust_missing_claim: bool = False) -> bool:
+    """Whether the ID token vouches for its email: ``email_verified`` is ``true`` or the string ``"true"`` (any
+    case). A missing claim counts only with ``trust_missing_claim`` (team.toml's explicit opt-in for a provider
+    that never sends it); ``false``, ``"false"``, ``null``, ``0`` or anything else never count."""
+    if "email_verified" not in claims:
+        return trust_missing_claim
+    value = claims["email_verified"]
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def verified_email(claims: Mapping[str, Any], *, trust_missing_claim: bool = False) -> str | None:
+    """The claims' email in lower case when :func:`email_is_verified`, else None."""
     email = claims.get("email")
-    if not isinstance(email, str) or "@" not in email or claims.get("email_verified") is False:
+    if not isinstance(email, str) or "@" not in email:
+        return None
+    if not email_is_verified(claims, trust_missing_claim=trust_missing_claim):
         return None
     return email.strip().lower()
 
 
-def user_id(claims: Mapping[str, Any]) -> str | None:
+def user_id(claims: Mapping[str, Any], *, trust_missing_claim: bool = False) -> str | None:
     """The id labels, jobs, uploads and audit entries are stored under: the verified email, else the provider's
     subject (``sub``, prefixed by nothing: it is unique per provider), else None (not signed in)."""
-    email = verified_email(claims)
+    email = verified_email(claims, trust_missing_claim=trust_missing_claim)
     if email:
         return email
     sub = claims.get("sub")
@@ -141,9 +206,9 @@ def parse_team_config(document: Mapping[str, Any], path: Path) -> TeamConfig:
                         f"provider ({', '.join(PROVIDER_KEYS)})")
         provider = {}
     else:
-        for key in sorted(set(provider) - {*PROVIDER_KEYS, "groups_claim", "client_secret", "cookie_secret"}):
+        for key in sorted(set(provider) - {*PROVIDER_KEYS, *PROVIDER_OPTIONS, "client_secret", "cookie_secret"}):
             problems.append(f"{path}: [provider] unknown key {key!r} (expected {', '.join(PROVIDER_KEYS)}, "
-                            "groups_claim)")
+                            f"{', '.join(PROVIDER_OPTIONS)})")
         for key in ("client_secret", "cookie_secret"):
             if key in provider:
                 problems.append(f"{path}: [provider] {key}: secrets never go in team.toml; set ${CLIENT_SECRET_ENV} "
@@ -163,6 +228,9 @@ def parse_team_config(document: Mapping[str, Any], path: Path) -> TeamConfig:
         groups_claim = provider.get("groups_claim")
         if groups_claim is not None and (not isinstance(groups_claim, str) or not groups_claim):
             problems.append(f"{path}: [provider] groups_claim: expected a claim name (a string)")
+        trust = provider.get(TRUST_KEY, False)
+        if not isinstance(trust, bool):
+            problems.append(f"{path}: [provider] {TRUST_KEY}: expected true or false, got {trust!r}")
     session = document.get("session", {})
     max_hours = DEFAULT_MAX_HOURS
     if not isinstance(session, Mapping):
@@ -181,7 +249,8 @@ def parse_team_config(document: Mapping[str, Any], path: Path) -> TeamConfig:
         raise TeamConfigError("\n".join(problems))
     return TeamConfig(path=path, server_metadata_url=provider["server_metadata_url"].strip(),
                       client_id=provider["client_id"].strip(), redirect_uri=provider["redirect_uri"].strip(),
-                      groups_claim=provider.get("groups_claim"), max_hours=max_hours, rules=tuple(rules))
+                      groups_claim=provider.get("groups_claim"), max_hours=max_hours, rules=tuple(rules),
+                      trust_email_without_verified_claim=provider.get(TRUST_KEY) is True)
 
 
 def _parse_roles(roles: Any, path: Path) -> tuple[list[Rule], list[str]]:
@@ -236,7 +305,8 @@ class Secrets:
 def load_secrets(environ: Mapping[str, str], secrets_file: str | os.PathLike | None = None,
                  checkout: str | os.PathLike | None = None) -> Secrets:
     """The provider's client secret and the cookie-signing secret: from ``secrets_file`` (TOML with
-    ``client_secret`` and ``cookie_secret``; refused inside ``checkout``, so it is never committed) where given,
+    ``client_secret`` and ``cookie_secret``; refused inside ``checkout``, so it is never committed, and refused
+    unless its mode is 600 or stricter: nobody but its owner may read it) where given,
     else from :data:`CLIENT_SECRET_ENV` and :data:`COOKIE_SECRET_ENV`. One line per missing secret."""
     values: dict[str, Any] = {}
     source = "the environment"
@@ -245,6 +315,15 @@ def load_secrets(environ: Mapping[str, str], secrets_file: str | os.PathLike | N
         if checkout is not None and file.is_relative_to(Path(checkout).resolve()):
             raise TeamConfigError(f"{file}: the secrets file is inside the checkout ({checkout}); keep secrets "
                                   "outside the repository (e.g. /etc/rageval/secrets.toml, mode 600)")
+        try:
+            mode = file.stat().st_mode & 0o777
+        except FileNotFoundError:
+            raise TeamConfigError(f"{file}: no such secrets file") from None
+        except OSError as error:
+            raise TeamConfigError(f"{file}: cannot read the secrets file ({error})") from None
+        if mode & 0o077:
+            raise TeamConfigError(f"{file}: the secrets file has mode {mode:04o}, open to its group or to others; "
+                                  f"it must be 600, owned by the user the dashboard runs as (chmod 600 {file})")
         try:
             values = tomllib.loads(file.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -293,3 +372,77 @@ def _toml_string(value: str) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False)
+
+
+# --- checking a config against a person's claims (rageval team check) ----------------------------------------------
+
+@dataclass(frozen=True)
+class ClaimsCheck:
+    """What the dashboard would make of one set of ID-token claims: the id it stores the person under (None: the
+    sign-in would be refused), the role (None: no role), the team.toml entry that gave it, and why an email that
+    was there did not count."""
+
+    identity: str | None
+    role: str | None
+    rule: str | None
+    notes: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"identity": self.identity, "role": self.role, "rule": self.rule, "notes": list(self.notes)}
+
+
+def rule_text(rule: Rule) -> str:
+    """The entry as written in ``[roles]`` (lower case where it compares so): ``ada@x.org``, ``@x.org``,
+    ``group:NAME``."""
+    return {"email": rule.value, "domain": "@" + rule.value, "group": "group:" + rule.value}[rule.kind]
+
+
+def check_claims(config: TeamConfig, claims: Mapping[str, Any]) -> ClaimsCheck:
+    """The identity, role and matching entry for ``claims``, exactly as the dashboard decides at sign-in."""
+    role, rule = config.match(claims)
+    notes: list[str] = []
+    email = claims.get("email")
+    if isinstance(email, str) and "@" in email and config.verified_email(claims) is None:
+        said = ("is missing" if "email_verified" not in claims
+                else f"is {json_text(claims['email_verified'])}")
+        notes.append(f"the email {email!r} does not count: email_verified {said} (only true or \"true\" count"
+                     + ("" if "email_verified" in claims else f"; a provider that never sends it: {TRUST_KEY} = "
+                        "true in [provider]") + ")")
+    if config.groups_claim and config.groups_claim not in claims:
+        notes.append(f"no {config.groups_claim!r} claim: no group: entry can match")
+    identity = config.user_id(claims)
+    if identity is None:
+        notes.append("neither a verified email nor a sub claim: the sign-in gives no identity")
+    return ClaimsCheck(identity=identity, role=role if identity else None,
+                       rule=rule_text(rule) if rule and identity else None, notes=tuple(notes))
+
+
+def json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def load_claims(path: str | os.PathLike) -> dict[str, Any]:
+    """A JSON object of ID-token claims (as a provider's token or userinfo endpoint gives them); a
+    :class:`TeamConfigError` naming the file otherwise."""
+    import json
+
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TeamConfigError(f"{path}: no such claims file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise TeamConfigError(f"{path}: cannot read it ({error})") from None
+    except json.JSONDecodeError as error:
+        raise TeamConfigError(f"{path}: not valid JSON (line {error.lineno}: {error.msg})") from None
+    if not isinstance(value, dict):
+        raise TeamConfigError(f"{path}: expected a JSON object of ID-token claims ({{\"sub\": ..., \"email\": ...}}),"
+                              f" got a {type(value).__name__}")
+    return value
+
+
+def check_claims_file(team_toml: str | os.PathLike, claims_file: str | os.PathLike) -> ClaimsCheck:
+    """:func:`check_claims` for ``team.toml`` and a claims JSON file (``rageval team check``)."""
+    return check_claims(load_team_config(team_toml), load_claims(claims_file))

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 from rageval.errors import RagevalError
 from rageval.paths import REPO_ROOT
-from rageval.team.config import TEAM_ENV, load_secrets, load_team_config, streamlit_auth_secrets
+from rageval.team.config import SECRET_ENVS, TEAM_ENV, load_secrets, load_team_config, streamlit_auth_secrets
 
 DEFAULT_PORT = 8501
 
@@ -83,8 +83,18 @@ def plan_serve(*, address: str = "127.0.0.1", port: int = DEFAULT_PORT, team: st
         raise ServeError(f"{config.path}: [provider] redirect_uri {config.redirect_uri} names port "
                          f"{redirect.port or 80} of this machine, but the dashboard would listen on {port}")
     secrets = load_secrets(environ, secrets_file, checkout=REPO_ROOT)
+    # An error outside a page's own handling shows as one redacted line, never a traceback or a server path: the
+    # trace goes to the server log (app.py gives a page's errors an id; this covers callbacks and app.py itself).
+    command += ["--client.showErrorDetails", "none"]
     return ServePlan(command, {TEAM_ENV: str(config.path.resolve())}, streamlit_auth_secrets(config, secrets),
                      config.path)
+
+
+def server_environment(environ: Mapping[str, str], plan: ServePlan) -> dict[str, str]:
+    """The Streamlit server's environment: ``environ`` and the plan's additions, without the team's secrets
+    (:data:`~rageval.team.config.SECRET_ENVS`; in team mode the server reads them from its secrets file), so
+    neither the server nor the job workers it starts hold them in their environment."""
+    return {key: value for key, value in {**environ, **plan.env}.items() if key not in SECRET_ENVS}
 
 
 def run_plan(plan: ServePlan, announce=print) -> int:
@@ -101,7 +111,7 @@ def run_plan(plan: ServePlan, announce=print) -> int:
                 handle.write(plan.secrets_text)
             command += ["--secrets.files", str(secrets)]
             announce(f"rageval serve: team mode ({plan.team}); sign-in required, roles from team.toml")
-        process = subprocess.Popen(command, cwd=REPO_ROOT, env={**os.environ, **plan.env})
+        process = subprocess.Popen(command, cwd=REPO_ROOT, env=server_environment(os.environ, plan))
         previous = signal.signal(signal.SIGTERM, lambda *_: process.terminate())
         try:
             return process.wait()

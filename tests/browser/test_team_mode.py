@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from rageval.annotations import ANNOTATIONS_FILE
+from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
 from rageval.jobs.store import JobStore
 from rageval.store import read_run
 from rageval.team import audit
@@ -31,6 +31,7 @@ from rageval.team.roles import (
     ADJUDICATE,
     ADMIN,
     ANNOTATOR,
+    END_SESSIONS,
     LABEL,
     MANAGE_QUEUES,
     OPERATOR,
@@ -47,11 +48,12 @@ from tests.run_fixtures import make_small_run
 from tests.team_support import COOKIE_SECRET, team_server
 from tests.team_support import sign_in as sign_in_context
 from tests.user_run_fixtures import write_user_files
-from ui.navigation import PAGES
+from ui.navigation import PAGES, TEAM_PAGES
 
 pytestmark = pytest.mark.browser
 
 RUN = "teamrun"
+LABELLED = "labelledrun"
 QUERY_TEXT = "who got the first nobel prize in physics"  # nq:0 of the fixture run
 PASSAGE_ID = "nq_oracle:0"
 OUTSIDER = "outsider"
@@ -85,6 +87,9 @@ def team(tmp_path_factory, chromium) -> Iterator[Team]:
     runs, cache = root / "runs", root / "cache"
     runs.mkdir()
     make_small_run(runs / f"{RUN}.sqlite")
+    make_small_run(runs / f"{LABELLED}.sqlite")  # a run with one human label (issue 39 item 1)
+    AnnotationStore(runs / ANNOTATIONS_FILE).save_label(LABELLED, PassageItem("nq:0", PASSAGE_ID), 1,
+                                                        "anna@annotators.example.org")
     hanging = socket.socket()
     hanging.bind(("127.0.0.1", 0))
     hanging.listen(16)  # never accepted: a request sent there waits for an answer that never comes
@@ -261,6 +266,22 @@ def probe_read_audit(page, team: Team, sub: str) -> Outcome:
     return Outcome(True, "entries shown, page listed")
 
 
+def probe_end_sessions(page, team: Team, sub: str) -> Outcome:
+    """Audit log's "End a person's sessions", for someone who never signs in (so no probe after it is affected)."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{team.url}/Audit_log")
+    refusal = wait_for_one(page, page.get_by_role("heading", name="Audit log", exact=True))
+    if refusal:
+        return refused(refusal, page, "Audit log")
+    page.get_by_text("End a person's sessions").click()
+    page.get_by_label("Their email (or the provider's subject)").fill("nobody@example.org")
+    page.get_by_label("Their email (or the provider's subject)").press("Enter")
+    page.get_by_role("button", name="End their sessions").click()
+    expect(page.get_by_text("Every session of nobody@example.org")).to_be_visible(timeout=WAIT_MS)
+    return Outcome(True, "sessions of nobody@example.org ended")
+
+
 QUEUE_ANNOTATORS = (PEOPLE["anna"][1]["email"], PEOPLE["ada"][1]["email"])
 
 
@@ -329,7 +350,8 @@ def probe_adjudicate(page, team: Team, sub: str) -> Outcome:
 #: action -> probe (manage_queues before adjudicate: the second adjudicates the first's queue).
 PROBES: dict[str, Callable[..., Outcome]] = {VIEW: probe_view, LABEL: probe_label, RUN_JOBS: probe_run_jobs,
                                              UPLOAD: probe_upload, MANAGE_QUEUES: probe_manage_queues,
-                                             ADJUDICATE: probe_adjudicate, READ_AUDIT: probe_read_audit}
+                                             ADJUDICATE: probe_adjudicate, READ_AUDIT: probe_read_audit,
+                                             END_SESSIONS: probe_end_sessions}
 
 
 def test_role_by_action_table_in_chromium(team, chromium):
@@ -459,3 +481,60 @@ def test_tampered_or_expired_session_cookie_is_refused(team, chromium):
                 expect(page.get_by_role("heading", name=QUERY_TEXT)).to_be_visible(timeout=WAIT_MS)
         finally:
             context.close()
+
+
+@pytest.mark.parametrize("sub", ["vic", "anna", "otto"])
+def test_every_page_of_the_role_on_a_run_with_a_human_label(team, chromium, sub):
+    """issue 39 item 1, in Chromium against the real provider: every page in the role's navigation (generated from
+    ui.navigation, not a list), opened on a run with one human label, shows its heading and no exception box or
+    traceback. A viewer's Findings crashed here (its link to Annotate, a page a viewer does not have). The full
+    page x role x data-state matrix runs as AppTest: tests/ui/test_team_pages.py."""
+    from playwright.sync_api import expect
+
+    role = PEOPLE[sub][0]
+    page = sign_in(team, chromium, sub)
+    problems = []
+    try:
+        for entry in (e for e in PAGES + TEAM_PAGES if can(role, e.action)):
+            page.goto(f"{team.url}/{entry.url_path}?run={LABELLED}")
+            heading = page.get_by_test_id("stMain").get_by_role("heading", level=1).first
+            expect(heading).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_test_id("stStatusWidget")).to_have_count(0, timeout=WAIT_MS)  # the run finished
+            boxes = page.get_by_test_id("stException").count()
+            text = page.get_by_test_id("stMain").inner_text()
+            if boxes or "Traceback" in text or "StreamlitPageNotFoundError" in text or "Could not find page" in text:
+                problems.append(f"{entry.title}: {boxes} exception box(es); {text[:200]!r}")
+    finally:
+        page.close()
+    assert not problems, problems
+
+
+def test_a_cookie_saved_before_sign_out_is_refused_after_it(team, chromium):
+    """issue 39 item 5, as the security review found it: a session cookie copied before Sign out still opened the
+    dashboard after it, until max_hours. Sign out now ends the session on the server."""
+    from playwright.sync_api import expect
+
+    context = sign_in_context(chromium, team.url, "vic")
+    try:
+        saved = _cookie(context)
+        assert saved["httpOnly"] and saved["sameSite"] == "Lax"  # no script reads it; not sent cross-site
+        page = context.new_page()
+        page.goto(f"{team.url}/?run={RUN}")
+        expect(page.get_by_role("heading", name="Findings")).to_be_visible(timeout=WAIT_MS)
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("button", name="Sign out")).to_have_count(0, timeout=WAIT_MS)
+        after = context.new_page()  # the signed-out browser itself: its cookie is gone
+        after.goto(team.url)
+        expect(after.get_by_role("button", name="Sign in")).to_be_visible(timeout=WAIT_MS)
+    finally:
+        context.close()
+    copied = chromium.new_context()
+    try:
+        copied.add_cookies([{"name": "_streamlit_user", "value": saved["value"], "url": team.url}])
+        page = copied.new_page()
+        page.goto(f"{team.url}/Query_inspector?run={RUN}&query=nq:0")
+        expect(page.get_by_role("button", name="Sign in")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_text("This session was ended")).to_be_visible(timeout=WAIT_MS)
+        expect(page.get_by_role("heading", name=QUERY_TEXT)).to_have_count(0)
+    finally:
+        copied.close()

@@ -134,11 +134,49 @@ def test_chart_and_leaderboard_say_what_produced_them(shipped_report):
     assert f"k={k}" in text and "300 queries" in text
     drawn = set(re.findall(r"data-method='([^']+)'", document))
     assert drawn == methods  # one row per label method with a defined tau
-    shipped = {p.stem for p in SHIPPED_RUNS.rglob("*.sqlite")
-               if p.parent.name not in ("attribution", "ium")}
     rows = re.search(r"<table class='data' id='leaderboard'>.*?</table>", document, re.S).group(0)
+    # issue 39 item 9: the report goes to outsiders; by default it holds the run asked for, no other run's name
+    assert rows.count("<tr") == 2 and f"{SHIPPED.stem} (this report)" in rows
+    others = {p.stem for p in SHIPPED_RUNS.rglob("*.sqlite") if p.stem != SHIPPED.stem}
+    assert others and not [name for name in others if name in document]
+
+
+def test_other_runs_only_when_asked_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGEVAL_SHIPPED_RUNS_DIR", str(SHIPPED_RUNS))
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path / "runs"))
+    small = injection_run(tmp_path / "small.sqlite")
+    out = tmp_path / "with.html"
+    assert main(["report", str(small), "--html", str(out), "--with-runs", SHIPPED.stem]) == 0
+    rows = re.search(r"<table class='data' id='leaderboard'>.*?</table>", out.read_text(), re.S).group(0)
+    assert rows.count("<tr") == 3 and SHIPPED.stem in rows and "small (this report)" in rows
+    assert main(["report", str(small), "--html", str(out), "--all-runs"]) == 0
+    rows = re.search(r"<table class='data' id='leaderboard'>.*?</table>", out.read_text(), re.S).group(0)
+    shipped = {p.stem for p in SHIPPED_RUNS.rglob("*.sqlite") if p.parent.name not in ("attribution", "ium")}
     assert all(name in rows for name in shipped)
-    assert f"{SHIPPED.stem} (this report)" in rows
+
+
+def test_bottom_line_k_sweep_and_glossary(shipped_report):
+    """The bottom line's numbers are the report's own (E2E share at k, the best method's tau); the k sweep draws
+    each label method's best family at every k with the taus k_sweep_from_frames computes from the raw tables."""
+    from rageval.correlations import k_sweep_from_frames
+
+    document, _ = shipped_report
+    line = re.search(r"<p class='bottom-line' id='bottom-line'>(.*?)</p>", document, re.S).group(1)
+    assert document.index("id='bottom-line'") < document.index("id='findings'")  # at the top
+    with RunReader(SHIPPED) as reader:
+        k = reader.main_k()
+        mean, n = reader.e2e_mean(k)
+        names = reader.measure_names()
+        measures = reader.measures_of(list(zip(names["method"], names["measure"])))
+        e2e = reader.e2e_table()[["query_id", "k", "score"]]
+    assert line.startswith("Bottom line: ") and f"{mean:.0%}" in line and f"on {n:,} questions" in line
+    sweep = k_sweep_from_frames(measures, e2e, k)
+    assert sweep["k"].nunique() > 1
+    svg = re.search(r"<svg class='chart sweep' id='k-sweep'.*?</svg>", document, re.S).group(0)
+    assert svg.count("<polyline") == sweep["method"].nunique()
+    for method, family in set(zip(sweep["method"], sweep["family"])):
+        assert f"{method_name(method)} ({family})</text>" in svg
+    assert "<dl class='glossary' id='glossary'>" in document and "Kendall&#x27;s tau-b" in document
 
 
 def test_no_external_url_anywhere(shipped_report):
@@ -213,7 +251,7 @@ def test_leaderboard_names_the_runs_it_cannot_read(tmp_path, monkeypatch):
     good = injection_run(runs / "good.sqlite")
     (runs / "gone.sqlite").symlink_to(tmp_path / "nowhere.sqlite")
     (runs / "notes.sqlite").write_text("not a database\n")
-    report = compute_report("good")  # by name, from the runs folder
+    report = compute_report("good", all_runs=True)  # by name, from the runs folder
     assert report.path == good
     assert [row.run for row in report.leaderboard] == ["good"]
     assert len(report.unreadable) == 2

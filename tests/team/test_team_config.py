@@ -42,19 +42,53 @@ def write(tmp_path, text):
 def test_roles_by_email_domain_and_group(tmp_path):
     config = load_team_config(write(tmp_path, GOOD))
     assert config.max_hours == 2.0 and config.client_id == "rageval"
-    assert config.role_for({"sub": "1", "email": "ada@example.org"}) == ADMIN  # emails compare in lower case
-    assert config.role_for({"sub": "2", "email": "bo@example.org", "groups": ["ml-ops"]}) == OPERATOR
-    assert config.role_for({"sub": "3", "email": "cy@annotators.example.org"}) == ANNOTATOR  # the highest match
-    assert config.role_for({"sub": "4", "email": "di@example.org"}) == VIEWER
-    assert config.role_for({"sub": "5", "email": "eve@elsewhere.org"}) is None
+    yes = {"email_verified": True}
+    assert config.role_for({"sub": "1", "email": "ada@example.org", **yes}) == ADMIN  # emails compare in lower case
+    assert config.role_for({"sub": "2", "email": "bo@example.org", "groups": ["ml-ops"], **yes}) == OPERATOR
+    assert config.role_for({"sub": "3", "email": "cy@annotators.example.org", **yes}) == ANNOTATOR  # the highest
+    assert config.role_for({"sub": "4", "email": "di@example.org", **yes}) == VIEWER
+    assert config.role_for({"sub": "5", "email": "eve@elsewhere.org", **yes}) is None
     assert config.role_for({"sub": "6", "groups": "ml-ops"}) == OPERATOR  # one group as a string
     # An email the provider marks unverified matches nothing (anyone can type one at some providers).
     assert config.role_for({"sub": "7", "email": "ada@example.org", "email_verified": False}) is None
-    assert config.role_for({"sub": "8", "email": "ada@example.org.evil.com"}) is None
+    assert config.role_for({"sub": "8", "email": "ada@example.org.evil.com", **yes}) is None
+
+
+@pytest.mark.parametrize("verified, counts", [
+    (True, True), ("true", True), ("TRUE", True),  # some providers send the claim as a string
+    (False, False), ("false", False), ("False", False), (None, False), (0, False), (1, False), ("yes", False),
+    ("missing", False),  # no claim at all: not verified unless team.toml says so explicitly
+])
+def test_email_counts_only_when_the_token_says_verified(tmp_path, verified, counts):
+    """issue 39 item 2: the string "false" and a missing claim used to count as verified, for exact-email and
+    @domain rules alike (and as the person's id)."""
+    config = load_team_config(write(tmp_path, GOOD))
+    for email, role in (("ada@example.org", ADMIN), ("di@example.org", VIEWER)):
+        claims = {"sub": "s1", "email": email}
+        if verified != "missing":
+            claims["email_verified"] = verified
+        assert config.role_for(claims) == (role if counts else None)
+        assert config.user_id(claims) == (email if counts else "s1")
+
+
+def test_a_provider_without_the_claim_is_named_explicitly(tmp_path):
+    """``trust_email_without_verified_claim = true``: a missing claim counts; an explicit false still never does."""
+    text = GOOD.replace('groups_claim = "groups"', 'groups_claim = "groups"\ntrust_email_without_verified_claim = true')
+    config = load_team_config(write(tmp_path, text))
+    assert config.trust_email_without_verified_claim
+    assert config.role_for({"sub": "1", "email": "ada@example.org"}) == ADMIN
+    assert config.user_id({"sub": "1", "email": "Ada@example.org"}) == "ada@example.org"
+    for refused in (False, "false"):
+        assert config.role_for({"sub": "1", "email": "ada@example.org", "email_verified": refused}) is None
+    assert not load_team_config(write(tmp_path, GOOD)).trust_email_without_verified_claim  # never the default
+    bad = GOOD.replace('groups_claim = "groups"', 'groups_claim = "groups"\ntrust_email_without_verified_claim = "yes"')
+    with pytest.raises(TeamConfigError, match="trust_email_without_verified_claim: expected true or false"):
+        load_team_config(write(tmp_path, bad))
 
 
 def test_user_id_is_the_email_else_the_subject():
-    assert user_id({"sub": "abc", "email": "Ada@Example.org"}) == "ada@example.org"
+    assert user_id({"sub": "abc", "email": "Ada@Example.org", "email_verified": True}) == "ada@example.org"
+    assert user_id({"sub": "abc", "email": "Ada@Example.org"}) == "abc"
     assert user_id({"sub": "abc", "email": "ada@example.org", "email_verified": False}) == "abc"
     assert user_id({"sub": "abc"}) == "abc"
     assert user_id({}) is None
@@ -104,7 +138,20 @@ def test_secrets_from_env_or_a_file_outside_the_checkout(tmp_path):
         load_secrets({}, inside, checkout=checkout)
     outside = tmp_path / "secrets.toml"
     outside.write_text(f'client_secret = "c"\ncookie_secret = "{secret}"\n')
+    outside.chmod(0o600)
     assert load_secrets({}, outside, checkout=checkout).cookie_secret == secret
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o660, 0o644, 0o620])
+def test_a_secrets_file_open_to_group_or_others_is_refused(tmp_path, mode):
+    """issue 39 item 8: one rule (600), checked: the docs said 640, the README 600, and nothing checked."""
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(f'client_secret = "c"\ncookie_secret = "{"s" * 40}"\n')
+    secrets.chmod(mode)
+    with pytest.raises(TeamConfigError, match=f"has mode {mode:04o}, open to its group or to others.*chmod 600"):
+        load_secrets({}, secrets)
+    secrets.chmod(0o400)
+    assert load_secrets({}, secrets).client_secret == "c"
 
 
 def test_streamlit_auth_section_reads_back_as_toml(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -51,16 +52,20 @@ def test_team_mode_refusals(tmp_path):
     assert plan.env[TEAM_ENV] == str(team.resolve()) and "client" in plan.secrets_text
 
 
-def test_the_secrets_file_is_private_outside_the_checkout_and_gone_after(tmp_path):
+def test_the_secrets_file_is_private_outside_the_checkout_and_gone_after(tmp_path, monkeypatch):
     """run_plan hands the secrets to the server as --secrets.files; a stand-in server reports what it got."""
     report = tmp_path / "report.json"
     script = ("import json, os, sys, stat; path = sys.argv[sys.argv.index('--secrets.files') + 1]; "
               "json.dump({'path': path, 'mode': stat.S_IMODE(os.stat(path).st_mode), 'text': open(path).read(), "
-              f"'team': os.environ.get('{TEAM_ENV}')}}, open({str(report)!r}, 'w'))")
+              f"'team': os.environ.get('{TEAM_ENV}'), 'secrets': [os.environ.get(k) for k in {list(SECRETS)!r}]}}, "
+              f"open({str(report)!r}, 'w'))")
     plan = ServePlan([sys.executable, "-c", script], {TEAM_ENV: "/x/team.toml"}, "[auth]\ncookie_secret = \"s\"\n",
                      tmp_path / "team.toml")
+    monkeypatch.setattr(os, "environ", {**os.environ, **SECRETS})  # as a user exports them before rageval serve
     assert run_plan(plan, announce=lambda line: None) == 0
     got = json.loads(report.read_text())
+    # issue 39 item 8: the server (and so the job workers it starts) never holds the secrets in its environment
+    assert got["secrets"] == [None, None]
     assert got["mode"] == 0o600 and got["text"].startswith("[auth]") and got["team"] == "/x/team.toml"
     assert not str(got["path"]).startswith(str(REPO_ROOT))
     assert not __import__("pathlib").Path(got["path"]).exists()  # removed with the server
