@@ -53,7 +53,7 @@ if main_k is None:
 else:
     gold_answer = loaders.load_gold_answer(*key, main_k)
     table = gold_answer.table
-    st.subheader(f"Gold passage retrieved × answer right at k={main_k}")
+    st.subheader(f"Gold passage retrieved × answer right {table.answer_at}")
     if gold_answer.source is None or table.without_gold == table.n_queries:
         st.info("No query of this run has gold passages (gold_passage_ids, or gold / qrels labels), so whether the "
                 "retriever found one cannot be told. Give the questions' gold passages (or qrels) when you upload "
@@ -62,11 +62,11 @@ else:
     else:
         view.render_two_by_two(table, loaders.load_cell_links(*key, main_k))
         left_out = [f"{n:,} {what}" for n, what in ((table.without_gold, "without gold passages"),
-                                                   (table.without_answer, f"without an E2E answer at k={main_k}"))
+                                                   (table.without_answer, f"without an E2E answer {table.answer_at}"))
                     if n]
         st.caption(render.escape_markdown(
-            f"Gold retrieved: at least one of {view.gold_source_text(gold_answer.source)} is ranked in the top "
-            f"{main_k}. Answer right: {view.right_rule(settings, table.threshold)}. Shares of the {table.n:,} "
+            f"Gold retrieved: at least one of {view.gold_source_text(gold_answer.source)} is ranked {table.where}. "
+            f"Answer right: {view.right_rule(settings, table.threshold, table.own_lists)}. Shares of the {table.n:,} "
             f"queries with both, with Wilson 95% intervals"
             + (f"; left out: {', '.join(left_out)}" if left_out else "") + "."))
 
@@ -86,7 +86,8 @@ if main_k is not None:
 llm_share = loaders.load_label_share(*key, LLM_RELEVANCE)
 if (finding := findings.label_share_finding(LLM_RELEVANCE, *llm_share, name=fmt.method_name)) is not None:
     found.append(finding)
-if (finding := findings.failure_finding(loaders.load_failure_counts(*key), main_k, fmt.judge_name)) is not None:
+failure_counts = loaders.load_failure_counts(*key)
+if (finding := findings.failure_finding(failure_counts, main_k, fmt.judge_name)) is not None:
     found.append(finding)
 if (trust := trust_data.load_home_report(*key)) is not None and (finding := trust_finding(
         trust, headline_method(list(trust.methods), settings.get("label_metric")) or "", name=fmt.method_name)):
@@ -105,7 +106,10 @@ if found:
         st.caption("This run stores no correlations (a large run: they are not computed here); the Correlations page "
                    "computes them.")
 elif main_k is not None:
-    st.caption("No finding: the run has neither correlations, gold passages, LLM-relevance labels nor LLM-retEval.")
+    st.caption(render.escape_markdown(findings.no_finding_text({
+        "correlations": loaders.load_home_correlations(*key, main_k).table is not None,
+        "gold passages": gold_answer is not None, "LLM-relevance labels": bool(llm_share[0]),
+        "LLM-retEval": not failure_counts.empty})))
 
 warn_k = main_k if main_k is not None else settings.get("k")  # a retrieval-only run: its own depth
 if isinstance(warn_k, int):

@@ -22,7 +22,7 @@ queries): no I/O, nothing rounded for display beyond the sentences' own numbers.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,17 +89,31 @@ class GoldAnswerTable:
     n_queries: int
     without_gold: int
     without_answer: int
+    #: Each query's own list and answer (a run imported from traces: its system answered each question from a list
+    #: of its own length), rather than the top ``k`` and the answer at ``k``.
+    own_lists: bool = False
+
+    @property
+    def where(self) -> str:
+        """Where a gold passage counts as retrieved: ``in the top 10``, or ``in its own list``."""
+        return "in its own list" if self.own_lists else f"in the top {self.k}"
+
+    @property
+    def answer_at(self) -> str:
+        """Which answer is scored: ``at k=10``, or each query's own (the one made from its own list)."""
+        return "(each query's own answer, from its own list)" if self.own_lists else f"at k={self.k}"
 
     def cell(self, gold_retrieved: bool, answer_right: bool) -> Cell:
         return next(c for c in self.cells if c.gold_retrieved == gold_retrieved and c.answer_right == answer_right)
 
 
-def compute_gold_answer_table(retrieval: pd.DataFrame, k: int, threshold: float = RIGHT_THRESHOLD
-                              ) -> GoldAnswerTable:
+def compute_gold_answer_table(retrieval: pd.DataFrame, k: int, threshold: float = RIGHT_THRESHOLD,
+                              own_lists: bool = False) -> GoldAnswerTable:
     """The 2 x 2 at ``k`` from ``retrieval`` (:func:`rageval.store.aggregates.read_gold_retrieval`: one row per
     query in run order with query_id, n_gold, gold_retrieved, e2e_score; a cell's ``positions`` are row numbers of
     ``retrieval``). A query is in the table when it has at least one gold passage and a finite E2E score; its answer
-    is right when that score is >= ``threshold``."""
+    is right when that score is >= ``threshold``. ``own_lists``: ``retrieval`` is of each query's own list and answer
+    (:func:`rageval.store.aggregates.read_gold_retrieval` of an imported run)."""
     has_gold = retrieval["n_gold"].to_numpy() > 0
     scores = retrieval["e2e_score"].to_numpy(dtype=float)
     scored = has_gold & ~pd.isna(scores)
@@ -117,7 +131,7 @@ def compute_gold_answer_table(retrieval: pd.DataFrame, k: int, threshold: float 
             cells.append(Cell(gold, answer, tuple(str(q) for q in chosen), share_from_counts(len(chosen), n),
                               tuple(int(i) for i in rows[mask])))
     return GoldAnswerTable(int(k), float(threshold), tuple(cells), n, len(retrieval),
-                           int((~has_gold).sum()), int((has_gold & pd.isna(scores)).sum()))
+                           int((~has_gold).sum()), int((has_gold & pd.isna(scores)).sum()), own_lists)
 
 
 @dataclass(frozen=True)
@@ -235,7 +249,7 @@ def two_by_two_finding(table: GoldAnswerTable) -> Finding | None:
         return None
     cell = table.cell(True, False)
     return Finding("two_by_two", (
-        f"{cell.count} of {table.n} queries ({_percent(cell.share)}) retrieve a gold passage in the top {table.k} "
+        f"{cell.count} of {table.n} queries ({_percent(cell.share)}) retrieve a gold passage {table.where} "
         "yet answer wrongly."), {"gold_retrieved": True, "answer_right": False, "k": table.k})
 
 
@@ -321,3 +335,17 @@ def key_correlations(measures: pd.DataFrame, e2e: pd.Series, k: int, n_resamples
         rows.append({"method": row["method"], "measure": row["measure"], "n": int(row["n"]), "tau": tau.value,
                      "tau_low": tau.low, "tau_high": tau.high})
     return pd.DataFrame(rows, columns=columns)
+
+
+def no_finding_text(held: Mapping[str, bool]) -> str:
+    """The sentence of a run without a finding, true to what it holds: ``held`` maps each piece a finding is made
+    from (``correlations``, ``gold passages``, ``LLM-relevance labels``, ``LLM-retEval``) to whether the run has it.
+    "No finding: the run has no correlations nor LLM-retEval; it has gold passages, but nothing they show stands
+    out yet." """
+    lacking = [piece for piece, has in held.items() if not has]
+    having = [piece for piece, has in held.items() if has]
+    text = "No finding: the run has " + (f"no {' nor '.join(lacking)}" if lacking else "every piece")
+    if having and lacking:
+        text += f"; it has {', '.join(having)}, but nothing they show makes a finding"
+    return text + "."
+

@@ -186,6 +186,7 @@ class Report:
     failure_counts: Mapping[str, int] = field(default_factory=dict)  # category -> queries at failure_k
     failure_judged: int = 0  # queries judged at failure_k
     failure_sample: pd.DataFrame | None = None  # query_id, text, k, category, reason
+    held: Mapping[str, bool] = field(default_factory=dict)  # what a finding is made from -> the run has it
 
     @property
     def name(self) -> str:
@@ -213,7 +214,8 @@ def _read_gold(reader: RunReader, k: int) -> tuple[GoldAnswerTable | None, str |
     from rageval.store import aggregates
 
     source, method = aggregates.gold_source(reader)
-    table = compute_gold_answer_table(aggregates.read_gold_retrieval(reader, k, method), k)
+    table = compute_gold_answer_table(aggregates.read_gold_retrieval(reader, k, method), k,
+                                      own_lists=reader.answers_are_imported())
     if source is None or table.without_gold == table.n_queries:
         return None, None
     return table, source
@@ -427,8 +429,12 @@ def compute_report(run: str | os.PathLike, *, others: Sequence[str | os.PathLike
         share = aggregates.read_label_share(reader, LLM_RELEVANCE)
         if (sentence := findings.label_share_finding(LLM_RELEVANCE, *share, name=method_name)) is not None:
             found.append(sentence)
-        if (sentence := findings.failure_finding(aggregates.read_failure_counts(reader), k, judge_name)) is not None:
+        failures = aggregates.read_failure_counts(reader)
+        if (sentence := findings.failure_finding(failures, k, judge_name)) is not None:
             found.append(sentence)
+        values["held"] = {"correlations": values.get("correlations") is not None,
+                          "gold passages": values.get("gold") is not None,
+                          "LLM-relevance labels": bool(share[0]), "LLM-retEval": not failures.empty}
         warn_k = k if k is not None else settings.get("k")
         if isinstance(warn_k, int):
             measure = f"P@{warn_k}"
@@ -496,7 +502,7 @@ def provenance_text(settings: Mapping[str, Any], n_queries: int | None = None, k
 
 
 def _two_by_two_html(report: Report) -> str:
-    table, k = report.gold, report.main_k
+    table = report.gold
     if report.main_k is None:
         return ("<p class='note'>This run stores no end-to-end answers, so whether retrieving a gold passage leads to "
                 "a right answer cannot be told.</p>")
@@ -505,7 +511,7 @@ def _two_by_two_html(report: Report) -> str:
                 "so whether the retriever found one cannot be told.</p>")
     cells = []
     for gold in (True, False):
-        row = [f"<th scope='row'>gold {'retrieved' if gold else 'not retrieved'} in the top {k}</th>"]
+        row = [f"<th scope='row'>gold {'retrieved' if gold else 'not retrieved'} {table.where}</th>"]
         for right in (True, False):
             cell = table.cell(gold, right)
             kind = "warn" if gold and not right else ""  # the cell the findings are about
@@ -516,11 +522,13 @@ def _two_by_two_html(report: Report) -> str:
     source = ("the query's gold passages (its gold_passage_ids)" if report.gold_source == "gold_passage_ids" else
               f"the passages the {method_name(str(report.gold_source))} labels mark relevant (label above 0)")
     left_out = [f"{n:,} {what}" for n, what in ((table.without_gold, "without gold passages"),
-                                               (table.without_answer, f"without an E2E answer at k={k}")) if n]
+                                               (table.without_answer, f"without an E2E answer {table.answer_at}"))
+                if n]
     binary = report.metric in ("EM", "accuracy")
-    rule = (f"the stored E2E {report.metric} at k is at least {table.threshold:g}"
+    rule = (f"the stored E2E {report.metric} {'of its answer' if table.own_lists else 'at k'} is at least "
+            f"{table.threshold:g}"
             + (f" ({report.metric} is 0 or 1, so: it is 1)" if binary else " (a graded score: the threshold is ours)"))
-    caption = (f"Gold retrieved: at least one of {source} is ranked in the top {k}. Answer right: {rule}. Shares of "
+    caption = (f"Gold retrieved: at least one of {source} is ranked {table.where}. Answer right: {rule}. Shares of "
                f"the {table.n:,} queries with both, with Wilson 95% intervals"
                + (f"; left out: {', '.join(left_out)}" if left_out else "") + ".")
     return (f"<table class='two-by-two' id='two-by-two'><thead><tr><th></th><th scope='col'>answer right</th>"
@@ -856,19 +864,20 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; style-src 'unsafe-inline'; img-s
 
 def render_html(report: Report, now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> str:
     """The report as one self-contained HTML document (see the module docstring)."""
+    from rageval.findings import no_finding_text
     from rageval.version import __version__
 
     settings = report.settings
     k = report.main_k
     title = f"rageval report: {report.name}"
     findings_html = ("".join(f"<li>{_e(f.text)}</li>" for f in report.findings) if report.findings else
-                     "<li>No finding: the run has neither correlations, gold passages, LLM-relevance labels nor "
-                     "LLM-retEval.</li>")
+                     f"<li>{_e(no_finding_text(report.held))}</li>")
     warnings_html = "" if not report.warnings else (
         "<h3>Label methods whose correlations mean little</h3><ul class='warnings'>"
         + "".join(f"<li>{_e(w.text)}</li>" for w in report.warnings) + "</ul>")
     created = settings.get("created_at")
-    heading = "Gold passage retrieved × answer right" + (f" at k={k}" if k is not None else "")
+    heading = "Gold passage retrieved × answer right" + (
+        f" {report.gold.answer_at}" if report.gold is not None else f" at k={k}" if k is not None else "")
     footer = (f"Written by rageval {__version__} (rageval report) on {now():%Y-%m-%d %H:%M} UTC from "
               f"{report.path.name}. A self-contained file: no script, nothing loaded from a network.")
     made = f"Run file {report.path.name}" + (f", created {created}" if created else "")

@@ -44,7 +44,8 @@ def load_gold_answer(path: str, mtime_ns: int, k: int, threshold: float = findin
     def read(reader: RunReader) -> GoldAnswer:
         source, method = aggregates.gold_source(reader)
         retrieval = aggregates.read_gold_retrieval(reader, k, method)
-        return GoldAnswer(findings.compute_gold_answer_table(retrieval, k, threshold), source)
+        return GoldAnswer(findings.compute_gold_answer_table(retrieval, k, threshold,
+                                                             own_lists=reader.answers_are_imported()), source)
 
     return data._read(path, mtime_ns, read)
 

@@ -32,11 +32,12 @@ def metric_name(settings: Mapping[str, Any]) -> str:
     return METRIC_NAMES.get(metric, metric)
 
 
-def right_rule(settings: Mapping[str, Any], threshold: float) -> str:
-    """How a right answer is decided, in words, for the caption."""
+def right_rule(settings: Mapping[str, Any], threshold: float, own_lists: bool = False) -> str:
+    """How a right answer is decided, in words, for the caption (``own_lists``: each query's own answer)."""
     metric = str(settings.get("e2e_metric") or settings.get("label_metric") or "em")
     binary = metric in ("em", "accuracy")
-    return (f"the stored E2E {metric_name(settings)} at k is at least {threshold:g}"
+    return (f"the stored E2E {metric_name(settings)} {'of its answer' if own_lists else 'at k'} is at least "
+            f"{threshold:g}"
             + (f" ({metric_name(settings)} is 0 or 1, so: it is 1)" if binary else
                " (a graded score: the threshold is ours)"))
 

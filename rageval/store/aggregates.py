@@ -14,6 +14,7 @@ import json
 from typing import TYPE_CHECKING
 
 from rageval.store.files import RUN, reading, remembered_frame, remembered_summary
+from rageval.store.runs import OWN_ANSWER_K
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,22 +63,28 @@ def read_gold_retrieval(reader: RunReader, k: int, method: str | None = None) ->
     ``e2e_score``, its E2E score at ``k`` (NaN without a stored finite one).
 
     The gold passages are the query's ``gold_passage_ids`` (an upload's positive qrels are stored there too); with
-    ``method``, the passages that label method labels above 0 instead (for a run whose queries list none)."""
+    ``method``, the passages that label method labels above 0 instead (for a run whose queries list none).
+
+    A run imported from traces (:meth:`RunReader.answers_are_imported`) has one answer a query, made from its own
+    list: there "the top k" is the query's whole list and the score is that of its own answer, whatever ``k``."""
     score = f"CASE WHEN {_FINITE.format('e.score')} THEN e.score END AS e2e_score"
+    own = reader.answers_are_imported()
+    in_top = "1" if own else "r.rank <= :k"
+    answer_at = OWN_ANSWER_K if own else "e.k = :k"
     if method is None:
         # Each gold id looked up among the query's top k (CROSS JOIN keeps that order): the list is parsed once
         # per query, where `passage_id IN (SELECT value FROM json_each(...))` parsed it once per ranked passage
         # (0.48 -> 0.29 s at 100,000 queries x 10 passages).
         sql = ("SELECT q.query_id, json_array_length(q.gold_passage_ids) AS n_gold, EXISTS (SELECT 1 FROM "
                "json_each(q.gold_passage_ids) g CROSS JOIN rankings r WHERE r.query_id = q.query_id AND "
-               f"r.rank <= :k AND r.passage_id = g.value) AS gold_retrieved, {score} FROM queries q "
-               "LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND e.k = :k ORDER BY q.rowid")
+               f"{in_top} AND r.passage_id = g.value) AS gold_retrieved, {score} FROM queries q "
+               f"LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND {answer_at} ORDER BY q.rowid")
     else:
         sql = ("SELECT q.query_id, (SELECT COUNT(*) FROM labels l WHERE l.method = :method AND l.query_id = q.query_id "
                "AND l.value > 0) AS n_gold, EXISTS (SELECT 1 FROM rankings r JOIN labels l ON l.method = :method AND "
                "l.query_id = r.query_id AND l.passage_id = r.passage_id WHERE r.query_id = q.query_id AND "
-               f"r.rank <= :k AND l.value > 0) AS gold_retrieved, {score} FROM queries q LEFT JOIN e2e_outputs e "
-               "ON e.query_id = q.query_id AND e.k = :k ORDER BY q.rowid")
+               f"{in_top} AND l.value > 0) AS gold_retrieved, {score} FROM queries q LEFT JOIN e2e_outputs e "
+               f"ON e.query_id = q.query_id AND {answer_at} ORDER BY q.rowid")
     import pandas as pd
 
     def read() -> pd.DataFrame:
@@ -86,7 +93,7 @@ def read_gold_retrieval(reader: RunReader, k: int, method: str | None = None) ->
         return frame.astype({"n_gold": int, "gold_retrieved": bool, "e2e_score": float})[GOLD_COLUMNS]
 
     # One row a query: 0.4-0.9 s at 100,000 queries, remembered per version of the file as an Arrow file.
-    return remembered_frame(reader.path, f"gold_retrieval:1:{json.dumps([int(k), method])}", read)
+    return remembered_frame(reader.path, f"gold_retrieval:2:{json.dumps([int(k), method, own])}", read)
 
 
 def read_measure_spread(reader: RunReader, methods: list[str], measure: str) -> pd.DataFrame:

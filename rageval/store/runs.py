@@ -183,10 +183,11 @@ SETTINGS_TYPES = {
 }
 
 
-#: The join condition of a query's own E2E answer (a traced system's): the one at the smallest k not under the
-#: length of its ranked list; that length itself, or the traced length of a list a tracer's attribute limit cut.
-_OWN_K = ("e.k = (SELECT MIN(o.k) FROM e2e_outputs o WHERE o.query_id = q.query_id "
-          "AND o.k >= (SELECT COUNT(*) FROM rankings r WHERE r.query_id = q.query_id))")
+#: The join condition (``e`` the E2E output, ``q`` the query) of a query's own E2E answer (a traced system's): the
+#: one at the smallest k not under the length of its ranked list; that length itself, or the traced length of a list
+#: a tracer's attribute limit cut.
+OWN_ANSWER_K = ("e.k = (SELECT MIN(o.k) FROM e2e_outputs o WHERE o.query_id = q.query_id "
+                "AND o.k >= (SELECT COUNT(*) FROM rankings r WHERE r.query_id = q.query_id))")
 
 
 @checked_reads(RUN)
@@ -338,7 +339,8 @@ class RunReader:
         if k is None and self.answers_are_imported():
             return self._frame(
                 "SELECT q.query_id, q.text, q.dataset, q.answers, e.output AS e2e_output, e.score AS e2e_score "
-                f"FROM queries q LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND {_OWN_K} ORDER BY q.rowid")
+                f"FROM queries q LEFT JOIN e2e_outputs e ON e.query_id = q.query_id AND {OWN_ANSWER_K} "
+                "ORDER BY q.rowid")
         k = self.main_k() if k is None else k
         return self._frame(
             "SELECT q.query_id, q.text, q.dataset, q.answers, e.output AS e2e_output, e.score AS e2e_score "
@@ -350,7 +352,7 @@ class RunReader:
         (an imported run's system answers; :meth:`answers_are_imported`), aggregated by SQLite."""
         return self._connection.execute(
             f"SELECT AVG(e.score), COUNT(e.score), COUNT(e.output) FROM queries q "
-            f"JOIN e2e_outputs e ON e.query_id = q.query_id AND {_OWN_K}").fetchone()
+            f"JOIN e2e_outputs e ON e.query_id = q.query_id AND {OWN_ANSWER_K}").fetchone()
 
     def has_rows(self, table: str) -> bool:
         """Whether ``table`` (one of the run's tables, e.g. ``e2e_outputs``, ``verdicts``) exists and holds a row:
