@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from rageval.erag.labels import ALL_METRICS
 from rageval.errors import RagevalError
 from rageval.generation import factory
 from rageval.labelmethods import LabelMethod, LabelMethodError, erag_method, is_judge_file, judges, load_judge_file
+from rageval.store.files import process_alive
 
 ERAG = "erag"
 COMPLETE = "complete"
@@ -216,21 +216,6 @@ class Progress:
     fraction: float
     rate_per_s: float | None
     eta_s: float | None
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists and is not a zombie (an exited child not yet reaped)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True  # no /proc (not Linux): trust kill(pid, 0)
-    return state not in ("Z", "X")
 
 
 def worker_alive(job: Job, now: float | None = None) -> bool:

@@ -719,14 +719,19 @@ def temporary_prefix(path: Path) -> str:
     return f".{path.name}.{os.getpid()}."
 
 
-def _process_alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (an exited child not yet reaped)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): trust kill(pid, 0)
+    return state not in ("Z", "X")
 
 
 def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
@@ -744,7 +749,7 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
             continue
         match = _TEMPORARY.fullmatch(entry.name)
         if match is not None:
-            stale = not _process_alive(int(match["pid"]))
+            stale = not process_alive(int(match["pid"]))
         else:
             stale = (re.fullmatch(r"\..+\.tmp(-journal|-wal|-shm)?", entry.name) is not None
                      and now - entry.stat(follow_symlinks=False).st_mtime > _UNNAMED_STALE_S)
