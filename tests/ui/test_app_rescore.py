@@ -175,6 +175,6 @@ def test_cancelled_job_resumes_and_its_labels_reach_the_query_inspector(run_path
     inspector = start(INSPECTOR, run="fixture", query="nq:0")
     ranked = next(df.value for df in inspector.dataframe if "Passage" in df.value.columns)
     assert METHOD in ranked.columns and set(ranked[METHOD]) <= {"✓", "✗"}
-    evidence = next(df.value for df in inspector.dataframe if "Evidence" in df.value.columns)
+    evidence = next(t.value for t in inspector.table if "Evidence" in t.value.columns)  # a table: cells wrap
     # The model's answer first, the model last (issue 34: a long model id cut the answer off in the cell).
     assert any(text.startswith("'") and text.endswith(f"(answered by {MODEL})") for text in evidence["Evidence"])
