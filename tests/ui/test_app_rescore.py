@@ -178,3 +178,36 @@ def test_cancelled_job_resumes_and_its_labels_reach_the_query_inspector(run_path
     evidence = next(df.value for df in inspector.dataframe if "Evidence" in df.value.columns)
     # The model's answer first, the model last (issue 34: a long model id cut the answer off in the cell).
     assert any(text.startswith("'") and text.endswith(f"(answered by {MODEL})") for text in evidence["Evidence"])
+
+
+def test_a_complete_jobs_panel_says_what_it_prepares_then_the_whole_jobs_progress(run_path):
+    """Issue 42, item 5: minutes of "loading the model · no LLM call yet" on a fresh cache, and "stage erag 48/52
+    ... ETA 34 s" 16 minutes before the end. The panel says what the worker does and for how long, then the whole
+    job's share, new calls left and ETA over every stage of its plan."""
+    import time
+
+    from rageval.jobs.spec import COMPLETE
+
+    with job_store() as store:
+        job = store.create(JobSpec.from_flat(str(run_path), model="gemma-3-270m", label_kind=COMPLETE),
+                           "complete@gemma-3-270m", 4)
+        store.claim(job.job_id, os.getpid())  # this live process plays the worker
+        store.set_activity(job.job_id, "preparing the model: converting the packaged gemma-3-270m (once; minutes "
+                                       "on a CPU), then loading it on cpu")
+    app = start(RESCORE)
+    [(value, text)] = progress_bars(app)
+    assert value == 0 and text.startswith("preparing the model: converting the packaged gemma-3-270m (once; minutes "
+                                          "on a CPU), then loading it on cpu · ")
+    assert text.endswith(" s so far · no LLM call yet")
+
+    with job_store() as store:
+        store.set_plan(job.job_id, [("erag", 52, 0), ("e2e", 30, 10), ("llm_relevance", 52, 0), ("semi_gold", 40, 0),
+                                    ("llm_judge", 30, 0)])
+        store.set_model(job.job_id, "gemma-3-270m [float32]", "cpu")
+        store.set_stage(job.job_id, "erag", 48, 52, new_stage=True)
+        store._update(job.job_id, llm_started=time.time() - 100)  # the model was ready 100 s ago
+    app = start(RESCORE)
+    [(value, text)] = progress_bars(app)
+    assert text.startswith("stage erag 48/52 LLM calls (0 from the cache, 48 new) · whole job: stage 1 of 5, 48/204 "
+                           "LLM calls, 146 new left · 0.48 new calls per s · ETA 5.")  # 146 / 0.48 s: 5.1 min
+    assert text.endswith(" min") and value == 23  # the bar: 48 of the whole job's 204 calls
