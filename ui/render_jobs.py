@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from rageval.erag.format_probe import FormatProbe
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 from rageval.jobs.spec import (
     ACTIVE,
@@ -236,6 +237,37 @@ def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max
     return JobSpec.from_flat(str(path), model=model.strip(), backend=backend, label_kind=kind, metric=metric, k=int(k),
                    query_ids=query_ids, base_url=base_url.strip(),
                    dtype=None if dtype == DTYPE_CHOICES[0] else dtype)
+
+
+def probe_block(spec: JobSpec, probe: FormatProbe) -> str | None:
+    """What trying the model on a few passages found (:func:`ui.data_jobs.probe_rescore`), before its job starts:
+    "this model (M) answered 4 of 5 in UMBRELA's format", each reply behind it, and the buttons ``start`` (start
+    the job) and ``drop`` (do not); returns the one clicked, or None."""
+    kind = method_kind(spec.base_method).display
+    holder = st.empty()  # cleared once the user chose: the page then shows the job, or nothing
+    choice = None
+    with holder.container(border=True):
+        sentence = probe.sentence[0].upper() + probe.sentence[1:] + "."
+        if probe.asked and probe.answered == probe.asked:
+            st.success(render.escape_markdown(sentence))
+        else:
+            st.warning(render.escape_markdown(
+                f"{sentence} A reply not in {kind}'s format leaves its passage unlabelled (never a grade 0): at "
+                f"this rate the job would label about {probe.rate:.0%} of the passages." if probe.asked else
+                f"{sentence} The run has no passage to try it on."))
+        with st.expander(f"The {probe.asked} replies"):
+            st.dataframe(pd.DataFrame([{"Query": q, "Passage": p, "Reply": reply, "Read as": grade}
+                                       for q, p, reply, grade in probe.replies],
+                                      columns=["Query", "Passage", "Reply", "Read as"]), hide_index=True)
+        st.caption("The replies are kept in the LLM-call cache: the job does not ask these passages again.")
+        start, drop = st.columns(2)
+        if start.button("Start the job", key="rescore.probe.start", type="primary", width="stretch"):
+            choice = "start"
+        if drop.button("Don't start it", key="rescore.probe.drop", width="stretch"):
+            choice = "drop"
+    if choice:
+        holder.empty()
+    return choice
 
 
 def render_job(job: Job, now: float | None = None) -> str | None:
