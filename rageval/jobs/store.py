@@ -21,6 +21,17 @@ from rageval.store.schemas import JOBS, JOBS_MIGRATIONS, JOBS_SCHEMA
 SCHEMA_VERSION = JOBS.version  # 2: the stage column of the complete job; 3: who started it; 4: plan, activity
 
 
+def _plan(text: str | None) -> tuple[tuple[str, int, int], ...] | None:
+    """A stored plan (JSON ``[[stage, calls, cached], ...]``); one that does not read so is no plan: it only
+    feeds the whole job's ETA, which is then not given."""
+    if not text:
+        return None
+    try:
+        return tuple((str(stage), int(calls), int(cached)) for stage, calls, cached in json.loads(text))
+    except (ValueError, TypeError):
+        return None
+
+
 def default_jobs_db() -> Path:
     """``jobs.sqlite`` in the user cache (:func:`rageval.paths.cache_dir`), shared by the CLI and the dashboard."""
     from rageval.paths import cache_dir
@@ -90,8 +101,7 @@ class JobStore:
         fields = dict(fields)
         fields["spec"] = JobSpec.from_json(fields["spec"])
         fields["cancel_requested"] = bool(fields["cancel_requested"])
-        fields["plan"] = tuple((str(s), int(c), int(h)) for s, c, h in json.loads(fields["plan"])) \
-            if fields.get("plan") else None
+        fields["plan"] = _plan(fields.get("plan"))
         return Job(**fields)
 
     def _rows(self, where: str = "", params: Sequence = ()) -> list[Job]:

@@ -148,3 +148,9 @@ def test_before_the_first_call_the_panel_says_what_the_worker_does_and_for_how_l
     ready = store.get(job.job_id)
     assert ready.activity is None and ready.llm_started is not None
     assert progress_text(ready, job_progress(ready)) == "no LLM call yet"
+
+
+def test_a_plan_that_does_not_read_is_no_plan(job_and_store):
+    job, store = job_and_store
+    store._update(job.job_id, plan='[["erag", "many"]]')  # a damaged value: the job still reads, without an ETA
+    assert store.get(job.job_id).plan is None
