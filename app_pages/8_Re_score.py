@@ -22,6 +22,7 @@ auth.require(roles.RUN_JOBS)
 
 REFRESH_S = 2.0
 ACTIVE_STATE = "rescore.active"
+PROBE_STATE = "rescore.probe"  # (spec, probe) of a judge job waiting for the user's go after trying the model
 
 
 path = render.select_run()
@@ -50,6 +51,16 @@ max_k = max(int(settings.get("k") or 0), math.ceil(counts["rankings"] / max(coun
 notice = None
 try:
     spec = view.job_form(path, settings, queries, max_k)
+    if spec is not None and loaders.needs_probe(spec):  # UMBRELA, a judge file: try the model before the job
+        with st.spinner(f"Trying {spec.model_settings.model} on a few passages with the judge's prompt…"):
+            st.session_state[PROBE_STATE] = (spec, loaders.probe_rescore(spec))
+        spec = None
+    if PROBE_STATE in st.session_state:
+        probed, probe = st.session_state[PROBE_STATE]
+        choice = view.probe_block(probed, probe) if probed.run_path == str(path.resolve()) else "drop"
+        if choice:
+            del st.session_state[PROBE_STATE]
+        spec = probed if choice == "start" else spec
     if spec is not None:
         job = loaders.start_rescore(spec)
         notice = ("success", f"Job {job.job_id} started: {job.method}, {job.total} passages of {path.stem}.")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from rageval.erag.format_probe import FormatProbe
 from rageval.jobs.spec import INTERRUPTED, Job, JobSpec, job_status
 from rageval.jobs.store import JobStore, default_jobs_db
 from rageval.team import audit as audit_log
@@ -76,6 +77,24 @@ def start_rescore(spec: JobSpec) -> Job:
         job = start_job(spec, store, started_by=identity.user_id if identity.team_mode else None)
     auth.audit(audit_log.JOB_START, {"job": job.job_id, "run": job.run_path, "method": job.method})
     return job
+
+
+def needs_probe(spec: JobSpec) -> bool:
+    """Whether the job's judge is one whose format a model may not write (UMBRELA, a judge file): the page tries
+    the model first (:func:`probe_rescore`)."""
+    from rageval.jobs.labelling import needs_format_probe
+
+    return needs_format_probe(spec)
+
+
+def probe_rescore(spec: JobSpec) -> FormatProbe:
+    """Try the job's model on the first passages it would label (:func:`rageval.jobs.labelling.probe_job`), its
+    replies kept in the job's LLM-call cache so the job reuses them. Refused, as :func:`start_rescore`, for a role
+    that may not run jobs (it spends model time)."""
+    from rageval.jobs.labelling import probe_job
+
+    auth.check(RUN_JOBS)
+    return probe_job(spec)
 
 
 def cancel_rescore(job_id: int, terminate: bool = False) -> Job:

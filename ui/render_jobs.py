@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from rageval.erag.format_probe import FormatProbe
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 from rageval.jobs.spec import (
     ACTIVE,
@@ -30,6 +32,7 @@ from rageval.jobs.spec import (
     JobError,
     JobSpec,
     Progress,
+    job_estimate,
     job_progress,
 )
 from rageval.labelmethods import judges, method_kind
@@ -80,12 +83,29 @@ def status_name(job: Job, progress: Progress) -> str:
     return STATUS_NAMES.get(progress.status, progress.status)
 
 
-def progress_text(job: Job, progress: Progress) -> str:
+def preparing_text(job: Job, progress: Progress, now: float | None = None) -> str | None:
+    """What the worker does before its first LLM call, with the time since it began: ``preparing the model:
+    loading gemma-3-270m on the CPU · 1.5 min so far``; None once the model is ready (or the job ended)."""
+    if not job.activity or progress.status not in ACTIVE or job.items_started is not None:
+        return None
+    since = job.activity_since or job.started
+    elapsed = max((time.time() if now is None else now) - since, 0.0) if since else None
+    return f"{job.activity} · {format_duration(elapsed)} so far"
+
+
+def progress_text(job: Job, progress: Progress, now: float | None = None) -> str:
     """The counts, never a status (:func:`status_name` says that): ``12/30 passages labelled · 0.80 per s · ETA
     23 s``; for a complete job the stage in progress, its calls answered from the LLM-call cache apart from the
-    new ones: ``stage e2e 5/15 LLM calls (5 from the cache, 0 new)``. The rate and ETA are of the new calls (or
-    passages) alone, shown once there is one; the ETA takes the ones left as new (the stage's, for a complete
-    job)."""
+    new ones, then the whole job (its plan: :func:`rageval.jobs.spec.job_estimate`): ``stage e2e 5/15 LLM calls (5
+    from the cache, 0 new) · whole job: stage 2 of 5, 23/78 LLM calls, 40 new left · 0.50 new calls per s · ETA
+    80 s``. The rate and ETA are of the new calls (or passages) alone, shown once there is one; a complete job's
+    are the whole job's (all its stages) when it has a plan, else the stage's. Before the first LLM call, what the
+    worker does (:func:`preparing_text`)."""
+    preparing = preparing_text(job, progress, now)
+    if preparing is not None:
+        return f"{preparing} · no LLM call yet" if job.spec.is_complete else \
+            f"{preparing} · {job.done}/{job.total} passages labelled"
+    rate, eta = progress.rate_per_s, progress.eta_s
     if job.spec.is_complete:
         if job.stage is None:
             return "no LLM call yet" if progress.status in ACTIVE else "no stage started"
@@ -93,14 +113,25 @@ def progress_text(job: Job, progress: Progress) -> str:
         parts = [f"stage {job.stage} {job.done}/{job.total} LLM calls ({cached} from the cache, "
                  f"{job.done - cached} new)"]
         unit = "new calls per s"
+        estimate = job_estimate(job, now)
+        if estimate is not None:
+            parts.append(f"whole job: stage {estimate.stage_number} of {estimate.stages}, "
+                         f"{estimate.calls_done}/{estimate.calls} LLM calls, {estimate.new_left} new left")
+            rate, eta = estimate.rate_per_s, estimate.eta_s
     else:
         parts = [f"{job.done}/{job.total} passages labelled"]
         unit = "per s"
-    if progress.rate_per_s is not None:
-        parts.append(f"{progress.rate_per_s:.2f} {unit}")
-    if progress.eta_s is not None:
-        parts.append(f"ETA {format_duration(progress.eta_s)}")
+    if rate is not None:
+        parts.append(f"{rate:.2f} {unit}")
+    if eta is not None:
+        parts.append(f"ETA {format_duration(eta)}")
     return " · ".join(parts)
+
+
+def progress_fraction(job: Job, progress: Progress, now: float | None = None) -> float:
+    """The bar's share: a complete job's over all its stages when it has a plan, else the stage's (or items')."""
+    estimate = job_estimate(job, now) if job.spec.is_complete else None
+    return estimate.fraction if estimate is not None else progress.fraction
 
 
 def _where(job: Job, show_server: bool = True) -> str:
@@ -134,9 +165,12 @@ def jobs_summary(job_list: Sequence[Job], now: float | None = None) -> pd.DataFr
     rows = []
     for job in job_list:
         progress = job_progress(job, now)
+        estimate = job_estimate(job, now) if job.spec.is_complete else None
         rows.append({"Job": job.job_id, "Run": Path(job.run_path).stem, "Labels": job.method,
                      "Status": status_name(job, progress), "Done": job.done,
-                     "Total": job.total, "ETA": format_duration(progress.eta_s), "Started": format_time(job.started),
+                     "Total": job.total,
+                     "ETA": format_duration(estimate.eta_s if estimate else progress.eta_s),
+                     "Started": format_time(job.started),
                      "Heartbeat": format_time(job.heartbeat)})
     return pd.DataFrame(rows, columns=["Job", "Run", "Labels", "Status", "Done", "Total", "ETA", "Started",
                                        "Heartbeat"])
@@ -205,6 +239,37 @@ def job_form(path: Path, settings: Mapping[str, Any], queries: pd.DataFrame, max
                    dtype=None if dtype == DTYPE_CHOICES[0] else dtype)
 
 
+def probe_block(spec: JobSpec, probe: FormatProbe) -> str | None:
+    """What trying the model on a few passages found (:func:`ui.data_jobs.probe_rescore`), before its job starts:
+    "this model (M) answered 4 of 5 in UMBRELA's format", each reply behind it, and the buttons ``start`` (start
+    the job) and ``drop`` (do not); returns the one clicked, or None."""
+    kind = method_kind(spec.base_method).display
+    holder = st.empty()  # cleared once the user chose: the page then shows the job, or nothing
+    choice = None
+    with holder.container(border=True):
+        sentence = probe.sentence[0].upper() + probe.sentence[1:] + "."
+        if probe.asked and probe.answered == probe.asked:
+            st.success(render.escape_markdown(sentence))
+        else:
+            st.warning(render.escape_markdown(
+                f"{sentence} A reply not in {kind}'s format leaves its passage unlabelled (never a grade 0): at "
+                f"this rate the job would label about {probe.rate:.0%} of the passages." if probe.asked else
+                f"{sentence} The run has no passage to try it on."))
+        with st.expander(f"The {probe.asked} replies"):
+            st.dataframe(pd.DataFrame([{"Query": q, "Passage": p, "Reply": reply, "Read as": grade}
+                                       for q, p, reply, grade in probe.replies],
+                                      columns=["Query", "Passage", "Reply", "Read as"]), hide_index=True)
+        st.caption("The replies are kept in the LLM-call cache: the job does not ask these passages again.")
+        start, drop = st.columns(2)
+        if start.button("Start the job", key="rescore.probe.start", type="primary", width="stretch"):
+            choice = "start"
+        if drop.button("Don't start it", key="rescore.probe.drop", width="stretch"):
+            choice = "drop"
+    if choice:
+        holder.empty()
+    return choice
+
+
 def render_job(job: Job, now: float | None = None) -> str | None:
     """One job: title, progress bar with done/total and ETA, what produced it, its error, a link to the query
     inspector, and the buttons that apply; returns the action clicked (``cancel``, ``stop``, ``resume``) or None."""
@@ -217,7 +282,7 @@ def render_job(job: Job, now: float | None = None) -> str | None:
         head, buttons = st.columns([5, 2], vertical_alignment="center")
         head.markdown(f"**Job {job.job_id}** · {render.escape_markdown(job.method)} · "
                       f"{render.escape_markdown(status_name(job, progress))}")
-        head.progress(progress.fraction, text=progress_text(job, progress))
+        head.progress(progress_fraction(job, progress, now), text=progress_text(job, progress, now))
         head.caption(render.escape_markdown(
             f"{job_description(job, show_server=controls)} · attempt {job.attempts} · "
             f"started {format_time(job.started)}"

@@ -23,6 +23,7 @@ from rageval.jobs.control import (
     open_job_store,
     resume_job,
 )
+from rageval.jobs.labelling import needs_format_probe, probe_job
 from rageval.jobs.spec import (
     BACKENDS,
     CANCELLED,
@@ -96,17 +97,8 @@ def cmd_start(args: argparse.Namespace) -> int:
                              api_key_env=args.api_key_env, device=args.device, dtype=args.dtype,
                              batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                              llm_cache=str(args.cache) if args.cache else None, **_server_settings(args))
-    from rageval.labelmethods import DEFAULT_JUDGES, method_kind
-
-    kind = method_kind(spec.base_method)
-    if kind.judge is not None and kind.name not in DEFAULT_JUDGES and args.probe > 0:  # UMBRELA, a judge file: a
-        from rageval.erag.format_probe import (
-            probe_judge,  # model that cannot write their format leaves items unlabelled
-        )
-        from rageval.generation.factory import load_generator
-
-        print(probe_judge(args.run, load_generator(spec.model_settings), spec.base_method, n=args.probe,
-                          k=args.k).sentence)
+    if args.probe > 0 and needs_format_probe(spec):  # UMBRELA, a judge file: try the model on a few passages
+        print(probe_job(spec, args.probe).sentence, flush=True)
     with open_job_store(args.jobs_db) as store:
         job = create_job(spec, store)
         print(f"job {job.job_id}: {job.method}, {job.total} items on {job.run_path}")
@@ -182,7 +174,8 @@ def add_parsers(sub) -> None:
     start.add_argument("--max-new-tokens", type=int, help="answer length (default: the run's)")
     start.add_argument("--probe", type=int, default=5, metavar="N",
                        help="an LLM judge other than the default (UMBRELA, a judge file): first ask the model about "
-                            "N passages and say how many replies were in the judge's format (0: skip; default 5)")
+                            "N passages and say how many replies were in the judge's format (0: skip; default 5); "
+                            "the replies are kept in the LLM-call cache, so the job does not ask them again")
     start.add_argument("--cache", type=Path, help="LLM-call cache file (default: the user cache)")
     start.add_argument("--detach", action="store_true", help="run in a background process and return at once")
     start.set_defaults(handler=cmd_start)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from rageval.generation.base import Generator
+from rageval.generation.base import DecodingSettings, Generator
 
 PROBE_PASSAGES = 5
 
@@ -41,12 +41,12 @@ class FormatProbe:
 
 
 def probe_judge(run_path: str | os.PathLike, generator: Generator, method: str, n: int = PROBE_PASSAGES,
-                k: int | None = None) -> FormatProbe:
+                k: int | None = None, decoding: DecodingSettings | None = None) -> FormatProbe:
     """Ask ``generator`` the judge of ``method`` (a registered judge: :func:`rageval.erag.baselines.judge_of`)
-    about the first ``n`` top-``k`` passages of the run (module docstring) and count the replies its parser reads."""
+    about the first ``n`` top-``k`` passages of the run (module docstring) and count the replies its parser reads.
+    ``decoding``: the job's (default: the judge's own length), so the replies a cache keeps are the job's."""
     from rageval.erag.baselines import judge_of
     from rageval.erag.labels import generate_in_batches, top_k
-    from rageval.generation.base import DecodingSettings
     from rageval.store.runs import RunReader
 
     judge = judge_of(method)
@@ -58,7 +58,7 @@ def probe_judge(run_path: str | os.PathLike, generator: Generator, method: str, 
             if rankings else []
         passages = reader.passages(pid for _, pid in pairs)
     prompts = [judge.build_prompt(queries[q], passages[p]) for q, p in pairs]
-    decoding = DecodingSettings(max_new_tokens=judge.max_new_tokens)
+    decoding = decoding or DecodingSettings(max_new_tokens=judge.max_new_tokens)
     replies = generate_in_batches(generator, prompts, decoding, 8, None) if prompts else []
     rows = tuple((q, p, reply, judge.parse(reply)) for (q, p), reply in zip(pairs, replies))
     return FormatProbe(generator.model_id, method, len(rows), sum(1 for r in rows if r[3] is not None), rows)

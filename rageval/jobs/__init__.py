@@ -12,7 +12,11 @@ or some of its queries. The label kinds are per passage:
 A third kind, ``complete``, is not per passage: it computes what the run file lacks (eRAG labels, E2E answers at
 the usual ks, the baselines, LLM-retEval; :func:`rageval.pipeline.summary.missing_pieces`) with
 :func:`rageval.pipeline.run.complete_run_file`, which rewrites the file atomically once everything is computed.
-Its progress is per stage (``erag 30/120``, stored in the jobs database as ``stage``, ``done``, ``total``); a
+Its progress is per stage (``erag 30/120``, stored in the jobs database as ``stage``, ``done``, ``total``), and
+over the whole job: before its first LLM call the worker counts each stage's calls, and how many the LLM-call cache
+already holds, with the dry run (:func:`rageval.pipeline.run.completion_plan`), stored as the job's ``plan``, so the
+ETA is the whole job's (:func:`~rageval.jobs.spec.job_estimate`); until that first call the worker says what it does
+(counting, converting or loading the model: ``activity``); a
 cancel or a kill leaves the run file as it was, and since every LLM call is in the LLM-call cache, resuming it
 costs no call already made. Its method is ``complete@<model>``.
 

@@ -22,6 +22,7 @@ from rageval.jobs.spec import (
     Job,
     JobError,
     JobSpec,
+    job_estimate,
     job_progress,
     job_status,
     method_name,
@@ -54,9 +55,14 @@ def list_jobs(jobs_db: Path | None = None) -> list[Job]:
 
 def job_line(job: Job) -> str:
     """One line describing ``job`` (``rageval rescore list``): id, status, stage, done/total (a complete job's LLM
-    calls, with those answered from the cache), ETA (of the new calls), method, run file and error."""
+    calls, with those answered from the cache, and the whole job's over all its stages), ETA (of the new calls,
+    the whole job's when it has a plan), method, run file and error."""
     progress = job_progress(job)
-    eta = f", ETA {progress.eta_s:.0f} s" if progress.eta_s is not None else ""
+    estimate = job_estimate(job) if job.spec.is_complete else None
+    eta_s = estimate.eta_s if estimate is not None else progress.eta_s
+    eta = f", ETA {eta_s:.0f} s" if eta_s is not None else ""
+    if estimate is not None:
+        eta = f", whole job {estimate.calls_done}/{estimate.calls} LLM calls, {estimate.new_left} new left{eta}"
     stage = f"stage {job.stage} " if job.stage else ""
     cached = f" ({min(job.done_at_start, job.done)} cached)" if job.stage and job.spec.is_complete else ""
     return (f"{job.job_id:>4}  {progress.status:<11} {stage}{job.done:>5}/{job.total:<5}{cached}{eta}  {job.method}  "

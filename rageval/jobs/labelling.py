@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 
 from rageval.erag.baselines import compute_judge_labels, judge_of
+from rageval.erag.format_probe import FormatProbe
 from rageval.erag.labels import EragSettings, compute_erag_labels
 from rageval.generation import factory
 from rageval.generation.base import DecodingSettings, Generator
@@ -103,3 +104,27 @@ def batches(items: Sequence[tuple[str, str]], size: int) -> Iterator[tuple[str, 
     for query_id, passage_ids in by_query.items():
         for start in range(0, len(passage_ids), size):
             yield query_id, passage_ids[start:start + size]
+
+
+def needs_format_probe(spec: JobSpec) -> bool:
+    """Whether the job labels with an LLM judge other than the default ones (UMBRELA, a judge file): a model that
+    cannot write its format leaves passages unlabelled, so the model is tried first (:func:`probe_job`)."""
+    from rageval.labelmethods import DEFAULT_JUDGES, method_kind
+
+    if spec.is_complete or spec.label_kind == ERAG:
+        return False
+    kind = method_kind(spec.base_method)
+    return kind.judge is not None and kind.name not in DEFAULT_JUDGES
+
+
+def probe_job(spec: JobSpec, n: int | None = None, *, generator: Generator | None = None) -> FormatProbe:
+    """Try the job's model (``generator`` replaces it: tests) on the first ``n`` passages it would label with
+    its judge (:func:`rageval.erag.format_probe.probe_judge`): "this model (M) answered 4 of 5 in UMBRELA's
+    format". The calls go through the job's LLM-call cache with the job's decoding, so the job reuses them."""
+    from rageval.erag.format_probe import PROBE_PASSAGES, probe_judge
+    from rageval.generation.cache import CachedGenerator, LLMCache
+
+    model = generator or load_job_generator(spec)
+    with LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache() as cache:
+        return probe_judge(spec.run_path, CachedGenerator(model, cache), spec.base_method,
+                           PROBE_PASSAGES if n is None else n, spec.k, decoding=decoding_for(spec, {}))

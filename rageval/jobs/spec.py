@@ -205,6 +205,10 @@ class Job:
     error: str | None
     stage: str | None = None
     started_by: str | None = None  # team mode: the signed-in user who started it; None: the command line
+    plan: tuple[tuple[str, int, int], ...] | None = None  # complete jobs: (stage, LLM calls, cached) each
+    llm_started: float | None = None  # when the attempt's model was ready
+    activity: str | None = None  # what the worker does before its first LLM call
+    activity_since: float | None = None
 
 
 @dataclass(frozen=True)
@@ -250,3 +254,51 @@ def job_progress(job: Job, now: float | None = None) -> Progress:
         if status in ACTIVE:
             eta = (job.total - job.done) / rate
     return Progress(status, fraction, rate, eta)
+
+
+@dataclass(frozen=True)
+class JobEstimate:
+    """A complete job's progress over all its stages (its plan: :attr:`Job.plan`): the stage in progress is the
+    ``stage_number``-th of ``stages``; ``calls_done`` of ``calls`` LLM calls made (cache hits included), ``new_left``
+    new calls still to make (each later stage's planned new calls, and the current one's rest); ``rate_per_s``: new
+    calls per second since the attempt's model was ready, over every stage so far; ``eta_s``: ``new_left`` at that
+    rate (None until a new call was made, or once the job ended)."""
+
+    stage_number: int
+    stages: int
+    calls_done: int
+    calls: int
+    new_left: int
+    rate_per_s: float | None
+    eta_s: float | None
+
+    @property
+    def fraction(self) -> float:
+        return min(self.calls_done / self.calls, 1.0) if self.calls else 1.0
+
+
+def job_estimate(job: Job, now: float | None = None) -> JobEstimate | None:
+    """The whole job's share, rate and ETA (:class:`JobEstimate`) from its plan and the stage in progress; None
+    for a job without a plan (a labelling job, or one started before plans were stored) or whose stage is not in
+    it. The stages before the current one are taken as done as planned (their new calls made by this attempt: the
+    plan is counted at each attempt's start, so what an earlier attempt made is counted as cached); the current
+    stage's new calls left are its planned new calls less those made, at most its calls left."""
+    if not job.plan or job.stage is None:
+        return None
+    names = [stage for stage, _, _ in job.plan]
+    if job.stage not in names:
+        return None
+    index = names.index(job.stage)
+    new = [calls - cached for _, calls, cached in job.plan]
+    made_here = job.done - min(job.done_at_start, job.done)
+    left_here = max(min(job.total - job.done, new[index] - made_here), 0)
+    made = sum(new[:index]) + made_here
+    rate = eta = None
+    if job.llm_started is not None and job.updated is not None and made > 0 and job.updated > job.llm_started:
+        rate = made / (job.updated - job.llm_started)
+        if job_status(job, now) in ACTIVE:
+            eta = (left_here + sum(new[index + 1:])) / rate
+    calls = [c for _, c, _ in job.plan]
+    return JobEstimate(index + 1, len(job.plan), sum(calls[:index]) + job.done,
+                       sum(calls[:index]) + max(job.total, job.done) + sum(calls[index + 1:]),
+                       left_here + sum(new[index + 1:]), rate, eta)

@@ -3,6 +3,7 @@ every dashboard session share, one row per job (status, counts, heartbeat, pid).
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -17,7 +18,18 @@ from rageval.jobs.spec import QUEUED, RUNNING, Job, JobError, JobSpec, worker_al
 from rageval.store.files import checked_reads, open_for_write, stamp
 from rageval.store.schemas import JOBS, JOBS_MIGRATIONS, JOBS_SCHEMA
 
-SCHEMA_VERSION = JOBS.version  # 2: the stage column of the complete job; 3: who started it
+SCHEMA_VERSION = JOBS.version  # 2: the stage column of the complete job; 3: who started it; 4: plan, activity
+
+
+def _plan(text: str | None) -> tuple[tuple[str, int, int], ...] | None:
+    """A stored plan (JSON ``[[stage, calls, cached], ...]``); one that does not read so is no plan: it only
+    feeds the whole job's ETA, which is then not given."""
+    if not text:
+        return None
+    try:
+        return tuple((str(stage), int(calls), int(cached)) for stage, calls, cached in json.loads(text))
+    except (ValueError, TypeError):
+        return None
 
 
 def default_jobs_db() -> Path:
@@ -51,7 +63,9 @@ class JobStore:
                         self._conn.execute(JOBS_SCHEMA)
                     else:
                         for step in range(version, SCHEMA_VERSION):
-                            self._conn.execute(JOBS_MIGRATIONS[step])
+                            statements = JOBS_MIGRATIONS[step]
+                            for statement in (statements,) if isinstance(statements, str) else statements:
+                                self._conn.execute(statement)
                     stamp(self._conn, JOBS)
         except sqlite3.DatabaseError as error:
             raise StoreError(f"{self.path}: not a usable jobs database (SQLite said: {error})") from error
@@ -87,6 +101,7 @@ class JobStore:
         fields = dict(fields)
         fields["spec"] = JobSpec.from_json(fields["spec"])
         fields["cancel_requested"] = bool(fields["cancel_requested"])
+        fields["plan"] = _plan(fields.get("plan"))
         return Job(**fields)
 
     def _rows(self, where: str = "", params: Sequence = ()) -> list[Job]:
@@ -127,7 +142,8 @@ class JobStore:
                 raise JobError(f"job {job_id} is already running in process {job.pid}")
             now = time.time()
             conn.execute("UPDATE jobs SET status = ?, pid = ?, attempts = attempts + 1, started = ?, heartbeat = ?, "
-                         "items_started = NULL, updated = NULL, finished = NULL, error = NULL WHERE job_id = ?",
+                         "items_started = NULL, updated = NULL, finished = NULL, error = NULL, llm_started = NULL, "
+                         "activity = NULL, activity_since = NULL WHERE job_id = ?",
                          (RUNNING, pid, now, now, job_id))
         return self.get(job_id)
 
@@ -148,8 +164,21 @@ class JobStore:
         self._update(job_id, total=total, done=done, done_at_start=done)
 
     def set_model(self, job_id: int, model_id: str, device: str) -> None:
+        """The model is ready: its first LLM call comes next (the rate clocks start; no activity before it)."""
         now = time.time()
-        self._update(job_id, model_id=model_id, device=device, items_started=now, updated=now, heartbeat=now)
+        self._update(job_id, model_id=model_id, device=device, items_started=now, updated=now, heartbeat=now,
+                     llm_started=now, activity=None, activity_since=None)
+
+    def set_activity(self, job_id: int, activity: str) -> None:
+        """What the worker does before its first LLM call, in words (counting the calls, preparing the model),
+        shown with the time since it began."""
+        now = time.time()
+        self._update(job_id, activity=activity, activity_since=now, heartbeat=now)
+
+    def set_plan(self, job_id: int, plan: Sequence[tuple[str, int, int]]) -> None:
+        """A complete job's stages, ``(stage, LLM calls, of them cached)`` each, in the order they run
+        (:func:`rageval.pipeline.run.completion_plan`), for the whole job's share and ETA."""
+        self._update(job_id, plan=json.dumps([list(row) for row in plan]))
 
     def add_done(self, job_id: int, count: int) -> None:
         now = time.time()

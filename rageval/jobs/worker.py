@@ -27,7 +27,7 @@ from rageval.jobs.run_file import (
     write_labels,
     write_method_measures,
 )
-from rageval.jobs.spec import CANCELLED, DONE, FAILED, HEARTBEAT_S, Job, JobCancelled, model_identity
+from rageval.jobs.spec import CANCELLED, DONE, FAILED, HEARTBEAT_S, Job, JobCancelled, JobSpec, model_identity
 from rageval.jobs.store import JobStore
 
 
@@ -97,6 +97,7 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
             f"labelled, {len(pending)} to go")
         if pending:
             cache = resources.enter_context(LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache())
+            _doing(store, job_id, log, preparing_words(spec))
             model = CachedGenerator(generator or load_job_generator(spec), cache)
             store.set_model(job_id, model.model_id, device_of(model))
             decoding = decoding_for(spec, inputs.settings)
@@ -129,6 +130,31 @@ def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator 
         log(f"job {job_id}: done; {len(values)} measure values for {method}")
         return store.finish(job_id, DONE)
     return store.get(job_id)  # stopped: recorded by _attempt
+
+
+def _doing(store: JobStore, job_id: int, log: Callable[[str], None], activity: str) -> None:
+    """Report what the worker does before its first LLM call: into the jobs database (the panel shows it with
+    the time since) and the job's log."""
+    store.set_activity(job_id, activity)
+    log(f"job {job_id}: {activity}")
+
+
+def preparing_words(spec: JobSpec) -> str:
+    """What the worker does while it prepares the job's model, in words (shown until its first LLM call): a
+    packaged model not yet converted is converted first (once, minutes on a CPU)."""
+    from rageval.generation import gemma, smollm2
+    from rageval.generation.factory import DEFAULT_MODEL, SMOLLM2_MODEL
+    from rageval.generation.gguf import is_complete
+
+    settings = spec.model_settings
+    if settings.is_server:
+        return f"preparing the model: connecting to {settings.model} at {settings.base_url}"
+    where = "the GPU if there is one, else the CPU" if settings.device == "auto" else settings.device
+    packaged = {DEFAULT_MODEL: gemma.converted_model_dir, SMOLLM2_MODEL: smollm2.converted_model_dir}
+    if settings.model in packaged and not is_complete(packaged[settings.model]()):
+        return (f"preparing the model: converting the packaged {settings.model} (once; minutes on a CPU), then "
+                f"loading it on {where}")
+    return f"preparing the model: loading {settings.model} on {where}"
 
 
 class _StageReporter:
@@ -166,7 +192,8 @@ def run_complete_job(job: Job, store: JobStore, *, generator: Generator | None =
     (the flag, or SIGTERM) stops between LLM batches and leaves it as it was, every call made kept in the
     LLM-call cache for the next attempt."""
     from rageval.generation.cache import LLMCache
-    from rageval.pipeline.run import complete_run_file
+    from rageval.generation.factory import expected_model_id
+    from rageval.pipeline.run import complete_run_file, completion_plan
 
     spec, job_id = job.spec, job.job_id
     stopped = "stopped; the run file is unchanged, the LLM calls made are cached for a resume"
@@ -178,6 +205,12 @@ def run_complete_job(job: Job, store: JobStore, *, generator: Generator | None =
         log(f"job {job_id}: computing {', '.join(f'{p} ({w})' for p, w in lacking.items())} of {spec.run_path}")
         store.begin_items(job_id, 0, 0)
         cache = resources.enter_context(LLMCache(spec.llm_cache) if spec.llm_cache else LLMCache())
+        _doing(store, job_id, log, "counting each stage's LLM calls (a dry run over the LLM-call cache)")
+        model_id = generator.model_id if generator is not None else expected_model_id(spec.model_settings)
+        plan = completion_plan(Path(spec.run_path), model_id, tuple(lacking), cache=cache)
+        store.set_plan(job_id, plan)
+        log(f"job {job_id}: plan: " + ", ".join(f"{s} {c} LLM calls ({h} cached)" for s, c, h in plan))
+        _doing(store, job_id, log, preparing_words(spec))
         model = generator or load_job_generator(spec)
         store.set_model(job_id, model.model_id, device_of(model))
         complete_run_file(Path(spec.run_path), spec.model_settings, tuple(lacking), generator=model,

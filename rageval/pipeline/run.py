@@ -3,6 +3,7 @@ run file; and ``--dry-run``, the same path with :class:`DryRunGenerator`, which 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -202,24 +203,28 @@ def dry_run(config: EvaluateConfig, *, log: Log = _stderr) -> DryRunReport:
     return DryRunReport(len(inputs.run.queries), pairs, inputs.corpus_size, generator.model_id, options, calls, out)
 
 
-def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None = None, *, generator=None,
-                      cache: LLMCache | None = None, log: Log = _stderr, progress: Progress | None = None) -> Path:
-    """Compute what the run file at ``path`` lacks (:func:`rageval.pipeline.summary.missing_pieces`, or
-    ``pieces``) with the model ``model_settings`` describe, and rewrite the file atomically with them. Given
-    labels and answers (an upload's) are kept; pieces already present are not recomputed. Every LLM call goes
-    through the LLM-call cache, so a killed completion resumes at no LLM cost. The dashboard's "compute what
-    this run lacks" job runs this."""
+@dataclass(frozen=True)
+class _Completion:
+    """What :func:`complete_run_file` computes for a run file: the run read, the pipeline methods and options."""
+
+    run: Run
+    methods: tuple[str, ...]
+    options: EvaluationOptions
+    imported: bool
+    missing_answers: tuple[str, ...]
+
+
+def _completion(path: Path, pieces: tuple[str, ...] | None) -> _Completion | None:
+    """The run at ``path`` and what completing it computes (None: nothing)."""
     from rageval.pipeline.summary import is_imported, missing_pieces, run_summary
     from rageval.reteval.settings import RetEvalSettings
     from rageval.store import read_run
 
-    path = Path(path)
     run = read_run(path)
     lacking = missing_pieces(run_summary(path), dict(run.settings))
     wanted = tuple(p for p in (pieces or tuple(lacking)) if p in lacking or p == "reteval")
     if not wanted:
-        log(f"{path.name}: nothing to compute")
-        return path
+        return None
     imported = is_imported(dict(run.settings))
     missing_answers = [q.query_id for q in run.queries if not q.answers]
     if missing_answers and not imported:  # (an imported run lacks then only what needs no answers: missing_pieces)
@@ -252,14 +257,66 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
     cutoffs = tuple(sorted({int(c) for c in run.settings.get("cutoffs", ())} | set(user.cutoffs)))
     options = EvaluationOptions(methods=methods, ks=ks, reteval=reteval, measure_cutoffs=cutoffs,
                                 label_judges=(*DEFAULT_JUDGES, *wanted_judges(dict(run.settings))))
+    return _Completion(run, methods, options, imported, tuple(missing_answers))
+
+
+def _complete(c: _Completion, generator, log: Log, progress: Progress | None, dry_run: bool = False) -> Run:
+    """The run of ``c`` with its missing pieces computed by ``generator`` (one that counts hits and misses)."""
+    run, options = c.run, c.options
+    if c.imported and 0 < len(c.missing_answers) < len(run.queries):
+        final = _complete_in_two_parts(run, generator, options, log, progress, dry_run)
+    else:
+        final = evaluate_run(replace(run, measure_values=()), generator, options, log=log, progress=progress,
+                             dry_run=dry_run)
+    if c.imported:
+        final = _label_other_stages(run, final, generator, options, log, progress, dry_run)
+    return final
+
+
+def completion_plan(path: Path, model_id: str, pieces: tuple[str, ...] | None = None, *,
+                    cache: LLMCache | None = None) -> tuple[tuple[str, int, int], ...]:
+    """What :func:`complete_run_file` will ask the model, without loading it (as :func:`dry_run`: a
+    :class:`DryRunGenerator` reads the LLM-call cache only): ``(stage, LLM calls, of them cached)`` per stage, in
+    the order the stages run (a stage met twice, as in an imported run's two parts, counted once, where first met).
+    The LLM judge's count is an upper bound (it depends on answers not generated yet)."""
+    c = _completion(Path(path), pieces)
+    if c is None:
+        return ()
+    counts: dict[str, list[int]] = {}
+    last: list = [None, 0, 0]  # the stage visit in progress: stage, calls, cached
+
+    def record(stage: str, done: int, total: int, cached: int) -> None:
+        if stage != last[0] or done < last[1]:  # a new visit (a stage met again starts from 0)
+            last[:] = [stage, 0, 0]
+        row = counts.setdefault(stage, [0, 0])
+        row[0] += done - last[1]
+        row[1] += cached - last[2]
+        last[:] = [stage, done, cached]
+
+    with contextlib.ExitStack() as stack:
+        if cache is None:
+            cache = stack.enter_context(LLMCache())
+        _complete(c, DryRunGenerator(model_id, cache), lambda message: None, record, dry_run=True)
+    return tuple((stage, calls, cached) for stage, (calls, cached) in counts.items())
+
+
+def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None = None, *, generator=None,
+                      cache: LLMCache | None = None, log: Log = _stderr, progress: Progress | None = None) -> Path:
+    """Compute what the run file at ``path`` lacks (:func:`rageval.pipeline.summary.missing_pieces`, or
+    ``pieces``) with the model ``model_settings`` describe, and rewrite the file atomically with them. Given
+    labels and answers (an upload's) are kept; pieces already present are not recomputed. Every LLM call goes
+    through the LLM-call cache, so a killed completion resumes at no LLM cost. The dashboard's "compute what
+    this run lacks" job runs this."""
+    path = Path(path)
+    c = _completion(path, pieces)
+    if c is None:
+        log(f"{path.name}: nothing to compute")
+        return path
+    run, methods = c.run, c.methods
+    user = brought(run.settings)
     model = generator if generator is not None else load_generator(model_settings)
     cached = CachedGenerator(model, cache if cache is not None else LLMCache())  # an empty cache is falsy (len 0)
-    if imported and 0 < len(missing_answers) < len(run.queries):
-        final = _complete_in_two_parts(run, cached, options, log, progress)
-    else:
-        final = evaluate_run(replace(run, measure_values=()), cached, options, log=log, progress=progress)
-    if imported:
-        final = _label_other_stages(run, final, cached, options, log, progress)
+    final = _complete(c, cached, log, progress)
     settings = dict(final.settings)
     history = list(run.settings.get("completed", []))
     history.append({"pieces": list(methods), "model_id": cached.model_id, "model": model_settings.as_dict()
@@ -274,7 +331,7 @@ def complete_run_file(path: Path, model_settings, pieces: tuple[str, ...] | None
 
 
 def _label_other_stages(run: Run, final: Run, generator, options: EvaluationOptions, log: Log,
-                        progress: Progress | None) -> Run:
+                        progress: Progress | None, dry_run: bool = False) -> Run:
     """An imported run's passages that only an earlier stage's list holds (a first-stage passage the reranker
     dropped) labelled too, by the same label methods as the main ranking's (eRAG, the baselines; no answer is
     generated), so the stage analysis (:mod:`rageval.traces.stages`) knows whether the passage the reranker
@@ -293,16 +350,17 @@ def _label_other_stages(run: Run, final: Run, generator, options: EvaluationOpti
         methods = tuple(m for m in options.methods if m in (("erag", "baselines") if answered else ("baselines",)))
         queries = [q for q in run.queries if q.query_id in extra and bool(q.answers) == answered]
         if queries and methods:
-            final = _add_labels(final, _labelled(run, queries, extra, generator, options, methods, log, progress))
+            final = _add_labels(final, _labelled(run, queries, extra, generator, options, methods, log, progress,
+                                                        dry_run))
     return final
 
 
 def _labelled(run: Run, queries, extra, generator, options: EvaluationOptions, methods, log: Log,
-              progress: Progress | None) -> Run:
+              progress: Progress | None, dry_run: bool = False) -> Run:
     depth = max(len(extra[q.query_id]) for q in queries)
     base = Run(run.settings, queries, run.passages, [Ranking(q.query_id, tuple(extra[q.query_id])) for q in queries])
     return evaluate_run(base, generator, replace(options, methods=methods, ks=(depth,), measure_cutoffs=()),
-                        log=log, progress=progress)
+                        log=log, progress=progress, dry_run=dry_run)
 
 
 def _add_labels(final: Run, others: Run) -> Run:
@@ -325,7 +383,7 @@ def _add_labels(final: Run, others: Run) -> Run:
 
 
 def _complete_in_two_parts(run: Run, generator, options: EvaluationOptions, log: Log,
-                           progress: Progress | None) -> Run:
+                           progress: Progress | None, dry_run: bool = False) -> Run:
     """An imported run where only some questions have gold answers: those get every piece ``options`` asks for,
     the others only what needs no gold answers (the baselines: the LLM's relevance labels); one run again, in
     the questions' order, its correlations those of the first part (the others' answers have no score)."""
@@ -348,9 +406,10 @@ def _complete_in_two_parts(run: Run, generator, options: EvaluationOptions, log:
             measure_values=(), correlations=(), trace_rankings=())
 
     log(f"{len(answered)} of {len(run.queries)} questions have gold answers: the others get only what needs none")
-    first = evaluate_run(part(True), generator, options, log=log, progress=progress)
+    first = evaluate_run(part(True), generator, options, log=log, progress=progress, dry_run=dry_run)
     rest_methods = tuple(m for m in options.methods if m == "baselines")
-    second = evaluate_run(part(False), generator, replace(options, methods=rest_methods), log=log, progress=progress)
+    second = evaluate_run(part(False), generator, replace(options, methods=rest_methods), log=log, progress=progress,
+                          dry_run=dry_run)
     order = {q.query_id: i for i, q in enumerate(run.queries)}
     labels = [*first.labels, *second.labels]
     settings = dict(first.settings)

@@ -51,7 +51,8 @@ ATTRIBUTION = SqliteKind("attribution", "attribution run file", _tag("RAGA"), ve
 IUM = SqliteKind("IUM", "IUM run file", _tag("RAGI"), version=1)
 ANNOTATIONS = SqliteKind("annotation", "annotation file", _tag("RAGN"), version=4)  # v2: samples; v3: queues;
 # v4: guidelines
-JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=3, unmarked_ok=True)  # v3: started_by
+# v3: started_by; v4: a complete job's plan, the worker's activity before its first LLM call
+JOBS = SqliteKind("jobs database", "jobs database", _tag("RAGJ"), version=4, unmarked_ok=True)
 LLM_CACHE = SqliteKind("LLM cache", "LLM cache", _tag("RAGC"), version=1, unmarked_ok=True)
 AUDIT = SqliteKind("audit log", "audit log", _tag("RAGL"), version=2)  # v2: a hash chain
 KINDS = (RUN, ATTRIBUTION, IUM, ANNOTATIONS, JOBS, LLM_CACHE, AUDIT)
@@ -405,12 +406,21 @@ CREATE TABLE IF NOT EXISTS jobs (
     cancel_requested INTEGER NOT NULL DEFAULT 0,
     error            TEXT,
     stage            TEXT,              -- complete jobs: the pipeline stage that done/total count
-    started_by       TEXT               -- team mode: the signed-in user's id; NULL: the command line or local mode
+    started_by       TEXT,              -- team mode: the signed-in user's id; NULL: the command line or local mode
+    plan             TEXT,              -- complete jobs: JSON [[stage, LLM calls, of them cached], ...] (dry run)
+    llm_started      REAL,              -- when the attempt's model was ready (the whole job's rate clock)
+    activity         TEXT,              -- what the worker does before its first LLM call, in words
+    activity_since   REAL               -- since when
 );
 """
 #: Version -> the statement that takes a jobs database from it to the next (1 -> 2: the stage column of complete
-#: jobs; 2 -> 3: who started each job, on a dashboard served for a team).
-JOBS_MIGRATIONS = {1: "ALTER TABLE jobs ADD COLUMN stage TEXT", 2: "ALTER TABLE jobs ADD COLUMN started_by TEXT"}
+#: jobs; 2 -> 3: who started each job, on a dashboard served for a team; 3 -> 4: a complete job's plan (each stage's
+#: LLM calls, counted before the first), the whole job's rate clock, and what the worker does before its first call).
+#: A step is one statement or a tuple of them.
+JOBS_MIGRATIONS: dict[int, str | tuple[str, ...]] = {
+    1: "ALTER TABLE jobs ADD COLUMN stage TEXT", 2: "ALTER TABLE jobs ADD COLUMN started_by TEXT",
+    3: ("ALTER TABLE jobs ADD COLUMN plan TEXT", "ALTER TABLE jobs ADD COLUMN llm_started REAL",
+        "ALTER TABLE jobs ADD COLUMN activity TEXT", "ALTER TABLE jobs ADD COLUMN activity_since REAL")}
 
 
 # --- LLM cache (RAGC) -------------------------------------------------------------------------------------------

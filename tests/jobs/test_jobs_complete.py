@@ -21,7 +21,7 @@ from rageval.cli import main
 from rageval.generation.base import first_capitalised_span
 from rageval.generation.server import serve
 from rageval.jobs.control import cancel_job, create_job, resume_job, start_job
-from rageval.jobs.spec import ACTIVE, CANCELLED, COMPLETE, DONE, JobError, JobSpec
+from rageval.jobs.spec import ACTIVE, CANCELLED, COMPLETE, DONE, JobError, JobSpec, job_progress
 from rageval.jobs.store import JobStore
 from rageval.jobs.worker import run_job
 from rageval.pipeline.summary import PIECES, missing_pieces, run_summary
@@ -164,8 +164,9 @@ def test_cli_complete_with_chosen_pieces(tmp_path, served, capsys):
 def test_a_version_1_jobs_database_gains_the_stage_column(tmp_path):
     path = tmp_path / "old.sqlite"
     with sqlite3.connect(path) as conn:
-        v1 = re.sub(r",\n    stage +TEXT,? +--[^\n]*\n    started_by +TEXT +--[^\n]*", "", JOBS_SCHEMA)
+        v1 = re.sub(r",\n    stage +TEXT.*?(?=\n\);)", "", JOBS_SCHEMA, flags=re.S)
         assert "stage" not in v1 and "started_by" not in v1  # (the v1 table, as a v1 rageval made it)
+        assert "activity" not in v1 and "plan" not in v1
         conn.executescript(v1)
         conn.execute("PRAGMA user_version=1")
     with JobStore(path) as store:
@@ -174,6 +175,31 @@ def test_a_version_1_jobs_database_gains_the_stage_column(tmp_path):
         store.set_stage(job.job_id, "erag", 1, 3, new_stage=True)
         assert store.get(job.job_id).stage == "erag"
         assert store.get(job.job_id).started_by is None  # v3's column, added by the same upgrade
+        assert (store.get(job.job_id).plan, store.get(job.job_id).activity) == (None, None)  # and v4's
+
+
+def test_a_version_3_jobs_database_gains_the_plan_and_activity_columns(tmp_path):
+    """Version 4 stores a complete job's plan (each stage's LLM calls) and what the worker does before its first
+    call; a version 3 file (a job already in it) is upgraded on opening, its job kept."""
+    path = tmp_path / "v3.sqlite"
+    with sqlite3.connect(path) as conn:
+        v3 = re.sub(r"TEXT,( +--[^\n]*)\n    plan +TEXT.*?(?=\n\);)", r"TEXT \1", JOBS_SCHEMA, flags=re.S)
+        assert "started_by" in v3 and "plan" not in v3 and "activity" not in v3
+        conn.executescript(v3)
+        conn.execute("INSERT INTO jobs (run_path, method, spec, status, total, created) VALUES (?, ?, ?, ?, ?, ?)",
+                     (str(tmp_path / "r.sqlite"), "complete@x", JobSpec.from_flat(str(tmp_path / "r.sqlite"),
+                                                                                  label_kind=COMPLETE).to_json(),
+                      "done", 4, 1.0))
+        conn.execute("PRAGMA user_version=3")
+    with JobStore(path) as store:
+        old = store.get(1)
+        assert (old.method, old.total, old.plan, old.activity, old.llm_started) == ("complete@x", 4, None, None, None)
+        store.set_plan(1, [("erag", 18, 0), ("e2e", 12, 6)])
+        store.set_activity(1, "preparing the model")
+        assert store.get(1).plan == (("erag", 18, 0), ("e2e", 12, 6))
+        assert store.get(1).activity == "preparing the model" and store.get(1).activity_since is not None
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
 
 
 def test_rewriting_a_methods_labels_replaces_its_stored_correlations_and_no_others(tmp_path):
@@ -231,3 +257,40 @@ def test_a_rescored_method_gets_the_runs_own_extra_measures_up_to_its_labelled_d
     assert {"P@1", "P@3", "Rprec"} <= measures and "P@2" not in measures and "P@5" not in measures
     assert {v.method for v in values} == {"erag:em@m"}
     assert {v.value for v in values if v.measure == "P(rel=1)@2"} == {0.5}
+
+
+@pytest.mark.slow
+def test_a_worker_reports_its_plan_and_what_it_prepares_before_its_first_llm_call(tmp_path, served, store):
+    """Issue 42, item 5: the worker process counts each stage's LLM calls first (a dry run over the job's cache),
+    stores them as the job's plan, says what it does while it prepares the model, then the panel gives the whole
+    job's share and new calls left from the first stage on."""
+    from ui.render_jobs import progress_text
+
+    server, generator = served
+    run = uploaded(tmp_path)
+    generator.close_after(prompts=0)  # the first LLM batch waits at the server
+    job = start_job(complete_spec(run, server, tmp_path), store)
+    log = store.get(job.job_id).log_path
+    wait_for(lambda: store.get(job.job_id).stage == "erag", "the first stage", log)
+    held = store.get(job.job_id)
+    stages = [stage for stage, _, _ in held.plan]
+    assert stages[:2] == ["erag", "e2e"] and stages[-2:] == ["semi_gold", "llm_judge"]
+    assert held.plan[0] == ("erag", len(QUESTIONS) * 3, 0) and held.total == len(QUESTIONS) * 3
+    assert held.activity is None and held.llm_started is not None  # the model was ready before the first call
+    calls = sum(c for _, c, _ in held.plan)
+    new = sum(c - h for _, c, h in held.plan)
+    assert progress_text(held, job_progress(held)).startswith(
+        f"stage erag 0/18 LLM calls (0 from the cache, 0 new) · whole job: stage 1 of {len(stages)}, 0/{calls} LLM "
+        f"calls, {new} new left")
+    lines = Path(log).read_text()
+    said = [lines.index(words) for words in (
+        "counting each stage's LLM calls", "plan: erag 18 LLM calls (0 cached)",
+        f"preparing the model: connecting to {MODEL} at {server.base_url}")]
+    assert said == sorted(said)
+    generator.gate.set()
+    wait_for(lambda: store.get(job.job_id).status not in ACTIVE, "the worker", log)
+    finished = store.get(job.job_id)
+    assert finished.status == DONE, finished.error
+    # The plan's new calls are those the server answered (the LLM judge's count is an upper bound).
+    assert generator.prompts_seen <= new
+    print(f"plan {held.plan}: {calls} calls, {new} new; the server answered {generator.prompts_seen}")

@@ -85,3 +85,29 @@ def test_an_umbrela_job_stores_grades_and_unparsed_answers(tmp_path):
         fresh = FakeGenerator(rule=grader_rule, model_id=MODEL)
         assert run_job(again.job_id, store, generator=fresh, log=lambda _: None).status == DONE
         assert fresh.prompts_seen == 0
+
+
+def test_rescore_start_probes_through_the_llm_cache_so_the_job_asks_the_tried_passages_nothing(
+        tmp_path, monkeypatch, capsys):
+    """Issue 41, item 8: the CLI's probe goes through the job's LLM-call cache (``--cache``); the job then asks
+    the model only the passages the probe did not."""
+    from rageval.cli import main
+    from rageval.generation import factory
+
+    run = make_small_run(tmp_path / "run.sqlite")
+    asked: list[str] = []
+
+    def grader(prompt: str) -> str:
+        asked.append(prompt)
+        return grader_rule(prompt)
+
+    monkeypatch.setattr(factory, "load_generator", lambda settings: FakeGenerator(grader, model_id=MODEL))
+    folder = tmp_path / "grader"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")  # a model folder: found; the fake generator stands in for it
+    code = main(["rescore", "start", str(run), "--labels", "umbrela", "--model", str(folder), "--jobs-db",
+                 str(tmp_path / "jobs.sqlite"), "--cache", str(tmp_path / "llm.sqlite")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"this model ({MODEL}) answered " in out and " of 5 in UMBRELA's format" in out
+    assert len(asked) == len(set(asked)) == N_QUERIES * K  # 5 by the probe, the rest by the job: none twice

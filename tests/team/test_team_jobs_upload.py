@@ -16,7 +16,8 @@ def test_jobs_database_v2_gains_started_by(tmp_path):
         store.create(spec, "erag:em@fake", 3)
     # Make it the version-2 file an older rageval wrote: no started_by column.
     connection = sqlite3.connect(path)
-    connection.execute("ALTER TABLE jobs DROP COLUMN started_by")
+    for column in ("started_by", "plan", "llm_started", "activity", "activity_since"):  # v3's and v4's
+        connection.execute(f"ALTER TABLE jobs DROP COLUMN {column}")
     connection.execute("PRAGMA user_version = 2")
     connection.commit()
     connection.close()
@@ -26,7 +27,7 @@ def test_jobs_database_v2_gains_started_by(tmp_path):
         new = store.create(spec, "erag:em@fake", 2, started_by="ops@example.org")
         assert store.get(new.job_id).started_by == "ops@example.org"
     connection = sqlite3.connect(path)
-    assert connection.execute("PRAGMA user_version").fetchone()[0] == JOBS.version == 3
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == JOBS.version == 4
     connection.close()
 
 

@@ -178,3 +178,98 @@ def test_cancelled_job_resumes_and_its_labels_reach_the_query_inspector(run_path
     evidence = next(t.value for t in inspector.table if "Evidence" in t.value.columns)  # a table: cells wrap
     # The model's answer first, the model last (issue 34: a long model id cut the answer off in the cell).
     assert any(text.startswith("'") and text.endswith(f"(answered by {MODEL})") for text in evidence["Evidence"])
+
+
+def test_a_complete_jobs_panel_says_what_it_prepares_then_the_whole_jobs_progress(run_path):
+    """Issue 42, item 5: minutes of "loading the model · no LLM call yet" on a fresh cache, and "stage erag 48/52
+    ... ETA 34 s" 16 minutes before the end. The panel says what the worker does and for how long, then the whole
+    job's share, new calls left and ETA over every stage of its plan."""
+    import time
+
+    from rageval.jobs.spec import COMPLETE
+
+    with job_store() as store:
+        job = store.create(JobSpec.from_flat(str(run_path), model="gemma-3-270m", label_kind=COMPLETE),
+                           "complete@gemma-3-270m", 4)
+        store.claim(job.job_id, os.getpid())  # this live process plays the worker
+        store.set_activity(job.job_id, "preparing the model: converting the packaged gemma-3-270m (once; minutes "
+                                       "on a CPU), then loading it on cpu")
+    app = start(RESCORE)
+    [(value, text)] = progress_bars(app)
+    assert value == 0 and text.startswith("preparing the model: converting the packaged gemma-3-270m (once; minutes "
+                                          "on a CPU), then loading it on cpu · ")
+    assert text.endswith(" s so far · no LLM call yet")
+
+    with job_store() as store:
+        store.set_plan(job.job_id, [("erag", 52, 0), ("e2e", 30, 10), ("llm_relevance", 52, 0), ("semi_gold", 40, 0),
+                                    ("llm_judge", 30, 0)])
+        store.set_model(job.job_id, "gemma-3-270m [float32]", "cpu")
+        store.set_stage(job.job_id, "erag", 48, 52, new_stage=True)
+        store._update(job.job_id, llm_started=time.time() - 100)  # the model was ready 100 s ago
+    app = start(RESCORE)
+    [(value, text)] = progress_bars(app)
+    assert text.startswith("stage erag 48/52 LLM calls (0 from the cache, 48 new) · whole job: stage 1 of 5, 48/204 "
+                           "LLM calls, 146 new left · 0.48 new calls per s · ETA 5.")  # 146 / 0.48 s: 5.1 min
+    assert text.endswith(" min") and value == 23  # the bar: 48 of the whole job's 204 calls
+
+
+def test_an_umbrela_job_is_started_after_the_page_tried_the_model_and_reuses_its_replies(run_path, launches,
+                                                                                           tmp_path, monkeypatch):
+    """Issue 41, item 8: before an UMBRELA job the page tries the model on 5 passages and says how many replies
+    were in UMBRELA's format; those calls go through the LLM-call cache, so the job does not make them again."""
+    from rageval.generation import factory
+    from rageval.generation.cache import LLMCache
+    from rageval.labelmethods import UMBRELA
+
+    def alternating(prompt: str) -> str:  # the 1st, 3rd, 5th passage in format; the others not
+        alternating.asked += 1
+        return "##final score: 2" if alternating.asked % 2 else "The passage is somewhat relevant."
+
+    alternating.asked = 0
+    model = tmp_path / "grader"
+    model.mkdir()
+    (model / "config.json").write_text("{}")  # a model folder: found; the fake generator stands in for it
+    monkeypatch.setattr(factory, "load_generator", lambda settings: FakeGenerator(alternating, model_id="fake:alt"))
+    app = start(RESCORE)
+    app.radio(key="rescore.kind").set_value(UMBRELA)
+    app.text_input(key="rescore.model").input(str(model))
+    app.button(key="FormSubmitter:rescore.form-Start re-scoring").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    said = escape_markdown("This model (fake:alt) answered 3 of 5 in UMBRELA's format.")
+    assert app.warning[0].value.startswith(said)
+    assert escape_markdown("about 60% of the passages") in app.warning[0].value
+    with job_store() as store:
+        assert store.list() == [] and launches == []  # nothing starts before the user says so
+    with LLMCache() as cache:
+        assert len(cache) == 5  # the probe's replies, kept for the job
+
+    app.button(key="rescore.probe.start").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    with job_store() as store:
+        [job] = store.list()
+        assert launches == [job.job_id] and job.method == "umbrela@grader"
+        assert app.success[0].value.startswith(escape_markdown(f"Job {job.job_id} started: umbrela@grader"))
+        assert not app.warning  # the probe's block is gone
+        worker_model = FakeGenerator(alternating, model_id="fake:alt")
+        assert run_job(job.job_id, store, generator=worker_model, log=lambda _: None).status == "done"
+    assert worker_model.prompts_seen == job.total - 5  # the 5 tried are answered from the cache
+
+
+def test_dropping_the_probed_job_starts_nothing(run_path, launches, tmp_path, monkeypatch):
+    from rageval.generation import factory
+    from rageval.labelmethods import UMBRELA
+
+    model = tmp_path / "grader"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    monkeypatch.setattr(factory, "load_generator",
+                        lambda settings: FakeGenerator(lambda p: "##final score: 1", model_id="fake:one"))
+    app = start(RESCORE)
+    app.radio(key="rescore.kind").set_value(UMBRELA)
+    app.text_input(key="rescore.model").input(str(model))
+    app.button(key="FormSubmitter:rescore.form-Start re-scoring").click().run()
+    assert app.success[0].value == escape_markdown("This model (fake:one) answered 5 of 5 in UMBRELA's format.")
+    app.button(key="rescore.probe.drop").click().run()
+    assert not app.exception and not app.success and launches == []
+    with job_store() as store:
+        assert store.list() == []
