@@ -9,7 +9,7 @@ NAME`` (ui/worklist.py, made by the pages that list queries) is the list Prev / 
 import streamlit as st
 
 from rageval.team import roles
-from ui import auth, data, navigation, render
+from ui import auth, data, data_failures, navigation, render
 from ui import render_inspector as inspect
 
 # Team mode: stop here, before anything is read, unless this session may view (ui.auth).
@@ -75,10 +75,10 @@ if not evidence.empty:
     st.caption("What each label was decided on, e.g. the LLM's reply to the relevance prompt (a reply that is "
                "neither Yes nor No counts as not relevant).")
 
-if data.load_judges(*key):
+if data_failures.load_judges(*key):
     st.subheader("LLM-retEval")
     reteval_settings = settings.get("reteval") or {}
-    semi_gold = data.load_query_semi_gold(*key, query_id)
+    semi_gold = data_failures.load_query_semi_gold(*key, query_id)
     if semi_gold.empty:
         st.info("No semi-gold answers for this query: it has no gold passage in this run, so LLM-retEval "
                 "did not judge it.")
@@ -89,7 +89,7 @@ if data.load_judges(*key):
         st.caption(render.escape_markdown(
             f"{len(semi_gold)} samples at temperature {sampling.get('temperature', '?')}."))
 
-        failures = data.load_query_failure_cases(*key, query_id)
+        failures = data_failures.load_query_failure_cases(*key, query_id)
         st.markdown("**Failure cases**")
         if failures.empty:
             st.caption("No failure category applies to this query at any k under any judge.")
@@ -99,7 +99,7 @@ if data.load_judges(*key):
             st.caption("Categories A-C are failures of Recall@k, D-F failures of LLM-retEval; each is decided by "
                        "an explicit rule over the stored facts (rageval.reteval.classify\\_failures).")
 
-        verdicts = data.load_query_verdicts(*key, query_id)
+        verdicts = data_failures.load_query_verdicts(*key, query_id)
         st.markdown("**Verdicts**")
         st.dataframe(inspect.verdict_pivot(verdicts), height="content")
         st.caption("Each judge's Yes/No on the top-k answer (columns: k) against the semi-gold answers "

@@ -19,7 +19,7 @@ from rageval import annotations as ann
 from rageval.errors import RagevalError, StoreError
 from rageval.team import audit as audit_log
 from rageval.team.roles import LABEL, MANAGE_QUEUES
-from ui import auth, data
+from ui import auth, data, data_attribution
 
 _TTL_S = 3600
 ANNOTATIONS_ENV = "RAGEVAL_ANNOTATIONS"
@@ -174,7 +174,7 @@ def passage_method_labels(run_path: Path) -> pd.DataFrame:
 def load_statement_method_labels(path: str, mtime_ns: int) -> pd.DataFrame:
     """The NLI verdicts (and HAGRID's human labels) of every statement of an attribution run, long format
     (:func:`rageval.annotations.statement_method_labels`)."""
-    return ann.statement_method_labels(data.load_all_attribution_statements(path, mtime_ns))
+    return ann.statement_method_labels(data_attribution.load_all_attribution_statements(path, mtime_ns))
 
 
 def method_labels(run_path: Path, kind: str) -> pd.DataFrame:

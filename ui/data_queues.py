@@ -22,7 +22,7 @@ from rageval.errors import RagevalError, StoreError
 from rageval.team import audit as audit_log
 from rageval.team import roles
 from rageval.team.config import normalise_identity
-from ui import auth, data
+from ui import auth, data, data_attribution
 from ui import data_annotate as annotate_data
 
 _TTL_S = 3600
@@ -129,7 +129,7 @@ def load_population(run_path: str, mtime_ns: int, kind: str) -> tuple[pd.DataFra
     if kind == "passage":
         population = data._read(run_path, mtime_ns, lambda reader: annotate_data.ranked_items(reader.rankings()))
         return population, data.load_labels(run_path, mtime_ns)
-    statements = data.load_all_attribution_statements(run_path, mtime_ns)
+    statements = data_attribution.load_all_attribution_statements(run_path, mtime_ns)
     cited = statements[statements["citations"] != "[]"]
     return (cited[list(ann.ITEM_COLUMNS["statement"])].reset_index(drop=True),
             ann.statement_method_labels(statements))

@@ -16,7 +16,8 @@ from ui.theme import CATEGORY_COLOURS
 def filter_cases(cases: pd.DataFrame, *, judge: str, categories: Sequence[str], ks: Sequence[int],
                  datasets: Sequence[str], retrievers: Sequence[str], runs: Sequence[str] | None = None
                  ) -> pd.DataFrame:
-    """The rows of :func:`ui.data.load_failure_overview` that pass every filter (``runs``: every run when None)."""
+    """The rows of :func:`ui.data_failures.load_failure_overview` that pass every filter (``runs``: every run
+    when None)."""
     keep = ((cases["judge"] == judge) & cases["category"].isin(categories) & cases["k"].isin(ks)
             & cases["dataset"].isin(datasets) & cases["retriever"].isin(retrievers))
     if runs is not None:

@@ -252,7 +252,7 @@ def my_queue_progress_text(status: pd.DataFrame, annotator: str, queue: q.Queue)
 def render_my_queue(store_path: str, key: tuple[str, int, int], queue: q.Queue, annotator: str) -> None:
     """The annotator's queue: its guidelines, their progress, and their next assigned item with the labelling
     blocks of the Annotate page (decision buttons and keys 1 / 0 / u / s, j / k to move, a note)."""
-    from ui import data, data_queues, render_citations
+    from ui import data, data_attribution, data_queues, render_citations
     from ui import data_annotate as annotate_data
 
     st.caption(escape_markdown(plan_text(queue)))
@@ -306,17 +306,17 @@ def render_my_queue(store_path: str, key: tuple[str, int, int], queue: q.Queue, 
                                                                                          page))
         else:
             run_key = data.run_key(run_path)
-            statements = data.load_attribution_statements(*run_key, item["scenario"], item["query_id"],
+            statements = data_attribution.load_attribution_statements(*run_key, item["scenario"], item["query_id"],
                                                           item["answer_id"])
             statement = statements[statements["statement"] == int(item["statement"])]
-            answers = data.load_attribution_answers(*run_key)
+            answers = data_attribution.load_attribution_answers(*run_key)
             question = answers.loc[answers["query_id"] == item["query_id"], "question"]
             if len(question) and question.iloc[0]:
                 st.subheader(escape_markdown(question.iloc[0]))
             st.markdown(f"**Statement {int(item['statement']) + 1}:**")
             st.text(statement["text"].iloc[0] if len(statement) else "(this statement is no longer in the run)")
             cited = set(statement["citations"].iloc[0]) if len(statement) else set()
-            inputs = data.load_attribution_inputs(*run_key, item["scenario"], item["query_id"])
+            inputs = data_attribution.load_attribution_inputs(*run_key, item["scenario"], item["query_id"])
             render_citations.render_input_passages(inputs[inputs["number"].isin(cited)], run_key=run_key,
                                                    scenario=item["scenario"], query_id=item["query_id"],
                                                    key=f"annotate.queue_inputs.{position}")
