@@ -10,7 +10,7 @@ import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from rageval.team import roles
-from ui import auth, data, data_failures, navigation, render
+from ui import auth, data, data_failures, navigation, render, render_evidence
 from ui import format as fmt
 from ui import render_inspector as inspect
 from ui.render_lacks import complete_command, compute_hint, job_in_progress, render_lacks_panel
@@ -58,7 +58,7 @@ sampling = reteval_settings.get("semi_gold") or {}
 table = data_failures.load_reteval_table(*key, judge)
 n_judged = int(table["n"].max()) if len(table) else 0
 st.subheader(render.escape_markdown(f"Retriever evaluation, judge: {judge_note}"))
-st.dataframe(render.reteval_view(table), height="content")
+st.dataframe(render_evidence.reteval_view(table), height="content")
 st.caption(render.escape_markdown(
     f"The LLM-retEval paper's Tables 1-2 on this run, judge {judge_note}. Failure rows count the queries "
     f"in each category at k; Recall/Precision/F1@k are against the gold passages; LLM-retEval is the share of "
@@ -90,7 +90,7 @@ auth.page_link(st, navigation.FAILURES, label="This run's failure cases at every
                icon=":material/report:", query_params={"run": path.stem, "judge": judge})
 all_case_ids = [f"{query_id} {category}" for query_id, category in zip(shown["query_id"], shown["category"])]
 listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"), rows)].reset_index(drop=True)
-view = render.failure_cases_view(listed, with_judge=False).drop(columns="k")
+view = render_evidence.failure_cases_view(listed, with_judge=False).drop(columns="k")
 view.insert(view.columns.get_loc("Category") + 1, "Inspect",
             inspect.inspect_links(path.stem, listed["query_id"].tolist(), run_order, list_name))
 render.render_table(view, hide_index=True, column_config={
@@ -110,4 +110,4 @@ chosen = render.select_synced(st, "Open a case", case_ids, state_key=CASE_STATE,
                               format_func=lambda i: labels.get(i, i), filter_mode="contains")
 case = listed.iloc[case_ids.index(chosen)]
 walk = inspect.worklist_query_params(path.stem, shown["query_id"].tolist(), run_order, list_name)
-render.render_failure_case(case, path.stem, k, {p: walk[p] for p in ("list", "list_name")})
+render_evidence.render_failure_case(case, path.stem, k, {p: walk[p] for p in ("list", "list_name")})

@@ -11,7 +11,7 @@ import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from rageval.team import roles
-from ui import auth, data, data_failures, navigation, render
+from ui import auth, data, data_failures, navigation, render, render_evidence
 from ui import format as fmt
 from ui import render_inspector as inspect
 from ui.render_failures import (
@@ -131,4 +131,4 @@ chosen = render.select_synced(st, "Open a case", case_ids, state_key="failures.c
 case = listed.iloc[case_ids.index(chosen)]
 walk = inspect.worklist_query_params(case["run"], worklists[case["run"]], run_orders[case["run"]],
                                      f"{list_name} · {case['run']}")
-render.render_failure_case(case, case["run"], int(case["k"]), {p: walk[p] for p in ("list", "list_name")})
+render_evidence.render_failure_case(case, case["run"], int(case["k"]), {p: walk[p] for p in ("list", "list_name")})
