@@ -16,7 +16,9 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from rageval import agreement as agree
 from rageval import annotations as ann
+from rageval import queue_plans as plans
 from rageval import queues as q
 from rageval.errors import RagevalError, StoreError
 from rageval.team import audit as audit_log
@@ -125,14 +127,14 @@ def runs_of_kind(kind: str) -> dict[str, Path]:
 def load_population(run_path: str, mtime_ns: int, kind: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the run's items of ``kind``, its automatic labels in long format): passages are every retrieved passage
     (query_id, passage_id, rank) with every label method's labels; statements are those citing a passage with the
-    NLI verdicts (:func:`rageval.annotations.statement_method_labels`)."""
+    NLI verdicts (:func:`rageval.agreement.statement_method_labels`)."""
     if kind == "passage":
         population = data._read(run_path, mtime_ns, lambda reader: annotate_data.ranked_items(reader.rankings()))
         return population, data.load_labels(run_path, mtime_ns)
     statements = data_attribution.load_all_attribution_statements(run_path, mtime_ns)
     cited = statements[statements["citations"] != "[]"]
     return (cited[list(ann.ITEM_COLUMNS["statement"])].reset_index(drop=True),
-            ann.statement_method_labels(statements))
+            agree.statement_method_labels(statements))
 
 
 def _fail(message: str) -> None:
@@ -140,12 +142,12 @@ def _fail(message: str) -> None:
     st.session_state.pop(MESSAGE_STATE, None)
 
 
-def _plan_from(keys: dict[str, str]) -> q.QueuePlan:
+def _plan_from(keys: dict[str, str]) -> plans.QueuePlan:
     state = st.session_state
-    return q.QueuePlan(plan=state[keys["plan"]], size=int(state[keys["size"]]), seed=int(state[keys["seed"]]),
+    return plans.QueuePlan(plan=state[keys["plan"]], size=int(state[keys["size"]]), seed=int(state[keys["seed"]]),
                        stratify_by=str(state.get(keys["stratify_by"]) or ""),
-                       allocation=str(state.get(keys["allocation"]) or q.PROPORTIONAL),
-                       oversample=float(state.get(keys["oversample"]) or q.DEFAULT_OVERSAMPLE))
+                       allocation=str(state.get(keys["allocation"]) or plans.PROPORTIONAL),
+                       oversample=float(state.get(keys["oversample"]) or plans.DEFAULT_OVERSAMPLE))
 
 
 def create_queue(path: str, run_path: str, kind: str, typed_name: str, keys: dict[str, str]) -> None:

@@ -14,15 +14,16 @@ import pandas as pd
 import streamlit as st
 
 from rageval import annotations as ann
+from rageval import queue_plans as plans
 from rageval import queues as q
 from ui import render
 from ui import render_annotate as annotate_view
 from ui.render import escape_markdown
 
-PLAN_NAMES = {q.UNIFORM_PLAN: "Uniform random sample",
-              q.STRATIFIED_PLAN: "Stratified by an automatic label",
-              q.DISAGREEMENT_PLAN: "Where the label methods disagree (oversampled, stratified)"}
-ALLOCATION_NAMES = {q.PROPORTIONAL: "proportional to each stratum's size", q.EQUAL: "equal per stratum"}
+PLAN_NAMES = {plans.UNIFORM_PLAN: "Uniform random sample",
+              plans.STRATIFIED_PLAN: "Stratified by an automatic label",
+              plans.DISAGREEMENT_PLAN: "Where the label methods disagree (oversampled, stratified)"}
+ALLOCATION_NAMES = {plans.PROPORTIONAL: "proportional to each stratum's size", plans.EQUAL: "equal per stratum"}
 KIND_NAMES = {"passage": "Passages (useful or not)", "statement": "Statements (supported or not)"}
 #: The create form's widget keys, by field.
 FORM_KEYS = {field: f"queues.create.{field}" for field in (
@@ -106,7 +107,7 @@ def render_create_form(kind: str, methods: list[str], population: int, *, on_cre
     with st.form("queues.create_form"):
         name, plan = st.columns([2, 3])
         name.text_input("Queue name", key=FORM_KEYS["name"], placeholder="e.g. nq-check-1")
-        plan.selectbox("Sampling plan", list(q.PLANS), key=FORM_KEYS["plan"], format_func=PLAN_NAMES.get,
+        plan.selectbox("Sampling plan", list(plans.PLANS), key=FORM_KEYS["plan"], format_func=PLAN_NAMES.get,
                        help="Uniform: a seeded random sample. Stratified: split the run's items by one method's "
                             "label and draw within each part. Disagreement: oversample the items where the run's "
                             "label methods disagree, every part keeping a positive sampling rate, so estimates "
@@ -114,10 +115,10 @@ def render_create_form(kind: str, methods: list[str], population: int, *, on_cre
         method, allocation, oversample = st.columns(3)
         method.selectbox("Stratify by (stratified plan)", methods, key=FORM_KEYS["stratify_by"],
                          help="The automatic label method whose label (1 / 0 / not labelled) splits the items.")
-        allocation.radio("Allocation (stratified plan)", list(q.ALLOCATIONS), key=FORM_KEYS["allocation"],
+        allocation.radio("Allocation (stratified plan)", list(plans.ALLOCATIONS), key=FORM_KEYS["allocation"],
                          format_func=ALLOCATION_NAMES.get, horizontal=True)
         oversample.number_input("Oversampling (disagreement plan)", min_value=1.0, max_value=20.0,
-                                value=q.DEFAULT_OVERSAMPLE, step=0.5, key=FORM_KEYS["oversample"],
+                                value=plans.DEFAULT_OVERSAMPLE, step=0.5, key=FORM_KEYS["oversample"],
                                 help="An item where one method dissents is this many times as likely to be drawn "
                                      "as one where all agree (two dissenting: 1 + 2 x (this - 1)).")
         size, overlap, seed = st.columns(3)

@@ -24,20 +24,18 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, latest_labels
-from rageval.queues import (
+from rageval.queue_plans import (
     DISAGREEMENT_PLAN,
     EQUAL,
-    EXPORT_COLUMNS,
     PROPORTIONAL,
     STRATIFIED_PLAN,
     UNIFORM_PLAN,
     QueuePlan,
-    QueueStore,
     allocate,
     assign_annotators,
     draw_items,
-    queue_sampling_design,
 )
+from rageval.queues import EXPORT_COLUMNS, QueueStore, queue_sampling_design
 from rageval.stats.design import STRATIFIED
 from rageval.store import ANNOTATION_APPLICATION_ID
 from rageval.store.schemas import ANNOTATIONS, ANNOTATIONS_SCHEMA_V2
