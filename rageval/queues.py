@@ -386,6 +386,15 @@ class QueueStore:
         return [_queue(row, tuple(people.loc[people["queue_id"] == row["id"], "annotator"]))
                 for _, row in rows.iterrows()]
 
+    def changes(self) -> int:
+        """A count that changes with every queue created and every adjudication (the dashboard's cache key beside
+        the newest label id); 0 without queues."""
+        if not self.queues():
+            return 0
+        with self.annotations.read_connection() as connection:
+            return int(connection.execute("SELECT (SELECT COALESCE(MAX(id), 0) FROM queues) * 1000003 + "
+                                          "(SELECT COALESCE(MAX(id), 0) FROM adjudications)").fetchone()[0])
+
     def queue(self, queue_id: int) -> Queue:
         found = [q for q in self.queues() if q.id == int(queue_id)]
         if not found:

@@ -39,13 +39,7 @@ def queue_key(path: Path) -> tuple[str, int, int]:
     """The cache key of the queues of the annotation file: resolved path, newest label id, and a count that changes
     with every queue created and every adjudication. Raises StoreError for a file that is not an annotation file."""
     resolved, revision = annotate_data.annotation_key(path)
-    store = q.QueueStore(path)
-    if not store.queues():
-        return resolved, revision, 0
-    with store.annotations.read_connection() as connection:
-        changes = connection.execute("SELECT (SELECT COALESCE(MAX(id), 0) FROM queues) * 1000003 + "
-                                     "(SELECT COALESCE(MAX(id), 0) FROM adjudications)").fetchone()[0]
-    return resolved, revision, int(changes)
+    return resolved, revision, q.QueueStore(path).changes()
 
 
 def _store(path: str) -> q.QueueStore:

@@ -208,6 +208,22 @@ def queue(tmp_path, run_frames):
     return store, queue_id
 
 
+def test_changes_counts_every_queue_and_adjudication(tmp_path, queue, run_frames):
+    """The dashboard's cache key of the queues (:meth:`QueueStore.changes`) moves with every queue created and every
+    adjudication, and is 0 for an annotation file without queues."""
+    assert QueueStore(tmp_path / "other.sqlite").changes() == 0
+    store, queue_id = queue
+    first = store.changes()
+    assert first > 0
+    store.adjudicate(queue_id, 0, 1, "admin")
+    adjudicated = store.changes()
+    assert adjudicated != first
+    population, labels = run_frames
+    store.create_queue("second", RUN, "passage", population, labels, QueuePlan(UNIFORM_PLAN, 4, seed=2), 1,
+                       ["ada"], "", "admin")
+    assert store.changes() not in (first, adjudicated)
+
+
 def test_next_item_walks_the_assigned_items_then_the_skipped_ones(queue):
     store, queue_id = queue
     mine = list(store.assignments(queue_id).query("annotator == 'ada'")["position"])
