@@ -14,7 +14,8 @@ from rageval import findings
 from rageval.labelmethods import LLM_RELEVANCE
 from rageval.stats.correlation import MIN_INTERVAL_QUERIES
 from rageval.team import roles
-from rageval.trust.report import headline_method, trust_finding
+from rageval.trust.report import headline_method
+from rageval.trust.report_text import trust_finding
 from ui import auth, data, navigation, render
 from ui import data_findings as loaders
 from ui import data_trust as trust_data

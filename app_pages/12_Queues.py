@@ -11,7 +11,7 @@ import streamlit as st
 
 from rageval.errors import StoreError
 from rageval.team import roles
-from ui import auth, data, navigation, render
+from ui import auth, data, data_attribution, navigation, render
 from ui import data_annotate as annotate_data
 from ui import data_queues as queues_data
 from ui import render_annotate as annotate_view
@@ -85,7 +85,7 @@ if run_path is not None and not found.empty:
             texts[int(row.position)] = (str(questions.get(row.query_id, "")),
                                         str(passage["text"].iloc[0]) if len(passage) else "")
     else:
-        statements = data.load_all_attribution_statements(*run_key).set_index(
+        statements = data_attribution.load_all_attribution_statements(*run_key).set_index(
             ["scenario", "query_id", "answer_id", "statement"])["text"]
         for row in first.itertuples():
             item = (row.scenario, row.query_id, row.answer_id, int(row.statement))

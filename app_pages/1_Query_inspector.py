@@ -9,7 +9,7 @@ NAME`` (ui/worklist.py, made by the pages that list queries) is the list Prev / 
 import streamlit as st
 
 from rageval.team import roles
-from ui import auth, data, navigation, render
+from ui import auth, data, data_failures, navigation, render, render_evidence
 from ui import render_inspector as inspect
 
 # Team mode: stop here, before anything is read, unless this session may view (ui.auth).
@@ -42,7 +42,7 @@ e2e_outputs = data.load_query_e2e_outputs(*key, query_id)
 wrong = inspect.wrong_answers(e2e_outputs, query.answers) if not e2e_outputs.empty else {}
 if not e2e_outputs.empty:
     max_new_tokens = (data.load_settings(*key).get("decoding") or {}).get("max_new_tokens")
-    st.dataframe(inspect.with_cut_off(render.e2e_outputs_view(e2e_outputs), e2e_outputs, max_new_tokens),
+    st.dataframe(inspect.with_cut_off(render_evidence.e2e_outputs_view(e2e_outputs), e2e_outputs, max_new_tokens),
                  hide_index=True,
                  column_config={"End-to-end answer": st.column_config.TextColumn(width="large")})
     e2e_ks = ", ".join(map(str, e2e_outputs["k"]))
@@ -71,41 +71,41 @@ evidence = data.load_label_evidence(*key, query_id)
 if not evidence.empty:
     st.markdown("**Label evidence**")
     # A table, not a data grid: its cells wrap, so an evidence is read whole, never cut mid-word (issue 42).
-    st.table(render.evidence_view(evidence, ranking).set_index("Passage id"))
+    st.table(render_evidence.evidence_view(evidence, ranking).set_index("Passage id"))
     st.caption("What each label was decided on, e.g. the LLM's reply to the relevance prompt (a reply that is "
                "neither Yes nor No counts as not relevant).")
 
-if data.load_judges(*key):
+if data_failures.load_judges(*key):
     st.subheader("LLM-retEval")
     reteval_settings = settings.get("reteval") or {}
-    semi_gold = data.load_query_semi_gold(*key, query_id)
+    semi_gold = data_failures.load_query_semi_gold(*key, query_id)
     if semi_gold.empty:
         st.info("No semi-gold answers for this query: it has no gold passage in this run, so LLM-retEval "
                 "did not judge it.")
     else:
         st.markdown("**Semi-gold answers** (the LLM's answers from the gold passages alone)")
-        st.dataframe(render.semi_gold_view(semi_gold), hide_index=True)
+        st.dataframe(render_evidence.semi_gold_view(semi_gold), hide_index=True)
         sampling = reteval_settings.get("semi_gold") or {}
         st.caption(render.escape_markdown(
             f"{len(semi_gold)} samples at temperature {sampling.get('temperature', '?')}."))
 
-        failures = data.load_query_failure_cases(*key, query_id)
+        failures = data_failures.load_query_failure_cases(*key, query_id)
         st.markdown("**Failure cases**")
         if failures.empty:
             st.caption("No failure category applies to this query at any k under any judge.")
         else:
-            st.dataframe(render.failure_cases_view(failures), hide_index=True, height="content",
+            st.dataframe(render_evidence.failure_cases_view(failures), hide_index=True, height="content",
                          column_config={"Reason": st.column_config.TextColumn(width="large")})
             st.caption("Categories A-C are failures of Recall@k, D-F failures of LLM-retEval; each is decided by "
                        "an explicit rule over the stored facts (rageval.reteval.classify\\_failures).")
 
-        verdicts = data.load_query_verdicts(*key, query_id)
+        verdicts = data_failures.load_query_verdicts(*key, query_id)
         st.markdown("**Verdicts**")
         st.dataframe(inspect.verdict_pivot(verdicts), height="content")
         st.caption("Each judge's Yes/No on the top-k answer (columns: k) against the semi-gold answers "
                    "(LLM-retEval) and against the dataset's gold answers (QA accuracy).")
         with st.expander("What each judge saw (the evidence of every verdict)"):
-            st.dataframe(render.verdicts_view(verdicts), hide_index=True, height="content",
+            st.dataframe(render_evidence.verdicts_view(verdicts), hide_index=True, height="content",
                          column_config={"Evidence": st.column_config.TextColumn(width="large")})
     auth.page_link(st, navigation.RETEVAL, label="LLM-retEval over the whole run", icon=":material/gavel:",
                    query_params={"run": path.stem})

@@ -10,7 +10,7 @@ import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from rageval.team import roles
-from ui import auth, data, navigation, render
+from ui import auth, data, data_failures, navigation, render, render_evidence
 from ui import format as fmt
 from ui import render_inspector as inspect
 from ui.render_lacks import complete_command, compute_hint, job_in_progress, render_lacks_panel
@@ -28,7 +28,7 @@ path = render.select_run(data.has_reteval_data, NEEDS)
 
 key = data.run_key(path)
 settings = data.load_settings(*key)
-judges = data.load_judges(*key)
+judges = data_failures.load_judges(*key)
 render.page_heading(navigation.RETEVAL)
 render.render_provenance(settings, data.load_counts(*key)["queries"], run=path.stem)
 render_lacks_panel(path)
@@ -55,10 +55,10 @@ thresholds = {"token_f1": reteval_settings.get("f1_threshold"), "cosine": reteva
 judge_note = fmt.judge_name(judge) + (f" (threshold {thresholds[judge]:g})" if thresholds.get(judge) else "")
 sampling = reteval_settings.get("semi_gold") or {}
 
-table = data.load_reteval_table(*key, judge)
+table = data_failures.load_reteval_table(*key, judge)
 n_judged = int(table["n"].max()) if len(table) else 0
 st.subheader(render.escape_markdown(f"Retriever evaluation, judge: {judge_note}"))
-st.dataframe(render.reteval_view(table), height="content")
+st.dataframe(render_evidence.reteval_view(table), height="content")
 st.caption(render.escape_markdown(
     f"The LLM-retEval paper's Tables 1-2 on this run, judge {judge_note}. Failure rows count the queries "
     f"in each category at k; Recall/Precision/F1@k are against the gold passages; LLM-retEval is the share of "
@@ -77,7 +77,7 @@ categories = render.multiselect_synced(
     key="reteval.categories", param="category",
     help=render.escape_markdown(" · ".join(f"{c}: {n}" for c, n in CATEGORY_NAMES.items())))
 rows = render.select_case_rows(filter_rows, "reteval.rows")
-cases = data.load_failure_case_table(*key, judge, k)
+cases = data_failures.load_failure_case_table(*key, judge, k)
 shown = cases[cases["category"].isin(categories)].reset_index(drop=True)
 if shown.empty:
     st.info(render.escape_markdown(f"No failure case of the chosen categories at k={k} under judge {judge_note}."))
@@ -90,7 +90,7 @@ auth.page_link(st, navigation.FAILURES, label="This run's failure cases at every
                icon=":material/report:", query_params={"run": path.stem, "judge": judge})
 all_case_ids = [f"{query_id} {category}" for query_id, category in zip(shown["query_id"], shown["category"])]
 listed = shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"), rows)].reset_index(drop=True)
-view = render.failure_cases_view(listed, with_judge=False).drop(columns="k")
+view = render_evidence.failure_cases_view(listed, with_judge=False).drop(columns="k")
 view.insert(view.columns.get_loc("Category") + 1, "Inspect",
             inspect.inspect_links(path.stem, listed["query_id"].tolist(), run_order, list_name))
 render.render_table(view, hide_index=True, column_config={
@@ -110,4 +110,4 @@ chosen = render.select_synced(st, "Open a case", case_ids, state_key=CASE_STATE,
                               format_func=lambda i: labels.get(i, i), filter_mode="contains")
 case = listed.iloc[case_ids.index(chosen)]
 walk = inspect.worklist_query_params(path.stem, shown["query_id"].tolist(), run_order, list_name)
-render.render_failure_case(case, path.stem, k, {p: walk[p] for p in ("list", "list_name")})
+render_evidence.render_failure_case(case, path.stem, k, {p: walk[p] for p in ("list", "list_name")})

@@ -14,7 +14,7 @@ import streamlit as st
 
 from rageval.attribution.experiment import GOLD_SCENARIO
 from rageval.team import roles
-from ui import auth, data, data_checkers, navigation, render
+from ui import auth, data, data_attribution, data_checkers, navigation, render
 from ui import render_checkers as checker_views
 from ui import render_citations as view
 
@@ -29,11 +29,11 @@ ANSWER_STATE = "citations.answer_id"
 
 path = render.select_kind_run("attribution", data.find_attribution_runs(), data.attribution_runs_dir(),
                               state_key=RUN_STATE, command=render.citations_command(),
-                              read_settings=data.load_attribution_settings)
+                              read_settings=data_attribution.load_attribution_settings)
 key = data.run_key(path)
-settings = data.load_attribution_settings(*key)
-table = data.load_attribution_metric_table(*key)
-answers = data.load_attribution_answers(*key)
+settings = data_attribution.load_attribution_settings(*key)
+table = data_attribution.load_attribution_metric_table(*key)
+answers = data_attribution.load_attribution_answers(*key)
 
 user_run = view.is_user_run(settings)
 render.page_heading(navigation.CITATIONS, view.page_title(settings))
@@ -107,13 +107,13 @@ st.text(answer["text"] or "(empty answer)")
 if scenario == GOLD_SCENARIO:
     st.caption(f"HAGRID's annotators: attributable {render.format_label(answer['human_attributable'])}, "
                f"informative {render.format_label(answer['human_informative'])} · {where}")
-metrics = data.load_answer_metrics(*key, scenario, query_id, answer_id)
+metrics = data_attribution.load_answer_metrics(*key, scenario, query_id, answer_id)
 if metrics:
     render.render_table(view.answer_metrics_view(metrics), hide_index=True, digits=1,
                  column_config={c: st.column_config.NumberColumn(c, format="%.1f") for c in view.METRIC_NAMES.values()})
     st.caption("This answer's metrics, percent (BLEU 0-100). " + where)
 
-statements = data.load_attribution_statements(*key, scenario, query_id, answer_id)
+statements = data_attribution.load_attribution_statements(*key, scenario, query_id, answer_id)
 with_human = scenario == GOLD_SCENARIO or statements["human_attributable"].notna().any()
 st.markdown("**Statements and their citations**")
 if statements.empty:
@@ -125,8 +125,8 @@ else:
                "cited passage entails the statement; ALCE: its cited passages (at most 3) jointly do"
                + ("; the human label is HAGRID's annotators' sentence label" if with_human else "") + ". " + where)
 
-inputs = data.load_attribution_inputs(*key, scenario, query_id)
-matrix = data.load_entailment_matrix(*key, scenario, query_id, answer_id)
+inputs = data_attribution.load_attribution_inputs(*key, scenario, query_id)
+matrix = data_attribution.load_entailment_matrix(*key, scenario, query_id, answer_id)
 if not matrix.empty:
     cites = dict(zip(statements["statement"], statements["citations"]))
     cells, heatmap = view.entailment_chart(matrix, [cites.get(s, []) for s in matrix.index])
@@ -147,7 +147,7 @@ else:
     view.render_input_passages(inputs, run_key=key, scenario=scenario, query_id=query_id,
                                key=f"citations.page.{scenario}.{query_id}")
 
-agreement = data.load_attribution_agreement(*key)
+agreement = data_attribution.load_attribution_agreement(*key)
 if agreement.empty:
     st.caption("No agreement with human labels: this run has none (only HAGRID's gold answers, in a "
                "`rageval attribution` run, carry annotators' labels).")

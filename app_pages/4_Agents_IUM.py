@@ -10,7 +10,7 @@ Runs come from your runs folder (and its ``ium/``) and the shipped ``data/runs/i
 import streamlit as st
 
 from rageval.team import roles
-from ui import auth, data, navigation, render
+from ui import auth, data, data_ium, navigation, render
 from ui import render_ium as view
 
 # Team mode: stop here, before anything is read, unless this session may view (ui.auth).
@@ -23,11 +23,11 @@ SIGNIFICANCE_STATE = "ium.significance_agent"
 
 
 path = render.select_kind_run("IUM", data.find_ium_runs(), data.ium_runs_dir(), state_key=RUN_STATE,
-                              command="rageval ium --help", read_settings=data.load_ium_settings)
+                              command="rageval ium --help", read_settings=data_ium.load_ium_settings)
 key = data.run_key(path)
-settings = data.load_ium_settings(*key)
-agents = data.load_ium_table(*key, "agents")
-counts = data.load_ium_test_counts(*key)
+settings = data_ium.load_ium_settings(*key)
+agents = data_ium.load_ium_table(*key, "agents")
+counts = data_ium.load_ium_test_counts(*key)
 
 render.page_heading(navigation.AGENTS, "Agents · Iterative Utility Maximization")
 st.caption(render.escape_markdown(f"Run {path.name}") + " · " + view.provenance(settings))
@@ -42,7 +42,7 @@ st.caption(render.escape_markdown(f"The {len(agents)} agents: task, reader model
 st.subheader("Downstream score per agent and method")
 low, high = min(counts.values()), max(counts.values())
 per_agent = f"{low}{'' if low == high else f'-{high}'} test queries per agent"
-summary = data.load_ium_summary(*key)
+summary = data_ium.load_ium_summary(*key)
 st.vega_lite_chart(*view.summary_chart(summary), key="ium.summary")
 render.render_table(view.summary_view(summary, counts), digits=1, column_config={
     **{m: st.column_config.NumberColumn(m, format="%.1f") for m in summary.columns},
@@ -52,7 +52,7 @@ st.caption(render.escape_markdown(
     f"queries; macro average: the unweighted mean over the {len(counts)} agents (the paper's Table 3). Online IUM "
     f"uses b = {settings.get('online_default_batch_size', '?')}; {per_agent}."))
 
-intervals = data.load_ium_macro_intervals(*key)
+intervals = data_ium.load_ium_macro_intervals(*key)
 if not intervals.empty:
     render.render_table(view.macro_intervals_view(intervals), hide_index=True)
     first = "each run's own ranking" if "first-stage" in intervals.index else "BM25"
@@ -61,7 +61,7 @@ if not intervals.empty:
         f"one draw shared by the agents of a task), and each method minus the first stage ({first}) on the same "
         f"questions; {per_agent}."))
 
-significance = data.load_ium_table(*key, "significance")
+significance = data_ium.load_ium_table(*key, "significance")
 if not significance.empty:
     st.markdown("**McNemar tests between the methods**")
     pools = list(dict.fromkeys(["all agents", *significance["agent"]]))
@@ -71,8 +71,8 @@ if not significance.empty:
     st.caption("Exact McNemar test on each pair of methods (an answer counts as right when its score is at least "
                "0.5): the queries only A or only B got right, and the two-sided p-value.")
 
-curves = data.load_ium_iteration_curves(*key)
-batch = data.load_ium_batch_curve(*key)
+curves = data_ium.load_ium_iteration_curves(*key)
+batch = data_ium.load_ium_batch_curve(*key)
 iteration_column, batch_column = st.columns(2)
 if not curves.dropna(how="all").empty:
     iteration_column.vega_lite_chart(*view.iteration_chart(curves), key="ium.iterations")
@@ -85,7 +85,7 @@ if len(batch):
         "Macro-average downstream score of online IUM (methods online-IUM@b<b>), trained from the last offline "
         "checkpoint on the test queries' feedback b queries at a time, each query served before it is trained on."))
 
-personalisation = data.load_ium_personalisation(*key)
+personalisation = data_ium.load_ium_personalisation(*key)
 if not personalisation.empty:
     st.subheader("Personalisation: how different are the lists agents are served?")
     tau_tab, jaccard_tab, table_tab = st.tabs(["Kendall's tau", "Jaccard", "Table"])
@@ -99,7 +99,7 @@ if not personalisation.empty:
         f"identical lists (the paper's Fig. 5); at most {int(personalisation['n'].max()):,} shared test queries."))
 
 st.subheader("What each method served")
-queries = data.load_ium_table(*key, "queries")
+queries = data_ium.load_ium_table(*key, "queries")
 agent_column, query_column = st.columns([1, 3])
 agent = render.select_synced(agent_column, "Agent", list(agents["name"]), state_key=AGENT_STATE, param="agent")
 tests = queries[(queries["agent"] == agent) & (queries["split"] == "test")]
@@ -113,8 +113,8 @@ query_id = render.select_synced(query_column, f"Test query ({len(texts)}; type t
 gold = tests[tests["query_id"] == query_id]["answers"].iloc[0]
 st.markdown(f"**{render.escape_markdown(texts[query_id])}**")
 st.caption("Gold answers: " + render.escape_markdown(gold or "none"))
-served = data.load_ium_table(*key, "served")
-outcomes = data.load_ium_table(*key, "outcomes")
+served = data_ium.load_ium_table(*key, "served")
+outcomes = data_ium.load_ium_table(*key, "outcomes")
 chosen = (served["agent"] == agent) & (served["query_id"] == query_id)
 answered = (outcomes["agent"] == agent) & (outcomes["query_id"] == query_id)
 render.render_table(view.served_view(served[chosen], outcomes[answered]), hide_index=True, digits=0, column_config={

@@ -11,7 +11,7 @@ import streamlit as st
 
 from rageval.reteval import CATEGORY_NAMES
 from rageval.team import roles
-from ui import auth, data, navigation, render
+from ui import auth, data, data_failures, navigation, render, render_evidence
 from ui import format as fmt
 from ui import render_inspector as inspect
 from ui.render_failures import (
@@ -33,15 +33,16 @@ render.page_heading(navigation.FAILURES)
 
 listing = data.find_all_runs()
 run_keys = data.safe_run_keys(list(listing.runs.values()))
-problems = data.readable_runs(run_keys, data.read_failure_tables)[1]  # each run on its own: one bad file hides none
+# each run on its own: one bad file hides none
+problems = data.readable_runs(run_keys, data_failures.read_failure_tables)[1]
 unreadable = [*listing.problems, *problems.values()]
 if unreadable:
     st.warning(render.escape_markdown(f"{len(unreadable)} run file(s) could not be read and are left out: "
                                       + "; ".join(unreadable)))
 run_keys = tuple(key for key in run_keys if key[0] not in problems)  # the cases of the runs that read
-judges = data.load_failure_judges(run_keys)
+judges = data_failures.load_failure_judges(run_keys)
 without = [name for name, path in listing.runs.items()
-           if data.run_id(path) not in problems and not data.has_failure_cases(data.run_key(path))]
+           if data.run_id(path) not in problems and not data_failures.has_failure_cases(data.run_key(path))]
 named_without = [name for name in st.query_params.get_all("run") if name in without]  # a link to such a run
 with st.expander(f"Runs without failure cases ({len(without)})", expanded=not judges or bool(named_without)):
     if without:
@@ -63,7 +64,7 @@ judges = sorted(judges, key=lambda j: (j != "em", j))
 judge = render.select_synced(st.sidebar, "Judge", judges, state_key="failures.judge", param="judge",
                              format_func=fmt.judge_name,
                              help="Which judge compared the top-k answer with the semi-gold answers")
-cases = data.load_failure_overview(run_keys, judge)
+cases = data_failures.load_failure_overview(run_keys, judge)
 categories = render.multiselect_synced(
     st.sidebar, "Categories (A-C: recall fails, D-F: LLM-retEval fails)", list(CATEGORY_NAMES),
     key="failures.categories", param="category",
@@ -108,7 +109,7 @@ for run, ids in worklists.items():
     inspect.render_walk_link(run, ids, run_orders[run], f"{list_name} · {run}",
                              label=f"Walk the {len(ids):,} queries of run {run} in the query inspector")
 all_case_ids = case_keys(shown)
-listed = data.with_failure_details(
+listed = data_failures.with_failure_details(
     shown.iloc[render.listed_positions(all_case_ids, st.query_params.get("case"), rows)].reset_index(drop=True),
     run_keys)
 render.render_table(example_view(listed, inspect_links(listed, run_orders, list_name)), hide_index=True, column_config={
@@ -130,4 +131,4 @@ chosen = render.select_synced(st, "Open a case", case_ids, state_key="failures.c
 case = listed.iloc[case_ids.index(chosen)]
 walk = inspect.worklist_query_params(case["run"], worklists[case["run"]], run_orders[case["run"]],
                                      f"{list_name} · {case['run']}")
-render.render_failure_case(case, case["run"], int(case["k"]), {p: walk[p] for p in ("list", "list_name")})
+render_evidence.render_failure_case(case, case["run"], int(case["k"]), {p: walk[p] for p in ("list", "list_name")})

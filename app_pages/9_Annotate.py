@@ -31,7 +31,7 @@ from rageval.annotations import (
 )
 from rageval.errors import StoreError
 from rageval.team import roles
-from ui import auth, data, render, render_citations, render_queues
+from ui import auth, data, data_attribution, render, render_citations, render_queues
 from ui import data_annotate as annotations
 from ui import data_queues as queues_data
 from ui import data_trust as trust_data
@@ -76,7 +76,7 @@ if kind == "passage":
 else:
     path = render.select_kind_run("attribution", data.find_attribution_runs(), data.attribution_runs_dir(),
                                   state_key=ATTRIBUTION_RUN_STATE, command=render.citations_command(),
-                                  read_settings=data.load_attribution_settings)
+                                  read_settings=data_attribution.load_attribution_settings)
 key = data.run_key(path)
 st.sidebar.caption(render.escape_markdown(f"Labels are saved to {store_path}"))
 
@@ -86,7 +86,7 @@ if kind == "passage":
     render.render_provenance(data.load_settings(*key), run=path.stem)
 else:
     st.caption(render.escape_markdown(f"Run {path.stem} · ") + render_citations.provenance(
-        data.load_attribution_settings(*key)))
+        data_attribution.load_attribution_settings(*key)))
 annotator = view.annotator_input(st)
 try:
     store_key = annotations.annotation_key(store_path)
@@ -229,12 +229,12 @@ if kind == "passage":
     label_queue()
     provenance = render.sample_note(mine["query_id"].nunique())
 else:
-    settings = data.load_attribution_settings(*key)
-    answers = data.load_attribution_answers(*key)
+    settings = data_attribution.load_attribution_settings(*key)
+    answers = data_attribution.load_attribution_answers(*key)
     if answers.empty:
         st.info("This run stores no answers.")
         st.stop()
-    all_statements = data.load_all_attribution_statements(*key)
+    all_statements = data_attribution.load_all_attribution_statements(*key)
     cited = all_statements[all_statements["citations"] != "[]"]  # the statements anyone is asked about
     cited_keys = set(zip(cited["scenario"], cited["query_id"], cited["answer_id"], cited["statement"]))
     done = sum(k in cited_keys for k in zip(mine["scenario"], mine["query_id"], mine["answer_id"], mine["statement"]))
@@ -264,13 +264,13 @@ else:
     st.caption("Is each statement supported by the passages it cites? A statement citing nothing is not judged, by "
                "you or by the NLI methods. The NLI verdicts are hidden here; the agreement below compares them. "
                + where)
-    inputs = data.load_attribution_inputs(*key, scenario, query_id)
+    inputs = data_attribution.load_attribution_inputs(*key, scenario, query_id)
     with st.expander(f"Input passages ({len(inputs)})", expanded=True):
         if inputs.empty:
             st.caption("None: this scenario answers closed-book.")
         render_citations.render_input_passages(inputs, run_key=key, scenario=scenario, query_id=query_id,
                                                key=f"annotate.input_page.{scenario}.{query_id}")
-    statements = data.load_attribution_statements(*key, scenario, query_id, answer_id)
+    statements = data_attribution.load_attribution_statements(*key, scenario, query_id, answer_id)
     if statements.empty:
         st.caption("This answer has no statements (an empty answer).")
     current = mine[(mine["scenario"] == scenario) & (mine["query_id"] == query_id) & (mine["answer_id"] == answer_id)]

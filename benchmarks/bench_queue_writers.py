@@ -50,7 +50,8 @@ def annotator_session(path: str, queue_id: int, annotator: str, results) -> None
 def main() -> None:
     import pandas as pd
 
-    from rageval.queues import QueuePlan, QueueStore
+    from rageval.queue_plans import QueuePlan
+    from rageval.queues import QueueStore
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--annotators", type=int, default=20)

@@ -166,7 +166,7 @@ def open(run: str | os.PathLike) -> Run:  # the public name: rageval.open(path)
     """The run at ``run``: a run file's path, or a run's name (the file's stem) looked up in the user's runs folder
     (``$RAGEVAL_RUNS_DIR``) and then the shipped runs (``data/runs``). A name found nowhere, or a file that is not a
     rageval run, raises a :class:`~rageval.errors.RagevalError` that says so."""
-    from rageval.html_report import find_run
+    from rageval.html_report_data import find_run
 
     return Run(find_run(run))
 

@@ -47,12 +47,12 @@ from rageval.trust.report import (  # noqa: E402
     auto_labels,
     build_report,
     design_of,
-    format_report,
     other_annotated_runs,
     ranked_items,
     read_inputs,
     trust_report,
 )
+from rageval.trust.report_text import format_report  # noqa: E402
 
 RUN = REPO / "data" / "runs" / "nq_open-bm25-gemma3_270m.sqlite"
 

@@ -17,7 +17,6 @@ Nothing here creates widgets.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import threading
@@ -49,7 +48,6 @@ from rageval.store import (
     APPLICATION_ID,
     ATTRIBUTION,
     ATTRIBUTION_APPLICATION_ID,
-    IUM,
     IUM_APPLICATION_ID,
     RUN,
     E2EOutput,
@@ -85,8 +83,6 @@ def shipped_runs_dir() -> Path | None:
 def is_shipped(path: Path) -> bool:
     """Whether ``path`` is a shipped, read-only run (no upload or job writes there)."""
     return paths.is_shipped(path)
-
-
 
 
 def list_run_files(folder: Path | None) -> tuple[list[Path], list[str]]:
@@ -650,127 +646,7 @@ def load_rescored_answers(path: str, mtime_ns: int, query_id: str) -> dict[str, 
     return answers
 
 
-# --- LLM-retEval ----------------------------------------------------------------------------------------
-
-@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
-def load_query_semi_gold(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
-    """The query's semi-gold samples: sample, output (read alone, not from the whole table)."""
-    return _read(path, mtime_ns, lambda reader: reader.query_semi_gold(query_id))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
-def load_query_verdicts(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
-    """The query's verdicts: judge, reference, k, verdict, evidence (by k, judge, reference; read alone)."""
-    return _read(path, mtime_ns, lambda reader: reader.query_verdicts(query_id))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
-def load_query_failure_cases(path: str, mtime_ns: int, query_id: str) -> pd.DataFrame:
-    """The query's failure cases: judge, k, category, reason (by k, judge, category; read alone)."""
-    return _read(path, mtime_ns, lambda reader: reader.query_failure_cases(query_id))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner="Computing the LLM-retEval table…")
-def load_reteval_table(path: str, mtime_ns: int, judge: str) -> pd.DataFrame:
-    """:func:`rageval.reteval.reteval_table` (the paper's Tables 1-2) of one judge on this run."""
-    from rageval.reteval.tables import read_reteval_table
-
-    return _read(path, mtime_ns, lambda reader: read_reteval_table(reader, judge))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_failure_case_table(path: str, mtime_ns: int, judge: str, k: int | None = None,
-                            details: bool = True) -> pd.DataFrame:
-    """One judge's failure cases (at ``k`` when given) with the question text: query_id, text, k, category, reason
-    (by k, category, run order of the queries; :meth:`RunReader.failure_case_table`); without ``details``, only
-    query_id, k, category."""
-    return _read(path, mtime_ns, lambda reader: reader.failure_case_table(judge, k, details=details))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=256, show_spinner=False)
-def load_failure_case_details(path: str, mtime_ns: int, judge: str, query_ids: tuple[str, ...]) -> pd.DataFrame:
-    """The question and reason of one judge's failure cases on ``query_ids``: query_id, k, category, text, reason
-    (:meth:`RunReader.failure_case_details`)."""
-    return _read(path, mtime_ns, lambda reader: reader.failure_case_details(judge, query_ids))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_judges(path: str, mtime_ns: int) -> list[str]:
-    """The judges with LLM-retEval verdicts in this run (none: the run has no LLM-retEval)."""
-    return _read(path, mtime_ns, RunReader.judges)
-
-
-def has_failure_cases(key: tuple[str, int]) -> bool:
-    """A run the Failure cases page lists: it stores LLM-retEval failure cases."""
-    return load_has_rows(*key, "failure_cases")
-
-
-def load_failure_judges(run_keys: tuple[tuple[str, int], ...]) -> list[str]:
-    """The judges of every run in ``run_keys`` with failure cases (sorted; runs that cannot be read left out)."""
-    judges: set[str] = set()
-    for key in run_keys:
-        try:
-            with isolated():
-                if has_failure_cases(key):
-                    judges.update(load_judges(*key))
-        except (StoreError, OSError):
-            continue  # listed by load_unreadable_runs
-    return sorted(judges)
-
-
-def load_failure_overview(run_keys: tuple[tuple[str, int], ...], judge: str) -> pd.DataFrame:
-    """The failure cases of ``judge`` in every run of ``run_keys`` that has any, with what produced them: columns
-    run, path, dataset, retriever, model, judge, query_id, k, category (no question or reason: a big run's are
-    megabytes; :func:`with_failure_details` adds them to the rows shown). Each run's cases are one joined read
-    (:func:`load_failure_case_table`, cached per run); runs without the LLM-retEval tables contribute nothing."""
-    frames = []
-    for path, mtime_ns in run_keys:
-        try:
-            with isolated():
-                if not has_failure_cases((path, mtime_ns)):
-                    continue
-                cases = load_failure_case_table(path, mtime_ns, judge, details=False)
-                settings = load_settings(path, mtime_ns)
-        except (StoreError, OSError):
-            continue  # listed by load_unreadable_runs; one bad file never hides the others
-        if len(cases):
-            frames.append(cases.assign(
-                run=Path(path).stem, path=path, dataset=str(settings.get("dataset", "?")),
-                retriever=str(settings.get("retriever", "?")), model=str(settings.get("model_id", "?")), judge=judge))
-    columns = ["run", "path", "dataset", "retriever", "model", "judge", "query_id", "k", "category"]
-    if not frames:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(frames, ignore_index=True)[columns]
-
-
-def with_failure_details(cases: pd.DataFrame, run_keys: tuple[tuple[str, int], ...]) -> pd.DataFrame:
-    """``cases`` (rows of :func:`load_failure_overview`, a few hundred) with their question (``text``) and reason,
-    read for those rows only, run by run; the rows and their order are kept."""
-    mtimes = dict(run_keys)
-    key = ["query_id", "k", "category"]
-    parts = []
-    for (path, judge), group in cases.reset_index(names="_position").groupby(["path", "judge"], sort=False):
-        found = load_failure_case_details(path, mtimes[path], judge, tuple(dict.fromkeys(group["query_id"])))
-        parts.append(group.merge(found.astype({"k": int}), how="left", on=key))
-    if not parts:
-        return cases.assign(text=pd.Series(dtype=object), reason=pd.Series(dtype=object))
-    return pd.concat(parts).sort_values("_position").drop(columns="_position").reset_index(drop=True)
-
-
-def read_failure_tables(path: str, mtime_ns: int) -> None:
-    """Read what the Failure cases page reads of one run (whether it has cases, its judges, settings and
-    questions), so that a run it cannot show is named up front; its cases are read per judge."""
-    if has_failure_cases((path, mtime_ns)):
-        load_judges(path, mtime_ns)
-        load_settings(path, mtime_ns)
-        load_questions(path, mtime_ns)  # a question that does not decode fails here, not under a listed case
-
-
-def load_unreadable_runs(run_keys: tuple[tuple[str, int], ...]) -> list[str]:
-    """``"file: reason"`` for each run of ``run_keys`` that cannot be read as the Failure-cases page reads it (the
-    page warns about them and shows every other run)."""
-    return list(readable_runs(run_keys, read_failure_tables)[1].values())
-
+# --- reading many runs, each on its own (the LLM-retEval and Failure cases loaders: ui/data_failures.py) --------
 
 def readable_runs(run_keys: tuple[tuple[str, int], ...], read: Callable[[str, int], Any] = load_settings
                   ) -> tuple[dict[str, Any], dict[str, str]]:
@@ -800,7 +676,7 @@ def safe_run_keys(runs: list[Path]) -> tuple[tuple[str, int], ...]:
     return tuple(keys)
 
 
-# --- other kinds of run file: attributed answers (rageval attribution) and IUM (rageval ium) -----------------
+# --- other kinds of run file: where they are (loaders: ui/data_attribution.py, ui/data_ium.py) ----------------
 
 def _runs_of_kind(folder: Path | None, application_id: int) -> list[Path]:
     """The ``*.sqlite`` files of one kind (their SQLite ``application_id``) in ``folder``, newest first; a file
@@ -850,173 +726,6 @@ def find_ium_runs() -> list[Path]:
     return _runs_of_kind_everywhere(IUM_SUBDIR, IUM_APPLICATION_ID)
 
 
-def _read_attribution(path: str, mtime_ns: int, read: Callable[[AttributionReader], T]) -> T:
-    return _read(path, mtime_ns, read, "attribution")
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_attribution_settings(path: str, mtime_ns: int) -> dict[str, Any]:
-    return _read_attribution(path, mtime_ns, AttributionReader.settings)
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_attribution_metric_table(path: str, mtime_ns: int) -> pd.DataFrame:
-    """:func:`rageval.attribution.results_section.scenario_metric_table` of the run (Table 2: fractions, BLEU 0-100)."""
-    from rageval.attribution.results_section import scenario_metric_table
-
-    return scenario_metric_table(_read_attribution(path, mtime_ns, AttributionReader.metric_means))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_attribution_answers(path: str, mtime_ns: int) -> pd.DataFrame:
-    """Every answer with its question: scenario, query_id, answer_id, text, human_attributable,
-    human_informative, question ("" for the gold answers of queries outside the run's sample), in run order."""
-    answers = _read_attribution(path, mtime_ns, lambda reader: reader.frame("answers"))
-    queries = _read_attribution(path, mtime_ns, lambda reader: reader.frame("queries"))
-    with checked(path, ATTRIBUTION):
-        questions = dict(zip(queries["query_id"], queries["text"]))
-        return answers.assign(question=[questions.get(q, "") for q in answers["query_id"]])
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
-def load_attribution_statements(path: str, mtime_ns: int, scenario: str, query_id: str,
-                                answer_id: str) -> pd.DataFrame:
-    """One answer's statements in order: statement, text, raw, citations (a list of passage numbers),
-    human_attributable, supported (AutoAIS_cit's verdict), alce_recall (ALCE's joint-premise verdict)."""
-    frame = _read_attribution(path, mtime_ns, lambda reader: reader.frame(
-        "statements", "scenario = ? AND query_id = ? AND answer_id = ?", (scenario, query_id, answer_id)))
-    with checked(path, ATTRIBUTION):
-        frame = frame.drop(columns=["scenario", "query_id", "answer_id"]).sort_values("statement")
-        return frame.assign(citations=[[int(n) for n in json.loads(c)] for c in frame["citations"]]
-                            ).reset_index(drop=True)
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
-def load_attribution_inputs(path: str, mtime_ns: int, scenario: str, query_id: str) -> pd.DataFrame:
-    """The passages the generator saw for (scenario, query), by citation number: number, passage_id, title, text
-    (its first part, :data:`PASSAGE_PAGE_SIZE`), text_size (:func:`load_attribution_input_page` reads the rest)."""
-    return _read_attribution(path, mtime_ns, lambda reader: reader.input_passages(scenario, query_id,
-                                                                                  PASSAGE_PAGE_SIZE))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
-def load_attribution_input_page(path: str, mtime_ns: int, scenario: str, query_id: str, number: int,
-                                page: int) -> str:
-    """Part ``page`` (0 first) of one input passage's text, as :func:`load_passage_page`."""
-    window = _read_attribution(path, mtime_ns, lambda reader: reader.input_passage_text(
-        scenario, query_id, number, page * PASSAGE_PAGE_SIZE, PASSAGE_PAGE_SIZE))
-    return window[0] if window else ""
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
-def load_entailment_matrix(path: str, mtime_ns: int, scenario: str, query_id: str, answer_id: str) -> pd.DataFrame:
-    """p(passage ⊨ statement) of one answer: index statement number, columns passage number."""
-    return _read_attribution(path, mtime_ns, lambda reader: reader.entailment_matrix(scenario, query_id, answer_id))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=512, show_spinner=False)
-def load_answer_metrics(path: str, mtime_ns: int, scenario: str, query_id: str, answer_id: str) -> dict[str, float]:
-    """Every metric value stored for one answer."""
-    frame = _read_attribution(path, mtime_ns, lambda reader: reader.frame(
-        "answer_metrics", "scenario = ? AND query_id = ? AND answer_id = ?", (scenario, query_id, answer_id)))
-    return dict(zip(frame["metric"], frame["value"].astype(float)))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_attribution_agreement(path: str, mtime_ns: int) -> pd.DataFrame:
-    """Agreement of the automatic scores with HAGRID's human labels: level, score, n, pearson, spearman,
-    accuracy, human_positive_rate, model_positive_rate."""
-    return _read_attribution(path, mtime_ns, lambda reader: reader.frame("agreement"))
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=4, show_spinner=False)
-def load_ium_run(path: str, mtime_ns: int) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
-    """(settings, tables) of an IUM run file (:func:`rageval.ium.experiment.read_ium_run`)."""
-    from rageval.ium.experiment import read_ium_run
-
-    with checked(path, IUM):
-        return read_ium_run(Path(path))
-
-
-def load_ium_settings(path: str, mtime_ns: int) -> dict[str, Any]:
-    return load_ium_run(path, mtime_ns)[0]
-
-
-def load_ium_table(path: str, mtime_ns: int, name: str) -> pd.DataFrame:
-    """One table of an IUM run (agents, queries, served, outcomes, feedback, online_trained_on, significance,
-    personalisation); empty when the run does not have it."""
-    return load_ium_run(path, mtime_ns)[1].get(name, pd.DataFrame())
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
-def load_ium_summary(path: str, mtime_ns: int) -> pd.DataFrame:
-    """:func:`rageval.ium.experiment.summary_table`: mean downstream score per agent (rows, then ``macro
-    average``, the mean over agents) and main method (columns)."""
-    from rageval.ium.experiment import summary_table
-
-    outcomes = load_ium_table(path, mtime_ns, "outcomes")
-    with checked(path, IUM):
-        return summary_table(outcomes)
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
-def load_ium_macro_intervals(path: str, mtime_ns: int) -> pd.DataFrame:
-    """:func:`rageval.ium.experiment.macro_interval_table`: each main method's macro average with its 95%
-    bootstrap interval and its difference from the first stage (BM25 for the four shipped agents)."""
-    from rageval.ium.experiment import macro_interval_table
-
-    outcomes = load_ium_table(path, mtime_ns, "outcomes")
-    agents = load_ium_table(path, mtime_ns, "agents")
-    if outcomes.empty or agents.empty:
-        return pd.DataFrame()
-    with checked(path, IUM):
-        return macro_interval_table(outcomes, agents)
-
-
-def load_ium_test_counts(path: str, mtime_ns: int) -> dict[str, int]:
-    """The number of test queries each agent answered (what each agent's mean is over)."""
-    outcomes = load_ium_table(path, mtime_ns, "outcomes")
-    if outcomes.empty:
-        return {}
-    with checked(path, IUM):
-        return {agent: int(n) for agent, n in outcomes.groupby("agent")["query_id"].nunique().items()}
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
-def load_ium_iteration_curves(path: str, mtime_ns: int) -> pd.DataFrame:
-    """Macro-average downstream score after each offline iteration t (rows), personalised and not (columns;
-    :func:`rageval.ium.experiment.iteration_curve`)."""
-    from rageval.ium.experiment import iteration_curve
-
-    outcomes = load_ium_table(path, mtime_ns, "outcomes")
-    with checked(path, IUM):
-        return pd.DataFrame({"personalised": iteration_curve(outcomes, "offline-IUM"),
-                             "non-personalised": iteration_curve(outcomes, "offline-IUM-nonpersonalised")})
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
-def load_ium_batch_curve(path: str, mtime_ns: int) -> pd.Series:
-    """Macro-average downstream score of online IUM per batch size b
-    (:func:`rageval.ium.experiment.batch_size_curve`)."""
-    from rageval.ium.experiment import batch_size_curve
-
-    outcomes = load_ium_table(path, mtime_ns, "outcomes")
-    with checked(path, IUM):
-        return batch_size_curve(outcomes)
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
-def load_ium_personalisation(path: str, mtime_ns: int) -> pd.DataFrame:
-    """:func:`rageval.ium.experiment.personalisation_summary` of the run (empty when it has no such table)."""
-    from rageval.ium.experiment import personalisation_summary
-
-    table = load_ium_table(path, mtime_ns, "personalisation")
-    if table.empty:
-        return pd.DataFrame(columns=["method", "agent_a", "agent_b", "kendall_tau", "jaccard", "n"])
-    with checked(path, IUM):
-        return personalisation_summary(table, load_ium_table(path, mtime_ns, "agents"))
-
-
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
 def load_finite_measures(path: str, mtime_ns: int) -> FiniteValues:
     """The per-query measure values that are finite numbers (:func:`keep_finite`), the others counted per
@@ -1041,12 +750,6 @@ def dropped_count(dropped: pd.DataFrame, **key: Any) -> int:
 def load_labels(path: str, mtime_ns: int) -> pd.DataFrame:
     """Every label of the run (all methods): method, query_id, passage_id, value."""
     return _read(path, mtime_ns, RunReader.labels)
-
-
-@st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
-def load_all_attribution_statements(path: str, mtime_ns: int) -> pd.DataFrame:
-    """Every statement of an attributed-answer run (its ``statements`` table, all scenarios and answers)."""
-    return _read_attribution(path, mtime_ns, lambda reader: reader.frame("statements"))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=16, show_spinner=False)

@@ -15,11 +15,12 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from rageval import agreement as agree
 from rageval import annotations as ann
 from rageval.errors import RagevalError, StoreError
 from rageval.team import audit as audit_log
 from rageval.team.roles import LABEL, MANAGE_QUEUES
-from ui import auth, data
+from ui import auth, data, data_attribution
 
 _TTL_S = 3600
 ANNOTATIONS_ENV = "RAGEVAL_ANNOTATIONS"
@@ -173,8 +174,8 @@ def passage_method_labels(run_path: Path) -> pd.DataFrame:
 @st.cache_data(ttl=_TTL_S, max_entries=8, show_spinner=False)
 def load_statement_method_labels(path: str, mtime_ns: int) -> pd.DataFrame:
     """The NLI verdicts (and HAGRID's human labels) of every statement of an attribution run, long format
-    (:func:`rageval.annotations.statement_method_labels`)."""
-    return ann.statement_method_labels(data.load_all_attribution_statements(path, mtime_ns))
+    (:func:`rageval.agreement.statement_method_labels`)."""
+    return agree.statement_method_labels(data_attribution.load_all_attribution_statements(path, mtime_ns))
 
 
 def method_labels(run_path: Path, kind: str) -> pd.DataFrame:
@@ -188,26 +189,27 @@ def _load_agreement(path: str, revision: int, run_path: str, mtime_ns: int, run:
                     annotator: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     mine = load_latest(path, revision, run, kind, annotator)
     automatic = method_labels(Path(run_path), kind)
-    paired = ann.pair_labels(mine, automatic, kind)  # once for both tables
-    return (ann.agreement_from_pairs(paired, automatic["method"].unique()), ann.disagreements_from_pairs(paired, kind),
-            ann.agreement_between_annotators(load_latest(path, revision, run, kind), kind))
+    paired = agree.pair_labels(mine, automatic, kind)  # once for both tables
+    return (agree.agreement_from_pairs(paired, automatic["method"].unique()),
+            agree.disagreements_from_pairs(paired, kind),
+            agree.agreement_between_annotators(load_latest(path, revision, run, kind), kind))
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=32, show_spinner=False)
-def load_multi_rater(path: str, revision: int, run: str, kind: str) -> ann.MultiRater:
+def load_multi_rater(path: str, revision: int, run: str, kind: str) -> agree.MultiRater:
     """Fleiss' kappa and Krippendorff's alpha of every annotator of one run and kind
-    (:func:`rageval.annotations.multi_annotator_agreement`)."""
-    return ann.multi_annotator_agreement(load_latest(path, revision, run, kind), kind)
+    (:func:`rageval.agreement.multi_annotator_agreement`)."""
+    return agree.multi_annotator_agreement(load_latest(path, revision, run, kind), kind)
 
 
 def load_item_method_labels(run_path: Path, items: pd.DataFrame) -> pd.DataFrame:
-    """Each automatic method's label on some passages of a run (:func:`rageval.annotations.method_labels_of`)."""
-    return ann.method_labels_of(items, passage_method_labels(run_path), "passage")
+    """Each automatic method's label on some passages of a run (:func:`rageval.agreement.method_labels_of`)."""
+    return agree.method_labels_of(items, passage_method_labels(run_path), "passage")
 
 
 def load_agreement(annotation_key: tuple[str, int], run_path: Path, kind: str,
                    annotator: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(kappa per automatic method, disagreements, kappa per pair of annotators) of one annotator on one run
-    (:func:`rageval.annotations.agreement_with_methods`, :func:`~rageval.annotations.disagreements`,
-    :func:`~rageval.annotations.agreement_between_annotators`)."""
+    (:func:`rageval.agreement.agreement_with_methods`, :func:`~rageval.agreement.disagreements`,
+    :func:`~rageval.agreement.agreement_between_annotators`)."""
     return _load_agreement(*annotation_key, *data.run_key(run_path), run_path.stem, kind, annotator)

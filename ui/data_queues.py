@@ -16,13 +16,15 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from rageval import agreement as agree
 from rageval import annotations as ann
+from rageval import queue_plans as plans
 from rageval import queues as q
 from rageval.errors import RagevalError, StoreError
 from rageval.team import audit as audit_log
 from rageval.team import roles
 from rageval.team.config import normalise_identity
-from ui import auth, data
+from ui import auth, data, data_attribution
 from ui import data_annotate as annotate_data
 
 _TTL_S = 3600
@@ -37,13 +39,7 @@ def queue_key(path: Path) -> tuple[str, int, int]:
     """The cache key of the queues of the annotation file: resolved path, newest label id, and a count that changes
     with every queue created and every adjudication. Raises StoreError for a file that is not an annotation file."""
     resolved, revision = annotate_data.annotation_key(path)
-    store = q.QueueStore(path)
-    if not store.queues():
-        return resolved, revision, 0
-    with store.annotations.read_connection() as connection:
-        changes = connection.execute("SELECT (SELECT COALESCE(MAX(id), 0) FROM queues) * 1000003 + "
-                                     "(SELECT COALESCE(MAX(id), 0) FROM adjudications)").fetchone()[0]
-    return resolved, revision, int(changes)
+    return resolved, revision, q.QueueStore(path).changes()
 
 
 def _store(path: str) -> q.QueueStore:
@@ -125,14 +121,14 @@ def runs_of_kind(kind: str) -> dict[str, Path]:
 def load_population(run_path: str, mtime_ns: int, kind: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(the run's items of ``kind``, its automatic labels in long format): passages are every retrieved passage
     (query_id, passage_id, rank) with every label method's labels; statements are those citing a passage with the
-    NLI verdicts (:func:`rageval.annotations.statement_method_labels`)."""
+    NLI verdicts (:func:`rageval.agreement.statement_method_labels`)."""
     if kind == "passage":
         population = data._read(run_path, mtime_ns, lambda reader: annotate_data.ranked_items(reader.rankings()))
         return population, data.load_labels(run_path, mtime_ns)
-    statements = data.load_all_attribution_statements(run_path, mtime_ns)
+    statements = data_attribution.load_all_attribution_statements(run_path, mtime_ns)
     cited = statements[statements["citations"] != "[]"]
     return (cited[list(ann.ITEM_COLUMNS["statement"])].reset_index(drop=True),
-            ann.statement_method_labels(statements))
+            agree.statement_method_labels(statements))
 
 
 def _fail(message: str) -> None:
@@ -140,12 +136,12 @@ def _fail(message: str) -> None:
     st.session_state.pop(MESSAGE_STATE, None)
 
 
-def _plan_from(keys: dict[str, str]) -> q.QueuePlan:
+def _plan_from(keys: dict[str, str]) -> plans.QueuePlan:
     state = st.session_state
-    return q.QueuePlan(plan=state[keys["plan"]], size=int(state[keys["size"]]), seed=int(state[keys["seed"]]),
+    return plans.QueuePlan(plan=state[keys["plan"]], size=int(state[keys["size"]]), seed=int(state[keys["seed"]]),
                        stratify_by=str(state.get(keys["stratify_by"]) or ""),
-                       allocation=str(state.get(keys["allocation"]) or q.PROPORTIONAL),
-                       oversample=float(state.get(keys["oversample"]) or q.DEFAULT_OVERSAMPLE))
+                       allocation=str(state.get(keys["allocation"]) or plans.PROPORTIONAL),
+                       oversample=float(state.get(keys["oversample"]) or plans.DEFAULT_OVERSAMPLE))
 
 
 def create_queue(path: str, run_path: str, kind: str, typed_name: str, keys: dict[str, str]) -> None:

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
+from rageval import agreement as agree
 from rageval import annotations as ann
 from rageval.trec import qrels_text
 from ui import auth, data, render, theme
@@ -400,7 +401,7 @@ def render_reveal(items: pd.DataFrame, methods: pd.DataFrame, question: str, *, 
                   args=(*relabel_args(row), 0), width="stretch")
 
 
-def render_multi_rater(result: ann.MultiRater, provenance: str) -> None:
+def render_multi_rater(result: agree.MultiRater, provenance: str) -> None:
     """Fleiss' kappa and Krippendorff's alpha when more than one person labelled this run."""
     if result.annotators < 2:
         return

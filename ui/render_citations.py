@@ -18,7 +18,7 @@ import streamlit as st
 
 from rageval.attribution.results_section import to_percent
 from rageval.attribution.user_answers import SOURCE as USER_SOURCE
-from ui import data, render, theme
+from ui import data_attribution, render, theme
 from ui.render import escape_markdown, format_label
 
 METRIC_NAMES = {
@@ -184,12 +184,12 @@ def agreement_view(agreement: pd.DataFrame) -> pd.DataFrame:
 
 def render_input_passages(inputs: pd.DataFrame, *, run_key: tuple[str, int], scenario: str, query_id: str,
                           key: str) -> None:
-    """One bordered block per input passage (:func:`ui.data.load_attribution_inputs` of ``scenario`` and ``query_id``
-    in the run ``run_key``): ``[number] title · passage id``, then the text (as text; a page at a time when long,
-    widget keys ``<key>.<number>``)."""
+    """One bordered block per input passage (:func:`ui.data_attribution.load_attribution_inputs` of ``scenario``
+    and ``query_id`` in the run ``run_key``): ``[number] title · passage id``, then the text (as text; a page at
+    a time when long, widget keys ``<key>.<number>``)."""
     for row in inputs.itertuples():
         with st.container(border=True):
             title = escape_markdown(row.title) if row.title else "(untitled passage)"
             st.markdown(f"**\\[{int(row.number)}\\] {title}** · {escape_markdown(row.passage_id)}")
             render.render_passage_text(row.text, row.text_size, key=f"{key}.{int(row.number)}", load_page=partial(
-                data.load_attribution_input_page, *run_key, scenario, query_id, int(row.number)))
+                data_attribution.load_attribution_input_page, *run_key, scenario, query_id, int(row.number)))

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from rageval.reteval import CATEGORY_NAMES
-from ui.render import failure_cases_view, inspector_url
+from ui.render import inspector_url
+from ui.render_evidence import failure_cases_view
 from ui.render_inspector import inspect_links as run_links
 from ui.theme import CATEGORY_COLOURS
 
@@ -16,7 +17,8 @@ from ui.theme import CATEGORY_COLOURS
 def filter_cases(cases: pd.DataFrame, *, judge: str, categories: Sequence[str], ks: Sequence[int],
                  datasets: Sequence[str], retrievers: Sequence[str], runs: Sequence[str] | None = None
                  ) -> pd.DataFrame:
-    """The rows of :func:`ui.data.load_failure_overview` that pass every filter (``runs``: every run when None)."""
+    """The rows of :func:`ui.data_failures.load_failure_overview` that pass every filter (``runs``: every run
+    when None)."""
     keep = ((cases["judge"] == judge) & cases["category"].isin(categories) & cases["k"].isin(ks)
             & cases["dataset"].isin(datasets) & cases["retriever"].isin(retrievers))
     if runs is not None:
@@ -73,8 +75,8 @@ def count_chart(cases: pd.DataFrame, judge_label: str) -> tuple[pd.DataFrame, di
 
 def example_view(cases: pd.DataFrame, links: Sequence[str] | None = None) -> pd.DataFrame:
     """The failure cases as a table: run, dataset, retriever, then the per-case columns of
-    :func:`ui.render.failure_cases_view`, and a link that opens the case in the query inspector (``links``, one per
-    case, e.g. :func:`inspect_links`; plain links to the query when not given)."""
+    :func:`ui.render_evidence.failure_cases_view`, and a link that opens the case in the query inspector
+    (``links``, one per case, e.g. :func:`inspect_links`; plain links to the query when not given)."""
     view = failure_cases_view(cases, with_judge=False)
     view.insert(0, "Run", cases["run"].to_numpy())
     view.insert(1, "Dataset", cases["dataset"].to_numpy())

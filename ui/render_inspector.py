@@ -113,9 +113,9 @@ def cut_off(output: str, max_new_tokens: int | None) -> bool:
 
 
 def with_cut_off(view: pd.DataFrame, outputs: pd.DataFrame, max_new_tokens: int | None) -> pd.DataFrame:
-    """The E2E answers' table (:func:`ui.render.e2e_outputs_view`) with a ``Cut off`` column: for an answer that
-    probably hit the token limit (:func:`cut_off`), its estimated tokens of the limit, so a cut answer ("... (September
-    8, 1835 – April") reads as cut off rather than as a wrong answer; empty otherwise."""
+    """The E2E answers' table (:func:`ui.render_evidence.e2e_outputs_view`) with a ``Cut off`` column: for an answer
+    that probably hit the token limit (:func:`cut_off`), its estimated tokens of the limit, so a cut answer ("...
+    (September 8, 1835 – April") reads as cut off rather than as a wrong answer; empty otherwise."""
     return view.assign(**{"Cut off": [
         f"probably: about {estimated_tokens(o)} of the {max_new_tokens}-token limit"
         if isinstance(o, str) and cut_off(o, max_new_tokens) else "" for o in outputs["output"]]})

@@ -14,15 +14,16 @@ import pandas as pd
 import streamlit as st
 
 from rageval import annotations as ann
+from rageval import queue_plans as plans
 from rageval import queues as q
 from ui import render
 from ui import render_annotate as annotate_view
 from ui.render import escape_markdown
 
-PLAN_NAMES = {q.UNIFORM_PLAN: "Uniform random sample",
-              q.STRATIFIED_PLAN: "Stratified by an automatic label",
-              q.DISAGREEMENT_PLAN: "Where the label methods disagree (oversampled, stratified)"}
-ALLOCATION_NAMES = {q.PROPORTIONAL: "proportional to each stratum's size", q.EQUAL: "equal per stratum"}
+PLAN_NAMES = {plans.UNIFORM_PLAN: "Uniform random sample",
+              plans.STRATIFIED_PLAN: "Stratified by an automatic label",
+              plans.DISAGREEMENT_PLAN: "Where the label methods disagree (oversampled, stratified)"}
+ALLOCATION_NAMES = {plans.PROPORTIONAL: "proportional to each stratum's size", plans.EQUAL: "equal per stratum"}
 KIND_NAMES = {"passage": "Passages (useful or not)", "statement": "Statements (supported or not)"}
 #: The create form's widget keys, by field.
 FORM_KEYS = {field: f"queues.create.{field}" for field in (
@@ -106,7 +107,7 @@ def render_create_form(kind: str, methods: list[str], population: int, *, on_cre
     with st.form("queues.create_form"):
         name, plan = st.columns([2, 3])
         name.text_input("Queue name", key=FORM_KEYS["name"], placeholder="e.g. nq-check-1")
-        plan.selectbox("Sampling plan", list(q.PLANS), key=FORM_KEYS["plan"], format_func=PLAN_NAMES.get,
+        plan.selectbox("Sampling plan", list(plans.PLANS), key=FORM_KEYS["plan"], format_func=PLAN_NAMES.get,
                        help="Uniform: a seeded random sample. Stratified: split the run's items by one method's "
                             "label and draw within each part. Disagreement: oversample the items where the run's "
                             "label methods disagree, every part keeping a positive sampling rate, so estimates "
@@ -114,10 +115,10 @@ def render_create_form(kind: str, methods: list[str], population: int, *, on_cre
         method, allocation, oversample = st.columns(3)
         method.selectbox("Stratify by (stratified plan)", methods, key=FORM_KEYS["stratify_by"],
                          help="The automatic label method whose label (1 / 0 / not labelled) splits the items.")
-        allocation.radio("Allocation (stratified plan)", list(q.ALLOCATIONS), key=FORM_KEYS["allocation"],
+        allocation.radio("Allocation (stratified plan)", list(plans.ALLOCATIONS), key=FORM_KEYS["allocation"],
                          format_func=ALLOCATION_NAMES.get, horizontal=True)
         oversample.number_input("Oversampling (disagreement plan)", min_value=1.0, max_value=20.0,
-                                value=q.DEFAULT_OVERSAMPLE, step=0.5, key=FORM_KEYS["oversample"],
+                                value=plans.DEFAULT_OVERSAMPLE, step=0.5, key=FORM_KEYS["oversample"],
                                 help="An item where one method dissents is this many times as likely to be drawn "
                                      "as one where all agree (two dissenting: 1 + 2 x (this - 1)).")
         size, overlap, seed = st.columns(3)
@@ -252,7 +253,7 @@ def my_queue_progress_text(status: pd.DataFrame, annotator: str, queue: q.Queue)
 def render_my_queue(store_path: str, key: tuple[str, int, int], queue: q.Queue, annotator: str) -> None:
     """The annotator's queue: its guidelines, their progress, and their next assigned item with the labelling
     blocks of the Annotate page (decision buttons and keys 1 / 0 / u / s, j / k to move, a note)."""
-    from ui import data, data_queues, render_citations
+    from ui import data, data_attribution, data_queues, render_citations
     from ui import data_annotate as annotate_data
 
     st.caption(escape_markdown(plan_text(queue)))
@@ -306,17 +307,17 @@ def render_my_queue(store_path: str, key: tuple[str, int, int], queue: q.Queue, 
                                                                                          page))
         else:
             run_key = data.run_key(run_path)
-            statements = data.load_attribution_statements(*run_key, item["scenario"], item["query_id"],
+            statements = data_attribution.load_attribution_statements(*run_key, item["scenario"], item["query_id"],
                                                           item["answer_id"])
             statement = statements[statements["statement"] == int(item["statement"])]
-            answers = data.load_attribution_answers(*run_key)
+            answers = data_attribution.load_attribution_answers(*run_key)
             question = answers.loc[answers["query_id"] == item["query_id"], "question"]
             if len(question) and question.iloc[0]:
                 st.subheader(escape_markdown(question.iloc[0]))
             st.markdown(f"**Statement {int(item['statement']) + 1}:**")
             st.text(statement["text"].iloc[0] if len(statement) else "(this statement is no longer in the run)")
             cited = set(statement["citations"].iloc[0]) if len(statement) else set()
-            inputs = data.load_attribution_inputs(*run_key, item["scenario"], item["query_id"])
+            inputs = data_attribution.load_attribution_inputs(*run_key, item["scenario"], item["query_id"])
             render_citations.render_input_passages(inputs[inputs["number"].isin(cited)], run_key=run_key,
                                                    scenario=item["scenario"], query_id=item["query_id"],
                                                    key=f"annotate.queue_inputs.{position}")

@@ -23,7 +23,7 @@ def _write(text: str, out: Path | None) -> None:
 
 def cmd_create(args: argparse.Namespace) -> int:
     from rageval.errors import RagevalError
-    from rageval.queues import QueuePlan
+    from rageval.queue_plans import QueuePlan
     from rageval.store import RUN
     from rageval.store.files import describe_missing
     from rageval.trust.queue_files import create_run_queue
@@ -90,7 +90,7 @@ def cmd_adjudicate(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub) -> None:
-    from rageval.queues import ALLOCATIONS, PLANS, PROPORTIONAL
+    from rageval.queue_plans import ALLOCATIONS, PLANS, PROPORTIONAL
     from rageval.trust.queue_files import FORMATS
 
     queue = sub.add_parser("queue", help="annotation queues: create, status, export / import (csv, label-studio, "

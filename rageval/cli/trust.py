@@ -44,7 +44,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
 def cmd_trust(args: argparse.Namespace) -> int:
     from rageval.store import RUN
     from rageval.store.files import describe_missing
-    from rageval.trust.report import format_report, trust_report
+    from rageval.trust.report import trust_report
+    from rageval.trust.report_text import format_report
 
     describe_missing(Path(args.run), RUN)
     report = trust_report(args.run, _store(args), annotator=args.annotator, k=args.k,

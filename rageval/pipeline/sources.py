@@ -32,10 +32,10 @@ from rageval.errors import DataError, RagevalError
 from rageval.retrieval.retrievers import RETRIEVERS, Retrievers
 from rageval.store import Label, Run
 from rageval.types import Passage, Query, Ranking
+from rageval.upload.convert import convert_jsonl_upload, convert_trec_upload
 from rageval.upload.fields import encoding_problem
-from rageval.upload.jsonl import convert_jsonl_upload, read_passages_file, read_queries_file
+from rageval.upload.jsonl import read_passages_file, read_queries_file
 from rageval.upload.problems import UploadError, UploadFile, UploadLimits, UploadResult
-from rageval.upload.trec import convert_trec_upload
 
 #: No practical size limit for files named on the command line (the dashboard's upload keeps its own limits).
 PIPELINE_LIMITS = UploadLimits(max_file_bytes=64 * 2**30, max_queries=10_000_000, max_passages_per_query=100_000,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.errors import StoreError
-from rageval.labelmethods import LLM_RELEVANCE, method_kind, remember_stored_kinds
+from rageval.labelmethods import remember_stored_kinds
 from rageval.store.files import (
     check_settings,
     check_shape,
@@ -43,7 +43,6 @@ from rageval.store.files import (
     object_of,
     open_readonly,
     reading,
-    remembered_frame,
     remembered_summary,
     schema_shape,
     sqlite_application_id,
@@ -64,6 +63,8 @@ from rageval.store.records import (
     UnparsedAnswer,
     Verdict,
 )
+from rageval.store.runs_measures import MeasureReads
+from rageval.store.runs_reteval import RetevalReads
 from rageval.store.schemas import CORRELATION_COLUMNS, RUN, RUN_REQUIRED_TABLES, RUN_SCHEMA
 from rageval.store.text import text_window
 from rageval.types import Passage, Query, Ranking, ScoredPassage
@@ -74,8 +75,6 @@ if TYPE_CHECKING:  # pandas is imported by the readers that return frames: `rage
 SCHEMA_VERSION = RUN.version
 APPLICATION_ID = RUN.application_id  # "RAGE": marks a SQLite file as a rageval run
 
-#: An SQL condition true for a finite number (false for NULL, +-inf and text: text sorts above every number).
-_FINITE = "(value > -9e999 AND value < 9e999)"
 #: The columns of :meth:`RunReader.ranking_table` before its label methods' (one column per method follows).
 RANKING_COLUMNS = ("rank", "passage_id", "score", "title", "text", "text_size", "output")
 
@@ -191,7 +190,7 @@ OWN_ANSWER_K = ("e.k = (SELECT MIN(o.k) FROM e2e_outputs o WHERE o.query_id = q.
 
 
 @checked_reads(RUN)
-class RunReader:
+class RunReader(RetevalReads, MeasureReads):
     """Read access to one run file, query by query (the dashboard never loads a whole run into memory).
 
     Opens the file read-only and checks it is a rageval run with a schema this version understands, tables of the
@@ -276,23 +275,6 @@ class RunReader:
         AVG: NULLs left out), aggregated by SQLite."""
         return self._connection.execute("SELECT method, measure, AVG(value) FROM measure_values "
                                         "GROUP BY method, measure ORDER BY method, measure").fetchall()
-
-    def semi_gold_verdict_counts(self) -> list[tuple[int, str, int, int]]:
-        """Per (k, judge), in that order: ``(k, judge, yes, verdicts)`` of the LLM-retEval verdicts against the
-        semi-gold answers; empty for a run without verdicts."""
-        if "verdicts" not in self._tables:
-            return []
-        return self._connection.execute(
-            "SELECT k, judge, SUM(verdict), COUNT(*) FROM verdicts WHERE reference = 'semi_gold' "
-            "GROUP BY k, judge ORDER BY k, judge").fetchall()
-
-    def failure_case_counts(self) -> list[tuple[int, str, int]]:
-        """Per (k, category), in that order: ``(k, category, cases)`` over every judge; empty for a run without
-        failure cases."""
-        if "failure_cases" not in self._tables:
-            return []
-        return self._connection.execute(
-            "SELECT k, category, COUNT(*) FROM failure_cases GROUP BY k, category ORDER BY k, category").fetchall()
 
     def passages(self, passage_ids: Iterable[str]) -> dict[str, Passage]:
         """The passages of ``passage_ids`` that the run has, by id (read 500 ids at a time, through the primary
@@ -391,151 +373,6 @@ class RunReader:
         if "label_evidence" not in self._tables:
             return self._optional_frame("label_evidence", "", (), columns)
         return self._of_query("label_evidence", ", ".join(columns), query_id)
-
-    def semi_gold_outputs(self) -> pd.DataFrame:
-        return self._optional_frame("semi_gold_outputs",
-                                    "SELECT query_id, sample, output FROM semi_gold_outputs ORDER BY query_id, sample",
-                                    (), ("query_id", "sample", "output"))
-
-    def verdicts(self) -> pd.DataFrame:
-        return self._optional_frame("verdicts", "SELECT judge, reference, query_id, k, verdict, evidence FROM verdicts",
-                                    (), ("judge", "reference", "query_id", "k", "verdict", "evidence"))
-
-    def judges(self) -> list[str]:
-        """The judges with LLM-retEval verdicts, sorted: one step down the ``verdicts`` primary key per judge (a
-        DISTINCT over 600k verdicts reads them all)."""
-        if "verdicts" not in self._tables:
-            return []
-        return [row[0] for row in self._connection.execute(
-            "WITH RECURSIVE j(judge) AS (SELECT MIN(judge) FROM verdicts UNION ALL SELECT (SELECT MIN(judge) FROM "
-            "verdicts WHERE judge > j.judge) FROM j WHERE j.judge IS NOT NULL) "
-            "SELECT judge FROM j WHERE judge IS NOT NULL")]
-
-    def query_semi_gold(self, query_id: str) -> pd.DataFrame:
-        """One query's semi-gold answers: columns sample, output, by sample (through the primary key)."""
-        return self._optional_frame("semi_gold_outputs", "SELECT sample, output FROM semi_gold_outputs WHERE "
-                                    "query_id = ? ORDER BY sample", (query_id,), ("sample", "output"))
-
-    def query_verdicts(self, query_id: str) -> pd.DataFrame:
-        """One query's verdicts: columns judge, reference, k, verdict, evidence, by k, judge, reference; through
-        the primary key (judge, reference, query_id, k), judge by judge and reference by reference."""
-        pairs = [(judge, reference) for judge in self.judges() for (reference,) in self._connection.execute(
-            "WITH RECURSIVE r(reference) AS (SELECT MIN(reference) FROM verdicts WHERE judge = ?1 UNION ALL SELECT "
-            "(SELECT MIN(reference) FROM verdicts WHERE judge = ?1 AND reference > r.reference) FROM r WHERE "
-            "r.reference IS NOT NULL) SELECT reference FROM r WHERE reference IS NOT NULL", (judge,))]
-        condition = " OR ".join(["(judge = ? AND reference = ?)"] * len(pairs)) or "0"
-        return self._optional_frame(
-            "verdicts", f"SELECT judge, reference, k, verdict, evidence FROM verdicts WHERE ({condition}) AND "
-            "query_id = ? ORDER BY k, judge, reference", (*(v for pair in pairs for v in pair), query_id),
-            ("judge", "reference", "k", "verdict", "evidence"))
-
-    def query_failure_cases(self, query_id: str) -> pd.DataFrame:
-        """One query's failure cases: columns judge, k, category, reason, by k, judge, category (through the
-        primary key, judge by judge)."""
-        judges = self.judges() if "failure_cases" in self._tables else []
-        placeholders = ", ".join("?" * len(judges)) or "NULL"
-        return self._optional_frame(
-            "failure_cases", f"SELECT judge, k, category, reason FROM failure_cases WHERE judge IN ({placeholders}) "
-            "AND query_id = ? ORDER BY k, judge, category", (*judges, query_id), ("judge", "k", "category", "reason"))
-
-    def failure_case_table(self, judge: str, k: int | None = None, *, details: bool = True) -> pd.DataFrame:
-        """One judge's failure cases (at ``k`` only, when given) with their question: columns query_id, text, k,
-        category, reason, by k, category and the run order of the queries; one join, no other query column.
-        ``details=False``: columns query_id, k, category only (what counts and lists need; a 100,000-query run's
-        questions and reasons are megabytes), :meth:`failure_case_details` reads the others for the rows shown."""
-        where, params = ("f.judge = ?", [judge]) if k is None else ("f.judge = ? AND f.k = ?", [judge, int(k)])
-        columns = ("query_id", "text", "k", "category", "reason") if details else ("query_id", "k", "category")
-        selected = ", ".join(f"q.{c}" if c == "text" else f"f.{c}" for c in columns)
-
-        def read() -> pd.DataFrame:
-            return self._optional_frame(
-                "failure_cases", f"SELECT {selected} FROM failure_cases f JOIN queries q ON q.query_id = f.query_id "
-                f"WHERE {where} ORDER BY f.k, f.category, q.rowid", params, columns)
-
-        if details:
-            return read()
-        # The lean table of a big run (0.4 s for 205,000 cases) is remembered per version of the file.
-        return remembered_frame(self.path, f"failure_case_keys:1:{json.dumps([judge, k])}", read)
-
-    def failure_case_details(self, judge: str, query_ids: Sequence[str]) -> pd.DataFrame:
-        """The question and the reason of every failure case of ``judge`` on ``query_ids``: columns query_id, k,
-        category, text, reason (through the primary key, a query at a time)."""
-        import pandas as pd
-
-        columns = ["query_id", "k", "category", "text", "reason"]
-        if "failure_cases" not in self._tables:
-            return pd.DataFrame(columns=columns)
-        rows = [row for query_id in dict.fromkeys(query_ids) for row in self._connection.execute(
-            "SELECT f.query_id, f.k, f.category, q.text, f.reason FROM failure_cases f JOIN queries q ON "
-            "q.query_id = f.query_id WHERE f.judge = ? AND f.query_id = ?", (judge, query_id))]
-        return pd.DataFrame(rows, columns=columns)
-
-    def failure_cases(self) -> pd.DataFrame:
-        return self._optional_frame("failure_cases", "SELECT judge, query_id, k, category, reason FROM failure_cases",
-                                    (), ("judge", "query_id", "k", "category", "reason"))
-
-    def unparsed_answers(self, judge: str | None = None) -> pd.DataFrame:
-        """The LLM judges' answers that could not be read (:class:`~rageval.store.records.UnparsedAnswer`): columns
-        judge, model, query_id, item, answer; every judge's, or ``judge``'s; none in a file without the table."""
-        columns = ("judge", "model", "query_id", "item", "answer")
-        where = " WHERE judge = ?" if judge is not None else ""
-        return self._optional_frame("unparsed_answers", f"SELECT {', '.join(columns)} FROM unparsed_answers{where} "
-                                    "ORDER BY judge, query_id, item", (judge,) if judge is not None else (),
-                                    columns)
-
-    def unparsed_counts(self) -> list[tuple[str, str, int, int]]:
-        """Per judge with an unparsed answer, by judge: ``(judge, model, unparsed, answers)``, ``answers`` all the
-        judge's answers (its labels or verdicts, and the unparsed ones). Empty for a file without the table."""
-        if "unparsed_answers" not in self._tables:
-            return []
-        rows = self._connection.execute(
-            "SELECT judge, group_concat(DISTINCT model), COUNT(*) FROM unparsed_answers GROUP BY judge "
-            "ORDER BY judge").fetchall()
-        counts = []
-        for judge, model, unparsed in rows:
-            parsed = self._connection.execute("SELECT COUNT(*) FROM labels WHERE method = ?", (judge,)).fetchone()[0]
-            if not parsed and "verdicts" in self._tables and "/" in judge:
-                name, reference = judge.split("/", 1)
-                parsed = self._connection.execute("SELECT COUNT(*) FROM verdicts WHERE judge = ? AND reference = ?",
-                                                  (name, reference)).fetchone()[0]
-            counts.append((judge, str(model).replace(",", ", "), int(unparsed), int(parsed) + int(unparsed)))
-        return counts
-
-    def counted_as_no(self) -> list[tuple[str, str, int, int]]:
-        """The replies an older rageval could not read and stored as No: yes/no LLM relevance labels of 0 and LLM
-        judge verdicts whose evidence says "(neither Yes nor No: counted as No)". Per judge (label method, or
-        ``llm/<reference>``), by judge: ``(judge, model, counted as No, answers)``; empty for a run without any.
-        Unlike :meth:`unparsed_counts` these are in the run's measures (as not relevant / No). Remembered per
-        version of the file (:func:`rageval.store.files.remembered_summary`)."""
-        marker = "%(neither Yes nor No: counted as No)"
-        connection = self._connection
-
-        def model_of(evidence: str) -> str:
-            return evidence.split(" replied '", 1)[0]
-
-        def compute() -> list[list[Any]]:
-            rows: list[list[Any]] = []
-            if "label_evidence" in self._tables:
-                for method in self._methods_of("label_evidence"):
-                    if method_kind(method).name != LLM_RELEVANCE:  # the yes/no judge's legacy "counted as No"
-                        continue
-                    found = connection.execute("SELECT COUNT(*), MIN(evidence) FROM label_evidence WHERE method = ? "
-                                               "AND evidence LIKE ?", (method, marker)).fetchone()
-                    if found[0]:
-                        answers = connection.execute("SELECT COUNT(*) FROM labels WHERE method = ?",
-                                                     (method,)).fetchone()[0]
-                        rows.append([method, model_of(found[1]), int(found[0]), int(answers)])
-            if "verdicts" in self._tables:
-                for reference, count, answers, evidence in connection.execute(
-                        "SELECT reference, TOTAL(evidence LIKE ?), COUNT(*), MIN(CASE WHEN evidence LIKE ? THEN "
-                        "evidence END) FROM verdicts WHERE judge = 'llm' GROUP BY reference ORDER BY reference",
-                        (marker, marker)):
-                    if count:
-                        rows.append([f"llm/{reference}", model_of(evidence), int(count), int(answers)])
-            return rows
-
-        return [(str(j), str(m), int(n), int(a)) for j, m, n, a in remembered_summary(self.path, "counted_as_no:1",
-                                                                                        compute)]
 
     def correlations(self, k: int | None = None) -> pd.DataFrame:
         """The stored correlation of every (label method, measure) with the E2E score (all ks, or only ``k``):
@@ -681,127 +518,6 @@ class RunReader:
         row = self._connection.execute(
             "SELECT query_id, k, output, score FROM e2e_outputs WHERE query_id = ? AND k = ?", (query_id, k)).fetchone()
         return _unscored(row) if row else None
-
-    def measure_table(self) -> pd.DataFrame:
-        """Per-query measure values: columns method, measure, query_id, value."""
-        return self._frame("SELECT method, measure, query_id, value FROM measure_values")
-
-    def measure_names(self) -> pd.DataFrame:
-        """Every (method, measure) the run has per-query values of: columns method, measure, sorted. Read by
-        skipping along the primary-key index (one short lookup per pair), not by scanning every value, and
-        remembered per version of the file (:func:`rageval.store.files.remembered_summary`): the lookups touch
-        leaf pages all over the index, 0.4 s on the shipped run when the file is not in the OS cache, and the
-        Correlations and Compare pages read it first."""
-        import pandas as pd
-
-        pairs = remembered_summary(self.path, "measure_names:1", self._read_measure_names)
-        return pd.DataFrame(pairs, columns=["method", "measure"])
-
-    def _read_measure_names(self) -> list[tuple[str, str]]:
-        pairs, connection = [], self._connection
-        method = connection.execute("SELECT method FROM measure_values ORDER BY method LIMIT 1").fetchone()
-        while method is not None:
-            measure = connection.execute("SELECT measure FROM measure_values WHERE method = ? ORDER BY measure "
-                                         "LIMIT 1", method).fetchone()
-            while measure is not None:
-                pairs.append((method[0], measure[0]))
-                measure = connection.execute("SELECT measure FROM measure_values WHERE method = ? AND measure > ? "
-                                             "ORDER BY measure LIMIT 1", (method[0], measure[0])).fetchone()
-            method = connection.execute("SELECT method FROM measure_values WHERE method > ? ORDER BY method LIMIT 1",
-                                        method).fetchone()
-        return pairs
-
-    def measure_values(self, method: str, measure: str) -> pd.DataFrame:
-        """One measure's per-query values as stored (NULL or non-finite too): columns query_id, value. Reads
-        only that (method, measure)'s rows, through the primary-key index."""
-        return self._frame("SELECT query_id, value FROM measure_values WHERE method = ? AND measure = ?",
-                           (method, measure))
-
-    def measures_of(self, pairs: Sequence[tuple[str, str]]) -> pd.DataFrame:
-        """The stored per-query values of several (method, measure) pairs in one read, each through the
-        primary-key index: columns method, measure, query_id, value."""
-        import pandas as pd
-
-        if not pairs:
-            return pd.DataFrame(columns=["method", "measure", "query_id", "value"])
-        one = "SELECT method, measure, query_id, value FROM measure_values WHERE method = ? AND measure = ?"
-        return self._frame(" UNION ALL ".join([one] * len(pairs)), [v for pair in pairs for v in pair])
-
-    def e2e_scores(self, k: int) -> pd.DataFrame:
-        """The E2E score of every query at ``k`` as stored: columns query_id, score."""
-        return self._frame("SELECT query_id, score FROM e2e_outputs WHERE k = ?", (int(k),))
-
-    def every_query_scored(self, k: int) -> bool:
-        """Whether every query of the run has a finite E2E score at ``k`` (remembered per version of the file:
-        :func:`rageval.store.files.remembered_summary`)."""
-        connection, finite_score = self._connection, _FINITE.replace("value", "score")
-
-        def compute() -> bool:
-            queries = connection.execute("SELECT COUNT(*) FROM queries").fetchone()[0]
-            return queries == connection.execute(
-                f"SELECT COUNT(*) FROM e2e_outputs WHERE k = ? AND {finite_score} AND "
-                "query_id IN (SELECT query_id FROM queries)", (int(k),)).fetchone()[0]
-
-        return remembered_summary(self.path, f"every_query_scored:1:{int(k)}", compute)
-
-    def measure_counts(self, pairs: Sequence[tuple[str, str]], k: int, every_query_scored: bool | None = None
-                       ) -> pd.DataFrame:
-        """For each (method, measure) of ``pairs``: ``stored`` values, ``finite`` ones, and ``scored``, the
-        finite ones whose query has a finite E2E score at ``k`` (the n of a correlation with that score).
-        Aggregated by SQLite over each pair's index range; when every query of the run has a finite E2E score at
-        ``k`` (the usual run; :meth:`every_query_scored`, unless the caller knows), ``scored`` is ``finite`` and the
-        counts are those of the run's remembered overview (:meth:`_measure_stats`): no read at all."""
-        import pandas as pd
-
-        if every_query_scored is None:
-            every_query_scored = self.every_query_scored(k)
-        if every_query_scored:  # no lookup at all: the counts of the remembered overview (_measure_stats)
-            stats = {(row[0], row[1]): (int(row[2]) + int(row[5]), int(row[2])) for row in self._measure_stats()}
-            rows = [(method, measure, *stats.get((method, measure), (0, 0))) for method, measure in pairs]
-            frame = pd.DataFrame([(*row, row[3]) for row in rows], columns=["method", "measure", "stored", "finite",
-                                                                             "scored"])
-            return frame.astype({"stored": int, "finite": int, "scored": int})
-        finite_score = _FINITE.replace("value", "score")
-        scored = _FINITE if every_query_scored else (
-            f"{_FINITE} AND query_id IN (SELECT query_id FROM e2e_outputs WHERE k = {int(k)} AND {finite_score})")
-        rows = [(method, measure, *self._connection.execute(
-            f"SELECT COUNT(*), TOTAL({_FINITE}), TOTAL({scored}) FROM measure_values WHERE method = ? AND measure = ?",
-            (method, measure)).fetchone()) for method, measure in pairs]
-        frame = pd.DataFrame(rows, columns=["method", "measure", "stored", "finite", "scored"])
-        return frame.astype({"stored": int, "finite": int, "scored": int})
-
-    def _measure_stats(self) -> list[list[Any]]:
-        """Per (method, measure), in that order: [method, measure, n, mean, sum_sq, nonfinite], n / mean / sum_sq
-        over its finite values, nonfinite the count of the others. One pass over ``measure_values`` (seconds at
-        millions of rows), remembered per version of the file (:func:`rageval.store.files.remembered_summary`): the
-        run overview of an unchanged run is not summed again, in this process nor the next."""
-        def compute() -> list[list[Any]]:
-            return [list(row) for row in self._connection.execute(
-                f"SELECT method, measure, COUNT(CASE WHEN {_FINITE} THEN 1 END), AVG(CASE WHEN {_FINITE} THEN value "
-                f"END), TOTAL(CASE WHEN {_FINITE} THEN value * value END), COUNT(CASE WHEN ({_FINITE}) IS NOT 1 THEN 1 "
-                "END) FROM measure_values GROUP BY method, measure ORDER BY method, measure")]
-
-        return remembered_summary(self.path, "measure_stats:1", compute)
-
-    def measure_moments(self) -> pd.DataFrame:
-        """Per (method, measure): n, mean and sum of squares of the per-query values (what the run overview needs,
-        without loading every value; :meth:`_measure_stats`): columns method, measure, n, mean, sum_sq.
-        Values that are NULL or not finite numbers (a file another tool wrote) are left out
-        (:meth:`nonfinite_measure_counts` counts them)."""
-        import pandas as pd
-
-        rows = [row[:5] for row in self._measure_stats() if row[2] > 0]
-        frame = pd.DataFrame(rows, columns=["method", "measure", "n", "mean", "sum_sq"])
-        return frame.astype({"n": "int64", "mean": "float64", "sum_sq": "float64"})
-
-    def nonfinite_measure_counts(self) -> dict[str, int]:
-        """Label method -> how many of its per-query measure values are NULL, infinite or not numbers (only
-        methods with any)."""
-        counts: dict[str, int] = {}
-        for method, _, _, _, _, nonfinite in self._measure_stats():
-            if nonfinite:
-                counts[method] = counts.get(method, 0) + int(nonfinite)
-        return counts
 
     def labels(self, method: str | None = None) -> pd.DataFrame:
         if method is None:

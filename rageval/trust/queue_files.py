@@ -502,7 +502,7 @@ def draw_sample(store_path: str | os.PathLike, run_path: str | os.PathLike, size
     import``). The CSV lists each item with what an annotator reads (question, title, passage) and an empty
     ``label`` column."""
     from rageval.annotations import AnnotationStore, normalise_annotator
-    from rageval.queues import STRATIFIED_PLAN, UNIFORM_PLAN, QueuePlan
+    from rageval.queue_plans import STRATIFIED_PLAN, UNIFORM_PLAN, QueuePlan
 
     run = Path(run_path).stem
     if plan == UNIFORM_PLAN:

@@ -78,7 +78,7 @@ def coverage_of(y: np.ndarray, predictions: dict[str, np.ndarray], sizes: Sequen
                 run: str) -> list[Coverage]:
     """Coverage and width of every estimator for every method and sample size (module docstring); each size's
     draws are shared by the methods (the same samples)."""
-    from rageval.annotations import cohen_kappa
+    from rageval.agreement import cohen_kappa
 
     truth = float(y.mean())
     rows = []

@@ -17,9 +17,10 @@ answers (:func:`rageval.text_metrics.exact_match`).
 
 The modules, in the order an upload flows through them: :mod:`~rageval.upload.problems` (the files, limits and
 problems), :mod:`~rageval.upload.fields` (lines and JSON fields, read with every problem reported),
-:mod:`~rageval.upload.jsonl` (queries and passages files, and the one-JSONL form), :mod:`~rageval.upload.trec` (the
-TREC form), :mod:`~rageval.upload.build` (measures and settings of the converted run),
-:mod:`~rageval.upload.convert` (:func:`~rageval.upload.convert.convert_upload`, either form),
+:mod:`~rageval.upload.parts` (what a reader read), :mod:`~rageval.upload.jsonl` (queries and passages files, and the
+one-JSONL form), :mod:`~rageval.upload.trec` (the TREC form), :mod:`~rageval.upload.build` (measures and settings of
+the converted run), :mod:`~rageval.upload.convert` (:func:`~rageval.upload.convert.convert_upload`, either form; the
+one place a read upload is finished into a run),
 :mod:`~rageval.upload.save` (run names and the atomic write), :mod:`rageval.cli.upload` (``rageval upload``).
 
 The package re-exports nothing: import each name from the submodule that defines it.

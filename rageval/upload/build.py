@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rageval.erag.measures import GRADED_MEASURES, compute_measure_values, is_graded_method
-from rageval.labelmethods import GOLD
-from rageval.store import DocOutput, E2EOutput, Label, MeasureValue, Run
+from rageval.store import E2EOutput, Label, MeasureValue, Run
 from rageval.store.provenance import UPLOADED, record_brought
 from rageval.types import Passage, Query, Ranking
-from rageval.upload.problems import Problems, UploadResult
+from rageval.upload.parts import UploadRead
+from rageval.upload.problems import UploadResult
 from rageval.version import __version__
 
 #: Measure cutoffs of an uploaded run: these (those not deeper than its longest ranking), plus every E2E k.
@@ -26,17 +26,6 @@ def measure_cutoffs(rankings: Iterable[Ranking], e2e_ks: Iterable[int] = ()) -> 
     if 0 < depth <= STANDARD_CUTOFFS[-1]:
         cutoffs.add(depth)
     return sorted(cutoffs)
-
-
-def gold_labels(query_id: str, gold_ids: Iterable[str], ranked_ids: Iterable[str]) -> list[Label]:
-    """The label method ``gold`` of one query from its ``gold_passage_ids``, the one rule of both upload forms: 1 for
-    each gold passage (retrieved or not: a global judgment, so an unretrieved one counts for recall, as a qrels
-    file's would) and 0 for each other ranked passage (so the inspector shows ✗ there, not "no label"). The
-    measures equal those of a qrels file judging the gold passages 1; the pipeline's ``gold`` baseline
-    (:func:`rageval.erag.baselines.compute_reference_labels`) stores the same 1s."""
-    gold = dict.fromkeys(gold_ids)
-    return ([Label(GOLD, query_id, p, 1.0) for p in gold]
-            + [Label(GOLD, query_id, p, 0.0) for p in dict.fromkeys(ranked_ids) if p not in gold])
 
 
 def is_graded(method: str, values: Iterable[float]) -> bool:
@@ -95,17 +84,17 @@ def run_settings(form: str, files: Mapping[str, str], *, dataset: str, retriever
     return settings
 
 
-def finish_upload(problems: Problems, form: str, files: Mapping[str, str], *, dataset: str, retriever: str,
-                  model: str | None, queries: list[Query], passages: list[Passage], rankings: list[Ranking],
-                  labels: list[Label], doc_outputs: Sequence[DocOutput] = (),
-                  e2e: Sequence[E2EOutput] = ()) -> UploadResult:
-    """The :class:`UploadResult`: no run when there are errors, else the run with its measures and settings."""
+def finish_upload(read: UploadRead) -> UploadResult:
+    """The :class:`UploadResult` of what a reader read: no run when there are errors, else the run with its measures
+    and settings."""
+    problems = read.problems
     if problems.has_errors:
         return UploadResult(None, problems.result())
-    cutoffs = measure_cutoffs(rankings, (e.k for e in e2e))
-    measures = compute_upload_measures(labels, {r.query_id: r for r in rankings}, cutoffs)
-    settings = run_settings(form, files, dataset=dataset, retriever=retriever, model=model, queries=queries,
-                            passages=passages, rankings=rankings, labels=labels, e2e=e2e, cutoffs=cutoffs)
-    run = Run(settings, queries, passages, rankings, doc_outputs=list(doc_outputs), labels=labels,
-              e2e_outputs=list(e2e), measure_values=measures)
+    cutoffs = measure_cutoffs(read.rankings, (e.k for e in read.e2e))
+    measures = compute_upload_measures(read.labels, {r.query_id: r for r in read.rankings}, cutoffs)
+    settings = run_settings(read.form, read.files, dataset=read.dataset, retriever=read.retriever, model=read.model,
+                            queries=read.queries, passages=read.passages, rankings=read.rankings, labels=read.labels,
+                            e2e=read.e2e, cutoffs=cutoffs)
+    run = Run(settings, read.queries, read.passages, read.rankings, doc_outputs=list(read.doc_outputs),
+              labels=read.labels, e2e_outputs=list(read.e2e), measure_values=measures)
     return UploadResult(run, problems.result())

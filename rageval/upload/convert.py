@@ -1,17 +1,37 @@
 """The two upload forms behind one call: :func:`convert_upload` (files in memory) and
-:func:`convert_upload_paths` (files on disk, ``rageval upload``)."""
+:func:`convert_upload_paths` (files on disk, ``rageval upload``); each form alone (:func:`convert_trec_upload`,
+:func:`convert_jsonl_upload`). The one place a read upload becomes a run: the readers return what they read
+(:class:`~rageval.upload.parts.UploadRead`) and :func:`~rageval.upload.build.finish_upload` builds the run here."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
-from rageval.upload.jsonl import convert_jsonl_upload
+from rageval.upload.build import finish_upload
+from rageval.upload.jsonl import read_jsonl_upload
 from rageval.upload.problems import DEFAULT_LIMITS, UploadError, UploadFile, UploadLimits, UploadResult
-from rageval.upload.trec import convert_trec_upload
+from rageval.upload.trec import read_trec_upload
 
 #: The two upload forms and the files each takes (``convert_upload``'s ``files`` keys); ``qrels`` is optional.
 FORMS = {"trec": ("run", "qrels", "queries", "passages"), "jsonl": ("jsonl",)}
+
+
+def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages_file: UploadFile,
+                        qrels_file: UploadFile | None = None, *, dataset: str = "uploaded",
+                        retriever: str | None = None, model: str | None = None,
+                        limits: UploadLimits = DEFAULT_LIMITS) -> UploadResult:
+    """A TREC run (+ qrels) with its queries and passages JSONL as a :class:`~rageval.store.Run`: read and validated
+    by :func:`rageval.upload.trec.read_trec_upload`, then built (measures, settings) by :func:`finish_upload`."""
+    return finish_upload(read_trec_upload(run_file, queries_file, passages_file, qrels_file, dataset=dataset,
+                                          retriever=retriever, model=model, limits=limits))
+
+
+def convert_jsonl_upload(file: UploadFile, *, dataset: str = "uploaded", retriever: str | None = None,
+                         model: str | None = None, limits: UploadLimits = DEFAULT_LIMITS) -> UploadResult:
+    """A JSONL run with answers as a :class:`~rageval.store.Run`: read and validated by
+    :func:`rageval.upload.jsonl.read_jsonl_upload`, then built (measures, settings) by :func:`finish_upload`."""
+    return finish_upload(read_jsonl_upload(file, dataset=dataset, retriever=retriever, model=model, limits=limits))
 
 
 def convert_upload(form: str, files: Mapping[str, UploadFile | None], *, dataset: str = "uploaded",

@@ -15,9 +15,9 @@ from rageval.labelmethods import GOLD, QRELS
 from rageval.store import DocOutput, E2EOutput, Label
 from rageval.text_metrics import exact_match
 from rageval.types import Passage, Query, Ranking, ScoredPassage
-from rageval.upload.build import finish_upload, gold_labels
 from rageval.upload.fields import FieldReader, describe, read_json_records
-from rageval.upload.problems import DEFAULT_LIMITS, Problems, UploadFile, UploadLimits, UploadResult, raise_first_error
+from rageval.upload.parts import UploadRead, gold_labels
+from rageval.upload.problems import DEFAULT_LIMITS, Problems, UploadFile, UploadLimits, raise_first_error
 
 #: Label method names: letters, digits and ``_ : . -``, one safe token in a URL.
 _METHOD_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_:.\-]{0,63}$")
@@ -264,9 +264,10 @@ def _read_e2e(fields: FieldReader, query_id: str, depth: int, answers: Sequence[
     return list(outputs.values())
 
 
-def convert_jsonl_upload(file: UploadFile, *, dataset: str = "uploaded", retriever: str | None = None,
-                         model: str | None = None, limits: UploadLimits = DEFAULT_LIMITS) -> UploadResult:
-    """Validate a JSONL run with answers (one query per line, see ``docs/upload_format.md``) and convert it.
+def read_jsonl_upload(file: UploadFile, *, dataset: str = "uploaded", retriever: str | None = None,
+                      model: str | None = None, limits: UploadLimits = DEFAULT_LIMITS) -> UploadRead:
+    """Validate a JSONL run with answers (one query per line, see ``docs/upload_format.md``) and read the parts of a
+    run (:func:`rageval.upload.convert.convert_jsonl_upload` builds the run from them).
 
     Each record's passages are its ranking in list order; its ``labels`` become label methods of the same names,
     its ``gold_passage_ids`` the method ``gold`` (1 for them, 0 for the other listed passages), its ``output``\\ s
@@ -311,7 +312,7 @@ def convert_jsonl_upload(file: UploadFile, *, dataset: str = "uploaded", retriev
         run.labels += labels
         run.doc_outputs += outputs
         run.e2e += e2e
-    return finish_upload(problems, "jsonl", {"jsonl": file.name}, dataset=dataset,
-                         retriever=retriever or "not stated by the uploader", model=model, queries=run.queries,
-                         passages=[p for _, p in run.passages.values()], rankings=run.rankings, labels=run.labels,
-                         doc_outputs=run.doc_outputs, e2e=run.e2e)
+    return UploadRead(problems, "jsonl", {"jsonl": file.name}, dataset=dataset,
+                      retriever=retriever or "not stated by the uploader", model=model, queries=run.queries,
+                      passages=[p for _, p in run.passages.values()], rankings=run.rankings, labels=run.labels,
+                      doc_outputs=run.doc_outputs, e2e=run.e2e)

@@ -14,15 +14,14 @@ from rageval.trec import QRELS as QRELS_LAYOUT
 from rageval.trec import RUN as RUN_LAYOUT
 from rageval.trec import TrecLayout, TrecLine, TrecLineError, parse_trec_line, repeated_pair_message, trec_lines
 from rageval.types import Ranking, ScoredPassage
-from rageval.upload.build import finish_upload, gold_labels
 from rageval.upload.fields import file_problem
 from rageval.upload.jsonl import read_passages, read_queries
+from rageval.upload.parts import UploadRead, gold_labels
 from rageval.upload.problems import (
     DEFAULT_LIMITS,
     Problems,
     UploadFile,
     UploadLimits,
-    UploadResult,
 )
 
 TREC_RUN_FIELDS = RUN_LAYOUT.fields
@@ -130,17 +129,18 @@ def _trec_order(lines: list[_RankedLine]) -> list[_RankedLine]:
     return ordered
 
 
-def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages_file: UploadFile,
-                        qrels_file: UploadFile | None = None, *, dataset: str = "uploaded",
-                        retriever: str | None = None, model: str | None = None,
-                        limits: UploadLimits = DEFAULT_LIMITS) -> UploadResult:
-    """Validate a TREC run (+ qrels) with its queries and passages JSONL and convert them into a :class:`Run`.
+def read_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages_file: UploadFile,
+                     qrels_file: UploadFile | None = None, *, dataset: str = "uploaded",
+                     retriever: str | None = None, model: str | None = None,
+                     limits: UploadLimits = DEFAULT_LIMITS) -> UploadRead:
+    """Validate a TREC run (+ qrels) with its queries and passages JSONL and read the parts of a :class:`Run`
+    (:func:`rageval.upload.convert.convert_trec_upload` builds the run from them).
 
     The run's queries are those of the queries file that the run file ranks (in queries-file order); each ranking
     is in trec_eval's order (score descending, ties by passage id descending), so every stored measure equals
     trec_eval's on the same files. The qrels become labels of method ``qrels`` (their positive passages the
     queries' gold passage ids); without a qrels file, the queries file's ``gold_passage_ids`` become the method
-    ``gold`` (:func:`rageval.upload.build.gold_labels`). Either is scored with the engine's measures at
+    ``gold`` (:func:`rageval.upload.parts.gold_labels`). Either is scored with the engine's measures at
     :func:`measure_cutoffs`.
     """
     problems = Problems(limits.max_problems_per_file)
@@ -157,7 +157,7 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
         problems.warning(run_file.name, None, f"no qrels file and no 'gold_passage_ids' in {queries_file.name}: the "
                                               "run has no relevance labels and no measures")
     if problems.has_errors:  # cross-file checks only on files valid on their own: no cascade of follow-up errors
-        return UploadResult(None, problems.result())
+        return UploadRead(problems, "trec")
 
     for query_id, lines in ranked.items():
         if query_id not in queries:
@@ -198,7 +198,7 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
     if qrels_file is not None:
         files["qrels"] = qrels_file.name
     if problems.has_errors:
-        return UploadResult(None, problems.result())
+        return UploadRead(problems, "trec")
 
     stored = [query for query_id, (_, query) in queries.items() if query_id in ranked]
     # The qrels' positive passages are a judged query's gold passages; otherwise the queries file's own.
@@ -214,5 +214,5 @@ def convert_trec_upload(run_file: UploadFile, queries_file: UploadFile, passages
                   for x in gold_labels(q.query_id, q.gold_passage_ids, r.passage_ids)]
     used = dict.fromkeys([p.passage_id for r in rankings for p in r.passages] + [x.passage_id for x in labels])
     kept_passages = [passages[p][1] for p in used if p in passages]
-    return finish_upload(problems, "trec", files, dataset=dataset, retriever=retriever or ", ".join(tags),
-                         model=model, queries=stored, passages=kept_passages, rankings=rankings, labels=labels)
+    return UploadRead(problems, "trec", files, dataset=dataset, retriever=retriever or ", ".join(tags), model=model,
+                      queries=stored, passages=kept_passages, rankings=rankings, labels=labels)

@@ -21,6 +21,16 @@ import pytest
 import pytrec_eval
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
+from rageval.agreement import (
+    agreement_between_annotators,
+    agreement_with_methods,
+    cohen_kappa,
+    disagreements,
+    fleiss_kappa,
+    krippendorff_alpha,
+    multi_annotator_agreement,
+    statement_method_labels,
+)
 from rageval.annotations import (
     ANNOTATIONS_FILE,
     LABEL_COLUMNS,
@@ -30,20 +40,12 @@ from rageval.annotations import (
     AnnotationStore,
     PassageItem,
     StatementItem,
-    agreement_between_annotators,
-    agreement_with_methods,
     annotations_path,
-    cohen_kappa,
-    disagreements,
-    fleiss_kappa,
-    krippendorff_alpha,
     labels_csv,
     latest_labels,
-    multi_annotator_agreement,
     qrels_frame,
     sample_passages,
     sample_status,
-    statement_method_labels,
 )
 from rageval.errors import StoreError
 from rageval.store import ANNOTATION_APPLICATION_ID, RunReader, list_runs, sqlite_application_id

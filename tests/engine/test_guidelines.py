@@ -15,7 +15,8 @@ from rageval.annotations import (
     default_guideline,
     task_type,
 )
-from rageval.queues import UNIFORM_PLAN, QueuePlan, QueueStore
+from rageval.queue_plans import UNIFORM_PLAN, QueuePlan
+from rageval.queues import QueueStore
 from rageval.store import RunReader
 from rageval.store.schemas import ANNOTATIONS
 from rageval.trust.imports import import_labels

@@ -199,11 +199,14 @@ def test_the_findings_and_correlations_pages_say_how_many_answers_were_unparsed(
     monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(umbrela_run.parent))
     for page in (HOME, CORRELATIONS):
         app = start(page, run="graded")
-        warnings = [w.value.replace("\\", "") for w in app.warning]
+        # One compact notice, each judge's sentence in the "Unread judge answers" expander (issue 42, item 4).
+        (details,) = [e for e in app.expander if e.label == "Unread judge answers"]
+        sentences = [m.value.replace("\\", "").lstrip("- ") for m in details.markdown]
+        sentences = [line.lstrip("- ") for text in sentences for line in text.splitlines()]
         assert any(w.startswith("3 of 15 answers of the judge fake:grader/v1 could not be parsed (UMBRELA: ")
-                   and "left out of UMBRELA's measures" in w for w in warnings), (page, warnings)
+                   and "left out of UMBRELA's measures" in w for w in sentences), (page, sentences)
         assert any(w.startswith("1 of 15 answers of the judge fake:grader/v1 could not be parsed (LLM relevance")
-                   for w in warnings), (page, warnings)
+                   for w in sentences), (page, sentences)
 
 
 def test_a_run_file_without_the_unparsed_table_still_opens(umbrela_run, tmp_path):
@@ -244,7 +247,8 @@ def test_answers_an_older_rageval_stored_as_no_are_counted_from_their_evidence(m
         assert counted[f"llm/{reference}"] == (unread(judged), len(judged))
     use_shipped_runs(monkeypatch)
     app = start(HOME, run=path.stem)
-    warnings = [w.value.replace("\\", "") for w in app.warning]
+    (details,) = [e for e in app.expander if e.label == "Unread judge answers"]
+    warnings = [line.lstrip("- ") for m in details.markdown for line in m.value.replace("\\", "").splitlines()]
     count, answers = counted[LLM_RELEVANCE]
     assert any(w.startswith(f"{count} of {answers:,} answers of the judge google/gemma-3-270m") and
                "stored them as No" in w for w in warnings), warnings

@@ -14,7 +14,8 @@ import pytest
 
 from rageval import findings
 from rageval.cli import main
-from rageval.html_report import compute_report, judge_name, method_name, render_html, write_html_report
+from rageval.html_report import render_html, write_html_report
+from rageval.html_report_data import compute_report, judge_name, method_name
 from rageval.paths import REPO_ROOT
 from rageval.store import FailureCase, RunReader, Verdict, aggregates, write_run
 from rageval.types import Ranking, ScoredPassage

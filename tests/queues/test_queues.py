@@ -24,20 +24,18 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss
 
 from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, latest_labels
-from rageval.queues import (
+from rageval.queue_plans import (
     DISAGREEMENT_PLAN,
     EQUAL,
-    EXPORT_COLUMNS,
     PROPORTIONAL,
     STRATIFIED_PLAN,
     UNIFORM_PLAN,
     QueuePlan,
-    QueueStore,
     allocate,
     assign_annotators,
     draw_items,
-    queue_sampling_design,
 )
+from rageval.queues import EXPORT_COLUMNS, QueueStore, queue_sampling_design
 from rageval.stats.design import STRATIFIED
 from rageval.store import ANNOTATION_APPLICATION_ID
 from rageval.store.schemas import ANNOTATIONS, ANNOTATIONS_SCHEMA_V2
@@ -208,6 +206,22 @@ def queue(tmp_path, run_frames):
     queue_id = store.create_queue("check", RUN, "passage", population, labels, QueuePlan(UNIFORM_PLAN, 12, seed=1),
                                   2, ["ada", "bob", "cy"], "Useful = answers it alone.", "admin")
     return store, queue_id
+
+
+def test_changes_counts_every_queue_and_adjudication(tmp_path, queue, run_frames):
+    """The dashboard's cache key of the queues (:meth:`QueueStore.changes`) moves with every queue created and every
+    adjudication, and is 0 for an annotation file without queues."""
+    assert QueueStore(tmp_path / "other.sqlite").changes() == 0
+    store, queue_id = queue
+    first = store.changes()
+    assert first > 0
+    store.adjudicate(queue_id, 0, 1, "admin")
+    adjudicated = store.changes()
+    assert adjudicated != first
+    population, labels = run_frames
+    store.create_queue("second", RUN, "passage", population, labels, QueuePlan(UNIFORM_PLAN, 4, seed=2), 1,
+                       ["ada"], "", "admin")
+    assert store.changes() not in (first, adjudicated)
 
 
 def test_next_item_walks_the_assigned_items_then_the_skipped_ones(queue):

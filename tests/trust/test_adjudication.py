@@ -11,7 +11,8 @@ import pytest
 
 from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore
 from rageval.cli import main
-from rageval.queues import ADJUDICATED, MAJORITY, TIE, UNIFORM_PLAN, QueuePlan, QueueStore, resolve_item_labels
+from rageval.queue_plans import UNIFORM_PLAN, QueuePlan
+from rageval.queues import ADJUDICATED, MAJORITY, TIE, QueueStore, resolve_item_labels
 from rageval.store import RunReader
 from rageval.trust.report import LABEL_RULE, trust_report
 from tests.run_fixtures import make_small_run

@@ -9,7 +9,8 @@ from ppi_py import ppi_mean_pointestimate
 
 from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore
 from rageval.cli import main
-from rageval.queues import EQUAL, STRATIFIED_PLAN, QueuePlan, QueueStore
+from rageval.queue_plans import EQUAL, STRATIFIED_PLAN, QueuePlan
+from rageval.queues import QueueStore
 from rageval.store import RunReader
 from rageval.trust.report import trust_report
 from tests.run_fixtures import build_small_run, make_small_run

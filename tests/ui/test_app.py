@@ -29,7 +29,7 @@ from rageval.text_metrics import contains_answer
 from tests.app_helpers import use_shipped_runs, vega_charts
 from tests.run_fixtures import INJECTION, LABEL_METHODS, MEASURES, READER_WINDOW, K, build_small_run, make_small_run
 from ui import format as fmt
-from ui import render
+from ui import render, render_evidence
 from ui.render import escape_markdown
 
 REPO = Path(__file__).resolve().parents[2]
@@ -232,7 +232,8 @@ def test_inspector_shows_the_first_query_with_passages_answers_and_labels(runs_e
 
     table = ranked_passages(app)
     assert list(table["Title"]) == list(ranking["title"]) and list(table["Rank"]) == [1, 2, 3, 4, 5]
-    assert list(table.columns[3:6]) == ["eRAG EM", "contains-answer", "gold"]
+    # The gold columns first, right after Score, so they show without scrolling (issue 42, item 7).
+    assert list(table.columns[3:6]) == ["gold", "eRAG EM", "contains-answer"]
     for method, name in zip(LABEL_METHODS, ["eRAG EM", "contains-answer", "gold"]):
         assert list(table[name]) == ["✓" if v == 1 else "✗" for v in ranking[method]]
     assert list(table["Single-passage answer"]) == list(ranking["output"])
@@ -599,7 +600,7 @@ def test_inspector_shows_every_k_label_evidence_and_reteval_facts(reteval_env):
     # Issue 42: a table whose cells wrap (a data grid cut the evidence mid-word).
     assert not [df for df in app.dataframe if "Evidence" in df.value.columns and "Label" in df.value.columns]
     shown = next(t.value for t in app.table if "Evidence" in t.value.columns).reset_index()
-    assert sorted(shown["Evidence"]) == sorted(map(render.evidence_reply_first, evidence["evidence"]))
+    assert sorted(shown["Evidence"]) == sorted(map(render_evidence.evidence_reply_first, evidence["evidence"]))
     # An LLM's reply comes first and the model last (a long model id first cut the reply off in the cell).
     replies = [(text.partition(" replied ")[0], text.partition(" replied ")[2]) for text in evidence["evidence"]
                if " replied '" in text]
@@ -641,7 +642,7 @@ def test_reteval_page_reproduces_the_papers_table_with_the_engine(reteval_env):
         rankings = {q: r.passage_ids for q, r in reader.rankings().items()}
         gold = {q: reader.query(q).gold_passage_ids for q in rankings}
         thresholds = reader.settings()["reteval"]
-    rows = dict(render.RETEVAL_ROWS)
+    rows = dict(render_evidence.RETEVAL_ROWS)
 
     def check(judge: str) -> None:
         table = reteval_frame(app)

@@ -102,7 +102,8 @@ def test_findings_says_labels_without_a_sample_support_no_estimate(tmp_path, mon
 def test_annotate_says_the_label_rule_lists_a_tie_and_charts_a_queue(tmp_path, monkeypatch):
     """A stratified queue of 12 passages, two annotators each, who disagree on the first item: the page says how a
     passage's label is decided, lists the tie, and draws the intervals as the queue's labels arrive."""
-    from rageval.queues import STRATIFIED_PLAN, QueuePlan, QueueStore
+    from rageval.queue_plans import STRATIFIED_PLAN, QueuePlan
+    from rageval.queues import QueueStore
     from rageval.store import RunReader
 
     path = make_small_run(tmp_path / "fixture.sqlite")

@@ -24,7 +24,7 @@ from rageval.store import RunReader
 from tests.jobs.test_jobs import wait_for
 from tests.ui.test_app import HOME, REPO, start
 from tests.user_run_fixtures import QUESTIONS, build_evaluated_run, build_uploaded_run
-from ui import render
+from ui import render_evidence
 from ui.render import SHIPPED_MARK, escape_markdown
 
 PAGES = [HOME, *sorted(str(p) for p in (REPO / "app_pages").glob("*.py"))]
@@ -88,7 +88,8 @@ def test_the_evaluated_run_fills_the_correlations_and_reteval_pages(runs_env):
     reteval = start(RETEVAL, run="evaluated")
     table = next(df.value for df in reteval.dataframe)  # the paper's Tables 1-2: one column per k
     assert list(table.columns) == ["k=1", "k=3"]
-    assert table.loc[dict(render.RETEVAL_ROWS)["n"]].tolist() == [str(len(QUESTIONS))] * 2  # every question judged
+    # every question judged
+    assert table.loc[dict(render_evidence.RETEVAL_ROWS)["n"]].tolist() == [str(len(QUESTIONS))] * 2
 
 
 def test_the_overview_lists_shipped_runs_read_only_after_the_users(runs_env, tmp_path, monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ui.render import e2e_outputs_view
+from ui.render_evidence import e2e_outputs_view
 from ui.render_inspector import cut_off, estimated_tokens, with_cut_off
 
 CUT = "Colonel Charles Hastings Judd (September 8, 1835 – April"  # the answer, at a limit of 16

@@ -25,7 +25,8 @@ from streamlit.testing.v1 import AppTest
 from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
 from rageval.jobs.spec import FAILED, JobSpec
 from rageval.jobs.store import JobStore
-from rageval.queues import UNIFORM_PLAN, QueuePlan, QueueStore
+from rageval.queue_plans import UNIFORM_PLAN, QueuePlan
+from rageval.queues import QueueStore
 from rageval.store import RunReader
 from rageval.team.config import TEAM_ENV
 from rageval.team.roles import ADMIN, ANNOTATOR, OPERATOR, VIEWER, can

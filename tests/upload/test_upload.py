@@ -23,8 +23,7 @@ from rageval.erag.measures import compute_measure_values
 from rageval.paths import RUNS_DIR
 from rageval.store import Label, Run, RunReader, list_runs
 from rageval.upload.build import compute_upload_measures
-from rageval.upload.convert import convert_upload
-from rageval.upload.jsonl import convert_jsonl_upload
+from rageval.upload.convert import convert_jsonl_upload, convert_trec_upload, convert_upload
 from rageval.upload.problems import (
     ERROR,
     MAX_UPLOAD_MIB,
@@ -36,7 +35,6 @@ from rageval.upload.problems import (
     size_text,
 )
 from rageval.upload.save import check_run_name, save_upload
-from rageval.upload.trec import convert_trec_upload
 from tests.run_fixtures import INJECTION, INJECTION_ID, K, build_small_run
 
 REPO = Path(__file__).resolve().parents[2]

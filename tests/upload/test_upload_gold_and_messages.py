@@ -9,8 +9,8 @@ import json
 import pytest
 import pytrec_eval
 
-from rageval.upload.build import gold_labels
-from rageval.upload.jsonl import convert_jsonl_upload
+from rageval.upload.convert import convert_jsonl_upload
+from rageval.upload.parts import gold_labels
 from rageval.upload.problems import ERROR, WARNING, UploadFile
 from tests.run_fixtures import build_small_run
 from tests.upload.test_upload import FORMAT_DOC, convert, jsonl, jsonl_records, lines, replace, trec_files
