@@ -30,7 +30,14 @@ def launches(monkeypatch) -> list[int]:
     return started
 
 
-def test_a_judge_file_from_the_form_makes_a_job_of_its_method(run_path, launches, tmp_path):  # noqa: F811
+def test_a_judge_file_from_the_form_makes_a_job_of_its_method(run_path, launches, tmp_path,  # noqa: F811
+                                                             monkeypatch):
+    from rageval.generation import factory
+    from rageval.generation.base import FakeGenerator
+
+    # A judge file's job is tried on 5 passages first (issue 41, item 8): the model says Yes, in the file's format.
+    monkeypatch.setattr(factory, "load_generator", lambda settings: FakeGenerator(lambda prompt: "Yes",
+                                                                                  model_id=MODEL))
     app = start(RESCORE)
     shown = app.radio(key="rescore.kind").options
     assert [o.split(":")[0] for o in shown] == ["eRAG utility", "LLM relevance", "UMBRELA", "your own judge"]
@@ -49,6 +56,11 @@ def test_a_judge_file_from_the_form_makes_a_job_of_its_method(run_path, launches
 
     app.text_input(key="rescore.judge_file").input(str(JUDGE))
     app.button(key=SUBMIT).click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert escape_markdown("answered 5 of 5 in answer_present's format") in app.success[0].value
+    with JobStore(default_jobs_db()) as store:
+        assert store.list() == []  # nothing starts before the user says so
+    app.button(key="rescore.probe.start").click().run()
     assert not app.exception, [e.value for e in app.exception]
     with JobStore(default_jobs_db()) as store:
         [job] = store.list()
