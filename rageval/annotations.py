@@ -156,8 +156,11 @@ _GUIDELINE_SQL = ("COALESCE((SELECT text FROM guidelines WHERE run = ? AND kind 
 
 
 def normalise_annotator(name: str) -> str:
-    """The annotator's name as stored: surrounding blanks removed, inner runs of blanks made one space."""
-    return " ".join(str(name).split())
+    """The annotator's name as stored: surrounding blanks removed, inner runs of blanks made one space, and an email
+    (a name with an ``@``) in lower case, as a signed-in person's identity is (:mod:`rageval.team.config`), so a
+    queue made from the command line with ``Ann@Example.org`` is the queue that person sees."""
+    name = " ".join(str(name).split())
+    return name.lower() if "@" in name else name
 
 
 class AnnotationStore:

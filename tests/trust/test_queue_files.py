@@ -214,3 +214,15 @@ if __name__ == "__main__":  # rageval's Argilla export of make_queue's queue, fo
         with contextlib.redirect_stdout(io.StringIO()):
             _, made = make_queue(Path(folder))
         sys.exit(main(["queue", "export", "1", "--format", "argilla", "--annotations", str(made)]))
+
+
+def test_an_email_typed_with_capitals_is_the_identity_that_signs_in(tmp_path, capsys):
+    """Issue 39 item 7 from the command line: a signed-in person's identity is their email in lower case, so a queue
+    created for 'Ann@Example.ORG' is assigned to 'ann@example.org' (a name without '@' keeps its case)."""
+    from rageval.queues import QueueStore
+
+    run = make_small_run(tmp_path / "small.sqlite")
+    store = tmp_path / ANNOTATIONS_FILE
+    assert main(["queue", "create", str(run), "--size", "4", "--overlap", "2", "--annotators",
+                 " Ann@Example.ORG ,Bob", "--annotations", str(store)]) == 0
+    assert set(QueueStore(store).queue(1).annotators) == {"ann@example.org", "Bob"}
