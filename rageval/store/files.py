@@ -770,3 +770,20 @@ def _link_new(source: Path, path: Path) -> None:
     except OSError:  # a file system without hard links
         if not path.exists():
             os.replace(source, path)
+
+
+class ReaderParts:
+    """What the mixins of :class:`~rageval.store.runs.RunReader` (``runs_measures``, ``runs_reteval``) read through:
+    the reader's path, connection and tables, and (for the type checker) its own frame helpers."""
+
+    path: Path
+    _connection: ReadonlyConnection
+    _tables: set[str]
+
+    if TYPE_CHECKING:
+        def _frame(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame: ...
+
+        def _optional_frame(self, table: str, sql: str, params: Sequence[Any] = (), columns: Sequence[str] = ()
+                            ) -> pd.DataFrame: ...
+
+        def _methods_of(self, table: str) -> list[str]: ...

@@ -8,11 +8,10 @@ A mixin of :class:`~rageval.store.runs.RunReader` (which opens and checks the fi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.store.files import (
-    ReadonlyConnection,
+    ReaderParts,
     checked_reads,
     remembered_summary,
 )
@@ -26,20 +25,8 @@ _FINITE = "(value > -9e999 AND value < 9e999)"
 
 
 @checked_reads(RUN)
-class MeasureReads:
+class MeasureReads(ReaderParts):
     """The measure reads of :class:`~rageval.store.runs.RunReader` (its mixin)."""
-
-    path: Path
-    _connection: ReadonlyConnection
-    _tables: set[str]
-
-    if TYPE_CHECKING:  # RunReader's own helpers, which these reads use
-        def _frame(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame: ...
-
-        def _optional_frame(self, table: str, sql: str, params: Sequence[Any] = (), columns: Sequence[str] = ()
-                            ) -> pd.DataFrame: ...
-
-        def _methods_of(self, table: str) -> list[str]: ...
 
     def measure_table(self) -> pd.DataFrame:
         """Per-query measure values: columns method, measure, query_id, value."""

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rageval.labelmethods import LLM_RELEVANCE, method_kind
 from rageval.store.files import (
-    ReadonlyConnection,
+    ReaderParts,
     checked_reads,
     remembered_frame,
     remembered_summary,
@@ -27,20 +26,8 @@ if TYPE_CHECKING:  # pandas is imported by the readers that return frames: `rage
 
 
 @checked_reads(RUN)
-class RetevalReads:
+class RetevalReads(ReaderParts):
     """The LLM-retEval reads of :class:`~rageval.store.runs.RunReader` (its mixin)."""
-
-    path: Path
-    _connection: ReadonlyConnection
-    _tables: set[str]
-
-    if TYPE_CHECKING:  # RunReader's own helpers, which these reads use
-        def _frame(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame: ...
-
-        def _optional_frame(self, table: str, sql: str, params: Sequence[Any] = (), columns: Sequence[str] = ()
-                            ) -> pd.DataFrame: ...
-
-        def _methods_of(self, table: str) -> list[str]: ...
 
     def semi_gold_verdict_counts(self) -> list[tuple[int, str, int, int]]:
         """Per (k, judge), in that order: ``(k, judge, yes, verdicts)`` of the LLM-retEval verdicts against the
