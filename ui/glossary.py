@@ -1,5 +1,5 @@
 """The dashboard's jargon, one line each with where it comes from: the Glossary page (``app_pages/11_Glossary.py``)
-shows every :data:`TERMS` entry under a heading whose anchor is the entry's ``anchor``, so help texts can link to
+shows every :func:`terms` entry under a heading whose anchor is the entry's ``anchor``, so help texts can link to
 one term (:func:`ui.navigation.glossary_url`, ``Glossary#ndcg``). Pure data: no streamlit import.
 """
 
@@ -41,7 +41,7 @@ _CATEGORY_RULES = {
          "both against the dataset's gold answers",
 }
 
-TERMS: tuple[Term, ...] = (
+_TERMS_BEFORE_METHODS: tuple[Term, ...] = (
     Term("erag", "eRAG",
          "Each retrieved passage is given to the LLM on its own; its answer, scored against the gold answers "
          "(EM, F1, ...), is that passage's relevance label, and the ranking is scored with IR measures on them.",
@@ -144,9 +144,8 @@ TERMS: tuple[Term, ...] = (
          "A unified reranker trained on the feedback of all agents at once (one round), the baseline IUM iterates on.",
          "Salemi & Zamani, Towards a Search Engine for Machines: Unified Ranking for Multiple Retrieval-Augmented "
          "Large Language Models, SIGIR 2024", _AGENTS),
-    # Every registered label method, as its kind describes it (rageval.labelmethods: one object a method).
-    *(Term(f"method-{re.sub(r'[^a-z0-9]+', '-', kind.name.lower())}", f"{kind.display} ({kind.name})",
-           kind.description, f"label method {kind.name}: {kind.source}", _METHODS) for kind in registered()),
+)
+_TERMS_AFTER_METHODS: tuple[Term, ...] = (
     Term("ppi", "PPI (prediction-powered inference)",
          "A share of relevant passages from every passage's automatic label, corrected by the mean difference "
          "between people and the method on a random human sample; its interval is valid however poor the method "
@@ -185,8 +184,28 @@ TERMS: tuple[Term, ...] = (
          "rageval.queues (QUEUE_LABEL_RULE)", _HUMAN),
 )
 
-BY_ANCHOR = {term.anchor: term for term in TERMS}
-SECTIONS = tuple(dict.fromkeys(term.section for term in TERMS))
+
+
+def method_terms() -> tuple[Term, ...]:
+    """Every label method registered now, as its kind describes it (rageval.labelmethods: one object a method): read
+    at each call, so a judge file loaded or a run's stored judge read after the server started is listed too."""
+    return tuple(Term(f"method-{re.sub(r'[^a-z0-9]+', '-', kind.name.lower())}", f"{kind.display} ({kind.name})",
+                      kind.description, f"label method {kind.name}: {kind.source}", _METHODS)
+                 for kind in registered())
+
+
+def terms() -> tuple[Term, ...]:
+    """Every glossary entry, in the page's order (the label methods among them as registered now)."""
+    return (*_TERMS_BEFORE_METHODS, *method_terms(), *_TERMS_AFTER_METHODS)
+
+
+def by_anchor() -> dict[str, Term]:
+    """The entries by anchor (:func:`terms`)."""
+    return {term.anchor: term for term in terms()}
+
+
+#: The page's sections in order (the label methods' section included).
+SECTIONS = tuple(dict.fromkeys(term.section for term in terms()))
 
 #: Header help of the table columns whose meaning is not obvious, by their displayed name (render.render_table adds
 #: it to any column so named that has no help of its own; the Glossary page explains the terms).

@@ -88,7 +88,7 @@ def page_url(file: str, **params: str) -> str:
     return path + ("?" + urlencode(params) if params else "")
 
 def glossary_url(anchor: str) -> str:
-    """The relative URL of one glossary term (``Glossary#ndcg``; the anchors are :data:`ui.glossary.TERMS`')."""
+    """The relative URL of one glossary term (``Glossary#ndcg``; the anchors are :func:`ui.glossary.terms`')."""
     return f"{BY_FILE[GLOSSARY].url_path}#{anchor}"
 
 

@@ -107,21 +107,39 @@ def test_glossary_page_has_an_anchor_per_term(look_env):
     app = start(str(REPO / navigation.GLOSSARY))
     assert app.title[0].value == "Glossary"
     anchors = [h.proto.anchor for h in app.subheader]
-    assert len(anchors) == len(set(anchors)) == len(glossary.TERMS)
+    assert len(anchors) == len(set(anchors)) == len(glossary.terms())
     assert set(anchors) >= REQUIRED_ANCHORS
     assert all(re.fullmatch(r"[a-z0-9-]+", a) for a in anchors)  # usable in a URL as they are
     index = app.markdown[0].value
     assert all(f"](#{a})" in index for a in anchors)  # the list at the top links to every term
     sources = [c.value for c in app.caption[1:]]
-    assert len(sources) == len(glossary.TERMS) and all(sources)  # each term says where it comes from
-    ndcg = [h.value for h in app.subheader].index(escape_markdown(glossary.BY_ANCHOR["ndcg"].name))
+    assert len(sources) == len(glossary.terms()) and all(sources)  # each term says where it comes from
+    ndcg = [h.value for h in app.subheader].index(escape_markdown(glossary.by_anchor()["ndcg"].name))
     assert "Järvelin" in sources[ndcg]
     # Issue 42: the yes/no rule of the failure rules and the em judge is stated, and where it does not apply.
-    check = [h.value for h in app.subheader].index(escape_markdown(glossary.BY_ANCHOR["gold-answer-check"].name))
+    check = [h.value for h in app.subheader].index(escape_markdown(glossary.by_anchor()["gold-answer-check"].name))
     stated = " ".join(m.value for m in app.markdown).replace("\\", "")  # Markdown escapes dropped
     assert "(\"Yes, both are women's magazines.\" answers \"yes\")" in stated
     assert "stay strict SQuAD exact match" in stated
     assert "rageval.text_metrics.yes_no_answers" in sources[check].replace("\\", "")
+
+
+def test_glossary_lists_a_judge_loaded_after_the_server_started(look_env, tmp_path, monkeypatch):
+    """A team's judge file read once the dashboard runs (the Re-score form, a run's stored judge) is in the Glossary
+    on its next render: the terms are read from the registry at each render, not when the module was imported."""
+    from rageval import labelmethods
+
+    monkeypatch.setattr(labelmethods, "_REGISTRY", dict(labelmethods._REGISTRY))  # this test's judge stays here
+    before = start(str(REPO / navigation.GLOSSARY))
+    judge = tmp_path / "late_judge.toml"
+    judge.write_text((REPO / "docs" / "judges" / "answer_present.toml").read_text(encoding="utf-8").replace(
+        'name = "answer_present"', 'name = "late_judge"'), encoding="utf-8")
+    kind = labelmethods.load_judge_file(judge)
+    after = start(str(REPO / navigation.GLOSSARY))
+    names = [h.value for h in after.subheader]
+    assert escape_markdown(f"{kind.display} ({kind.name})") in names
+    assert len(names) == len(before.subheader) + 1
+    assert "method-late-judge" in {h.proto.anchor for h in after.subheader}
 
 
 # --- compare: a partner that shares queries ----------------------------------------------------------------
