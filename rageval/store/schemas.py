@@ -13,7 +13,7 @@ attribution     RAGA   :data:`ATTRIBUTION_SCHEMA`         :mod:`rageval.attribut
 IUM             RAGI   :data:`IUM_META_SCHEMA`, pandas'   :mod:`rageval.ium.experiment`
                        tables (:data:`IUM_TABLES`)
 annotation      RAGN   :data:`ANNOTATIONS_SCHEMA`         :mod:`rageval.annotations`
-jobs database   RAGJ   :data:`JOBS_SCHEMA`                :mod:`rageval.jobs.store`
+jobs database   RAGJ   :data:`JOBS_SCHEMA`                :mod:`rageval.store.jobs`
 LLM cache       RAGC   :data:`LLM_CACHE_SCHEMA`           :mod:`rageval.generation.cache`
 audit log       RAGL   :data:`AUDIT_SCHEMA`               :mod:`rageval.team.audit`
 =============== ====== ================================== ==================================================

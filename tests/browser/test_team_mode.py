@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import JobStore
 from rageval.store import read_run
 from rageval.team import audit
 from rageval.team.roles import (

@@ -208,7 +208,7 @@ def job_block() -> None:
     """Run as a page script: one running job's block as the Findings and Re-score pages draw it."""
     import os
 
-    from rageval.jobs.store import JobStore
+    from rageval.jobs.spec import JobStore
     from ui import render_jobs
 
     with JobStore(os.environ["RAGEVAL_CACHE_DIR"] + "/jobs.sqlite") as store:
@@ -223,8 +223,7 @@ def test_job_controls_and_the_server_url_only_for_those_who_may_run_jobs(team_en
     server URL; now a role that may not run jobs sees neither, and a line saying why."""
     import os
 
-    from rageval.jobs.spec import JobSpec
-    from rageval.jobs.store import JobStore
+    from rageval.jobs.spec import JobSpec, JobStore
 
     server = "http://10.0.0.7:8000/v1"
     with JobStore(os.environ["RAGEVAL_CACHE_DIR"] + "/jobs.sqlite") as store:
