@@ -1,6 +1,6 @@
 """Audit log (team mode, admins): who signed in, started or cancelled jobs, uploaded runs, created annotation
 queues or adjudicated, and when (UTC), newest first, from the runs folder's append-only ``audit.sqlite``
-(:mod:`rageval.team.audit`). Listed only on a dashboard served for a team (``rageval serve --team``).
+(:mod:`rageval.store.audit`). Listed only on a dashboard served for a team (``rageval serve --team``).
 """
 
 import streamlit as st

@@ -11,7 +11,8 @@ import math
 import streamlit as st
 
 from rageval.errors import RagevalError, StoreError
-from rageval.jobs.spec import ACTIVE, HEARTBEAT_S, STALE_AFTER_S, job_progress
+from rageval.jobs.spec import ACTIVE, HEARTBEAT_S, job_progress
+from rageval.store.jobs import STALE_AFTER_S
 from rageval.team import roles
 from ui import auth, data, navigation, render
 from ui import data_jobs as loaders

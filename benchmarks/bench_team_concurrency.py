@@ -167,7 +167,7 @@ def start_job(run_path: Path, model: Path, cache: Path) -> int:
 
 
 def job_state(cache: Path, job_id: int):
-    from rageval.jobs.store import JobStore
+    from rageval.jobs.spec import JobStore
 
     with JobStore(cache / "jobs.sqlite") as store:
         return store.get(job_id)

@@ -34,6 +34,10 @@ class StoreError(RagevalError):
     """A run file or cache file that cannot be read (unknown or newer schema, not SQLite, ...)."""
 
 
+class JobError(RagevalError):
+    """A job that cannot be created, started or resumed; the message names the job, file or id at fault."""
+
+
 #: The first bytes of files that are not text at all, and what to do with them (checked before any encoding
 #: hint: a gzip or Parquet file is not Windows-1252 text).
 BINARY_SIGNATURES = (

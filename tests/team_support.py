@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import JobStore
 from rageval.team.config import CLIENT_SECRET_ENV, COOKIE_SECRET_ENV
 from tests.browser_support import REPO, SHOTS, WAIT_MS, _free_port, _wait_until_healthy
 

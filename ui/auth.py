@@ -29,6 +29,7 @@ from typing import Any
 import streamlit as st
 
 from rageval.errors import RagevalError
+from rageval.store import audit as audit_store
 from rageval.team import audit as audit_log
 from rageval.team.config import TEAM_ENV, TeamConfig, load_team_config, normalise_identity, session_key
 from rageval.team.roles import (
@@ -254,7 +255,7 @@ def audit_file():
     """The audit log of this runs folder (``audit.sqlite`` beside the runs)."""
     from rageval.paths import user_runs_dir
 
-    return audit_log.audit_path(user_runs_dir())
+    return audit_store.audit_path(user_runs_dir())
 
 
 def audit(action: str, detail: dict | None = None) -> None:
@@ -262,24 +263,24 @@ def audit(action: str, detail: dict | None = None) -> None:
     identity = current_identity()
     if not identity.team_mode or not identity.user_id:
         return
-    entry = audit_log.append(audit_file(), identity.user_id, action, detail)
-    print(audit_log.entry_line(entry), file=sys.stderr, flush=True)  # the server log: a copy off the file (deploy.md)
+    entry = audit_store.append(audit_file(), identity.user_id, action, detail)
+    print(audit_store.entry_line(entry), file=sys.stderr, flush=True)  # the server log: a copy off the file (deploy.md)
 
 
 
-def verify_audit() -> audit_log.Verification:
-    """The audit log's hash chain walked entry by entry (:func:`rageval.team.audit.verify`); admins only."""
+def verify_audit() -> audit_store.Verification:
+    """The audit log's hash chain walked entry by entry (:func:`rageval.store.audit.verify`); admins only."""
     check(READ_AUDIT)
-    return audit_log.verify(audit_file())
+    return audit_store.verify(audit_file())
 
 
-def read_audit(limit: int | None = None) -> list[audit_log.AuditEntry]:
+def read_audit(limit: int | None = None) -> list[audit_store.AuditEntry]:
     """The audit log's entries, newest first (read at each call: it is never cached); admins only."""
     check(READ_AUDIT)
-    return audit_log.read_entries(audit_file(), limit=limit)
+    return audit_store.read_entries(audit_file(), limit=limit)
 
 
-def audit_frame(entries: list[audit_log.AuditEntry]):
+def audit_frame(entries: list[audit_store.AuditEntry]):
     """The entries as a table: when (UTC), who, what, and the details as text (shown as text, never markup)."""
     import json
 

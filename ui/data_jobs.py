@@ -16,8 +16,8 @@ from pathlib import Path
 import streamlit as st
 
 from rageval.erag.format_probe import FormatProbe
-from rageval.jobs.spec import INTERRUPTED, Job, JobSpec, job_status
-from rageval.jobs.store import JobStore, default_jobs_db
+from rageval.jobs.spec import INTERRUPTED, JobSpec, JobStore, job_status
+from rageval.store.jobs import Job, default_jobs_db
 from rageval.team import audit as audit_log
 from rageval.team.roles import RUN_JOBS
 from ui import auth, data
@@ -26,7 +26,7 @@ _TTL_S = 3600
 
 
 def jobs_db() -> Path:
-    """The jobs database the dashboard and ``rageval rescore`` share (:func:`rageval.jobs.store.default_jobs_db`)."""
+    """The jobs database the dashboard and ``rageval rescore`` share (:func:`rageval.store.jobs.default_jobs_db`)."""
     return default_jobs_db()
 
 
@@ -43,13 +43,13 @@ def jobs_revision(path: Path) -> tuple[int, ...]:
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=64, show_spinner=False)
-def load_jobs(path: str, revision: tuple[int, ...]) -> list[Job]:
+def load_jobs(path: str, revision: tuple[int, ...]) -> list[Job[JobSpec]]:
     """Every job of the database, newest first."""
     with JobStore(path) as store:
         return store.list()
 
 
-def load_folder_jobs(folder: Path | None = None) -> list[Job]:
+def load_folder_jobs(folder: Path | None = None) -> list[Job[JobSpec]]:
     """The jobs on run files in the dashboard's runs folder (or ``folder``), newest first. The run file of a job
     whose worker died is repaired on the way (:func:`rageval.jobs.run_file.recover_run_file`), so every page can
     read it."""
@@ -66,8 +66,8 @@ def load_folder_jobs(folder: Path | None = None) -> list[Job]:
     return found
 
 
-def start_rescore(spec: JobSpec) -> Job:
-    """Create the job and start its worker process (raises :class:`rageval.jobs.spec.JobError` on bad input, and
+def start_rescore(spec: JobSpec) -> Job[JobSpec]:
+    """Create the job and start its worker process (raises :class:`rageval.errors.JobError` on bad input, and
     :class:`ui.auth.NotAllowed` when this session's role may not run jobs). Team mode: stored with the signed-in
     user's id, and audited."""
     from rageval.jobs.control import start_job
@@ -97,7 +97,7 @@ def probe_rescore(spec: JobSpec) -> FormatProbe:
     return probe_job(spec)
 
 
-def cancel_rescore(job_id: int, terminate: bool = False) -> Job:
+def cancel_rescore(job_id: int, terminate: bool = False) -> Job[JobSpec]:
     """Ask job ``job_id`` to stop after its batch; ``terminate`` also sends its worker SIGTERM (refused, as
     :func:`start_rescore`, for a role that may not run jobs; audited in team mode)."""
     from rageval.jobs.control import cancel_job
@@ -109,7 +109,7 @@ def cancel_rescore(job_id: int, terminate: bool = False) -> Job:
     return job
 
 
-def resume_rescore(job_id: int) -> Job:
+def resume_rescore(job_id: int) -> Job[JobSpec]:
     """Start a stopped job again in a new worker; its labels already saved are skipped (checked and audited as
     :func:`start_rescore`)."""
     from rageval.jobs.control import resume_job

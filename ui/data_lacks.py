@@ -8,8 +8,9 @@ from pathlib import Path
 
 import streamlit as st
 
-from rageval.jobs.spec import INTERRUPTED, Job, JobSpec, job_status
+from rageval.jobs.spec import INTERRUPTED, JobSpec, job_status
 from rageval.pipeline.summary import missing_pieces, run_summary
+from rageval.store.jobs import Job
 from ui import data, data_jobs
 
 _TTL_S = 3600
@@ -30,7 +31,7 @@ def lacks_text(lacking: dict[str, str]) -> str:
     return " · ".join(f"{PIECE_NAMES.get(piece, piece)}: {what}" for piece, what in lacking.items())
 
 
-def load_run_jobs(path: Path) -> list[Job]:
+def load_run_jobs(path: Path) -> list[Job[JobSpec]]:
     """The complete jobs on this run file, newest first (a dead worker's run file is repaired on the way)."""
     db = data_jobs.jobs_db()
     if not (db.exists() or db.is_symlink()):  # no job yet (a dangling link is an error)
@@ -46,6 +47,6 @@ def load_run_jobs(path: Path) -> list[Job]:
     return found
 
 
-def start_complete(spec: JobSpec) -> Job:
-    """Create the complete job and start its background worker (:class:`rageval.jobs.spec.JobError` on bad input)."""
+def start_complete(spec: JobSpec) -> Job[JobSpec]:
+    """Create the complete job and start its background worker (:class:`rageval.errors.JobError` on bad input)."""
     return data_jobs.start_rescore(spec)

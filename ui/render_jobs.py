@@ -17,25 +17,11 @@ import pandas as pd
 import streamlit as st
 
 from rageval.erag.format_probe import FormatProbe
+from rageval.errors import JobError
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
-from rageval.jobs.spec import (
-    ACTIVE,
-    CANCELLED,
-    DONE,
-    DTYPES,
-    ERAG,
-    FAILED,
-    INTERRUPTED,
-    QUEUED,
-    RUNNING,
-    Job,
-    JobError,
-    JobSpec,
-    Progress,
-    job_estimate,
-    job_progress,
-)
+from rageval.jobs.spec import ACTIVE, DTYPES, ERAG, INTERRUPTED, JobSpec, Progress, job_estimate, job_progress
 from rageval.labelmethods import judges, method_kind
+from rageval.store.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, Job
 from rageval.team.roles import RUN_JOBS
 from ui import auth, navigation, render
 
@@ -74,7 +60,7 @@ def format_time(timestamp: float | None) -> str:
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def status_name(job: Job, progress: Progress) -> str:
+def status_name(job: Job[JobSpec], progress: Progress) -> str:
     """The job's one status in words: queued until its worker claims it, then ``loading the model`` until the
     worker has its model (``items_started`` is set then, and cleared by each new attempt's claim), then running;
     an ended job's outcome."""
@@ -83,7 +69,7 @@ def status_name(job: Job, progress: Progress) -> str:
     return STATUS_NAMES.get(progress.status, progress.status)
 
 
-def preparing_text(job: Job, progress: Progress, now: float | None = None) -> str | None:
+def preparing_text(job: Job[JobSpec], progress: Progress, now: float | None = None) -> str | None:
     """What the worker does before its first LLM call, with the time since it began: ``preparing the model:
     loading gemma-3-270m on the CPU · 1.5 min so far``; None once the model is ready (or the job ended)."""
     if not job.activity or progress.status not in ACTIVE or job.items_started is not None:
@@ -93,7 +79,7 @@ def preparing_text(job: Job, progress: Progress, now: float | None = None) -> st
     return f"{job.activity} · {format_duration(elapsed)} so far"
 
 
-def progress_text(job: Job, progress: Progress, now: float | None = None) -> str:
+def progress_text(job: Job[JobSpec], progress: Progress, now: float | None = None) -> str:
     """The counts, never a status (:func:`status_name` says that): ``12/30 passages labelled · 0.80 per s · ETA
     23 s``; for a complete job the stage in progress, its calls answered from the LLM-call cache apart from the
     new ones, then the whole job (its plan: :func:`rageval.jobs.spec.job_estimate`): ``stage e2e 5/15 LLM calls (5
@@ -128,13 +114,13 @@ def progress_text(job: Job, progress: Progress, now: float | None = None) -> str
     return " · ".join(parts)
 
 
-def progress_fraction(job: Job, progress: Progress, now: float | None = None) -> float:
+def progress_fraction(job: Job[JobSpec], progress: Progress, now: float | None = None) -> float:
     """The bar's share: a complete job's over all its stages when it has a plan, else the stage's (or items')."""
     estimate = job_estimate(job, now) if job.spec.is_complete else None
     return estimate.fraction if estimate is not None else progress.fraction
 
 
-def _where(job: Job, show_server: bool = True) -> str:
+def _where(job: Job[JobSpec], show_server: bool = True) -> str:
     """`` on cpu`` / `` on server http://...`` once the worker has its model, else the server asked for (once:
     a served model's device is its server); without ``show_server`` a server is not named by its URL."""
     if job.device:
@@ -144,7 +130,7 @@ def _where(job: Job, show_server: bool = True) -> str:
     return f" at {job.spec.model_settings.base_url}" if show_server else " on a model server"
 
 
-def job_description(job: Job, show_server: bool = True) -> str:
+def job_description(job: Job[JobSpec], show_server: bool = True) -> str:
     """What the job labels and with what, in one line (plain text); ``show_server=False``: the model server is not
     named by its URL (team mode, for a role that may not run jobs)."""
     spec, model_settings = job.spec, job.spec.model_settings
@@ -160,7 +146,7 @@ def job_description(job: Job, show_server: bool = True) -> str:
     return f"{kind} labels from {model}{where}, {k} of {queries} of run {Path(job.run_path).stem}"
 
 
-def jobs_summary(job_list: Sequence[Job], now: float | None = None) -> pd.DataFrame:
+def jobs_summary(job_list: Sequence[Job[JobSpec]], now: float | None = None) -> pd.DataFrame:
     """One row per job: id, run, method, status, done, total, ETA, started, last heartbeat."""
     rows = []
     for job in job_list:
@@ -270,7 +256,7 @@ def probe_block(spec: JobSpec, probe: FormatProbe) -> str | None:
     return choice
 
 
-def render_job(job: Job, now: float | None = None) -> str | None:
+def render_job(job: Job[JobSpec], now: float | None = None) -> str | None:
     """One job: title, progress bar with done/total and ETA, what produced it, its error, a link to the query
     inspector, and the buttons that apply; returns the action clicked (``cancel``, ``stop``, ``resume``) or None."""
     progress = job_progress(job, now)

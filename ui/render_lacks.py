@@ -10,9 +10,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from rageval.errors import RagevalError, StoreError
+from rageval.errors import JobError, RagevalError, StoreError
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
-from rageval.jobs.spec import ACTIVE, COMPLETE, DONE, Job, JobError, JobSpec, job_status
+from rageval.jobs.spec import ACTIVE, COMPLETE, JobSpec, job_status
+from rageval.store.jobs import DONE, Job
 from rageval.team.roles import RUN_JOBS
 from ui import auth, data, data_jobs, render, render_jobs
 from ui import data_lacks as loaders
@@ -79,7 +80,7 @@ def compute_hint(path: Path, what: str, alternative: str = "") -> str:
     return f"Compute {what} with the button above{alternative}"
 
 
-def _act(job: Job, action: str | None) -> None:
+def _act(job: Job[JobSpec], action: str | None) -> None:
     try:
         data_jobs.apply_action(job.job_id, action)
     except RagevalError as error:
@@ -89,7 +90,7 @@ def _act(job: Job, action: str | None) -> None:
             st.rerun()
 
 
-def _active(job_list: list[Job]) -> bool:
+def _active(job_list: list[Job[JobSpec]]) -> bool:
     return bool(job_list) and job_status(job_list[0]) in ACTIVE
 
 

@@ -30,7 +30,7 @@ CACHE_LOGGER = "streamlit.runtime.caching.cache_data_api"
 IMPORTED_WHILE_RUNNING = (
     "PIL.Image", "PIL.PngImagePlugin", "pandas.core.methods.to_dict", "pandas.core.reshape.reshape",
     "pyarrow.pandas_compat", "streamlit.components.v2.manifest_scanner", "streamlit.material_icon_names",
-    "rageval.attribution.experiment", "rageval.ium.results_section", "rageval.jobs.labelling", "rageval.jobs.store",
+    "rageval.attribution.experiment", "rageval.ium.results_section", "rageval.jobs.labelling", "rageval.store.jobs",
 )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rageval.cli.common import add_server_arguments
 from rageval.erag.labels import ALL_METRICS
+from rageval.errors import JobError
 from rageval.generation.factory import DEFAULT_MODEL
 from rageval.jobs.control import (
     cancel_job,
@@ -24,21 +25,10 @@ from rageval.jobs.control import (
     resume_job,
 )
 from rageval.jobs.labelling import needs_format_probe, probe_job
-from rageval.jobs.spec import (
-    BACKENDS,
-    CANCELLED,
-    COMPLETE,
-    DONE,
-    DTYPES,
-    ERAG,
-    PIECES,
-    JobError,
-    JobSpec,
-    job_status,
-)
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import BACKENDS, COMPLETE, DTYPES, ERAG, PIECES, JobSpec, JobStore, job_status
 from rageval.jobs.worker import run_job_in_this_process
 from rageval.labelmethods import judges
+from rageval.store.jobs import CANCELLED, DONE
 
 
 def _run_here(job_id: int, store: JobStore, *, exit_when_stopped: bool = False) -> int:

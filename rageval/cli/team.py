@@ -30,7 +30,7 @@ def cmd_team_check(args: argparse.Namespace) -> int:
 
 def cmd_audit_verify(args: argparse.Namespace) -> int:
     from rageval.paths import user_runs_dir
-    from rageval.team.audit import verify
+    from rageval.store.audit import verify
 
     result = verify(args.runs_dir or user_runs_dir())
     print(json.dumps(result.as_json(), indent=2) if args.json else result.summary())

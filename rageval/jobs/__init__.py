@@ -22,7 +22,7 @@ costs no call already made. Its method is ``complete@<model>``.
 
 The worker runs as its own OS process (``rageval rescore run JOB``, started detached by
 :func:`~rageval.jobs.control.launch_worker`), so it outlives the dashboard's reruns and a closed browser. Its state
-lives in a small SQLite database, the jobs database (:func:`~rageval.jobs.store.default_jobs_db`: ``jobs.sqlite`` in
+lives in a small SQLite database, the jobs database (:func:`~rageval.store.jobs.default_jobs_db`: ``jobs.sqlite`` in
 the user cache, beside the LLM-call cache), which the command line and every dashboard session share wherever the
 run file lives; ``$RAGEVAL_CACHE_DIR`` moves both.
 
@@ -41,7 +41,8 @@ What survives what:
   them (settings ``rescored``), so every view of the dashboard shows the new method like any other.
 
 The modules, in the order a job flows through them: :mod:`~rageval.jobs.spec` (what a job is: :class:`JobSpec`,
-:class:`Job`, statuses, the method name it writes), :mod:`~rageval.jobs.store` (the jobs database),
+the jobs database reading it, :class:`JobStore`, status and progress, the method name it writes), with the jobs
+database's SQL and its row :class:`~rageval.store.jobs.Job` and stored statuses in :mod:`rageval.store.jobs`;
 :mod:`~rageval.jobs.control` (create, launch, resume, cancel), :mod:`~rageval.jobs.worker` (the worker process),
 :mod:`~rageval.jobs.labelling` (its model and labels), :mod:`~rageval.jobs.run_file` (what it reads from and writes
 into the run file), :mod:`rageval.cli.rescore` (``rageval rescore``).

@@ -13,29 +13,26 @@ import sys
 import threading
 from pathlib import Path
 
-from rageval.errors import StoreError
+from rageval.errors import JobError, StoreError
 from rageval.jobs.labelling import check_model
 from rageval.jobs.run_file import read_job_inputs, recover_run_file
 from rageval.jobs.spec import (
     ACTIVE,
-    CANCELLED,
-    Job,
-    JobError,
     JobSpec,
+    JobStore,
     job_estimate,
     job_progress,
     job_status,
     method_name,
     model_identity,
-    worker_alive,
 )
-from rageval.jobs.store import JobStore, default_jobs_db
 from rageval.store import RunReader
+from rageval.store.jobs import CANCELLED, Job, default_jobs_db, worker_alive
 from rageval.store.provenance import brought
 
 
 def open_job_store(jobs_db: Path | None = None, *, create: bool = True) -> JobStore:
-    """The jobs database at ``jobs_db`` (default :func:`~rageval.jobs.store.default_jobs_db`); without ``create``
+    """The jobs database at ``jobs_db`` (default :func:`~rageval.store.jobs.default_jobs_db`); without ``create``
     (commands that only look at jobs) a missing one is a :class:`JobError` naming it, never created."""
     path = Path(jobs_db) if jobs_db else default_jobs_db()
     if not create and not (path.exists() or path.is_symlink()):
@@ -43,7 +40,7 @@ def open_job_store(jobs_db: Path | None = None, *, create: bool = True) -> JobSt
     return JobStore(path)
 
 
-def list_jobs(jobs_db: Path | None = None) -> list[Job]:
+def list_jobs(jobs_db: Path | None = None) -> list[Job[JobSpec]]:
     """Every job of the jobs database at ``jobs_db`` (default: the user cache's); none, and nothing created, when
     no job was ever started with it."""
     path = Path(jobs_db) if jobs_db else default_jobs_db()
@@ -53,7 +50,7 @@ def list_jobs(jobs_db: Path | None = None) -> list[Job]:
         return store.list()
 
 
-def job_line(job: Job) -> str:
+def job_line(job: Job[JobSpec]) -> str:
     """One line describing ``job`` (``rageval rescore list``): id, status, stage, done/total (a complete job's LLM
     calls, with those answered from the cache, and the whole job's over all its stages), ETA (of the new calls,
     the whole job's when it has a plan), method, run file and error."""
@@ -124,7 +121,7 @@ def lacking_pieces(spec: JobSpec) -> dict[str, str]:
     return lacking
 
 
-def create_job(spec: JobSpec, store: JobStore, *, started_by: str | None = None) -> Job:
+def create_job(spec: JobSpec, store: JobStore, *, started_by: str | None = None) -> Job[JobSpec]:
     """Check the run file, the queries and the model, and add a queued job; nothing runs yet. ``started_by``: the
     signed-in user's id (a dashboard served for a team), stored with the job."""
     check_writable(spec)
@@ -174,14 +171,14 @@ def launch_worker(job_id: int, store: JobStore) -> int:
     return process.pid
 
 
-def start_job(spec: JobSpec, store: JobStore, *, started_by: str | None = None) -> Job:
+def start_job(spec: JobSpec, store: JobStore, *, started_by: str | None = None) -> Job[JobSpec]:
     """Create the job and start its worker in the background (``started_by``: as :func:`create_job`)."""
     job = create_job(spec, store, started_by=started_by)
     launch_worker(job.job_id, store)
     return store.get(job.job_id)
 
 
-def resume_job(job_id: int, store: JobStore, *, launch: bool = True) -> Job:
+def resume_job(job_id: int, store: JobStore, *, launch: bool = True) -> Job[JobSpec]:
     """Start a stopped job again (failed, cancelled, interrupted or never started); what it already labelled is
     skipped. Refused while its worker is alive."""
     job = store.get(job_id)
@@ -193,7 +190,7 @@ def resume_job(job_id: int, store: JobStore, *, launch: bool = True) -> Job:
     return store.get(job_id)
 
 
-def cancel_job(job_id: int, store: JobStore, *, terminate: bool = False) -> Job:
+def cancel_job(job_id: int, store: JobStore, *, terminate: bool = False) -> Job[JobSpec]:
     """Ask the job to stop after its current batch; ``terminate=True`` also sends its worker SIGTERM (it then
     stops at once, keeping every committed label). A job without a live worker is marked cancelled at once."""
     job = store.get(job_id)

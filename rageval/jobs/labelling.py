@@ -10,9 +10,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from rageval.erag.baselines import compute_judge_labels, judge_of
 from rageval.erag.format_probe import FormatProbe
 from rageval.erag.labels import EragSettings, compute_erag_labels
+from rageval.errors import JobError
 from rageval.generation import factory
 from rageval.generation.base import DecodingSettings, Generator
-from rageval.jobs.spec import ERAG, JobError, JobSpec
+from rageval.jobs.spec import ERAG, JobSpec
 from rageval.store import Label, LabelEvidence
 from rageval.store.records import UnparsedAnswer
 from rageval.types import Passage, Query, Ranking, ScoredPassage

@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from rageval.erag.measures import STORED_MEASURES, compute_measure_values, is_graded_method
-from rageval.errors import StoreError
-from rageval.jobs.spec import JobError, JobSpec
+from rageval.errors import JobError, StoreError
+from rageval.jobs.spec import JobSpec
 from rageval.labelmethods import GIVEN, method_kind
 from rageval.measures import parse_measure_list
 from rageval.store import Correlation, Label, LabelEvidence, MeasureValue, RunReader

@@ -1,5 +1,6 @@
-"""What a job is: its :class:`JobSpec` (run file, label kind, model, passages), its row :class:`Job`, the
-label method it writes, and its status and progress as the dashboard and ``rageval rescore list`` show them."""
+"""What a job is: its :class:`JobSpec` (run file, label kind, model, passages), the jobs database that reads its
+rows with it (:class:`JobStore`; the row :class:`rageval.store.jobs.Job`), the label method it writes, and its
+status and progress as the dashboard and ``rageval rescore list`` show them."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from rageval.erag.labels import ALL_METRICS
-from rageval.errors import RagevalError
+from rageval.errors import JobError
 from rageval.generation import factory
 from rageval.labelmethods import LabelMethod, LabelMethodError, erag_method, is_judge_file, judges, load_judge_file
-from rageval.store.files import process_alive
+from rageval.store.jobs import CANCELLED, QUEUED, RUNNING, Job, JobsDatabase, worker_alive
 
 ERAG = "erag"
 COMPLETE = "complete"
@@ -30,17 +31,11 @@ def label_kinds() -> tuple[str, ...]:
 PIECES = ("erag", "e2e", "baselines", "reteval")
 BACKENDS = ("transformers", "openai")
 DTYPES = factory.DTYPES
-#: Statuses stored in the jobs database; :func:`job_status` adds ``interrupted`` (active, but its worker is gone).
-QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+#: Besides the statuses stored in the jobs database (:data:`rageval.store.jobs.QUEUED` ...), :func:`job_status`
+#: gives ``interrupted``: active, but its worker is gone.
 INTERRUPTED = "interrupted"
 ACTIVE = (QUEUED, RUNNING)
 HEARTBEAT_S = 2.0
-#: A worker whose heartbeat is older than this is taken for dead even if its process id is in use (pid reuse).
-STALE_AFTER_S = 60.0
-
-
-class JobError(RagevalError):
-    """A job that cannot be created, started or resumed; the message names the job, file or id at fault."""
 
 
 class JobCancelled(BaseException):
@@ -178,37 +173,11 @@ def model_identity(spec: JobSpec) -> str:
     return f"{model.backend}|{model.model}|{model.dtype or ''}|{model.api if model.backend == 'openai' else ''}"
 
 
-@dataclass(frozen=True)
-class Job:
-    """One row of the jobs database."""
+class JobStore(JobsDatabase[JobSpec]):
+    """The jobs database (:class:`rageval.store.jobs.JobsDatabase`), its jobs' specs read as :class:`JobSpec`."""
 
-    job_id: int
-    run_path: str
-    method: str
-    spec: JobSpec
-    status: str
-    total: int
-    done: int
-    done_at_start: int
-    attempts: int
-    created: float
-    started: float | None
-    items_started: float | None
-    updated: float | None
-    finished: float | None
-    heartbeat: float | None
-    pid: int | None
-    model_id: str | None
-    device: str | None
-    log_path: str | None
-    cancel_requested: bool
-    error: str | None
-    stage: str | None = None
-    started_by: str | None = None  # team mode: the signed-in user who started it; None: the command line
-    plan: tuple[tuple[str, int, int], ...] | None = None  # complete jobs: (stage, LLM calls, cached) each
-    llm_started: float | None = None  # when the attempt's model was ready
-    activity: str | None = None  # what the worker does before its first LLM call
-    activity_since: float | None = None
+    def _read_spec(self, text: str) -> JobSpec:
+        return JobSpec.from_json(text)
 
 
 @dataclass(frozen=True)
@@ -222,16 +191,7 @@ class Progress:
     eta_s: float | None
 
 
-def worker_alive(job: Job, now: float | None = None) -> bool:
-    """Whether the job's worker process is alive: its pid runs and its heartbeat is recent."""
-    if job.pid is None:
-        return False
-    now = time.time() if now is None else now
-    beat = job.heartbeat if job.heartbeat is not None else job.created
-    return now - beat < STALE_AFTER_S and process_alive(job.pid)
-
-
-def job_status(job: Job, now: float | None = None) -> str:
+def job_status(job: Job[JobSpec], now: float | None = None) -> str:
     """The stored status, except that an active job whose worker is gone is ``interrupted`` (or ``cancelled``
     when a cancel had been asked for)."""
     if job.status in ACTIVE and job.pid is not None and not worker_alive(job, now):
@@ -239,7 +199,7 @@ def job_status(job: Job, now: float | None = None) -> str:
     return job.status
 
 
-def job_progress(job: Job, now: float | None = None) -> Progress:
+def job_progress(job: Job[JobSpec], now: float | None = None) -> Progress:
     """Share done and ETA. The rate is that of the current attempt, items done by it (``done - done_at_start``:
     not the items an earlier attempt labelled, nor a complete job's LLM calls answered from the cache) over the
     time from its start to its last committed batch: ETA = (total - done) / rate, the items left taken as new.
@@ -258,11 +218,11 @@ def job_progress(job: Job, now: float | None = None) -> Progress:
 
 @dataclass(frozen=True)
 class JobEstimate:
-    """A complete job's progress over all its stages (its plan: :attr:`Job.plan`): the stage in progress is the
-    ``stage_number``-th of ``stages``; ``calls_done`` of ``calls`` LLM calls made (cache hits included), ``new_left``
-    new calls still to make (each later stage's planned new calls, and the current one's rest); ``rate_per_s``: new
-    calls per second since the attempt's model was ready, over every stage so far; ``eta_s``: ``new_left`` at that
-    rate (None until a new call was made, or once the job ended)."""
+    """A complete job's progress over all its stages (its plan: :attr:`rageval.store.jobs.Job.plan`): the stage in
+    progress is the ``stage_number``-th of ``stages``; ``calls_done`` of ``calls`` LLM calls made (cache hits
+    included), ``new_left`` new calls still to make (each later stage's planned new calls, and the current one's
+    rest); ``rate_per_s``: new calls per second since the attempt's model was ready, over every stage so far;
+    ``eta_s``: ``new_left`` at that rate (None until a new call was made, or once the job ended)."""
 
     stage_number: int
     stages: int
@@ -277,7 +237,7 @@ class JobEstimate:
         return min(self.calls_done / self.calls, 1.0) if self.calls else 1.0
 
 
-def job_estimate(job: Job, now: float | None = None) -> JobEstimate | None:
+def job_estimate(job: Job[JobSpec], now: float | None = None) -> JobEstimate | None:
     """The whole job's share, rate and ETA (:class:`JobEstimate`) from its plan and the stage in progress; None
     for a job without a plan (a labelling job, or one started before plans were stored) or whose stage is not in
     it. The stages before the current one are taken as done as planned (their new calls made by this attempt: the

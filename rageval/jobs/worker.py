@@ -27,8 +27,8 @@ from rageval.jobs.run_file import (
     write_labels,
     write_method_measures,
 )
-from rageval.jobs.spec import CANCELLED, DONE, FAILED, HEARTBEAT_S, Job, JobCancelled, JobSpec, model_identity
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import HEARTBEAT_S, JobCancelled, JobSpec, JobStore, model_identity
+from rageval.store.jobs import CANCELLED, DONE, FAILED, Job
 
 
 @contextmanager
@@ -71,7 +71,7 @@ def _attempt(store: JobStore, job_id: int, log: Callable[[str], None], stopped: 
 
 
 def run_job(job_id: int, store: JobStore | None = None, *, generator: Generator | None = None,
-            log: Callable[[str], None] | None = None) -> Job:
+            log: Callable[[str], None] | None = None) -> Job[JobSpec]:
     """The worker: label the job's remaining items batch by batch (each batch committed to the run file, then
     counted in the jobs database), check the cancel flag between batches, and when all are labelled write the
     method's measure values. ``generator`` replaces the job's model (tests); either way calls go through the
@@ -178,15 +178,15 @@ def _raise_cancelled(signum, frame) -> None:
     raise JobCancelled(f"signal {signum}")
 
 
-def run_job_in_this_process(job_id: int, store: JobStore) -> Job:
+def run_job_in_this_process(job_id: int, store: JobStore) -> Job[JobSpec]:
     """:func:`run_job` with SIGTERM turned into the same clean stop as a cancel (``rageval rescore run`` and
     ``start`` without ``--detach``: ``cancel_job(..., terminate=True)`` sends the worker SIGTERM)."""
     signal.signal(signal.SIGTERM, _raise_cancelled)
     return run_job(job_id, store)
 
 
-def run_complete_job(job: Job, store: JobStore, *, generator: Generator | None = None,
-                     log: Callable[[str], None]) -> Job:
+def run_complete_job(job: Job[JobSpec], store: JobStore, *, generator: Generator | None = None,
+                     log: Callable[[str], None]) -> Job[JobSpec]:
     """The worker of a complete job: :func:`rageval.pipeline.run.complete_run_file` on its run file with its
     model, stage progress into the jobs database. The file is rewritten once, atomically, at the end; a cancel
     (the flag, or SIGTERM) stops between LLM batches and leaves it as it was, every call made kept in the

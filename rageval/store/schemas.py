@@ -13,9 +13,9 @@ attribution     RAGA   :data:`ATTRIBUTION_SCHEMA`         :mod:`rageval.attribut
 IUM             RAGI   :data:`IUM_META_SCHEMA`, pandas'   :mod:`rageval.ium.experiment`
                        tables (:data:`IUM_TABLES`)
 annotation      RAGN   :data:`ANNOTATIONS_SCHEMA`         :mod:`rageval.annotations`
-jobs database   RAGJ   :data:`JOBS_SCHEMA`                :mod:`rageval.jobs.store`
+jobs database   RAGJ   :data:`JOBS_SCHEMA`                :mod:`rageval.store.jobs`
 LLM cache       RAGC   :data:`LLM_CACHE_SCHEMA`           :mod:`rageval.generation.cache`
-audit log       RAGL   :data:`AUDIT_SCHEMA`               :mod:`rageval.team.audit`
+audit log       RAGL   :data:`AUDIT_SCHEMA`               :mod:`rageval.store.audit`
 =============== ====== ================================== ==================================================
 """
 
@@ -437,7 +437,7 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 
 # --- audit log (RAGL) -------------------------------------------------------------------------------------------
 # v1: entries with triggers refusing UPDATE and DELETE (INSERT OR REPLACE still rewrote one). v2: each entry carries
-# the previous entry's hash and its own (rageval.team.audit.entry_hash), so a changed, removed or inserted entry
+# the previous entry's hash and its own (audit_entry_hash), so a changed, removed or inserted entry
 # shows in `rageval audit verify`; triggers also refuse an INSERT that would replace an entry or break the chain.
 #: The ``prev_hash`` of the first entry.
 AUDIT_GENESIS = "0" * 64

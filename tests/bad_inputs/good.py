@@ -80,8 +80,7 @@ def write_good_annotations(path: Path) -> Path:
 
 def write_good_jobs_database(path: Path) -> Path:
     """A jobs database holding one queued job (on a run that need not exist)."""
-    from rageval.jobs.spec import JobSpec
-    from rageval.jobs.store import JobStore
+    from rageval.jobs.spec import JobSpec, JobStore
 
     with JobStore(path) as store:
         store.create(JobSpec.from_flat(str(path.parent / "good-run.sqlite"), model="served-model", backend="openai"),

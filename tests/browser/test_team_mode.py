@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import JobStore
+from rageval.store import audit as audit_store
 from rageval.store import read_run
 from rageval.team import audit
 from rageval.team.roles import (
@@ -379,7 +380,7 @@ def test_role_by_action_table_in_chromium(team, chromium):
     assert not wrong, "\n".join(wrong)
     assert set(PROBES) == set(ACTIONS) and {PEOPLE[s][0] for s in PEOPLE} >= set(ROLES)
     # The audit log holds who did what, in UTC: every sign-in, the job start and cancel, the upload.
-    entries = audit.read_entries(audit.audit_path(team.runs))
+    entries = audit_store.read_entries(audit_store.audit_path(team.runs))
     done = {(e.user_id, e.action) for e in entries}
     for _, claims in PEOPLE.values():
         assert (claims["email"], audit.SIGN_IN) in done

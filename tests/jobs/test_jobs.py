@@ -27,32 +27,25 @@ import pytest
 import pytrec_eval
 
 from rageval.cli import main
-from rageval.errors import RagevalError
+from rageval.errors import JobError, RagevalError
 from rageval.generation.base import DecodingSettings, FakeGenerator
 from rageval.generation.server import serve
 from rageval.jobs.control import cancel_job, create_job, resume_job, start_job
 from rageval.jobs.spec import (
     ACTIVE,
-    CANCELLED,
-    DONE,
-    FAILED,
     INTERRUPTED,
-    QUEUED,
-    RUNNING,
-    STALE_AFTER_S,
-    Job,
-    JobError,
     JobSpec,
+    JobStore,
     Progress,
     job_progress,
     job_status,
     method_name,
     model_short_name,
 )
-from rageval.jobs.store import JobStore
 from rageval.jobs.worker import run_job
 from rageval.prompts import build_qa_prompt
 from rageval.store import RunReader
+from rageval.store.jobs import CANCELLED, DONE, FAILED, QUEUED, RUNNING, STALE_AFTER_S, Job
 from rageval.text_metrics import contains_answer, exact_match
 from tests.run_fixtures import N_QUERIES, K, build_small_run, make_small_run
 

@@ -18,14 +18,15 @@ from pathlib import Path
 import pytest
 
 from rageval.cli import main
+from rageval.errors import JobError
 from rageval.generation.base import first_capitalised_span
 from rageval.generation.server import serve
 from rageval.jobs.control import cancel_job, create_job, resume_job, start_job
-from rageval.jobs.spec import ACTIVE, CANCELLED, COMPLETE, DONE, JobError, JobSpec, job_progress
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import ACTIVE, COMPLETE, JobSpec, JobStore, job_progress
 from rageval.jobs.worker import run_job
 from rageval.pipeline.summary import PIECES, missing_pieces, run_summary
 from rageval.store import RunReader
+from rageval.store.jobs import CANCELLED, DONE
 from rageval.store.schemas import JOBS_SCHEMA
 from tests.jobs.test_jobs import GatedReader, wait_for
 from tests.user_run_fixtures import QUESTIONS, build_evaluated_run, build_uploaded_run

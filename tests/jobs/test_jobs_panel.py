@@ -16,10 +16,10 @@ import pytest
 from rageval.generation.base import DecodingSettings, FakeGenerator
 from rageval.generation.cache import CachedGenerator, LLMCache
 from rageval.jobs.control import create_job
-from rageval.jobs.spec import COMPLETE, QUEUED, RUNNING, JobSpec, job_progress
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import COMPLETE, JobSpec, JobStore, job_progress
 from rageval.jobs.worker import _StageReporter
 from rageval.pipeline.evaluate import StageMeter
+from rageval.store.jobs import QUEUED, RUNNING
 from tests.user_run_fixtures import build_uploaded_run
 from ui.render_jobs import LOADING, STATUS_NAMES, progress_text, status_name
 

@@ -11,10 +11,10 @@ import pytrec_eval
 
 from rageval.generation.base import FakeGenerator
 from rageval.jobs.control import create_job
-from rageval.jobs.spec import DONE, JobSpec
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import JobSpec, JobStore
 from rageval.jobs.worker import run_job
 from rageval.store import RunReader
+from rageval.store.jobs import DONE
 from rageval.text_metrics import contains_answer
 from tests.run_fixtures import N_QUERIES, K, build_small_run, make_small_run
 

@@ -21,15 +21,16 @@ import pytest
 
 import rageval
 from rageval.cli import main
+from rageval.errors import JobError
 from rageval.generation.cache import LLMCache
 from rageval.generation.factory import ModelSettings
 from rageval.jobs.control import create_job
-from rageval.jobs.spec import DONE, JobError, JobSpec
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import JobSpec, JobStore
 from rageval.jobs.worker import run_job
 from rageval.pipeline.run import complete_run_file
 from rageval.pipeline.summary import missing_pieces, run_summary
 from rageval.store import read_run
+from rageval.store.jobs import DONE
 from rageval.store.provenance import brought
 from rageval.traces.importer import content_id, import_files, import_traces
 from rageval.traces.records import RETRIEVED, TraceRecord

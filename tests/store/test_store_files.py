@@ -14,7 +14,7 @@ from rageval.attribution.store import AttributionReader
 from rageval.errors import StoreError
 from rageval.generation.cache import LLMCache
 from rageval.ium.experiment import read_ium_run
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import JobStore
 from rageval.store import (
     ANNOTATIONS,
     ATTRIBUTION,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from rageval.jobs.spec import JobSpec
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import JobSpec, JobStore
 from rageval.store.schemas import JOBS
 
 

@@ -17,9 +17,9 @@ from rageval.generation.base import FakeGenerator
 from rageval.generation.factory import DEFAULT_BASE_URL, DEFAULT_MODEL
 from rageval.jobs import control
 from rageval.jobs.control import cancel_job, create_job
-from rageval.jobs.spec import QUEUED, RUNNING, JobSpec
-from rageval.jobs.store import JobStore, default_jobs_db
+from rageval.jobs.spec import JobSpec, JobStore
 from rageval.jobs.worker import run_job
+from rageval.store.jobs import QUEUED, RUNNING, default_jobs_db
 from tests.jobs.test_jobs import METHOD, MODEL, TOTAL, reader_rule
 from tests.run_fixtures import N_QUERIES, K, make_small_run
 from ui.render import escape_markdown

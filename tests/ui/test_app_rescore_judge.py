@@ -8,8 +8,9 @@ import pytest
 
 from rageval import labelmethods
 from rageval.jobs import control
-from rageval.jobs.store import JobStore, default_jobs_db
+from rageval.jobs.spec import JobStore
 from rageval.paths import REPO_ROOT
+from rageval.store.jobs import default_jobs_db
 from tests.jobs.test_jobs import MODEL
 from tests.ui.test_app_rescore import RESCORE, run_path, start  # noqa: F401 (a fixture)
 from ui.render import escape_markdown

@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval.annotations import ANNOTATIONS_FILE
+from rageval.store import audit as audit_store
 from rageval.team import audit
 from rageval.team.config import TEAM_ENV
 from tests.run_fixtures import make_small_run
@@ -145,7 +146,7 @@ def test_an_expired_sign_in_gets_the_sign_in_page_and_reads_no_run(team_env, mon
 
 def test_a_sign_in_is_audited_once_with_who_and_when(team_env):
     start_as(claims("otto@example.org"), run="fixture")
-    entries = audit.read_entries(audit.audit_path(team_env))
+    entries = audit_store.read_entries(audit_store.audit_path(team_env))
     assert [(e.user_id, e.action) for e in entries] == [("otto@example.org", "sign_in")]
     assert entries[0].detail["role"] == "operator" and entries[0].at.endswith("+00:00")
 
@@ -157,7 +158,7 @@ def test_the_audit_log_page_shows_whether_the_chain_verifies(team_env):
     app = start_as(claims("ada@example.org"), audit_page)
     assert escape_markdown("The hash chain verifies: 1 entries, each as written") in app.success[0].value
     assert not app.error
-    with sqlite3.connect(audit.audit_path(team_env)) as connection:
+    with sqlite3.connect(audit_store.audit_path(team_env)) as connection:
         connection.execute("DROP TRIGGER audit_no_update")
         connection.execute("UPDATE audit SET user_id = 'mallory' WHERE entry = 1")
     app = start_as(claims("ada@example.org"), audit_page)
@@ -208,7 +209,7 @@ def job_block() -> None:
     """Run as a page script: one running job's block as the Findings and Re-score pages draw it."""
     import os
 
-    from rageval.jobs.store import JobStore
+    from rageval.jobs.spec import JobStore
     from ui import render_jobs
 
     with JobStore(os.environ["RAGEVAL_CACHE_DIR"] + "/jobs.sqlite") as store:
@@ -223,8 +224,7 @@ def test_job_controls_and_the_server_url_only_for_those_who_may_run_jobs(team_en
     server URL; now a role that may not run jobs sees neither, and a line saying why."""
     import os
 
-    from rageval.jobs.spec import JobSpec
-    from rageval.jobs.store import JobStore
+    from rageval.jobs.spec import JobSpec, JobStore
 
     server = "http://10.0.0.7:8000/v1"
     with JobStore(os.environ["RAGEVAL_CACHE_DIR"] + "/jobs.sqlite") as store:
@@ -251,7 +251,7 @@ def test_sign_out_ends_the_session_on_the_server(team_env):
     app = start_as(ada, run="fixture")
     assert app.title[0].value == "Findings"
     app.sidebar.button(key="auth.sign_out").click().run()
-    entries = audit.read_entries(audit.audit_path(team_env))
+    entries = audit_store.read_entries(audit_store.audit_path(team_env))
     assert entries[0].action == audit.SIGN_OUT and entries[0].user_id == "ada@example.org"
     again = start_as(ada, run="fixture")  # the cookie as it was before Sign out
     assert [t.value for t in again.title] == ["rageval"] and [b.label for b in again.button] == ["Sign in"]
@@ -289,4 +289,4 @@ def test_ending_sessions_is_refused_below_admin(team_env):
     app.user = claims("otto@example.org")
     app.run()
     assert app.markdown[0].value.startswith("refused: otto@example.org (role operator) may not end people")
-    assert audit.read_revocations(audit.audit_path(team_env)).users_before == {}
+    assert audit.read_revocations(audit_store.audit_path(team_env)).users_before == {}

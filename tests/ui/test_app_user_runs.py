@@ -16,11 +16,11 @@ import pytest
 from rageval.generation.base import FakeGenerator
 from rageval.generation.server import serve
 from rageval.jobs.control import create_job
-from rageval.jobs.spec import ACTIVE, DONE, JobSpec
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import ACTIVE, JobSpec, JobStore
 from rageval.jobs.worker import run_job
 from rageval.pipeline.summary import missing_pieces, run_summary
 from rageval.store import RunReader
+from rageval.store.jobs import DONE
 from tests.jobs.test_jobs import wait_for
 from tests.ui.test_app import HOME, REPO, start
 from tests.user_run_fixtures import QUESTIONS, build_evaluated_run, build_uploaded_run

@@ -23,11 +23,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
-from rageval.jobs.spec import FAILED, JobSpec
-from rageval.jobs.store import JobStore
+from rageval.jobs.spec import JobSpec, JobStore
 from rageval.queue_plans import UNIFORM_PLAN, QueuePlan
 from rageval.queues import QueueStore
 from rageval.store import RunReader
+from rageval.store.jobs import FAILED
 from rageval.team.config import TEAM_ENV
 from rageval.team.roles import ADMIN, ANNOTATOR, OPERATOR, VIEWER, can
 from tests.run_fixtures import make_small_run

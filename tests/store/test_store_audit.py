@@ -1,4 +1,4 @@
-"""The audit log (rageval.team.audit): appended, read back newest first, and refusing UPDATE and DELETE even
+"""The audit log (rageval.store.audit): appended, read back newest first, and refusing UPDATE and DELETE even
 through a plain sqlite3 connection."""
 
 from __future__ import annotations
@@ -9,17 +9,18 @@ import sqlite3
 import pytest
 
 from rageval.errors import StoreError
+from rageval.store import audit
 from rageval.store.files import kind_of
 from rageval.store.schemas import AUDIT
-from rageval.team import audit
+from rageval.team.audit import END_SESSIONS, JOB_START, SIGN_IN, SIGN_OUT, UPLOAD, read_revocations
 
 
 def test_append_and_read_back(tmp_path):
     path = audit.audit_path(tmp_path)
     assert audit.read_entries(path) == []
     when = dt.datetime(2026, 11, 28, 16, 0, 1, 500, tzinfo=dt.timezone(dt.timedelta(hours=2)))
-    first = audit.append(path, "ada@example.org", audit.SIGN_IN, {"role": "admin"}, at=when)
-    audit.append(path, "bo@example.org", audit.JOB_START, {"job": 3, "run": "r.sqlite"})
+    first = audit.append(path, "ada@example.org", SIGN_IN, {"role": "admin"}, at=when)
+    audit.append(path, "bo@example.org", JOB_START, {"job": 3, "run": "r.sqlite"})
     assert kind_of(path) == AUDIT
     assert first.at == "2026-11-28T14:00:01+00:00"  # stored in UTC
     entries = audit.read_entries(path)
@@ -31,7 +32,7 @@ def test_append_and_read_back(tmp_path):
 
 def test_update_and_delete_are_refused(tmp_path):
     path = audit.audit_path(tmp_path)
-    audit.append(path, "ada@example.org", audit.UPLOAD, {"run": "x"})
+    audit.append(path, "ada@example.org", UPLOAD, {"run": "x"})
     connection = sqlite3.connect(path)
     try:
         for statement in ("UPDATE audit SET user_id = 'mallory'", "DELETE FROM audit"):
@@ -50,15 +51,15 @@ def test_not_an_audit_log(tmp_path):
     connection.commit()
     connection.close()
     with pytest.raises(StoreError, match=str(path)):
-        audit.append(path, "ada@example.org", audit.UPLOAD)
+        audit.append(path, "ada@example.org", UPLOAD)
 
 
 # --- issue 39 item 4: INSERT OR REPLACE refused; a hash chain; rageval audit verify ------------------------------
 
 def three_entries(tmp_path):
     path = audit.audit_path(tmp_path)
-    for user, action in (("ada@example.org", audit.SIGN_IN), ("bo@example.org", audit.JOB_START),
-                         ("cy@example.org", audit.UPLOAD)):
+    for user, action in (("ada@example.org", SIGN_IN), ("bo@example.org", JOB_START),
+                         ("cy@example.org", UPLOAD)):
         audit.append(path, user, action, {"n": user[:2]})
     return path
 
@@ -149,7 +150,7 @@ def test_a_v1_log_is_upgraded_and_chained_at_its_next_append(tmp_path):
     assert [e.user_id for e in audit.read_entries(path)] == ["bo@example.org", "ada@example.org"]
     before = audit.verify(path)
     assert not before.ok and "carries no hashes yet" in before.problem
-    audit.append(path, "cy@example.org", audit.SIGN_IN)
+    audit.append(path, "cy@example.org", SIGN_IN)
     entries = audit.read_entries(path)
     assert [(e.entry, e.user_id) for e in entries] == [(3, "cy@example.org"), (2, "bo@example.org"),
                                                        (1, "ada@example.org")]
@@ -160,3 +161,19 @@ def test_a_v1_log_is_upgraded_and_chained_at_its_next_append(tmp_path):
     with pytest.raises(sqlite3.DatabaseError, match=r"append-only|hash chain"):  # the v2 triggers, after the upgrade
         connection.execute("INSERT OR REPLACE INTO audit SELECT * FROM audit WHERE entry = 1")
     connection.close()
+
+
+def test_entries_of_some_actions_and_the_sessions_they_end(tmp_path):
+    """read_entries(actions=...) keeps only those actions' entries; team mode's revocations are read through it."""
+    path = audit.audit_path(tmp_path)
+    audit.append(path, "ada@example.org", SIGN_IN)
+    audit.append(path, "ada@example.org", SIGN_OUT, {"session": "k1"})
+    audit.append(path, "vic@example.org", END_SESSIONS, {"user": "bo@example.org", "before": 100.0})
+    audit.append(path, "vic@example.org", END_SESSIONS, {"user": "bo@example.org", "before": 50})
+    ended = audit.read_entries(path, actions=(SIGN_OUT, END_SESSIONS))
+    assert [e.entry for e in ended] == [4, 3, 2]
+    assert [e.detail for e in audit.read_entries(path, actions=(SIGN_OUT,), limit=1)] == [{"session": "k1"}]
+    revoked = read_revocations(path)
+    assert revoked.sessions == {"k1"} and revoked.users_before == {"bo@example.org": 100.0}
+    assert revoked.ended("bo@example.org", "k9", 99.0) and not revoked.ended("bo@example.org", "k9", 101.0)
+    assert revoked.ended("ada@example.org", "k1", 0.0) and not revoked.ended("ada@example.org", "k2", 0.0)

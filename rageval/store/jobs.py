@@ -1,5 +1,9 @@
 """The jobs database: one SQLite file (kind "RAGJ", ``jobs.sqlite`` in the user cache) that the command line and
-every dashboard session share, one row per job (status, counts, heartbeat, pid)."""
+every dashboard session share, one row per job (:class:`Job`: status, counts, heartbeat, pid).
+
+The store keeps a job's spec as the JSON text its :meth:`~StoredSpec.to_json` gives and reads it back with the
+spec type of the jobs package (:class:`rageval.jobs.spec.JobStore` binds :class:`JobsDatabase` to
+:class:`rageval.jobs.spec.JobSpec`), so what a spec means stays in :mod:`rageval.jobs`."""
 
 from __future__ import annotations
 
@@ -8,17 +12,78 @@ import os
 import sqlite3
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Self
+from typing import Any, Generic, Protocol, Self, TypeVar
 
-from rageval.errors import StoreError
-from rageval.jobs.spec import QUEUED, RUNNING, Job, JobError, JobSpec, worker_alive
-from rageval.store.files import checked_reads, open_for_write, stamp
+from rageval.errors import JobError, StoreError
+from rageval.store.files import checked_reads, open_for_write, process_alive, stamp
 from rageval.store.schemas import JOBS, JOBS_MIGRATIONS, JOBS_SCHEMA
 
 SCHEMA_VERSION = JOBS.version  # 2: the stage column of the complete job; 3: who started it; 4: plan, activity
+#: Statuses stored in the jobs database; :func:`rageval.jobs.spec.job_status` adds ``interrupted`` (active, but its
+#: worker is gone).
+QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+#: A worker whose heartbeat is older than this is taken for dead even if its process id is in use (pid reuse).
+STALE_AFTER_S = 60.0
+
+
+class StoredSpec(Protocol):
+    """What the jobs database keeps of a job's spec (:class:`rageval.jobs.spec.JobSpec`): its run file (a column of
+    its own) and its stored form."""
+
+    @property
+    def run_path(self) -> str: ...
+
+    def to_json(self) -> str: ...
+
+
+S = TypeVar("S", bound=StoredSpec)
+
+
+@dataclass(frozen=True)
+class Job(Generic[S]):
+    """One row of the jobs database; ``spec`` as the database's spec type reads it."""
+
+    job_id: int
+    run_path: str
+    method: str
+    spec: S
+    status: str
+    total: int
+    done: int
+    done_at_start: int
+    attempts: int
+    created: float
+    started: float | None
+    items_started: float | None
+    updated: float | None
+    finished: float | None
+    heartbeat: float | None
+    pid: int | None
+    model_id: str | None
+    device: str | None
+    log_path: str | None
+    cancel_requested: bool
+    error: str | None
+    stage: str | None = None
+    started_by: str | None = None  # team mode: the signed-in user who started it; None: the command line
+    plan: tuple[tuple[str, int, int], ...] | None = None  # complete jobs: (stage, LLM calls, cached) each
+    llm_started: float | None = None  # when the attempt's model was ready
+    activity: str | None = None  # what the worker does before its first LLM call
+    activity_since: float | None = None
+
+
+def worker_alive(job: Job[Any], now: float | None = None) -> bool:
+    """Whether the job's worker process is alive: its pid runs and its heartbeat is recent."""
+    if job.pid is None:
+        return False
+    now = time.time() if now is None else now
+    beat = job.heartbeat if job.heartbeat is not None else job.created
+    return now - beat < STALE_AFTER_S and process_alive(job.pid)
 
 
 def _plan(text: str | None) -> tuple[tuple[str, int, int], ...] | None:
@@ -40,10 +105,10 @@ def default_jobs_db() -> Path:
 
 
 @checked_reads(JOBS)
-class JobStore:
+class JobsDatabase(ABC, Generic[S]):
     """The jobs database (SQLite, WAL mode, so the dashboard reads while a worker writes). One connection, guarded
     by a lock, so a worker's heartbeat thread may share it. A damaged database is a StoreError naming it, on opening
-    or on any later read."""
+    or on any later read. A subclass reads the stored specs (:meth:`_read_spec`)."""
 
     def __init__(self, path: str | os.PathLike | None = None, *, timeout_s: float = 30.0):
         self.path = Path(path) if path is not None else default_jobs_db()
@@ -96,22 +161,25 @@ class JobStore:
         with self._transaction() as conn:
             conn.execute(f"UPDATE jobs SET {columns} WHERE job_id = ?", (*values.values(), job_id))
 
-    @staticmethod
-    def _job(fields: dict) -> Job:
+    @abstractmethod
+    def _read_spec(self, text: str) -> S:
+        """A job's spec from its stored JSON text."""
+
+    def _job(self, fields: dict) -> Job[S]:
         fields = dict(fields)
-        fields["spec"] = JobSpec.from_json(fields["spec"])
+        fields["spec"] = self._read_spec(fields["spec"])
         fields["cancel_requested"] = bool(fields["cancel_requested"])
         fields["plan"] = _plan(fields.get("plan"))
         return Job(**fields)
 
-    def _rows(self, where: str = "", params: Sequence = ()) -> list[Job]:
+    def _rows(self, where: str = "", params: Sequence = ()) -> list[Job[S]]:
         with self._lock:
             cursor = self._conn.execute(f"SELECT * FROM jobs {where} ORDER BY job_id DESC", params)
             names = [d[0] for d in cursor.description]
             rows = cursor.fetchall()
         return [self._job(dict(zip(names, row))) for row in rows]
 
-    def create(self, spec: JobSpec, method: str, total: int, *, started_by: str | None = None) -> Job:
+    def create(self, spec: S, method: str, total: int, *, started_by: str | None = None) -> Job[S]:
         """Add a queued job; ``started_by``: the signed-in user's id on a dashboard served for a team."""
         with self._transaction() as conn:
             cursor = conn.execute(
@@ -122,19 +190,19 @@ class JobStore:
         assert job_id is not None  # an INSERT sets it
         return self.get(job_id)
 
-    def get(self, job_id: int) -> Job:
+    def get(self, job_id: int) -> Job[S]:
         rows = self._rows("WHERE job_id = ?", (int(job_id),))
         if not rows:
             raise JobError(f"{self.path}: no job {job_id}")
         return rows[0]
 
-    def list(self, run_path: str | os.PathLike | None = None) -> list[Job]:
+    def list(self, run_path: str | os.PathLike | None = None) -> list[Job[S]]:
         """Every job, newest first; only those on ``run_path`` when given."""
         if run_path is None:
             return self._rows()
         return self._rows("WHERE run_path = ?", (str(Path(run_path).resolve()),))
 
-    def claim(self, job_id: int, pid: int) -> Job:
+    def claim(self, job_id: int, pid: int) -> Job[S]:
         """Mark the job running in process ``pid`` (a new attempt), unless another live worker runs it."""
         with self._transaction() as conn:
             job = self._rows_unlocked(conn, job_id)
@@ -147,7 +215,7 @@ class JobStore:
                          (RUNNING, pid, now, now, job_id))
         return self.get(job_id)
 
-    def _rows_unlocked(self, conn: sqlite3.Connection, job_id: int) -> Job:
+    def _rows_unlocked(self, conn: sqlite3.Connection, job_id: int) -> Job[S]:
         cursor = conn.execute("SELECT * FROM jobs WHERE job_id = ?", (int(job_id),))
         row = cursor.fetchone()
         if row is None:
@@ -211,7 +279,7 @@ class JobStore:
     def request_cancel(self, job_id: int) -> None:
         self._update(job_id, cancel_requested=1)
 
-    def finish(self, job_id: int, status: str, error: str | None = None) -> Job:
+    def finish(self, job_id: int, status: str, error: str | None = None) -> Job[S]:
         now = time.time()
         self._update(job_id, status=status, finished=now, heartbeat=now, error=error)
         return self.get(job_id)
