@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
+from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore
 from rageval.jobs.store import JobStore
 from rageval.store import read_run
+from rageval.store.annotations import PassageItem
 from rageval.team import audit
 from rageval.team.roles import (
     ACTIONS,

@@ -22,12 +22,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
+from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore
 from rageval.jobs.spec import FAILED, JobSpec
 from rageval.jobs.store import JobStore
 from rageval.queue_plans import UNIFORM_PLAN, QueuePlan
 from rageval.queues import QueueStore
 from rageval.store import RunReader
+from rageval.store.annotations import PassageItem
 from rageval.team.config import TEAM_ENV
 from rageval.team.roles import ADMIN, ANNOTATOR, OPERATOR, VIEWER, can
 from tests.run_fixtures import make_small_run
