@@ -20,16 +20,9 @@ import functools
 import pandas as pd
 import streamlit as st
 
-from rageval.annotations import (
-    LABELLED,
-    SINGLE_HOP,
-    PassageItem,
-    StatementItem,
-    default_guideline,
-    sample_status,
-    task_type,
-)
+from rageval.annotations import SINGLE_HOP, default_guideline, sample_status, task_type
 from rageval.errors import StoreError
+from rageval.store.annotations import LABELLED, PassageItem, StatementItem
 from rageval.team import roles
 from ui import auth, data, data_attribution, render, render_citations, render_queues
 from ui import data_annotate as annotations

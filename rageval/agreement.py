@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rageval.annotations import CITATION_METHODS, ITEM_COLUMNS, STATEMENT_METHODS, USEFUL_THRESHOLD, _with_labels
+from rageval.annotations import CITATION_METHODS, STATEMENT_METHODS, USEFUL_THRESHOLD, _with_labels
+from rageval.store.annotations import ITEM_COLUMNS
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rageval.agreement import method_labels_of
-from rageval.annotations import ITEM_COLUMNS, KINDS, normalise_annotator
+from rageval.store.annotations import ITEM_COLUMNS, KINDS, normalise_annotator
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -24,12 +24,11 @@ items so far are chosen (so every annotator ends with ``floor`` or ``ceil`` of `
 broken first by how often the candidate already shares an item with the ones chosen for this item (so every pair of
 annotators shares items, which pairwise kappa needs), then by a seeded order. No annotator gets an item twice.
 
-Storage: tables of the annotation file (:mod:`rageval.annotations`, schema v3: ``queues``, ``queue_strata``,
-``queue_items``, ``queue_assignments``, ``queue_labels``, ``adjudications``). A label given in a queue is an ordinary
-row of ``labels`` (so the Annotate page's agreement views count it) plus a ``queue_labels`` row linking it to its
-queue item, both written in one short transaction. Adjudicated labels are rows of ``adjudications`` (who, when, a
-note); no annotator's label is ever changed. Relabelling appends a row; the latest row of each (annotator, item)
-counts, as everywhere.
+Storage: tables of the annotation file (:mod:`rageval.store.queues`, schema v3), kept by
+:class:`rageval.store.queues.QueueTables`: a queue label is an ordinary row of ``labels`` plus its link to the queue
+item, written in one transaction; adjudications are kept apart and no annotator's label is ever changed.
+:class:`QueueStore` is those tables plus the domain: it draws and assigns a queue (:meth:`QueueStore.create_queue`)
+and reads its progress, agreement, disagreements, item labels, design and export.
 
 The label of a queue item (:data:`QUEUE_LABEL_RULE`, :meth:`QueueStore.item_labels`): its adjudicated label when it
 has one; otherwise the majority of the 0/1 labels of the annotators the item is assigned to (labels of anyone else,
@@ -43,11 +42,10 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from rageval.agreement import agreement_between_annotators, fleiss_kappa, krippendorff_alpha
-from rageval.annotations import ITEM_COLUMNS, LABELLED, SKIPPED, UNSURE, AnnotationStore, normalise_annotator
 from rageval.queue_plans import (
     DEFAULT_OVERSAMPLE,
     PROPORTIONAL,
@@ -58,23 +56,19 @@ from rageval.queue_plans import (
     draw_items,
 )
 from rageval.stats.design import STRATIFIED, UNIFORM, SamplingDesign, Stratum
+from rageval.store.annotations import ITEM_COLUMNS, LABELLED, SKIPPED, UNSURE, normalise_annotator
+from rageval.store.queues import QueueTables
 
 if TYPE_CHECKING:
     import pandas as pd
 
-#: A decision not taken yet (beside :data:`rageval.annotations.STATUSES`).
+#: A decision not taken yet (beside :data:`rageval.store.annotations.STATUSES`).
 PENDING = "pending"
 #: The columns of :meth:`QueueStore.export_csv`, in order.
 EXPORT_COLUMNS = ("queue", "queue_name", "run", "kind", "plan", "design", "seed", "position", "query_id",
                   "passage_id", "scenario", "answer_id", "statement", "stratum", "stratum_population",
                   "stratum_sampled", "inclusion_weight", "annotator", "status", "label", "note", "labelled_at",
                   "adjudicated_label", "adjudicated_by", "adjudicated_at", "adjudication_note")
-
-
-#: The guideline a queue label is stored with: the queue's own, else its run's latest (``?``: the queue id).
-QUEUE_GUIDELINE_SQL = (
-    "(SELECT COALESCE(NULLIF(q.guidelines, ''), (SELECT g.text FROM guidelines g WHERE g.run = q.run AND "
-    "g.kind = q.kind ORDER BY g.id DESC LIMIT 1), '') FROM queues q WHERE q.id = ?)")
 
 
 @dataclass(frozen=True)
@@ -191,18 +185,11 @@ def decision_of(status: str, label) -> str:
 
 # --- the store ----------------------------------------------------------------------------------------------------
 
-class QueueStore:
-    """The annotation queues kept in the annotation file at ``path`` (:class:`rageval.annotations.AnnotationStore`:
-    every write is one short transaction; any number of processes may use the file at once)."""
+class QueueStore(QueueTables):
+    """The annotation queues kept in the annotation file at ``path`` (:class:`~rageval.store.queues.QueueTables`:
+    every write is one short transaction; any number of processes may use the file at once), drawn, assigned and
+    read here."""
 
-    def __init__(self, path: str | os.PathLike):
-        self.annotations = AnnotationStore(path)
-        self.path = self.annotations.path
-
-    def _has_queues(self) -> bool:
-        return self.path.exists() and self.annotations.version() >= 3
-
-    # writing --------------------------------------------------------------------------------------------------
     def create_queue(self, name: str, run: str, kind: str, population: pd.DataFrame, method_labels: pd.DataFrame,
                      plan: QueuePlan, overlap: int, annotators: Sequence[str], guidelines: str, created_by: str,
                      created_at: datetime | None = None) -> int:
@@ -221,179 +208,14 @@ class QueueStore:
             raise ValueError("the queue's creator is required")
         items, strata = draw_items(population, method_labels, plan, kind)
         people = assign_annotators(len(items), annotators, overlap, plan.seed)
-        moment = (created_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="seconds")
-        columns = list(ITEM_COLUMNS[kind])
-        with self.annotations.write_transaction() as connection:
-            cursor = connection.execute(
-                "INSERT INTO queues (name, run, kind, plan, settings, size, overlap, seed, population, guidelines, "
-                "created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (name, run, kind, plan.plan, json.dumps(plan.settings(), sort_keys=True), len(items), int(overlap),
-                 int(plan.seed), len(canonical_items(population, kind)), str(guidelines or ""), created_by, moment))
-            queue_id = int(cursor.lastrowid or 0)
-            connection.executemany("INSERT INTO queue_strata VALUES (?, ?, ?, ?)",
-                                   [(queue_id, s, p, n) for s, (p, n) in strata.items()])
-            connection.executemany(
-                f"INSERT INTO queue_items (queue_id, position, {', '.join(columns)}, stratum) "
-                f"VALUES (?, ?, {', '.join('?' for _ in columns)}, ?)",
-                [(queue_id, int(row.position), *(_stored(getattr(row, c)) for c in columns), row.stratum)
-                 for row in items.itertuples()])
-            connection.executemany("INSERT INTO queue_assignments VALUES (?, ?, ?)",
-                                   [(queue_id, position, person) for position, chosen in enumerate(people)
-                                    for person in chosen])
-        return queue_id
-
-    def save_label(self, queue_id: int, position: int, annotator: str, label: int | str, note: str = "",
-                   labelled_at: datetime | None = None) -> int:
-        """Append one decision (1, 0, ``"unsure"`` or ``"skipped"``) of ``annotator`` on the queue item at
-        ``position``: an ordinary label row plus its link to the queue, in one transaction; return the label's id.
-        A ValueError unless the item is assigned to the annotator."""
-        annotator = normalise_annotator(annotator)
-        status, value = _decision(label)
-        moment = (labelled_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
-        if not self._has_queues():
-            raise ValueError(f"{self.path}: no queue {queue_id}")
-        problem, label_id = "", 0
-        with self.annotations.write_transaction() as connection:  # the check and the write: one transaction
-            row = connection.execute(
-                "SELECT q.run, q.kind, i.query_id, i.passage_id, i.scenario, i.answer_id, i.statement "
-                "FROM queues q JOIN queue_items i ON i.queue_id = q.id WHERE q.id = ? AND i.position = ?",
-                (int(queue_id), int(position))).fetchone()
-            if row is None:
-                problem = f"queue {queue_id} has no item {position}"
-            elif connection.execute("SELECT 1 FROM queue_assignments WHERE queue_id = ? AND position = ? AND "
-                                    "annotator = ?", (int(queue_id), int(position), annotator)).fetchone() is None:
-                problem = f"item {position} of queue {queue_id} is not assigned to {annotator or 'anyone'}"
-            else:
-                cursor = connection.execute(
-                    "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
-                    f"status, annotator, labelled_at, note, guideline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                    f"{QUEUE_GUIDELINE_SQL})", (*row, value, status, annotator, moment, note or "", int(queue_id)))
-                label_id = int(cursor.lastrowid or 0)
-                connection.execute("INSERT INTO queue_labels VALUES (?, ?, ?)",
-                                   (label_id, int(queue_id), int(position)))
-        if problem:
-            raise ValueError(problem)
-        return label_id
-
-    def save_labels(self, queue_id: int, decisions: Sequence[tuple[int, str, int | str, str]],
-                    labelled_at: datetime | None = None) -> list[int]:
-        """Append many decisions (position, annotator, 1 / 0 / ``"unsure"`` / ``"skipped"``, note) in one
-        transaction: every one is checked first (the item exists and is assigned to the annotator), and a ValueError
-        naming the first bad one (``decision N: ...``, N counted from 0) writes nothing. Returns the label ids."""
-        moment = (labelled_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
-        if not self._has_queues():
-            raise ValueError(f"{self.path}: no queue {queue_id}")
-        checked = [(int(position), normalise_annotator(annotator), *_decision(label), note or "")
-                   for position, annotator, label, note in decisions]
-        ids: list[int] = []
-        problem = ""
-        with self.annotations.write_transaction() as connection:
-            items = {int(row[0]): row[1:] for row in connection.execute(
-                "SELECT i.position, q.run, q.kind, i.query_id, i.passage_id, i.scenario, i.answer_id, i.statement "
-                "FROM queues q JOIN queue_items i ON i.queue_id = q.id WHERE q.id = ?", (int(queue_id),))}
-            assigned = set(connection.execute("SELECT position, annotator FROM queue_assignments WHERE queue_id = ?",
-                                              (int(queue_id),)).fetchall())
-            for index, (position, annotator, _, _, _) in enumerate(checked):
-                if position not in items:
-                    problem = f"decision {index}: queue {queue_id} has no item {position}"
-                elif (position, annotator) not in assigned:
-                    problem = (f"decision {index}: item {position} of queue {queue_id} is not assigned to "
-                               f"{annotator or 'anyone'}")
-                if problem:
-                    break
-            if not problem:
-                for position, annotator, status, value, note in checked:
-                    cursor = connection.execute(
-                        "INSERT INTO labels (run, kind, query_id, passage_id, scenario, answer_id, statement, label, "
-                        f"status, annotator, labelled_at, note, guideline) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                        f"{QUEUE_GUIDELINE_SQL})", (*items[position], value, status, annotator, moment, note,
-                                                    int(queue_id)))
-                    ids.append(int(cursor.lastrowid or 0))
-                    connection.execute("INSERT INTO queue_labels VALUES (?, ?, ?)", (ids[-1], int(queue_id), position))
-        if problem:
-            raise ValueError(problem)
-        return ids
-
-    def adjudicate_many(self, queue_id: int, rows: Sequence[tuple[int, int, str]], adjudicator: str,
-                        adjudicated_at: datetime | None = None) -> int:
-        """Store many adjudications (position, label 0/1, note) by ``adjudicator`` in one transaction; a ValueError
-        naming the first bad one (``adjudication N: ...``) writes nothing. Returns how many were stored."""
-        adjudicator = normalise_annotator(adjudicator)
-        if not adjudicator:
-            raise ValueError("the adjudicator's name is required")
-        if not self._has_queues():
-            raise ValueError(f"{self.path}: no queue {queue_id}")
-        moment = (adjudicated_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
-        problem = ""
-        with self.annotations.write_transaction() as connection:
-            positions = {int(r[0]) for r in connection.execute("SELECT position FROM queue_items WHERE queue_id = ?",
-                                                                (int(queue_id),))}
-            for index, (position, label, _) in enumerate(rows):
-                if label not in (0, 1) or isinstance(label, (bool, float)):
-                    problem = f"adjudication {index}: an adjudicated label is 1 or 0, got {label!r}"
-                elif int(position) not in positions:
-                    problem = f"adjudication {index}: queue {queue_id} has no item {position}"
-                if problem:
-                    break
-            if not problem:
-                connection.executemany(
-                    "INSERT INTO adjudications (queue_id, position, label, adjudicator, adjudicated_at, note) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    [(int(queue_id), int(p), int(v), adjudicator, moment, n or "") for p, v, n in rows])
-        if problem:
-            raise ValueError(problem)
-        return len(rows)
-
-    def adjudicate(self, queue_id: int, position: int, label: int, adjudicator: str, note: str = "",
-                   adjudicated_at: datetime | None = None) -> int:
-        """Store the adjudicated label (0 or 1) of a queue item, apart from the annotators' labels (which stay as
-        they are); the latest adjudication of an item counts. Returns its id."""
-        adjudicator = normalise_annotator(adjudicator)
-        if not adjudicator:
-            raise ValueError("the adjudicator's name is required")
-        if label not in (0, 1) or isinstance(label, (bool, float)):
-            raise ValueError(f"an adjudicated label is 1 (useful / supported) or 0 (not), got {label!r}")
-        if not self._has_queues():
-            raise ValueError(f"{self.path}: no queue {queue_id}")
-        moment = (adjudicated_at or datetime.now(UTC)).astimezone(UTC).isoformat(timespec="microseconds")
-        adjudication_id = 0
-        with self.annotations.write_transaction() as connection:
-            if connection.execute("SELECT 1 FROM queue_items WHERE queue_id = ? AND position = ?",
-                                  (int(queue_id), int(position))).fetchone() is not None:
-                cursor = connection.execute(
-                    "INSERT INTO adjudications (queue_id, position, label, adjudicator, adjudicated_at, note) "
-                    "VALUES (?, ?, ?, ?, ?, ?)", (int(queue_id), int(position), int(label), adjudicator, moment,
-                                                  note or ""))
-                adjudication_id = int(cursor.lastrowid or 0)
-        if not adjudication_id:
-            raise ValueError(f"queue {queue_id} has no item {position}")
-        return adjudication_id
+        return self.save_queue(name, run, kind, plan.plan, plan.settings(), plan.seed, overlap,
+                               len(canonical_items(population, kind)), guidelines, created_by, items, strata, people,
+                               created_at)
 
     # reading --------------------------------------------------------------------------------------------------
-    def _read(self, sql: str, params: Sequence = ()) -> pd.DataFrame:
-        import pandas as pd
-
-        with self.annotations.read_connection() as connection:
-            return pd.read_sql_query(sql, connection, params=list(params))
-
     def queues(self, run: str | None = None) -> list[Queue]:
         """Every queue (of one run), oldest first."""
-        if not self._has_queues():
-            return []
-        where, params = (" WHERE run = ?", [run]) if run is not None else ("", [])
-        rows = self._read(f"SELECT * FROM queues{where} ORDER BY id", params)
-        people = self._read("SELECT DISTINCT queue_id, annotator FROM queue_assignments ORDER BY annotator")
-        return [_queue(row, tuple(people.loc[people["queue_id"] == row["id"], "annotator"]))
-                for _, row in rows.iterrows()]
-
-    def changes(self) -> int:
-        """A count that changes with every queue created and every adjudication (the dashboard's cache key beside
-        the newest label id); 0 without queues."""
-        if not self.queues():
-            return 0
-        with self.annotations.read_connection() as connection:
-            return int(connection.execute("SELECT (SELECT COALESCE(MAX(id), 0) FROM queues) * 1000003 + "
-                                          "(SELECT COALESCE(MAX(id), 0) FROM adjudications)").fetchone()[0])
+        return [_queue(row, people) for row, people in self.queue_rows(run)]
 
     def queue(self, queue_id: int) -> Queue:
         found = [q for q in self.queues() if q.id == int(queue_id)]
@@ -406,33 +228,11 @@ class QueueStore:
         name = normalise_annotator(annotator)
         return [q for q in self.queues(run) if name in q.annotators]
 
-    def strata(self, queue_id: int) -> pd.DataFrame:
-        """stratum, population, sampled, weight (population / sampled) of a queue, by name."""
-        frame = self._read("SELECT stratum, population, sampled FROM queue_strata WHERE queue_id = ? ORDER BY stratum",
-                           [int(queue_id)])
-        return frame.assign(weight=frame["population"] / frame["sampled"])
-
     def items(self, queue_id: int) -> pd.DataFrame:
         """position, item columns, stratum and inclusion weight of a queue's items, in labelling order."""
-        kind = self.queue(queue_id).kind
-        columns = list(ITEM_COLUMNS[kind])
-        frame = self._read(f"SELECT position, {', '.join(columns)}, stratum FROM queue_items WHERE queue_id = ? "
-                           "ORDER BY position", [int(queue_id)])
+        frame = self.item_rows(queue_id, self.queue(queue_id).kind)
         weights = self.strata(queue_id).set_index("stratum")["weight"]
         return frame.assign(inclusion_weight=frame["stratum"].map(weights).astype(float))
-
-    def assignments(self, queue_id: int) -> pd.DataFrame:
-        """position, annotator: who labels what."""
-        return self._read("SELECT position, annotator FROM queue_assignments WHERE queue_id = ? "
-                          "ORDER BY position, annotator", [int(queue_id)])
-
-    def decisions(self, queue_id: int) -> pd.DataFrame:
-        """Every decision given in the queue (the full history, oldest first): label id, position, annotator,
-        label (Int64), status, note, labelled_at."""
-        frame = self._read(
-            "SELECT l.id, ql.position, l.annotator, l.label, l.status, l.note, l.labelled_at FROM queue_labels ql "
-            "JOIN labels l ON l.id = ql.label_id WHERE ql.queue_id = ? ORDER BY l.id", [int(queue_id)])
-        return frame.astype({"label": "Int64", "position": "int64", "id": "int64"})
 
     def latest_decisions(self, queue_id: int) -> pd.DataFrame:
         """The decision that counts (the latest) of each (item, annotator), with the item's columns and stratum."""
@@ -452,23 +252,6 @@ class QueueStore:
         merged = assigned.merge(latest, on=["position", "annotator"], how="left")
         return merged.assign(status=merged["status"].fillna(PENDING), note=merged["note"].fillna(""),
                              label=merged["label"].astype("Int64")).reset_index(drop=True)
-
-    def next_item(self, queue_id: int, annotator: str) -> int | None:
-        """The position of ``annotator``'s next item: the first assigned one not decided yet, then (when all are)
-        the first skipped one; None when every assigned item is labelled or marked unsure."""
-        if not self._has_queues():
-            return None
-        with self.annotations.read_connection() as connection:  # one query: it runs after every label
-            rows = connection.execute(
-                "SELECT a.position, (SELECT l.status FROM queue_labels ql JOIN labels l ON l.id = ql.label_id "
-                "WHERE ql.queue_id = a.queue_id AND ql.position = a.position AND l.annotator = a.annotator "
-                "ORDER BY l.id DESC LIMIT 1) FROM queue_assignments a WHERE a.queue_id = ? AND a.annotator = ? "
-                "ORDER BY a.position", (int(queue_id), normalise_annotator(annotator))).fetchall()
-        for wanted in (None, SKIPPED):
-            found = next((int(position) for position, status in rows if status == wanted), None)
-            if found is not None:
-                return found
-        return None
 
     def progress(self, queue_id: int) -> pd.DataFrame:
         """One row per annotator: assigned, labelled, unsure, skipped, pending, done (labelled or unsure)."""
@@ -495,12 +278,6 @@ class QueueStore:
         """Agreement of the queue's annotators on its overlapped items (:func:`compute_agreement`)."""
         queue = self.queue(queue_id)
         return compute_agreement(self.latest_decisions(queue_id), queue.kind, queue.overlap)
-
-    def adjudications(self, queue_id: int) -> pd.DataFrame:
-        """Every adjudication of the queue (history, oldest first): id, position, label, adjudicator,
-        adjudicated_at, note."""
-        return self._read("SELECT id, position, label, adjudicator, adjudicated_at, note FROM adjudications "
-                          "WHERE queue_id = ? ORDER BY id", [int(queue_id)])
 
     def current_adjudications(self, queue_id: int) -> pd.DataFrame:
         """The adjudication that counts (the latest) of each adjudicated item."""
@@ -580,21 +357,6 @@ def queue_sampling_design(path: str | os.PathLike, queue_id: int) -> SamplingDes
     """The sampling design of queue ``queue_id`` of the annotation file ``path`` (:meth:`QueueStore.
     sampling_design`): what a weighted estimate from its labels needs."""
     return QueueStore(path).sampling_design(queue_id)
-
-
-def _decision(label: int | str) -> tuple[str, int | None]:
-    if isinstance(label, str):
-        if label not in (UNSURE, SKIPPED):
-            raise ValueError(f"label must be 1, 0, {UNSURE!r} or {SKIPPED!r}, got {label!r}")
-        return label, None
-    if label in (0, 1) and not isinstance(label, (bool, float)):
-        return LABELLED, int(label)
-    raise ValueError(f"label must be 1, 0, {UNSURE!r} or {SKIPPED!r}, got {label!r}")
-
-
-def _stored(value):
-    """A value as its column stores it (numpy scalars as Python ones)."""
-    return value.item() if hasattr(value, "item") else value
 
 
 def _plain(value):

@@ -18,6 +18,7 @@ import streamlit as st
 from rageval import agreement as agree
 from rageval import annotations as ann
 from rageval.errors import RagevalError, StoreError
+from rageval.store.annotations import PassageItem, Sample, StatementItem
 from rageval.team import audit as audit_log
 from rageval.team.roles import LABEL, MANAGE_QUEUES
 from ui import auth, data, data_attribution
@@ -42,7 +43,7 @@ def annotation_key(path: Path) -> tuple[str, int]:
     return str(path.resolve()), ann.AnnotationStore(path).revision()
 
 
-def save_label(path: str, run: str, annotator: str, item: ann.PassageItem | ann.StatementItem, label: int | str,
+def save_label(path: str, run: str, annotator: str, item: PassageItem | StatementItem, label: int | str,
                note_key: str | None = None) -> bool:
     """Append one label (1, 0, ``"unsure"`` or ``"skipped"``) to the annotation file (committed at once), with the
     note typed in the widget ``note_key``; a button's ``on_click``. A label that cannot be written (read-only folder,
@@ -102,7 +103,7 @@ def position_from_url() -> int | None:
     return int(value) - 1 if value.isdigit() and int(value) > 0 else None
 
 
-def decide(path: str, run: str, annotator: str, item: ann.PassageItem, note_key: str, position: int,
+def decide(path: str, run: str, annotator: str, item: PassageItem, note_key: str, position: int,
            next_position: int | None, label: int | str) -> None:
     """Save the decision on the item on screen (sample ``position``, with its note) and, once saved, show
     ``next_position`` (the next item of the queue; None: none left, the page says so): the label buttons' and
@@ -142,7 +143,7 @@ def ranked_items(rankings: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["query_id", "passage_id", "rank"])
 
 
-def load_sample(path: str, run: str) -> ann.Sample | None:
+def load_sample(path: str, run: str) -> Sample | None:
     """The run's newest sample in the annotation file (a few rows, read on every run: drawing one changes no
     label, so no cache key would see it); a damaged file stops the page."""
     try:

@@ -17,10 +17,10 @@ import pandas as pd
 import streamlit as st
 
 from rageval import agreement as agree
-from rageval import annotations as ann
 from rageval import queue_plans as plans
 from rageval import queues as q
 from rageval.errors import RagevalError, StoreError
+from rageval.store.annotations import ITEM_COLUMNS, normalise_annotator
 from rageval.team import audit as audit_log
 from rageval.team import roles
 from rageval.team.config import normalise_identity
@@ -57,7 +57,7 @@ def load_queues(path: str, revision: int, changes: int, run: str | None = None) 
 
 def load_my_queues(path: str, revision: int, changes: int, annotator: str) -> list[q.Queue]:
     """The queues with items assigned to ``annotator``."""
-    name = ann.normalise_annotator(annotator)
+    name = normalise_annotator(annotator)
     return [queue for queue in load_queues(path, revision, changes) if name in queue.annotators]
 
 
@@ -127,7 +127,7 @@ def load_population(run_path: str, mtime_ns: int, kind: str) -> tuple[pd.DataFra
         return population, data.load_labels(run_path, mtime_ns)
     statements = data_attribution.load_all_attribution_statements(run_path, mtime_ns)
     cited = statements[statements["citations"] != "[]"]
-    return (cited[list(ann.ITEM_COLUMNS["statement"])].reset_index(drop=True),
+    return (cited[list(ITEM_COLUMNS["statement"])].reset_index(drop=True),
             agree.statement_method_labels(statements))
 
 
@@ -155,7 +155,7 @@ def create_queue(path: str, run_path: str, kind: str, typed_name: str, keys: dic
     who = auth.current_identity(typed_name).user_id or identity.user_id
     state = st.session_state
     try:
-        annotators = [ann.normalise_annotator(line) for line in str(state[keys["annotators"]]).splitlines()]
+        annotators = [normalise_annotator(line) for line in str(state[keys["annotators"]]).splitlines()]
         unknown = []
         if auth.team_mode():  # identities are the provider's: emails in lower case (issue 39 item 7)
             annotators = [normalise_identity(name) for name in annotators]

@@ -18,6 +18,7 @@ import streamlit as st
 
 from rageval import agreement as agree
 from rageval import annotations as ann
+from rageval.store.annotations import LABELLED, SKIPPED, STATUSES, UNSURE, Sample, normalise_annotator
 from rageval.trec import qrels_text
 from ui import auth, data, render, theme
 from ui import format as fmt
@@ -33,11 +34,11 @@ LABEL_WORDS = {"passage": {1: "useful", 0: "not useful"}, "statement": {1: "supp
 #: The queue's buttons: (decision or move, button text). The text ends with the hotkey in brackets, which is how
 #: the hotkey script (:data:`HOTKEYS_SCRIPT`) finds the button; no other button of the page ends that way.
 DECISION_BUTTONS = ((1, "Useful [1]", ":material/check:"), (0, "Not useful [0]", ":material/close:"),
-                    (ann.UNSURE, "Unsure [u]", ":material/help:"), (ann.SKIPPED, "Skip [s]", ":material/redo:"))
+                    (UNSURE, "Unsure [u]", ":material/help:"), (SKIPPED, "Skip [s]", ":material/redo:"))
 PREVIOUS_BUTTON, NEXT_BUTTON = ("Previous [k]", ":material/arrow_back:"), ("Next [j]", ":material/arrow_forward:")
 #: How each decision shows (badge text and colour), and "pending" for none yet.
-DECISION_BADGES = {1: ("useful", "green"), 0: ("not useful", "red"), ann.UNSURE: ("unsure", "orange"),
-                   ann.SKIPPED: ("skipped", "gray"), "pending": ("not labelled yet", "blue")}
+DECISION_BADGES = {1: ("useful", "green"), 0: ("not useful", "red"), UNSURE: ("unsure", "orange"),
+                   SKIPPED: ("skipped", "gray"), "pending": ("not labelled yet", "blue")}
 QUEUE_VIEWS = {"pending": "Pending", "done": "Done"}
 VIEW_STATE, VIEW_PARAM = "annotate.view", "view"
 GUIDELINE = (
@@ -144,13 +145,13 @@ def _commit_annotator(name: str) -> None:
 
 
 def _on_annotator() -> None:
-    _commit_annotator(ann.normalise_annotator(st.session_state[_annotator_widget()]))
+    _commit_annotator(normalise_annotator(st.session_state[_annotator_widget()]))
 
 
 def current_annotator() -> str:
     """The annotator's name as :func:`annotator_input` will read it (``?annotator=``, else the session), without
     drawing the widget: for what must be decided before it is drawn."""
-    return ann.normalise_annotator(st.query_params.get(ANNOTATOR_PARAM, "")) or st.session_state.get(
+    return normalise_annotator(st.query_params.get(ANNOTATOR_PARAM, "")) or st.session_state.get(
         ANNOTATOR_STATE, "")
 
 
@@ -162,7 +163,7 @@ def annotator_input(where: Any) -> str:
     if identity.team_mode:
         where.caption(escape_markdown(f"Labelling as {identity.user_id} (signed in)"))
         return identity.user_id
-    from_url = ann.normalise_annotator(st.query_params.get(ANNOTATOR_PARAM, ""))
+    from_url = normalise_annotator(st.query_params.get(ANNOTATOR_PARAM, ""))
     name = from_url or st.session_state.get(ANNOTATOR_STATE, "")
     _commit_annotator(name)
     st.session_state[_annotator_widget()] = name  # seeded each run: widget state does not survive a page switch
@@ -177,10 +178,10 @@ def decision_of(current: pd.Series | None) -> int | str:
     """The decision a current-label row holds: 1, 0, "unsure", "skipped", or "pending" when there is no row."""
     if current is None or (isinstance(current, pd.Series) and current.empty):
         return "pending"
-    status = current.get("status", ann.LABELLED)
+    status = current.get("status", LABELLED)
     if status == "pending" or (isinstance(status, float) and pd.isna(status)):
         return "pending"
-    return int(current["label"]) if status == ann.LABELLED else str(status)
+    return int(current["label"]) if status == LABELLED else str(status)
 
 
 def decision_word(decision: int | str, kind: str = "passage") -> str:
@@ -211,8 +212,8 @@ def render_label_buttons(current: pd.Series | None, kind: str, *, key: str, on_l
     no.button(words[0].capitalize(), icon=":material/close:", key=f"{key}.no",
               type="primary" if chosen == 0 else "secondary", on_click=on_label, args=(*args, 0), width="stretch")
     unsure.button("Unsure", icon=":material/help:", key=f"{key}.unsure",
-                  type="primary" if chosen == ann.UNSURE else "secondary", on_click=on_label,
-                  args=(*args, ann.UNSURE), width="stretch")
+                  type="primary" if chosen == UNSURE else "secondary", on_click=on_label,
+                  args=(*args, UNSURE), width="stretch")
     caption.caption(current_label_caption(current, kind))
 
 
@@ -297,7 +298,7 @@ def render_sample_form(population: int, *, on_draw: Callable[..., None], args: t
 
 def queue_counts(status: pd.DataFrame) -> dict[str, int]:
     """How many sample items are pending, labelled, unsure, skipped, and done (all but pending)."""
-    counts = {name: int((status["status"] == name).sum()) for name in ("pending", *ann.STATUSES)}
+    counts = {name: int((status["status"] == name).sum()) for name in ("pending", *STATUSES)}
     return {**counts, "done": len(status) - counts["pending"]}
 
 
@@ -313,7 +314,7 @@ def render_queue_progress(status: pd.DataFrame, annotator: str) -> None:
     st.progress(min(share, 1.0), text=escape_markdown(queue_progress_text(status, annotator)))
 
 
-def sample_caption(sample: ann.Sample) -> str:
+def sample_caption(sample: Sample) -> str:
     return escape_markdown(
         f"Sample #{sample.id}: {sample.size:,} of the run's {sample.population:,} retrieved passages, drawn at random "
         f"(seed {sample.seed}) by {sample.created_by} on {sample.created_at[:16].replace('T', ' ')} UTC; every "

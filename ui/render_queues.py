@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from rageval import annotations as ann
 from rageval import queue_plans as plans
 from rageval import queues as q
+from rageval.store.annotations import LABELLED, SKIPPED, UNSURE
 from ui import render
 from ui import render_annotate as annotate_view
 from ui.render import escape_markdown
@@ -72,8 +72,8 @@ def strata_view(strata: pd.DataFrame) -> pd.DataFrame:
 def progress_view(progress: pd.DataFrame) -> pd.DataFrame:
     """One row per annotator: assigned items, done (labelled or unsure), labelled, unsure, skipped, pending."""
     return pd.DataFrame({"Annotator": progress["annotator"], "Assigned": progress["assigned"].astype(int),
-                         "Done": progress["done"].astype(int), "Labelled 0/1": progress[ann.LABELLED].astype(int),
-                         "Unsure": progress[ann.UNSURE].astype(int), "Skipped": progress[ann.SKIPPED].astype(int),
+                         "Done": progress["done"].astype(int), "Labelled 0/1": progress[LABELLED].astype(int),
+                         "Unsure": progress[UNSURE].astype(int), "Skipped": progress[SKIPPED].astype(int),
                          "Pending": progress[q.PENDING].astype(int),
                          "Progress": progress["done"] / progress["assigned"].where(progress["assigned"] > 0)})
 
@@ -242,8 +242,8 @@ def render_export(csv_text: str, queue: q.Queue) -> None:
 
 
 def my_queue_progress_text(status: pd.DataFrame, annotator: str, queue: q.Queue) -> str:
-    done = int(status["status"].isin([ann.LABELLED, ann.UNSURE]).sum())
-    skipped = int((status["status"] == ann.SKIPPED).sum())
+    done = int(status["status"].isin([LABELLED, UNSURE]).sum())
+    skipped = int((status["status"] == SKIPPED).sum())
     return (f"{done:,} of {len(status):,} items of queue '{queue.name}' done by {annotator}"
             + (f" ({skipped:,} skipped, to come back to)" if skipped else ""))
 
@@ -260,7 +260,7 @@ def render_my_queue(store_path: str, key: tuple[str, int, int], queue: q.Queue, 
     with st.expander("Guidelines of this queue", icon=":material/menu_book:", expanded=True):
         st.text(queue.guidelines or "(none given)")
     status = data_queues.load_my_status(*key, queue.id, annotator)
-    done = status["status"].isin([ann.LABELLED, ann.UNSURE])
+    done = status["status"].isin([LABELLED, UNSURE])
     st.progress(float(done.mean()) if len(status) else 0.0,
                 text=escape_markdown(my_queue_progress_text(status, annotator, queue)))
     if annotate_data.SAVE_ERROR_STATE in st.session_state:

@@ -27,8 +27,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rageval.annotations import AnnotationStore, default_guideline, normalise_annotator, task_type
+from rageval.annotations import AnnotationStore, default_guideline, task_type
 from rageval.errors import DataError, RagevalError
+from rageval.store.annotations import normalise_annotator
 
 FORMATS = ("qrels", "csv")
 CSV_REQUIRED = ("query_id", "passage_id", "label")

@@ -106,8 +106,8 @@ def assignment_rows(store_path: str | os.PathLike, queue_id: int, run_path: str 
     """One row per assignment of queue ``queue_id`` (queue order, then annotator): queue, position, annotator,
     the item's columns, and for passage queues the question, the passage's title and text (from ``run_path``, else
     the run file :func:`find_run_file` finds; empty when none)."""
-    from rageval.annotations import ITEM_COLUMNS
     from rageval.queues import QueueStore
+    from rageval.store.annotations import ITEM_COLUMNS
     from rageval.store.runs import RunReader
 
     queues = QueueStore(store_path)
@@ -233,7 +233,7 @@ def _position(path: Path, line: int, value: Any, field: str) -> int:
 
 def read_csv_decisions(path: Path) -> tuple[int | None, list[Decision]]:
     """The decisions of a filled-in CSV export (module docstring), and the queue it names (None: none)."""
-    from rageval.annotations import SKIPPED, UNSURE
+    from rageval.store.annotations import SKIPPED, UNSURE
 
     try:
         handle = path.open(newline="", encoding="utf-8-sig")
@@ -279,7 +279,7 @@ def read_csv_decisions(path: Path) -> tuple[int | None, list[Decision]]:
 
 def read_label_studio_decisions(path: Path) -> tuple[int | None, list[Decision]]:
     """The decisions of a Label Studio JSON export of an exported queue (module docstring)."""
-    from rageval.annotations import SKIPPED
+    from rageval.store.annotations import SKIPPED
 
     decisions: list[Decision] = []
     queues: set[int] = set()
@@ -323,7 +323,7 @@ def read_label_studio_decisions(path: Path) -> tuple[int | None, list[Decision]]
 
 def read_argilla_decisions(path: Path) -> tuple[int | None, list[Decision]]:
     """The decisions of an Argilla record export of an exported queue (module docstring)."""
-    from rageval.annotations import SKIPPED
+    from rageval.store.annotations import SKIPPED
 
     decisions: list[Decision] = []
     queues: set[int] = set()
@@ -369,8 +369,8 @@ READERS = {CSV: read_csv_decisions, LABEL_STUDIO: read_label_studio_decisions, A
 def import_queue(store_path: str | os.PathLike, queue_id: int, label_file: str | os.PathLike, fmt: str) -> QueueImport:
     """Read ``label_file`` in ``fmt``, check every decision is of an item of queue ``queue_id`` assigned to its
     annotator (the file's line named otherwise), and save them all in one transaction."""
-    from rageval.annotations import normalise_annotator
     from rageval.queues import QueueStore
+    from rageval.store.annotations import normalise_annotator
 
     if fmt not in FORMATS:
         raise RagevalError(f"--format {fmt}: expected one of {', '.join(FORMATS)}")
@@ -501,8 +501,9 @@ def draw_sample(store_path: str | os.PathLike, run_path: str | os.PathLike, size
     label method ``by``: a queue of overlap 1 assigned to ``annotator`` (its labels come back with ``rageval queue
     import``). The CSV lists each item with what an annotator reads (question, title, passage) and an empty
     ``label`` column."""
-    from rageval.annotations import AnnotationStore, normalise_annotator
+    from rageval.annotations import AnnotationStore
     from rageval.queue_plans import STRATIFIED_PLAN, UNIFORM_PLAN, QueuePlan
+    from rageval.store.annotations import normalise_annotator
 
     run = Path(run_path).stem
     if plan == UNIFORM_PLAN:

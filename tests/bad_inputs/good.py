@@ -70,7 +70,8 @@ def write_good_ium_run(path: Path) -> Path:
 
 def write_good_annotations(path: Path) -> Path:
     """An annotation file with one label of the good run's first passage."""
-    from rageval.annotations import AnnotationStore, PassageItem
+    from rageval.annotations import AnnotationStore
+    from rageval.store.annotations import PassageItem
 
     run = good_run()
     ranking = run.rankings[0]

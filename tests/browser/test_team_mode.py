@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
+from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore
 from rageval.jobs.spec import JobStore
 from rageval.store import audit as audit_store
 from rageval.store import read_run
+from rageval.store.annotations import PassageItem
 from rageval.team import audit
 from rageval.team.roles import (
     ACTIONS,

@@ -33,13 +33,8 @@ from rageval.agreement import (
 )
 from rageval.annotations import (
     ANNOTATIONS_FILE,
-    LABEL_COLUMNS,
-    SKIPPED,
     STATEMENT_METHODS,
-    UNSURE,
     AnnotationStore,
-    PassageItem,
-    StatementItem,
     annotations_path,
     labels_csv,
     latest_labels,
@@ -49,6 +44,7 @@ from rageval.annotations import (
 )
 from rageval.errors import StoreError
 from rageval.store import ANNOTATION_APPLICATION_ID, RunReader, list_runs, sqlite_application_id
+from rageval.store.annotations import LABEL_COLUMNS, SKIPPED, UNSURE, PassageItem, StatementItem
 from rageval.store.schemas import ANNOTATIONS, ANNOTATIONS_SCHEMA_V1
 from rageval.trec import qrels_text
 from tests.run_fixtures import LABEL_METHODS, N_QUERIES, K, make_small_run
@@ -257,7 +253,8 @@ def test_store_survives_a_reopen_latest_label_wins_and_history_is_kept(tmp_path,
 
 def test_a_saved_label_survives_killing_the_process(tmp_path):
     path = tmp_path / ANNOTATIONS_FILE
-    code = ("import os, signal, sys; from rageval.annotations import AnnotationStore, PassageItem; "
+    code = ("import os, signal, sys; from rageval.annotations import AnnotationStore; "
+            "from rageval.store.annotations import PassageItem; "
             "AnnotationStore(sys.argv[1]).save_label('fixture', PassageItem('nq:0', 'nq_oracle:0'), 1, 'Ada'); "
             "os.kill(os.getpid(), signal.SIGKILL)")
     result = subprocess.run([sys.executable, "-c", code, str(path)], check=False, cwd=REPO, capture_output=True,

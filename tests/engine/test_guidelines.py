@@ -6,18 +6,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from rageval.annotations import (
-    ANNOTATIONS_FILE,
-    MULTI_HOP,
-    SINGLE_HOP,
-    AnnotationStore,
-    PassageItem,
-    default_guideline,
-    task_type,
-)
+from rageval.annotations import ANNOTATIONS_FILE, MULTI_HOP, SINGLE_HOP, AnnotationStore, default_guideline, task_type
 from rageval.queue_plans import UNIFORM_PLAN, QueuePlan
 from rageval.queues import QueueStore
 from rageval.store import RunReader
+from rageval.store.annotations import PassageItem
 from rageval.store.schemas import ANNOTATIONS
 from rageval.trust.imports import import_labels
 from tests.run_fixtures import make_small_run

@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from rageval.annotations import AnnotationStore, PassageItem
+from rageval.annotations import AnnotationStore
 from rageval.attribution.store import AttributionReader
 from rageval.errors import StoreError
 from rageval.generation.cache import LLMCache
@@ -32,6 +32,7 @@ from rageval.store import (
     write_run,
     write_sqlite_atomically,
 )
+from rageval.store.annotations import PassageItem
 from tests.store.test_store import small_run
 
 ODD_NAME = "a#b?c%2f.sqlite"

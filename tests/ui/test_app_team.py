@@ -93,8 +93,8 @@ def forged_actions() -> None:
 
     import streamlit as st
 
-    from rageval.annotations import PassageItem
     from rageval.jobs.spec import JobSpec
+    from rageval.store.annotations import PassageItem
     from ui import auth, data_annotate, data_jobs
 
     runs = os.environ["RAGEVAL_RUNS_DIR"]

@@ -22,11 +22,12 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore, PassageItem
+from rageval.annotations import ANNOTATIONS_FILE, AnnotationStore
 from rageval.jobs.spec import JobSpec, JobStore
 from rageval.queue_plans import UNIFORM_PLAN, QueuePlan
 from rageval.queues import QueueStore
 from rageval.store import RunReader
+from rageval.store.annotations import PassageItem
 from rageval.store.jobs import FAILED
 from rageval.team.config import TEAM_ENV
 from rageval.team.roles import ADMIN, ANNOTATOR, OPERATOR, VIEWER, can
