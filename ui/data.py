@@ -31,7 +31,6 @@ import pandas as pd
 import streamlit as st
 
 from rageval import paths
-from rageval.attribution.store import AttributionReader
 from rageval.correlations import (
     SWEEP_COLUMNS,
     best_measures,
@@ -55,6 +54,7 @@ from rageval.store import (
     SqliteKind,
     sqlite_application_id,
 )
+from rageval.store.attribution import AttributionReader
 from rageval.store.files import describe_missing, reading
 from rageval.store.runs import RANKING_COLUMNS
 from rageval.types import Query

@@ -13,8 +13,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from rageval.attribution.store import AttributionReader
 from rageval.store import ATTRIBUTION
+from rageval.store.attribution import AttributionReader
 from ui import data
 
 _TTL_S = 3600

@@ -20,8 +20,8 @@ _TTL_S = 3600
 
 @st.cache_data(ttl=_TTL_S, max_entries=4, show_spinner=False)
 def load_ium_run(path: str, mtime_ns: int) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
-    """(settings, tables) of an IUM run file (:func:`rageval.ium.experiment.read_ium_run`)."""
-    from rageval.ium.experiment import read_ium_run
+    """(settings, tables) of an IUM run file (:func:`rageval.store.ium.read_ium_run`)."""
+    from rageval.store.ium import read_ium_run
 
     with data.checked(path, IUM):
         return read_ium_run(Path(path))

@@ -15,6 +15,7 @@ import streamlit as st
 from rageval.annotations import AnnotationStore
 from rageval.errors import StoreError
 from rageval.trust import report as trust
+from rageval.trust.inputs import TrustInputs
 from ui import data
 
 _TTL_S = 3600
@@ -23,7 +24,7 @@ PLAN_SIZE = 20
 
 
 @st.cache_data(ttl=_TTL_S, max_entries=16, show_spinner=False)
-def load_inputs(annotation_path: str, revision: int, run_path: str, mtime_ns: int) -> trust.TrustInputs | None:
+def load_inputs(annotation_path: str, revision: int, run_path: str, mtime_ns: int) -> TrustInputs | None:
     """The run's items, every method's labels and the people's labels (None when nobody labelled a passage of the
     run)."""
     try:

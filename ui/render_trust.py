@@ -114,7 +114,7 @@ def design_text(report: TrustReport) -> str:
 
 
 def label_rule_text(report: TrustReport) -> str:
-    """How an item's people's label is decided (:data:`rageval.trust.report.LABEL_RULE`), and the ties left out."""
+    """How an item's people's label is decided (:data:`rageval.trust.inputs.LABEL_RULE`), and the ties left out."""
     ties = len(report.unresolved)
     left = (f" {ties:,} passage{'s are' if ties != 1 else ' is'} unresolved (a tie) and left out until adjudicated."
             if ties else "")

@@ -250,10 +250,10 @@ def build_attribution_run(plan: AttributionPlan, resources: AttributionResources
 
     Every LLM call goes through the generator (use a cached one: a killed build resumes from its cache).
     """
-    from rageval.attribution.store import AttributionRun, write_attribution_run
     from rageval.measures import compute_measures
     from rageval.retrieval.fusion import rerank_fusion
     from rageval.retrieval.subqueries import SUBQUERY_DECODING, fuse, generate_subqueries, subquery_rankings
+    from rageval.store.attribution import AttributionRun, write_attribution_run
 
     started = time.perf_counter()
     records = resources.hagrid[plan.first_query:plan.first_query + plan.num_queries]

@@ -80,7 +80,7 @@ def rescore_attribution_run(path: str | os.PathLike, checker, out_path: str | os
     whose answers or metrics cannot be rebuilt, is one :class:`RagevalError` naming it.
     """
     from rageval.attribution.nli import checker_threshold
-    from rageval.attribution.store import AttributionReader, AttributionRun, write_attribution_run
+    from rageval.store.attribution import AttributionReader, AttributionRun, write_attribution_run
 
     started = time.perf_counter()
     path = Path(path)

@@ -201,7 +201,7 @@ def agreement_markdown(agreement: pd.DataFrame) -> list[str]:
 
 def attribution_sections(run_path: Path, nli_report_path: Path | None = None) -> list[str]:
     """The results.md section for one attributed-answer run (and the NLI test report, when present)."""
-    from rageval.attribution.store import AttributionReader
+    from rageval.store.attribution import AttributionReader
 
     out = ["## Attributed answers on HAGRID (Djeddal et al., CIKM 2024)", ""]
     if nli_report_path is not None and nli_report_path.is_file():

@@ -10,7 +10,7 @@ The input is JSONL, one answer a line (``docs/citations_format.md``)::
 machinery (:mod:`rageval.attribution.statements`), every statement × passage pair is judged by an NLI checker
 (:mod:`rageval.attribution.nli`), and :func:`rageval.attribution.scoring.score_answers` computes AutoAIS (citation
 and passage level), ALCE citation recall/precision (Djeddal et al., CIKM 2024, §2.5) and, where gold answers are
-given, BLEU / ROUGE-L (and BERTScore). The result is an attribution run file (:mod:`rageval.attribution.store`)
+given, BLEU / ROUGE-L (and BERTScore). The result is an attribution run file (:mod:`rageval.store.attribution`)
 with one scenario (``user`` by default) that the dashboard's Citations page shows.
 
 A citation naming no passage of the list (``[9]`` with 3 passages, or ``[0]``) is *invalid*: it supports nothing
@@ -218,7 +218,7 @@ def evaluate_citations(answers_path: str | Path, out_path: str | Path, nli="trai
     BERTScore (MiniLM) for answers with gold answers. The input is read and checked before any model is loaded;
     invalid citations are reported through ``log``.
     """
-    from rageval.attribution.store import AttributionRun, write_attribution_run
+    from rageval.store.attribution import AttributionRun, write_attribution_run
 
     started = time.perf_counter()
     answers_path, out_path = Path(answers_path), Path(out_path)

@@ -99,7 +99,7 @@ def cmd_attribution(args: argparse.Namespace) -> int:
 
 def cmd_rescore(args: argparse.Namespace) -> int:
     from rageval.attribution.rescore import rescore_attribution_run
-    from rageval.attribution.store import attribution_summary
+    from rageval.store.attribution import attribution_summary
 
     # Rebuilt from the parsed arguments (not sys.argv: main() may be called with its own argv).
     command = shlex.join(["rageval", "attribution", "--rescore", str(args.rescore), "--checker", args.checker,
@@ -140,8 +140,8 @@ def add_attribution_parser(sub) -> None:
 
 
 def cmd_evaluate_citations(args: argparse.Namespace) -> int:
-    from rageval.attribution.store import attribution_summary
     from rageval.attribution.user_answers import evaluate_citations
+    from rageval.store.attribution import attribution_summary
 
     # Rebuilt from the parsed arguments (not sys.argv: main() may be called with its own argv).
     command = shlex.join(["rageval", "evaluate-citations", str(args.answers), "--out", str(args.out), "--checker",

@@ -84,7 +84,7 @@ def plan_queries(plan: IumPlan, nq_queries: Sequence[Query], hotpotqa_queries: S
 
 @dataclass
 class IumResult:
-    """Everything a run stores (tables as DataFrames; see :mod:`rageval.ium.store`)."""
+    """Everything a run stores (tables as DataFrames; see :mod:`rageval.store.ium`)."""
 
     settings: dict
     agents: pd.DataFrame
@@ -368,22 +368,13 @@ def personalisation_summary(personalisation: pd.DataFrame, agents: pd.DataFrame 
 
 
 def write_ium_run(result: IumResult, path: Path) -> Path:
-    """Store ``result`` as an IUM run file (SQLite kind "RAGI"; one table per :class:`IumResult` field)."""
-    import json
+    """Store ``result`` as an IUM run file (SQLite kind "RAGI"; one table per :class:`IumResult` field,
+    :func:`rageval.store.ium.write_ium_file`)."""
+    from rageval.store.ium import write_ium_file
 
-    from rageval.store.files import stamp, write_sqlite_atomically
-    from rageval.store.schemas import IUM, IUM_META_SCHEMA
-
-    def fill(connection) -> None:
-        stamp(connection, IUM)
-        connection.execute(IUM_META_SCHEMA)
-        connection.executemany("INSERT INTO meta VALUES (?, ?)", [
-            ("schema_version", str(IUM.version)), ("settings", json.dumps(result.settings, sort_keys=True))])
-        for name in ("agents", "queries", "served", "outcomes", "feedback", "online_trained_on", "significance",
-                     "personalisation"):
-            getattr(result, name).to_sql(name, connection, index=False)
-
-    return write_sqlite_atomically(path, fill)
+    tables = ("agents", "queries", "served", "outcomes", "feedback", "online_trained_on", "significance",
+              "personalisation")
+    return write_ium_file(result.settings, {name: getattr(result, name) for name in tables}, path)
 
 
 def default_checkpoints_dir() -> Path:
@@ -424,32 +415,3 @@ def build_shipped_ium_run(plan: IumPlan, out_path: Path, *, data_dir: Path, dens
                      log=log, command=command, checkpoints=checkpoints)
     write_ium_run(result, out_path)
     return result
-
-
-def _ium_settings_types() -> dict:
-    """The settings the views compute with, each with its JSON type in words and its test (see check_settings)."""
-    from rageval.store.files import is_string, object_of
-
-    return {"plan": ("an object (its config an object)", object_of(config=object_of())),
-            "generators": ("an object of strings", lambda v: object_of()(v) and all(map(is_string, v.values())))}
-
-
-def read_ium_run(path: Path) -> tuple[dict, dict[str, pd.DataFrame]]:
-    """(settings, tables) of an IUM run file (kind "RAGI", schema version 1: one table per :class:`IumResult`
-    field); raises StoreError naming the file for another kind of file, a newer schema, or a damaged file (tables
-    of another shape included)."""
-    from rageval.store.files import check_settings, check_shape, json_object, open_readonly, reading
-    from rageval.store.schemas import IUM, IUM_TABLES
-
-    connection = open_readonly(path, IUM)
-    try:
-        check_shape(connection, path, IUM, IUM_TABLES, ())
-        with reading(path, IUM):
-            row = connection.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
-            settings = check_settings(json_object(row[0], path, IUM), path, IUM, _ium_settings_types()) if row else {}
-            tables = {name: pd.read_sql_query(f"SELECT * FROM \"{name}\"", connection)
-                      for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-                      if name != "meta"}
-    finally:
-        connection.close()
-    return settings, tables

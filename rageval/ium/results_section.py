@@ -15,10 +15,10 @@ from rageval.ium.experiment import (
     macro_interval,
     macro_interval_table,
     personalisation_summary,
-    read_ium_run,
     summary_table,
 )
 from rageval.stats.intervals import MeanInterval
+from rageval.store.ium import read_ium_run
 
 # The paper's Table 3 macro average over its 18 agents (KILT, BM25 top 100 + reranker), in percent.
 PAPER_MACRO = {"BM25": 55.38, "dense": 45.15, "reranker-individual": 59.86, "reranker-dataset": 60.43,

@@ -17,7 +17,7 @@ the one TREC reader (``read_trec_run``, re-exported here).
 
 # Importing a measure module registers it (registered_measures() keeps the import order).
 from rageval.measures.average_precision import AP
-from rageval.measures.base import Measure, MeasureDefinition, RankedLabels
+from rageval.measures.base import Measure, MeasureDefinition
 from rageval.measures.bpref import Bpref
 from rageval.measures.columnar import (
     build_ranked_labels_from_frames,
@@ -45,6 +45,7 @@ from rageval.measures.judged import Judged
 from rageval.measures.ndcg import nDCG
 from rageval.measures.params import Param
 from rageval.measures.precision import P
+from rageval.measures.ranked_labels import RankedLabels
 from rageval.measures.rbp import RBP
 from rageval.measures.recall import R
 from rageval.measures.reciprocal_rank import RR

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide
+from rageval.measures.base import MeasureDefinition, safe_divide
 from rageval.measures.params import LEVEL_PARAMS
+from rageval.measures.ranked_labels import RankedLabels
 from rageval.measures.registry import register_measure
 
 

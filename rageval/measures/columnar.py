@@ -5,7 +5,7 @@ Ids become integer codes once (a categorical column's own codes, or :func:`panda
 files arrive coded from :mod:`rageval.trec`), each query's scores and passage codes are laid out as
 dense ``[n_queries x width]`` matrices, the rank of every positively labelled retrieved passage under
 trec_eval's order (score descending, then passage id descending) is counted
-(:mod:`rageval.measures.ranks`), and the same :class:`~rageval.measures.base.RankedLabels` that the
+(:mod:`rageval.measures.ranks`), and the same :class:`~rageval.measures.ranked_labels.RankedLabels` that the
 dict path fills is filled, so every measure runs through its one kernel.
 
 >>> import pandas as pd
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rageval.measures.base import Measure, RankedLabels
+from rageval.measures.base import Measure
 from rageval.measures.compute import (
     _per_query_frame,
     _ranked_labels,
@@ -32,6 +32,7 @@ from rageval.measures.compute import (
     requires_judgments,
     without_huge_pages,
 )
+from rageval.measures.ranked_labels import RankedLabels
 from rageval.measures.ranks import rank_entries
 from rageval.measures.registry import parse_measure
 from rageval.trec import (

@@ -16,8 +16,9 @@ from operator import attrgetter, eq, methodcaller
 import numpy as np
 import pandas as pd
 
-from rageval.measures.base import Measure, RankedLabels
+from rageval.measures.base import Measure
 from rageval.measures.matrices import ideal_gains
+from rageval.measures.ranked_labels import RankedLabels
 from rageval.measures.ranks import rank_entries
 from rageval.measures.registry import parse_measure
 from rageval.trec import pad_rows

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.measures.base import MeasureDefinition, RankedLabels, top
+from rageval.measures.base import MeasureDefinition, top
 from rageval.measures.params import DCG as DCG_FORM
 from rageval.measures.params import GAINS, JUDGED_ONLY
+from rageval.measures.ranked_labels import RankedLabels
 from rageval.measures.registry import register_measure
 
 #: The parameters of DCG and nDCG.

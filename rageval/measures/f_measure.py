@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide, top
+from rageval.measures.base import MeasureDefinition, safe_divide, top
 from rageval.measures.params import BETA, LEVEL_PARAMS
+from rageval.measures.ranked_labels import RankedLabels
 from rageval.measures.registry import register_measure
 
 

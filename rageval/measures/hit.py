@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.measures.base import MeasureDefinition, RankedLabels, top
+from rageval.measures.base import MeasureDefinition, top
 from rageval.measures.params import LEVEL_PARAMS
+from rageval.measures.ranked_labels import RankedLabels
 from rageval.measures.registry import register_measure
 
 

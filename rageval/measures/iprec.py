@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.measures.base import MeasureDefinition, RankedLabels
+from rageval.measures.base import MeasureDefinition
 from rageval.measures.params import LEVEL_PARAMS
+from rageval.measures.ranked_labels import RankedLabels
 from rageval.measures.registry import register_measure
 
 #: The recall levels of the 11-point average.

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rageval.measures.base import MeasureDefinition, RankedLabels, safe_divide, top
+from rageval.measures.base import MeasureDefinition, safe_divide, top
+from rageval.measures.ranked_labels import RankedLabels
 from rageval.measures.registry import register_measure
 
 

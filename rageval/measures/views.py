@@ -1,6 +1,6 @@
 """The label parameters of a measure applied to its labels, before its kernel runs, so every kernel gets them free.
 
-In this order (each one a new :class:`~rageval.measures.base.RankedLabels`; the input is never changed):
+In this order (each one a new :class:`~rageval.measures.ranked_labels.RankedLabels`; the input is never changed):
 
 1. ``judged_only=True`` (trec_eval ``-J``): every ranking keeps only its judged passages (label >= 0), in order;
    the ranks close up, so ``P(judged_only=True)@5`` reads the first five *judged* passages. Qrels are unchanged.
@@ -14,17 +14,22 @@ In this order (each one a new :class:`~rageval.measures.base.RankedLabels`; the 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import numpy as np
 
 from rageval.measures.matrices import ideal_gains
-
-if TYPE_CHECKING:  # base imports this module when a measure computes
-    from rageval.measures.base import Measure, RankedLabels
+from rageval.measures.ranked_labels import RankedLabels
 
 
-def view_for(labels: RankedLabels, measure: Measure, cache: dict | None = None) -> RankedLabels:
+class Parameterised(Protocol):
+    """What a view reads of a measure (:class:`rageval.measures.base.Measure`, which applies the views): the value
+    of each of its parameters."""
+
+    def param(self, name: str) -> Any: ...
+
+
+def view_for(labels: RankedLabels, measure: Parameterised, cache: dict | None = None) -> RankedLabels:
     """``labels`` as ``measure``'s label parameters see them; ``cache`` keeps each distinct view once."""
     judged_only = bool(measure.param("judged_only"))
     level = measure.param("rel")

@@ -34,7 +34,7 @@ def run_summary(path: str | os.PathLike) -> dict[str, Any]:
     A run's summary is remembered per version of the file (:func:`rageval.store.files.remembered_summary`)."""
     path = Path(path)
     if path.is_file() and kind_of(path) is ATTRIBUTION:
-        from rageval.attribution.store import attribution_summary
+        from rageval.store.attribution import attribution_summary
 
         summary = _empty()
         summary["attribution"] = attribution_summary(path)

@@ -9,8 +9,8 @@ logic in its own package and imports its schema from here:
 kind            tag    schema                             filled and read by
 =============== ====== ================================== ==================================================
 run             RAGE   :data:`RUN_SCHEMA`                 :mod:`rageval.store.runs`, :mod:`~.run_writer`
-attribution     RAGA   :data:`ATTRIBUTION_SCHEMA`         :mod:`rageval.attribution.store`
-IUM             RAGI   :data:`IUM_META_SCHEMA`, pandas'   :mod:`rageval.ium.experiment`
+attribution     RAGA   :data:`ATTRIBUTION_SCHEMA`         :mod:`rageval.store.attribution`
+IUM             RAGI   :data:`IUM_META_SCHEMA`, pandas'   :mod:`rageval.store.ium`
                        tables (:data:`IUM_TABLES`)
 annotation      RAGN   :data:`ANNOTATIONS_SCHEMA`         :mod:`rageval.annotations`
 jobs database   RAGJ   :data:`JOBS_SCHEMA`                :mod:`rageval.store.jobs`

@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rageval.stats.design import STRATIFIED, SamplingDesign, Stratum
+from rageval.trust.inputs import TrustInputs
 from rageval.trust.ppi import MIN_LABELS_PER_STRATUM
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from rageval.trust.report import TrustInputs
 
 
 @dataclass(frozen=True)

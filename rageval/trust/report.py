@@ -47,6 +47,8 @@ from rageval.errors import RagevalError
 from rageval.findings import RIGHT_THRESHOLD
 from rageval.stats.design import CONVENIENCE, STRATIFIED, UNIFORM, SamplingDesign, Stratum
 from rageval.trust.calibration import Calibration, RankAgreement, calibrate, query_agreement, rank_agreement
+from rageval.trust.inputs import LABEL_RULE, TrustInputs
+from rageval.trust.plan import plan_next
 from rageval.trust.ppi import (
     BOUNDS_RULE,
     CONFIDENCE,
@@ -67,10 +69,6 @@ if TYPE_CHECKING:
     from rageval.annotations import AnnotationStore
 
 LABEL_SHARE = "label_share"
-#: How the people's label of an item is decided (the module docstring), said by the page and ``--json``.
-LABEL_RULE = ("in an annotation queue: an adjudicated label is the item's label; otherwise the majority of the "
-              "queue's own annotators of the item. Outside a queue: the majority of every annotator's latest label. "
-              "A tie is unresolved: listed, not counted as 0.")
 ONE_ANNOTATOR_RULE = "one annotator's latest label"
 NO_UNBIASED = "does not support an unbiased estimate"
 #: The 2 x 2 cells, by key: (relevant passage in the top k, answer right).
@@ -158,28 +156,6 @@ def _clean(value: Any) -> Any:
 
 
 # --- the tables a report is computed from --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TrustInputs:
-    """What :func:`build_report` needs, as plain tables: ``population`` (query_id, passage_id, rank: every
-    retrieved passage), ``auto`` (the same rows' 0/1 label of each method: one column per method, aligned with
-    ``population``), ``human`` (query_id, passage_id, label: the people's 0/1 label, one row per labelled item,
-    with ``labelled_at`` when known), ``e2e`` (query_id -> E2E score at k; NaN: none) and the queries in run
-    order."""
-
-    run: str
-    k: int
-    population: pd.DataFrame
-    auto: pd.DataFrame
-    human: pd.DataFrame
-    e2e: Mapping[str, float]
-    queries: Sequence[str]
-    annotators: tuple[str, ...] = ()
-    #: Items whose people's label is a tie: query_id, passage_id, ones, zeros, where ("queue N" or "all labels").
-    unresolved: tuple[dict, ...] = ()
-    label_rule: str = LABEL_RULE
-    adjudicated: int = 0  # items whose label is an adjudication (a queue's)
-
 
 def ranked_items(rankings: Mapping[str, Any]) -> pd.DataFrame:
     """query_id, passage_id, rank (1 first) of every retrieved passage of a run's rankings (a passage listed twice
@@ -704,8 +680,6 @@ def next_plan(inputs: TrustInputs, design: SamplingDesign | None, method: str, s
     """The one plan of the next items to label (:func:`rageval.trust.plan.plan_next`), for ``rageval trust --plan``
     and the Annotate page's "Label next": seeded by the number of people's labels, so both show the same items for
     the same labels (and a new label gives a new draw)."""
-    from rageval.trust.plan import plan_next
-
     return plan_next(inputs, design, method, size, seed=plan_seed(inputs))
 
 

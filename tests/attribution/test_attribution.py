@@ -292,8 +292,8 @@ def hagrid_run(tmp_path_factory, corpus, hagrid):
 @pytest.mark.model
 def test_hagrid_run_end_to_end(hagrid_run):
     from rageval.attribution.experiment import GENERATED_SCENARIOS, GOLD_SCENARIO
-    from rageval.attribution.store import AttributionReader
     from rageval.store import list_runs
+    from rageval.store.attribution import AttributionReader
 
     path, generator, records = hagrid_run
     assert list_runs(path.parent) == []  # not an eRAG run

@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 
 from rageval.attribution.rescore import rescore_attribution_run, rescore_target
-from rageval.attribution.store import AttributionReader
 from rageval.data import HAGRID_FILE, read_hagrid
 from rageval.errors import RagevalError
 from rageval.paths import DATA_DIR, RUNS_DIR
+from rageval.store.attribution import AttributionReader
 from tests.attribution_fixtures import ContainmentNli, build_hagrid_run
 
 KEPT_TABLES = {  # table: its key columns (rows compared in key order, every column)

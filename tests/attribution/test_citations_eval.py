@@ -20,9 +20,9 @@ import pytest
 
 from rageval.attribution.metrics import format_passage
 from rageval.attribution.statements import split_sentences, split_statements
-from rageval.attribution.store import AttributionReader, attribution_summary
 from rageval.attribution.user_answers import USER_SCENARIO, evaluate_citations, read_user_answers
 from rageval.errors import DataError, StoreError
+from rageval.store.attribution import AttributionReader, attribution_summary
 from tests.attribution_fixtures import ContainmentNli
 
 INVENTED = "Purple zebras quietly compose symphonies on distant moons."

@@ -62,9 +62,9 @@ def make_small_attribution_run(path: Path, uncited_last: bool = False) -> Path:
 
     from rageval.attribution.experiment import gold_answer_records, hagrid_query_id
     from rageval.attribution.scoring import score_answers
-    from rageval.attribution.store import AttributionRun, write_attribution_run
     from rageval.data import HAGRID_FILE, read_hagrid
     from rageval.paths import DATA_DIR
+    from rageval.store.attribution import AttributionRun, write_attribution_run
     from tests.attribution_fixtures import ContainmentNli
 
     records = read_hagrid(DATA_DIR / HAGRID_FILE)[:4]
@@ -346,7 +346,7 @@ def test_majority_qrels_across_annotators(tmp_path):
 # --- statements of an attributed-answer run --------------------------------------------------------------------
 
 def test_statement_labels_against_the_nli_verdicts(tmp_path):
-    from rageval.attribution.store import AttributionReader
+    from rageval.store.attribution import AttributionReader
 
     with AttributionReader(make_small_attribution_run(tmp_path / "hagrid.sqlite")) as reader:
         statements = reader.frame("statements")
@@ -393,7 +393,7 @@ def test_an_annotator_who_labels_like_the_nli_method_gets_kappa_1_and_uncited_st
     """Issue 15: the NLI methods stored every uncited statement as "not supported" while the page said uncited
     statements are not judged, so a careful annotator got kappa 0. Uncited statements are now left out on both
     sides: a person who labels every cited statement as the method does agrees perfectly."""
-    from rageval.attribution.store import AttributionReader
+    from rageval.store.attribution import AttributionReader
 
     with AttributionReader(make_small_attribution_run(tmp_path / "hagrid.sqlite", uncited_last=True)) as reader:
         statements = reader.frame("statements")

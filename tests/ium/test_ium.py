@@ -197,8 +197,9 @@ def test_mcnemar_against_scipy_and_list_agreement():
 
 
 def test_ium_run_end_to_end(setup, tmp_path):
-    from rageval.ium.experiment import IumPlan, read_ium_run, run_ium, significance_table, summary_table, write_ium_run
+    from rageval.ium.experiment import IumPlan, run_ium, significance_table, summary_table, write_ium_run
     from rageval.store import list_runs
+    from rageval.store.ium import read_ium_run
 
     plan = IumPlan(num_train=6, num_test=6, nq_train_offset=12, hotpotqa_train_offset=12,
                    agents=tuple(a.spec for a in setup["agents"]), config=SMALL)

@@ -24,9 +24,9 @@ from rageval.cli import main
 from rageval.data.loaders import read_hotpotqa
 from rageval.generation.base import FakeGenerator
 from rageval.generation.server import serve
-from rageval.ium.experiment import read_ium_run
 from rageval.paths import DATA_DIR
 from rageval.store import RunReader
+from rageval.store.ium import read_ium_run
 from rageval.types import Passage
 from tests.retrieval.test_rerank import tiny_bert_dir  # noqa: F401  (a session fixture)
 from tests.run_fixtures import read_oracle_head

@@ -10,10 +10,8 @@ import sqlite3
 import pytest
 
 from rageval.annotations import AnnotationStore
-from rageval.attribution.store import AttributionReader
 from rageval.errors import StoreError
 from rageval.generation.cache import LLMCache
-from rageval.ium.experiment import read_ium_run
 from rageval.jobs.spec import JobStore
 from rageval.store import (
     ANNOTATIONS,
@@ -33,6 +31,8 @@ from rageval.store import (
     write_sqlite_atomically,
 )
 from rageval.store.annotations import PassageItem
+from rageval.store.attribution import AttributionReader
+from rageval.store.ium import read_ium_run
 from tests.store.test_store import small_run
 
 ODD_NAME = "a#b?c%2f.sqlite"

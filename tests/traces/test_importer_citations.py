@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from rageval.attribution.store import AttributionReader
 from rageval.attribution.user_answers import evaluate_citations, read_user_answers
+from rageval.store.attribution import AttributionReader
 from rageval.traces.importer import import_traces
 from rageval.traces.records import RETRIEVED, TraceRecord
 from tests.attribution_fixtures import ContainmentNli

@@ -14,7 +14,8 @@ from rageval.cli import main
 from rageval.queue_plans import UNIFORM_PLAN, QueuePlan
 from rageval.queues import ADJUDICATED, MAJORITY, TIE, QueueStore, resolve_item_labels
 from rageval.store import RunReader
-from rageval.trust.report import LABEL_RULE, trust_report
+from rageval.trust.inputs import LABEL_RULE
+from rageval.trust.report import trust_report
 from tests.run_fixtures import make_small_run
 
 RUN = "small"

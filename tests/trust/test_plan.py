@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from rageval.stats.design import UNIFORM, SamplingDesign, Stratum
+from rageval.trust.inputs import TrustInputs
 from rageval.trust.plan import plan_next, stratum_names
-from rageval.trust.report import TrustInputs
 
 
 def inputs(seed: int = 0, n: int = 2000, labelled: int = 200):

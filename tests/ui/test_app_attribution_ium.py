@@ -21,11 +21,12 @@ import pandas as pd
 import pytest
 
 from rageval.attribution.experiment import GOLD_SCENARIO
-from rageval.attribution.store import AttributionReader
-from rageval.ium.experiment import MAIN_METHODS, IumPlan, IumResult, read_ium_run, significance_table, write_ium_run
+from rageval.ium.experiment import MAIN_METHODS, IumPlan, IumResult, significance_table, write_ium_run
 from rageval.ium.results_section import ium_sections
 from rageval.stats.paired import jaccard, top_k_kendall_tau
 from rageval.store import list_runs
+from rageval.store.attribution import AttributionReader
+from rageval.store.ium import read_ium_run
 from tests.app_helpers import captions, frame_with, vega_charts
 from tests.ui.test_app import HOME, start
 from ui.render import escape_markdown, format_label

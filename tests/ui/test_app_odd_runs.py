@@ -214,7 +214,7 @@ def test_a_huge_passage_is_shown_a_part_at_a_time(big_run, monkeypatch):
 def test_a_huge_input_passage_of_an_attributed_answer_is_shown_a_part_at_a_time(tmp_path, monkeypatch):
     import sqlite3
 
-    from rageval.attribution.store import AttributionReader
+    from rageval.store.attribution import AttributionReader
     from tests.engine.test_annotations import make_small_attribution_run
 
     path = make_small_attribution_run(tmp_path / "attribution" / "hagrid.sqlite")
