@@ -28,7 +28,7 @@ every annotator's latest 0/1 label; with ``annotator``, that person's label. A t
 **Sampling design** (:class:`rageval.stats.design.SamplingDesign`): given by the caller, or an annotation queue's
 (:func:`queue_design`: ``rageval trust --queue N``, else the run's newest passage queue with a decision; uniform, or
 stratified with the stratum of every item, which PPI needs); else the run's newest shared sample of the
-Annotate page (:class:`rageval.annotations.Sample`): uniform, its labelled items the human sample; else, when
+Annotate page (:class:`rageval.store.annotations.Sample`): uniform, its labelled items the human sample; else, when
 labels exist but no sample, a convenience sample: reported as not supporting an unbiased estimate (no estimate;
 the calibration is then only a description of the labelled items). Labels of items outside the design are left
 out of the estimates.
@@ -244,7 +244,7 @@ def queue_human_labels(inputs: TrustInputs, store: AnnotationStore, queue_id: in
 
 
 def sample_design(sample: Any, population: int) -> SamplingDesign:
-    """The uniform design of a shared sample (:class:`rageval.annotations.Sample`): one stratum, the run's
+    """The uniform design of a shared sample (:class:`rageval.store.annotations.Sample`): one stratum, the run's
     ``population`` retrieved passages, the sample's items; ``sampled`` is set to the labelled items later."""
     items: dict[Hashable, str] = dict.fromkeys(zip(sample.items["query_id"], sample.items["passage_id"]), "all")
     return SamplingDesign(UNIFORM, (Stratum("all", population, len(items)),), items,
