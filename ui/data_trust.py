@@ -114,5 +114,5 @@ def load_plan(annotation_path: str, revision: int, run_path: str, mtime_ns: int,
     chosen = load_basis(annotation_path, revision, run_path, mtime_ns, basis)
     if chosen is None:
         return pd.DataFrame(), pd.DataFrame()
-    plan = trust.next_plan(chosen.inputs, chosen.design, method, size)
+    plan = trust.next_plan(chosen, method, size)
     return plan.items, plan.allocation

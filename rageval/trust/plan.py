@@ -16,6 +16,12 @@ what it lacks of its Neyman share (largest remainders, at most its unlabelled pa
 it, and the new ones are drawn uniformly from the rest, each stratum's labelled passages remain a uniform sample of
 it: the result is a stratified design (:class:`rageval.stats.design.SamplingDesign`) with weights
 ``N_h / n_h``, which :func:`rageval.trust.report.build_report` takes with the strata of every passage.
+
+That holds for labels of a uniform sample only. A stratified queue's labels are a uniform sample of each of the
+queue's strata, not of the plan's (a queue stratified by another method cuts across them, with other inclusion
+probabilities in each part), so under a stratified design the plan's strata are crossed with the design's
+(``<queue stratum> · <plan stratum>``): within each cell the labels are again a uniform sample, and the plan and
+its design stay unbiased. Without the stratum of every passage, no label of a stratified design counts.
 """
 
 from __future__ import annotations
@@ -77,9 +83,12 @@ def _largest_remainders(wanted: list[float], budget: int, caps: list[int]) -> li
     return counts
 
 
-def plan_next(inputs: TrustInputs, design: SamplingDesign | None, method: str, budget: int, seed: int = 0) -> Plan:
+def plan_next(inputs: TrustInputs, design: SamplingDesign | None, method: str, budget: int, seed: int = 0, *,
+              population_strata: Mapping[Hashable, str] | None = None) -> Plan:
     """The plan (module docstring) for ``method``'s estimates: ``budget`` more passages of ``inputs``' run, given
-    the labels already in ``design`` (None or a convenience design: none count)."""
+    the labels already in ``design`` (None or a convenience design: none count). A stratified ``design`` needs
+    ``population_strata``, the design's stratum of every passage (the report's), to cross its strata with the
+    plan's."""
     import numpy as np
     import pandas as pd
 
@@ -94,6 +103,12 @@ def plan_next(inputs: TrustInputs, design: SamplingDesign | None, method: str, b
                                                  inputs.human["label"])}
     in_design: Mapping[Hashable, str] = (design.item_strata if design is not None and
                                          design.supports_unbiased_estimate else {})
+    crossed = design is not None and design.plan == STRATIFIED and bool(in_design)
+    if crossed and population_strata is None:
+        in_design = {}  # the cells cannot be told: the design's labels cannot count (the report refuses them too)
+    elif crossed and population_strata is not None:
+        names = np.array([f"{population_strata.get(key, '?')} · {name}" for key, name in zip(keys, names)],
+                         dtype=object)
     sampled = np.array([key in human and key in in_design for key in keys], dtype=np.bool_)
     values = np.array([human.get(key, 0) for key in keys], dtype=float)
     strata = sorted(set(names))
@@ -126,9 +141,10 @@ def plan_next(inputs: TrustInputs, design: SamplingDesign | None, method: str, b
     items["stratum"] = names[items.index.to_numpy()]
     item_strata: dict[Hashable, str] = {key: str(names[i]) for i, key in enumerate(keys) if sampled[i]}
     item_strata.update({keys[i]: str(names[i]) for i in chosen})
+    within = " within the design's strata" if crossed and population_strata is not None else ""
     design_after = SamplingDesign(
         STRATIFIED, tuple(Stratum(r.stratum, int(r.population), int(r.labelled + r.add))
                           for r in allocation.itertuples()), item_strata,
-        f"Neyman allocation by {method}'s label and the methods' agreement (seed {seed})")
-    population_strata: dict[Hashable, str] = {key: str(name) for key, name in zip(keys, names)}
-    return Plan(method, items.reset_index(drop=True), allocation, design_after, population_strata)
+        f"Neyman allocation by {method}'s label and the methods' agreement{within} (seed {seed})")
+    plan_strata: dict[Hashable, str] = {key: str(name) for key, name in zip(keys, names)}
+    return Plan(method, items.reset_index(drop=True), allocation, design_after, plan_strata)

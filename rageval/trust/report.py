@@ -672,15 +672,17 @@ def trust_report(run_path: str | os.PathLike, store: AnnotationStore, *, design:
         with RunReader(run_path) as reader:
             label_metric = reader.settings().get("label_metric")
         target = plan_method or headline_method(list(inputs.auto.columns), label_metric) or ""
-        report = replace(report, plan=plan_items(chosen.inputs, chosen.design, target, plan_size))
+        report = replace(report, plan=plan_items(chosen, target, plan_size))
     return report
 
 
-def next_plan(inputs: TrustInputs, design: SamplingDesign | None, method: str, size: int):
-    """The one plan of the next items to label (:func:`rageval.trust.plan.plan_next`), for ``rageval trust --plan``
-    and the Annotate page's "Label next": seeded by the number of people's labels, so both show the same items for
-    the same labels (and a new label gives a new draw)."""
-    return plan_next(inputs, design, method, size, seed=plan_seed(inputs))
+def next_plan(basis: Basis, method: str, size: int):
+    """The one plan of the next items to label (:func:`rageval.trust.plan.plan_next`) on a report's basis, for
+    ``rageval trust --plan`` and the Annotate page's "Label next": seeded by the number of people's labels, so both
+    show the same items for the same labels (and a new label gives a new draw); a stratified queue's strata are
+    crossed with the plan's."""
+    return plan_next(basis.inputs, basis.design, method, size, seed=plan_seed(basis.inputs),
+                     population_strata=basis.population_strata)
 
 
 def plan_seed(inputs: TrustInputs) -> int:
@@ -688,11 +690,11 @@ def plan_seed(inputs: TrustInputs) -> int:
     return len(inputs.human)
 
 
-def plan_items(inputs: TrustInputs, design: SamplingDesign | None, method: str, size: int) -> dict[str, Any]:
+def plan_items(basis: Basis, method: str, size: int) -> dict[str, Any]:
     """The plan (:func:`next_plan`) as plain data: the method, its seed, the next ``size`` items (query_id,
     passage_id, rank, stratum) and the allocation per stratum."""
-    plan = next_plan(inputs, design, method, size)
-    return {"method": method, "seed": plan_seed(inputs), "size": len(plan.items),
+    plan = next_plan(basis, method, size)
+    return {"method": method, "seed": plan_seed(basis.inputs), "size": len(plan.items),
             "items": [{"query_id": str(r.query_id), "passage_id": str(r.passage_id), "rank": int(r.rank),
                        "stratum": str(r.stratum)} for r in plan.items.itertuples()],
             "allocation": [{"stratum": str(r.stratum), "population": int(r.population), "labelled": int(r.labelled),

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rageval.stats.design import UNIFORM, SamplingDesign, Stratum
+from rageval.stats.design import STRATIFIED, UNIFORM, SamplingDesign, Stratum
 from rageval.trust.inputs import TrustInputs
 from rageval.trust.plan import plan_next, stratum_names
 
@@ -69,3 +69,65 @@ def test_the_plan_favours_the_strata_where_people_and_method_disagree():
     # relative to its size, the split stratum (methods disagree: people's label is least predictable) gets more
     per_item = allocation["target"] / allocation["population"]
     assert per_item["a=0, methods split"] > per_item["a=0, methods agree"]
+
+
+def stratified_queue(seed: int, n: int = 1200):
+    """Three methods; a queue stratified by method ``c`` that oversamples c=1 (60 of its passages against 40 of
+    c=0), and people whose labels follow ``c``: the plan's own strata (by ``a`` and the methods' agreement) cut
+    across the queue's, in which the labels are uniform samples with very different inclusion probabilities."""
+    rng = np.random.default_rng(seed)
+    population = pd.DataFrame({"query_id": [f"q{i // 10}" for i in range(n)],
+                               "passage_id": [f"p{i}" for i in range(n)], "rank": [i % 10 + 1 for i in range(n)]})
+    structure = np.random.default_rng(99)  # the run is the same in every draw; only the queue's sample varies
+    a = (structure.random(n) < 0.5).astype(int)
+    b = np.where(structure.random(n) < 0.7, a, 1 - a)
+    c = (structure.random(n) < 0.2).astype(int)
+    truth = np.where(structure.random(n) < 0.9, c, 1 - c)
+    keys = list(zip(population["query_id"], population["passage_id"]))
+    queue_stratum = {key: f"c={int(v)}" for key, v in zip(keys, c)}
+    chosen = [*rng.choice(np.flatnonzero(c == 1), size=60, replace=False),
+              *rng.choice(np.flatnonzero(c == 0), size=40, replace=False)]
+    human = pd.DataFrame({"query_id": population["query_id"].iloc[chosen].to_numpy(),
+                          "passage_id": population["passage_id"].iloc[chosen].to_numpy(), "label": truth[chosen]})
+    design = SamplingDesign(STRATIFIED, (Stratum("c=1", int(c.sum()), 60), Stratum("c=0", int(n - c.sum()), 40)),
+                            {keys[i]: queue_stratum[keys[i]] for i in chosen}, "queue 1 'by c'")
+    inputs = TrustInputs("r", 10, population, pd.DataFrame({"a": a, "b": b, "c": c}), human, {}, [])
+    return inputs, design, queue_stratum, dict(zip(keys, truth.tolist()))
+
+
+def test_under_a_stratified_queue_the_plan_crosses_its_strata_with_the_queues():
+    data, design, queue_stratum, _ = stratified_queue(0)
+    plan = plan_next(data, design, "a", budget=40, seed=0, population_strata=queue_stratum)
+    keys = list(zip(data.population["query_id"], data.population["passage_id"]))
+    own = dict(zip(keys, stratum_names(data, "a")))
+    labelled = set(zip(data.human["query_id"], data.human["passage_id"]))
+    for row in plan.allocation.itertuples():  # each cell lies in one queue stratum, its counts those of the cell
+        members = [k for k in keys if f"{queue_stratum[k]} · {own[k]}" == row.stratum]
+        assert row.population == len(members) and row.labelled == len(labelled.intersection(members))
+    for item in plan.items.itertuples():
+        key = (item.query_id, item.passage_id)
+        assert item.stratum == f"{queue_stratum[key]} · {own[key]}"
+    assert "within the design's strata" in plan.design.source
+    # without the stratum of every passage, a stratified design's labels cannot be placed in cells: none count
+    assert plan_next(data, design, "a", budget=40, seed=0).allocation["labelled"].sum() == 0
+
+
+def test_the_plans_design_keeps_a_stratified_queues_labels_unbiased():
+    """The whole loop, 200 times: a queue stratified by c (c=1 oversampled), the plan's 40 next items labelled,
+    and the human-only share under the plan's design (build_report, the plan's stratum of every passage). Crossed
+    with the queue's strata, its mean is the true share; weighing the queue's labels as a uniform sample of the
+    plan's own strata (the old rule) leans towards c=1, which the queue oversampled."""
+    from rageval.trust.report import HUMAN_ONLY, LABEL_SHARE, build_report
+
+    estimates, true_share = [], 0.0
+    for seed in range(200):
+        data, design, queue_stratum, truth = stratified_queue(seed)
+        true_share = float(np.mean(list(truth.values())))
+        plan = plan_next(data, design, "a", budget=40, seed=seed, population_strata=queue_stratum)
+        new = plan.items[["query_id", "passage_id"]].assign(
+            label=[truth[key] for key in zip(plan.items["query_id"], plan.items["passage_id"])])
+        after = TrustInputs(data.run, data.k, data.population, data.auto[["a"]],
+                            pd.concat([data.human, new], ignore_index=True), {}, [])
+        report = build_report(after, plan.design, population_strata=plan.population_strata)
+        estimates.append(report.methods["a"].estimates[HUMAN_ONLY][LABEL_SHARE].estimate)
+    assert abs(np.mean(estimates) - true_share) < 0.015, (np.mean(estimates), true_share)
