@@ -13,6 +13,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from rageval.trust.plan import strata_rule
 from rageval.trust.ppi import HUMAN_ONLY, PPI, PPI_PLUS_PLUS, Estimate
 from rageval.trust.report import CELL_WORDS, LABEL_SHARE, NO_UNBIASED, TrustReport
 from ui import format as fmt
@@ -181,6 +182,6 @@ def render_trust(report: TrustReport, measure: str, narrowing: pd.DataFrame, pla
         st.markdown(f"**Label next** (to narrow {escape_markdown(fmt.method_name(method))}'s interval most)")
         render.render_table(plan_items.rename(columns={"query_id": "Query", "passage_id": "Passage", "rank": "Rank",
                                                        "stratum": "Stratum"}), hide_index=True)
-        st.caption("Neyman allocation over strata of the method's label and the methods' agreement: strata where "
-                   "people disagree most with the automatic label get more labels. Labelled with the sample's "
-                   "passages, they make a stratified sample (`rageval.trust.plan`).")
+        st.caption(f"Neyman allocation over strata of {strata_rule(plan_items['stratum'])}: strata where people "
+                   "disagree most with the automatic label get more labels. Labelled with the sample's passages, "
+                   "they make a stratified sample (`rageval.trust.plan`).")

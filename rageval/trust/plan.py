@@ -27,7 +27,7 @@ its design stay unbiased. Without the stratum of every passage, no label of a st
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -37,6 +37,18 @@ from rageval.trust.ppi import MIN_LABELS_PER_STRATUM
 
 if TYPE_CHECKING:
     import pandas as pd
+
+
+#: Joins a stratified design's stratum and the plan's own in a cell's name (``c=1 · a=0, methods agree``).
+CELL_JOIN = " · "
+
+
+def strata_rule(names: Iterable[object]) -> str:
+    """What the plan's strata are, in words, from their names: the design's strata crossed with the plan's own
+    (cells), or the plan's own."""
+    crossed = any(CELL_JOIN in str(name) for name in names)
+    return ("the design's stratum x the method's label x the methods' agreement" if crossed
+            else "the method's label x the methods' agreement")
 
 
 @dataclass(frozen=True)
@@ -107,7 +119,7 @@ def plan_next(inputs: TrustInputs, design: SamplingDesign | None, method: str, b
     if crossed and population_strata is None:
         in_design = {}  # the cells cannot be told: the design's labels cannot count (the report refuses them too)
     elif crossed and population_strata is not None:
-        names = np.array([f"{population_strata.get(key, '?')} · {name}" for key, name in zip(keys, names)],
+        names = np.array([f"{population_strata.get(key, '?')}{CELL_JOIN}{name}" for key, name in zip(keys, names)],
                          dtype=object)
     sampled = np.array([key in human and key in in_design for key in keys], dtype=np.bool_)
     values = np.array([human.get(key, 0) for key in keys], dtype=float)

@@ -48,7 +48,7 @@ from rageval.findings import RIGHT_THRESHOLD
 from rageval.stats.design import CONVENIENCE, STRATIFIED, UNIFORM, SamplingDesign, Stratum
 from rageval.trust.calibration import Calibration, RankAgreement, calibrate, query_agreement, rank_agreement
 from rageval.trust.inputs import LABEL_RULE, TrustInputs
-from rageval.trust.plan import plan_next
+from rageval.trust.plan import plan_next, strata_rule
 from rageval.trust.ppi import (
     BOUNDS_RULE,
     CONFIDENCE,
@@ -695,6 +695,7 @@ def plan_items(basis: Basis, method: str, size: int) -> dict[str, Any]:
     passage_id, rank, stratum) and the allocation per stratum."""
     plan = next_plan(basis, method, size)
     return {"method": method, "seed": plan_seed(basis.inputs), "size": len(plan.items),
+            "strata": strata_rule(plan.allocation["stratum"]),
             "items": [{"query_id": str(r.query_id), "passage_id": str(r.passage_id), "rank": int(r.rank),
                        "stratum": str(r.stratum)} for r in plan.items.itertuples()],
             "allocation": [{"stratum": str(r.stratum), "population": int(r.population), "labelled": int(r.labelled),

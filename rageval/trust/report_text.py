@@ -90,7 +90,7 @@ def format_report(report: TrustReport) -> str:
     if report.plan is not None:
         plan = report.plan
         lines += ["", f"label next ({plan['size']} passages, Neyman allocation to narrow {plan['method']}'s interval; "
-                      "strata: its label x the methods' agreement):"]
+                      f"strata: {plan['strata']}):"]
         lines += [f"  {a['stratum']}: {a['labelled']:,} of {a['population']:,} labelled, add {a['add']:,}"
                   for a in plan["allocation"]]
         lines += [f"  {i['query_id']}\t{i['passage_id']}\trank {i['rank']}\t{i['stratum']}" for i in plan["items"]]

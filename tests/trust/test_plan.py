@@ -12,7 +12,7 @@ import pytest
 
 from rageval.stats.design import STRATIFIED, UNIFORM, SamplingDesign, Stratum
 from rageval.trust.inputs import TrustInputs
-from rageval.trust.plan import plan_next, stratum_names
+from rageval.trust.plan import plan_next, strata_rule, stratum_names
 
 
 def inputs(seed: int = 0, n: int = 2000, labelled: int = 200):
@@ -108,6 +108,10 @@ def test_under_a_stratified_queue_the_plan_crosses_its_strata_with_the_queues():
         key = (item.query_id, item.passage_id)
         assert item.stratum == f"{queue_stratum[key]} · {own[key]}"
     assert "within the design's strata" in plan.design.source
+    assert strata_rule(plan.allocation["stratum"]).startswith("the design's stratum x")  # what the pages say
+    uniform_data, uniform_design = inputs()
+    assert strata_rule(plan_next(uniform_data, uniform_design, "a", budget=5).allocation["stratum"]) == \
+        "the method's label x the methods' agreement"
     # without the stratum of every passage, a stratified design's labels cannot be placed in cells: none count
     assert plan_next(data, design, "a", budget=40, seed=0).allocation["labelled"].sum() == 0
 
