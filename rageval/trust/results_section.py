@@ -18,6 +18,13 @@ sample (``AnnotationStore.create_sample``), the judgements are written as a CSV 
 ``rageval annotations import``'s function, and ``rageval trust``'s report gives the estimates; they must equal the
 direct computation on the same passages. Beside the real labels, the same draws on the simulated population of
 ``tests/trust/test_coverage.py`` (3,000 passages, 20% relevant, a method with recall 0.7 and specificity 0.95).
+
+The same check on **stratified** samples, as an annotation queue draws them (``rageval queue create --plan
+stratified --by contains_answer --allocation equal``): the passages split by ``contains_answer``'s label, ``n / 2``
+drawn uniformly from each, and every estimator's stratified form (:func:`rageval.trust.ppi.stratified_estimate`:
+per-stratum estimates weighted by the strata's sizes). One draw per run goes through a real queue
+(:func:`end_to_end_queue_draw`): ``QueueStore.create_queue``, the crowd's judgements saved as the queue's labels,
+``rageval trust --queue``'s report against the direct computation on the queue's items.
 """
 
 from __future__ import annotations
@@ -30,7 +37,17 @@ from pathlib import Path
 
 import numpy as np
 
-from rageval.trust.ppi import ESTIMATORS, HUMAN_ONLY, PPI, PPI_PLUS_PLUS, bounded, estimate
+from rageval.trust.ppi import (
+    ESTIMATORS,
+    HUMAN_ONLY,
+    PPI,
+    PPI_PLUS_PLUS,
+    Estimate,
+    StratumData,
+    bounded,
+    estimate,
+    stratified_estimate,
+)
 
 #: The runs checked (under the shipped runs folder) and the label that holds the crowd's judgement.
 RUNS = ("demo/hotpotqa-bm25-gemma3_270m.sqlite", "demo/hotpotqa-candidates-gemma3_270m.sqlite")
@@ -38,6 +55,9 @@ REFERENCE = "gold"
 NOT_PREDICTIONS = ("gold", "gold_page")  # the reference itself and its page-level copy
 SIZES = (30, 60, 100)
 DRAWS = 500
+#: The stratified check: the label method the samples are stratified by (equal allocation) and the sizes.
+STRATIFY_BY = "contains_answer"
+STRATIFIED_SIZES = (30, 60)
 NAMES = {PPI: "PPI", PPI_PLUS_PLUS: "PPI++", HUMAN_ONLY: "human only"}
 
 
@@ -89,12 +109,54 @@ def coverage_of(y: np.ndarray, predictions: dict[str, np.ndarray], sizes: Sequen
             kappa = cohen_kappa(y.astype(int).tolist(), f.astype(int).tolist()).kappa
             for name in ESTIMATORS:
                 found = [bounded(estimate(name, y[s], f[s], f)) for s in samples]
-                finite = [e for e in found if math.isfinite(e.low) and math.isfinite(e.high)]
-                rows.append(Coverage(run, method, n, name, len(finite),
-                                     float(np.mean([e.covers(truth) for e in finite])) if finite else math.nan,
-                                     float(np.mean([e.width for e in finite])) if finite else math.nan,
-                                     float(np.mean([e.estimate for e in finite])) if finite else math.nan,
-                                     truth, kappa, len(found) - len(finite)))
+                rows.append(_coverage(run, method, n, name, found, truth, kappa))
+    return rows
+
+
+def _coverage(run: str, method: str, n: int, name: str, found: Sequence[Estimate], truth: float,
+              kappa: float) -> Coverage:
+    """One row from the draws' estimates: over those with a finite interval, the share holding ``truth``, the mean
+    width and the mean estimate; the others counted."""
+    finite = [e for e in found if math.isfinite(e.low) and math.isfinite(e.high)]
+    return Coverage(run, method, n, name, len(finite),
+                    float(np.mean([e.covers(truth) for e in finite])) if finite else math.nan,
+                    float(np.mean([e.width for e in finite])) if finite else math.nan,
+                    float(np.mean([e.estimate for e in finite])) if finite else math.nan,
+                    truth, kappa, len(found) - len(finite))
+
+
+def strata_of(by: np.ndarray) -> list[np.ndarray]:
+    """The passages of each stratum of a 0/1 label (the passages labelled 0, then those labelled 1)."""
+    return [np.flatnonzero(by == value) for value in (0.0, 1.0)]
+
+
+def stratified_draw(y: np.ndarray, f: np.ndarray, strata: Sequence[np.ndarray], sample: Sequence[np.ndarray],
+                    name: str) -> Estimate:
+    """Estimator ``name`` on one stratified sample (``sample[h]``: the passages drawn from ``strata[h]``)."""
+    return bounded(stratified_estimate(name, [StratumData(str(h), y[drawn], f[drawn], f[members])
+                                              for h, (members, drawn) in enumerate(zip(strata, sample))]))
+
+
+def stratified_coverage_of(y: np.ndarray, predictions: dict[str, np.ndarray], by: np.ndarray,
+                           sizes: Sequence[int], draws: int, seed: int, run: str) -> list[Coverage]:
+    """:func:`coverage_of` on samples stratified by the 0/1 label ``by`` with equal allocation (``n / 2`` from each
+    stratum, uniformly, without replacement); a size a stratum cannot give is left out."""
+    from rageval.agreement import cohen_kappa
+
+    truth = float(y.mean())
+    strata = strata_of(by)
+    rows: list[Coverage] = []
+    for n in sizes:
+        per = (n // 2, n - n // 2)
+        if any(k > len(members) for k, members in zip(per, strata)):
+            continue
+        rng = np.random.default_rng([seed, n, 1])
+        samples = [[rng.choice(members, size=k, replace=False) for members, k in zip(strata, per)]
+                   for _ in range(draws)]
+        for method, f in predictions.items():
+            kappa = cohen_kappa(y.astype(int).tolist(), f.astype(int).tolist()).kappa
+            rows.extend(_coverage(run, method, n, name, [stratified_draw(y, f, strata, s, name) for s in samples],
+                                  truth, kappa) for name in ESTIMATORS)
     return rows
 
 
@@ -147,6 +209,44 @@ def end_to_end_draw(run_path: str | Path, n: int, seed: int) -> float:
     return worst
 
 
+def end_to_end_queue_draw(run_path: str | Path, n: int, seed: int) -> float:
+    """One stratified draw through a real queue (module docstring): the largest absolute difference between
+    ``rageval trust --queue``'s label-share estimates and :func:`stratified_draw` on the queue's items."""
+    from rageval.annotations import AnnotationStore
+    from rageval.queue_plans import EQUAL, STRATIFIED_PLAN, QueuePlan
+    from rageval.queues import QueueStore
+    from rageval.store.runs import RunReader
+    from rageval.trust.queue_files import create_run_queue
+    from rageval.trust.report import ranked_items, trust_report
+
+    y, predictions = read_population(run_path)
+    with RunReader(run_path) as reader:
+        population = ranked_items(reader.rankings())
+    index = {key: i for i, key in enumerate(zip(population["query_id"], population["passage_id"]))}
+    with tempfile.TemporaryDirectory() as folder:
+        store_path = Path(folder) / "annotations.sqlite"
+        plan = QueuePlan(STRATIFIED_PLAN, n, seed, stratify_by=STRATIFY_BY, allocation=EQUAL)
+        queue_id = create_run_queue(store_path, run_path, "crowd", plan, 1, ["hotpotqa-crowd"], "results")
+        queues = QueueStore(store_path)
+        items = queues.items(queue_id)
+        rows = [index[key] for key in zip(items["query_id"], items["passage_id"])]
+        queues.save_labels(queue_id, [(int(p), "hotpotqa-crowd", int(y[i]), "")
+                                      for p, i in zip(items["position"], rows)])
+        report = trust_report(run_path, AnnotationStore(store_path), methods=list(predictions), compare_runs=False,
+                              queue_id=queue_id)
+    strata = strata_of(predictions[STRATIFY_BY])
+    drawn = [np.array([i for i in rows if i in set(members.tolist())]) for members in strata]
+    worst = 0.0
+    for method, f in predictions.items():
+        for name in ESTIMATORS:
+            ours = report.methods[method].estimates[name]["label_share"]
+            direct = stratified_draw(y, f, strata, drawn, name)
+            for a, b in ((ours.estimate, direct.estimate), (ours.low, direct.low), (ours.high, direct.high)):
+                if math.isfinite(a) or math.isfinite(b):
+                    worst = max(worst, abs(a - b))
+    return worst
+
+
 def coverage_table(runs_dir: Path, sizes: Sequence[int] = SIZES, draws: int = DRAWS, seed: int = 0
                    ) -> tuple[list[Coverage], dict[str, float]]:
     """Every row of the section (the real runs present, then the simulated population at n = 300) and, per run,
@@ -165,21 +265,26 @@ def coverage_table(runs_dir: Path, sizes: Sequence[int] = SIZES, draws: int = DR
     return rows, checks
 
 
-def trust_section(runs_dir: Path, sizes: Sequence[int] = SIZES, draws: int = DRAWS, seed: int = 0) -> list[str]:
-    """The section's Markdown lines (empty when no HotpotQA run is present)."""
-    rows, checks = coverage_table(runs_dir, sizes, draws, seed)
-    if not checks:
-        return []
-    out = ["## Trust: PPI, PPI++ and human labels alone, checked on real human labels", "",
-           f"HotpotQA's crowd marked each question's supporting paragraphs, so every retrieved passage of the shipped "
-           f"HotpotQA runs has a human judgement (the run's `gold` label) and the people's true share of relevant "
-           f"passages is known. Each row: {draws} uniform samples of n passages (without replacement, seed {seed}), "
-           "the crowd's judgements of the sampled passages as the people's labels, the method's labels of every "
-           "passage as the prediction; coverage = share of the 95% intervals that hold the true share, width = "
-           "their mean width, estimate = their mean (bounded to [0, 1], as everywhere), over the draws that give an "
-           "interval (a sample whose judgements are all the same, with a constant prediction, gives a point and no "
-           "interval: counted in the last column). Kappa: the method against "
-           "the crowd over all passages. `rageval.trust.results_section`; `rageval results` regenerates it.", ""]
+def stratified_table(runs_dir: Path, sizes: Sequence[int] = STRATIFIED_SIZES, draws: int = DRAWS, seed: int = 0
+                     ) -> tuple[list[Coverage], dict[str, float]]:
+    """The stratified rows of the real runs present (those with a :data:`STRATIFY_BY` label) and, per run, the
+    end-to-end queue draw's largest difference."""
+    rows: list[Coverage] = []
+    checks: dict[str, float] = {}
+    for relative in RUNS:
+        path = Path(runs_dir) / relative
+        if not path.is_file():
+            continue
+        y, predictions = read_population(path)
+        if STRATIFY_BY not in predictions:
+            continue
+        rows += stratified_coverage_of(y, predictions, predictions[STRATIFY_BY], sizes, draws, seed, path.stem)
+        checks[path.stem] = end_to_end_queue_draw(path, max(sizes), seed)
+    return rows, checks
+
+
+def _table(rows: Sequence[Coverage]) -> list[str]:
+    """The Markdown table of coverage rows: one line per (run, method, n), the estimators side by side."""
     by_key = {(r.run, r.method, r.n, r.estimator): r for r in rows}
     groups = sorted({(r.run, r.method, r.n) for r in rows}, key=lambda g: (g[0].startswith("simulated"), g))
     table = []
@@ -194,9 +299,27 @@ def trust_section(runs_dir: Path, sizes: Sequence[int] = SIZES, draws: int = DRA
                       f"{first.truth:.3f}", *cells, f"{first.mean_estimate:.3f}", missing])
     header = ["run", "method", "n", "kappa", "true share", *(f"{NAMES[e]} coverage / width" for e in ESTIMATORS),
               "PPI mean estimate", "draws without an interval (PPI/PPI++/human)"]
-    out.append("| " + " | ".join(header) + " |")
-    out.append("|" + "---|" * len(header))
-    out += ["| " + " | ".join(row) + " |" for row in table]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(row) + " |" for row in table)]
+
+
+def trust_section(runs_dir: Path, sizes: Sequence[int] = SIZES, draws: int = DRAWS, seed: int = 0,
+                  stratified_sizes: Sequence[int] = STRATIFIED_SIZES) -> list[str]:
+    """The section's Markdown lines (empty when no HotpotQA run is present)."""
+    rows, checks = coverage_table(runs_dir, sizes, draws, seed)
+    if not checks:
+        return []
+    out = ["## Trust: PPI, PPI++ and human labels alone, checked on real human labels", "",
+           f"HotpotQA's crowd marked each question's supporting paragraphs, so every retrieved passage of the shipped "
+           f"HotpotQA runs has a human judgement (the run's `gold` label) and the people's true share of relevant "
+           f"passages is known. Each row: {draws} uniform samples of n passages (without replacement, seed {seed}), "
+           "the crowd's judgements of the sampled passages as the people's labels, the method's labels of every "
+           "passage as the prediction; coverage = share of the 95% intervals that hold the true share, width = "
+           "their mean width, estimate = their mean (bounded to [0, 1], as everywhere), over the draws that give an "
+           "interval (a sample whose judgements are all the same, with a constant prediction, gives a point and no "
+           "interval: counted in the last column). Kappa: the method against "
+           "the crowd over all passages. `rageval.trust.results_section`; `rageval results` regenerates it.", ""]
+    out += _table(rows)
     out += ["", "End to end (one draw of n = " + f"{max(sizes)} per run through `rageval annotations import` and "
             "`rageval trust`, against the direct computation on the same passages): largest difference "
             + ", ".join(f"{run} {value:.1e}" for run, value in checks.items()) + ".", "",
@@ -207,6 +330,26 @@ def trust_section(runs_dir: Path, sizes: Sequence[int] = SIZES, draws: int = DRA
             "Reading: the intervals are built for an infinite population, so on a 300-passage run a sample of 100 "
             "gives some over-coverage (no finite-population correction); a method with little agreement (kappa near "
             "0) gives PPI no gain over the human labels alone, and PPI++ falls back towards them.", ""]
+    strata_rows, strata_checks = stratified_table(runs_dir, stratified_sizes, draws, seed)
+    if strata_rows:
+        out += ["### Stratified samples, as an annotation queue draws them", "",
+                f"The same check on samples stratified by `{STRATIFY_BY}`'s label with equal allocation (n / 2 "
+                f"passages drawn uniformly from each stratum, seed {seed}; `rageval queue create --plan stratified "
+                f"--by {STRATIFY_BY} --allocation equal`), every estimator in its stratified form (per-stratum "
+                "estimates weighted by the strata's sizes). For the stratifying method itself the prediction is "
+                "constant within each stratum, so PPI, PPI++ and the human labels alone coincide. A draw in which "
+                "one stratum's sample shows no variance (15 passages all judged not relevant, say) gives no "
+                "interval, as a uniform sample without variance does (last column): such a stratum would add "
+                "nothing to the interval (with it, the human-only intervals of those draws held the true share in "
+                "0-5% of them, the other draws' in 97-100%).", ""]
+        out += _table(strata_rows)
+        out += ["", "End to end (one draw of n = " + f"{max(stratified_sizes)} per run through a queue: "
+                "`QueueStore.create_queue`, the crowd's judgements as its labels, `rageval trust --queue`, against "
+                "the direct computation on the queue's items): largest difference "
+                + ", ".join(f"{run} {value:.1e}" for run, value in strata_checks.items()) + ".", "",
+                "Lowest coverage, by n: " + "; ".join(
+                    f"{n}: {low.coverage:.3f} ({NAMES[low.estimator]}, {low.method} on {low.run})"
+                    for n, low in _lowest(strata_rows, stratified_sizes).items()) + ".", ""]
     return out
 
 
