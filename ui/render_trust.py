@@ -44,6 +44,13 @@ def _interval(e: Estimate) -> str:
     return fmt.format_estimate(e.estimate, max(e.low, 0.0), min(e.high, 1.0))
 
 
+def interval_reasons(report: TrustReport, measure: str) -> list[str]:
+    """Why an estimate of ``measure`` in the table has no interval, once each (the engine's words)."""
+    return list(dict.fromkeys(e.reason for trust in report.methods.values() for e in
+                              (trust.estimates[key][measure] for key in ESTIMATOR_NAMES)
+                              if e.reason and not (math.isfinite(e.low) and math.isfinite(e.high))))
+
+
 def estimates_view(report: TrustReport, measure: str, name=fmt.method_name) -> pd.DataFrame:
     """One row per method: kappa, the automatic value over every passage, the PPI, PPI++ and human-only estimates
     with their intervals (clipped to [0, 1]), the human labels used and the automatic values."""
@@ -160,6 +167,9 @@ def render_trust(report: TrustReport, measure: str, narrowing: pd.DataFrame, pla
         "in the chart and in `rageval trust --json` alike. A method whose PPI interval is narrower than the "
         "human-only one saves labels; a poor method's PPI interval is wider, and PPI++ falls back to the human "
         "labels.") + " " + provenance)
+    missing = interval_reasons(report, measure)
+    if missing:  # an estimate shown without its interval says why (a stratum without variance, too few labels)
+        st.caption(escape_markdown("No interval: " + "; ".join(missing) + "."))
     if not narrowing.empty:
         st.vega_lite_chart(*narrowing_chart(narrowing, fmt.method_name(method), measure), key="annotate.trust_chart")
         st.caption(escape_markdown(f"From the first n labels of the sample in the order they were given, n up to "

@@ -261,10 +261,10 @@ def stratified_estimate(estimator: str, strata: Sequence[StratumData], confidenc
         # none to the interval, which is then too narrow: on the HotpotQA crowd labels, stratified samples of
         # 15 + 15 with such a stratum held the truth 0-5% of the time (docs/results.md, Trust). The estimate
         # stays and the interval is not given, as for a uniform sample without variance.
-        which = "every stratum's sample" if len(flat) == len(present) else f"the sample of stratum {', '.join(flat)}"
-        return Estimate(point, math.nan, math.nan, math.nan, n_human, n_auto, lam, confidence,
-                        f"{which} shows no variance: the normal interval would leave it out and be too narrow; "
-                        "label more")
+        why = ("every stratum's sample shows no variance: the normal interval would be a point" if len(flat) ==
+               len(present) else f"the sample of stratum {', '.join(flat)} shows no variance: the normal interval "
+               "would leave it out and be too narrow")
+        return Estimate(point, math.nan, math.nan, math.nan, n_human, n_auto, lam, confidence, f"{why}; label more")
     se = math.sqrt(variance)
     half = _z(confidence) * se
     return Estimate(point, point - half, point + half, se, n_human, n_auto, lam, confidence)

@@ -26,6 +26,8 @@ def _number(value: float) -> str:
 def _interval(e: Estimate) -> str:
     if not math.isfinite(e.estimate):
         return "n/a"
+    if not (math.isfinite(e.low) and math.isfinite(e.high)):
+        return f"{e.estimate:.3f} (no interval)"  # its reason is listed under the table
     return f"{e.estimate:.3f} [{max(e.low, 0.0):.3f}, {min(e.high, 1.0):.3f}]"
 
 
@@ -65,9 +67,10 @@ def format_report(report: TrustReport) -> str:
             row = [trust.estimates[name][measure] for name in (PPI, PPI_PLUS_PLUS, HUMAN_ONLY)]
             lines.append(f"  {measure:<22}{_number(trust.auto.get(measure, math.nan)):>10}  "
                          + "".join(f"{_interval(e):<24}" for e in row))
-            if row[0].reason:
-                reasons.setdefault(row[0].reason, measure)
-        lines += [f"  n/a: {reason}" for reason in reasons]
+            for e in row:  # why an estimate or its interval is missing, once each
+                if e.reason:
+                    reasons.setdefault(e.reason, measure)
+        lines += [f"  n/a or no interval: {reason}" for reason in reasons]
     lines += ["", f"calibration against people (relevant = label >= 0.5; {report.n_human or report.n_labelled:,} "
                   "labelled passages; rogan_gladen = the true share the method's share implies):"]
     columns = ("n", "tp", "fp", "fn", "tn", "precision", "recall", "specificity", "human_share_labelled",
@@ -119,6 +122,8 @@ def trust_finding(report: TrustReport, method: str, measure: str | None = None,
     human = trust.estimates[HUMAN_ONLY][measure]
 
     def shown(e: Estimate) -> str:
+        if not (math.isfinite(e.low) and math.isfinite(e.high)):
+            return f"{e.estimate:.2f} (no interval yet: {e.reason})"
         return f"{e.estimate:.2f} [{max(e.low, 0.0):.2f}, {min(e.high, 1.0):.2f}]"
 
     return Finding("trust", f"{head}; with {ppi_estimate.n_human:,} human labels {shown(ppi_estimate)} (PPI, "

@@ -216,18 +216,18 @@ def end_to_end_queue_draw(run_path: str | Path, n: int, seed: int) -> float:
     from rageval.queue_plans import EQUAL, STRATIFIED_PLAN, QueuePlan
     from rageval.queues import QueueStore
     from rageval.store.runs import RunReader
-    from rageval.trust.queue_files import create_run_queue
     from rageval.trust.report import ranked_items, trust_report
 
     y, predictions = read_population(run_path)
     with RunReader(run_path) as reader:
-        population = ranked_items(reader.rankings())
+        population, labels = ranked_items(reader.rankings()), reader.labels()
     index = {key: i for i, key in enumerate(zip(population["query_id"], population["passage_id"]))}
     with tempfile.TemporaryDirectory() as folder:
         store_path = Path(folder) / "annotations.sqlite"
         plan = QueuePlan(STRATIFIED_PLAN, n, seed, stratify_by=STRATIFY_BY, allocation=EQUAL)
-        queue_id = create_run_queue(store_path, run_path, "crowd", plan, 1, ["hotpotqa-crowd"], "results")
         queues = QueueStore(store_path)
+        queue_id = queues.create_queue("crowd", Path(run_path).stem, "passage", population, labels, plan, 1,
+                                       ["hotpotqa-crowd"], "", "results")
         items = queues.items(queue_id)
         rows = [index[key] for key in zip(items["query_id"], items["passage_id"])]
         queues.save_labels(queue_id, [(int(p), "hotpotqa-crowd", int(y[i]), "")

@@ -154,3 +154,34 @@ def test_the_glossary_explains_the_words_of_the_trust_views():
     assert wanted <= set(glossary.by_anchor()) and all(glossary.by_anchor()[a].source for a in wanted)
     app = start(str(Path(__file__).resolve().parents[2] / navigation.GLOSSARY))
     assert wanted <= {h.proto.anchor for h in app.subheader}
+
+
+def test_a_stratum_without_variance_gives_no_interval_and_the_page_says_why(tmp_path, monkeypatch):
+    """A stratified queue whose people judged every item not relevant: each stratum's sample shows no variance,
+    so the estimates keep their point but no interval (a zero variance would make it a point, far too narrow), and
+    Annotate and Findings say why instead of showing a bare number."""
+    from rageval.queue_plans import STRATIFIED_PLAN, QueuePlan
+    from rageval.queues import QueueStore
+    from rageval.store import RunReader
+
+    path = make_small_run(tmp_path / "fixture.sqlite")
+    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
+    monkeypatch.delenv("RAGEVAL_ANNOTATIONS", raising=False)
+    with RunReader(path) as reader:
+        labels = reader.labels()
+    population = labels.loc[labels["method"] == "gold", ["query_id", "passage_id"]].drop_duplicates()
+    queues = QueueStore(tmp_path / ANNOTATIONS_FILE)
+    queue_id = queues.create_queue("flat", "fixture", "passage", population.reset_index(drop=True), labels,
+                                   QueuePlan(STRATIFIED_PLAN, 12, seed=2, stratify_by="contains_answer"), 1,
+                                   ["ada"], "", "admin")
+    queues.save_labels(queue_id, [(int(p), "ada", 0, "") for p in queues.items(queue_id)["position"]])
+    items = pd.DataFrame(population.assign(rank=1).to_numpy(), columns=["query_id", "passage_id", "rank"])
+    AnnotationStore(queues.path).create_sample("fixture", items, 10, seed=1, created_by="ada")  # Annotate opens on it
+    app = start(ANNOTATE, annotator="ada", run="fixture", mode="passages")
+    text = plain(captions(app))
+    assert "No interval: every stratum's sample shows no variance" in text
+    estimates = frame_with(app, "PPI++")
+    assert all(not any(c in str(cell) for c in "[]") for cell in estimates["PPI"])  # the estimate alone
+    home = start(HOME, run="fixture")
+    sentence = " ".join(m.value for m in home.markdown) + " " + captions(home)
+    assert "no interval yet: every stratum's sample shows no variance" in plain(sentence)
