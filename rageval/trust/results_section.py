@@ -31,9 +31,10 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -48,6 +49,9 @@ from rageval.trust.ppi import (
     estimate,
     stratified_estimate,
 )
+
+if TYPE_CHECKING:
+    from rageval.trust.report import TrustReport
 
 #: The runs checked (under the shipped runs folder) and the label that holds the crowd's judgement.
 RUNS = ("demo/hotpotqa-bm25-gemma3_270m.sqlite", "demo/hotpotqa-candidates-gemma3_270m.sqlite")
@@ -198,12 +202,19 @@ def end_to_end_draw(run_path: str | Path, n: int, seed: int) -> float:
         import_labels(run_path, csv_path, store)
         report = trust_report(run_path, store, methods=list(predictions), compare_runs=False)
     sampled = np.array(rows)
+    return _largest_difference(report, predictions,
+                               lambda name, f: bounded(estimate(name, y[sampled], f[sampled], f)))
+
+
+def _largest_difference(report: TrustReport, predictions: dict[str, np.ndarray],
+                        direct: Callable[[str, np.ndarray], Estimate]) -> float:
+    """The largest absolute difference between the report's label-share estimates (point and interval ends) and
+    ``direct(estimator, prediction)``, over methods and estimators."""
     worst = 0.0
     for method, f in predictions.items():
         for name in ESTIMATORS:
-            ours = report.methods[method].estimates[name]["label_share"]
-            direct = bounded(estimate(name, y[sampled], f[sampled], f))
-            for a, b in ((ours.estimate, direct.estimate), (ours.low, direct.low), (ours.high, direct.high)):
+            ours, theirs = report.methods[method].estimates[name]["label_share"], direct(name, f)
+            for a, b in ((ours.estimate, theirs.estimate), (ours.low, theirs.low), (ours.high, theirs.high)):
                 if math.isfinite(a) or math.isfinite(b):
                     worst = max(worst, abs(a - b))
     return worst
@@ -236,15 +247,15 @@ def end_to_end_queue_draw(run_path: str | Path, n: int, seed: int) -> float:
                               queue_id=queue_id)
     strata = strata_of(predictions[STRATIFY_BY])
     drawn = [np.array([i for i in rows if i in set(members.tolist())]) for members in strata]
-    worst = 0.0
-    for method, f in predictions.items():
-        for name in ESTIMATORS:
-            ours = report.methods[method].estimates[name]["label_share"]
-            direct = stratified_draw(y, f, strata, drawn, name)
-            for a, b in ((ours.estimate, direct.estimate), (ours.low, direct.low), (ours.high, direct.high)):
-                if math.isfinite(a) or math.isfinite(b):
-                    worst = max(worst, abs(a - b))
-    return worst
+    return _largest_difference(report, predictions, lambda name, f: stratified_draw(y, f, strata, drawn, name))
+
+
+def _present_runs(runs_dir: Path) -> Iterator[tuple[Path, np.ndarray, dict[str, np.ndarray]]]:
+    """Each of :data:`RUNS` under ``runs_dir`` that is there: its path, the crowd's judgements, the methods' labels."""
+    for relative in RUNS:
+        path = Path(runs_dir) / relative
+        if path.is_file():
+            yield path, *read_population(path)
 
 
 def coverage_table(runs_dir: Path, sizes: Sequence[int] = SIZES, draws: int = DRAWS, seed: int = 0
@@ -253,11 +264,7 @@ def coverage_table(runs_dir: Path, sizes: Sequence[int] = SIZES, draws: int = DR
     the end-to-end draw's largest difference."""
     rows: list[Coverage] = []
     checks: dict[str, float] = {}
-    for relative in RUNS:
-        path = Path(runs_dir) / relative
-        if not path.is_file():
-            continue
-        y, predictions = read_population(path)
+    for path, y, predictions in _present_runs(runs_dir):
         rows += coverage_of(y, predictions, sizes, draws, seed, path.stem)
         checks[path.stem] = end_to_end_draw(path, max(sizes), seed)
     y, predictions = simulated_population()
@@ -271,11 +278,7 @@ def stratified_table(runs_dir: Path, sizes: Sequence[int] = STRATIFIED_SIZES, dr
     end-to-end queue draw's largest difference."""
     rows: list[Coverage] = []
     checks: dict[str, float] = {}
-    for relative in RUNS:
-        path = Path(runs_dir) / relative
-        if not path.is_file():
-            continue
-        y, predictions = read_population(path)
+    for path, y, predictions in _present_runs(runs_dir):
         if STRATIFY_BY not in predictions:
             continue
         rows += stratified_coverage_of(y, predictions, predictions[STRATIFY_BY], sizes, draws, seed, path.stem)

@@ -99,9 +99,9 @@ def test_findings_says_labels_without_a_sample_support_no_estimate(tmp_path, mon
     assert "does not support an unbiased estimate" in sentence or "do not support" in sentence
 
 
-def test_annotate_says_the_label_rule_lists_a_tie_and_charts_a_queue(tmp_path, monkeypatch):
-    """A stratified queue of 12 passages, two annotators each, who disagree on the first item: the page says how a
-    passage's label is decided, lists the tie, and draws the intervals as the queue's labels arrive."""
+def stratified_fixture_queue(tmp_path, monkeypatch, name: str, annotators: list[str]):
+    """The fixture run in a fresh runs folder and a queue of 12 of its passages stratified by contains_answer, each
+    to every one of ``annotators``: (the QueueStore, the queue's id, the run's passages)."""
     from rageval.queue_plans import STRATIFIED_PLAN, QueuePlan
     from rageval.queues import QueueStore
     from rageval.store import RunReader
@@ -113,9 +113,16 @@ def test_annotate_says_the_label_rule_lists_a_tie_and_charts_a_queue(tmp_path, m
         labels = reader.labels()
     population = labels.loc[labels["method"] == "gold", ["query_id", "passage_id"]].drop_duplicates()
     queues = QueueStore(tmp_path / ANNOTATIONS_FILE)
-    queue_id = queues.create_queue("q", "fixture", "passage", population.reset_index(drop=True), labels,
-                                   QueuePlan(STRATIFIED_PLAN, 12, seed=2, stratify_by="contains_answer"), 2,
-                                   ["ada", "bo"], "", "admin")
+    queue_id = queues.create_queue(name, "fixture", "passage", population.reset_index(drop=True), labels,
+                                   QueuePlan(STRATIFIED_PLAN, 12, seed=2, stratify_by="contains_answer"),
+                                   len(annotators), annotators, "", "admin")
+    return queues, queue_id, population
+
+
+def test_annotate_says_the_label_rule_lists_a_tie_and_charts_a_queue(tmp_path, monkeypatch):
+    """A stratified queue of 12 passages, two annotators each, who disagree on the first item: the page says how a
+    passage's label is decided, lists the tie, and draws the intervals as the queue's labels arrive."""
+    queues, queue_id, population = stratified_fixture_queue(tmp_path, monkeypatch, "q", ["ada", "bo"])
     for position in queues.items(queue_id)["position"]:
         for person in ("ada", "bo"):
             value = (person == "bo") if position == 0 else int(position) % 3 == 0
@@ -160,20 +167,7 @@ def test_a_stratum_without_variance_gives_no_interval_and_the_page_says_why(tmp_
     """A stratified queue whose people judged every item not relevant: each stratum's sample shows no variance,
     so the estimates keep their point but no interval (a zero variance would make it a point, far too narrow), and
     Annotate and Findings say why instead of showing a bare number."""
-    from rageval.queue_plans import STRATIFIED_PLAN, QueuePlan
-    from rageval.queues import QueueStore
-    from rageval.store import RunReader
-
-    path = make_small_run(tmp_path / "fixture.sqlite")
-    monkeypatch.setenv("RAGEVAL_RUNS_DIR", str(tmp_path))
-    monkeypatch.delenv("RAGEVAL_ANNOTATIONS", raising=False)
-    with RunReader(path) as reader:
-        labels = reader.labels()
-    population = labels.loc[labels["method"] == "gold", ["query_id", "passage_id"]].drop_duplicates()
-    queues = QueueStore(tmp_path / ANNOTATIONS_FILE)
-    queue_id = queues.create_queue("flat", "fixture", "passage", population.reset_index(drop=True), labels,
-                                   QueuePlan(STRATIFIED_PLAN, 12, seed=2, stratify_by="contains_answer"), 1,
-                                   ["ada"], "", "admin")
+    queues, queue_id, population = stratified_fixture_queue(tmp_path, monkeypatch, "flat", ["ada"])
     queues.save_labels(queue_id, [(int(p), "ada", 0, "") for p in queues.items(queue_id)["position"]])
     items = pd.DataFrame(population.assign(rank=1).to_numpy(), columns=["query_id", "passage_id", "rank"])
     AnnotationStore(queues.path).create_sample("fixture", items, 10, seed=1, created_by="ada")  # Annotate opens on it
