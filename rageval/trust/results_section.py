@@ -246,7 +246,8 @@ def end_to_end_queue_draw(run_path: str | Path, n: int, seed: int) -> float:
         report = trust_report(run_path, AnnotationStore(store_path), methods=list(predictions), compare_runs=False,
                               queue_id=queue_id)
     strata = strata_of(predictions[STRATIFY_BY])
-    drawn = [np.array([i for i in rows if i in set(members.tolist())]) for members in strata]
+    member_sets = [set(members.tolist()) for members in strata]
+    drawn = [np.array([i for i in rows if i in members]) for members in member_sets]  # in the queue's order
     return _largest_difference(report, predictions, lambda name, f: stratified_draw(y, f, strata, drawn, name))
 
 
